@@ -1,0 +1,31 @@
+# tessera_cc_library(NAME name SRCS ... DEPS ...)
+#   One static library per module. Sources include each other as "src/<module>/<file>.h".
+function(tessera_cc_library)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_library(${ARG_NAME} STATIC ${ARG_SRCS})
+  target_include_directories(${ARG_NAME} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+  target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# tessera_cc_test(NAME name SRCS ... DEPS ... LABEL unit|integration|slow [TIMEOUT s])
+#   A GoogleTest binary; each test case becomes a CTest test carrying LABEL.
+function(tessera_cc_test)
+  if(NOT TESSERA_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "NAME;LABEL;TIMEOUT" "SRCS;DEPS" ${ARGN})
+  if(NOT ARG_LABEL)
+    set(ARG_LABEL unit)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${ARG_NAME} PRIVATE
+    TESSERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    TESSERA_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  gtest_discover_tests(${ARG_NAME}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+endfunction()

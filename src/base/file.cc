@@ -1,0 +1,206 @@
+#include "src/base/file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "src/base/strings.h"
+
+namespace tessera {
+namespace fs = std::filesystem;
+
+StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(StrCat("cannot open ", path), errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoError(StrCat("cannot stat ", path), err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(StrCat(path, " is not a regular file"));
+  }
+  MappedFile file;
+  file.path_ = path;
+  file.size_ = static_cast<size_t>(st.st_size);
+  if (file.size_ > 0) {
+    void* addr = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (addr == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      return ErrnoError(StrCat("cannot map ", path), err);
+    }
+    file.data_ = static_cast<const uint8_t*>(addr);
+  }
+  ::close(fd);
+  return file;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      path_(std::move(other.path_)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() { Release(); }
+
+void MappedFile::Release() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+void MappedFile::DontNeed(size_t offset, size_t length) const {
+  if (data_ == nullptr || offset >= size_) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t begin = (offset + page - 1) / page * page;  // Only whole pages inside the range.
+  size_t end = std::min(size_, offset + length) / page * page;
+  if (end > begin) ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
+}
+
+StatusOr<OutputFile> OutputFile::Create(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError(StrCat("cannot create ", path), errno);
+  OutputFile file;
+  file.fd_ = fd;
+  file.path_ = path;
+  return file;
+}
+
+OutputFile::OutputFile(OutputFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
+
+OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status OutputFile::Append(const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd_, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(StrCat("cannot write ", path_), errno);
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+Status OutputFile::Resize(uint64_t size) {
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+    return ErrnoError(StrCat("cannot resize ", path_), errno);
+  }
+  return absl::OkStatus();
+}
+
+Status OutputFile::WriteAt(uint64_t offset, const void* data, size_t size) const {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(StrCat("cannot write ", path_), errno);
+    }
+    p += n;
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+Status OutputFile::Close() {
+  if (fd_ < 0) return absl::OkStatus();
+  int rc = ::close(std::exchange(fd_, -1));
+  if (rc != 0) return ErrnoError(StrCat("cannot close ", path_), errno);
+  return absl::OkStatus();
+}
+
+StatusOr<std::string> ReadFileToString(const std::string& path) {
+  ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+  return std::string(reinterpret_cast<const char*>(file.data()), file.size());
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view contents) {
+  std::string tmp = path + ".tmp";
+  ASSIGN_OR_RETURN(OutputFile out, OutputFile::Create(tmp));
+  Status st = out.Append(contents.data(), contents.size());
+  if (st.ok()) st = out.Close();
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = ErrnoError(StrCat("cannot rename ", tmp, " to ", path), errno);
+  }
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
+Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return ErrnoError(StrCat("cannot create directory ", path), ec.value());
+  if (!fs::is_directory(path, ec)) {
+    return absl::FailedPreconditionError(StrCat(path, " exists and is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+Status RemoveAll(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) return ErrnoError(StrCat("cannot remove ", path), ec.value());
+  return absl::OkStatus();
+}
+
+bool PathExists(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+StatusOr<int64_t> FileSize(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ErrnoError(StrCat("cannot stat ", path), errno);
+  return static_cast<int64_t>(st.st_size);
+}
+
+int64_t DirectorySize(const std::string& path) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(path, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += static_cast<int64_t>(it->file_size(ec));
+  }
+  return total;
+}
+
+}  // namespace tessera

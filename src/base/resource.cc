@@ -1,0 +1,27 @@
+#include "src/base/resource.h"
+
+#include <sys/resource.h>
+
+#include "fmt/format.h"
+
+namespace tessera {
+
+int64_t PeakRssBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB.
+}
+
+std::string FormatBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  if (unit == 0) return fmt::format("{} B", bytes);
+  return fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+}  // namespace tessera

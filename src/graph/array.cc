@@ -1,0 +1,209 @@
+#include "src/graph/array.h"
+
+#include <cstring>
+#include <new>
+
+#include "src/base/strings.h"
+#include "spdlog/spdlog.h"
+
+namespace tessera {
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8:
+      return 1;
+    case DType::kInt16:
+      return 2;
+    case DType::kInt32:
+    case DType::kFloat32:
+      return 4;
+    case DType::kInt64:
+    case DType::kFloat64:
+      return 8;
+  }
+  return 0;
+}
+
+std::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return "bool";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt16: return "int16";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+  }
+  return "?";
+}
+
+bool IsIntegral(DType dtype) { return !IsFloating(dtype); }
+bool IsFloating(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat64; }
+
+// Heap memory (64-byte aligned, uninitialised) or a mapped file.
+struct Array::Storage {
+  struct AlignedDelete {
+    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<uint8_t[], AlignedDelete> heap;
+  MappedFile mapped;
+  size_t offset = 0;
+};
+
+Array::Array() : shape_{0} {}
+Array::Array(Array&&) noexcept = default;
+Array& Array::operator=(Array&&) noexcept = default;
+Array::~Array() = default;
+
+Array Array::Empty(DType dtype, std::vector<int64_t> shape) {
+  Array a;
+  a.dtype_ = dtype;
+  a.shape_ = std::move(shape);
+  a.storage_ = std::make_unique<Storage>();
+  size_t bytes = std::max<size_t>(a.nbytes(), 1);
+  a.storage_->heap.reset(static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t(64))));
+  a.data_ = a.storage_->heap.get();
+  return a;
+}
+
+Array Array::Zeros(DType dtype, std::vector<int64_t> shape) {
+  Array a = Empty(dtype, std::move(shape));
+  std::memset(a.data_, 0, a.nbytes());
+  return a;
+}
+
+Array Array::FromMapped(DType dtype, std::vector<int64_t> shape, MappedFile file, size_t offset) {
+  Array a;
+  a.dtype_ = dtype;
+  a.shape_ = std::move(shape);
+  a.storage_ = std::make_unique<Storage>();
+  a.storage_->mapped = std::move(file);
+  a.storage_->offset = offset;
+  a.data_ = const_cast<uint8_t*>(a.storage_->mapped.data()) + offset;
+  if (a.storage_->mapped.data() == nullptr) a.data_ = nullptr;
+  return a;
+}
+
+int64_t Array::row_elems() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape_.size(); ++i) n *= shape_[i];
+  return n;
+}
+
+int64_t Array::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+bool Array::is_mapped() const { return storage_ != nullptr && storage_->heap == nullptr; }
+
+void* Array::mutable_data() {
+  if (is_mapped()) {
+    spdlog::critical("Array::mutable_data on a read-only mapped array {}", Describe());
+    std::abort();
+  }
+  return data_;
+}
+
+void Array::CheckType(DType requested) const {
+  if (requested != dtype_) {
+    spdlog::critical("Array of dtype {} accessed as {}", DTypeName(dtype_), DTypeName(requested));
+    std::abort();
+  }
+}
+
+Array Array::Clone() const {
+  Array a = Empty(dtype_, shape_);
+  if (nbytes() > 0) std::memcpy(a.data_, data_, nbytes());
+  return a;
+}
+
+Array Array::GatherRows(std::span<const int64_t> ids) const {
+  std::vector<int64_t> shape = shape_;
+  if (shape.empty()) shape.push_back(1);
+  shape[0] = static_cast<int64_t>(ids.size());
+  Array out = Empty(dtype_, std::move(shape));
+  const size_t rb = row_bytes();
+  auto* dst = static_cast<uint8_t*>(out.data_);
+  const auto* src = static_cast<const uint8_t*>(data_);
+  if (rb == 8) {
+    for (size_t i = 0; i < ids.size(); ++i) std::memcpy(dst + i * 8, src + ids[i] * 8, 8);
+  } else if (rb == 4) {
+    for (size_t i = 0; i < ids.size(); ++i) std::memcpy(dst + i * 4, src + ids[i] * 4, 4);
+  } else if (rb == 1) {
+    for (size_t i = 0; i < ids.size(); ++i) dst[i] = src[ids[i]];
+  } else {
+    for (size_t i = 0; i < ids.size(); ++i) std::memcpy(dst + i * rb, src + ids[i] * rb, rb);
+  }
+  return out;
+}
+
+void Array::CopyRow(int64_t i, void* dst) const {
+  const size_t rb = row_bytes();
+  std::memcpy(dst, static_cast<const uint8_t*>(data_) + static_cast<size_t>(i) * rb, rb);
+}
+
+std::string Array::Describe() const {
+  return StrCat(DTypeName(dtype_), "[", StrJoin(shape_, ", "), "]");
+}
+
+void Array::ReleasePages() const {
+  if (is_mapped()) storage_->mapped.DontNeed(storage_->offset, nbytes());
+}
+
+namespace {
+
+template <typename T>
+Status WidenIds(const Array& in, Array* out, std::string_view what, bool non_negative) {
+  auto src = in.span<T>();
+  auto dst = out->mutable_span<int64_t>();
+  for (size_t i = 0; i < src.size(); ++i) {
+    int64_t v = static_cast<int64_t>(src[i]);
+    if (non_negative && v < 0) {
+      return absl::InvalidArgumentError(
+          StrCat(what, ": negative id ", v, " at position ", i));
+    }
+    dst[i] = v;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative) {
+  if (array.ndim() != 1) {
+    return absl::InvalidArgumentError(
+        StrCat(what, ": expected a 1-D id array, got ", array.Describe()));
+  }
+  if (array.dtype() == DType::kInt64 && !non_negative) return array;
+  Array out = Array::Empty(DType::kInt64, {array.rows()});
+  Status st;
+  switch (array.dtype()) {
+    case DType::kInt8: st = WidenIds<int8_t>(array, &out, what, non_negative); break;
+    case DType::kUInt8: st = WidenIds<uint8_t>(array, &out, what, non_negative); break;
+    case DType::kInt16: st = WidenIds<int16_t>(array, &out, what, non_negative); break;
+    case DType::kInt32: st = WidenIds<int32_t>(array, &out, what, non_negative); break;
+    case DType::kInt64: {
+      // Already int64: only validate, keep the (possibly mapped) storage.
+      auto ids = array.span<int64_t>();
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0) {
+          return absl::InvalidArgumentError(
+              StrCat(what, ": negative id ", ids[i], " at position ", i));
+        }
+      }
+      return array;
+    }
+    default:
+      return absl::InvalidArgumentError(StrCat(
+          what, ": ids must be an integer array (int32 or int64), got ", DTypeName(array.dtype())));
+  }
+  RETURN_IF_ERROR(st);
+  return out;
+}
+
+}  // namespace tessera
