@@ -41,7 +41,8 @@ class Rng {
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
   // Uniform in [0, n) (Lemire's multiply-shift; bias below 2^-64 * n).
   uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
+    __extension__ using Uint128 = unsigned __int128;
+    return static_cast<uint64_t>((static_cast<Uint128>(Next()) * n) >> 64);
   }
   // Standard normal (Marsaglia polar method; caches the second value).
   double Normal() {

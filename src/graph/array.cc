@@ -183,6 +183,7 @@ StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative
   Array out = Array::Empty(DType::kInt64, {array.rows()});
   Status st;
   switch (array.dtype()) {
+    case DType::kBool: st = WidenIds<bool>(array, &out, what, non_negative); break;
     case DType::kInt8: st = WidenIds<int8_t>(array, &out, what, non_negative); break;
     case DType::kUInt8: st = WidenIds<uint8_t>(array, &out, what, non_negative); break;
     case DType::kInt16: st = WidenIds<int16_t>(array, &out, what, non_negative); break;
@@ -200,7 +201,7 @@ StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative
     }
     default:
       return absl::InvalidArgumentError(StrCat(
-          what, ": ids must be an integer array (int32 or int64), got ", DTypeName(array.dtype())));
+          what, ": expected an integer array, got ", DTypeName(array.dtype())));
   }
   RETURN_IF_ERROR(st);
   return out;

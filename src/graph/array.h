@@ -123,8 +123,9 @@ class Array {
   void* data_ = nullptr;
 };
 
-// Converts an integer array of any width to a 1-D int64 array; errors on
-// floating or negative-when-`non_negative` values. `what` names the array.
+// Converts a 1-D integer (or bool) array of any width to int64; errors on
+// floating dtypes and, when `non_negative`, on negative values. `what` names
+// the array in errors.
 StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative);
 
 }  // namespace tessera

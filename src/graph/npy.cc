@@ -120,7 +120,7 @@ StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, const std::
   if (shape_text.empty() || shape_text[0] != '(') return Bad(path, "malformed shape");
   size_t close = shape_text.find(')');
   if (close == std::string_view::npos) return Bad(path, "malformed shape");
-  __int128 total = 1;
+  int64_t total = 1;  // Elements; overflow-checked below.
   for (std::string_view part : SplitString(shape_text.substr(1, close - 1), ',')) {
     part = StripWhitespace(part);
     if (part.empty()) continue;
@@ -130,20 +130,21 @@ StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, const std::
       return Bad(path, StrCat("malformed shape dimension '", part, "'"));
     }
     header.shape.push_back(dim);
-    total *= dim;
-    if (total > (static_cast<__int128>(1) << 62)) return Bad(path, "shape is implausibly large");
+    if (__builtin_mul_overflow(total, dim, &total) || total > (int64_t{1} << 58)) {
+      return Bad(path, "shape is implausibly large");
+    }
   }
   if (fortran_order && header.shape.size() > 1) {
     return absl::InvalidArgumentError(StrCat(
         path, ": Fortran-ordered arrays are not supported; save with np.ascontiguousarray"));
   }
-  __int128 expected = total * static_cast<__int128>(DTypeSize(header.dtype));
-  __int128 actual = static_cast<__int128>(size) - static_cast<__int128>(header.data_offset);
+  const int64_t expected = total * static_cast<int64_t>(DTypeSize(header.dtype));
+  const int64_t actual = static_cast<int64_t>(size) - static_cast<int64_t>(header.data_offset);
   if (actual != expected) {
     return absl::InvalidArgumentError(StrCat(
         path, ": ", actual < expected ? "truncated" : "has trailing bytes", ": shape (",
         StrJoin(header.shape, ", "), ") of ", DTypeName(header.dtype), " needs ",
-        static_cast<int64_t>(expected), " data bytes, file has ", static_cast<int64_t>(actual)));
+        expected, " data bytes, file has ", actual));
   }
   return header;
 }

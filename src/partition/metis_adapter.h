@@ -1,0 +1,37 @@
+// File: src/partition/metis_adapter.h
+//
+// The only user of metis.h. Runs METIS k-way partitioning on the symmetrised,
+// loop-free, duplicate-free version of a graph, with optional multi-constraint
+// vertex weights. Debian's METIS uses 32-bit indices, so graphs whose
+// symmetric adjacency exceeds 2^31-1 entries are rejected with a clear error
+// instead of overflowing (see ParMETIS#8 in shared/reference/distdgl.md).
+#ifndef TESSERA_SRC_PARTITION_METIS_ADAPTER_H_
+#define TESSERA_SRC_PARTITION_METIS_ADAPTER_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/graph/graph.h"
+
+namespace tessera {
+
+struct MetisOptions {
+  int num_parts = 2;
+  uint64_t seed = 0;
+  bool minimize_volume = false;  // objtype "vol" instead of "cut".
+  // Row-major [num_nodes, num_constraints] vertex weights; empty = unit
+  // weights with one constraint.
+  std::vector<int32_t> vertex_weights;
+  int num_constraints = 1;
+  // Allowed load imbalance per constraint (METIS ufactor / 1000 + 1).
+  double imbalance = 1.03;
+};
+
+// Returns the part of every node, in [0, options.num_parts).
+StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOptions& options);
+
+}  // namespace tessera
+
+#endif  // TESSERA_SRC_PARTITION_METIS_ADAPTER_H_

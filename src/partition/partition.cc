@@ -1,0 +1,459 @@
+#include "src/partition/partition.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/base/logging.h"
+#include "src/base/random.h"
+#include "src/base/strings.h"
+#include "src/graph/npy.h"
+#include "src/partition/metis_adapter.h"
+#include "src/partition/partition_config.h"
+
+namespace tessera {
+
+StatusOr<PartMethod> ParsePartMethod(const std::string& name) {
+  if (name == "metis") return PartMethod::kMetis;
+  if (name == "random") return PartMethod::kRandom;
+  return absl::InvalidArgumentError(
+      StrCat("unknown part_method '", name, "' (expected metis or random)"));
+}
+
+namespace {
+
+constexpr uint64_t kRandomPartStream = 101;
+constexpr int kMaxBalanceTypes = 64;
+constexpr size_t kGatherChunkBytes = 8 << 20;
+
+bool SafeName(const std::string& name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
+}
+
+Status CheckArguments(const Graph& graph, const std::string& graph_name, int num_parts,
+                      const PartitionOptions& o) {
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
+  if (!SafeName(graph_name)) {
+    return bad("graph name '", graph_name, "' must be non-empty and use only letters, digits, ",
+               "'_', '-' and '.'");
+  }
+  if (graph.num_nodes <= 0 || graph.num_edges() == 0) {
+    return bad("the graph is empty (", graph.num_nodes, " nodes, ", graph.num_edges(),
+               " edges); nothing to partition");
+  }
+  if (num_parts < 1 || num_parts > graph.num_nodes) {
+    return bad("num_parts must be in [1, num_nodes = ", graph.num_nodes, "], got ", num_parts);
+  }
+  if (o.num_hops < 0) return bad("num_hops must be >= 0, got ", o.num_hops);
+  if (o.num_trainers_per_machine < 1 ||
+      static_cast<int64_t>(num_parts) * o.num_trainers_per_machine > graph.num_nodes) {
+    return bad("num_trainers_per_machine must be >= 1 and num_parts * num_trainers_per_machine ",
+               "<= num_nodes, got ", o.num_trainers_per_machine);
+  }
+  if (o.objtype != "cut" && o.objtype != "vol") {
+    return bad("objtype must be 'cut' or 'vol', got '", o.objtype, "'");
+  }
+  if (o.num_trainers_per_machine > 1 &&
+      (graph.node_data.count("trainer_id") || graph.edge_data.count("trainer_id"))) {
+    return bad("the input already has an array 'trainer_id', which num_trainers_per_machine > 1 ",
+               "would overwrite");
+  }
+  for (const auto* arrays : {&graph.node_data, &graph.edge_data}) {
+    for (const auto& [name, array] : *arrays) {
+      if (!SafeName(name)) return bad("array name '", name, "' is not a safe file name");
+    }
+  }
+  if (!o.balance_ntypes.empty()) {
+    auto it = graph.node_data.find(o.balance_ntypes);
+    if (it == graph.node_data.end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, array] : graph.node_data) names.push_back(name);
+      return bad("balance_ntypes: no node array named '", o.balance_ntypes, "' (have: ",
+                 StrJoin(names, ", "), ")");
+    }
+    if (it->second.ndim() != 1 || IsFloating(it->second.dtype())) {
+      return bad("balance_ntypes: node array '", o.balance_ntypes, "' is ",
+                 it->second.Describe(), "; it must be a 1-D integer or bool array");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Row-major vertex weights for METIS: one indicator column per distinct value
+// of the balance array, then (with balance_edges) one in-degree column per
+// value -- or [1, in-degree] without a balance array.
+StatusOr<MetisOptions> BalanceWeights(const Graph& graph, const PartitionOptions& o) {
+  MetisOptions metis;
+  if (o.balance_ntypes.empty() && !o.balance_edges) return metis;
+  const int64_t n = graph.num_nodes;
+  std::vector<int32_t> type(n, 0);
+  int num_types = 1;
+  if (!o.balance_ntypes.empty()) {
+    const Array& array = graph.node_data.at(o.balance_ntypes);
+    ASSIGN_OR_RETURN(Array values, ToInt64Ids(array.Clone(), o.balance_ntypes, false));
+    auto v = values.span<int64_t>();
+    std::vector<int64_t> distinct(v.begin(), v.end());
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    if (distinct.size() > kMaxBalanceTypes) {
+      return absl::InvalidArgumentError(StrCat("balance_ntypes: '", o.balance_ntypes, "' has ",
+                                               distinct.size(), " distinct values; at most ",
+                                               kMaxBalanceTypes, " can be balanced"));
+    }
+    num_types = static_cast<int>(distinct.size());
+    for (int64_t i = 0; i < n; ++i) {
+      type[i] = static_cast<int32_t>(std::lower_bound(distinct.begin(), distinct.end(), v[i]) -
+                                     distinct.begin());
+    }
+  }
+  std::vector<int32_t> in_degree;
+  if (o.balance_edges) {
+    in_degree.assign(n, 0);
+    for (int64_t d : graph.dst_ids()) ++in_degree[d];
+  }
+  const bool typed = !o.balance_ntypes.empty();
+  const int ncon = (typed ? num_types : 1) + (o.balance_edges ? num_types : 0);
+  metis.num_constraints = ncon;
+  metis.vertex_weights.assign(static_cast<size_t>(n) * ncon, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t* w = &metis.vertex_weights[static_cast<size_t>(i) * ncon];
+    w[typed ? type[i] : 0] = 1;
+    if (o.balance_edges) w[(typed ? num_types : 1) + (typed ? type[i] : 0)] = in_degree[i];
+  }
+  return metis;
+}
+
+// Writes rows `ids` of `array` to a new .npy file, a chunk at a time.
+Status WriteGatheredRows(const std::string& path, const Array& array,
+                         std::span<const int64_t> ids) {
+  std::vector<int64_t> shape = array.shape();
+  shape[0] = static_cast<int64_t>(ids.size());
+  ASSIGN_OR_RETURN(NpyWriter writer, NpyWriter::Create(path, array.dtype(), shape));
+  const size_t chunk = std::max<size_t>(1, kGatherChunkBytes / std::max<size_t>(1, array.row_bytes()));
+  for (size_t begin = 0; begin < ids.size(); begin += chunk) {
+    size_t count = std::min(chunk, ids.size() - begin);
+    Array rows = array.GatherRows(ids.subspan(begin, count));
+    RETURN_IF_ERROR(writer.AppendRows(rows.data(), static_cast<int64_t>(count)));
+  }
+  return writer.Close();
+}
+
+// The reshuffled global structure shared by all parts.
+struct Reshuffled {
+  std::vector<int64_t> node_offsets, edge_offsets;  // K+1 each.
+  std::vector<int64_t> orig_nids;                   // new node id -> original.
+  std::vector<int64_t> new_of_old;                  // original node id -> new.
+  std::vector<int64_t> in_ptr;                      // CSC over new ids; entry k = new eid k.
+  std::vector<int64_t> new_src;                     // new eid -> new source id.
+  std::vector<int64_t> orig_eids;                   // new eid -> original edge id.
+  std::vector<int64_t> out_ptr, out_dst, out_eid;   // CSR over new ids (HALO only).
+};
+
+Reshuffled Reshuffle(const Graph& graph, std::span<const int32_t> part, int num_parts,
+                     bool need_out_edges) {
+  const int64_t n = graph.num_nodes, m = graph.num_edges();
+  Reshuffled r;
+  r.node_offsets.assign(num_parts + 1, 0);
+  for (int32_t p : part) ++r.node_offsets[p + 1];
+  std::partial_sum(r.node_offsets.begin(), r.node_offsets.end(), r.node_offsets.begin());
+  r.orig_nids.resize(n);
+  r.new_of_old.resize(n);
+  {
+    std::vector<int64_t> cursor(r.node_offsets.begin(), r.node_offsets.end() - 1);
+    for (int64_t v = 0; v < n; ++v) {
+      int64_t id = cursor[part[v]]++;
+      r.orig_nids[id] = v;
+      r.new_of_old[v] = id;
+    }
+  }
+  auto src = graph.src_ids();
+  auto dst = graph.dst_ids();
+  r.in_ptr.assign(n + 1, 0);
+  for (int64_t d : dst) ++r.in_ptr[r.new_of_old[d] + 1];
+  std::partial_sum(r.in_ptr.begin(), r.in_ptr.end(), r.in_ptr.begin());
+  r.orig_eids.resize(m);
+  {
+    std::vector<int64_t> cursor(r.in_ptr.begin(), r.in_ptr.end() - 1);
+    for (int64_t e = 0; e < m; ++e) r.orig_eids[cursor[r.new_of_old[dst[e]]]++] = e;
+  }
+  r.new_src.resize(m);
+  for (int64_t k = 0; k < m; ++k) r.new_src[k] = r.new_of_old[src[r.orig_eids[k]]];
+  r.edge_offsets.resize(num_parts + 1);
+  for (int p = 0; p <= num_parts; ++p) r.edge_offsets[p] = r.in_ptr[r.node_offsets[p]];
+  graph.src.ReleasePages();  // The input edge list is not read again.
+  graph.dst.ReleasePages();
+  if (need_out_edges) {
+    r.out_ptr.assign(n + 1, 0);
+    for (int64_t s : r.new_src) ++r.out_ptr[s + 1];
+    std::partial_sum(r.out_ptr.begin(), r.out_ptr.end(), r.out_ptr.begin());
+    r.out_dst.resize(m);
+    r.out_eid.resize(m);
+    std::vector<int64_t> cursor(r.out_ptr.begin(), r.out_ptr.end() - 1);
+    for (int64_t v = 0; v < n; ++v) {
+      for (int64_t k = r.in_ptr[v]; k < r.in_ptr[v + 1]; ++k) {
+        int64_t pos = cursor[r.new_src[k]]++;
+        r.out_dst[pos] = v;
+        r.out_eid[pos] = k;
+      }
+    }
+  }
+  return r;
+}
+
+// The local graph of one part, as written to part<p>/graph.
+struct LocalGraph {
+  std::vector<int64_t> nid;  // Local -> new global id; inner first.
+  std::vector<int64_t> indptr, indices, eid;
+  std::vector<uint8_t> inner_edge;
+  int64_t num_inner = 0;
+  int64_t cut_edges = 0;
+};
+
+// Builds part p's local graph. `local_of` (size num_nodes, all -1) is scratch
+// and is all -1 again on return.
+LocalGraph BuildLocalGraph(const Reshuffled& r, int p, int num_hops,
+                           std::vector<int64_t>& local_of) {
+  const int64_t a = r.node_offsets[p], b = r.node_offsets[p + 1];
+  auto inner = [&](int64_t v) { return v >= a && v < b; };
+  LocalGraph g;
+  g.num_inner = b - a;
+  g.nid.resize(b - a);
+  std::iota(g.nid.begin(), g.nid.end(), a);
+  for (int64_t v = a; v < b; ++v) local_of[v] = v - a;
+  std::vector<int64_t> frontier;
+  auto local = [&](int64_t v, bool expand) {
+    if (local_of[v] < 0) {
+      local_of[v] = static_cast<int64_t>(g.nid.size());
+      g.nid.push_back(v);
+      if (expand) frontier.push_back(v);
+    }
+    return local_of[v];
+  };
+
+  // Inner rows: every in-edge of every inner node (hop 0: only inner sources).
+  g.indptr.reserve(g.num_inner + 1);
+  g.indptr.push_back(0);
+  const int64_t inner_edges = r.in_ptr[b] - r.in_ptr[a];
+  g.indices.reserve(inner_edges);
+  g.eid.reserve(inner_edges);
+  for (int64_t v = a; v < b; ++v) {
+    for (int64_t k = r.in_ptr[v]; k < r.in_ptr[v + 1]; ++k) {
+      int64_t u = r.new_src[k];
+      if (!inner(u)) {
+        ++g.cut_edges;
+        if (num_hops == 0) continue;
+      }
+      g.indices.push_back(local(u, /*expand=*/true));
+      g.eid.push_back(k);
+    }
+    g.indptr.push_back(static_cast<int64_t>(g.indices.size()));
+  }
+  g.inner_edge.assign(g.indices.size(), 1);
+
+  // HALO rows: (row, source, eid) triples, then grouped by row.
+  struct HaloEdge {
+    int64_t row, src, eid;
+  };
+  std::vector<HaloEdge> halo_edges;
+  if (num_hops >= 1 && !r.out_ptr.empty()) {
+    for (int64_t v = a; v < b; ++v) {
+      for (int64_t pos = r.out_ptr[v]; pos < r.out_ptr[v + 1]; ++pos) {
+        int64_t w = r.out_dst[pos];
+        if (inner(w)) continue;
+        halo_edges.push_back({local(w, /*expand=*/false), local_of[v], r.out_eid[pos]});
+      }
+    }
+    for (int hop = 2; hop <= num_hops; ++hop) {
+      std::vector<int64_t> current;
+      current.swap(frontier);
+      for (int64_t h : current) {
+        for (int64_t k = r.in_ptr[h]; k < r.in_ptr[h + 1]; ++k) {
+          int64_t u = r.new_src[k];
+          if (inner(u)) continue;  // Already stored as an out-edge of the part.
+          int64_t src_local = local(u, /*expand=*/true);
+          halo_edges.push_back({local_of[h], src_local, k});
+        }
+      }
+    }
+  }
+  std::sort(halo_edges.begin(), halo_edges.end(), [](const HaloEdge& x, const HaloEdge& y) {
+    return x.row != y.row ? x.row < y.row : x.eid < y.eid;
+  });
+  const int64_t num_local = static_cast<int64_t>(g.nid.size());
+  size_t next = 0;
+  for (int64_t row = g.num_inner; row < num_local; ++row) {
+    for (; next < halo_edges.size() && halo_edges[next].row == row; ++next) {
+      g.indices.push_back(halo_edges[next].src);
+      g.eid.push_back(halo_edges[next].eid);
+      g.inner_edge.push_back(0);
+    }
+    g.indptr.push_back(static_cast<int64_t>(g.indices.size()));
+  }
+  for (int64_t v : g.nid) local_of[v] = -1;
+  return g;
+}
+
+Status WritePart(const Graph& graph, const Reshuffled& r, const LocalGraph& g, int p,
+                 const std::string& part_dir, std::span<const int32_t> trainer) {
+  const std::string graph_dir = part_dir + "/graph";
+  const std::string node_dir = part_dir + "/node_feat";
+  const std::string edge_dir = part_dir + "/edge_feat";
+  for (const std::string& dir : {graph_dir, node_dir, edge_dir}) RETURN_IF_ERROR(MakeDirs(dir));
+  std::vector<uint8_t> inner_node(g.nid.size(), 0);
+  std::fill(inner_node.begin(), inner_node.begin() + g.num_inner, 1);
+  RETURN_IF_ERROR(WriteNpy(graph_dir + "/nid.npy", Array::From(g.nid)));
+  RETURN_IF_ERROR(WriteNpy(graph_dir + "/inner_node.npy", Array::From(inner_node)));
+  RETURN_IF_ERROR(WriteNpy(graph_dir + "/indptr.npy", Array::From(g.indptr)));
+  RETURN_IF_ERROR(WriteNpy(graph_dir + "/indices.npy", Array::From(g.indices)));
+  RETURN_IF_ERROR(WriteNpy(graph_dir + "/eid.npy", Array::From(g.eid)));
+  RETURN_IF_ERROR(WriteNpy(graph_dir + "/inner_edge.npy", Array::From(g.inner_edge)));
+
+  const int64_t a = r.node_offsets[p], b = r.node_offsets[p + 1];
+  const int64_t ea = r.edge_offsets[p], eb = r.edge_offsets[p + 1];
+  std::span<const int64_t> node_rows(r.orig_nids.data() + a, b - a);
+  std::span<const int64_t> edge_rows(r.orig_eids.data() + ea, eb - ea);
+  for (const auto& [name, array] : graph.node_data) {
+    RETURN_IF_ERROR(WriteGatheredRows(StrCat(node_dir, "/", name, ".npy"), array, node_rows));
+  }
+  for (const auto& [name, array] : graph.edge_data) {
+    RETURN_IF_ERROR(WriteGatheredRows(StrCat(edge_dir, "/", name, ".npy"), array, edge_rows));
+  }
+  if (!trainer.empty()) {
+    std::vector<int64_t> node_trainer(b - a), edge_trainer(eb - ea);
+    for (int64_t v = a; v < b; ++v) {
+      node_trainer[v - a] = trainer[r.orig_nids[v]];
+      for (int64_t k = r.in_ptr[v]; k < r.in_ptr[v + 1]; ++k) {
+        edge_trainer[k - ea] = node_trainer[v - a];
+      }
+    }
+    RETURN_IF_ERROR(WriteNpy(node_dir + "/trainer_id.npy", Array::From(node_trainer)));
+    RETURN_IF_ERROR(WriteNpy(edge_dir + "/trainer_id.npy", Array::From(edge_trainer)));
+  }
+  return absl::OkStatus();
+}
+
+std::string PartName(int p) { return StrCat("part", p); }
+
+}  // namespace
+
+StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& graph_name,
+                                         int num_parts, const std::string& out_path,
+                                         const PartitionOptions& o) {
+  RETURN_IF_ERROR(CheckArguments(graph, graph_name, num_parts, o));
+  RETURN_IF_ERROR(graph.Validate("input graph"));
+  RETURN_IF_ERROR(Annotate(MakeDirs(out_path), "output folder"));
+  const std::string config_path = StrCat(out_path, "/", graph_name, ".json");
+  // A config left by an earlier run must not describe what we are about to
+  // overwrite; it reappears only once every part is complete.
+  RETURN_IF_ERROR(RemoveAll(config_path));
+  RETURN_IF_ERROR(Annotate(WriteFileAtomic(out_path + "/.tessera-write-test", ""),
+                           "output folder is not writable"));
+  RETURN_IF_ERROR(RemoveAll(out_path + "/.tessera-write-test"));
+
+  PartitionResult result;
+  const int trainers = o.num_trainers_per_machine;
+  const int total_parts = num_parts * trainers;
+
+  // 1. Assignment.
+  Progress assign_step(StrCat("assign nodes (", o.part_method == PartMethod::kMetis ? "metis" : "random",
+                              ", ", total_parts, " parts)"), 0, "");
+  std::vector<int32_t> trainer;  // Raw assignment into K*T parts.
+  if (total_parts == 1) {
+    trainer.assign(graph.num_nodes, 0);
+  } else if (o.part_method == PartMethod::kMetis) {
+    ASSIGN_OR_RETURN(MetisOptions metis, BalanceWeights(graph, o));
+    metis.num_parts = total_parts;
+    metis.seed = o.seed;
+    metis.minimize_volume = o.objtype == "vol";
+    ASSIGN_OR_RETURN(trainer, MetisPartition(graph, metis));
+  } else {
+    Rng rng(o.seed, kRandomPartStream);
+    trainer.resize(graph.num_nodes);
+    for (int32_t& t : trainer) t = static_cast<int32_t>(rng.Below(total_parts));
+  }
+  std::vector<int32_t> part(trainer.size());
+  for (size_t v = 0; v < trainer.size(); ++v) part[v] = trainer[v] / trainers;
+  if (trainers == 1) trainer.clear();
+  result.assign_seconds = assign_step.Done();
+
+  // 2. Reshuffle.
+  Progress reshuffle_step("reshuffle ids", 0, "");
+  Reshuffled r = Reshuffle(graph, part, num_parts, o.num_hops >= 1 && num_parts > 1);
+  part.clear();
+  part.shrink_to_fit();
+  result.reshuffle_seconds = reshuffle_step.Done();
+
+  // 3. Local graphs and files, one part at a time.
+  Progress write_step("build and write parts", num_parts, "parts", 0);
+  std::vector<int64_t> local_of(graph.num_nodes, -1);
+  auto cleanup = [&](const Status& st) {
+    for (int p = 0; p < num_parts; ++p) RemoveAll(StrCat(out_path, "/", PartName(p))).IgnoreError();
+    RemoveAll(out_path + "/orig_nids.npy").IgnoreError();
+    RemoveAll(out_path + "/orig_eids.npy").IgnoreError();
+    return st;
+  };
+  for (int p = 0; p < num_parts; ++p) {
+    Stopwatch part_watch;
+    LocalGraph g = BuildLocalGraph(r, p, o.num_hops, local_of);
+    const std::string part_dir = StrCat(out_path, "/", PartName(p));
+    Status st = RemoveAll(part_dir);
+    if (st.ok()) st = WritePart(graph, r, g, p, part_dir, trainer);
+    if (!st.ok()) return cleanup(st);
+    PartStats stats;
+    stats.inner_nodes = g.num_inner;
+    stats.halo_nodes = static_cast<int64_t>(g.nid.size()) - g.num_inner;
+    stats.inner_edges = r.edge_offsets[p + 1] - r.edge_offsets[p];
+    stats.local_edges = static_cast<int64_t>(g.indices.size());
+    stats.cut_edges = g.cut_edges;
+    result.edge_cut += g.cut_edges;
+    result.parts.push_back(stats);
+    spdlog::info("part {}: {} inner + {} halo nodes, {} inner + {} halo edges, {:.2f} s", p,
+                 stats.inner_nodes, stats.halo_nodes, stats.inner_edges,
+                 stats.local_edges - std::count(g.inner_edge.begin(), g.inner_edge.end(), 1),
+                 part_watch.Seconds());
+    write_step.Update(p + 1);
+  }
+  if (o.return_mapping) {
+    Status st = WriteNpy(out_path + "/orig_nids.npy", Array::From(r.orig_nids));
+    if (st.ok()) st = WriteNpy(out_path + "/orig_eids.npy", Array::From(r.orig_eids));
+    if (!st.ok()) return cleanup(st);
+  }
+
+  PartitionConfig config;
+  config.graph_name = graph_name;
+  config.num_nodes = graph.num_nodes;
+  config.num_edges = graph.num_edges();
+  config.part_method = o.part_method == PartMethod::kMetis ? "metis" : "random";
+  config.num_parts = num_parts;
+  config.halo_hops = o.num_hops;
+  config.node_offsets = r.node_offsets;
+  config.edge_offsets = r.edge_offsets;
+  for (int p = 0; p < num_parts; ++p) {
+    config.parts.push_back({StrCat(PartName(p), "/graph"), StrCat(PartName(p), "/node_feat"),
+                            StrCat(PartName(p), "/edge_feat")});
+  }
+  config.num_trainers_per_machine = trainers;
+  for (const auto& [name, array] : graph.node_data) config.node_feat_names.push_back(name);
+  for (const auto& [name, array] : graph.edge_data) config.edge_feat_names.push_back(name);
+  if (trainers > 1) {
+    config.node_feat_names.push_back("trainer_id");
+    config.edge_feat_names.push_back("trainer_id");
+  }
+  config.balance_ntypes = o.balance_ntypes;
+  config.balance_edges = o.balance_edges;
+  config.seed = o.seed;
+  Status st = WriteFileAtomic(config_path, PartitionConfigToJson(config));
+  if (!st.ok()) return cleanup(st);
+  result.write_seconds = write_step.Done();
+  result.config_path = config_path;
+  spdlog::info("edge cut: {} of {} edges ({:.2f}%)", result.edge_cut, graph.num_edges(),
+               100.0 * result.edge_cut / graph.num_edges());
+  return result;
+}
+
+}  // namespace tessera

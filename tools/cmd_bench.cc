@@ -1,0 +1,130 @@
+// `tessera bench partition`: wall time, peak RSS, edge cut and size on disk of
+// partitioning given graphs (each configuration in its own process, so peak
+// RSS is that configuration's), printed as JSON, next to DGL's figures for
+// the benchmark graph of shared/baselines.md.
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/base/strings.h"
+#include "src/graph/npy.h"
+#include "src/partition/inspect.h"
+#include "tools/commands.h"
+#include "tools/subprocess.h"
+
+namespace tessera::tools {
+namespace {
+
+struct BenchFlags {
+  std::vector<std::string> graphs;
+  std::vector<int> parts = {2, 4};
+  std::vector<std::string> methods = {"metis", "random"};
+  std::string workdir;
+  double timeout_s = 3600;
+};
+
+// DGL 1.1.3 on the 600k-node / 14,953,958-edge graph (shared/baselines.md §1).
+struct DglFigure {
+  double wall_s, peak_rss_gib, edge_cut_fraction;
+};
+const std::map<std::pair<std::string, int>, DglFigure> kDglMedium = {
+    {{"metis", 2}, {36.8, 3.24, 0.100}},
+    {{"metis", 4}, {40.3, 3.36, 0.176}},
+    {{"random", 2}, {34.8, 3.48, 0.500}},
+    {{"random", 4}, {37.7, 3.77, 0.750}}};
+constexpr int64_t kMediumEdges = 14'953'958;
+
+StatusOr<nlohmann::json> BenchOne(const BenchFlags& f, const std::string& graph,
+                                  const std::string& method, int parts,
+                                  const std::string& workdir) {
+  const std::string out = StrCat(workdir, "/", method, "-", parts);
+  std::vector<std::string> argv = {SelfExecutable(), "--log-level", "warn", "partition",
+                                   "--input", graph, "--graph-name", "bench",
+                                   "--num-parts", StrCat(parts), "--part-method", method,
+                                   "--balance-edges", "--return-mapping", "--out", out};
+  if (PathExists(graph + "/train_mask.npy")) {
+    argv.insert(argv.end(), {"--balance-ntypes", "train_mask"});
+  }
+  spdlog::info("bench: {} {} parts of {}", method, parts, graph);
+  ASSIGN_OR_RETURN(ChildResult child, RunChild(argv, Deadline::InSeconds(f.timeout_s)));
+  if (child.exit_code != 0) {
+    return absl::InternalError(StrCat("partition of ", graph, " exited with ", child.exit_code));
+  }
+  ASSIGN_OR_RETURN(Inspection in, InspectPartitions(out + "/bench.json"));
+  nlohmann::json run = {{"graph", graph},
+                        {"num_nodes", in.num_nodes},
+                        {"num_edges", in.num_edges},
+                        {"method", method},
+                        {"parts", parts},
+                        {"wall_s", child.seconds},
+                        {"peak_rss_bytes", child.peak_rss_bytes},
+                        {"peak_rss_gib", child.peak_rss_bytes / double(1 << 30)},
+                        {"edge_cut", in.edge_cut},
+                        {"edge_cut_fraction", in.edge_cut_fraction()},
+                        {"node_balance", in.node_balance},
+                        {"edge_balance", in.edge_balance},
+                        {"train_mask_balance", in.balanced_array_balance},
+                        {"bytes_on_disk", in.bytes_on_disk}};
+  auto dgl = kDglMedium.find({method, parts});
+  if (in.num_edges == kMediumEdges && dgl != kDglMedium.end()) {
+    run["dgl"] = {{"wall_s", dgl->second.wall_s},
+                  {"peak_rss_gib", dgl->second.peak_rss_gib},
+                  {"edge_cut_fraction", dgl->second.edge_cut_fraction}};
+    run["time_vs_dgl"] = child.seconds / dgl->second.wall_s;
+    run["rss_vs_dgl"] = child.peak_rss_bytes / double(1 << 30) / dgl->second.peak_rss_gib;
+  }
+  RETURN_IF_ERROR(RemoveAll(out));
+  return run;
+}
+
+Status RunBench(const BenchFlags& f, const std::string& workdir) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const std::string& graph : f.graphs) {
+    for (const std::string& method : f.methods) {
+      for (int parts : f.parts) {
+        ASSIGN_OR_RETURN(nlohmann::json run, BenchOne(f, graph, method, parts, workdir));
+        runs.push_back(std::move(run));
+      }
+    }
+  }
+  nlohmann::json report = {{"benchmark", "partition"},
+                           {"hardware_threads", std::thread::hardware_concurrency()},
+                           {"runs", runs}};
+  std::fputs((report.dump(1) + "\n").c_str(), stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Command RegisterBench(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print JSON");
+  bench->require_subcommand(1);
+  CLI::App* sub = bench->add_subcommand("partition", "Time and memory of tessera partition");
+  sub->add_option("--graph", f->graphs, "Graph folder(s) to partition")->required();
+  sub->add_option("--parts", f->parts, "Part counts")->delimiter(',')->capture_default_str();
+  sub->add_option("--methods", f->methods, "metis and/or random")->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--workdir", f->workdir, "Scratch folder (default: a temporary folder)");
+  sub->add_option("--timeout", f->timeout_s, "Seconds allowed per configuration")
+      ->capture_default_str();
+  return {sub, [f] {
+            std::string workdir = f->workdir;
+            bool temporary = workdir.empty();
+            if (temporary) {
+              char tmpl[] = "/tmp/tessera-bench-XXXXXX";
+              if (::mkdtemp(tmpl) == nullptr) return ReportError(ErrnoError("mkdtemp", errno));
+              workdir = tmpl;
+            }
+            Status st = RunBench(*f, workdir);
+            if (temporary) RemoveAll(workdir).IgnoreError();
+            return st.ok() ? 0 : ReportError(st);
+          }};
+}
+
+}  // namespace tessera::tools

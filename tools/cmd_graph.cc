@@ -1,0 +1,143 @@
+// `tessera partition`, `tessera inspect` and `tessera generate`.
+#include <memory>
+
+#include "spdlog/spdlog.h"
+#include "src/base/resource.h"
+#include "src/base/strings.h"
+#include "src/base/time.h"
+#include "src/graph/generator.h"
+#include "src/graph/readers.h"
+#include "src/partition/inspect.h"
+#include "src/partition/partition.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+
+Command RegisterPartition(CLI::App& app) {
+  struct Flags {
+    std::string input, graph_name, out, part_method = "metis", balance_ntypes, objtype = "cut";
+    std::string format = "auto", split;
+    int num_parts = 0, num_hops = 1, num_trainers = 1;
+    bool balance_edges = false, return_mapping = false;
+    bool undirected = false, remove_self_loops = false, remove_duplicates = false;
+    uint64_t seed = 0;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand("partition", "Partition a graph for distributed training");
+  sub->add_option("--input,-i", f->input,
+                  "Graph: npy folder (src.npy, dst.npy, <name>.npy...), OGB folder, or CSV/TSV "
+                  "edge list (.gz ok)")->required();
+  sub->add_option("--graph-name,--graph_name", f->graph_name, "Name of the graph")->required();
+  sub->add_option("--num-parts,--num_parts", f->num_parts, "Number of partitions (machines)")
+      ->required();
+  sub->add_option("--out,--output,--out-path", f->out, "Output folder")->required();
+  sub->add_option("--part-method,--part_method", f->part_method, "metis or random")
+      ->capture_default_str();
+  sub->add_option("--num-hops,--num_hops", f->num_hops, "HALO hops (0 = no HALO)")
+      ->capture_default_str();
+  sub->add_option("--balance-ntypes,--balance_ntypes", f->balance_ntypes,
+                  "Node array whose values METIS balances across parts (e.g. train_mask)");
+  sub->add_flag("--balance-edges,--balance_edges", f->balance_edges,
+                "Balance edges (in-degree) across parts too");
+  sub->add_flag("--return-mapping,--return_mapping", f->return_mapping,
+                "Write orig_nids.npy and orig_eids.npy (new id -> original id)");
+  sub->add_option("--num-trainers-per-machine,--num_trainers_per_machine", f->num_trainers,
+                  "Split each part further for this many trainers (node array trainer_id)")
+      ->capture_default_str();
+  sub->add_option("--objtype", f->objtype, "METIS objective: cut or vol")->capture_default_str();
+  sub->add_option("--seed", f->seed, "Random seed (METIS and random assignment)")
+      ->capture_default_str();
+  sub->add_option("--format", f->format, "Input format: auto, npy, csv, ogb")
+      ->capture_default_str();
+  sub->add_option("--split", f->split, "OGB split name (default: public or the only one)");
+  sub->add_flag("--undirected", f->undirected, "Add the reverse of every edge");
+  sub->add_flag("--remove-self-loops", f->remove_self_loops, "Drop edges i -> i");
+  sub->add_flag("--remove-duplicates", f->remove_duplicates, "Drop repeated (src, dst) pairs");
+  return {sub, [f] {
+            Stopwatch watch;
+            ReadOptions read;
+            auto format = ParseGraphFormat(f->format);
+            if (!format.ok()) return ReportError(format.status());
+            read.format = *format;
+            read.split = f->split;
+            read.add_reverse_edges = f->undirected;
+            read.remove_self_loops = f->remove_self_loops;
+            read.remove_duplicate_edges = f->remove_duplicates;
+            PartitionOptions options;
+            auto method = ParsePartMethod(f->part_method);
+            if (!method.ok()) return ReportError(method.status());
+            options.part_method = *method;
+            options.num_hops = f->num_hops;
+            options.balance_ntypes = f->balance_ntypes;
+            options.balance_edges = f->balance_edges;
+            options.return_mapping = f->return_mapping;
+            options.num_trainers_per_machine = f->num_trainers;
+            options.objtype = f->objtype;
+            options.seed = f->seed;
+            auto graph = ReadGraph(f->input, read);
+            if (!graph.ok()) return ReportError(graph.status());
+            auto result = PartitionGraph(*graph, f->graph_name, f->num_parts, f->out, options);
+            if (!result.ok()) return ReportError(result.status());
+            spdlog::info("wrote {}", result->config_path);
+            ReportFinish("partition", watch.Seconds());
+            return 0;
+          }};
+}
+
+Command RegisterInspect(CLI::App& app) {
+  struct Flags {
+    std::string config;
+    bool json = false;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand("inspect", "Print statistics of a partitioned graph");
+  sub->add_option("config", f->config, "Partition config (<out>/<graph_name>.json)")->required();
+  sub->add_flag("--json", f->json, "Print JSON instead of a table");
+  return {sub, [f] {
+            auto inspection = InspectPartitions(f->config);
+            if (!inspection.ok()) return ReportError(inspection.status());
+            std::fputs((f->json ? inspection->ToJson() + "\n" : inspection->ToText()).c_str(),
+                       stdout);
+            return 0;
+          }};
+}
+
+Command RegisterGenerate(CLI::App& app) {
+  struct Flags {
+    GenerateOptions options;
+    std::string out;
+  };
+  auto f = std::make_shared<Flags>();
+  GenerateOptions& o = f->options;
+  CLI::App* sub = app.add_subcommand(
+      "generate", "Write a synthetic node-classification graph (degree-corrected SBM, npy layout)");
+  sub->add_option("--out,-o", f->out, "Output folder")->required();
+  sub->add_option("--nodes", o.num_nodes, "Number of nodes")->capture_default_str();
+  sub->add_option("--edges", o.num_undirected_edges,
+                  "Number of undirected edges (each is stored in both directions)")
+      ->capture_default_str();
+  sub->add_option("--feat-dim", o.feat_dim, "Feature dimension")->capture_default_str();
+  sub->add_option("--classes", o.num_classes, "Number of classes")->capture_default_str();
+  sub->add_option("--homophily", o.homophily, "Probability an edge stays inside its class")
+      ->capture_default_str();
+  sub->add_option("--noise", o.noise, "Feature noise standard deviation")->capture_default_str();
+  sub->add_option("--power-law", o.power_law_exponent, "Pareto shape of node weights")
+      ->capture_default_str();
+  sub->add_option("--train-frac", o.train_fraction, "Fraction of training nodes")
+      ->capture_default_str();
+  sub->add_option("--val-frac", o.val_fraction, "Fraction of validation nodes")
+      ->capture_default_str();
+  sub->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  sub->add_option("--threads", o.num_threads, "Worker threads (0 = all cores)")
+      ->capture_default_str();
+  return {sub, [f] {
+            auto stats = GenerateSbmGraph(f->options, f->out);
+            if (!stats.ok()) return ReportError(stats.status());
+            spdlog::info("wrote {} nodes, {} edges, {} to {}", stats->num_nodes, stats->num_edges,
+                         FormatBytes(stats->bytes_written), f->out);
+            ReportFinish("generate", stats->seconds);
+            return 0;
+          }};
+}
+
+}  // namespace tessera::tools

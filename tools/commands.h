@@ -1,0 +1,38 @@
+// File: tools/commands.h
+//
+// The subcommands of the `tessera` program. Each Register* function adds its
+// subcommand and flags to the CLI11 app and returns it with the runner that
+// main() calls if that subcommand was chosen. Runners return the exit code.
+// Flags and environment are read only here (and, later, in initialize()).
+#ifndef TESSERA_TOOLS_COMMANDS_H_
+#define TESSERA_TOOLS_COMMANDS_H_
+
+#include <functional>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "src/base/status.h"
+
+namespace tessera::tools {
+
+struct Command {
+  CLI::App* subcommand;
+  std::function<int()> run;
+};
+
+Command RegisterGenerate(CLI::App& app);
+Command RegisterPartition(CLI::App& app);
+Command RegisterInspect(CLI::App& app);
+Command RegisterDemo(CLI::App& app);
+Command RegisterBench(CLI::App& app);
+
+// Prints "error: <message>" to stderr and returns 1 for a non-OK status.
+int ReportError(const Status& status);
+// Prints the closing "<what> finished: wall X s, peak RSS Y" line.
+void ReportFinish(const std::string& what, double seconds);
+// Absolute path of the running executable.
+std::string SelfExecutable();
+
+}  // namespace tessera::tools
+
+#endif  // TESSERA_TOOLS_COMMANDS_H_

@@ -1,0 +1,56 @@
+// The `tessera` command line: partition graphs, inspect partitions, generate
+// synthetic graphs, run the demo and the benchmarks.
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/base/logging.h"
+#include "src/base/resource.h"
+#include "src/base/strings.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+
+int ReportError(const Status& status) {
+  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+void ReportFinish(const std::string& what, double seconds) {
+  spdlog::info("{} finished: wall {:.2f} s, peak RSS {}", what, seconds,
+               FormatBytes(PeakRssBytes()));
+}
+
+std::string SelfExecutable() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "tessera" : path.string();
+}
+
+}  // namespace tessera::tools
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera: distributed GNN training on partitioned graphs"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "debug, info, warn, error or off")
+      ->capture_default_str();
+  const std::vector<tessera::tools::Command> commands = {
+      tessera::tools::RegisterPartition(app), tessera::tools::RegisterInspect(app),
+      tessera::tools::RegisterGenerate(app), tessera::tools::RegisterDemo(app),
+      tessera::tools::RegisterBench(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;  // Usage errors exit 2; --help exits 0.
+  }
+  tessera::InitLogging(log_level);
+  for (const auto& command : commands) {
+    if (command.subcommand->parsed()) return command.run();
+  }
+  return 2;
+}

@@ -1,0 +1,31 @@
+// File: tools/subprocess.h
+//
+// RunChild: runs a program to completion with a deadline and reports its exit
+// status, wall time and peak RSS (the benchmarks use it to measure one
+// configuration per process). The child is killed (SIGKILL) if the deadline
+// passes, and also if this process dies first (PR_SET_PDEATHSIG).
+#ifndef TESSERA_TOOLS_SUBPROCESS_H_
+#define TESSERA_TOOLS_SUBPROCESS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/base/time.h"
+
+namespace tessera::tools {
+
+struct ChildResult {
+  int exit_code = -1;  // -signal if killed by a signal.
+  double seconds = 0;
+  int64_t peak_rss_bytes = 0;
+};
+
+// argv[0] is the program path. Output goes to this process's stdout/stderr.
+// DeadlineExceeded if the child had to be killed.
+StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, Deadline deadline);
+
+}  // namespace tessera::tools
+
+#endif  // TESSERA_TOOLS_SUBPROCESS_H_
