@@ -17,7 +17,7 @@ Command RegisterPartition(CLI::App& app) {
   struct Flags {
     std::string input, graph_name, out, part_method = "metis", balance_ntypes, objtype = "cut";
     std::string format = "auto", split;
-    int num_parts = 0, num_hops = 1, num_trainers = 1;
+    int num_parts = 0, num_hops = 1, num_trainers = 1, metis_iterations = 10, metis_cuts = 1;
     bool balance_edges = false, return_mapping = false;
     bool undirected = false, remove_self_loops = false, remove_duplicates = false;
     uint64_t seed = 0;
@@ -45,6 +45,12 @@ Command RegisterPartition(CLI::App& app) {
                   "Split each part further for this many trainers (node array trainer_id)")
       ->capture_default_str();
   sub->add_option("--objtype", f->objtype, "METIS objective: cut or vol")->capture_default_str();
+  sub->add_option("--metis-iterations", f->metis_iterations,
+                  "METIS refinement iterations per level (more: better cut, slower)")
+      ->capture_default_str();
+  sub->add_option("--metis-cuts", f->metis_cuts,
+                  "Independent METIS partitionings, best kept (more: better cut, slower)")
+      ->capture_default_str();
   sub->add_option("--seed", f->seed, "Random seed (METIS and random assignment)")
       ->capture_default_str();
   sub->add_option("--format", f->format, "Input format: auto, npy, csv, ogb")
@@ -74,6 +80,8 @@ Command RegisterPartition(CLI::App& app) {
             options.num_trainers_per_machine = f->num_trainers;
             options.objtype = f->objtype;
             options.seed = f->seed;
+            options.metis_iterations = f->metis_iterations;
+            options.metis_cuts = f->metis_cuts;
             auto graph = ReadGraph(f->input, read);
             if (!graph.ok()) return ReportError(graph.status());
             auto result = PartitionGraph(*graph, f->graph_name, f->num_parts, f->out, options);

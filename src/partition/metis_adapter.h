@@ -27,6 +27,10 @@ struct MetisOptions {
   int num_constraints = 1;
   // Allowed load imbalance per constraint (METIS ufactor / 1000 + 1).
   double imbalance = 1.03;
+  // METIS_OPTION_NITER (refinement iterations per level) and
+  // METIS_OPTION_NCUTS (independent partitionings; the best is kept).
+  int refine_iterations = 10;
+  int num_cuts = 1;
 };
 
 // Returns the part of every node, in [0, options.num_parts).

@@ -1,6 +1,7 @@
 #include "src/partition/partition.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <numeric>
 
@@ -54,6 +55,9 @@ Status CheckArguments(const Graph& graph, const std::string& graph_name, int num
       static_cast<int64_t>(num_parts) * o.num_trainers_per_machine > graph.num_nodes) {
     return bad("num_trainers_per_machine must be >= 1 and num_parts * num_trainers_per_machine ",
                "<= num_nodes, got ", o.num_trainers_per_machine);
+  }
+  if (o.metis_iterations < 1 || o.metis_cuts < 1) {
+    return bad("METIS iterations and cuts must be >= 1");
   }
   if (o.objtype != "cut" && o.objtype != "vol") {
     return bad("objtype must be 'cut' or 'vol', got '", o.objtype, "'");
@@ -339,6 +343,29 @@ Status WritePart(const Graph& graph, const Reshuffled& r, const LocalGraph& g, i
 
 std::string PartName(int p) { return StrCat("part", p); }
 
+// Errors if another partition config in `out_path` uses part folders that
+// this run would overwrite (they would then describe the wrong data).
+Status CheckNoOtherConfig(const std::string& out_path, const std::string& config_path,
+                          int num_parts) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(out_path, ec)) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".json" || path == config_path) continue;
+    auto other = ReadPartitionConfig(path);
+    if (!other.ok()) continue;  // Not a partition config.
+    for (const auto& files : other->parts) {
+      for (int p = 0; p < num_parts; ++p) {
+        if (files.part_graph.rfind(PartName(p) + "/", 0) == 0) {
+          return absl::FailedPreconditionError(
+              StrCat("output folder ", out_path, " already holds the partition ", path,
+                     ", whose files this run would overwrite; use another --out or remove it"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& graph_name,
@@ -348,6 +375,7 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
   RETURN_IF_ERROR(graph.Validate("input graph"));
   RETURN_IF_ERROR(Annotate(MakeDirs(out_path), "output folder"));
   const std::string config_path = StrCat(out_path, "/", graph_name, ".json");
+  RETURN_IF_ERROR(CheckNoOtherConfig(out_path, config_path, num_parts));
   // A config left by an earlier run must not describe what we are about to
   // overwrite; it reappears only once every part is complete.
   RETURN_IF_ERROR(RemoveAll(config_path));
@@ -370,6 +398,8 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
     metis.num_parts = total_parts;
     metis.seed = o.seed;
     metis.minimize_volume = o.objtype == "vol";
+    metis.refine_iterations = o.metis_iterations;
+    metis.num_cuts = o.metis_cuts;
     ASSIGN_OR_RETURN(trainer, MetisPartition(graph, metis));
   } else {
     Rng rng(o.seed, kRandomPartStream);

@@ -53,6 +53,9 @@ struct PartitionOptions {
   // "cut" (edge cut) or "vol" (communication volume).
   std::string objtype = "cut";
   uint64_t seed = 0;
+  // METIS effort: refinement iterations and independent tries (best kept).
+  int metis_iterations = 10;
+  int metis_cuts = 1;
 };
 
 struct PartStats {

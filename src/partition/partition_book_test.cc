@@ -1,1 +1,87 @@
+#include "src/partition/partition_book.h"
+
 #include "gtest/gtest.h"
+#include "src/base/test_util.h"
+#include "src/partition/partition_config.h"
+
+namespace tessera {
+namespace {
+
+TEST(PartitionBook, OwnersRangesAndLocalIds) {
+  // Part 1 is empty: nodes [0,5) -> 0, [5,5) -> 1, [5,9) -> 2.
+  auto book = PartitionBook::Create({0, 5, 5, 9}, {0, 10, 12, 20}, 2);
+  ASSERT_TRUE(book.ok()) << book.status();
+  EXPECT_EQ(book->num_partitions(), 3);
+  EXPECT_EQ(book->num_nodes(), 9);
+  EXPECT_EQ(book->NodeOwner(0), 0);
+  EXPECT_EQ(book->NodeOwner(4), 0);
+  EXPECT_EQ(book->NodeOwner(5), 2);
+  EXPECT_EQ(book->NodeOwner(8), 2);
+  EXPECT_EQ(book->EdgeOwner(10), 1);
+  EXPECT_EQ(book->EdgeOwner(11), 1);
+  EXPECT_EQ(book->EdgeOwner(12), 2);
+  EXPECT_EQ(book->NodeRange(2), (std::pair<int64_t, int64_t>{5, 9}));
+  EXPECT_EQ(book->NodeToLocal(7), 2);
+  EXPECT_EQ(book->EdgeToLocal(19), 7);
+  std::vector<int64_t> ids = {8, 0, 5};
+  std::vector<int32_t> owners(3);
+  book->NodeOwners(ids, owners);
+  EXPECT_EQ(owners, (std::vector<int32_t>{2, 0, 2}));
+}
+
+TEST(PartitionBook, RejectsBadMaps) {
+  EXPECT_FALSE(PartitionBook::Create({0, 5, 3}, {0, 1, 2}, 0).ok());  // Not ordered.
+  EXPECT_FALSE(PartitionBook::Create({1, 5}, {0, 1}, 0).ok());        // Not from 0.
+  EXPECT_FALSE(PartitionBook::Create({0, 5}, {0, 1, 2}, 0).ok());     // Sizes differ.
+  EXPECT_FALSE(PartitionBook::Create({0, 5}, {0, 1}, 1).ok());        // No part 1.
+}
+
+TEST(PartitionConfig, ReadsDglLegacyMapsAndRejectsJunk) {
+  testing::TempDir dir;
+  testing::WriteAll(dir / "g.json", R"({"graph_name": "g", "num_nodes": 9, "num_edges": 20,
+    "part_method": "metis", "num_parts": 2, "halo_hops": 1,
+    "node_map": [4, 9], "edge_map": {"_N:_E:_N": [[0, 12], [12, 20]]},
+    "part-0": {"part_graph": "p0/graph", "node_feats": "p0/nf", "edge_feats": "p0/ef"},
+    "part-1": {"part_graph": "p1/graph", "node_feats": "p1/nf", "edge_feats": "p1/ef"}})");
+  auto c = ReadPartitionConfig(dir / "g.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->node_offsets, (std::vector<int64_t>{0, 4, 9}));
+  EXPECT_EQ(c->edge_offsets, (std::vector<int64_t>{0, 12, 20}));
+  EXPECT_EQ(c->PartGraphDir(1), dir / "p1/graph");
+
+  // Round trip through our writer keeps DGL's keys.
+  std::string text = PartitionConfigToJson(*c);
+  for (const char* key : {"\"graph_name\"", "\"num_nodes\"", "\"num_edges\"", "\"part_method\"",
+                          "\"num_parts\"", "\"halo_hops\"", "\"node_map\"", "\"edge_map\"",
+                          "\"ntypes\"", "\"etypes\"", "\"part-0\"", "\"part-1\"", "\"_N:_E:_N\""}) {
+    EXPECT_NE(text.find(key), std::string::npos) << key;
+  }
+  testing::WriteAll(dir / "h.json", text);
+  auto again = ReadPartitionConfig(dir / "h.json");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->node_offsets, c->node_offsets);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"not json {", "not a valid JSON"},
+      {R"({"graph_name": 3})", "graph_name"},
+      {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1,
+           "node_map": [[0, 8]], "edge_map": [[0, 2]]})", "do not cover"},
+      {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1,
+           "node_map": [[0, 9]], "edge_map": [[0, 2]]})", "part-0"},
+      {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 2,
+           "node_map": [[0, 5], [4, 9]], "edge_map": [[0, 1], [1, 2]]})", "contiguous"},
+      {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1, "halo_hops": 1,
+           "node_map": [[0, 9]], "edge_map": [[0, 2]], "tessera": {"node_feats": 5},
+           "part-0": {"part_graph": "a", "node_feats": "b", "edge_feats": "c"}})", "type"},
+  };
+  for (const auto& [json, reason] : bad) {
+    testing::WriteAll(dir / "bad.json", json);
+    Status st = ReadPartitionConfig(dir / "bad.json").status();
+    ASSERT_FALSE(st.ok()) << json;
+    EXPECT_NE(std::string(st.message()).find(reason), std::string::npos) << st;
+    EXPECT_NE(std::string(st.message()).find(dir / "bad.json"), std::string::npos) << st;
+  }
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,242 @@
+#include "src/graph/readers.h"
+
+#include <zlib.h>
+
+#include "gtest/gtest.h"
+#include "src/base/test_util.h"
+#include "src/graph/npy.h"
+
+namespace tessera {
+namespace {
+
+using testing::TempDir;
+using testing::TestDataDir;
+using testing::WriteAll;
+
+std::string MessageOf(const Status& st) { return std::string(st.message()); }
+
+void WriteGz(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  gzclose(f);
+}
+
+// 3 nodes: 0 -> 1, 1 -> 2, 2 -> 0 (int32 ids), a feature, a mask, an edge weight.
+void WriteNpyGraph(const std::string& dir) {
+  ASSERT_TRUE(WriteNpy(dir + "/src.npy", Array::From(std::vector<int32_t>{0, 1, 2})).ok());
+  ASSERT_TRUE(WriteNpy(dir + "/dst.npy", Array::From(std::vector<int32_t>{1, 2, 0})).ok());
+  Array feat = Array::Zeros(DType::kFloat32, {3, 2});
+  feat.mutable_span<float>()[5] = 1.5f;
+  ASSERT_TRUE(WriteNpy(dir + "/feat.npy", feat).ok());
+  ASSERT_TRUE(WriteNpy(dir + "/train_mask.npy", Array::From(std::vector<uint8_t>{1, 0, 1})).ok());
+  ASSERT_TRUE(MakeDirs(dir + "/edge_feat").ok());
+  ASSERT_TRUE(WriteNpy(dir + "/edge_feat/w.npy", Array::From(std::vector<double>{.5, .25, 1})).ok());
+}
+
+TEST(ReadNpyDirectory, ReadsIdsArraysAndEdgeArrays) {
+  TempDir dir;
+  WriteNpyGraph(dir.path());
+  auto g = ReadGraph(dir.path());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->num_nodes, 3);
+  EXPECT_EQ(g->num_edges(), 3);
+  EXPECT_EQ(g->src.dtype(), DType::kInt64);
+  EXPECT_EQ(g->dst_ids()[2], 0);
+  EXPECT_EQ(g->node_data.at("feat").span<float>()[5], 1.5f);
+  EXPECT_EQ(g->node_data.at("train_mask").dtype(), DType::kUInt8);
+  EXPECT_EQ(g->edge_data.at("w").span<double>()[1], .25);
+}
+
+TEST(ReadNpyDirectory, NumNodesFromMetaCoversIsolatedNodes) {
+  TempDir dir;
+  ASSERT_TRUE(WriteNpy(dir / "src.npy", Array::From(std::vector<int64_t>{0})).ok());
+  ASSERT_TRUE(WriteNpy(dir / "dst.npy", Array::From(std::vector<int64_t>{1})).ok());
+  WriteAll(dir / "meta.json", R"({"num_nodes": 10})");
+  auto g = ReadNpyDirectory(dir.path());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->num_nodes, 10);
+}
+
+TEST(ReadNpyDirectory, BadInputIsNamed) {
+  {
+    TempDir dir;
+    WriteNpyGraph(dir.path());
+    ASSERT_TRUE(RemoveAll(dir / "dst.npy").ok());
+    Status st = ReadGraph(dir.path()).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+    EXPECT_NE(MessageOf(st).find(dir / "dst.npy"), std::string::npos) << st;
+  }
+  {  // Floating-point ids.
+    TempDir dir;
+    WriteNpyGraph(dir.path());
+    ASSERT_TRUE(WriteNpy(dir / "src.npy", Array::From(std::vector<float>{0, 1, 2})).ok());
+    Status st = ReadGraph(dir.path()).status();
+    EXPECT_NE(MessageOf(st).find("src.npy: expected an integer array, got float32"),
+              std::string::npos) << st;
+  }
+  {  // Mismatched src/dst lengths.
+    TempDir dir;
+    WriteNpyGraph(dir.path());
+    ASSERT_TRUE(WriteNpy(dir / "dst.npy", Array::From(std::vector<int64_t>{1, 2})).ok());
+    EXPECT_NE(MessageOf(ReadGraph(dir.path()).status()).find("src.npy has 3 entries but dst.npy has 2"),
+              std::string::npos);
+  }
+  {  // An id beyond the node arrays.
+    TempDir dir;
+    WriteNpyGraph(dir.path());
+    ASSERT_TRUE(WriteNpy(dir / "dst.npy", Array::From(std::vector<int64_t>{1, 7, 0})).ok());
+    Status st = ReadGraph(dir.path()).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kOutOfRange);
+    EXPECT_NE(MessageOf(st).find("dst[1] = 7 is out of range [0, 3)"), std::string::npos) << st;
+  }
+  {  // Node arrays that disagree on the node count.
+    TempDir dir;
+    WriteNpyGraph(dir.path());
+    ASSERT_TRUE(WriteNpy(dir / "label.npy", Array::From(std::vector<int64_t>{1, 2})).ok());
+    Status st = ReadGraph(dir.path()).status();
+    EXPECT_NE(MessageOf(st).find("label.npy: has 2 rows but"), std::string::npos) << st;
+  }
+  {  // An edge array of the wrong length.
+    TempDir dir;
+    WriteNpyGraph(dir.path());
+    ASSERT_TRUE(WriteNpy(dir / "edge_feat/w.npy", Array::From(std::vector<double>{1})).ok());
+    EXPECT_NE(MessageOf(ReadGraph(dir.path()).status()).find("edge_feat/w.npy"), std::string::npos);
+  }
+  {  // A truncated feature file.
+    TempDir dir;
+    WriteNpyGraph(dir.path());
+    std::string bytes = testing::ReadAll(dir / "feat.npy");
+    WriteAll(dir / "feat.npy", bytes.substr(0, bytes.size() - 5));
+    Status st = ReadGraph(dir.path()).status();
+    EXPECT_NE(MessageOf(st).find("feat.npy: truncated"), std::string::npos) << st;
+  }
+  {  // Not a graph folder at all.
+    TempDir dir;
+    EXPECT_NE(MessageOf(ReadGraph(dir.path()).status()).find("not a graph directory"),
+              std::string::npos);
+  }
+}
+
+TEST(ReadEdgeList, CsvTsvHeaderCommentsWeightsAndGzip) {
+  TempDir dir;
+  WriteAll(dir / "a.csv", "# a comment\nsrc,dst\n0,1\n1,2\n\n# another\n2,0\n");
+  auto g = ReadGraph(dir / "a.csv");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->num_nodes, 3);
+  EXPECT_EQ(g->num_edges(), 3);
+  EXPECT_TRUE(g->edge_data.empty());
+
+  WriteAll(dir / "b.tsv", "0\t4\t0.5\r\n4\t1\t2\r\n");
+  auto t = ReadEdgeList(dir / "b.tsv");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->num_nodes, 5);
+  EXPECT_EQ(t->edge_data.at("weight").span<float>()[1], 2.0f);
+
+  WriteGz(dir / "c.txt.gz", "0 1\n1   2\n");
+  auto z = ReadGraph(dir / "c.txt.gz");
+  ASSERT_TRUE(z.ok()) << z.status();
+  EXPECT_EQ(z->dst_ids()[1], 2);
+}
+
+TEST(ReadEdgeList, MalformedLinesReportTheLineNumber) {
+  TempDir dir;
+  WriteAll(dir / "bad.csv", "0,1\n1,2\n2,x\n");
+  Status st = ReadEdgeList(dir / "bad.csv").status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(MessageOf(st).find(dir / "bad.csv:3:"), std::string::npos) << st;
+  WriteAll(dir / "cols.csv", "0,1\n1,2,3\n");
+  EXPECT_NE(MessageOf(ReadEdgeList(dir / "cols.csv").status()).find("cols.csv:2:"),
+            std::string::npos);
+  WriteAll(dir / "neg.csv", "0,-1\n");
+  EXPECT_NE(MessageOf(ReadEdgeList(dir / "neg.csv").status()).find("negative node id"),
+            std::string::npos);
+  WriteAll(dir / "empty.csv", "# nothing\n");
+  EXPECT_NE(MessageOf(ReadEdgeList(dir / "empty.csv").status()).find("contains no edges"),
+            std::string::npos);
+}
+
+TEST(ReadEdgeList, CorruptOrTruncatedGzipIsAnError) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += std::to_string(i) + "," + std::to_string(i + 1) + "\n";
+  WriteGz(dir / "good.csv.gz", text);
+  std::string bytes = testing::ReadAll(dir / "good.csv.gz");
+  WriteAll(dir / "truncated.csv.gz", bytes.substr(0, bytes.size() / 2));
+  Status st = ReadEdgeList(dir / "truncated.csv.gz").status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_NE(MessageOf(st).find("truncated.csv.gz: corrupt or truncated gzip"), std::string::npos);
+  std::string corrupt = bytes;
+  for (size_t i = 40; i < 200; ++i) corrupt[i] = static_cast<char>(corrupt[i] ^ 0x5a);
+  WriteAll(dir / "corrupt.csv.gz", corrupt);
+  EXPECT_FALSE(ReadEdgeList(dir / "corrupt.csv.gz").ok());
+}
+
+TEST(ReadOgb, Cora) {
+  auto g = ReadGraph(TestDataDir() + "/cora");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->num_nodes, 2708);
+  EXPECT_EQ(g->num_edges(), 10556);
+  EXPECT_EQ(g->node_data.at("feat").shape(), (std::vector<int64_t>{2708, 1433}));
+  auto feat = g->node_data.at("feat").span<float>();
+  double nnz = 0;
+  for (float x : feat) nnz += x;
+  EXPECT_EQ(nnz, 49216);  // metadata.json feature_nnz (binary features).
+  auto label = g->node_data.at("label").span<int64_t>();
+  std::vector<int> counts(7);
+  for (int64_t l : label) ++counts.at(l);
+  EXPECT_EQ(counts, (std::vector<int>{351, 217, 418, 818, 426, 298, 180}));
+  auto count = [&](const char* name) {
+    int n = 0;
+    for (bool b : g->node_data.at(name).span<bool>()) n += b;
+    return n;
+  };
+  EXPECT_EQ(count("train_mask"), 140);
+  EXPECT_EQ(count("val_mask"), 500);
+  EXPECT_EQ(count("test_mask"), 1000);
+}
+
+TEST(ReadOgb, CiteSeerSplitsAndTransforms) {
+  ReadOptions options;
+  options.split = "geom-gcn-4";
+  options.remove_self_loops = true;
+  auto g = ReadGraph(TestDataDir() + "/citeseer", options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->num_nodes, 3327);
+  EXPECT_EQ(g->num_edges(), 9228 - 124);  // metadata: 124 self loops.
+  int train = 0;
+  for (bool b : g->node_data.at("train_mask").span<bool>()) train += b;
+  EXPECT_EQ(train, 1017);
+  options.split = "no-such-split";
+  Status st = ReadGraph(TestDataDir() + "/citeseer", options).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(MessageOf(st).find("geom-gcn-0"), std::string::npos);  // Lists the splits it has.
+}
+
+TEST(ReadOgb, ChoosesTheOnlySplitOrAsks) {
+  TempDir dir;
+  ASSERT_TRUE(MakeDirs(dir / "raw").ok());
+  WriteGz(dir / "raw/num-node-list.csv.gz", "4\n");
+  WriteGz(dir / "raw/edge.csv.gz", "0,1\n2,3\n");
+  WriteGz(dir / "raw/node-label.csv.gz", "0\nnan\n1\n1\n");
+  for (const char* split : {"a", "b"}) {
+    ASSERT_TRUE(MakeDirs(dir / "split/" + split).ok());
+    for (const char* f : {"train", "valid", "test"}) {
+      WriteGz(dir / "split/" + split + "/" + f + ".csv.gz", std::string(split) == "a" ? "0\n" : "3\n");
+    }
+  }
+  EXPECT_NE(MessageOf(ReadOgb(dir.path()).status()).find("several splits (a, b)"),
+            std::string::npos);
+  ASSERT_TRUE(RemoveAll(dir / "split/b").ok());
+  auto g = ReadOgb(dir.path());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->node_data.at("train_mask").span<bool>()[0]);
+  EXPECT_EQ(g->node_data.at("label").span<int64_t>()[1], -1);  // NaN label.
+  WriteGz(dir / "split/a/test.csv.gz", "9\n");
+  Status st = ReadOgb(dir.path()).status();
+  EXPECT_NE(MessageOf(st).find("test.csv.gz:1: node id 9 is out of range"), std::string::npos)
+      << st;
+}
+
+}  // namespace
+}  // namespace tessera
