@@ -43,10 +43,22 @@ StatusOr<nlohmann::json> BenchOne(const BenchFlags& f, const std::string& graph,
                                   const std::string& method, int parts,
                                   const std::string& workdir) {
   const std::string out = StrCat(workdir, "/", method, "-", parts);
-  std::vector<std::string> argv = {SelfExecutable(), "--log-level", "warn", "partition",
-                                   "--input", graph, "--graph-name", "bench",
-                                   "--num-parts", StrCat(parts), "--part-method", method,
-                                   "--balance-edges", "--return-mapping", "--out", out};
+  std::vector<std::string> argv = {SelfExecutable(),
+                                   "--log-level",
+                                   "warn",
+                                   "partition",
+                                   "--input",
+                                   graph,
+                                   "--graph-name",
+                                   "bench",
+                                   "--num-parts",
+                                   StrCat(parts),
+                                   "--part-method",
+                                   method,
+                                   "--balance-edges",
+                                   "--return-mapping",
+                                   "--out",
+                                   out};
   if (PathExists(graph + "/train_mask.npy")) {
     argv.insert(argv.end(), {"--balance-ntypes", "train_mask"});
   }
@@ -108,7 +120,8 @@ Command RegisterBench(CLI::App& app) {
   CLI::App* sub = bench->add_subcommand("partition", "Time and memory of tessera partition");
   sub->add_option("--graph", f->graphs, "Graph folder(s) to partition")->required();
   sub->add_option("--parts", f->parts, "Part counts")->delimiter(',')->capture_default_str();
-  sub->add_option("--methods", f->methods, "metis and/or random")->delimiter(',')
+  sub->add_option("--methods", f->methods, "metis and/or random")
+      ->delimiter(',')
       ->capture_default_str();
   sub->add_option("--workdir", f->workdir, "Scratch folder (default: a temporary folder)");
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per configuration")

@@ -59,8 +59,9 @@ Command RegisterDemo(CLI::App& app) {
   auto f = std::make_shared<DemoFlags>();
   CLI::App* sub = app.add_subcommand(
       "demo", "Generate (or read) a graph, partition it and inspect the partitions");
-  sub->add_option("--dataset", f->dataset, "Graph folder (npy or OGB layout) instead of a "
-                                           "generated graph");
+  sub->add_option("--dataset", f->dataset,
+                  "Graph folder (npy or OGB layout) instead of a "
+                  "generated graph");
   sub->add_option("--parts", f->parts, "Number of partitions")->capture_default_str();
   sub->add_option("--nodes", f->nodes, "Nodes of the generated graph")->capture_default_str();
   sub->add_option("--workdir", f->workdir, "Where to write (default: a temporary folder)");

@@ -26,7 +26,8 @@ Command RegisterPartition(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("partition", "Partition a graph for distributed training");
   sub->add_option("--input,-i", f->input,
                   "Graph: npy folder (src.npy, dst.npy, <name>.npy...), OGB folder, or CSV/TSV "
-                  "edge list (.gz ok)")->required();
+                  "edge list (.gz ok)")
+      ->required();
   sub->add_option("--graph-name,--graph_name", f->graph_name, "Name of the graph")->required();
   sub->add_option("--num-parts,--num_parts", f->num_parts, "Number of partitions (machines)")
       ->required();

@@ -52,8 +52,7 @@ StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, Deadline de
   result.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   if (killed) {
-    return absl::DeadlineExceededError(
-        StrCat(argv[0], " did not finish in time and was killed"));
+    return absl::DeadlineExceededError(StrCat(argv[0], " did not finish in time and was killed"));
   }
   return result;
 }

@@ -30,10 +30,10 @@ Status ErrnoError(std::string_view what, int errno_value);
 #define TESSERA_STATUS_CONCAT_(a, b) TESSERA_STATUS_CONCAT_INNER_(a, b)
 
 // RETURN_IF_ERROR(expr): evaluates `expr` (a Status) and returns it if not OK.
-#define RETURN_IF_ERROR(expr)                                      \
-  do {                                                             \
-    ::absl::Status tessera_status_ = (expr);                       \
-    if (!tessera_status_.ok()) return tessera_status_;             \
+#define RETURN_IF_ERROR(expr)                          \
+  do {                                                 \
+    ::absl::Status tessera_status_ = (expr);           \
+    if (!tessera_status_.ok()) return tessera_status_; \
   } while (0)
 
 // ASSIGN_OR_RETURN(lhs, expr): evaluates `expr` (a StatusOr<T>); on error

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <new>
 
-#include "src/base/strings.h"
 #include "spdlog/spdlog.h"
+#include "src/base/strings.h"
 
 namespace tessera {
 
@@ -28,14 +28,22 @@ size_t DTypeSize(DType dtype) {
 
 std::string_view DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kBool: return "bool";
-    case DType::kInt8: return "int8";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt16: return "int16";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
+    case DType::kBool:
+      return "bool";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt16:
+      return "int16";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
   }
   return "?";
 }
@@ -164,8 +172,7 @@ Status WidenIds(const Array& in, Array* out, std::string_view what, bool non_neg
   for (size_t i = 0; i < src.size(); ++i) {
     int64_t v = static_cast<int64_t>(src[i]);
     if (non_negative && v < 0) {
-      return absl::InvalidArgumentError(
-          StrCat(what, ": negative id ", v, " at position ", i));
+      return absl::InvalidArgumentError(StrCat(what, ": negative id ", v, " at position ", i));
     }
     dst[i] = v;
   }
@@ -183,11 +190,21 @@ StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative
   Array out = Array::Empty(DType::kInt64, {array.rows()});
   Status st;
   switch (array.dtype()) {
-    case DType::kBool: st = WidenIds<bool>(array, &out, what, non_negative); break;
-    case DType::kInt8: st = WidenIds<int8_t>(array, &out, what, non_negative); break;
-    case DType::kUInt8: st = WidenIds<uint8_t>(array, &out, what, non_negative); break;
-    case DType::kInt16: st = WidenIds<int16_t>(array, &out, what, non_negative); break;
-    case DType::kInt32: st = WidenIds<int32_t>(array, &out, what, non_negative); break;
+    case DType::kBool:
+      st = WidenIds<bool>(array, &out, what, non_negative);
+      break;
+    case DType::kInt8:
+      st = WidenIds<int8_t>(array, &out, what, non_negative);
+      break;
+    case DType::kUInt8:
+      st = WidenIds<uint8_t>(array, &out, what, non_negative);
+      break;
+    case DType::kInt16:
+      st = WidenIds<int16_t>(array, &out, what, non_negative);
+      break;
+    case DType::kInt32:
+      st = WidenIds<int32_t>(array, &out, what, non_negative);
+      break;
     case DType::kInt64: {
       // Already int64: only validate, keep the (possibly mapped) storage.
       auto ids = array.span<int64_t>();
@@ -200,8 +217,8 @@ StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative
       return array;
     }
     default:
-      return absl::InvalidArgumentError(StrCat(
-          what, ": expected an integer array, got ", DTypeName(array.dtype())));
+      return absl::InvalidArgumentError(
+          StrCat(what, ": expected an integer array, got ", DTypeName(array.dtype())));
   }
   RETURN_IF_ERROR(st);
   return out;

@@ -33,15 +33,24 @@ bool IsFloating(DType dtype);
 
 template <typename T>
 constexpr DType DTypeOf() {
-  if constexpr (std::is_same_v<T, bool>) return DType::kBool;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::kInt8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
-  else if constexpr (std::is_same_v<T, float>) return DType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>) return DType::kFloat64;
-  else static_assert(sizeof(T) == 0, "unsupported element type");
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::kBool;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::kInt8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::kUInt8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::kInt16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::kInt64;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::kFloat64;
+  else
+    static_assert(sizeof(T) == 0, "unsupported element type");
 }
 
 class Array {
@@ -54,8 +63,7 @@ class Array {
   static Array Zeros(DType dtype, std::vector<int64_t> shape);
   // View into a mapped file that the array then owns. Precondition: the file
   // holds at least offset + nbytes bytes.
-  static Array FromMapped(DType dtype, std::vector<int64_t> shape, MappedFile file,
-                          size_t offset);
+  static Array FromMapped(DType dtype, std::vector<int64_t> shape, MappedFile file, size_t offset);
   // 1-D heap array holding a copy of `values`.
   template <typename T>
   static Array From(std::span<const T> values) {

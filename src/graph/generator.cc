@@ -8,12 +8,12 @@
 #include <thread>
 #include <vector>
 
-#include "src/base/strings.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "src/base/file.h"
 #include "src/base/logging.h"
 #include "src/base/random.h"
+#include "src/base/strings.h"
 #include "src/graph/npy.h"
 
 namespace tessera {
@@ -27,7 +27,8 @@ constexpr int64_t kFeatureChunkRows = 1 << 14;
 // Walker's alias method over a weight vector: O(1) samples.
 class AliasTable {
  public:
-  explicit AliasTable(std::span<const double> weights) : prob_(weights.size()), alias_(weights.size()) {
+  explicit AliasTable(std::span<const double> weights)
+      : prob_(weights.size()), alias_(weights.size()) {
     const size_t n = weights.size();
     double total = std::accumulate(weights.begin(), weights.end(), 0.0);
     std::vector<double> scaled(n);
@@ -218,14 +219,10 @@ StatusOr<GenerateStats> GenerateSbmGraph(const GenerateOptions& o, const std::st
     RETURN_IF_ERROR(WriteNpy(out_dir + "/val_mask.npy", masks[1]));
     RETURN_IF_ERROR(WriteNpy(out_dir + "/test_mask.npy", masks[2]));
   }
-  nlohmann::json meta = {{"num_nodes", n},
-                         {"num_edges", 2 * m},
-                         {"feat_dim", dim},
-                         {"num_classes", c},
-                         {"homophily", o.homophily},
-                         {"noise", o.noise},
-                         {"seed", o.seed},
-                         {"generator", "tessera generate dc-sbm"}};
+  nlohmann::json meta = {{"num_nodes", n},           {"num_edges", 2 * m},
+                         {"feat_dim", dim},          {"num_classes", c},
+                         {"homophily", o.homophily}, {"noise", o.noise},
+                         {"seed", o.seed},           {"generator", "tessera generate dc-sbm"}};
   RETURN_IF_ERROR(WriteFileAtomic(out_dir + "/meta.json", meta.dump(1) + "\n"));
 
   GenerateStats stats;

@@ -14,8 +14,8 @@ Status Graph::Validate(const std::string& source) const {
     return absl::InvalidArgumentError(StrCat(source, ": src and dst must be 1-D int64"));
   }
   if (src.rows() != dst.rows()) {
-    return absl::InvalidArgumentError(StrCat(source, ": src has ", src.rows(),
-                                                   " edges but dst has ", dst.rows()));
+    return absl::InvalidArgumentError(
+        StrCat(source, ": src has ", src.rows(), " edges but dst has ", dst.rows()));
   }
   if (num_nodes <= 0) {
     return absl::InvalidArgumentError(StrCat(source, ": the graph has no nodes"));
@@ -26,22 +26,22 @@ Status Graph::Validate(const std::string& source) const {
     for (size_t i = 0; i < span.size(); ++i) {
       if (span[i] < 0 || span[i] >= num_nodes) {
         return absl::OutOfRangeError(StrCat(source, ": ", name, "[", i, "] = ", span[i],
-                                                  " is out of range [0, ", num_nodes, ")"));
+                                            " is out of range [0, ", num_nodes, ")"));
       }
     }
   }
   for (const auto& [name, array] : node_data) {
     if (array.ndim() < 1 || array.rows() != num_nodes) {
       return absl::InvalidArgumentError(StrCat(source, ": node array '", name, "' is ",
-                                                     array.Describe(), " but the graph has ",
-                                                     num_nodes, " nodes"));
+                                               array.Describe(), " but the graph has ", num_nodes,
+                                               " nodes"));
     }
   }
   for (const auto& [name, array] : edge_data) {
     if (array.ndim() < 1 || array.rows() != num_edges()) {
       return absl::InvalidArgumentError(StrCat(source, ": edge array '", name, "' is ",
-                                                     array.Describe(), " but the graph has ",
-                                                     num_edges(), " edges"));
+                                               array.Describe(), " but the graph has ", num_edges(),
+                                               " edges"));
     }
   }
   return absl::OkStatus();

@@ -65,8 +65,8 @@ TEST(Graph, ValidateNamesTheProblem) {
   g.num_nodes = 3;
   Status st = g.Validate("in.npy");
   EXPECT_EQ(st.code(), absl::StatusCode::kOutOfRange);
-  EXPECT_NE(std::string(st.message()).find("src[4] = 3 is out of range [0, 3)"),
-            std::string::npos) << st;
+  EXPECT_NE(std::string(st.message()).find("src[4] = 3 is out of range [0, 3)"), std::string::npos)
+      << st;
   Graph h = Sample();
   h.dst = Array::From(std::vector<int64_t>{1, 2});
   EXPECT_NE(std::string(h.Validate("x").message()).find("src has 6 edges but dst has 2"),

@@ -37,8 +37,8 @@ StatusOr<DType> ParseDescr(std::string_view descr, const std::string& path) {
   char order = descr[0];
   std::string_view kind = descr.substr(1);
   if (order == '>' && kind != "b1" && kind != "i1" && kind != "u1") {
-    return absl::InvalidArgumentError(StrCat(
-        path, ": big-endian dtype '", descr, "' is not supported; save it little-endian"));
+    return absl::InvalidArgumentError(
+        StrCat(path, ": big-endian dtype '", descr, "' is not supported; save it little-endian"));
   }
   if (order != '<' && order != '|' && order != '=' && order != '>') {
     return Bad(path, StrCat("unknown dtype '", descr, "'"));
@@ -51,21 +51,29 @@ StatusOr<DType> ParseDescr(std::string_view descr, const std::string& path) {
   if (kind == "i8") return DType::kInt64;
   if (kind == "f4") return DType::kFloat32;
   if (kind == "f8") return DType::kFloat64;
-  return absl::InvalidArgumentError(StrCat(
-      path, ": unsupported dtype '", descr,
-      "' (supported: bool, int8, uint8, int16, int32, int64, float32, float64)"));
+  return absl::InvalidArgumentError(
+      StrCat(path, ": unsupported dtype '", descr,
+             "' (supported: bool, int8, uint8, int16, int32, int64, float32, float64)"));
 }
 
 std::string_view DescrOf(DType dtype) {
   switch (dtype) {
-    case DType::kBool: return "|b1";
-    case DType::kInt8: return "|i1";
-    case DType::kUInt8: return "|u1";
-    case DType::kInt16: return "<i2";
-    case DType::kInt32: return "<i4";
-    case DType::kInt64: return "<i8";
-    case DType::kFloat32: return "<f4";
-    case DType::kFloat64: return "<f8";
+    case DType::kBool:
+      return "|b1";
+    case DType::kInt8:
+      return "|i1";
+    case DType::kUInt8:
+      return "|u1";
+    case DType::kInt16:
+      return "<i2";
+    case DType::kInt32:
+      return "<i4";
+    case DType::kInt64:
+      return "<i8";
+    case DType::kFloat32:
+      return "<f4";
+    case DType::kFloat64:
+      return "<f8";
   }
   return "";
 }
@@ -135,16 +143,16 @@ StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, const std::
     }
   }
   if (fortran_order && header.shape.size() > 1) {
-    return absl::InvalidArgumentError(StrCat(
-        path, ": Fortran-ordered arrays are not supported; save with np.ascontiguousarray"));
+    return absl::InvalidArgumentError(
+        StrCat(path, ": Fortran-ordered arrays are not supported; save with np.ascontiguousarray"));
   }
   const int64_t expected = total * static_cast<int64_t>(DTypeSize(header.dtype));
   const int64_t actual = static_cast<int64_t>(size) - static_cast<int64_t>(header.data_offset);
   if (actual != expected) {
-    return absl::InvalidArgumentError(StrCat(
-        path, ": ", actual < expected ? "truncated" : "has trailing bytes", ": shape (",
-        StrJoin(header.shape, ", "), ") of ", DTypeName(header.dtype), " needs ",
-        expected, " data bytes, file has ", actual));
+    return absl::InvalidArgumentError(
+        StrCat(path, ": ", actual < expected ? "truncated" : "has trailing bytes", ": shape (",
+               StrJoin(header.shape, ", "), ") of ", DTypeName(header.dtype), " needs ", expected,
+               " data bytes, file has ", actual));
   }
   return header;
 }
@@ -169,7 +177,7 @@ std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape) {
     shape_text = StrCat("(", StrJoin(shape, ", "), ")");
   }
   std::string dict = StrCat("{'descr': '", DescrOf(dtype),
-                                  "', 'fortran_order': False, 'shape': ", shape_text, ", }");
+                            "', 'fortran_order': False, 'shape': ", shape_text, ", }");
   size_t unpadded = kMagicLen + 4 + dict.size() + 1;  // +1 for the final newline.
   size_t padded = (unpadded + 63) / 64 * 64;
   dict.append(padded - unpadded, ' ');
@@ -203,8 +211,8 @@ StatusOr<NpyWriter> NpyWriter::Create(const std::string& path, DType dtype,
   writer.mode_ = mode;
   if (mode == Mode::kPositional) {
     int64_t rows = writer.shape_.empty() ? 1 : writer.shape_[0];
-    RETURN_IF_ERROR(
-        writer.file_.Resize(writer.header_bytes_ + static_cast<uint64_t>(rows) * writer.row_bytes_));
+    RETURN_IF_ERROR(writer.file_.Resize(writer.header_bytes_ +
+                                        static_cast<uint64_t>(rows) * writer.row_bytes_));
   }
   return writer;
 }
@@ -237,8 +245,8 @@ Status NpyWriter::WriteRowsAt(int64_t first_row, const void* data, int64_t num_r
 Status NpyWriter::Close() {
   int64_t total_rows = shape_.empty() ? 1 : shape_[0];
   if (mode_ == Mode::kAppend && rows_appended_ != total_rows) {
-    return absl::InternalError(StrCat(file_.path(), ": ", rows_appended_,
-                                            " rows written, ", total_rows, " declared"));
+    return absl::InternalError(
+        StrCat(file_.path(), ": ", rows_appended_, " rows written, ", total_rows, " declared"));
   }
   return file_.Close();
 }

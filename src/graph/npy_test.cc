@@ -67,9 +67,8 @@ TEST(Npy, HeaderIsWhatNumpyWrites) {
 TEST(Npy, ReadsVersion2AndScalars) {
   TempDir dir;
   int32_t values[2] = {7, -9};
-  WriteAll(dir / "v2.npy",
-           NpyBytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
-                    std::string(reinterpret_cast<char*>(values), 8), 2));
+  WriteAll(dir / "v2.npy", NpyBytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
+                                    std::string(reinterpret_cast<char*>(values), 8), 2));
   auto a = ReadNpy(dir / "v2.npy");
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->span<int32_t>()[1], -9);
@@ -106,13 +105,14 @@ TEST(Npy, RejectsBadFilesWithTheReason) {
        NpyBytes("{'descr': '|O', 'fortran_order': False, 'shape': (4,), }", std::string(32, 'x')),
        "dtype"},
       {"noshape.npy", NpyBytes("{'descr': '<i8', 'fortran_order': False, }", ""), "shape"},
-      {"negative.npy",
-       NpyBytes("{'descr': '<i8', 'fortran_order': False, 'shape': (-4,), }", ""), "shape"},
+      {"negative.npy", NpyBytes("{'descr': '<i8', 'fortran_order': False, 'shape': (-4,), }", ""),
+       "shape"},
       {"huge.npy",
        NpyBytes("{'descr': '<i8', 'fortran_order': False, 'shape': (99999999999, 99999999999), }",
                 ""),
        "implausibly large"},
-      {"header_overrun.npy", std::string("\x93NUMPY\x01\x00\xff\x7f{'descr'", 17), "truncated header"},
+      {"header_overrun.npy", std::string("\x93NUMPY\x01\x00\xff\x7f{'descr'", 17),
+       "truncated header"},
   };
   for (const Case& c : cases) {
     WriteAll(dir / c.name, c.bytes);

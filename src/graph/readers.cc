@@ -5,11 +5,11 @@
 #include <string_view>
 #include <vector>
 
-#include "src/base/strings.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "src/base/file.h"
 #include "src/base/logging.h"
+#include "src/base/strings.h"
 #include "src/graph/npy.h"
 #include "src/graph/text_reader.h"
 
@@ -56,8 +56,8 @@ StatusOr<Graph> ReadNpyDirectory(const std::string& dir) {
   for (const char* name : {"src", "dst"}) {
     std::string path = StrCat(dir, "/", name, ".npy");
     if (!PathExists(path)) {
-      return absl::NotFoundError(StrCat(path, ": missing (an npy graph directory needs ",
-                                              "src.npy and dst.npy)"));
+      return absl::NotFoundError(
+          StrCat(path, ": missing (an npy graph directory needs ", "src.npy and dst.npy)"));
     }
     ASSIGN_OR_RETURN(Array raw, ReadNpy(path));
     ASSIGN_OR_RETURN(Array ids, ToInt64Ids(std::move(raw), path, /*non_negative=*/true));
@@ -65,8 +65,7 @@ StatusOr<Graph> ReadNpyDirectory(const std::string& dir) {
   }
   if (graph.src.rows() != graph.dst.rows()) {
     return absl::InvalidArgumentError(StrCat(dir, ": src.npy has ", graph.src.rows(),
-                                                   " entries but dst.npy has ",
-                                                   graph.dst.rows()));
+                                             " entries but dst.npy has ", graph.dst.rows()));
   }
 
   // num_nodes: meta.json, else the node arrays' first dimension, else max id + 1.
@@ -93,16 +92,15 @@ StatusOr<Graph> ReadNpyDirectory(const std::string& dir) {
     std::string path = StrCat(dir, "/", name, ".npy");
     ASSIGN_OR_RETURN(Array array, ReadNpy(path));
     if (array.ndim() < 1) {
-      return absl::InvalidArgumentError(StrCat(path, ": a node array needs at least one ",
-                                                     "dimension, got a scalar"));
+      return absl::InvalidArgumentError(
+          StrCat(path, ": a node array needs at least one ", "dimension, got a scalar"));
     }
     if (num_nodes < 0) {
       num_nodes = array.rows();
       num_nodes_source = path;
     } else if (array.rows() != num_nodes) {
-      return absl::InvalidArgumentError(StrCat(path, ": has ", array.rows(),
-                                                     " rows but ", num_nodes_source, " implies ",
-                                                     num_nodes, " nodes"));
+      return absl::InvalidArgumentError(StrCat(path, ": has ", array.rows(), " rows but ",
+                                               num_nodes_source, " implies ", num_nodes, " nodes"));
     }
     graph.node_data.emplace(name, std::move(array));
   }
@@ -115,9 +113,8 @@ StatusOr<Graph> ReadNpyDirectory(const std::string& dir) {
       std::string path = StrCat(edge_dir, "/", name, ".npy");
       ASSIGN_OR_RETURN(Array array, ReadNpy(path));
       if (array.ndim() < 1 || array.rows() != graph.num_edges()) {
-        return absl::InvalidArgumentError(StrCat(path, ": is ", array.Describe(),
-                                                       " but the graph has ", graph.num_edges(),
-                                                       " edges"));
+        return absl::InvalidArgumentError(StrCat(
+            path, ": is ", array.Describe(), " but the graph has ", graph.num_edges(), " edges"));
       }
       graph.edge_data.emplace(name, std::move(array));
     }
@@ -150,15 +147,15 @@ StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes) {
       }
       columns = fields.size();
       if (columns < 2 || columns > 3) {
-        return reader->LineError(StrCat("expected 2 or 3 columns (src, dst[, weight]), got ",
-                                              columns));
+        return reader->LineError(
+            StrCat("expected 2 or 3 columns (src, dst[, weight]), got ", columns));
       }
     }
     if (!ok || fields.size() != columns) {
       return reader->LineError(StrCat("expected ", columns == 3 ? "src, dst, weight" : "src, dst",
-                                            " (", columns, " columns of integer node ids",
-                                            columns == 3 ? " and a number" : "", "), got '",
-                                            line.substr(0, 80), "'"));
+                                      " (", columns, " columns of integer node ids",
+                                      columns == 3 ? " and a number" : "", "), got '",
+                                      line.substr(0, 80), "'"));
     }
     if (s < 0 || d < 0) return reader->LineError("negative node id");
     if (columns == 3) {
@@ -230,8 +227,7 @@ StatusOr<Array> ReadMatrix(const std::string& path, int64_t rows) {
       return reader->LineError(StrCat("more lines than the ", rows, " nodes"));
     }
     if (static_cast<int64_t>(fields.size()) != width) {
-      return reader->LineError(
-          StrCat("expected ", width, " values, got ", fields.size()));
+      return reader->LineError(StrCat("expected ", width, " values, got ", fields.size()));
     }
     for (int64_t j = 0; j < width; ++j) {
       T& slot = data[row * width + j];
@@ -270,8 +266,8 @@ StatusOr<Array> ReadMask(const std::string& path, int64_t num_nodes) {
   auto m = mask.mutable_span<bool>();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= num_nodes) {
-      return absl::OutOfRangeError(StrCat(path, ":", i + 1, ": node id ", ids[i],
-                                                " is out of range [0, ", num_nodes, ")"));
+      return absl::OutOfRangeError(
+          StrCat(path, ":", i + 1, ": node id ", ids[i], " is out of range [0, ", num_nodes, ")"));
     }
     m[ids[i]] = true;
   }
@@ -289,9 +285,9 @@ StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split) {
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> counts, ReadIntColumn(raw + "/num-node-list.csv.gz"));
   if (counts.size() != 1 || counts[0] <= 0) {
-    return absl::InvalidArgumentError(StrCat(
-        raw, "/num-node-list.csv.gz: expected one positive node count (heterogeneous OGB ",
-        "graphs are not supported)"));
+    return absl::InvalidArgumentError(
+        StrCat(raw, "/num-node-list.csv.gz: expected one positive node count (heterogeneous OGB ",
+               "graphs are not supported)"));
   }
   const int64_t num_nodes = counts[0];
   ASSIGN_OR_RETURN(Graph graph, ReadEdgeList(raw + "/edge.csv.gz", num_nodes));
@@ -323,13 +319,12 @@ StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split) {
     } else if (splits.size() == 1) {
       chosen = splits[0];
     } else if (splits.size() > 1) {
-      return absl::InvalidArgumentError(StrCat(dir, ": several splits (",
-                                                     StrJoin(splits, ", "),
-                                                     "); choose one with --split"));
+      return absl::InvalidArgumentError(
+          StrCat(dir, ": several splits (", StrJoin(splits, ", "), "); choose one with --split"));
     }
   } else if (std::find(splits.begin(), splits.end(), chosen) == splits.end()) {
-    return absl::NotFoundError(StrCat(dir, "/split/", chosen, ": no such split (have: ",
-                                            StrJoin(splits, ", "), ")"));
+    return absl::NotFoundError(
+        StrCat(dir, "/split/", chosen, ": no such split (have: ", StrJoin(splits, ", "), ")"));
   }
   if (!chosen.empty()) {
     const std::pair<const char*, const char*> masks[] = {
@@ -365,10 +360,17 @@ StatusOr<Graph> ReadGraph(const std::string& path, const ReadOptions& options) {
   }
   StatusOr<Graph> graph;
   switch (format) {
-    case GraphFormat::kNpy: graph = ReadNpyDirectory(path); break;
-    case GraphFormat::kEdgeList: graph = ReadEdgeList(path, options.num_nodes); break;
-    case GraphFormat::kOgb: graph = ReadOgb(path, options.split); break;
-    case GraphFormat::kAuto: break;
+    case GraphFormat::kNpy:
+      graph = ReadNpyDirectory(path);
+      break;
+    case GraphFormat::kEdgeList:
+      graph = ReadEdgeList(path, options.num_nodes);
+      break;
+    case GraphFormat::kOgb:
+      graph = ReadOgb(path, options.split);
+      break;
+    case GraphFormat::kAuto:
+      break;
   }
   if (!graph.ok()) return graph.status();
   if (options.remove_self_loops) {

@@ -18,7 +18,8 @@ std::string MessageOf(const Status& st) { return std::string(st.message()); }
 void WriteGz(const std::string& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);
-  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
   gzclose(f);
 }
 
@@ -31,7 +32,8 @@ void WriteNpyGraph(const std::string& dir) {
   ASSERT_TRUE(WriteNpy(dir + "/feat.npy", feat).ok());
   ASSERT_TRUE(WriteNpy(dir + "/train_mask.npy", Array::From(std::vector<uint8_t>{1, 0, 1})).ok());
   ASSERT_TRUE(MakeDirs(dir + "/edge_feat").ok());
-  ASSERT_TRUE(WriteNpy(dir + "/edge_feat/w.npy", Array::From(std::vector<double>{.5, .25, 1})).ok());
+  ASSERT_TRUE(
+      WriteNpy(dir + "/edge_feat/w.npy", Array::From(std::vector<double>{.5, .25, 1})).ok());
 }
 
 TEST(ReadNpyDirectory, ReadsIdsArraysAndEdgeArrays) {
@@ -73,14 +75,16 @@ TEST(ReadNpyDirectory, BadInputIsNamed) {
     ASSERT_TRUE(WriteNpy(dir / "src.npy", Array::From(std::vector<float>{0, 1, 2})).ok());
     Status st = ReadGraph(dir.path()).status();
     EXPECT_NE(MessageOf(st).find("src.npy: expected an integer array, got float32"),
-              std::string::npos) << st;
+              std::string::npos)
+        << st;
   }
   {  // Mismatched src/dst lengths.
     TempDir dir;
     WriteNpyGraph(dir.path());
     ASSERT_TRUE(WriteNpy(dir / "dst.npy", Array::From(std::vector<int64_t>{1, 2})).ok());
-    EXPECT_NE(MessageOf(ReadGraph(dir.path()).status()).find("src.npy has 3 entries but dst.npy has 2"),
-              std::string::npos);
+    EXPECT_NE(
+        MessageOf(ReadGraph(dir.path()).status()).find("src.npy has 3 entries but dst.npy has 2"),
+        std::string::npos);
   }
   {  // An id beyond the node arrays.
     TempDir dir;
@@ -222,7 +226,8 @@ TEST(ReadOgb, ChoosesTheOnlySplitOrAsks) {
   for (const char* split : {"a", "b"}) {
     ASSERT_TRUE(MakeDirs(dir / "split/" + split).ok());
     for (const char* f : {"train", "valid", "test"}) {
-      WriteGz(dir / "split/" + split + "/" + f + ".csv.gz", std::string(split) == "a" ? "0\n" : "3\n");
+      WriteGz(dir / "split/" + split + "/" + f + ".csv.gz",
+              std::string(split) == "a" ? "0\n" : "3\n");
     }
   }
   EXPECT_NE(MessageOf(ReadOgb(dir.path()).status()).find("several splits (a, b)"),

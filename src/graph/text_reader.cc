@@ -38,7 +38,7 @@ Status TextReader::Fill() {
   const char* msg = gzerror(file_, &errnum);
   if (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) {
     return absl::DataLossError(StrCat(path_, ": corrupt or truncated gzip data after line ",
-                                            line_number_, " (", msg ? msg : "zlib error", ")"));
+                                      line_number_, " (", msg ? msg : "zlib error", ")"));
   }
   if (n == 0) eof_ = true;
   end_ += static_cast<size_t>(n);

@@ -54,7 +54,8 @@ StatusOr<Inspection> InspectPartitions(const std::string& config_path) {
     part.local_edges = lp.num_local_edges();
     auto indptr = lp.indptrs();
     auto src = lp.src_locals();
-    for (int64_t k = 0; k < indptr[part.inner_nodes]; ++k) part.cut_edges += src[k] >= part.inner_nodes;
+    for (int64_t k = 0; k < indptr[part.inner_nodes]; ++k)
+      part.cut_edges += src[k] >= part.inner_nodes;
     if (!in.balanced_array.empty() && lp.node_data.count(in.balanced_array)) {
       part.balanced_count = CountNonZero(lp.node_data.at(in.balanced_array));
     }
@@ -70,9 +71,9 @@ StatusOr<Inspection> InspectPartitions(const std::string& config_path) {
 }
 
 std::string Inspection::ToText() const {
-  std::string out = fmt::format(
-      "graph '{}': {} nodes, {} edges, {} parts ({}), {} halo hop(s)\n", graph_name, num_nodes,
-      num_edges, parts.size(), part_method, halo_hops);
+  std::string out =
+      fmt::format("graph '{}': {} nodes, {} edges, {} parts ({}), {} halo hop(s)\n", graph_name,
+                  num_nodes, num_edges, parts.size(), part_method, halo_hops);
   out += fmt::format("{:>4} {:>12} {:>12} {:>13} {:>13} {:>12} {:>10}{}\n", "part", "inner nodes",
                      "halo nodes", "inner edges", "local edges", "cut edges", "on disk",
                      balanced_array.empty() ? "" : fmt::format(" {:>12}", balanced_array));
@@ -85,7 +86,8 @@ std::string Inspection::ToText() const {
   }
   out += fmt::format("edge cut: {} ({:.2f}% of edges)\n", edge_cut, 100 * edge_cut_fraction());
   out += fmt::format("balance (max/mean): nodes {:.3f}, edges {:.3f}", node_balance, edge_balance);
-  if (!balanced_array.empty()) out += fmt::format(", {} {:.3f}", balanced_array, balanced_array_balance);
+  if (!balanced_array.empty())
+    out += fmt::format(", {} {:.3f}", balanced_array, balanced_array_balance);
   out += fmt::format("\non disk: {}\n", FormatBytes(bytes_on_disk));
   return out;
 }
@@ -101,14 +103,19 @@ std::string Inspection::ToJson() const {
                           {"balanced_count", x.balanced_count},
                           {"bytes_on_disk", x.bytes_on_disk}});
   }
-  nlohmann::json j = {{"graph_name", graph_name},     {"part_method", part_method},
-                      {"num_nodes", num_nodes},       {"num_edges", num_edges},
-                      {"halo_hops", halo_hops},       {"edge_cut", edge_cut},
+  nlohmann::json j = {{"graph_name", graph_name},
+                      {"part_method", part_method},
+                      {"num_nodes", num_nodes},
+                      {"num_edges", num_edges},
+                      {"halo_hops", halo_hops},
+                      {"edge_cut", edge_cut},
                       {"edge_cut_fraction", edge_cut_fraction()},
-                      {"node_balance", node_balance}, {"edge_balance", edge_balance},
+                      {"node_balance", node_balance},
+                      {"edge_balance", edge_balance},
                       {"balanced_array", balanced_array},
                       {"balanced_array_balance", balanced_array_balance},
-                      {"bytes_on_disk", bytes_on_disk}, {"parts", parts_json}};
+                      {"bytes_on_disk", bytes_on_disk},
+                      {"parts", parts_json}};
   return j.dump(1);
 }
 

@@ -20,7 +20,7 @@ struct PartInspection {
   int64_t halo_nodes = 0;
   int64_t inner_edges = 0;
   int64_t local_edges = 0;
-  int64_t cut_edges = 0;      // Inner edges whose source is a HALO node.
+  int64_t cut_edges = 0;       // Inner edges whose source is a HALO node.
   int64_t balanced_count = 0;  // Non-zero entries of the balanced array.
   int64_t bytes_on_disk = 0;
 };

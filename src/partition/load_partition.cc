@@ -10,9 +10,9 @@ namespace {
 StatusOr<Array> ReadTyped(const std::string& path, DType dtype, int64_t rows) {
   ASSIGN_OR_RETURN(Array array, ReadNpy(path));
   if (array.dtype() != dtype || array.ndim() != 1 || (rows >= 0 && array.rows() != rows)) {
-    return absl::InvalidArgumentError(
-        StrCat(path, ": expected ", DTypeName(dtype), "[", rows >= 0 ? StrCat(rows) : "n",
-               "], found ", array.Describe()));
+    return absl::InvalidArgumentError(StrCat(path, ": expected ", DTypeName(dtype), "[",
+                                             rows >= 0 ? StrCat(rows) : "n", "], found ",
+                                             array.Describe()));
   }
   return array;
 }
@@ -33,9 +33,9 @@ Status ValidateGraph(const LocalPartition& lp, const std::string& dir) {
     if ((inner[i] != 0) != expect_inner) {
       return Corrupt(dir + "/inner_node.npy", StrCat("entry ", i, " has the wrong flag"));
     }
-    if (expect_inner ? nid[i] != start + i
-                     : (nid[i] < 0 || nid[i] >= lp.book.num_nodes() ||
-                        (nid[i] >= start && nid[i] < end))) {
+    if (expect_inner
+            ? nid[i] != start + i
+            : (nid[i] < 0 || nid[i] >= lp.book.num_nodes() || (nid[i] >= start && nid[i] < end))) {
       return Corrupt(dir + "/nid.npy", StrCat("entry ", i, " = ", nid[i], " is not a valid ",
                                               expect_inner ? "inner" : "HALO", " node id"));
     }
@@ -53,8 +53,8 @@ Status ValidateGraph(const LocalPartition& lp, const std::string& dir) {
     if (indptr[v + 1] < indptr[v]) return Corrupt(dir + "/indptr.npy", "is not monotone");
     for (int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
       if (indices[k] < 0 || indices[k] >= n_local) {
-        return Corrupt(dir + "/indices.npy", StrCat("entry ", k, " = ", indices[k],
-                                                    " is not a local node"));
+        return Corrupt(dir + "/indices.npy",
+                       StrCat("entry ", k, " = ", indices[k], " is not a local node"));
       }
       bool owned = eid[k] >= estart && eid[k] < eend;
       if (eid[k] < 0 || eid[k] >= lp.book.num_edges() || (inner_edge[k] != 0) != owned ||
@@ -108,9 +108,9 @@ StatusOr<LocalPartition> LoadPartition(const std::string& config_path, int part_
   if (options.load_feats) {
     ASSIGN_OR_RETURN(lp.node_data, ReadArrays(lp.config.NodeFeatDir(part_id),
                                               lp.config.node_feat_names, lp.num_inner_nodes()));
-    ASSIGN_OR_RETURN(lp.edge_data, ReadArrays(lp.config.EdgeFeatDir(part_id),
-                                              lp.config.edge_feat_names,
-                                              lp.book.NumEdgesOf(part_id)));
+    ASSIGN_OR_RETURN(lp.edge_data,
+                     ReadArrays(lp.config.EdgeFeatDir(part_id), lp.config.edge_feat_names,
+                                lp.book.NumEdgesOf(part_id)));
   }
   return lp;
 }

@@ -35,8 +35,7 @@ StatusOr<MetisGraph> Symmetrize(const Graph& graph) {
   }
   for (int64_t v = 0; v < n; ++v) degree[v + 1] += degree[v];
   const int64_t total = degree[n];
-  if (total > std::numeric_limits<idx_t>::max() ||
-      n > std::numeric_limits<idx_t>::max()) {
+  if (total > std::numeric_limits<idx_t>::max() || n > std::numeric_limits<idx_t>::max()) {
     return absl::ResourceExhaustedError(StrCat(
         "the symmetrised graph has ", total, " adjacency entries, more than this METIS build's ",
         sizeof(idx_t) * 8, "-bit indices can hold; use --part-method random"));

@@ -77,12 +77,12 @@ Status CheckArguments(const Graph& graph, const std::string& graph_name, int num
     if (it == graph.node_data.end()) {
       std::vector<std::string> names;
       for (const auto& [name, array] : graph.node_data) names.push_back(name);
-      return bad("balance_ntypes: no node array named '", o.balance_ntypes, "' (have: ",
-                 StrJoin(names, ", "), ")");
+      return bad("balance_ntypes: no node array named '", o.balance_ntypes,
+                 "' (have: ", StrJoin(names, ", "), ")");
     }
     if (it->second.ndim() != 1 || IsFloating(it->second.dtype())) {
-      return bad("balance_ntypes: node array '", o.balance_ntypes, "' is ",
-                 it->second.Describe(), "; it must be a 1-D integer or bool array");
+      return bad("balance_ntypes: node array '", o.balance_ntypes, "' is ", it->second.Describe(),
+                 "; it must be a 1-D integer or bool array");
     }
   }
   return absl::OkStatus();
@@ -138,7 +138,8 @@ Status WriteGatheredRows(const std::string& path, const Array& array,
   std::vector<int64_t> shape = array.shape();
   shape[0] = static_cast<int64_t>(ids.size());
   ASSIGN_OR_RETURN(NpyWriter writer, NpyWriter::Create(path, array.dtype(), shape));
-  const size_t chunk = std::max<size_t>(1, kGatherChunkBytes / std::max<size_t>(1, array.row_bytes()));
+  const size_t chunk =
+      std::max<size_t>(1, kGatherChunkBytes / std::max<size_t>(1, array.row_bytes()));
   for (size_t begin = 0; begin < ids.size(); begin += chunk) {
     size_t count = std::min(chunk, ids.size() - begin);
     Array rows = array.GatherRows(ids.subspan(begin, count));
@@ -388,8 +389,10 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
   const int total_parts = num_parts * trainers;
 
   // 1. Assignment.
-  Progress assign_step(StrCat("assign nodes (", o.part_method == PartMethod::kMetis ? "metis" : "random",
-                              ", ", total_parts, " parts)"), 0, "");
+  Progress assign_step(
+      StrCat("assign nodes (", o.part_method == PartMethod::kMetis ? "metis" : "random", ", ",
+             total_parts, " parts)"),
+      0, "");
   std::vector<int32_t> trainer;  // Raw assignment into K*T parts.
   if (total_parts == 1) {
     trainer.assign(graph.num_nodes, 0);

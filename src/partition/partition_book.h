@@ -35,8 +35,12 @@ class PartitionBook {
   void NodeOwners(std::span<const int64_t> nids, std::span<int32_t> owners) const;
 
   // [start, end) of partition p.
-  std::pair<int64_t, int64_t> NodeRange(int p) const { return {node_offsets_[p], node_offsets_[p + 1]}; }
-  std::pair<int64_t, int64_t> EdgeRange(int p) const { return {edge_offsets_[p], edge_offsets_[p + 1]}; }
+  std::pair<int64_t, int64_t> NodeRange(int p) const {
+    return {node_offsets_[p], node_offsets_[p + 1]};
+  }
+  std::pair<int64_t, int64_t> EdgeRange(int p) const {
+    return {edge_offsets_[p], edge_offsets_[p + 1]};
+  }
   int64_t NumNodesOf(int p) const { return node_offsets_[p + 1] - node_offsets_[p]; }
   int64_t NumEdgesOf(int p) const { return edge_offsets_[p + 1] - edge_offsets_[p]; }
 

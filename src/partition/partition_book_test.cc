@@ -65,14 +65,18 @@ TEST(PartitionConfig, ReadsDglLegacyMapsAndRejectsJunk) {
       {"not json {", "not a valid JSON"},
       {R"({"graph_name": 3})", "graph_name"},
       {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1,
-           "node_map": [[0, 8]], "edge_map": [[0, 2]]})", "do not cover"},
+           "node_map": [[0, 8]], "edge_map": [[0, 2]]})",
+       "do not cover"},
       {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1,
-           "node_map": [[0, 9]], "edge_map": [[0, 2]]})", "part-0"},
+           "node_map": [[0, 9]], "edge_map": [[0, 2]]})",
+       "part-0"},
       {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 2,
-           "node_map": [[0, 5], [4, 9]], "edge_map": [[0, 1], [1, 2]]})", "contiguous"},
+           "node_map": [[0, 5], [4, 9]], "edge_map": [[0, 1], [1, 2]]})",
+       "contiguous"},
       {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1, "halo_hops": 1,
            "node_map": [[0, 9]], "edge_map": [[0, 2]], "tessera": {"node_feats": 5},
-           "part-0": {"part_graph": "a", "node_feats": "b", "edge_feats": "c"}})", "type"},
+           "part-0": {"part_graph": "a", "node_feats": "b", "edge_feats": "c"}})",
+       "type"},
   };
   for (const auto& [json, reason] : bad) {
     testing::WriteAll(dir / "bad.json", json);

@@ -29,7 +29,8 @@ StatusOr<std::vector<int64_t>> ParseMap(const json& value, const std::string& ke
   };
   const json* ranges = &value;
   if (value.is_object()) {
-    if (value.size() != 1) return bad("must have exactly one type (heterogeneous graphs are not supported)");
+    if (value.size() != 1)
+      return bad("must have exactly one type (heterogeneous graphs are not supported)");
     ranges = &value.begin().value();
   }
   if (!ranges->is_array() || static_cast<int>(ranges->size()) != num_parts) {
@@ -102,7 +103,8 @@ StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
   c.num_parts = j["num_parts"];
   if (c.num_parts < 1) return missing("num_parts");
   c.part_method = j.value("part_method", "");
-  c.halo_hops = j.contains("halo_hops") && j["halo_hops"].is_number_integer() ? j["halo_hops"].get<int>() : 1;
+  c.halo_hops =
+      j.contains("halo_hops") && j["halo_hops"].is_number_integer() ? j["halo_hops"].get<int>() : 1;
   if (!j.contains("node_map")) return missing("node_map");
   if (!j.contains("edge_map")) return missing("edge_map");
   ASSIGN_OR_RETURN(c.node_offsets, ParseMap(j["node_map"], "node_map", c.num_parts, path));
@@ -118,9 +120,9 @@ StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
     }
     const json& files = j[key];
     PartitionConfig::PartFiles f;
-    for (auto [name, field] : {std::pair{"part_graph", &f.part_graph},
-                               std::pair{"node_feats", &f.node_feats},
-                               std::pair{"edge_feats", &f.edge_feats}}) {
+    for (auto [name, field] :
+         {std::pair{"part_graph", &f.part_graph}, std::pair{"node_feats", &f.node_feats},
+          std::pair{"edge_feats", &f.edge_feats}}) {
       if (!files.contains(name) || !files[name].is_string()) {
         return absl::InvalidArgumentError(StrCat(path, ": '", key, "' lacks '", name, "'"));
       }
@@ -138,7 +140,7 @@ StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
     c.seed = t.value("seed", uint64_t{0});
   }
   c.dir = std::filesystem::path(path).parent_path().string();
-  if (c.dir.empty()) c.dir = ".";
+  if (c.dir.empty()) c.dir.assign(1, '.');  // Not = ".": GCC 12 bug 105329 warns.
   return c;
 }
 

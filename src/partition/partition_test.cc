@@ -38,7 +38,8 @@ void AddCheckArrays(Graph* g) {
   }
   g->edge_data.emplace("w", std::move(w));
   Array x = Array::Empty(DType::kInt32, {g->num_nodes});
-  for (int64_t v = 0; v < g->num_nodes; ++v) x.mutable_span<int32_t>()[v] = static_cast<int32_t>(3 * v);
+  for (int64_t v = 0; v < g->num_nodes; ++v)
+    x.mutable_span<int32_t>()[v] = static_cast<int32_t>(3 * v);
   g->node_data.emplace("x", std::move(x));
 }
 
@@ -310,7 +311,8 @@ TEST_F(CoraPartition, TrainersPerMachineSplitsEveryPart) {
       ASSERT_EQ(t / 3, p);  // Global trainer ids of this machine.
       ++count[t % 3];
     }
-    for (int64_t c : count) EXPECT_NEAR(c, lp->num_inner_nodes() / 3.0, lp->num_inner_nodes() * 0.05);
+    for (int64_t c : count)
+      EXPECT_NEAR(c, lp->num_inner_nodes() / 3.0, lp->num_inner_nodes() * 0.05);
     // An edge takes its destination's trainer.
     auto edge_trainer = lp->edge_data.at("trainer_id").span<int64_t>();
     auto indptr = lp->indptrs();
@@ -364,7 +366,8 @@ TEST(Partition, BadArgumentsAreRejectedBeforeWriting) {
     EXPECT_FALSE(r.ok());
     return std::string(r.status().message());
   };
-  EXPECT_NE(message(0, {}).find("num_parts must be in [1, num_nodes = 9], got 0"), std::string::npos);
+  EXPECT_NE(message(0, {}).find("num_parts must be in [1, num_nodes = 9], got 0"),
+            std::string::npos);
   EXPECT_NE(message(10, {}).find("got 10"), std::string::npos);
   PartitionOptions o;
   o.balance_ntypes = "nope";
@@ -423,7 +426,8 @@ TEST(LoadPartition, RejectsCorruptParts) {
   TempDir dir;
   auto r = PartitionGraph(g, "g", 2, dir.path(), {});
   ASSERT_TRUE(r.ok());
-  EXPECT_NE(std::string(LoadPartition(r->config_path, 2).status().message()).find("part 2 does not exist"),
+  EXPECT_NE(std::string(LoadPartition(r->config_path, 2).status().message())
+                .find("part 2 does not exist"),
             std::string::npos);
   // An out-of-range source index.
   std::string indices_path = dir / "part0/graph/indices.npy";
@@ -434,8 +438,10 @@ TEST(LoadPartition, RejectsCorruptParts) {
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
   EXPECT_NE(std::string(st.message()).find("indices.npy"), std::string::npos) << st;
   // A wrong dtype.
-  ASSERT_TRUE(WriteNpy(dir / "part1/graph/eid.npy",
-                       Array::From(std::vector<int32_t>(LoadIds(dir / "part1/graph/indices.npy").size()))).ok());
+  ASSERT_TRUE(
+      WriteNpy(dir / "part1/graph/eid.npy",
+               Array::From(std::vector<int32_t>(LoadIds(dir / "part1/graph/indices.npy").size())))
+          .ok());
   st = LoadPartition(r->config_path, 1).status();
   EXPECT_NE(std::string(st.message()).find("eid.npy: expected int64"), std::string::npos) << st;
   // A missing feature file.

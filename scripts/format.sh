@@ -1,0 +1,9 @@
+#!/bin/sh
+# Applies clang-format to every C++ file (--check: only report differences).
+set -eu
+cd "$(dirname "$0")/.."
+files=$(git ls-files '*.h' '*.cc')
+if [ "${1:-}" = "--check" ]; then
+  exec clang-format --dry-run --Werror $files
+fi
+exec clang-format -i $files

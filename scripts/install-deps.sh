@@ -1,0 +1,46 @@
+#!/bin/sh
+# Installs the Debian 12 packages tessera needs to build and test, and nothing
+# else. Idempotent and non-interactive: packages already present are skipped,
+# and apt is not touched at all when everything is there.
+#
+#   scripts/install-deps.sh           build + test dependencies
+#   scripts/install-deps.sh --bench   also python3-numpy (shared/tools/gen_graph.py)
+#   scripts/install-deps.sh --dev     also clang-format (scripts/format.sh)
+set -eu
+
+packages="g++ cmake ninja-build ccache pkg-config
+  libabsl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  zlib1g-dev libmetis-dev
+  libgtest-dev libgmock-dev"
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages="$packages python3-numpy" ;;
+    --dev) packages="$packages clang-format" ;;
+    *) echo "install-deps.sh: unknown option '$arg' (expected --bench or --dev)" >&2; exit 2 ;;
+  esac
+done
+
+missing=""
+for p in $packages; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+if [ -z "$missing" ]; then
+  echo "install-deps.sh: all packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  as_root=""
+elif command -v sudo >/dev/null 2>&1; then
+  as_root="sudo"
+else
+  echo "install-deps.sh: missing packages:$missing; run as root to install them" >&2
+  exit 1
+fi
+echo "install-deps.sh: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+$as_root apt-get update -q
+# shellcheck disable=SC2086
+$as_root apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,239 @@
+// Runs the real `tessera` binary: successful runs, and bad input that must end
+// in a clear error naming the problem, a non-zero exit and no valid-looking
+// output.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <functional>
+
+#include "gtest/gtest.h"
+#include "src/base/test_util.h"
+#include "src/graph/npy.h"
+#include "src/partition/load_partition.h"
+
+namespace tessera {
+namespace {
+
+using testing::TempDir;
+using testing::TesseraBinary;
+using testing::TestDataDir;
+
+struct CliRun {
+  int exit_code;
+  std::string output;  // stdout and stderr.
+};
+
+CliRun Tessera(const std::string& args) {
+  std::string command = TesseraBinary() + " " + args + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  CliRun run{-1, ""};
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    run.output.append(buffer.data(), n);
+  int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+void WriteIds(const std::string& path, std::vector<int64_t> ids) {
+  ASSERT_TRUE(WriteNpy(path, Array::From(ids)).ok());
+}
+
+// 4 nodes in a ring, with a feature.
+void WriteRing(const std::string& dir) {
+  WriteIds(dir + "/src.npy", {0, 1, 2, 3});
+  WriteIds(dir + "/dst.npy", {1, 2, 3, 0});
+  ASSERT_TRUE(WriteNpy(dir + "/feat.npy", Array::Zeros(DType::kFloat32, {4, 3})).ok());
+}
+
+TEST(Cli, PartitionThenInspectCora) {
+  TempDir out;
+  CliRun part = Tessera("partition --input " + TestDataDir() +
+                        "/cora --graph-name cora --num-parts 2 "
+                        "--balance-ntypes train_mask --balance-edges --return-mapping --out " +
+                        out.path());
+  ASSERT_EQ(part.exit_code, 0) << part.output;
+  EXPECT_NE(part.output.find("METIS"), std::string::npos);
+  EXPECT_NE(part.output.find("partition finished: wall"), std::string::npos);
+  EXPECT_NE(part.output.find("peak RSS"), std::string::npos);
+  EXPECT_TRUE(PathExists(out / "orig_nids.npy"));
+  for (int p = 0; p < 2; ++p) ASSERT_TRUE(LoadPartition(out / "cora.json", p).ok());
+
+  CliRun inspect = Tessera("inspect " + out / "cora.json");
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
+  EXPECT_NE(inspect.output.find("2708 nodes, 10556 edges, 2 parts (metis)"), std::string::npos)
+      << inspect.output;
+  EXPECT_NE(inspect.output.find("edge cut:"), std::string::npos);
+  EXPECT_NE(inspect.output.find("train_mask"), std::string::npos);
+  CliRun json = Tessera("inspect --json " + out / "cora.json");
+  ASSERT_EQ(json.exit_code, 0);
+  EXPECT_NE(json.output.find("\"edge_cut_fraction\""), std::string::npos);
+}
+
+TEST(Cli, DglUnderscoreSpellingsAndCsvInput) {
+  TempDir dir;
+  testing::WriteAll(dir / "edges.tsv", "# ring\n0\t1\n1\t2\n2\t3\n3\t0\n");
+  CliRun run = Tessera("partition --input " + dir / "edges.tsv" +
+                       " --graph_name ring --num_parts 2 --part_method random --num_hops 2 "
+                       "--undirected --out " +
+                       dir / "out");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto lp = LoadPartition(dir / "out/ring.json", 0);
+  ASSERT_TRUE(lp.ok()) << lp.status();
+  EXPECT_EQ(lp->config.num_edges, 8);
+  EXPECT_EQ(lp->config.halo_hops, 2);
+}
+
+TEST(Cli, GenerateWritesTheRequestedGraph) {
+  TempDir dir;
+  CliRun run = Tessera("generate --out " + dir / "g" +
+                       " --nodes 3000 --edges 20000 --feat-dim 5 --classes 4");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto feat = ReadNpyHeader(dir / "g/feat.npy");
+  ASSERT_TRUE(feat.ok());
+  EXPECT_EQ(feat->shape, (std::vector<int64_t>{3000, 5}));
+  EXPECT_EQ(ReadNpyHeader(dir / "g/src.npy")->shape, (std::vector<int64_t>{40000}));
+}
+
+// Each bad input: the message must contain `expect`, the exit code must be
+// non-zero, and no partition config may exist afterwards.
+struct BadCase {
+  std::string name;
+  std::function<void(const std::string& dir)> setup;  // Writes the input into dir/in.
+  std::string extra_flags;
+  std::string expect;
+};
+
+TEST(Cli, BadInputGivesAClearErrorAndNoOutput) {
+  const std::vector<BadCase> cases = {
+      {"missing input", [](const std::string&) {}, "", "no such file or directory"},
+      {"missing dst.npy",
+       [](const std::string& d) {
+         WriteRing(d);
+         ASSERT_TRUE(RemoveAll(d + "/dst.npy").ok());
+       },
+       "", "dst.npy: missing"},
+      {"float ids",
+       [](const std::string& d) {
+         WriteRing(d);
+         ASSERT_TRUE(WriteNpy(d + "/src.npy", Array::From(std::vector<double>{0, 1, 2, 3})).ok());
+       },
+       "", "src.npy: expected an integer array, got float64"},
+      {"feature of the wrong shape",
+       [](const std::string& d) {
+         WriteRing(d);
+         ASSERT_TRUE(WriteNpy(d + "/label.npy", Array::From(std::vector<int64_t>{0, 1})).ok());
+       },
+       "", "label.npy: has 2 rows"},
+      {"id out of range",
+       [](const std::string& d) {
+         WriteRing(d);
+         WriteIds(d + "/dst.npy", {1, 2, 3, 4});
+       },
+       "", "dst[3] = 4 is out of range [0, 4)"},
+      {"mismatched lengths",
+       [](const std::string& d) {
+         WriteRing(d);
+         WriteIds(d + "/dst.npy", {1, 2, 3});
+       },
+       "", "src.npy has 4 entries but dst.npy has 3"},
+      {"truncated npy",
+       [](const std::string& d) {
+         WriteRing(d);
+         std::string bytes = testing::ReadAll(d + "/feat.npy");
+         testing::WriteAll(d + "/feat.npy", bytes.substr(0, bytes.size() - 7));
+       },
+       "", "feat.npy: truncated"},
+      {"empty graph",
+       [](const std::string& d) {
+         WriteIds(d + "/src.npy", {});
+         WriteIds(d + "/dst.npy", {});
+         ASSERT_TRUE(WriteNpy(d + "/feat.npy", Array::Zeros(DType::kFloat32, {4, 3})).ok());
+       },
+       "", "the graph is empty"},
+      {"zero parts", WriteRing, "--num-parts 0", "num_parts must be in [1, num_nodes = 4], got 0"},
+      {"too many parts", WriteRing, "--num-parts 5", "got 5"},
+      {"unknown method", WriteRing, "--part-method spectral", "unknown part_method 'spectral'"},
+      {"corrupt gzip",
+       [](const std::string& d) {
+         ASSERT_TRUE(MakeDirs(d).ok());
+         testing::WriteAll(d + "/e.csv.gz", std::string("\x1f\x8b\x08\x00garbage-not-deflate", 25));
+       },
+       "", "corrupt or truncated gzip"},
+      {"malformed csv line",
+       [](const std::string& d) {
+         ASSERT_TRUE(MakeDirs(d).ok());
+         testing::WriteAll(d + "/e.csv", "0,1\n1,2\n2;3\n");
+       },
+       "", "e.csv:3:"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    std::string in = dir / "in";
+    if (c.name != "missing input" && c.name.find("csv") == std::string::npos &&
+        c.name.find("gzip") == std::string::npos) {
+      ASSERT_TRUE(MakeDirs(in).ok());
+    }
+    c.setup(in);
+    std::string input = in;
+    if (c.name == "corrupt gzip") input = in + "/e.csv.gz";
+    if (c.name == "malformed csv line") input = in + "/e.csv";
+    std::string flags = c.extra_flags.find("--num-parts") == std::string::npos
+                            ? "--num-parts 2 " + c.extra_flags
+                            : c.extra_flags;
+    CliRun run = Tessera("partition --input " + input + " --graph-name g " + flags + " --out " +
+                         dir / "out");
+    EXPECT_NE(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find("error: "), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find(c.expect), std::string::npos) << run.output;
+    EXPECT_FALSE(PathExists(dir / "out/g.json"));
+    EXPECT_FALSE(PathExists(dir / "out/part0"));
+  }
+}
+
+TEST(Cli, UnwritableOutputFolder) {
+  TempDir dir;
+  ASSERT_TRUE(MakeDirs(dir / "in").ok());
+  WriteRing(dir / "in");
+  testing::WriteAll(dir / "blocker", "a file where a folder should be");
+  CliRun run = Tessera("partition --input " + dir / "in" + " --graph-name g --num-parts 2 --out " +
+                       dir / "blocker/out");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("error: output folder: cannot create directory " + dir / "blocker/out"),
+            std::string::npos)
+      << run.output;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  CliRun missing = Tessera("partition --input x");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("required"), std::string::npos) << missing.output;
+  EXPECT_EQ(Tessera("no-such-command").exit_code, 2);
+  EXPECT_EQ(Tessera("partition --num-parts abc").exit_code, 2);
+  CliRun help = Tessera("partition --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("--balance-ntypes"), std::string::npos);
+  CliRun inspect = Tessera("inspect /nonexistent/g.json");
+  EXPECT_EQ(inspect.exit_code, 1);
+  EXPECT_NE(inspect.output.find("/nonexistent/g.json"), std::string::npos);
+}
+
+TEST(Cli, DemoRunsAndCleansUp) {
+  TempDir dir;
+  CliRun run = Tessera("demo --nodes 5000 --workdir " + dir / "demo");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("edge cut:"), std::string::npos);
+  EXPECT_NE(run.output.find("demo finished"), std::string::npos);
+  CliRun cora =
+      Tessera("demo --dataset " + TestDataDir() + "/cora --parts 3 --workdir " + dir / "cora");
+  ASSERT_EQ(cora.exit_code, 0) << cora.output;
+  EXPECT_NE(cora.output.find("2708 nodes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
