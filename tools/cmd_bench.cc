@@ -2,8 +2,6 @@
 // partitioning given graphs (each configuration in its own process, so peak
 // RSS is that configuration's), printed as JSON, next to DGL's figures for
 // the benchmark graph of shared/baselines.md.
-#include <unistd.h>
-
 #include <map>
 #include <memory>
 #include <thread>
@@ -127,15 +125,9 @@ Command RegisterBench(CLI::App& app) {
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per configuration")
       ->capture_default_str();
   return {sub, [f] {
-            std::string workdir = f->workdir;
-            bool temporary = workdir.empty();
-            if (temporary) {
-              char tmpl[] = "/tmp/tessera-bench-XXXXXX";
-              if (::mkdtemp(tmpl) == nullptr) return ReportError(ErrnoError("mkdtemp", errno));
-              workdir = tmpl;
-            }
-            Status st = RunBench(*f, workdir);
-            if (temporary) RemoveAll(workdir).IgnoreError();
+            auto workdir = ScratchDir::Open(f->workdir, "tessera-bench");
+            if (!workdir.ok()) return ReportError(workdir.status());
+            Status st = RunBench(*f, workdir->path());
             return st.ok() ? 0 : ReportError(st);
           }};
 }

@@ -2,7 +2,6 @@
 // it shows the partitioning pipeline end to end: generate (or read) a graph,
 // partition it with METIS into balanced parts, load and validate every part,
 // and print the inspection table.
-#include <cstdlib>
 #include <memory>
 
 #include "spdlog/spdlog.h"
@@ -68,17 +67,11 @@ Command RegisterDemo(CLI::App& app) {
   sub->add_flag("--keep", f->keep, "Keep the files written");
   return {sub, [f] {
             Stopwatch watch;
-            std::string workdir = f->workdir;
-            bool temporary = workdir.empty();
-            if (temporary) {
-              char tmpl[] = "/tmp/tessera-demo-XXXXXX";
-              if (::mkdtemp(tmpl) == nullptr) return ReportError(ErrnoError("mkdtemp", errno));
-              workdir = tmpl;
-            }
-            Status st = RunDemo(*f, workdir);
-            if (temporary && !f->keep) RemoveAll(workdir).IgnoreError();
+            auto workdir = ScratchDir::Open(f->workdir, "tessera-demo", f->keep);
+            if (!workdir.ok()) return ReportError(workdir.status());
+            Status st = RunDemo(*f, workdir->path());
             if (!st.ok()) return ReportError(st);
-            if (!temporary || f->keep) spdlog::info("files are in {}", workdir);
+            if (!workdir->removed_on_exit()) spdlog::info("files are in {}", workdir->path());
             ReportFinish("demo", watch.Seconds());
             return 0;
           }};

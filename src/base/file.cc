@@ -1,6 +1,7 @@
 #include "src/base/file.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -141,6 +142,39 @@ Status OutputFile::Close() {
   int rc = ::close(std::exchange(fd_, -1));
   if (rc != 0) return ErrnoError(StrCat("cannot close ", path_), errno);
   return absl::OkStatus();
+}
+
+StatusOr<ScratchDir> ScratchDir::Open(const std::string& path, const std::string& prefix,
+                                      bool keep) {
+  ScratchDir dir;
+  if (!path.empty()) {
+    RETURN_IF_ERROR(MakeDirs(path));
+    dir.path_ = path;
+    return dir;
+  }
+  std::string tmpl = StrCat("/tmp/", prefix, "-XXXXXX");
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    return ErrnoError(StrCat("cannot create a temporary folder ", tmpl), errno);
+  }
+  dir.path_ = tmpl;
+  dir.remove_ = !keep;
+  return dir;
+}
+
+ScratchDir::ScratchDir(ScratchDir&& other) noexcept
+    : path_(std::move(other.path_)), remove_(std::exchange(other.remove_, false)) {}
+
+ScratchDir& ScratchDir::operator=(ScratchDir&& other) noexcept {
+  if (this != &other) {
+    if (remove_) RemoveAll(path_).IgnoreError();
+    path_ = std::move(other.path_);
+    remove_ = std::exchange(other.remove_, false);
+  }
+  return *this;
+}
+
+ScratchDir::~ScratchDir() {
+  if (remove_) RemoveAll(path_).IgnoreError();
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path) {

@@ -71,6 +71,29 @@ class OutputFile {
   std::string path_;
 };
 
+// A working folder: either one the user named (created if needed, never
+// removed) or, when `path` is empty, a new /tmp/<prefix>-XXXXXX folder that
+// the destructor removes unless `keep`. Move-only owner.
+class ScratchDir {
+ public:
+  static StatusOr<ScratchDir> Open(const std::string& path, const std::string& prefix,
+                                   bool keep = false);
+  ScratchDir() = default;
+  ScratchDir(ScratchDir&& other) noexcept;
+  ScratchDir& operator=(ScratchDir&& other) noexcept;
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir();
+
+  const std::string& path() const { return path_; }
+  // True if the destructor removes the folder.
+  bool removed_on_exit() const { return remove_; }
+
+ private:
+  std::string path_;
+  bool remove_ = false;
+};
+
 StatusOr<std::string> ReadFileToString(const std::string& path);
 // Writes `contents` to "<path>.tmp" and renames it over `path`, so readers see
 // either the old file or the complete new one.

@@ -1,7 +1,5 @@
 #include "src/base/file.h"
 
-#include <unistd.h>
-
 #include <cstring>
 
 #include "gtest/gtest.h"
@@ -12,11 +10,12 @@ namespace {
 class FileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tessera_file_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    auto scratch = ScratchDir::Open("", "tessera_file_test");
+    ASSERT_TRUE(scratch.ok()) << scratch.status();
+    scratch_ = std::move(*scratch);
+    dir_ = scratch_.path();
   }
-  void TearDown() override { ASSERT_TRUE(RemoveAll(dir_).ok()); }
+  ScratchDir scratch_;
   std::string dir_;
 };
 
@@ -70,6 +69,33 @@ TEST_F(FileTest, EmptyFileMapsToNull) {
   ASSERT_TRUE(mapped.ok());
   EXPECT_EQ(mapped->size(), 0u);
   EXPECT_EQ(mapped->data(), nullptr);
+}
+
+TEST_F(FileTest, ScratchDirRemovesOnlyWhatItCreated) {
+  std::string temp_path;
+  {
+    auto temp = ScratchDir::Open("", "tessera_scratch");
+    ASSERT_TRUE(temp.ok());
+    temp_path = temp->path();
+    EXPECT_TRUE(temp->removed_on_exit());
+    ASSERT_TRUE(WriteFileAtomic(temp_path + "/f", "x").ok());
+    ScratchDir moved = std::move(*temp);  // Ownership moves; removed once.
+    EXPECT_EQ(moved.path(), temp_path);
+  }
+  EXPECT_FALSE(PathExists(temp_path));
+  {
+    auto kept = ScratchDir::Open("", "tessera_scratch", /*keep=*/true);
+    ASSERT_TRUE(kept.ok());
+    temp_path = kept->path();
+  }
+  EXPECT_TRUE(PathExists(temp_path));
+  ASSERT_TRUE(RemoveAll(temp_path).ok());
+  {
+    auto named = ScratchDir::Open(dir_ + "/named/deep", "unused");
+    ASSERT_TRUE(named.ok());
+    EXPECT_FALSE(named->removed_on_exit());
+  }
+  EXPECT_TRUE(IsDirectory(dir_ + "/named/deep"));
 }
 
 }  // namespace

@@ -5,8 +5,6 @@
 #ifndef TESSERA_SRC_BASE_TEST_UTIL_H_
 #define TESSERA_SRC_BASE_TEST_UTIL_H_
 
-#include <stdlib.h>
-
 #include <string>
 
 #include "gtest/gtest.h"
@@ -14,22 +12,19 @@
 
 namespace tessera::testing {
 
+// A fresh folder under /tmp, removed (with its contents) by the destructor.
 class TempDir {
  public:
   TempDir() {
-    char tmpl[] = "/tmp/tessera_test_XXXXXX";
-    char* made = ::mkdtemp(tmpl);
-    EXPECT_NE(made, nullptr);
-    path_ = made ? made : "/tmp";
+    auto dir = ScratchDir::Open("", "tessera_test");
+    EXPECT_TRUE(dir.ok()) << dir.status();
+    if (dir.ok()) dir_ = std::move(*dir);
   }
-  ~TempDir() { RemoveAll(path_).IgnoreError(); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return dir_.path(); }
+  std::string operator/(const std::string& name) const { return dir_.path() + "/" + name; }
 
  private:
-  std::string path_;
+  ScratchDir dir_;
 };
 
 #ifdef TESSERA_SOURCE_DIR
