@@ -422,7 +422,7 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
   result.reshuffle_seconds = reshuffle_step.Done();
 
   // 3. Local graphs and files, one part at a time.
-  Progress write_step("build and write parts", num_parts, "parts", 0);
+  Progress write_step("build and write parts", num_parts, "parts");
   std::vector<int64_t> local_of(graph.num_nodes, -1);
   auto cleanup = [&](const Status& st) {
     for (int p = 0; p < num_parts; ++p) RemoveAll(StrCat(out_path, "/", PartName(p))).IgnoreError();

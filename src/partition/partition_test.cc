@@ -11,6 +11,7 @@
 #include "src/graph/readers.h"
 #include "src/partition/inspect.h"
 #include "src/partition/load_partition.h"
+#include "tessera/partition.h"
 
 namespace tessera {
 namespace {
@@ -447,6 +448,24 @@ TEST(LoadPartition, RejectsCorruptParts) {
   // A missing feature file.
   ASSERT_TRUE(RemoveAll(dir / "part1/graph").ok());
   EXPECT_EQ(LoadPartition(r->config_path, 1).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(PublicApi, DglNamesRoundTrip) {
+  TempDir dir;
+  auto graph = read_graph(TestDataDir() + "/citeseer");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  PartitionOptions options;
+  options.balance_ntypes = "train_mask";
+  auto result = partition_graph(*graph, "citeseer", 2, dir.path(), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  int64_t inner = 0;
+  for (int p = 0; p < 2; ++p) {
+    auto part = load_partition(result->config_path, p);
+    ASSERT_TRUE(part.ok()) << part.status();
+    EXPECT_EQ(part->node_data.at("feat").shape()[1], 3703);
+    inner += part->num_inner_nodes();
+  }
+  EXPECT_EQ(inner, 3327);
 }
 
 }  // namespace
