@@ -161,7 +161,8 @@ TEST(Cli, BadInputGivesAClearErrorAndNoOutput) {
       {"corrupt gzip",
        [](const std::string& d) {
          ASSERT_TRUE(MakeDirs(d).ok());
-         testing::WriteAll(d + "/e.csv.gz", std::string("\x1f\x8b\x08\x00garbage-not-deflate", 25));
+         const char kBadGzip[] = "\x1f\x8b\x08\x00garbage-not-deflate";  // gzip magic, junk.
+         testing::WriteAll(d + "/e.csv.gz", std::string(kBadGzip, sizeof(kBadGzip) - 1));
        },
        "", "corrupt or truncated gzip"},
       {"malformed csv line",
