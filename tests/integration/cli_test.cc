@@ -5,7 +5,9 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
+#include <set>
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
@@ -224,16 +226,31 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_NE(inspect.output.find("/nonexistent/g.json"), std::string::npos);
 }
 
+// Folders /tmp/tessera-demo-* that exist now.
+std::set<std::string> DemoFolders() {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator("/tmp")) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("tessera-demo-", 0) == 0) names.insert(name);
+  }
+  return names;
+}
+
 TEST(Cli, DemoRunsAndCleansUp) {
-  TempDir dir;
-  CliRun run = Tessera("demo --nodes 5000 --workdir " + dir / "demo");
+  std::set<std::string> before = DemoFolders();
+  CliRun run = Tessera("demo --nodes 5000");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("edge cut:"), std::string::npos);
-  EXPECT_NE(run.output.find("demo finished"), std::string::npos);
+  EXPECT_NE(run.output.find("balance (max/mean)"), std::string::npos);
+  EXPECT_NE(run.output.find("demo finished: wall"), std::string::npos);
+  EXPECT_EQ(DemoFolders(), before) << "the demo left its temporary folder behind";
+
+  TempDir dir;
   CliRun cora =
       Tessera("demo --dataset " + TestDataDir() + "/cora --parts 3 --workdir " + dir / "cora");
   ASSERT_EQ(cora.exit_code, 0) << cora.output;
   EXPECT_NE(cora.output.find("2708 nodes"), std::string::npos);
+  EXPECT_TRUE(PathExists(dir / "cora/parts/demo.json"));  // A named workdir is kept.
 }
 
 }  // namespace
