@@ -1,5 +1,6 @@
 #include "src/graph/array.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -166,15 +167,16 @@ void Array::ReleasePages() const {
 namespace {
 
 template <typename T>
-Status WidenIds(const Array& in, Array* out, std::string_view what, bool non_negative) {
+void Widen(const Array& in, Array* out) {
   auto src = in.span<T>();
-  auto dst = out->mutable_span<int64_t>();
-  for (size_t i = 0; i < src.size(); ++i) {
-    int64_t v = static_cast<int64_t>(src[i]);
-    if (non_negative && v < 0) {
-      return absl::InvalidArgumentError(StrCat(what, ": negative id ", v, " at position ", i));
+  std::copy(src.begin(), src.end(), out->mutable_span<int64_t>().begin());
+}
+
+Status CheckNonNegative(std::span<const int64_t> ids, std::string_view what) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0) {
+      return absl::InvalidArgumentError(StrCat(what, ": negative id ", ids[i], " at position ", i));
     }
-    dst[i] = v;
   }
   return absl::OkStatus();
 }
@@ -186,42 +188,36 @@ StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative
     return absl::InvalidArgumentError(
         StrCat(what, ": expected a 1-D id array, got ", array.Describe()));
   }
-  if (array.dtype() == DType::kInt64 && !non_negative) return array;
-  Array out = Array::Empty(DType::kInt64, {array.rows()});
-  Status st;
-  switch (array.dtype()) {
-    case DType::kBool:
-      st = WidenIds<bool>(array, &out, what, non_negative);
-      break;
-    case DType::kInt8:
-      st = WidenIds<int8_t>(array, &out, what, non_negative);
-      break;
-    case DType::kUInt8:
-      st = WidenIds<uint8_t>(array, &out, what, non_negative);
-      break;
-    case DType::kInt16:
-      st = WidenIds<int16_t>(array, &out, what, non_negative);
-      break;
-    case DType::kInt32:
-      st = WidenIds<int32_t>(array, &out, what, non_negative);
-      break;
-    case DType::kInt64: {
-      // Already int64: only validate, keep the (possibly mapped) storage.
-      auto ids = array.span<int64_t>();
-      for (size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] < 0) {
-          return absl::InvalidArgumentError(
-              StrCat(what, ": negative id ", ids[i], " at position ", i));
-        }
-      }
-      return array;
-    }
-    default:
-      return absl::InvalidArgumentError(
-          StrCat(what, ": expected an integer array, got ", DTypeName(array.dtype())));
+  if (IsFloating(array.dtype())) {
+    return absl::InvalidArgumentError(
+        StrCat(what, ": expected an integer array, got ", DTypeName(array.dtype())));
   }
-  RETURN_IF_ERROR(st);
-  return out;
+  if (array.dtype() != DType::kInt64) {
+    Array out = Array::Empty(DType::kInt64, {array.rows()});
+    switch (array.dtype()) {
+      case DType::kBool:
+        Widen<bool>(array, &out);
+        break;
+      case DType::kInt8:
+        Widen<int8_t>(array, &out);
+        break;
+      case DType::kUInt8:
+        Widen<uint8_t>(array, &out);
+        break;
+      case DType::kInt16:
+        Widen<int16_t>(array, &out);
+        break;
+      case DType::kInt32:
+        Widen<int32_t>(array, &out);
+        break;
+      default:
+        break;  // Floating types were rejected above; int64 is not here.
+    }
+    array = std::move(out);
+  }
+  // An int64 input keeps its (possibly mapped) storage.
+  if (non_negative) RETURN_IF_ERROR(CheckNonNegative(array.span<int64_t>(), what));
+  return array;
 }
 
 }  // namespace tessera
