@@ -11,6 +11,8 @@ set -eu
 packages="g++ cmake ninja-build ccache pkg-config
   libabsl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   zlib1g-dev libmetis-dev
+  libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
+  libtorch-dev libgloo-dev iproute2
   libgtest-dev libgmock-dev"
 for arg in "$@"; do
   case "$arg" in

@@ -1,0 +1,112 @@
+// File: src/shm/catalog.h
+//
+// Catalog: the control segment of one machine of a job,
+// "/tessera.<job>.m<machine>.catalog". The main server creates it; backup
+// servers and local clients open it. It holds
+//   * the table of named arrays the machine serves (the partition's graph
+//     arrays, its node/edge data and every KV tensor made at run time), each
+//     living in its own segment, with a generation counter that changes on
+//     every add or remove so readers can refresh cached mappings cheaply;
+//   * the row-lock stripes that make concurrent writes to the same rows from
+//     several processes (servers and clients of one machine) safe: a robust
+//     process-shared mutex per stripe for writers and a sequence counter for
+//     lock-free readers (a seqlock).
+// Mutexes are robust: a process killed while holding one does not block the
+// others forever; the next locker repairs the stripe and logs a warning.
+//
+// Thread-safe and process-safe.
+#ifndef TESSERA_SRC_SHM_CATALOG_H_
+#define TESSERA_SRC_SHM_CATALOG_H_
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/graph/array.h"
+#include "src/shm/segment.h"
+
+namespace tessera::shm {
+
+// How an array's rows are spread over machines: like the nodes, like the
+// edges, or not sharded (graph structure, one array per machine).
+enum class Policy : uint8_t { kNode = 0, kEdge = 1, kLocal = 2 };
+std::string_view PolicyName(Policy policy);  // "node", "edge", "local"
+
+struct ArrayInfo {
+  std::string name;     // Catalog key, e.g. "node/feat", "graph/indptr".
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;  // This machine's shard.
+  Policy policy = Policy::kNode;
+  bool persistent = true;
+  uint64_t id = 0;      // Unique within the job's machine; names the segment.
+  std::string segment;  // Shared-memory name of the data.
+
+  size_t nbytes() const;
+  size_t row_bytes() const;
+  int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
+};
+
+class Catalog {
+ public:
+  static constexpr int kMaxArrays = 1024;
+  static constexpr int kMaxNameLength = 127;
+  static constexpr int kMaxDims = 4;
+  static constexpr int kNumStripes = 4096;
+
+  // Creates the control segment (AlreadyExists if a server of this job and
+  // machine already did).
+  static StatusOr<Catalog> Create(std::string_view job, int machine);
+  // Opens it; NotFound when no server of this job and machine runs here.
+  static StatusOr<Catalog> Open(std::string_view job, int machine);
+
+  Catalog(Catalog&&) noexcept = default;
+  Catalog& operator=(Catalog&&) noexcept = default;
+
+  // Adds an entry; assigns info->id and info->segment. AlreadyExists if the
+  // name is taken, ResourceExhausted when the table is full.
+  Status Add(ArrayInfo* info);
+  // Removes an entry; NotFound if absent.
+  Status Remove(const std::string& name);
+  StatusOr<ArrayInfo> Find(const std::string& name) const;
+  std::vector<ArrayInfo> List() const;
+  // Changes on every Add and Remove.
+  uint64_t generation() const;
+
+  // Row writes: WriteRow copies `row_bytes` bytes from `src` over row `row` of
+  // `base` (or adds them, element-wise, when `add`), under the stripe lock.
+  // ReadRow copies a consistent snapshot of the row (never a torn one).
+  void WriteRow(uint64_t array_id, int64_t row, void* base, size_t row_bytes, const void* src,
+                DType dtype, bool add) const;
+  void ReadRow(uint64_t array_id, int64_t row, const void* base, size_t row_bytes,
+               void* dst) const;
+
+  const std::string& segment_name() const { return segment_.name(); }
+  bool owner() const { return segment_.owner(); }
+
+ private:
+  struct Header;
+  struct Entry;
+  struct Stripe;
+  explicit Catalog(SharedSegment segment) : segment_(std::move(segment)) {}
+  Header* header() const;
+  Entry* entries() const;
+  Stripe* stripes() const;
+  Stripe& StripeFor(uint64_t array_id, int64_t row) const;
+  void LockStripe(Stripe& stripe) const;
+  void LockTable() const;
+  void UnlockTable() const;
+
+  SharedSegment segment_;
+  std::string job_;
+  int machine_ = 0;
+};
+
+// Adds `src` to `dst` element-wise: `count` elements of `dtype`.
+void AddElements(DType dtype, void* dst, const void* src, size_t count);
+
+}  // namespace tessera::shm
+
+#endif  // TESSERA_SRC_SHM_CATALOG_H_
