@@ -1,0 +1,504 @@
+// File: src/rpc/transport.cc
+#include "src/rpc/transport.h"
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "zmq.hpp"
+
+namespace tessera::rpc {
+namespace {
+
+constexpr size_t kMaxFrames = 64;
+constexpr Millis kPollSlice{100};
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<Millis>(Clock::now().time_since_epoch()).count();
+}
+
+void FreeBlobOwner(void* /*data*/, void* hint) {
+  delete static_cast<std::shared_ptr<const void>*>(hint);
+}
+
+zmq::message_t ZeroCopyFrame(const Blob& blob) {
+  if (blob.size == 0) return zmq::message_t();
+  auto* keep = new std::shared_ptr<const void>(blob.owner);
+  return zmq::message_t(const_cast<void*>(blob.data), blob.size, &FreeBlobOwner, keep);
+}
+
+// Sends `message` (preceded by `routing_id` on ROUTER sockets). Returns false
+// when the socket would block (DEALER with a full queue).
+bool SendMessage(zmq::socket_t& socket, const std::string* routing_id, Message& message) {
+  std::string head = EncodeHeader(message);
+  size_t n = message.arrays.size();
+  if (routing_id != nullptr) {
+    if (!socket.send(zmq::buffer(*routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+      return false;
+  }
+  auto more = [&](bool last) {
+    return (last ? zmq::send_flags::none : zmq::send_flags::sndmore) | zmq::send_flags::dontwait;
+  };
+  if (!socket.send(zmq::message_t(head.data(), head.size()), more(n == 0))) return false;
+  for (size_t i = 0; i < n; ++i) {
+    // Later frames of a multipart message never block once the first went.
+    (void)socket.send(ZeroCopyFrame(message.arrays[i].blob), more(i + 1 == n));
+  }
+  return true;
+}
+
+// Receives one multipart message without blocking; false if none is queued.
+// Frames beyond kMaxFrames are drained and make `overflow` true.
+bool ReceiveFrames(zmq::socket_t& socket, std::vector<Blob>& frames, bool& overflow) {
+  frames.clear();
+  overflow = false;
+  for (bool first = true;; first = false) {
+    auto msg = std::make_shared<zmq::message_t>();
+    auto got = socket.recv(*msg, first ? zmq::recv_flags::dontwait : zmq::recv_flags::none);
+    if (!got) return false;
+    bool more = msg->more();
+    if (frames.size() < kMaxFrames) {
+      const void* data = msg->data();
+      size_t size = msg->size();
+      frames.push_back(Blob{data, size, std::move(msg)});
+    } else {
+      overflow = true;
+    }
+    if (!more) return true;
+  }
+}
+
+void ConfigureSocket(zmq::socket_t& socket) {
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::sndbuf, 4 << 20);
+  socket.set(zmq::sockopt::rcvbuf, 4 << 20);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- server
+
+struct RpcServer::State {
+  zmq::context_t context{1};
+  zmq::socket_t socket{context, zmq::socket_type::router};
+  struct Client {
+    int64_t last_seen_ms = 0;
+    bool gone = false;
+  };
+  std::map<int, Client> clients;
+  int registered = 0;
+  // Rate-limited logging of rejected messages.
+  int64_t reject_window_start_ms = 0;
+  uint64_t rejects_in_window = 0;
+  std::string last_reject;
+};
+
+RpcServer::RpcServer(ServerOptions options)
+    : options_(std::move(options)), state_(std::make_unique<State>()) {}
+
+RpcServer::~RpcServer() = default;
+
+StatusOr<std::unique_ptr<RpcServer>> RpcServer::Bind(const ServerOptions& options) {
+  std::unique_ptr<RpcServer> server(new RpcServer(options));
+  try {
+    zmq::socket_t& s = server->state_->socket;
+    ConfigureSocket(s);
+    s.set(zmq::sockopt::maxmsgsize, options.max_message_bytes);
+    std::string port = options.port == 0 ? "*" : std::to_string(options.port);
+    s.bind(fmt::format("tcp://{}:{}", options.host, port));
+    std::string endpoint = s.get(zmq::sockopt::last_endpoint);
+    server->port_ = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(fmt::format("{}: cannot listen on {}:{}: {}", options.name,
+                                              options.host, options.port, e.what()));
+  }
+  return server;
+}
+
+void RpcServer::Reply(const Peer& peer, Message response) {
+  response.header.set_is_response(true);
+  response.header.set_version(kWireVersion);
+  try {
+    // ROUTER drops messages for vanished peers or full queues; it never blocks.
+    SendMessage(state_->socket, &peer.routing_id, response);
+  } catch (const zmq::error_t& e) {
+    spdlog::warn("{}: cannot answer client {}: {}", options_.name, peer.client_id, e.what());
+  }
+}
+
+void RpcServer::HandleFrames(Service& service, std::vector<Blob>& frames) {
+  Peer peer{std::string(static_cast<const char*>(frames[0].data), frames[0].size), -1};
+  std::vector<Blob> body(std::make_move_iterator(frames.begin() + 1),
+                         std::make_move_iterator(frames.end()));
+  StatusOr<Message> parsed = body.empty() ? absl::InvalidArgumentError("no header frame")
+                                          : ParseMessage(body, options_.token);
+  if (parsed.ok() && parsed->header.is_response()) {
+    parsed = absl::InvalidArgumentError("a response was sent to a server");
+  }
+  if (!parsed.ok()) {
+    ++rejected_;
+    State& st = *state_;
+    int64_t now = NowMillis();
+    st.last_reject = std::string(parsed.status().message());
+    if (rejected_ <= 5) {
+      spdlog::warn("{}: rejected a message: {}", options_.name, st.last_reject);
+    } else {
+      ++st.rejects_in_window;
+      if (now - st.reject_window_start_ms > 10000) {
+        spdlog::warn("{}: rejected {} more messages (last: {})", options_.name,
+                     st.rejects_in_window, st.last_reject);
+        st.rejects_in_window = 0;
+        st.reject_window_start_ms = now;
+      }
+    }
+    wire::Header best_effort;
+    if (!body.empty() && body[0].size <= kMaxHeaderBytes) {
+      (void)best_effort.ParseFromArray(body[0].data, static_cast<int>(body[0].size));
+    }
+    best_effort.set_method(wire::METHOD_UNSPECIFIED);
+    Reply(peer, MakeResponse(best_effort, parsed.status()));
+    return;
+  }
+  Message& request = *parsed;
+  ++requests_;
+  peer.client_id = request.header.client_id();
+  auto it = state_->clients.find(peer.client_id);
+  if (it != state_->clients.end() && !it->second.gone) it->second.last_seen_ms = NowMillis();
+
+  std::optional<Message> response;
+  switch (request.header.method()) {
+    case wire::HEARTBEAT:
+      response = MakeResponse(request.header, absl::OkStatus());
+      break;
+    case wire::GOODBYE:
+      if (it != state_->clients.end() && !it->second.gone) {
+        it->second.gone = true;
+        spdlog::debug("{}: client {} said goodbye", options_.name, peer.client_id);
+        service.OnClientGone(peer.client_id, /*lost=*/false);
+      }
+      response = MakeResponse(request.header, absl::OkStatus());
+      break;
+    case wire::HELLO:
+      if (peer.client_id < 0) {
+        response = MakeResponse(request.header,
+                                absl::InvalidArgumentError("hello with a negative client id"));
+        break;
+      }
+      if (it == state_->clients.end() || it->second.gone) {
+        if (it == state_->clients.end()) ++state_->registered;
+        state_->clients[peer.client_id] = {NowMillis(), false};
+      }
+      response = service.Handle(peer, request);
+      break;
+    default:
+      response = service.Handle(peer, request);
+  }
+  if (response) Reply(peer, std::move(*response));
+}
+
+void RpcServer::CheckClients(Service& service) {
+  int64_t now = NowMillis();
+  for (auto& [id, client] : state_->clients) {
+    if (client.gone || now - client.last_seen_ms <= options_.heartbeat_timeout.count()) continue;
+    client.gone = true;
+    spdlog::warn("{}: client {} not heard from for {:.1f} s; treating it as dead", options_.name,
+                 id, (now - client.last_seen_ms) / 1000.0);
+    service.OnClientGone(id, /*lost=*/true);
+  }
+}
+
+Status RpcServer::Serve(Service& service, const std::atomic<bool>& stop) {
+  Stopwatch since_start;
+  State& st = *state_;
+  std::vector<Blob> frames;
+  while (!stop.load()) {
+    try {
+      zmq::pollitem_t item{st.socket.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, kPollSlice);
+      bool overflow = false;
+      for (int i = 0; i < 256 && ReceiveFrames(st.socket, frames, overflow); ++i) {
+        if (overflow) {
+          ++rejected_;
+          continue;
+        }
+        if (frames.size() >= 1) HandleFrames(service, frames);
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) {
+        return absl::InternalError(fmt::format("{}: socket error: {}", options_.name, e.what()));
+      }
+    }
+    CheckClients(service);
+    bool any_active = false;
+    for (const auto& [id, client] : st.clients) any_active |= !client.gone;
+    if (st.registered > 0 && !any_active &&
+        (options_.expected_clients == 0 || st.registered >= options_.expected_clients)) {
+      spdlog::info("{}: all {} clients left; {} requests served, {} rejected", options_.name,
+                   st.registered, requests_, rejected_);
+      return absl::OkStatus();
+    }
+    if (st.registered == 0 && since_start.Seconds() * 1000 > options_.startup_timeout.count()) {
+      return absl::DeadlineExceededError(
+          fmt::format("{}: no client connected within {:.0f} s", options_.name,
+                      options_.startup_timeout.count() / 1000.0));
+    }
+  }
+  spdlog::info("{}: stopping; {} requests served, {} rejected", options_.name, requests_,
+               rejected_);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- client
+
+struct RpcClient::SocketSet {
+  std::vector<std::unique_ptr<zmq::socket_t>> sockets;
+};
+
+struct RpcClient::Shared {
+  zmq::context_t context{1};
+  std::mutex mutex;
+  std::vector<std::unique_ptr<SocketSet>> free_sets;
+  struct ServerHealth {
+    std::atomic<bool> contacted{false};
+    std::atomic<bool> dead{false};
+    std::atomic<int64_t> last_ok_ms{0};
+    std::string reason;  // Guarded by mutex.
+  };
+  std::unique_ptr<ServerHealth[]> health;
+  std::mutex stop_mutex;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+  std::thread heartbeat;
+};
+
+RpcClient::RpcClient(ClientOptions options)
+    : options_(std::move(options)), shared_(std::make_unique<Shared>()) {}
+
+StatusOr<std::unique_ptr<RpcClient>> RpcClient::Create(const ClientOptions& options) {
+  if (options.servers.empty()) return absl::InvalidArgumentError("no servers to connect to");
+  std::unique_ptr<RpcClient> client(new RpcClient(options));
+  client->shared_->health =
+      std::make_unique<Shared::ServerHealth[]>(options.servers.size());
+  if (options.heartbeat_timeout.count() > 0) {
+    client->shared_->heartbeat = std::thread([c = client.get()] { c->HeartbeatLoop(); });
+  }
+  return client;
+}
+
+RpcClient::~RpcClient() {
+  {
+    std::lock_guard<std::mutex> lock(shared_->stop_mutex);
+    shared_->stopping = true;
+  }
+  shared_->stop_cv.notify_all();
+  if (shared_->heartbeat.joinable()) shared_->heartbeat.join();
+  shared_->free_sets.clear();  // Sockets close before the context.
+}
+
+std::unique_ptr<RpcClient::SocketSet> RpcClient::Lease() {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    if (!shared_->free_sets.empty()) {
+      auto set = std::move(shared_->free_sets.back());
+      shared_->free_sets.pop_back();
+      return set;
+    }
+  }
+  auto set = std::make_unique<SocketSet>();
+  set->sockets.resize(options_.servers.size());
+  return set;
+}
+
+void RpcClient::Return(std::unique_ptr<SocketSet> set) {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  shared_->free_sets.push_back(std::move(set));
+}
+
+std::string RpcClient::Describe(int server) const {
+  return fmt::format("server {} ({})", server, options_.servers[server]);
+}
+
+Status RpcClient::ServerStatus(int server) const {
+  if (server < 0 || server >= num_servers()) {
+    return absl::InvalidArgumentError(fmt::format("no server {}", server));
+  }
+  if (!shared_->health[server].dead.load()) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  return absl::UnavailableError(shared_->health[server].reason);
+}
+
+namespace {
+
+zmq::socket_t& SocketFor(zmq::context_t& context, std::vector<std::unique_ptr<zmq::socket_t>>& sockets,
+                         int server, const std::string& endpoint) {
+  if (!sockets[server]) {
+    sockets[server] = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
+    ConfigureSocket(*sockets[server]);
+    sockets[server]->connect(endpoint);
+  }
+  return *sockets[server];
+}
+
+}  // namespace
+
+StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Deadline deadline,
+                                                   const std::function<void()>& between) {
+  std::unique_ptr<SocketSet> set = Lease();
+  struct Pending {
+    int server;
+    uint64_t request_id;
+    wire::Method method;
+  };
+  std::vector<Pending> pending;
+  std::vector<std::optional<Message>> responses(calls.size());
+  auto finish = [&](Status status) -> StatusOr<std::vector<Message>> {
+    Return(std::move(set));
+    if (!status.ok()) return status;
+    std::vector<Message> out;
+    out.reserve(responses.size());
+    for (auto& r : responses) out.push_back(std::move(*r));
+    return out;
+  };
+  try {
+    for (Call& call : calls) {
+      RETURN_IF_ERROR(ServerStatus(call.server));
+      wire::Header& h = call.request.header;
+      h.set_token(options_.token);
+      h.set_client_id(options_.client_id);
+      h.set_timeout_ms(static_cast<uint32_t>(deadline.RemainingMillis()));
+      pending.push_back({call.server, h.request_id(), h.method()});
+      zmq::socket_t& s = SocketFor(shared_->context, set->sockets, call.server,
+                                   options_.servers[call.server]);
+      while (!SendMessage(s, nullptr, call.request)) {
+        if (deadline.Expired()) {
+          return finish(absl::DeadlineExceededError(
+              fmt::format("{}: cannot send {} (queue full or server unreachable)",
+                          Describe(call.server), MethodName(h.method()))));
+        }
+        zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLOUT, 0};
+        zmq::poll(&item, 1, std::min(kPollSlice, Millis(deadline.RemainingMillis())));
+      }
+    }
+    if (between) between();
+    size_t remaining = pending.size();
+    std::vector<zmq::pollitem_t> items;
+    std::vector<int> item_server;
+    std::vector<Blob> frames;
+    while (remaining > 0) {
+      items.clear();
+      item_server.clear();
+      for (size_t i = 0; i < pending.size(); ++i) {
+        if (responses[i]) continue;
+        int server = pending[i].server;
+        if (Status s = ServerStatus(server); !s.ok()) {
+          return finish(Annotate(s, fmt::format("{} failed", MethodName(pending[i].method))));
+        }
+        bool listed = false;
+        for (int x : item_server) listed |= x == server;
+        if (!listed) {
+          items.push_back({set->sockets[server]->handle(), 0, ZMQ_POLLIN, 0});
+          item_server.push_back(server);
+        }
+      }
+      if (deadline.Expired()) {
+        std::vector<std::string> late;
+        for (size_t i = 0; i < pending.size(); ++i) {
+          if (!responses[i]) late.push_back(Describe(pending[i].server));
+        }
+        return finish(absl::DeadlineExceededError(fmt::format(
+            "{} did not answer {} in time", fmt::join(late, ", "), MethodName(pending[0].method))));
+      }
+      zmq::poll(items.data(), items.size(),
+                std::min(kPollSlice, Millis(std::max(1, deadline.RemainingMillis()))));
+      for (size_t k = 0; k < items.size(); ++k) {
+        if (!(items[k].revents & ZMQ_POLLIN)) continue;
+        int server = item_server[k];
+        bool overflow = false;
+        while (ReceiveFrames(*set->sockets[server], frames, overflow)) {
+          if (overflow) continue;
+          StatusOr<Message> parsed = ParseMessage(std::move(frames), "");
+          frames.clear();
+          if (!parsed.ok()) {
+            return finish(Annotate(parsed.status(),
+                                   fmt::format("bad response from {}", Describe(server))));
+          }
+          uint64_t id = parsed->header.request_id();
+          for (size_t i = 0; i < pending.size(); ++i) {
+            if (responses[i] || pending[i].server != server || pending[i].request_id != id) {
+              continue;
+            }
+            shared_->health[server].contacted.store(true);
+            shared_->health[server].last_ok_ms.store(NowMillis());
+            if (Status s = ResponseStatus(parsed->header); !s.ok()) {
+              return finish(Annotate(s, fmt::format("{} on {}", MethodName(pending[i].method),
+                                                    Describe(server))));
+            }
+            responses[i] = std::move(*parsed);
+            --remaining;
+            break;
+          }
+          // Responses to earlier, abandoned calls are dropped.
+        }
+      }
+    }
+  } catch (const zmq::error_t& e) {
+    return finish(absl::InternalError(fmt::format("ZeroMQ error: {}", e.what())));
+  }
+  return finish(absl::OkStatus());
+}
+
+StatusOr<Message> RpcClient::CallOne(int server, Message request, Deadline deadline) {
+  std::vector<Call> calls;
+  calls.push_back({server, std::move(request)});
+  ASSIGN_OR_RETURN(std::vector<Message> responses, CallMany(std::move(calls), deadline));
+  return std::move(responses[0]);
+}
+
+void RpcClient::HeartbeatLoop() {
+  std::vector<std::unique_ptr<zmq::socket_t>> sockets(options_.servers.size());
+  std::vector<Blob> frames;
+  int64_t next_beat = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(shared_->stop_mutex);
+      if (shared_->stop_cv.wait_for(lock, kPollSlice, [&] { return shared_->stopping; })) break;
+    }
+    try {
+      int64_t now = NowMillis();
+      for (int s = 0; s < num_servers(); ++s) {
+        Shared::ServerHealth& h = shared_->health[s];
+        if (!h.contacted.load() || h.dead.load()) continue;
+        zmq::socket_t& socket = SocketFor(shared_->context, sockets, s, options_.servers[s]);
+        bool overflow = false;
+        while (ReceiveFrames(socket, frames, overflow)) {
+          StatusOr<Message> parsed = ParseMessage(std::move(frames), "");
+          frames.clear();
+          if (parsed.ok() && parsed->header.method() == wire::HEARTBEAT) h.last_ok_ms.store(now);
+        }
+        int64_t silent = now - h.last_ok_ms.load();
+        if (silent > options_.heartbeat_timeout.count()) {
+          std::lock_guard<std::mutex> lock(shared_->mutex);
+          h.reason = fmt::format("{} has not answered heartbeats for {:.1f} s; it is considered dead",
+                                 Describe(s), silent / 1000.0);
+          h.dead.store(true);
+          spdlog::warn("{}", h.reason);
+          continue;
+        }
+        if (now >= next_beat) {
+          Message beat = MakeRequest(wire::HEARTBEAT);
+          beat.header.set_token(options_.token);
+          beat.header.set_client_id(options_.client_id);
+          (void)SendMessage(socket, nullptr, beat);  // A full queue: next beat.
+        }
+      }
+      if (now >= next_beat) next_beat = now + options_.heartbeat_interval.count();
+    } catch (const zmq::error_t& e) {
+      spdlog::warn("heartbeat thread: ZeroMQ error: {}", e.what());
+    }
+  }
+}
+
+}  // namespace tessera::rpc

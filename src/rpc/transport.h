@@ -1,0 +1,144 @@
+// File: src/rpc/transport.h
+//
+// The ZeroMQ transport, the only user of libzmq in tessera.
+//
+// RpcServer owns one ROUTER socket, used only by the thread that runs
+// Serve(). It validates every message (ParseMessage), answers heartbeats,
+// keeps track of its clients (HELLO registers, GOODBYE leaves, silence longer
+// than the heartbeat timeout means dead) and hands every other request to a
+// Service. Malformed or unauthorised messages get an error response, are
+// counted and logged (rate-limited), and serving goes on.
+//
+// RpcClient connects DEALER sockets to every server. Calls are thread-safe:
+// each calling thread leases a private set of sockets for the duration of
+// one call, so a socket only ever has one user at a time. Every call has a
+// deadline; a background thread sends heartbeats to each server that has
+// answered once, and a server that stops answering them is reported dead,
+// failing calls to it at once with an error naming it.
+#ifndef TESSERA_SRC_RPC_TRANSPORT_H_
+#define TESSERA_SRC_RPC_TRANSPORT_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/base/time.h"
+#include "src/rpc/message.h"
+
+namespace tessera::rpc {
+
+using Millis = std::chrono::milliseconds;
+
+// The sender of a request, so that a Service can answer it later.
+struct Peer {
+  std::string routing_id;
+  int client_id = -1;
+};
+
+class Service {
+ public:
+  virtual ~Service() = default;
+  // Handles one validated request (HEARTBEAT and GOODBYE never reach it).
+  // Returns the response, or nullopt to answer later with RpcServer::Reply
+  // from inside a later Handle or OnClientGone call.
+  virtual std::optional<Message> Handle(const Peer& peer, Message& request) = 0;
+  // A registered client left (said goodbye) or was lost (no heartbeat).
+  virtual void OnClientGone(int client_id, bool lost) {}
+};
+
+struct ServerOptions {
+  std::string host = "0.0.0.0";
+  int port = 0;  // 0: any free port; see RpcServer::port().
+  std::string token;
+  std::string name = "server";          // For log messages.
+  Millis heartbeat_timeout{30000};      // A client silent this long is dead.
+  Millis startup_timeout{600000};       // Give up if no client says hello.
+  int expected_clients = 0;             // 0: unknown; exit when all known left.
+  int64_t max_message_bytes = int64_t{16} << 30;
+};
+
+class RpcServer {
+ public:
+  static StatusOr<std::unique_ptr<RpcServer>> Bind(const ServerOptions& options);
+  ~RpcServer();
+
+  int port() const { return port_; }
+  const ServerOptions& options() const { return options_; }
+
+  // Serves until every registered client has left (and at least
+  // expected_clients registered), `stop` becomes true (OK), or no client said
+  // hello within the startup timeout (DeadlineExceeded).
+  Status Serve(Service& service, const std::atomic<bool>& stop);
+
+  // Sends a response; only from the serving thread.
+  void Reply(const Peer& peer, Message response);
+
+  uint64_t requests_served() const { return requests_; }
+  uint64_t requests_rejected() const { return rejected_; }
+
+ private:
+  struct State;
+  explicit RpcServer(ServerOptions options);
+  void HandleFrames(Service& service, std::vector<Blob>& frames);
+  void CheckClients(Service& service);
+
+  ServerOptions options_;
+  int port_ = 0;
+  std::unique_ptr<State> state_;
+  uint64_t requests_ = 0;
+  uint64_t rejected_ = 0;
+};
+
+struct ClientOptions {
+  std::string token;
+  int client_id = 0;
+  std::vector<std::string> servers;  // ZeroMQ endpoints; index = server id.
+  Millis heartbeat_interval{1000};
+  Millis heartbeat_timeout{10000};  // 0 disables heartbeats.
+};
+
+struct Call {
+  int server = 0;
+  Message request;
+};
+
+class RpcClient {
+ public:
+  static StatusOr<std::unique_ptr<RpcClient>> Create(const ClientOptions& options);
+  ~RpcClient();
+
+  // Sends every request, runs `between` (local work overlapping the remote
+  // calls; may be empty), then waits for all responses until `deadline`.
+  // Fails with the first error: a server's error status (annotated with the
+  // server), a dead server, or DeadlineExceeded naming the servers that did
+  // not answer. Thread-safe.
+  StatusOr<std::vector<Message>> CallMany(std::vector<Call> calls, Deadline deadline,
+                                          const std::function<void()>& between = {});
+  StatusOr<Message> CallOne(int server, Message request, Deadline deadline);
+
+  int num_servers() const { return static_cast<int>(options_.servers.size()); }
+  const std::string& endpoint(int server) const { return options_.servers[server]; }
+  // OK, or why `server` is considered dead.
+  Status ServerStatus(int server) const;
+
+ private:
+  struct SocketSet;
+  struct Shared;
+  explicit RpcClient(ClientOptions options);
+  std::unique_ptr<SocketSet> Lease();
+  void Return(std::unique_ptr<SocketSet> set);
+  void HeartbeatLoop();
+  std::string Describe(int server) const;
+
+  ClientOptions options_;
+  std::unique_ptr<Shared> shared_;
+};
+
+}  // namespace tessera::rpc
+
+#endif  // TESSERA_SRC_RPC_TRANSPORT_H_
