@@ -165,6 +165,14 @@ void Catalog::LockTable() const {
 
 void Catalog::UnlockTable() const { pthread_mutex_unlock(&header()->table_mutex); }
 
+uint64_t Catalog::ReserveId(std::string* segment) {
+  LockTable();
+  uint64_t id = header()->next_id++;
+  UnlockTable();
+  *segment = SegmentName(job_, fmt::format("m{}.a{}", machine_, id));
+  return id;
+}
+
 Status Catalog::Add(ArrayInfo* info) {
   if (info->name.empty() || info->name.size() > kMaxNameLength) {
     return absl::InvalidArgumentError(
@@ -190,7 +198,7 @@ Status Catalog::Add(ArrayInfo* info) {
         fmt::format("cannot add '{}': the catalog holds {} arrays already", info->name,
                     kMaxArrays));
   }
-  info->id = header()->next_id++;
+  if (info->id == 0) info->id = header()->next_id++;
   info->segment = SegmentName(job_, fmt::format("m{}.a{}", machine_, info->id));
   Entry& e = *free_entry;
   std::memset(&e, 0, sizeof(e));

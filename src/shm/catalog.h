@@ -65,8 +65,12 @@ class Catalog {
   Catalog(Catalog&&) noexcept = default;
   Catalog& operator=(Catalog&&) noexcept = default;
 
-  // Adds an entry; assigns info->id and info->segment. AlreadyExists if the
-  // name is taken, ResourceExhausted when the table is full.
+  // Reserves an array id and returns the segment name that goes with it, so
+  // that the data can be created and filled before Add() publishes it.
+  uint64_t ReserveId(std::string* segment);
+  // Adds an entry (with a reserved id, or assigns one when info->id is 0) and
+  // sets info->segment. AlreadyExists if the name is taken, ResourceExhausted
+  // when the table is full.
   Status Add(ArrayInfo* info);
   // Removes an entry; NotFound if absent.
   Status Remove(const std::string& name);

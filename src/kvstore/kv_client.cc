@@ -1,0 +1,325 @@
+// File: src/kvstore/kv_client.cc
+#include "src/kvstore/kv_client.h"
+
+#include <cstring>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+
+namespace tessera::kv {
+
+using rpc::Message;
+
+size_t TensorMeta::row_bytes() const {
+  size_t n = DTypeSize(dtype);
+  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
+  return n;
+}
+
+// Ids grouped by owning machine, with their positions in the caller's order.
+struct KvClient::Split {
+  std::vector<std::vector<int64_t>> ids;        // Per machine.
+  std::vector<std::vector<int64_t>> positions;  // Per machine.
+};
+
+StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& options) {
+  int S = options.servers_per_machine;
+  if (S < 1 || options.servers.empty() || options.servers.size() % S != 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} server endpoints cannot be {} servers per machine", options.servers.size(), S));
+  }
+  std::unique_ptr<KvClient> client(new KvClient(options));
+  rpc::ClientOptions rpc_options{.token = options.token,
+                                 .client_id = options.client_id,
+                                 .servers = options.servers,
+                                 .heartbeat_interval = options.heartbeat_interval,
+                                 .heartbeat_timeout = options.heartbeat_timeout};
+  ASSIGN_OR_RETURN(client->rpc_, rpc::RpcClient::Create(rpc_options));
+  // Main servers first: backups can only answer once their main server has
+  // published the partition.
+  Deadline deadline = Deadline::In(options.connect_timeout);
+  int num_machines = static_cast<int>(options.servers.size()) / S;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<rpc::Call> calls;
+    for (int server = 0; server < static_cast<int>(options.servers.size()); ++server) {
+      if ((server % S == 0) != (pass == 0)) continue;
+      calls.push_back({server, rpc::MakeRequest(wire::HELLO)});
+    }
+    if (calls.empty()) continue;
+    std::vector<int> targets;
+    for (const auto& c : calls) targets.push_back(c.server);
+    ASSIGN_OR_RETURN(std::vector<Message> responses,
+                     client->rpc_->CallMany(std::move(calls), deadline));
+    for (size_t i = 0; i < responses.size(); ++i) {
+      const wire::ServerInfo& info = responses[i].header.server_info();
+      int expected_id = targets[i];
+      if (info.server_id() != expected_id || info.servers_per_machine() != S ||
+          info.job_id() != options.job_id ||
+          info.node_offsets_size() != num_machines + 1) {
+        return absl::FailedPreconditionError(fmt::format(
+            "{} is server {} of job '{}' ({} servers per machine, {} partitions); expected "
+            "server {} of job '{}' ({} per machine, {} machines): check ip_config and "
+            "--num-servers",
+            client->rpc_->endpoint(expected_id), info.server_id(), info.job_id(),
+            info.servers_per_machine(), info.node_offsets_size() - 1, expected_id,
+            options.job_id, S, num_machines));
+      }
+      if (pass == 0 && i == 0) {
+        client->graph_name_ = info.graph_name();
+        std::vector<int64_t> nodes(info.node_offsets().begin(), info.node_offsets().end());
+        std::vector<int64_t> edges(info.edge_offsets().begin(), info.edge_offsets().end());
+        int part = options.machine_id >= 0 && options.machine_id < num_machines ? options.machine_id : 0;
+        ASSIGN_OR_RETURN(client->book_, PartitionBook::Create(nodes, edges, part));
+      }
+    }
+  }
+  if (options.machine_id >= 0 && options.machine_id < num_machines) {
+    StatusOr<shm::Catalog> catalog = shm::Catalog::Open(options.job_id, options.machine_id);
+    if (catalog.ok()) {
+      client->local_ = std::make_unique<ShardMap>(std::move(*catalog));
+    } else {
+      spdlog::debug("client {}: no local shared memory for machine {} ({}); all access is remote",
+                    options.client_id, options.machine_id, std::string(catalog.status().message()));
+    }
+  }
+  return client;
+}
+
+KvClient::~KvClient() {
+  if (rpc_) {
+    Status s = Close();
+    if (!s.ok()) spdlog::debug("client {}: goodbye: {}", options_.client_id, std::string(s.message()));
+  }
+}
+
+int KvClient::PickServer(int machine) {
+  int S = options_.servers_per_machine;
+  return machine * S + static_cast<int>(round_robin_.fetch_add(1) % S);
+}
+
+StatusOr<TensorMeta> KvClient::Meta(const std::string& key) {
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (auto it = meta_cache_.find(key); it != meta_cache_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(std::vector<TensorMeta> all, List());
+  for (TensorMeta& meta : all) {
+    if (meta.key == key) return meta;
+  }
+  return absl::NotFoundError(fmt::format("no tensor '{}' in graph '{}'", key, graph_name_));
+}
+
+StatusOr<std::vector<TensorMeta>> KvClient::List() {
+  int server = local_ ? PickServer(book_.part_id()) : PickServer(0);
+  ASSIGN_OR_RETURN(Message response,
+                   rpc_->CallOne(server, rpc::MakeRequest(wire::LIST_DATA), CallDeadline()));
+  std::vector<TensorMeta> out;
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  for (const wire::DataInfo& d : response.header.data_infos()) {
+    if (d.policy() > 1 || d.dtype() > static_cast<uint32_t>(DType::kFloat64)) continue;
+    TensorMeta meta;
+    meta.key = d.name();
+    meta.dtype = static_cast<DType>(d.dtype());
+    meta.shape.assign(d.shape().begin(), d.shape().end());
+    meta.policy = static_cast<shm::Policy>(d.policy());
+    meta.persistent = d.persistent();
+    if (meta.shape.empty()) continue;
+    meta.shape[0] = meta.policy == shm::Policy::kNode ? book_.num_nodes() : book_.num_edges();
+    meta_cache_[meta.key] = meta;
+    out.push_back(std::move(meta));
+  }
+  return out;
+}
+
+StatusOr<KvClient::Split> KvClient::SplitIds(const TensorMeta& meta,
+                                             std::span<const int64_t> ids) const {
+  Split split;
+  int K = book_.num_partitions();
+  split.ids.resize(K);
+  split.positions.resize(K);
+  bool node = meta.policy == shm::Policy::kNode;
+  int64_t limit = meta.shape[0];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t id = ids[i];
+    if (id < 0 || id >= limit) {
+      return absl::OutOfRangeError(fmt::format("id {} (position {}) is out of range for '{}' with {} rows",
+                                               id, i, meta.key, limit));
+    }
+    int owner = node ? book_.NodeOwner(id) : book_.EdgeOwner(id);
+    split.ids[owner].push_back(id);
+    split.positions[owner].push_back(static_cast<int64_t>(i));
+  }
+  return split;
+}
+
+Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, void* out) {
+  ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
+  ASSIGN_OR_RETURN(Split split, SplitIds(meta, ids));
+  size_t row_bytes = meta.row_bytes();
+  char* dst = static_cast<char*>(out);
+  int local_part = local_ ? book_.part_id() : -1;
+  std::vector<rpc::Call> calls;
+  std::vector<int> call_part;
+  for (int p = 0; p < book_.num_partitions(); ++p) {
+    if (p == local_part || split.ids[p].empty()) continue;
+    Message request = rpc::MakeRequest(wire::PULL);
+    request.header.set_name(key);
+    request.arrays.push_back(rpc::MakeWireArray(std::move(split.ids[p])));
+    calls.push_back({PickServer(p), std::move(request)});
+    call_part.push_back(p);
+  }
+  Status local_status;
+  auto copy_local = [&] {
+    if (local_part < 0 || split.ids[local_part].empty()) return;
+    StatusOr<Shard> shard = local_->Get(key);
+    if (!shard.ok()) {
+      local_status = shard.status();
+      return;
+    }
+    int64_t first = meta.policy == shm::Policy::kNode ? book_.NodeRange(local_part).first
+                                                      : book_.EdgeRange(local_part).first;
+    const shm::Catalog& catalog = local_->catalog();
+    const auto& local_ids = split.ids[local_part];
+    const auto& positions = split.positions[local_part];
+    for (size_t i = 0; i < local_ids.size(); ++i) {
+      catalog.ReadRow(shard->info.id, local_ids[i] - first, shard->data(), row_bytes,
+                      dst + static_cast<size_t>(positions[i]) * row_bytes);
+    }
+  };
+  if (calls.empty()) {
+    copy_local();
+    return local_status;
+  }
+  ASSIGN_OR_RETURN(std::vector<Message> responses,
+                   rpc_->CallMany(std::move(calls), CallDeadline(), copy_local));
+  RETURN_IF_ERROR(local_status);
+  for (size_t c = 0; c < responses.size(); ++c) {
+    int p = call_part[c];
+    const auto& positions = split.positions[p];
+    if (responses[c].arrays.size() != 1 || responses[c].arrays[0].dtype != meta.dtype ||
+        responses[c].arrays[0].row_bytes() != row_bytes ||
+        responses[c].arrays[0].rows() != static_cast<int64_t>(positions.size())) {
+      std::lock_guard<std::mutex> lock(meta_mutex_);
+      meta_cache_.erase(key);
+      return absl::DataLossError(fmt::format(
+          "pull of '{}' from machine {}: the answer does not match the tensor's dtype, row size "
+          "or the number of ids",
+          key, p));
+    }
+    const char* src = static_cast<const char*>(responses[c].arrays[0].blob.data);
+    for (size_t i = 0; i < positions.size(); ++i) {
+      std::memcpy(dst + static_cast<size_t>(positions[i]) * row_bytes, src + i * row_bytes,
+                  row_bytes);
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
+                      PushMode mode) {
+  ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
+  ASSIGN_OR_RETURN(Split split, SplitIds(meta, ids));
+  size_t row_bytes = meta.row_bytes();
+  const char* src = static_cast<const char*>(rows);
+  int local_part = local_ ? book_.part_id() : -1;
+  std::vector<rpc::Call> calls;
+  for (int p = 0; p < book_.num_partitions(); ++p) {
+    if (p == local_part || split.ids[p].empty()) continue;
+    const auto& positions = split.positions[p];
+    auto values = std::make_shared<std::vector<uint64_t>>((positions.size() * row_bytes + 7) / 8);
+    char* packed = reinterpret_cast<char*>(values->data());
+    for (size_t i = 0; i < positions.size(); ++i) {
+      std::memcpy(packed + i * row_bytes, src + static_cast<size_t>(positions[i]) * row_bytes,
+                  row_bytes);
+    }
+    Message request = rpc::MakeRequest(wire::PUSH);
+    request.header.set_name(key);
+    request.header.set_push_mode(static_cast<uint32_t>(mode));
+    int64_t n = static_cast<int64_t>(positions.size());
+    request.arrays.push_back(rpc::MakeWireArray(std::move(split.ids[p])));
+    std::vector<int64_t> shape = meta.shape;
+    shape[0] = n;
+    request.arrays.push_back({meta.dtype, shape, rpc::Blob{values->data(), positions.size() * row_bytes, values}});
+    calls.push_back({PickServer(p), std::move(request)});
+  }
+  Status local_status;
+  auto write_local = [&] {
+    if (local_part < 0 || split.ids[local_part].empty()) return;
+    StatusOr<Shard> shard = local_->Get(key);
+    if (!shard.ok()) {
+      local_status = shard.status();
+      return;
+    }
+    int64_t first = meta.policy == shm::Policy::kNode ? book_.NodeRange(local_part).first
+                                                      : book_.EdgeRange(local_part).first;
+    const shm::Catalog& catalog = local_->catalog();
+    const auto& local_ids = split.ids[local_part];
+    const auto& positions = split.positions[local_part];
+    for (size_t i = 0; i < local_ids.size(); ++i) {
+      catalog.WriteRow(shard->info.id, local_ids[i] - first, shard->data(), row_bytes,
+                       src + static_cast<size_t>(positions[i]) * row_bytes, meta.dtype,
+                       mode == PushMode::kAdd);
+    }
+  };
+  if (calls.empty()) {
+    write_local();
+    return local_status;
+  }
+  RETURN_IF_ERROR(rpc_->CallMany(std::move(calls), CallDeadline(), write_local).status());
+  return local_status;
+}
+
+StatusOr<bool> KvClient::InitData(const InitSpec& spec) {
+  std::vector<rpc::Call> calls;
+  for (int m = 0; m < book_.num_partitions(); ++m) {
+    Message request = rpc::MakeRequest(wire::INIT_DATA);
+    wire::InitDataArgs* args = request.header.mutable_init_data();
+    args->set_name(spec.name);
+    args->set_dtype(static_cast<uint32_t>(spec.dtype));
+    for (int64_t d : spec.shape) args->add_shape(d);
+    args->set_policy(static_cast<uint32_t>(spec.policy));
+    args->set_init(static_cast<uint32_t>(spec.init));
+    args->set_a(spec.a);
+    args->set_b(spec.b);
+    args->set_seed(spec.seed);
+    args->set_persistent(spec.persistent);
+    calls.push_back({m * options_.servers_per_machine, std::move(request)});
+  }
+  ASSIGN_OR_RETURN(std::vector<Message> responses, rpc_->CallMany(std::move(calls), CallDeadline()));
+  bool created = false;
+  for (const Message& r : responses) created |= r.header.created();
+  return created;
+}
+
+Status KvClient::DeleteData(const std::string& key) {
+  std::vector<rpc::Call> calls;
+  for (int m = 0; m < book_.num_partitions(); ++m) {
+    Message request = rpc::MakeRequest(wire::DELETE_DATA);
+    request.header.set_name(key);
+    calls.push_back({m * options_.servers_per_machine, std::move(request)});
+  }
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    meta_cache_.erase(key);
+  }
+  return rpc_->CallMany(std::move(calls), CallDeadline()).status();
+}
+
+Status KvClient::Barrier() {
+  Message request = rpc::MakeRequest(wire::BARRIER);
+  request.header.mutable_barrier()->set_num_clients(options_.num_clients);
+  return rpc_->CallOne(0, std::move(request), Deadline::In(options_.barrier_timeout)).status();
+}
+
+Status KvClient::Close() {
+  if (closed_.exchange(true)) return absl::OkStatus();
+  std::vector<rpc::Call> calls;
+  for (int s = 0; s < rpc_->num_servers(); ++s) {
+    if (!rpc_->ServerStatus(s).ok()) continue;  // Dead servers need no goodbye.
+    calls.push_back({s, rpc::MakeRequest(wire::GOODBYE)});
+  }
+  if (calls.empty()) return absl::OkStatus();
+  return rpc_->CallMany(std::move(calls), Deadline::InSeconds(5)).status();
+}
+
+}  // namespace tessera::kv

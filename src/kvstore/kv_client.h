@@ -1,0 +1,127 @@
+// File: src/kvstore/kv_client.h
+//
+// KvClient: a trainer's connection to the key-value store of a job: every
+// server of every machine. Tensors are named by key ("node/feat",
+// "edge/weight"); their rows are sharded like the nodes or the edges, and the
+// PartitionBook (received from the servers) says which machine owns an id.
+//
+//   pull: ids are split by owner; requests go to every remote owner at once;
+//         the rows of this machine are then copied straight from shared
+//         memory (no RPC) while the remote answers travel; remote rows are
+//         placed last. Output rows follow the caller's order.
+//   push: the same split; local rows are written in place under the row
+//         locks, remote rows are acknowledged by their server before Push
+//         returns, so a later pull anywhere sees them.
+//
+// Every call has a deadline (options.call_timeout) and fails with an error
+// naming the server when one is dead or does not answer; nothing blocks
+// forever. Thread-safe: concurrent calls from several threads are fine.
+#ifndef TESSERA_SRC_KVSTORE_KV_CLIENT_H_
+#define TESSERA_SRC_KVSTORE_KV_CLIENT_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/kvstore/shard_map.h"
+#include "src/partition/partition_book.h"
+#include "src/rpc/transport.h"
+
+namespace tessera::kv {
+
+struct TensorMeta {
+  std::string key;  // "node/feat"
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;  // Global shape.
+  shm::Policy policy = shm::Policy::kNode;
+  bool persistent = true;
+  size_t row_bytes() const;
+};
+
+enum class PushMode { kAssign = 0, kAdd = 1 };
+enum class Init { kZeros = 0, kUniform = 1, kNormal = 2, kNone = 3 };
+
+struct InitSpec {
+  std::string name;  // Without the policy prefix.
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;  // shape[0] = number of nodes or edges.
+  shm::Policy policy = shm::Policy::kNode;
+  Init init = Init::kZeros;
+  double a = 0, b = 1;  // uniform(a, b) or normal(mean a, std b).
+  uint64_t seed = 0;
+  bool persistent = false;
+};
+
+struct KvClientOptions {
+  std::string job_id;
+  std::string token;
+  int client_id = 0;
+  int machine_id = -1;               // The machine this client runs on; -1: none.
+  std::vector<std::string> servers;  // Endpoints in server-id order (machine * S + i).
+  int servers_per_machine = 1;
+  int num_clients = 1;               // Participants of Barrier().
+  rpc::Millis call_timeout{30000};
+  rpc::Millis connect_timeout{600000};   // Servers may still be loading.
+  rpc::Millis barrier_timeout{1800000};  // Dead clients fail barriers sooner.
+  rpc::Millis heartbeat_interval{1000};
+  rpc::Millis heartbeat_timeout{10000};
+};
+
+class KvClient {
+ public:
+  // Says hello to every server (waiting up to connect_timeout for them to
+  // come up) and maps this machine's shared memory if its servers run here.
+  static StatusOr<std::unique_ptr<KvClient>> Connect(const KvClientOptions& options);
+  ~KvClient();  // Says goodbye if Close() was not called.
+
+  const PartitionBook& book() const { return book_; }
+  const std::string& graph_name() const { return graph_name_; }
+  int num_machines() const { return book_.num_partitions(); }
+  const KvClientOptions& options() const { return options_; }
+  // This machine's shards, mapped; null when this machine serves no data here.
+  ShardMap* local_shards() const { return local_.get(); }
+
+  // Metadata of one tensor (cached), or of all of them (fresh).
+  StatusOr<TensorMeta> Meta(const std::string& key);
+  StatusOr<std::vector<TensorMeta>> List();
+
+  // Rows `ids` of `key` into `out` (ids.size() * row_bytes bytes).
+  Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out);
+  // Writes (or adds) ids.size() rows from `rows` (dtype and row size of `key`).
+  Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
+              PushMode mode);
+  // Creates a tensor on every machine; returns false if it existed already
+  // (with the same dtype and shape: then this is an attach).
+  StatusOr<bool> InitData(const InitSpec& spec);
+  Status DeleteData(const std::string& key);
+  // Waits until all options.num_clients clients called Barrier.
+  Status Barrier();
+  // Says goodbye to every server. Idempotent.
+  Status Close();
+
+ private:
+  explicit KvClient(KvClientOptions options) : options_(std::move(options)) {}
+  int PickServer(int machine);
+  Deadline CallDeadline() const { return Deadline::In(options_.call_timeout); }
+  struct Split;
+  StatusOr<Split> SplitIds(const TensorMeta& meta, std::span<const int64_t> ids) const;
+
+  KvClientOptions options_;
+  std::unique_ptr<rpc::RpcClient> rpc_;
+  PartitionBook book_;
+  std::string graph_name_;
+  std::unique_ptr<ShardMap> local_;
+  std::mutex meta_mutex_;
+  std::map<std::string, TensorMeta> meta_cache_;
+  std::atomic<uint64_t> round_robin_{0};
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace tessera::kv
+
+#endif  // TESSERA_SRC_KVSTORE_KV_CLIENT_H_

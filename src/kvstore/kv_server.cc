@@ -1,0 +1,408 @@
+// File: src/kvstore/kv_server.cc
+#include "src/kvstore/kv_server.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "src/base/logging.h"
+#include "src/base/random.h"
+#include "src/base/resource.h"
+#include "src/base/time.h"
+#include "src/partition/load_partition.h"
+
+namespace tessera::kv {
+namespace {
+
+using rpc::Message;
+using rpc::WireArray;
+
+constexpr size_t kCopyChunk = size_t{64} << 20;
+
+StatusOr<shm::Policy> PolicyOfKey(const std::string& name) {
+  if (name.rfind("node/", 0) == 0) return shm::Policy::kNode;
+  if (name.rfind("edge/", 0) == 0) return shm::Policy::kEdge;
+  return absl::InvalidArgumentError(
+      fmt::format("'{}' is not a node or edge tensor (names start with node/ or edge/)", name));
+}
+
+// Fills `count` elements of `dtype` at `dst`: element k of the tensor (global
+// element index `first + k`) gets a value that depends only on the seed and
+// that index, so results do not depend on the number of partitions.
+void FillRandom(DType dtype, void* dst, size_t count, uint64_t first, uint32_t init, double a,
+                double b, uint64_t seed) {
+  for (size_t k = 0; k < count; ++k) {
+    Rng rng(seed, /*stream=*/init, first + k);
+    double v = init == 1 ? a + (b - a) * rng.Uniform() : a + b * rng.Normal();
+    if (dtype == DType::kFloat32) {
+      static_cast<float*>(dst)[k] = static_cast<float>(v);
+    } else {
+      static_cast<double*>(dst)[k] = v;
+    }
+  }
+}
+
+}  // namespace
+
+KvServer::KvServer(KvServerOptions options, PartitionBook book, std::string graph_name)
+    : options_(std::move(options)), book_(std::move(book)), graph_name_(std::move(graph_name)) {}
+
+KvServer::~KvServer() {
+  // Data segments first, then (with shards_) the catalog.
+  owned_.clear();
+  shards_.reset();
+}
+
+StatusOr<std::unique_ptr<KvServer>> KvServer::Load(const KvServerOptions& options,
+                                                   const std::atomic<bool>& cancel) {
+  Stopwatch watch;
+  std::string what = fmt::format("server {}", options.machine_id * options.servers_per_machine);
+  spdlog::info("{}: loading partition {} of {}", what, options.machine_id, options.part_config);
+  ASSIGN_OR_RETURN(LocalPartition part, LoadPartition(options.part_config, options.machine_id));
+  ASSIGN_OR_RETURN(shm::Catalog catalog, shm::Catalog::Create(options.job_id, options.machine_id));
+  int64_t inner_nodes = part.num_inner_nodes();
+  std::unique_ptr<KvServer> server(
+      new KvServer(options, std::move(part.book), part.config.graph_name));
+  server->shards_ = std::make_unique<ShardMap>(std::move(catalog));
+
+  std::vector<std::pair<std::string, const Array*>> arrays = {
+      {"graph/nid", &part.nid},       {"graph/inner_node", &part.inner_node},
+      {"graph/indptr", &part.indptr}, {"graph/indices", &part.indices},
+      {"graph/eid", &part.eid},       {"graph/inner_edge", &part.inner_edge}};
+  for (const auto& [name, array] : part.node_data) arrays.push_back({"node/" + name, &array});
+  for (const auto& [name, array] : part.edge_data) arrays.push_back({"edge/" + name, &array});
+  int64_t total = 0;
+  for (const auto& entry : arrays) total += static_cast<int64_t>(entry.second->nbytes());
+  Progress progress(fmt::format("{}: copying partition to shared memory", what), total, "bytes");
+  int64_t done = 0;
+  shm::Catalog& cat = server->shards_->mutable_catalog();
+  for (const auto& [name, array] : arrays) {
+    shm::ArrayInfo info;
+    info.name = name;
+    info.dtype = array->dtype();
+    info.shape = array->shape();
+    if (info.shape.empty()) info.shape = {1};
+    info.policy = name.rfind("graph/", 0) == 0  ? shm::Policy::kLocal
+                  : name.rfind("node/", 0) == 0 ? shm::Policy::kNode
+                                                : shm::Policy::kEdge;
+    info.id = cat.ReserveId(&info.segment);
+    ASSIGN_OR_RETURN(shm::SharedSegment segment,
+                     shm::SharedSegment::Create(info.segment, array->nbytes()));
+    const char* src = static_cast<const char*>(array->data());
+    char* dst = static_cast<char*>(segment.data());
+    for (size_t off = 0; off < array->nbytes(); off += kCopyChunk) {
+      if (cancel.load()) return absl::CancelledError(fmt::format("{}: loading cancelled", what));
+      size_t n = std::min(kCopyChunk, array->nbytes() - off);
+      std::memcpy(dst + off, src + off, n);
+      array->ReleasePages();
+      done += static_cast<int64_t>(n);
+      progress.Update(done);
+    }
+    RETURN_IF_ERROR(cat.Add(&info));
+    server->owned_.emplace(info.id, std::move(segment));
+  }
+  progress.Done();
+  spdlog::info("{}: partition {} ready: {} nodes ({} inner), {} edges, {} arrays, {} in shared "
+               "memory, {:.2f} s, peak RSS {}",
+               what, options.machine_id, part.num_local_nodes(), inner_nodes,
+               part.num_local_edges(), arrays.size(), FormatBytes(total), watch.Seconds(),
+               FormatBytes(PeakRssBytes()));
+  return server;
+}
+
+StatusOr<std::unique_ptr<KvServer>> KvServer::Attach(const KvServerOptions& options) {
+  ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(options.part_config));
+  if (options.machine_id < 0 || options.machine_id >= config.num_parts) {
+    return absl::InvalidArgumentError(fmt::format(
+        "machine {} has no partition: {} has {} parts", options.machine_id, options.part_config,
+        config.num_parts));
+  }
+  ASSIGN_OR_RETURN(PartitionBook book, config.Book(options.machine_id));
+  return std::unique_ptr<KvServer>(new KvServer(options, std::move(book), config.graph_name));
+}
+
+Status KvServer::EnsureCatalog() {
+  if (shards_) return absl::OkStatus();
+  StatusOr<shm::Catalog> catalog = shm::Catalog::Open(options_.job_id, options_.machine_id);
+  if (!catalog.ok()) {
+    return absl::UnavailableError(fmt::format(
+        "server {}: the main server of machine {} has not published its data yet ({})",
+        server_id(), options_.machine_id, std::string(catalog.status().message())));
+  }
+  shards_ = std::make_unique<ShardMap>(std::move(*catalog));
+  return absl::OkStatus();
+}
+
+std::optional<Message> KvServer::Handle(const rpc::Peer& peer, Message& request) {
+  StatusOr<Message> response = absl::InternalError("unhandled");
+  Status ready = EnsureCatalog();
+  if (!ready.ok()) return rpc::MakeResponse(request.header, ready);
+  switch (request.header.method()) {
+    case wire::HELLO:
+      active_clients_.insert(peer.client_id);
+      seen_clients_.insert(peer.client_id);
+      response = Hello(request);
+      break;
+    case wire::PULL:
+      response = Pull(request);
+      break;
+    case wire::PUSH:
+      response = Push(request);
+      break;
+    case wire::INIT_DATA:
+      response = InitData(request);
+      break;
+    case wire::DELETE_DATA:
+      response = DeleteData(request);
+      break;
+    case wire::LIST_DATA:
+      response = ListData(request);
+      break;
+    case wire::BARRIER:
+      return Barrier(peer, request);
+    default:
+      response = absl::UnimplementedError(fmt::format(
+          "server {} does not serve {}", server_id(), rpc::MethodName(request.header.method())));
+  }
+  if (!response.ok()) return rpc::MakeResponse(request.header, response.status());
+  return std::move(*response);
+}
+
+StatusOr<Message> KvServer::Hello(const Message& request) {
+  Message response = rpc::MakeResponse(request.header, absl::OkStatus());
+  wire::ServerInfo* info = response.header.mutable_server_info();
+  info->set_server_id(server_id());
+  info->set_machine_id(options_.machine_id);
+  info->set_servers_per_machine(options_.servers_per_machine);
+  info->set_graph_name(graph_name_);
+  info->set_job_id(options_.job_id);
+  for (int64_t v : book_.node_offsets()) info->add_node_offsets(v);
+  for (int64_t v : book_.edge_offsets()) info->add_edge_offsets(v);
+  return response;
+}
+
+StatusOr<std::vector<int64_t>> KvServer::ToLocalRows(const Shard& shard,
+                                                     const WireArray& ids) const {
+  if (ids.dtype != DType::kInt64 || ids.shape.size() != 1) {
+    return absl::InvalidArgumentError("ids must be a 1-d int64 array");
+  }
+  auto [begin, end] = shard.info.policy == shm::Policy::kNode
+                          ? book_.NodeRange(options_.machine_id)
+                          : book_.EdgeRange(options_.machine_id);
+  if (end - begin != shard.info.rows()) {
+    return absl::InternalError(fmt::format("'{}' has {} rows but partition {} owns {} ids",
+                                           shard.info.name, shard.info.rows(),
+                                           options_.machine_id, end - begin));
+  }
+  std::vector<int64_t> rows;
+  rows.reserve(ids.shape[0]);
+  for (int64_t id : ids.span<int64_t>()) {
+    if (id < begin || id >= end) {
+      return absl::InvalidArgumentError(fmt::format(
+          "id {} of '{}' is not owned by partition {} (it owns [{}, {}))", id, shard.info.name,
+          options_.machine_id, begin, end));
+    }
+    rows.push_back(id - begin);
+  }
+  return rows;
+}
+
+StatusOr<Message> KvServer::Pull(const Message& request) {
+  ASSIGN_OR_RETURN(shm::Policy policy, PolicyOfKey(request.header.name()));
+  (void)policy;
+  if (request.arrays.size() != 1) {
+    return absl::InvalidArgumentError("pull takes exactly one array (the ids)");
+  }
+  ASSIGN_OR_RETURN(Shard shard, shards_->Get(request.header.name()));
+  ASSIGN_OR_RETURN(std::vector<int64_t> rows, ToLocalRows(shard, request.arrays[0]));
+  size_t row_bytes = shard.info.row_bytes();
+  auto out = std::make_shared<std::vector<uint64_t>>((rows.size() * row_bytes + 7) / 8);
+  char* dst = reinterpret_cast<char*>(out->data());
+  const shm::Catalog& catalog = shards_->catalog();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    catalog.ReadRow(shard.info.id, rows[i], shard.data(), row_bytes, dst + i * row_bytes);
+  }
+  Message response = rpc::MakeResponse(request.header, absl::OkStatus());
+  WireArray array;
+  array.dtype = shard.info.dtype;
+  array.shape = shard.info.shape;
+  array.shape[0] = static_cast<int64_t>(rows.size());
+  array.blob = rpc::Blob{out->data(), rows.size() * row_bytes, out};
+  response.arrays.push_back(std::move(array));
+  return response;
+}
+
+StatusOr<Message> KvServer::Push(const Message& request) {
+  ASSIGN_OR_RETURN(shm::Policy policy, PolicyOfKey(request.header.name()));
+  (void)policy;
+  if (request.arrays.size() != 2) {
+    return absl::InvalidArgumentError("push takes exactly two arrays (ids, rows)");
+  }
+  if (request.header.push_mode() > 1) {
+    return absl::InvalidArgumentError(fmt::format("unknown push mode {}", request.header.push_mode()));
+  }
+  ASSIGN_OR_RETURN(Shard shard, shards_->Get(request.header.name()));
+  ASSIGN_OR_RETURN(std::vector<int64_t> rows, ToLocalRows(shard, request.arrays[0]));
+  const WireArray& values = request.arrays[1];
+  if (values.dtype != shard.info.dtype || values.row_bytes() != shard.info.row_bytes() ||
+      values.rows() != static_cast<int64_t>(rows.size()) || values.shape.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "push to '{}': rows must be {} with {} bytes per row and one row per id ({} ids), got {} "
+        "with {} rows of {} bytes",
+        shard.info.name, DTypeName(shard.info.dtype), shard.info.row_bytes(), rows.size(),
+        DTypeName(values.dtype), values.rows(), values.row_bytes()));
+  }
+  bool add = request.header.push_mode() == 1;
+  size_t row_bytes = shard.info.row_bytes();
+  const char* src = static_cast<const char*>(values.blob.data);
+  const shm::Catalog& catalog = shards_->catalog();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    catalog.WriteRow(shard.info.id, rows[i], shard.data(), row_bytes, src + i * row_bytes,
+                     shard.info.dtype, add);
+  }
+  return rpc::MakeResponse(request.header, absl::OkStatus());
+}
+
+StatusOr<Message> KvServer::InitData(const Message& request) {
+  if (options_.local_index != 0) {
+    return absl::FailedPreconditionError(
+        fmt::format("server {} is not a main server; init_data goes to local index 0", server_id()));
+  }
+  const wire::InitDataArgs& args = request.header.init_data();
+  if (args.policy() > 1) return absl::InvalidArgumentError("policy must be node (0) or edge (1)");
+  auto policy = static_cast<shm::Policy>(args.policy());
+  std::string key = fmt::format("{}/{}", shm::PolicyName(policy), args.name());
+  if (args.name().empty() || args.name().find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(fmt::format("bad tensor name '{}'", args.name()));
+  }
+  if (args.dtype() > static_cast<uint32_t>(DType::kFloat64)) {
+    return absl::InvalidArgumentError(fmt::format("unknown dtype {}", args.dtype()));
+  }
+  auto dtype = static_cast<DType>(args.dtype());
+  int64_t global_rows = policy == shm::Policy::kNode ? book_.num_nodes() : book_.num_edges();
+  if (args.shape_size() < 1 || args.shape_size() > shm::Catalog::kMaxDims ||
+      args.shape(0) != global_rows) {
+    return absl::InvalidArgumentError(fmt::format(
+        "tensor '{}': shape[0] must be the number of {}s ({}), with 1 to {} dimensions",
+        args.name(), shm::PolicyName(policy), global_rows, int{shm::Catalog::kMaxDims}));
+  }
+  shm::ArrayInfo info;
+  info.name = key;
+  info.dtype = dtype;
+  info.policy = policy;
+  info.persistent = args.persistent();
+  info.shape.assign(args.shape().begin(), args.shape().end());
+  for (int64_t d : info.shape) {
+    if (d < 0) return absl::InvalidArgumentError("negative dimension");
+  }
+  info.shape[0] = policy == shm::Policy::kNode ? book_.NumNodesOf(options_.machine_id)
+                                              : book_.NumEdgesOf(options_.machine_id);
+  Message response = rpc::MakeResponse(request.header, absl::OkStatus());
+  if (StatusOr<shm::ArrayInfo> existing = shards_->catalog().Find(key); existing.ok()) {
+    if (existing->dtype != dtype || existing->shape != info.shape) {
+      return absl::AlreadyExistsError(fmt::format(
+          "tensor '{}' exists as {} with shard shape [{}]; asked for {} [{}]", args.name(),
+          DTypeName(existing->dtype), fmt::join(existing->shape, ", "), DTypeName(dtype),
+          fmt::join(info.shape, ", ")));
+    }
+    response.header.set_created(false);
+    return response;
+  }
+  if (args.init() > 3) return absl::InvalidArgumentError(fmt::format("unknown init {}", args.init()));
+  if ((args.init() == 1 || args.init() == 2) && !IsFloating(dtype)) {
+    return absl::InvalidArgumentError("uniform and normal initialisers need a float dtype");
+  }
+  shm::Catalog& catalog = shards_->mutable_catalog();
+  info.id = catalog.ReserveId(&info.segment);
+  ASSIGN_OR_RETURN(shm::SharedSegment segment, shm::SharedSegment::Create(info.segment, info.nbytes()));
+  if (args.init() == 1 || args.init() == 2) {
+    size_t row_elems = info.row_bytes() / DTypeSize(dtype);
+    int64_t first_row = policy == shm::Policy::kNode ? book_.NodeRange(options_.machine_id).first
+                                                      : book_.EdgeRange(options_.machine_id).first;
+    FillRandom(dtype, segment.data(), row_elems * static_cast<size_t>(info.shape[0]),
+               static_cast<uint64_t>(first_row) * row_elems, args.init(), args.a(), args.b(),
+               args.seed());
+  }
+  RETURN_IF_ERROR(catalog.Add(&info));
+  owned_.emplace(info.id, std::move(segment));
+  spdlog::debug("server {}: created '{}' {} [{}]", server_id(), key, DTypeName(dtype),
+                fmt::join(info.shape, ", "));
+  response.header.set_created(true);
+  return response;
+}
+
+StatusOr<Message> KvServer::DeleteData(const Message& request) {
+  if (options_.local_index != 0) {
+    return absl::FailedPreconditionError(fmt::format(
+        "server {} is not a main server; delete_data goes to local index 0", server_id()));
+  }
+  ASSIGN_OR_RETURN(shm::Policy policy, PolicyOfKey(request.header.name()));
+  (void)policy;
+  ASSIGN_OR_RETURN(shm::ArrayInfo info, shards_->catalog().Find(request.header.name()));
+  RETURN_IF_ERROR(shards_->mutable_catalog().Remove(info.name));
+  owned_.erase(info.id);  // Unlinks; mappings elsewhere stay valid until dropped.
+  return rpc::MakeResponse(request.header, absl::OkStatus());
+}
+
+StatusOr<Message> KvServer::ListData(const Message& request) {
+  Message response = rpc::MakeResponse(request.header, absl::OkStatus());
+  for (const shm::ArrayInfo& info : shards_->catalog().List()) {
+    wire::DataInfo* d = response.header.add_data_infos();
+    d->set_name(info.name);
+    d->set_dtype(static_cast<uint32_t>(info.dtype));
+    for (int64_t v : info.shape) d->add_shape(v);
+    d->set_policy(static_cast<uint32_t>(info.policy));
+    d->set_persistent(info.persistent);
+  }
+  return response;
+}
+
+std::optional<Message> KvServer::Barrier(const rpc::Peer& peer, const Message& request) {
+  if (server_id() != 0) {
+    return rpc::MakeResponse(request.header,
+                             absl::FailedPreconditionError("barriers are served by server 0"));
+  }
+  int expected = request.header.barrier().num_clients();
+  if (expected <= 0) {
+    return rpc::MakeResponse(request.header,
+                             absl::InvalidArgumentError("barrier needs num_clients > 0"));
+  }
+  // A client retrying after its own timeout replaces its earlier entry.
+  std::erase_if(barrier_.waiting, [&](const auto& w) { return w.first.client_id == peer.client_id; });
+  barrier_.waiting.emplace_back(peer, request.header);
+  // Fail once it cannot complete: everyone has shown up at some point, but
+  // fewer than `expected` are still here.
+  if (static_cast<int>(active_clients_.size()) < expected &&
+      static_cast<int>(seen_clients_.size()) >= expected) {
+    FailBarrier(fmt::format("barrier of {} clients cannot complete: only {} are connected ({})",
+                            expected, active_clients_.size(), last_departure_));
+    return std::nullopt;
+  }
+  if (static_cast<int>(barrier_.waiting.size()) < expected) return std::nullopt;
+  for (auto& [p, header] : barrier_.waiting) rpc_->Reply(p, rpc::MakeResponse(header, absl::OkStatus()));
+  barrier_.waiting.clear();
+  ++barrier_.generation;
+  return std::nullopt;
+}
+
+void KvServer::FailBarrier(const std::string& why) {
+  Status status = absl::AbortedError(why);
+  for (auto& [p, header] : barrier_.waiting) rpc_->Reply(p, rpc::MakeResponse(header, status));
+  barrier_.waiting.clear();
+}
+
+void KvServer::OnClientGone(int client_id, bool lost) {
+  active_clients_.erase(client_id);
+  last_departure_ = fmt::format("client {} {}", client_id,
+                                lost ? "died (no heartbeat)" : "has left");
+  if (barrier_.waiting.empty() || rpc_ == nullptr) return;
+  int expected = barrier_.waiting.front().second.barrier().num_clients();
+  if (static_cast<int>(active_clients_.size()) < expected &&
+      static_cast<int>(seen_clients_.size()) >= expected) {
+    FailBarrier(fmt::format("barrier of {} clients cannot complete: {}", expected, last_departure_));
+  }
+}
+
+}  // namespace tessera::kv

@@ -1,0 +1,94 @@
+// File: src/kvstore/kv_server.h
+//
+// KvServer: the request handler of a `tessera server` process. Machine m of a
+// job serves partition m. Its main server (local index 0) loads the partition
+// into shared memory (graph arrays as "graph/<name>", node data as
+// "node/<name>", edge data as "edge/<name>") and publishes them in the
+// machine's catalog; the other servers of the machine attach to the same
+// segments, so any of them can answer any request.
+//
+// Requests: HELLO (-> ServerInfo), PULL and PUSH of rows by global id (ids
+// must belong to this machine; pushes hold the row locks, so concurrent pushes
+// from every server and local client of the machine never mix rows), INIT_DATA
+// / DELETE_DATA (main servers), LIST_DATA, and BARRIER (global server 0 only).
+// Every argument is validated; a bad one is an error response.
+//
+// Not thread-safe: driven by the one thread that runs RpcServer::Serve.
+#ifndef TESSERA_SRC_KVSTORE_KV_SERVER_H_
+#define TESSERA_SRC_KVSTORE_KV_SERVER_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/kvstore/shard_map.h"
+#include "src/partition/partition_book.h"
+#include "src/rpc/transport.h"
+
+namespace tessera::kv {
+
+struct KvServerOptions {
+  std::string job_id;
+  std::string part_config;  // Partition config (JSON) path.
+  int machine_id = 0;       // = partition served.
+  int local_index = 0;      // 0: the main server, which loads the data.
+  int servers_per_machine = 1;
+};
+
+class KvServer : public rpc::Service {
+ public:
+  // Main server: loads the partition into shared memory. Returns Cancelled if
+  // `cancel` becomes true meanwhile (everything created is removed again).
+  static StatusOr<std::unique_ptr<KvServer>> Load(const KvServerOptions& options,
+                                                  const std::atomic<bool>& cancel);
+  // Backup server: attaches to the main server's catalog when first needed.
+  static StatusOr<std::unique_ptr<KvServer>> Attach(const KvServerOptions& options);
+  ~KvServer() override;
+
+  // The server must know its RpcServer to answer barriers late.
+  void set_rpc(rpc::RpcServer* rpc) { rpc_ = rpc; }
+
+  std::optional<rpc::Message> Handle(const rpc::Peer& peer, rpc::Message& request) override;
+  void OnClientGone(int client_id, bool lost) override;
+  void FailBarrier(const std::string& why);
+
+  int server_id() const { return options_.machine_id * options_.servers_per_machine + options_.local_index; }
+
+ private:
+  KvServer(KvServerOptions options, PartitionBook book, std::string graph_name);
+  Status EnsureCatalog();
+  StatusOr<rpc::Message> Hello(const rpc::Message& request);
+  StatusOr<rpc::Message> Pull(const rpc::Message& request);
+  StatusOr<rpc::Message> Push(const rpc::Message& request);
+  StatusOr<rpc::Message> InitData(const rpc::Message& request);
+  StatusOr<rpc::Message> DeleteData(const rpc::Message& request);
+  StatusOr<rpc::Message> ListData(const rpc::Message& request);
+  std::optional<rpc::Message> Barrier(const rpc::Peer& peer, const rpc::Message& request);
+  // Local rows of `ids` (global ids of `shard`'s policy); error if any id is
+  // not owned by this machine.
+  StatusOr<std::vector<int64_t>> ToLocalRows(const Shard& shard, const rpc::WireArray& ids) const;
+
+  KvServerOptions options_;
+  PartitionBook book_;
+  std::string graph_name_;
+  std::unique_ptr<ShardMap> shards_;
+  std::map<uint64_t, shm::SharedSegment> owned_;  // Segments this server created.
+  rpc::RpcServer* rpc_ = nullptr;
+
+  struct BarrierState {
+    uint64_t generation = 0;
+    std::vector<std::pair<rpc::Peer, wire::Header>> waiting;
+  } barrier_;
+  std::set<int> active_clients_;  // Said hello, not gone.
+  std::set<int> seen_clients_;    // Ever said hello.
+  std::string last_departure_;    // "client 3 has left", for barrier errors.
+};
+
+}  // namespace tessera::kv
+
+#endif  // TESSERA_SRC_KVSTORE_KV_SERVER_H_

@@ -1,0 +1,181 @@
+// File: src/kvstore/kvstore_test.cc
+//
+// KV servers (threads, real sockets, real shared memory) over a 2-part Cora
+// partition, and clients on "machine 0" (local rows from shared memory) and
+// on no machine (everything remote).
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "src/kvstore/test_cluster.h"
+#include "src/partition/load_partition.h"
+
+namespace tessera::kv {
+namespace {
+
+using testing::TestCluster;
+
+class KvStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new tessera::testing::TempDir();
+    config_ = new std::string(testing::PartitionCora(dir_->path(), 2));
+  }
+  static void TearDownTestSuite() {
+    delete config_;
+    delete dir_;
+  }
+  // Row `gid` of node array `name`, read from the partition files.
+  static std::vector<float> FileRow(const std::string& name, int64_t gid) {
+    auto book = ReadPartitionConfig(*config_)->Book(0);
+    int p = book->NodeOwner(gid);
+    auto part = LoadPartition(*config_, p);
+    const Array& a = part->node_data.at(name);
+    std::vector<float> row(a.row_elems());
+    std::memcpy(row.data(),
+                static_cast<const char*>(a.data()) + (gid - book->NodeRange(p).first) * a.row_bytes(),
+                a.row_bytes());
+    return row;
+  }
+  static tessera::testing::TempDir* dir_;
+  static std::string* config_;
+};
+tessera::testing::TempDir* KvStoreTest::dir_ = nullptr;
+std::string* KvStoreTest::config_ = nullptr;
+
+TEST_F(KvStoreTest, PullMatchesPartitionFilesLocalAndRemote) {
+  TestCluster cluster(*config_, 2, 1);
+  for (int machine : {0, -1}) {
+    auto client = cluster.Connect(machine + 5, machine);
+    ASSERT_TRUE(client);
+    EXPECT_EQ(client->local_shards() != nullptr, machine == 0);
+    EXPECT_EQ(client->graph_name(), "cora");
+    EXPECT_EQ(client->book().num_nodes(), 2708);
+    auto meta = client->Meta("node/feat");
+    ASSERT_TRUE(meta.ok()) << meta.status();
+    EXPECT_EQ(meta->shape, (std::vector<int64_t>{2708, 1433}));
+    std::vector<int64_t> ids = {2707, 0, 1500, 0, 42, 1354, 1353};
+    std::vector<float> out(ids.size() * 1433);
+    ASSERT_TRUE(client->PullInto("node/feat", ids, out.data()).ok());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::vector<float> want = FileRow("feat", ids[i]);
+      ASSERT_EQ(std::memcmp(out.data() + i * 1433, want.data(), 1433 * 4), 0) << ids[i];
+    }
+    auto bad = client->PullInto("node/feat", std::vector<int64_t>{2708}, out.data());
+    EXPECT_EQ(bad.code(), absl::StatusCode::kOutOfRange);
+    EXPECT_EQ(client->PullInto("node/nope", ids, out.data()).code(), absl::StatusCode::kNotFound);
+    EXPECT_TRUE(client->Close().ok());
+  }
+}
+
+TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
+  TestCluster cluster(*config_, 2, 2);
+  auto a = cluster.Connect(0, 0);
+  auto b = cluster.Connect(1, 1);  // Machine 1 has no shared memory here? It does: same host.
+  ASSERT_TRUE(a && b);
+  InitSpec spec{.name = "emb", .dtype = DType::kFloat32, .shape = {2708, 4},
+                .init = Init::kUniform, .a = -1, .b = 1, .seed = 9};
+  auto created = a->InitData(spec);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_TRUE(*created);
+  auto again = b->InitData(spec);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again);  // Attach.
+  spec.shape = {2708, 5};
+  EXPECT_EQ(b->InitData(spec).status().code(), absl::StatusCode::kAlreadyExists);
+  spec.shape = {100, 4};
+  EXPECT_EQ(b->InitData(spec).status().code(), absl::StatusCode::kInvalidArgument);
+
+  std::vector<int64_t> all(2708);
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<float> va(2708 * 4), vb(2708 * 4);
+  ASSERT_TRUE(a->PullInto("node/emb", all, va.data()).ok());
+  ASSERT_TRUE(b->PullInto("node/emb", all, vb.data()).ok());
+  EXPECT_EQ(va, vb);
+  for (float v : va) ASSERT_TRUE(v >= -1 && v < 1);
+  EXPECT_NE(va[0], va[1]);
+
+  // Read-your-writes, across machines and servers.
+  std::vector<int64_t> ids = {3, 2000, 7};
+  std::vector<float> rows = {1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+  ASSERT_TRUE(a->Push("node/emb", ids, rows.data(), PushMode::kAssign).ok());
+  ASSERT_TRUE(a->Push("node/emb", ids, rows.data(), PushMode::kAdd).ok());
+  std::vector<float> got(12);
+  ASSERT_TRUE(b->PullInto("node/emb", ids, got.data()).ok());
+  EXPECT_EQ(got, (std::vector<float>{2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6}));
+  // Wrong row size is an error, not a crash.
+  auto meta = b->List();
+  ASSERT_TRUE(meta.ok());
+
+  ASSERT_TRUE(a->DeleteData("node/emb").ok());
+  EXPECT_EQ(b->PullInto("node/emb", ids, got.data()).code(), absl::StatusCode::kNotFound);
+}
+
+// Four clients add to the same 16 rows through both servers of each machine
+// and through the local shared-memory path; no update may be lost.
+TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
+  TestCluster cluster(*config_, 2, 2);
+  {
+    auto c = cluster.Connect(100, 0);
+    ASSERT_TRUE(c->InitData({.name = "acc", .dtype = DType::kFloat64, .shape = {2708, 8}}).ok());
+  }
+  constexpr int kClients = 4, kRounds = 150;
+  std::vector<int64_t> ids = {0, 1, 2, 3, 1354, 1355, 2700, 2701, 5, 6, 7, 8, 2702, 2703, 2704, 2705};
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      auto client = cluster.Connect(c, c % 2 == 0 ? 0 : -1);
+      std::vector<double> ones(ids.size() * 8, 1.0);
+      for (int r = 0; r < kRounds; ++r) {
+        if (!client->Push("node/acc", ids, ones.data(), PushMode::kAdd).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto reader = cluster.Connect(200, 1);
+  std::vector<double> out(ids.size() * 8);
+  ASSERT_TRUE(reader->PullInto("node/acc", ids, out.data()).ok());
+  for (double v : out) ASSERT_EQ(v, kClients * kRounds);
+}
+
+TEST_F(KvStoreTest, BarrierWaitsForAllAndFailsWhenOneLeaves) {
+  TestCluster cluster(*config_, 2, 1);
+  std::atomic<int> passed{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < 3; ++c) {
+    threads.emplace_back([&, c] {
+      auto client = cluster.Connect(c, c % 2, 3);
+      for (int round = 0; round < 3; ++round) {
+        if (client->Barrier().ok()) ++passed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(passed.load(), 9);
+
+  // One of two participants leaves: the other's barrier fails, no hang.
+  auto x = cluster.Connect(10, 0, 2);
+  auto y = cluster.Connect(11, 1, 2);
+  ASSERT_TRUE(y->Close().ok());
+  Stopwatch watch;
+  Status s = x->Barrier();
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_NE(std::string(s.message()).find("client 11"), std::string::npos) << s;
+  EXPECT_LT(watch.Seconds(), 10);
+}
+
+TEST_F(KvStoreTest, WrongJobOrServerListIsAClearError) {
+  TestCluster cluster(*config_, 2, 1);
+  KvClientOptions o = cluster.ClientOptions(0, 0);
+  std::swap(o.servers[0], o.servers[1]);
+  auto c = KvClient::Connect(o);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(c.status().message()).find("check ip_config"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::kv

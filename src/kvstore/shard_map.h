@@ -1,0 +1,45 @@
+// File: src/kvstore/shard_map.h
+//
+// ShardMap: the arrays of one machine's catalog, mapped on first use and
+// remapped when the catalog changes (an array deleted and re-created under the
+// same name is noticed through the catalog generation). Used by every server
+// of the machine and by its local clients. Thread-safe.
+#ifndef TESSERA_SRC_KVSTORE_SHARD_MAP_H_
+#define TESSERA_SRC_KVSTORE_SHARD_MAP_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "src/base/status.h"
+#include "src/shm/catalog.h"
+#include "src/shm/segment.h"
+
+namespace tessera::kv {
+
+struct Shard {
+  shm::ArrayInfo info;
+  std::shared_ptr<shm::SharedSegment> segment;  // Keeps the mapping alive.
+  void* data() const { return segment->data(); }
+};
+
+class ShardMap {
+ public:
+  explicit ShardMap(shm::Catalog catalog) : catalog_(std::move(catalog)) {}
+
+  // The array named `name` (catalog key, e.g. "node/feat"); NotFound if none.
+  StatusOr<Shard> Get(const std::string& name);
+  const shm::Catalog& catalog() const { return catalog_; }
+  shm::Catalog& mutable_catalog() { return catalog_; }
+
+ private:
+  shm::Catalog catalog_;
+  std::mutex mutex_;
+  uint64_t generation_ = 0;
+  std::map<std::string, Shard> cache_;
+};
+
+}  // namespace tessera::kv
+
+#endif  // TESSERA_SRC_KVSTORE_SHARD_MAP_H_
