@@ -25,6 +25,7 @@ Command RegisterPartition(CLI::App& app);
 Command RegisterInspect(CLI::App& app);
 Command RegisterDemo(CLI::App& app);
 Command RegisterBench(CLI::App& app);
+Command RegisterServer(CLI::App& app);
 
 // Prints "error: <message>" to stderr and returns 1 for a non-OK status.
 int ReportError(const Status& status);

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   const std::vector<tessera::tools::Command> commands = {
       tessera::tools::RegisterPartition(app), tessera::tools::RegisterInspect(app),
       tessera::tools::RegisterGenerate(app), tessera::tools::RegisterDemo(app),
-      tessera::tools::RegisterBench(app)};
+      tessera::tools::RegisterBench(app), tessera::tools::RegisterServer(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,69 @@
+// File: src/launcher/job_env.cc
+#include "src/launcher/job_env.h"
+
+#include "fmt/format.h"
+#include "src/base/strings.h"
+
+namespace tessera::launcher {
+
+std::vector<std::pair<std::string, std::string>> JobEnv::ToVariables() const {
+  return {{"TESSERA_JOB_ID", job_id},
+          {"TESSERA_JOB_TOKEN", token},
+          {"TESSERA_IP_CONFIG", ip_config},
+          {"TESSERA_PART_CONFIG", part_config},
+          {"TESSERA_NUM_SERVERS", std::to_string(num_servers)},
+          {"TESSERA_MACHINE_ID", std::to_string(machine_id)},
+          {"RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(world_size)},
+          {"LOCAL_RANK", std::to_string(local_rank)},
+          {"MASTER_ADDR", master_addr},
+          {"MASTER_PORT", std::to_string(master_port)}};
+}
+
+StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv) {
+  const char* job = getenv("TESSERA_JOB_ID");
+  if (job == nullptr || *job == '\0') return std::optional<JobEnv>();
+  JobEnv env;
+  env.job_id = job;
+  auto text = [&](const char* name, std::string* out, bool required) -> Status {
+    const char* v = getenv(name);
+    if (v == nullptr || *v == '\0') {
+      if (required) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{} is set but {} is not: start trainers with `tessera launch`", "TESSERA_JOB_ID", name));
+      }
+      return absl::OkStatus();
+    }
+    *out = v;
+    return absl::OkStatus();
+  };
+  auto number = [&](const char* name, int* out, int min, bool required) -> Status {
+    std::string s;
+    RETURN_IF_ERROR(text(name, &s, required));
+    if (s.empty()) return absl::OkStatus();
+    int64_t v = 0;
+    if (!ParseInt64(s, &v) || v < min || v > (1 << 30)) {
+      return absl::InvalidArgumentError(
+          fmt::format("environment variable {}='{}' is not an integer >= {}", name, s, min));
+    }
+    *out = static_cast<int>(v);
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(text("TESSERA_JOB_TOKEN", &env.token, true));
+  RETURN_IF_ERROR(text("TESSERA_IP_CONFIG", &env.ip_config, true));
+  RETURN_IF_ERROR(text("TESSERA_PART_CONFIG", &env.part_config, false));
+  RETURN_IF_ERROR(number("TESSERA_NUM_SERVERS", &env.num_servers, 1, false));
+  RETURN_IF_ERROR(number("TESSERA_MACHINE_ID", &env.machine_id, 0, true));
+  RETURN_IF_ERROR(number("RANK", &env.rank, 0, true));
+  RETURN_IF_ERROR(number("WORLD_SIZE", &env.world_size, 1, true));
+  RETURN_IF_ERROR(number("LOCAL_RANK", &env.local_rank, 0, false));
+  RETURN_IF_ERROR(text("MASTER_ADDR", &env.master_addr, false));
+  RETURN_IF_ERROR(number("MASTER_PORT", &env.master_port, 0, false));
+  if (env.rank >= env.world_size) {
+    return absl::InvalidArgumentError(
+        fmt::format("RANK={} is not below WORLD_SIZE={}", env.rank, env.world_size));
+  }
+  return std::optional<JobEnv>(std::move(env));
+}
+
+}  // namespace tessera::launcher

@@ -1,0 +1,54 @@
+// File: src/launcher/job_env.h
+//
+// The environment the launcher (or the local runner) gives every trainer
+// process, as torchrun does for PyTorch, plus tessera's own variables:
+//
+//   TESSERA_JOB_ID       job id: scopes shared memory; standalone when unset
+//   TESSERA_JOB_TOKEN    secret every request must carry
+//   TESSERA_IP_CONFIG    ip_config path
+//   TESSERA_PART_CONFIG  partition config path (as seen on this machine)
+//   TESSERA_NUM_SERVERS  servers per machine (S)
+//   TESSERA_MACHINE_ID   index of this machine in ip_config
+//   RANK, WORLD_SIZE     this trainer's global rank, number of trainers
+//   LOCAL_RANK           rank among this machine's trainers
+//   MASTER_ADDR, MASTER_PORT  c10d TCPStore of the trainers (trainer 0's machine)
+//
+// Libraries never read the environment: callers pass a getenv-like function.
+#ifndef TESSERA_SRC_LAUNCHER_JOB_ENV_H_
+#define TESSERA_SRC_LAUNCHER_JOB_ENV_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace tessera::launcher {
+
+struct JobEnv {
+  std::string job_id;
+  std::string token;
+  std::string ip_config;
+  std::string part_config;
+  int num_servers = 1;
+  int machine_id = 0;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+
+  std::vector<std::pair<std::string, std::string>> ToVariables() const;
+};
+
+using GetEnvFn = std::function<const char*(const char*)>;
+
+// nullopt when TESSERA_JOB_ID is unset (standalone); an error naming the
+// variable when one is present but malformed or inconsistent.
+StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv);
+
+}  // namespace tessera::launcher
+
+#endif  // TESSERA_SRC_LAUNCHER_JOB_ENV_H_

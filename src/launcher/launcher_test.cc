@@ -1,0 +1,97 @@
+// File: src/launcher/launcher_test.cc
+#include <signal.h>
+
+#include <unistd.h>
+
+#include "gtest/gtest.h"
+#include "src/base/test_util.h"
+#include "src/launcher/ip_config.h"
+#include "src/launcher/job_env.h"
+#include "src/launcher/process.h"
+
+namespace tessera::launcher {
+namespace {
+
+TEST(IpConfigTest, ParsesDglFormat) {
+  auto c = ParseIpConfig("# cluster\n10.0.0.1\n\n10.0.0.2 31000\n  127.0.0.1   40000  \n", "ip.txt");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->num_machines(), 3);
+  EXPECT_EQ(c->machines[0].port, kDefaultPort);
+  EXPECT_EQ(c->machines[1].port, 31000);
+  EXPECT_EQ(c->ServerEndpoints(2),
+            (std::vector<std::string>{"tcp://10.0.0.1:30050", "tcp://10.0.0.1:30051",
+                                      "tcp://10.0.0.2:31000", "tcp://10.0.0.2:31001",
+                                      "tcp://127.0.0.1:40000", "tcp://127.0.0.1:40001"}));
+}
+
+TEST(IpConfigTest, ErrorsNameTheLine) {
+  auto bad = ParseIpConfig("10.0.0.1\nhost-a 1\n", "ip.txt");
+  EXPECT_NE(std::string(bad.status().message()).find("ip.txt:2"), std::string::npos);
+  EXPECT_FALSE(ParseIpConfig("10.0.0.1 70000\n", "ip.txt").ok());
+  EXPECT_FALSE(ParseIpConfig("10.0.0.1 1 2\n", "ip.txt").ok());
+  EXPECT_FALSE(ParseIpConfig("\n# nothing\n", "ip.txt").ok());
+  auto clash = ParseIpConfig("127.0.0.1 5000\n127.0.0.1 5001\n", "ip.txt");
+  EXPECT_TRUE(CheckNoPortClash(*clash, 1).ok());
+  EXPECT_FALSE(CheckNoPortClash(*clash, 2).ok());
+}
+
+TEST(IpConfigTest, ProbesConsecutiveFreePorts) {
+  auto port = ProbeFreePortRange("127.0.0.1", 3);
+  ASSERT_TRUE(port.ok()) << port.status();
+  EXPECT_GT(*port, 0);
+}
+
+TEST(JobEnvTest, StandaloneWhenUnsetAndStrictWhenSet) {
+  std::map<std::string, std::string> vars;
+  auto getenv = [&](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  auto none = ParseJobEnv(getenv);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  JobEnv env{.job_id = "j1", .token = "t", .ip_config = "ip", .num_servers = 2, .machine_id = 1,
+             .rank = 3, .world_size = 4};
+  for (auto& [k, v] : env.ToVariables()) vars[k] = v;
+  auto parsed = ParseJobEnv(getenv);
+  ASSERT_TRUE(parsed.ok() && parsed->has_value());
+  EXPECT_EQ((*parsed)->rank, 3);
+  EXPECT_EQ((*parsed)->num_servers, 2);
+  vars["RANK"] = "x";
+  EXPECT_NE(std::string(ParseJobEnv(getenv).status().message()).find("RANK"), std::string::npos);
+  vars["RANK"] = "4";
+  EXPECT_FALSE(ParseJobEnv(getenv).ok());
+  vars.erase("TESSERA_JOB_TOKEN");
+  EXPECT_NE(std::string(ParseJobEnv(getenv).status().message()).find("TESSERA_JOB_TOKEN"),
+            std::string::npos);
+}
+
+TEST(ProcessTest, ExitCodesSignalsAndStop) {
+  auto ok = Process::Spawn({.argv = {"/bin/sh", "-c", "exit 3"}});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok->Wait(Deadline::InSeconds(10)), 3);
+  auto env = Process::Spawn({.argv = {"/bin/sh", "-c", "test \"$FOO\" = bar"}, .env = {{"FOO", "bar"}}});
+  EXPECT_EQ(*env->Wait(Deadline::InSeconds(10)), 0);
+  auto missing = Process::Spawn({.argv = {"/nonexistent/program"}});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+
+  auto sleeper = Process::Spawn({.argv = {"/bin/sleep", "60"}, .grace_seconds = 1});
+  ASSERT_TRUE(sleeper.ok());
+  EXPECT_EQ(sleeper->Wait(Deadline::InSeconds(0.1)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(sleeper->Stop(), -SIGTERM);
+  // A process that ignores SIGTERM is killed after the grace period.
+  tessera::testing::TempDir dir;
+  auto stubborn = Process::Spawn({.argv = {"/bin/sh", "-c", "trap '' TERM; echo armed; sleep 60"},
+                                  .log_path = dir / "log",
+                                  .grace_seconds = 0.3});
+  ASSERT_TRUE(stubborn.ok());
+  Deadline armed = Deadline::InSeconds(10);  // Wait until the trap is set.
+  while (tessera::testing::ReadAll(dir / "log").empty() && !armed.Expired()) usleep(1000);
+  Stopwatch watch;
+  EXPECT_EQ(stubborn->Stop(), -SIGKILL);
+  EXPECT_LT(watch.Seconds(), 10);
+}
+
+}  // namespace
+}  // namespace tessera::launcher

@@ -1,0 +1,247 @@
+// File: src/launcher/local_job.cc
+#include "src/launcher/local_job.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <random>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/partition/partition_config.h"
+#include "src/shm/segment.h"
+
+namespace tessera::launcher {
+namespace {
+
+std::string RandomToken() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+}
+
+}  // namespace
+
+bool JobResult::ok() const {
+  for (int c : client_exit_codes) {
+    if (c != 0) return false;
+  }
+  for (int c : server_exit_codes) {
+    if (c != 0) return false;
+  }
+  return true;
+}
+
+std::string LocalJob::ServerLog(int server_id) const {
+  return fmt::format("{}/server-{}.log", options_.workdir, server_id);
+}
+
+StatusOr<std::unique_ptr<LocalJob>> LocalJob::Start(const LocalJobOptions& options) {
+  std::unique_ptr<LocalJob> job(new LocalJob(options));
+  ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(options.part_config));
+  RETURN_IF_ERROR(MakeDirs(options.workdir));
+  int S = options.servers_per_machine;
+  if (S < 1 || options.clients_per_machine < 0) {
+    return absl::InvalidArgumentError("need at least one server per machine");
+  }
+  for (int m = 0; m < config.num_parts; ++m) {
+    ASSIGN_OR_RETURN(int port, ProbeFreePortRange("127.0.0.1", S));
+    job->ip_config_.machines.push_back({"127.0.0.1", port});
+  }
+  ASSIGN_OR_RETURN(int master_port, ProbeFreePortRange("127.0.0.1", 1));
+  JobEnv& env = job->env_;
+  env.job_id = shm::RandomJobId();
+  env.token = RandomToken();
+  env.ip_config = options.workdir + "/ip_config.txt";
+  env.part_config = options.part_config;
+  env.num_servers = S;
+  env.world_size = config.num_parts * options.clients_per_machine;
+  env.master_port = master_port;
+  RETURN_IF_ERROR(WriteFileAtomic(env.ip_config, job->ip_config_.ToText()));
+  RETURN_IF_ERROR(job->StartServers());
+  if (!options.client_argv.empty()) RETURN_IF_ERROR(job->StartClients(options.client_argv));
+  return job;
+}
+
+Status LocalJob::StartServers() {
+  int S = options_.servers_per_machine;
+  int num_servers = num_machines() * S;
+  struct Pending {
+    int server_id;
+    int read_fd;
+    std::string received;
+  };
+  std::vector<Pending> pending;
+  auto close_pending = [&] {
+    for (Pending& p : pending) {
+      if (p.read_fd >= 0) close(p.read_fd);
+    }
+  };
+  for (int id = 0; id < num_servers; ++id) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      close_pending();
+      return ErrnoError("pipe", errno);
+    }
+    SpawnOptions spawn;
+    spawn.argv = {options_.tessera_binary, "server",
+                  "--ip-config", env_.ip_config,
+                  "--part-config", options_.part_config,
+                  "--server-id", std::to_string(id),
+                  "--num-servers", std::to_string(S),
+                  "--num-clients", std::to_string(env_.world_size),
+                  "--job-id", env_.job_id,
+                  "--ready-fd", std::to_string(fds[1])};
+    for (const std::string& a : options_.server_args) spawn.argv.push_back(a);
+    spawn.env = {{"TESSERA_JOB_TOKEN", env_.token}};
+    spawn.log_path = ServerLog(id);
+    spawn.inherit_fd = fds[1];
+    StatusOr<Process> p = Process::Spawn(spawn);
+    close(fds[1]);
+    if (!p.ok()) {
+      close(fds[0]);
+      close_pending();
+      return Annotate(p.status(), fmt::format("start server {}", id));
+    }
+    servers_.push_back(std::move(*p));
+    pending.push_back({id, fds[0], ""});
+  }
+  // Each server writes "ready <port>\n" once it serves; EOF without it means
+  // the server died.
+  Deadline deadline = Deadline::InSeconds(options_.startup_timeout_s);
+  size_t ready = 0;
+  while (ready < pending.size()) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (pending[i].read_fd < 0) continue;
+      fds.push_back({pending[i].read_fd, POLLIN, 0});
+      which.push_back(i);
+    }
+    int rc = poll(fds.data(), fds.size(), deadline.RemainingMillis());
+    if (rc == 0 || deadline.Expired()) {
+      close_pending();
+      std::vector<int> late;
+      for (const Pending& p : pending) {
+        if (p.read_fd >= 0) late.push_back(p.server_id);
+      }
+      return absl::DeadlineExceededError(
+          fmt::format("server(s) {} not ready within {:.0f} s (logs: {})", fmt::join(late, ", "),
+                      options_.startup_timeout_s, ServerLog(late[0])));
+    }
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      close_pending();
+      return ErrnoError("poll", errno);
+    }
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      Pending& p = pending[which[k]];
+      char buf[64];
+      ssize_t n = read(p.read_fd, buf, sizeof(buf));
+      if (n > 0) {
+        p.received.append(buf, static_cast<size_t>(n));
+        if (p.received.find('\n') == std::string::npos) continue;
+      }
+      close(p.read_fd);
+      p.read_fd = -1;
+      if (p.received.rfind("ready", 0) != 0) {
+        close_pending();
+        int code = servers_[p.server_id].Wait(Deadline::InSeconds(5)).value_or(-1);
+        std::string log = ReadFileToString(ServerLog(p.server_id)).value_or("");
+        if (log.size() > 2000) log = "..." + log.substr(log.size() - 2000);
+        return absl::AbortedError(fmt::format("server {} exited (code {}) before it was ready; "
+                                              "its log ({}):\n{}",
+                                              p.server_id, code, ServerLog(p.server_id), log));
+      }
+      ++ready;
+    }
+  }
+  spdlog::info("job {}: {} servers ready on {} machines in {:.2f} s", env_.job_id, num_servers,
+               num_machines(), watch_.Seconds());
+  return absl::OkStatus();
+}
+
+Status LocalJob::StartClients(const std::vector<std::string>& argv) {
+  int per_machine = options_.clients_per_machine;
+  for (int rank = 0; rank < env_.world_size; ++rank) {
+    JobEnv env = env_;
+    env.rank = rank;
+    env.machine_id = rank / per_machine;
+    env.local_rank = rank % per_machine;
+    SpawnOptions spawn;
+    spawn.argv = argv;
+    spawn.env = env.ToVariables();
+    if (!options_.client_log_dir.empty()) {
+      spawn.log_path = fmt::format("{}/client-{}.log", options_.client_log_dir, rank);
+    }
+    ASSIGN_OR_RETURN(Process p, Process::Spawn(spawn));
+    clients_.push_back(std::move(p));
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<JobResult> LocalJob::Wait(Deadline deadline, const std::atomic<bool>* cancel,
+                                   double server_grace_s) {
+  auto all_done = [](std::vector<Process>& ps) {
+    bool done = true;
+    for (Process& p : ps) done &= p.Poll();
+    return done;
+  };
+  auto wait_some = [](std::vector<Process>& ps, int millis) {
+    std::vector<pollfd> fds;
+    for (Process& p : ps) {
+      if (!p.finished() && p.exit_fd() >= 0) fds.push_back({p.exit_fd(), POLLIN, 0});
+    }
+    poll(fds.data(), fds.size(), millis);
+  };
+  while (!all_done(clients_)) {
+    if (cancel != nullptr && cancel->load()) {
+      StopAll();
+      return absl::CancelledError("job cancelled; all processes stopped");
+    }
+    if (deadline.Expired()) {
+      StopAll();
+      return absl::DeadlineExceededError("clients still running at the deadline; all stopped");
+    }
+    wait_some(clients_, std::min(deadline.RemainingMillis(), 200));
+  }
+  Deadline grace = Deadline::InSeconds(server_grace_s);
+  while (!all_done(servers_) && !grace.Expired()) {
+    if (cancel != nullptr && cancel->load()) break;
+    wait_some(servers_, std::min(grace.RemainingMillis(), 200));
+  }
+  JobResult result;
+  for (Process& p : servers_) {
+    if (!p.finished()) {
+      spdlog::warn("job {}: {} (pid {}) still running after its clients left; stopping it",
+                   env_.job_id, p.name(), p.pid());
+      p.Stop();
+    }
+    result.server_exit_codes.push_back(p.exit_code());
+  }
+  for (Process& p : clients_) result.client_exit_codes.push_back(p.exit_code());
+  result.seconds = watch_.Seconds();
+  return result;
+}
+
+void LocalJob::StopAll() {
+  for (Process& p : clients_) p.Signal(SIGTERM);
+  for (Process& p : servers_) p.Signal(SIGTERM);
+  for (Process& p : clients_) p.Stop();
+  for (Process& p : servers_) p.Stop();
+}
+
+LocalJob::~LocalJob() {
+  StopAll();
+  StatusOr<int> removed = shm::RemoveJobSegments(env_.job_id);
+  if (removed.ok() && *removed > 0) {
+    spdlog::warn("job {}: removed {} shared-memory segments left by killed servers", env_.job_id,
+                 *removed);
+  }
+}
+
+}  // namespace tessera::launcher

@@ -1,0 +1,162 @@
+// File: src/launcher/process.cc
+#include "src/launcher/process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "fmt/format.h"
+
+extern char** environ;
+
+namespace tessera::launcher {
+
+StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) return absl::InvalidArgumentError("empty command");
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    std::string key = entry.substr(0, entry.find('='));
+    bool overridden = false;
+    for (const auto& [k, v] : options.env) overridden |= k == key;
+    if (!overridden) env_strings.push_back(std::move(entry));
+  }
+  for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = options.argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int log_fd = -1;
+  if (!options.log_path.empty()) {
+    log_fd = open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) return ErrnoError(fmt::format("open log file {}", options.log_path), errno);
+  }
+  // Reports exec failures to the parent through a close-on-exec pipe.
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    if (log_fd >= 0) close(log_fd);
+    return ErrnoError("pipe", errno);
+  }
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(err_pipe[0]);
+    close(err_pipe[1]);
+    if (log_fd >= 0) close(log_fd);
+    return ErrnoError("fork", e);
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    setpgid(0, 0);  // Own group: a terminal's Ctrl-C reaches the launcher only.
+    if (log_fd >= 0) {
+      dup2(log_fd, STDOUT_FILENO);
+      dup2(log_fd, STDERR_FILENO);
+    }
+    if (options.inherit_fd >= 0) fcntl(options.inherit_fd, F_SETFD, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(argv[0], argv.data(), envp.data());
+    int e = errno;
+    (void)!write(err_pipe[1], &e, sizeof(e));
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  if (log_fd >= 0) close(log_fd);
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = read(err_pipe[0], &exec_errno, sizeof(exec_errno));
+  } while (n < 0 && errno == EINTR);
+  close(err_pipe[0]);
+  Process p;
+  p.pid_ = pid;
+  p.name_ = options.argv[0];
+  p.grace_seconds_ = options.grace_seconds;
+  if (n == sizeof(exec_errno)) {
+    waitpid(pid, nullptr, 0);
+    p.pid_ = -1;
+    return ErrnoError(fmt::format("run {}", options.argv[0]), exec_errno);
+  }
+  p.pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  return p;
+}
+
+Process::Process(Process&& other) noexcept { *this = std::move(other); }
+
+Process& Process::operator=(Process&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    pid_ = std::exchange(other.pid_, -1);
+    pidfd_ = std::exchange(other.pidfd_, -1);
+    finished_ = other.finished_;
+    exit_code_ = other.exit_code_;
+    grace_seconds_ = other.grace_seconds_;
+    name_ = std::move(other.name_);
+  }
+  return *this;
+}
+
+Process::~Process() { Reset(); }
+
+void Process::Reset() {
+  if (pid_ > 0 && !finished_) Stop();
+  if (pidfd_ >= 0) close(pidfd_);
+  pid_ = -1;
+  pidfd_ = -1;
+}
+
+void Process::Signal(int signal) const {
+  if (pid_ > 0 && !finished_) kill(pid_, signal);
+}
+
+bool Process::Poll() {
+  if (finished_ || pid_ <= 0) return true;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    finished_ = true;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  }
+  return finished_;
+}
+
+StatusOr<int> Process::Wait(Deadline deadline) {
+  while (!Poll()) {
+    if (deadline.Expired()) {
+      return absl::DeadlineExceededError(fmt::format("{} (pid {}) is still running", name_, pid_));
+    }
+    if (pidfd_ >= 0) {
+      struct pollfd pfd = {pidfd_, POLLIN, 0};
+      poll(&pfd, 1, std::min(deadline.RemainingMillis(), 1000));
+    } else {
+      usleep(10000);  // Kernels without pidfd (< 5.3).
+    }
+  }
+  return exit_code_;
+}
+
+int Process::Stop() {
+  if (Poll()) return exit_code_;
+  Signal(SIGTERM);
+  if (!Wait(Deadline::InSeconds(grace_seconds_)).ok()) {
+    Signal(SIGKILL);
+    (void)Wait(Deadline::InSeconds(60));
+  }
+  return exit_code_;
+}
+
+}  // namespace tessera::launcher

@@ -1,0 +1,148 @@
+// File: tools/cmd_server.cc
+//
+// `tessera server`: serves one machine's partition (see src/kvstore). It
+// binds its port first (a clash fails at once, not after loading), loads or
+// attaches to the partition, reports "ready <port>" on --ready-fd, and serves
+// until its clients have left. SIGTERM, SIGINT and SIGHUP stop it cleanly at
+// any point, loading included; its shared memory is always unlinked.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "src/base/time.h"
+#include "src/kvstore/kv_server.h"
+#include "src/launcher/ip_config.h"
+#include "src/partition/partition_config.h"
+#include "src/rpc/transport.h"
+#include "src/shm/segment.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};
+
+void OnSignal(int signal) {
+  g_signal.store(signal);
+  g_stop.store(true);
+}
+
+struct ServerFlags {
+  std::string ip_config;
+  std::string part_config;
+  int server_id = 0;
+  int num_servers = 1;
+  int num_clients = 0;
+  std::string job_id;
+  double heartbeat_timeout = 30;
+  double startup_timeout = 600;
+  int ready_fd = -1;
+};
+
+Status RunServer(const ServerFlags& flags) {
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaction(s, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const char* token = std::getenv("TESSERA_JOB_TOKEN");
+  if (token == nullptr || *token == '\0') {
+    return absl::InvalidArgumentError("TESSERA_JOB_TOKEN is not set (the launcher sets it)");
+  }
+  std::string job_id = flags.job_id;
+  if (job_id.empty()) {
+    const char* env_job = std::getenv("TESSERA_JOB_ID");
+    if (env_job == nullptr) return absl::InvalidArgumentError("--job-id or TESSERA_JOB_ID is required");
+    job_id = env_job;
+  }
+  RETURN_IF_ERROR(shm::ValidateJobId(job_id));
+  ASSIGN_OR_RETURN(launcher::IpConfig ip, launcher::ReadIpConfig(flags.ip_config));
+  RETURN_IF_ERROR(launcher::CheckNoPortClash(ip, flags.num_servers));
+  ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(flags.part_config));
+  if (ip.num_machines() != config.num_parts) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} lists {} machines but {} has {} partitions: one machine serves one partition",
+        flags.ip_config, ip.num_machines(), flags.part_config, config.num_parts));
+  }
+  int S = flags.num_servers;
+  if (flags.server_id < 0 || flags.server_id >= ip.num_machines() * S) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--server-id {} is out of range: {} machines x {} servers", flags.server_id,
+        ip.num_machines(), S));
+  }
+  kv::KvServerOptions options{.job_id = job_id,
+                              .part_config = flags.part_config,
+                              .machine_id = flags.server_id / S,
+                              .local_index = flags.server_id % S,
+                              .servers_per_machine = S};
+  const launcher::MachineAddress& address = ip.machines[options.machine_id];
+  std::string name = fmt::format("server {}", flags.server_id);
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<rpc::RpcServer> rpc,
+      rpc::RpcServer::Bind({.host = address.ip,
+                            .port = address.port + options.local_index,
+                            .token = token,
+                            .name = name,
+                            .heartbeat_timeout = rpc::Millis(static_cast<int64_t>(flags.heartbeat_timeout * 1000)),
+                            .startup_timeout = rpc::Millis(static_cast<int64_t>(flags.startup_timeout * 1000)),
+                            .expected_clients = flags.num_clients}));
+  std::unique_ptr<kv::KvServer> kv;
+  if (options.local_index == 0) {
+    ASSIGN_OR_RETURN(kv, kv::KvServer::Load(options, g_stop));
+  } else {
+    ASSIGN_OR_RETURN(kv, kv::KvServer::Attach(options));
+  }
+  kv->set_rpc(rpc.get());
+  spdlog::info("{}: serving partition {} on {}:{} (job {})", name, options.machine_id, address.ip,
+               rpc->port(), job_id);
+  if (flags.ready_fd >= 0) {
+    std::string line = fmt::format("ready {}\n", rpc->port());
+    (void)!write(flags.ready_fd, line.data(), line.size());
+    close(flags.ready_fd);
+  }
+  Status served = rpc->Serve(*kv, g_stop);
+  if (g_signal.load() != 0) {
+    spdlog::info("{}: stopped by signal {}; shared memory removed", name, g_signal.load());
+  }
+  return served;
+}
+
+}  // namespace
+
+Command RegisterServer(CLI::App& app) {
+  auto flags = std::make_shared<ServerFlags>();
+  CLI::App* cmd = app.add_subcommand("server", "Serve one machine's partition (started by the launcher)");
+  cmd->add_option("--ip-config", flags->ip_config, "ip_config file: one 'IP [port]' line per machine")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_option("--part-config", flags->part_config, "partition config (JSON)")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_option("--server-id", flags->server_id, "global server id: machine * num_servers + index")
+      ->required();
+  cmd->add_option("--num-servers", flags->num_servers, "servers per machine")
+      ->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--num-clients", flags->num_clients,
+                  "clients of the whole job; the server exits once all have come and left "
+                  "(0: when those that came have left)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--job-id", flags->job_id, "job id (default: $TESSERA_JOB_ID)");
+  cmd->add_option("--heartbeat-timeout", flags->heartbeat_timeout,
+                  "seconds of silence after which a client is considered dead")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--startup-timeout", flags->startup_timeout,
+                  "seconds to wait for the first client")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--ready-fd", flags->ready_fd, "descriptor to write 'ready <port>' to");
+  return {cmd, [flags] {
+            Status s = RunServer(*flags);
+            if (!s.ok()) return ReportError(s);
+            return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
+          }};
+}
+
+}  // namespace tessera::tools
