@@ -42,6 +42,7 @@ struct ServerFlags {
   double heartbeat_timeout = 30;
   double startup_timeout = 600;
   int ready_fd = -1;
+  int64_t max_message_bytes = int64_t{16} << 30;
 };
 
 Status RunServer(const ServerFlags& flags) {
@@ -91,7 +92,8 @@ Status RunServer(const ServerFlags& flags) {
                             .name = name,
                             .heartbeat_timeout = rpc::Millis(static_cast<int64_t>(flags.heartbeat_timeout * 1000)),
                             .startup_timeout = rpc::Millis(static_cast<int64_t>(flags.startup_timeout * 1000)),
-                            .expected_clients = flags.num_clients}));
+                            .expected_clients = flags.num_clients,
+                            .max_message_bytes = flags.max_message_bytes}));
   std::unique_ptr<kv::KvServer> kv;
   if (options.local_index == 0) {
     ASSIGN_OR_RETURN(kv, kv::KvServer::Load(options, g_stop));
@@ -136,6 +138,9 @@ Command RegisterServer(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--startup-timeout", flags->startup_timeout,
                   "seconds to wait for the first client")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-message-bytes", flags->max_message_bytes,
+                  "larger messages are refused (their connection is dropped)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--ready-fd", flags->ready_fd, "descriptor to write 'ready <port>' to");
   return {cmd, [flags] {

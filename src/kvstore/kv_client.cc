@@ -97,6 +97,11 @@ int KvClient::PickServer(int machine) {
   return machine * S + static_cast<int>(round_robin_.fetch_add(1) % S);
 }
 
+Status KvClient::JobHealth() const {
+  for (int s = 0; s < rpc_->num_servers(); ++s) RETURN_IF_ERROR(rpc_->ServerStatus(s));
+  return absl::OkStatus();
+}
+
 StatusOr<TensorMeta> KvClient::Meta(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(meta_mutex_);
@@ -153,6 +158,7 @@ StatusOr<KvClient::Split> KvClient::SplitIds(const TensorMeta& meta,
 }
 
 Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, void* out) {
+  RETURN_IF_ERROR(JobHealth());
   ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
   ASSIGN_OR_RETURN(Split split, SplitIds(meta, ids));
   size_t row_bytes = meta.row_bytes();
@@ -217,6 +223,7 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
 
 Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
                       PushMode mode) {
+  RETURN_IF_ERROR(JobHealth());
   ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
   ASSIGN_OR_RETURN(Split split, SplitIds(meta, ids));
   size_t row_bytes = meta.row_bytes();
@@ -270,6 +277,7 @@ Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, cons
 }
 
 StatusOr<bool> KvClient::InitData(const InitSpec& spec) {
+  RETURN_IF_ERROR(JobHealth());
   std::vector<rpc::Call> calls;
   for (int m = 0; m < book_.num_partitions(); ++m) {
     Message request = rpc::MakeRequest(wire::INIT_DATA);
@@ -292,6 +300,7 @@ StatusOr<bool> KvClient::InitData(const InitSpec& spec) {
 }
 
 Status KvClient::DeleteData(const std::string& key) {
+  RETURN_IF_ERROR(JobHealth());
   std::vector<rpc::Call> calls;
   for (int m = 0; m < book_.num_partitions(); ++m) {
     Message request = rpc::MakeRequest(wire::DELETE_DATA);
@@ -306,6 +315,7 @@ Status KvClient::DeleteData(const std::string& key) {
 }
 
 Status KvClient::Barrier() {
+  RETURN_IF_ERROR(JobHealth());
   Message request = rpc::MakeRequest(wire::BARRIER);
   request.header.mutable_barrier()->set_num_clients(options_.num_clients);
   return rpc_->CallOne(0, std::move(request), Deadline::In(options_.barrier_timeout)).status();

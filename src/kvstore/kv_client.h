@@ -14,8 +14,9 @@
 //         returns, so a later pull anywhere sees them.
 //
 // Every call has a deadline (options.call_timeout) and fails with an error
-// naming the server when one is dead or does not answer; nothing blocks
-// forever. Thread-safe: concurrent calls from several threads are fine.
+// naming the server when one is dead (no heartbeat answers) or does not
+// answer; once any server of the job is dead, every call fails at once,
+// local ones included. Nothing blocks forever. Thread-safe: concurrent calls from several threads are fine.
 #ifndef TESSERA_SRC_KVSTORE_KV_CLIENT_H_
 #define TESSERA_SRC_KVSTORE_KV_CLIENT_H_
 
@@ -107,6 +108,9 @@ class KvClient {
  private:
   explicit KvClient(KvClientOptions options) : options_(std::move(options)) {}
   int PickServer(int machine);
+  // OK while every server of the job is alive: once one is dead the job's
+  // data is incomplete, so every call fails at once, naming that server.
+  Status JobHealth() const;
   Deadline CallDeadline() const { return Deadline::In(options_.call_timeout); }
   struct Split;
   StatusOr<Split> SplitIds(const TensorMeta& meta, std::span<const int64_t> ids) const;
