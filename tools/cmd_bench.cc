@@ -124,7 +124,10 @@ Command RegisterBench(CLI::App& app) {
   sub->add_option("--workdir", f->workdir, "Scratch folder (default: a temporary folder)");
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per configuration")
       ->capture_default_str();
-  return {sub, [f] {
+  auto run_pull = std::make_shared<std::function<int()>>();
+  RegisterBenchPull(bench, run_pull.get());
+  return {bench, [f, sub, run_pull] {
+            if (!sub->parsed()) return (*run_pull)();
             auto workdir = ScratchDir::Open(f->workdir, "tessera-bench");
             if (!workdir.ok()) return ReportError(workdir.status());
             Status st = RunBench(*f, workdir->path());

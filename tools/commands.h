@@ -26,6 +26,8 @@ Command RegisterInspect(CLI::App& app);
 Command RegisterDemo(CLI::App& app);
 Command RegisterBench(CLI::App& app);
 Command RegisterServer(CLI::App& app);
+// Adds `bench pull` under `bench`; *run runs it.
+void RegisterBenchPull(CLI::App* bench, std::function<int()>* run);
 
 // Prints "error: <message>" to stderr and returns 1 for a non-OK status.
 int ReportError(const Status& status);

@@ -1,6 +1,7 @@
 // File: src/kvstore/kv_client.cc
 #include "src/kvstore/kv_client.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "fmt/format.h"
@@ -9,6 +10,16 @@
 namespace tessera::kv {
 
 using rpc::Message;
+
+namespace {
+
+// Remote pulls and pushes travel in requests of at most this many bytes of
+// rows: the server answers the first while later ones are still queued, and
+// buffers of this size are recycled by malloc instead of being mapped and
+// faulted in afresh (as 100 MB answers would be).
+constexpr size_t kChunkBytes = size_t{4} << 20;
+
+}  // namespace
 
 size_t TensorMeta::row_bytes() const {
   size_t n = DTypeSize(dtype);
@@ -144,15 +155,28 @@ StatusOr<KvClient::Split> KvClient::SplitIds(const TensorMeta& meta,
   split.positions.resize(K);
   bool node = meta.policy == shm::Policy::kNode;
   int64_t limit = meta.shape[0];
+  // Two passes (owners, then exact-size fills) instead of growing vectors.
+  std::vector<int32_t> owners(ids.size());
+  std::vector<size_t> counts(K, 0);
   for (size_t i = 0; i < ids.size(); ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= limit) {
-      return absl::OutOfRangeError(fmt::format("id {} (position {}) is out of range for '{}' with {} rows",
-                                               id, i, meta.key, limit));
+      return absl::OutOfRangeError(fmt::format(
+          "id {} (position {}) is out of range for '{}' with {} rows", id, i, meta.key, limit));
     }
-    int owner = node ? book_.NodeOwner(id) : book_.EdgeOwner(id);
-    split.ids[owner].push_back(id);
-    split.positions[owner].push_back(static_cast<int64_t>(i));
+    owners[i] = node ? book_.NodeOwner(id) : book_.EdgeOwner(id);
+    ++counts[owners[i]];
+  }
+  for (int p = 0; p < K; ++p) {
+    split.ids[p].resize(counts[p]);
+    split.positions[p].resize(counts[p]);
+    counts[p] = 0;
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int p = owners[i];
+    size_t k = counts[p]++;
+    split.ids[p][k] = ids[i];
+    split.positions[p][k] = static_cast<int64_t>(i);
   }
   return split;
 }
@@ -165,14 +189,24 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
   char* dst = static_cast<char*>(out);
   int local_part = local_ ? book_.part_id() : -1;
   std::vector<rpc::Call> calls;
-  std::vector<int> call_part;
+  struct Piece {
+    int part;
+    size_t begin;  // Into split.positions[part].
+  };
+  std::vector<Piece> pieces;
+  size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max<size_t>(1, row_bytes));
   for (int p = 0; p < book_.num_partitions(); ++p) {
     if (p == local_part || split.ids[p].empty()) continue;
-    Message request = rpc::MakeRequest(wire::PULL);
-    request.header.set_name(key);
-    request.arrays.push_back(rpc::MakeWireArray(std::move(split.ids[p])));
-    calls.push_back({PickServer(p), std::move(request)});
-    call_part.push_back(p);
+    const std::vector<int64_t>& ids_p = split.ids[p];
+    for (size_t begin = 0; begin < ids_p.size(); begin += chunk_rows) {
+      size_t end = std::min(ids_p.size(), begin + chunk_rows);
+      Message request = rpc::MakeRequest(wire::PULL);
+      request.header.set_name(key);
+      request.arrays.push_back(rpc::MakeWireArray(
+          std::vector<int64_t>(ids_p.begin() + begin, ids_p.begin() + end)));
+      calls.push_back({PickServer(p), std::move(request)});
+      pieces.push_back({p, begin});
+    }
   }
   Status local_status;
   auto copy_local = [&] {
@@ -184,27 +218,22 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
     }
     int64_t first = meta.policy == shm::Policy::kNode ? book_.NodeRange(local_part).first
                                                       : book_.EdgeRange(local_part).first;
-    const shm::Catalog& catalog = local_->catalog();
-    const auto& local_ids = split.ids[local_part];
-    const auto& positions = split.positions[local_part];
-    for (size_t i = 0; i < local_ids.size(); ++i) {
-      catalog.ReadRow(shard->info.id, local_ids[i] - first, shard->data(), row_bytes,
-                      dst + static_cast<size_t>(positions[i]) * row_bytes);
-    }
+    local_->catalog().ReadRows(shard->info, shard->data(), split.ids[local_part], first,
+                               split.positions[local_part].data(), dst);
   };
   if (calls.empty()) {
     copy_local();
     return local_status;
   }
-  ASSIGN_OR_RETURN(std::vector<Message> responses,
-                   rpc_->CallMany(std::move(calls), CallDeadline(), copy_local));
-  RETURN_IF_ERROR(local_status);
-  for (size_t c = 0; c < responses.size(); ++c) {
-    int p = call_part[c];
-    const auto& positions = split.positions[p];
-    if (responses[c].arrays.size() != 1 || responses[c].arrays[0].dtype != meta.dtype ||
-        responses[c].arrays[0].row_bytes() != row_bytes ||
-        responses[c].arrays[0].rows() != static_cast<int64_t>(positions.size())) {
+  // Rows are placed as each answer arrives, while later ones are in flight.
+  auto place = [&](size_t c, Message& response) -> Status {
+    int p = pieces[c].part;
+    size_t begin = pieces[c].begin;
+    size_t count = std::min(chunk_rows, split.positions[p].size() - begin);
+    const int64_t* positions = split.positions[p].data() + begin;
+    if (response.arrays.size() != 1 || response.arrays[0].dtype != meta.dtype ||
+        response.arrays[0].row_bytes() != row_bytes ||
+        response.arrays[0].rows() != static_cast<int64_t>(count)) {
       std::lock_guard<std::mutex> lock(meta_mutex_);
       meta_cache_.erase(key);
       return absl::DataLossError(fmt::format(
@@ -212,13 +241,15 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
           "or the number of ids",
           key, p));
     }
-    const char* src = static_cast<const char*>(responses[c].arrays[0].blob.data);
-    for (size_t i = 0; i < positions.size(); ++i) {
+    const char* src = static_cast<const char*>(response.arrays[0].blob.data);
+    for (size_t i = 0; i < count; ++i) {
       std::memcpy(dst + static_cast<size_t>(positions[i]) * row_bytes, src + i * row_bytes,
                   row_bytes);
     }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(rpc_->CallMany(std::move(calls), CallDeadline(), copy_local, place).status());
+  return local_status;
 }
 
 Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
@@ -230,24 +261,30 @@ Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, cons
   const char* src = static_cast<const char*>(rows);
   int local_part = local_ ? book_.part_id() : -1;
   std::vector<rpc::Call> calls;
+  size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max<size_t>(1, row_bytes));
   for (int p = 0; p < book_.num_partitions(); ++p) {
     if (p == local_part || split.ids[p].empty()) continue;
     const auto& positions = split.positions[p];
-    auto values = std::make_shared<std::vector<uint64_t>>((positions.size() * row_bytes + 7) / 8);
-    char* packed = reinterpret_cast<char*>(values->data());
-    for (size_t i = 0; i < positions.size(); ++i) {
-      std::memcpy(packed + i * row_bytes, src + static_cast<size_t>(positions[i]) * row_bytes,
-                  row_bytes);
+    const auto& ids_p = split.ids[p];
+    for (size_t begin = 0; begin < positions.size(); begin += chunk_rows) {
+      size_t count = std::min(chunk_rows, positions.size() - begin);
+      auto values = std::make_shared<std::vector<uint64_t>>((count * row_bytes + 7) / 8);
+      char* packed = reinterpret_cast<char*>(values->data());
+      for (size_t i = 0; i < count; ++i) {
+        std::memcpy(packed + i * row_bytes,
+                    src + static_cast<size_t>(positions[begin + i]) * row_bytes, row_bytes);
+      }
+      Message request = rpc::MakeRequest(wire::PUSH);
+      request.header.set_name(key);
+      request.header.set_push_mode(static_cast<uint32_t>(mode));
+      request.arrays.push_back(rpc::MakeWireArray(
+          std::vector<int64_t>(ids_p.begin() + begin, ids_p.begin() + begin + count)));
+      std::vector<int64_t> shape = meta.shape;
+      shape[0] = static_cast<int64_t>(count);
+      request.arrays.push_back(
+          {meta.dtype, shape, rpc::Blob{values->data(), count * row_bytes, values}});
+      calls.push_back({PickServer(p), std::move(request)});
     }
-    Message request = rpc::MakeRequest(wire::PUSH);
-    request.header.set_name(key);
-    request.header.set_push_mode(static_cast<uint32_t>(mode));
-    int64_t n = static_cast<int64_t>(positions.size());
-    request.arrays.push_back(rpc::MakeWireArray(std::move(split.ids[p])));
-    std::vector<int64_t> shape = meta.shape;
-    shape[0] = n;
-    request.arrays.push_back({meta.dtype, shape, rpc::Blob{values->data(), positions.size() * row_bytes, values}});
-    calls.push_back({PickServer(p), std::move(request)});
   }
   Status local_status;
   auto write_local = [&] {
@@ -259,14 +296,8 @@ Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, cons
     }
     int64_t first = meta.policy == shm::Policy::kNode ? book_.NodeRange(local_part).first
                                                       : book_.EdgeRange(local_part).first;
-    const shm::Catalog& catalog = local_->catalog();
-    const auto& local_ids = split.ids[local_part];
-    const auto& positions = split.positions[local_part];
-    for (size_t i = 0; i < local_ids.size(); ++i) {
-      catalog.WriteRow(shard->info.id, local_ids[i] - first, shard->data(), row_bytes,
-                       src + static_cast<size_t>(positions[i]) * row_bytes, meta.dtype,
-                       mode == PushMode::kAdd);
-    }
+    local_->catalog().WriteRows(shard->info, shard->data(), split.ids[local_part], first,
+                                split.positions[local_part].data(), src, mode == PushMode::kAdd);
   };
   if (calls.empty()) {
     write_local();

@@ -220,10 +220,7 @@ StatusOr<Message> KvServer::Pull(const Message& request) {
   size_t row_bytes = shard.info.row_bytes();
   auto out = std::make_shared<std::vector<uint64_t>>((rows.size() * row_bytes + 7) / 8);
   char* dst = reinterpret_cast<char*>(out->data());
-  const shm::Catalog& catalog = shards_->catalog();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    catalog.ReadRow(shard.info.id, rows[i], shard.data(), row_bytes, dst + i * row_bytes);
-  }
+  shards_->catalog().ReadRows(shard.info, shard.data(), rows, 0, nullptr, dst);
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());
   WireArray array;
   array.dtype = shard.info.dtype;
@@ -255,13 +252,7 @@ StatusOr<Message> KvServer::Push(const Message& request) {
         DTypeName(values.dtype), values.rows(), values.row_bytes()));
   }
   bool add = request.header.push_mode() == 1;
-  size_t row_bytes = shard.info.row_bytes();
-  const char* src = static_cast<const char*>(values.blob.data);
-  const shm::Catalog& catalog = shards_->catalog();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    catalog.WriteRow(shard.info.id, rows[i], shard.data(), row_bytes, src + i * row_bytes,
-                     shard.info.dtype, add);
-  }
+  shards_->catalog().WriteRows(shard.info, shard.data(), rows, 0, nullptr, values.blob.data, add);
   return rpc::MakeResponse(request.header, absl::OkStatus());
 }
 

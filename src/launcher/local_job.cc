@@ -92,7 +92,8 @@ Status LocalJob::StartServers() {
                   "--part-config", options_.part_config,
                   "--server-id", std::to_string(id),
                   "--num-servers", std::to_string(S),
-                  "--num-clients", std::to_string(env_.world_size),
+                  "--num-clients",
+                  std::to_string(options_.num_clients >= 0 ? options_.num_clients : env_.world_size),
                   "--job-id", env_.job_id,
                   "--ready-fd", std::to_string(fds[1])};
     for (const std::string& a : options_.server_args) spawn.argv.push_back(a);

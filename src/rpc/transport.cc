@@ -345,7 +345,8 @@ zmq::socket_t& SocketFor(zmq::context_t& context, std::vector<std::unique_ptr<zm
 }  // namespace
 
 StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Deadline deadline,
-                                                   const std::function<void()>& between) {
+                                                   const std::function<void()>& between,
+                                                   const OnResponse& on_response) {
   std::unique_ptr<SocketSet> set = Lease();
   struct Pending {
     int server;
@@ -354,10 +355,12 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
   };
   std::vector<Pending> pending;
   std::vector<std::optional<Message>> responses(calls.size());
+  std::vector<bool> answered(calls.size(), false);
   auto finish = [&](Status status) -> StatusOr<std::vector<Message>> {
     Return(std::move(set));
     if (!status.ok()) return status;
     std::vector<Message> out;
+    if (on_response) return out;
     out.reserve(responses.size());
     for (auto& r : responses) out.push_back(std::move(*r));
     return out;
@@ -391,7 +394,7 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
       items.clear();
       item_server.clear();
       for (size_t i = 0; i < pending.size(); ++i) {
-        if (responses[i]) continue;
+        if (answered[i]) continue;
         int server = pending[i].server;
         if (Status s = ServerStatus(server); !s.ok()) {
           return finish(Annotate(s, fmt::format("{} failed", MethodName(pending[i].method))));
@@ -406,7 +409,7 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
       if (deadline.Expired()) {
         std::vector<std::string> late;
         for (size_t i = 0; i < pending.size(); ++i) {
-          if (!responses[i]) late.push_back(Describe(pending[i].server));
+          if (!answered[i]) late.push_back(Describe(pending[i].server));
         }
         return finish(absl::DeadlineExceededError(fmt::format(
             "{} did not answer {} in time", fmt::join(late, ", "), MethodName(pending[0].method))));
@@ -427,7 +430,7 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
           }
           uint64_t id = parsed->header.request_id();
           for (size_t i = 0; i < pending.size(); ++i) {
-            if (responses[i] || pending[i].server != server || pending[i].request_id != id) {
+            if (answered[i] || pending[i].server != server || pending[i].request_id != id) {
               continue;
             }
             shared_->health[server].contacted.store(true);
@@ -436,8 +439,13 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
               return finish(Annotate(s, fmt::format("{} on {}", MethodName(pending[i].method),
                                                     Describe(server))));
             }
-            responses[i] = std::move(*parsed);
+            answered[i] = true;
             --remaining;
+            if (on_response) {
+              if (Status s = on_response(i, *parsed); !s.ok()) return finish(s);
+            } else {
+              responses[i] = std::move(*parsed);
+            }
             break;
           }
           // Responses to earlier, abandoned calls are dropped.
@@ -499,6 +507,50 @@ void RpcClient::HeartbeatLoop() {
       spdlog::warn("heartbeat thread: ZeroMQ error: {}", e.what());
     }
   }
+}
+
+StatusOr<std::vector<double>> MeasureLoopbackExchange(size_t response_bytes, int rounds) {
+  std::vector<double> seconds;
+  try {
+    zmq::context_t context(1);
+    zmq::socket_t router(context, zmq::socket_type::router);
+    ConfigureSocket(router);
+    router.bind("tcp://127.0.0.1:*");
+    std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+    auto payload = std::make_shared<std::vector<uint64_t>>((response_bytes + 7) / 8, 1);
+    Blob blob{payload->data(), response_bytes, payload};
+    std::thread responder([&] {
+      try {
+        for (int i = 0; i <= rounds; ++i) {
+          zmq::message_t id, request;
+          if (!router.recv(id) || !router.recv(request)) return;
+          router.send(id, zmq::send_flags::sndmore);
+          router.send(ZeroCopyFrame(blob), zmq::send_flags::none);
+        }
+      } catch (const zmq::error_t&) {
+        // Context shut down by the caller after a failure.
+      }
+    });
+    zmq::socket_t dealer(context, zmq::socket_type::dealer);
+    ConfigureSocket(dealer);
+    dealer.set(zmq::sockopt::rcvtimeo, 60000);
+    dealer.connect(endpoint);
+    for (int i = 0; i <= rounds; ++i) {
+      Stopwatch watch;
+      dealer.send(zmq::buffer("x", 1), zmq::send_flags::none);
+      zmq::message_t reply;
+      if (!dealer.recv(reply) || reply.size() != response_bytes) {
+        context.shutdown();  // Unblocks the responder.
+        responder.join();
+        return absl::InternalError("loopback exchange: no or short reply");
+      }
+      if (i > 0) seconds.push_back(watch.Seconds());
+    }
+    responder.join();
+  } catch (const zmq::error_t& e) {
+    return absl::InternalError(fmt::format("loopback exchange: {}", e.what()));
+  }
+  return seconds;
 }
 
 }  // namespace tessera::rpc

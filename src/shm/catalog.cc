@@ -59,6 +59,7 @@ struct Catalog::Entry {
   uint8_t policy;
   uint8_t ndim;
   uint8_t persistent;
+  uint8_t written;  // Accessed with __atomic builtins.
   char name[kMaxNameLength + 1];
   int64_t shape[kMaxDims];
   uint64_t id;
@@ -210,6 +211,7 @@ Status Catalog::Add(ArrayInfo* info) {
   for (size_t d = 0; d < info->shape.size(); ++d) e.shape[d] = info->shape[d];
   e.id = info->id;
   e.in_use = 1;
+  info->slot = static_cast<int>(free_entry - entries());
   header()->generation.fetch_add(1, std::memory_order_release);
   UnlockTable();
   return absl::OkStatus();
@@ -251,6 +253,7 @@ std::vector<ArrayInfo> Catalog::List() const {
     info.shape.assign(e.shape, e.shape + e.ndim);
     info.id = e.id;
     info.segment = SegmentName(job_, fmt::format("m{}.a{}", machine_, e.id));
+    info.slot = i;
     out.push_back(std::move(info));
   }
   UnlockTable();
@@ -312,6 +315,34 @@ void Catalog::ReadRow(uint64_t array_id, int64_t row, const void* base, size_t r
   LockStripe(stripe);
   std::memcpy(dst, src, row_bytes);
   pthread_mutex_unlock(&stripe.mutex);
+}
+
+void Catalog::ReadRows(const ArrayInfo& info, const void* base, std::span<const int64_t> ids,
+                       int64_t first, const int64_t* positions, void* dst) const {
+  size_t row_bytes = info.row_bytes();
+  char* out = static_cast<char*>(dst);
+  const char* in = static_cast<const char*>(base);
+  bool written = info.slot >= 0 && __atomic_load_n(&entries()[info.slot].written, __ATOMIC_ACQUIRE);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t row = ids[i] - first;
+    char* slot = out + static_cast<size_t>(positions ? positions[i] : static_cast<int64_t>(i)) * row_bytes;
+    if (written) {
+      ReadRow(info.id, row, base, row_bytes, slot);
+    } else {
+      std::memcpy(slot, in + static_cast<size_t>(row) * row_bytes, row_bytes);
+    }
+  }
+}
+
+void Catalog::WriteRows(const ArrayInfo& info, void* base, std::span<const int64_t> ids,
+                        int64_t first, const int64_t* positions, const void* src, bool add) const {
+  if (info.slot >= 0) __atomic_store_n(&entries()[info.slot].written, 1, __ATOMIC_SEQ_CST);
+  size_t row_bytes = info.row_bytes();
+  const char* in = static_cast<const char*>(src);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const char* slot = in + static_cast<size_t>(positions ? positions[i] : static_cast<int64_t>(i)) * row_bytes;
+    WriteRow(info.id, ids[i] - first, base, row_bytes, slot, info.dtype, add);
+  }
 }
 
 void AddElements(DType dtype, void* dst, const void* src, size_t count) {

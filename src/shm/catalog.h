@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct ArrayInfo {
   bool persistent = true;
   uint64_t id = 0;      // Unique within the job's machine; names the segment.
   std::string segment;  // Shared-memory name of the data.
+  int slot = -1;        // Catalog entry index (set by Add and List).
 
   size_t nbytes() const;
   size_t row_bytes() const;
@@ -86,6 +88,18 @@ class Catalog {
                 DType dtype, bool add) const;
   void ReadRow(uint64_t array_id, int64_t row, const void* base, size_t row_bytes,
                void* dst) const;
+
+  // Batch forms over the array `info` (as returned by Add, Find or List) at
+  // `base`: row ids[i] - first goes to / comes from slot positions[i] of
+  // dst / src (slot i when positions is null). Writes mark the array as
+  // written first; reads of an array never written since it was published
+  // (e.g. the partition's features) copy without the seqlock, at plain
+  // gather speed. A read that races with the very first write to an array
+  // may therefore see that write half done; later reads never do.
+  void ReadRows(const ArrayInfo& info, const void* base, std::span<const int64_t> ids,
+                int64_t first, const int64_t* positions, void* dst) const;
+  void WriteRows(const ArrayInfo& info, void* base, std::span<const int64_t> ids, int64_t first,
+                 const int64_t* positions, const void* src, bool add) const;
 
   const std::string& segment_name() const { return segment_.name(); }
   bool owner() const { return segment_.owner(); }

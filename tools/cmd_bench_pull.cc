@@ -1,0 +1,218 @@
+// File: tools/cmd_bench_pull.cc
+//
+// `tessera bench pull`: feature pull and push throughput of a 2-machine job
+// on loopback (two `tessera server` processes; this process is a client of
+// machine 0), printed as JSON with the machine's own limits measured in the
+// same run: single-thread random row gather from the same shared memory, and
+// a ZeroMQ loopback exchange of the same size as a remote pull's answer.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/graph/generator.h"
+#include "src/graph/readers.h"
+#include "src/kvstore/kv_client.h"
+#include "src/launcher/local_job.h"
+#include "src/partition/partition.h"
+#include "src/rpc/transport.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+namespace {
+
+struct PullFlags {
+  std::string part_config;  // An existing 2-part partition with node array "feat".
+  int64_t nodes = 600'000;
+  int64_t batch = 250'000;
+  int rounds = 5;
+  std::string workdir;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+std::vector<int64_t> RandomIds(std::mt19937_64& rng, std::pair<int64_t, int64_t> range, int64_t n) {
+  std::vector<int64_t> ids(n);
+  for (int64_t& id : ids) id = range.first + static_cast<int64_t>(rng() % (range.second - range.first));
+  return ids;
+}
+
+StatusOr<std::string> PrepareGraph(const PullFlags& f, const std::string& dir) {
+  if (!f.part_config.empty()) return f.part_config;
+  GenerateOptions gen;
+  gen.num_nodes = f.nodes;
+  gen.num_undirected_edges = f.nodes;  // Structure does not matter here.
+  gen.feat_dim = 100;
+  RETURN_IF_ERROR(GenerateSbmGraph(gen, dir + "/graph").status());
+  ASSIGN_OR_RETURN(Graph graph, ReadGraph(dir + "/graph"));
+  PartitionOptions options;
+  options.part_method = PartMethod::kRandom;
+  ASSIGN_OR_RETURN(PartitionResult result, PartitionGraph(graph, "bench", 2, dir + "/parts", options));
+  return result.config_path;
+}
+
+Status RunBenchPull(const PullFlags& f, const std::string& dir) {
+  ASSIGN_OR_RETURN(std::string config, PrepareGraph(f, dir));
+  launcher::LocalJobOptions job_options{.tessera_binary = SelfExecutable(),
+                                        .part_config = config,
+                                        .workdir = dir + "/job",
+                                        .num_clients = 1};
+  ASSIGN_OR_RETURN(std::unique_ptr<launcher::LocalJob> job, launcher::LocalJob::Start(job_options));
+  const launcher::JobEnv& env = job->base_env();
+  ASSIGN_OR_RETURN(std::unique_ptr<kv::KvClient> client,
+                   kv::KvClient::Connect({.job_id = env.job_id,
+                                          .token = env.token,
+                                          .client_id = 0,
+                                          .machine_id = 0,
+                                          .servers = job->ip_config().ServerEndpoints(1),
+                                          .num_clients = 1}));
+  if (client->num_machines() != 2) {
+    return absl::InvalidArgumentError("bench pull needs a 2-part partition");
+  }
+  ASSIGN_OR_RETURN(kv::TensorMeta meta, client->Meta("node/feat"));
+  size_t row_bytes = meta.row_bytes();
+  const PartitionBook& book = client->book();
+  std::mt19937_64 rng(1);
+  std::vector<char> out(static_cast<size_t>(f.batch) * row_bytes);
+  double batch_bytes = static_cast<double>(f.batch) * row_bytes;
+  auto gbps = [&](double seconds) { return batch_bytes / seconds / 1e9; };
+
+  // Each round measures a limit and the matching pull back to back, on the
+  // same ids, so that the ratios compare like with like on a noisy machine.
+  ASSIGN_OR_RETURN(kv::Shard shard, client->local_shards()->Get("node/feat"));
+  auto time_pull = [&](const std::vector<int64_t>& ids) -> StatusOr<double> {
+    Stopwatch watch;
+    RETURN_IF_ERROR(client->PullInto("node/feat", ids, out.data()));
+    return watch.Seconds();
+  };
+  size_t piece = size_t{8} << 20;
+  int pieces = static_cast<int>((static_cast<size_t>(batch_bytes) + piece - 1) / piece);
+  std::vector<double> gather_s, local_s, zmq_s, zmq_one_s, remote_s, mixed_s;
+  std::vector<double> local_ratio, remote_ratio;
+  for (int r = 0; r < f.rounds; ++r) {
+    // Limit 1: single-thread random row gather from the same shared memory.
+    std::vector<int64_t> ids = RandomIds(rng, book.NodeRange(0), f.batch);
+    Stopwatch watch;
+    const char* base = static_cast<const char*>(shard.data());
+    for (int64_t i = 0; i < f.batch; ++i) {
+      std::memcpy(out.data() + i * row_bytes, base + ids[i] * row_bytes, row_bytes);
+    }
+    gather_s.push_back(watch.Seconds());
+    ASSIGN_OR_RETURN(double local, time_pull(ids));
+    local_s.push_back(local);
+    local_ratio.push_back(gather_s.back() / local);
+    // Limit 2: ZeroMQ over loopback moving the same bytes, as 8 MB messages
+    // or as one message (the faster of the two is the limit).
+    ASSIGN_OR_RETURN(std::vector<double> one,
+                     rpc::MeasureLoopbackExchange(static_cast<size_t>(batch_bytes), 1));
+    ASSIGN_OR_RETURN(std::vector<double> parts, rpc::MeasureLoopbackExchange(piece, pieces));
+    double chunked = 0;
+    for (double x : parts) chunked += x;
+    chunked *= batch_bytes / (static_cast<double>(piece) * pieces);
+    zmq_one_s.push_back(one[0]);
+    zmq_s.push_back(std::min(chunked, one[0]));
+    ASSIGN_OR_RETURN(double remote, time_pull(RandomIds(rng, book.NodeRange(1), f.batch)));
+    remote_s.push_back(remote);
+    remote_ratio.push_back(zmq_s.back() / remote);
+    ASSIGN_OR_RETURN(double mixed, time_pull(RandomIds(rng, {0, book.num_nodes()}, f.batch)));
+    mixed_s.push_back(mixed);
+  }
+  ASSIGN_OR_RETURN(std::vector<double> zmq_small, rpc::MeasureLoopbackExchange(100 * row_bytes, 1000));
+  std::vector<double> lat_local, lat_remote;
+  for (int i = 0; i < 1000; ++i) {
+    ASSIGN_OR_RETURN(double l, time_pull(RandomIds(rng, book.NodeRange(0), 100)));
+    ASSIGN_OR_RETURN(double m, time_pull(RandomIds(rng, book.NodeRange(1), 100)));
+    lat_local.push_back(l);
+    lat_remote.push_back(m);
+  }
+
+  // Pushes (assign) into a scratch tensor, local and remote.
+  ASSIGN_OR_RETURN(bool created, client->InitData({.name = "bench_push",
+                                                   .dtype = meta.dtype,
+                                                   .shape = meta.shape}));
+  (void)created;
+  std::vector<double> push_local_s, push_remote_s;
+  for (int r = 0; r < f.rounds; ++r) {
+    for (int part : {0, 1}) {
+      std::vector<int64_t> ids = RandomIds(rng, book.NodeRange(part), f.batch);
+      Stopwatch watch;
+      RETURN_IF_ERROR(client->Push("node/bench_push", ids, out.data(), kv::PushMode::kAssign));
+      (part == 0 ? push_local_s : push_remote_s).push_back(watch.Seconds());
+    }
+  }
+  RETURN_IF_ERROR(client->DeleteData("node/bench_push"));
+  RETURN_IF_ERROR(client->Close());
+
+  double gather = gbps(Median(gather_s)), zmq = gbps(Median(zmq_s));
+  double local = gbps(Median(local_s)), remote = gbps(Median(remote_s));
+  auto ratios_text = [](const std::vector<double>& v) {
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+  };
+  nlohmann::json report = {
+      {"benchmark", "pull"},
+      {"batch_ids", f.batch},
+      {"row_bytes", row_bytes},
+      {"rounds", f.rounds},
+      {"limits_gbps",
+       {{"random_row_gather_1thread", gather},
+        {"zeromq_loopback", zmq},
+        {"zeromq_loopback_one_message", gbps(Median(zmq_one_s))},
+        {"zeromq_100_row_round_trip_us_p50", Median(zmq_small) * 1e6}}},
+      {"pull_gbps",
+       {{"local", local}, {"remote", remote}, {"mixed_uniform", gbps(Median(mixed_s))}}},
+      {"pull_rows_per_s",
+       {{"local", f.batch / Median(local_s)}, {"remote", f.batch / Median(remote_s)}}},
+      {"ratios",
+       {{"local_over_gather_limit", Median(local_ratio)},
+        {"remote_over_zeromq_limit", Median(remote_ratio)},
+        {"local_over_gather_limit_per_round", ratios_text(local_ratio)},
+        {"remote_over_zeromq_limit_per_round", ratios_text(remote_ratio)},
+        {"local_over_dgl", local / 0.844}}},
+      {"latency_100_ids_us",
+       {{"local_p50", Median(lat_local) * 1e6},
+        {"local_p99", Percentile(lat_local, 0.99) * 1e6},
+        {"remote_p50", Median(lat_remote) * 1e6},
+        {"remote_p99", Percentile(lat_remote, 0.99) * 1e6}}},
+      {"push_gbps",
+       {{"local", gbps(Median(push_local_s))}, {"remote", gbps(Median(push_remote_s))}}},
+      {"dgl_reference", {{"standalone_pull_gbps_250k_random", 0.844}, {"sorted_unique_gbps", 1.02}}},
+      {"targets", {{"local_over_gather_limit", 0.8}, {"remote_over_zeromq_limit", 0.7}}}};
+  std::fputs((report.dump(1) + "\n").c_str(), stdout);
+  auto result = job->Wait(Deadline::InSeconds(60), nullptr, 30);
+  return result.status();
+}
+
+}  // namespace
+
+void RegisterBenchPull(CLI::App* bench, std::function<int()>* run) {
+  auto f = std::make_shared<PullFlags>();
+  CLI::App* sub = bench->add_subcommand(
+      "pull", "Pull/push throughput and latency of a 2-machine job on loopback");
+  sub->add_option("--part-config", f->part_config,
+                  "an existing 2-part partition with node array 'feat' (default: generate one)");
+  sub->add_option("--nodes", f->nodes, "nodes of the generated graph")->capture_default_str();
+  sub->add_option("--batch", f->batch, "ids per pull")->capture_default_str();
+  sub->add_option("--rounds", f->rounds, "repetitions (medians are reported)")->capture_default_str();
+  sub->add_option("--workdir", f->workdir, "scratch folder (default: a temporary folder)");
+  *run = [f] {
+    auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-pull");
+    if (!workdir.ok()) return ReportError(workdir.status());
+    Status st = RunBenchPull(*f, workdir->path());
+    return st.ok() ? 0 : ReportError(st);
+  };
+}
+
+}  // namespace tessera::tools
