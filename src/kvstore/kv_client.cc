@@ -6,6 +6,7 @@
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
+#include "src/base/random.h"
 
 namespace tessera::kv {
 
@@ -25,6 +26,18 @@ size_t TensorMeta::row_bytes() const {
   size_t n = DTypeSize(dtype);
   for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
   return n;
+}
+
+double InitValue(Init init, double a, double b, uint64_t seed, uint64_t index) {
+  Rng rng(seed, /*stream=*/static_cast<uint64_t>(init), index);
+  switch (init) {
+    case Init::kUniform:
+      return a + (b - a) * rng.Uniform();
+    case Init::kNormal:
+      return a + b * rng.Normal();
+    default:
+      return 0;
+  }
 }
 
 // Ids grouped by owning machine, with their positions in the caller's order.

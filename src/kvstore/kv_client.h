@@ -29,34 +29,12 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/kvstore/kv_store.h"
 #include "src/kvstore/shard_map.h"
 #include "src/partition/partition_book.h"
 #include "src/rpc/transport.h"
 
 namespace tessera::kv {
-
-struct TensorMeta {
-  std::string key;  // "node/feat"
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;  // Global shape.
-  shm::Policy policy = shm::Policy::kNode;
-  bool persistent = true;
-  size_t row_bytes() const;
-};
-
-enum class PushMode { kAssign = 0, kAdd = 1 };
-enum class Init { kZeros = 0, kUniform = 1, kNormal = 2, kNone = 3 };
-
-struct InitSpec {
-  std::string name;  // Without the policy prefix.
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;  // shape[0] = number of nodes or edges.
-  shm::Policy policy = shm::Policy::kNode;
-  Init init = Init::kZeros;
-  double a = 0, b = 1;  // uniform(a, b) or normal(mean a, std b).
-  uint64_t seed = 0;
-  bool persistent = false;
-};
 
 struct KvClientOptions {
   std::string job_id;
@@ -73,37 +51,37 @@ struct KvClientOptions {
   rpc::Millis heartbeat_timeout{10000};
 };
 
-class KvClient {
+class KvClient : public KvStore {
  public:
   // Says hello to every server (waiting up to connect_timeout for them to
   // come up) and maps this machine's shared memory if its servers run here.
   static StatusOr<std::unique_ptr<KvClient>> Connect(const KvClientOptions& options);
-  ~KvClient();  // Says goodbye if Close() was not called.
+  ~KvClient() override;  // Says goodbye if Close() was not called.
 
-  const PartitionBook& book() const { return book_; }
-  const std::string& graph_name() const { return graph_name_; }
+  const PartitionBook& book() const override { return book_; }
+  const std::string& graph_name() const override { return graph_name_; }
   int num_machines() const { return book_.num_partitions(); }
   const KvClientOptions& options() const { return options_; }
   // This machine's shards, mapped; null when this machine serves no data here.
   ShardMap* local_shards() const { return local_.get(); }
 
   // Metadata of one tensor (cached), or of all of them (fresh).
-  StatusOr<TensorMeta> Meta(const std::string& key);
-  StatusOr<std::vector<TensorMeta>> List();
+  StatusOr<TensorMeta> Meta(const std::string& key) override;
+  StatusOr<std::vector<TensorMeta>> List() override;
 
   // Rows `ids` of `key` into `out` (ids.size() * row_bytes bytes).
-  Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out);
+  Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out) override;
   // Writes (or adds) ids.size() rows from `rows` (dtype and row size of `key`).
   Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
-              PushMode mode);
+              PushMode mode) override;
   // Creates a tensor on every machine; returns false if it existed already
   // (with the same dtype and shape: then this is an attach).
-  StatusOr<bool> InitData(const InitSpec& spec);
-  Status DeleteData(const std::string& key);
+  StatusOr<bool> InitData(const InitSpec& spec) override;
+  Status DeleteData(const std::string& key) override;
   // Waits until all options.num_clients clients called Barrier.
-  Status Barrier();
+  Status Barrier() override;
   // Says goodbye to every server. Idempotent.
-  Status Close();
+  Status Close() override;
 
  private:
   explicit KvClient(KvClientOptions options) : options_(std::move(options)) {}

@@ -11,6 +11,7 @@
 #include "src/base/random.h"
 #include "src/base/resource.h"
 #include "src/base/time.h"
+#include "src/kvstore/kv_store.h"
 #include "src/partition/load_partition.h"
 
 namespace tessera::kv {
@@ -34,8 +35,7 @@ StatusOr<shm::Policy> PolicyOfKey(const std::string& name) {
 void FillRandom(DType dtype, void* dst, size_t count, uint64_t first, uint32_t init, double a,
                 double b, uint64_t seed) {
   for (size_t k = 0; k < count; ++k) {
-    Rng rng(seed, /*stream=*/init, first + k);
-    double v = init == 1 ? a + (b - a) * rng.Uniform() : a + b * rng.Normal();
+    double v = InitValue(static_cast<Init>(init), a, b, seed, first + k);
     if (dtype == DType::kFloat32) {
       static_cast<float*>(dst)[k] = static_cast<float>(v);
     } else {

@@ -1,0 +1,71 @@
+// File: src/kvstore/kv_store.h
+//
+// KvStore: what a trainer needs from the key-value store, whether the job is
+// distributed (KvClient: servers over RPC, local rows from shared memory) or
+// standalone (LocalKvStore: a one-part partition in this process). Keys are
+// "node/<name>" and "edge/<name>"; rows are addressed by global id.
+// Implementations are thread-safe.
+#ifndef TESSERA_SRC_KVSTORE_KV_STORE_H_
+#define TESSERA_SRC_KVSTORE_KV_STORE_H_
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/partition/partition_book.h"
+#include "src/shm/catalog.h"
+
+namespace tessera::kv {
+
+struct TensorMeta {
+  std::string key;  // "node/feat"
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;  // Global shape.
+  shm::Policy policy = shm::Policy::kNode;
+  bool persistent = true;
+  size_t row_bytes() const;
+};
+
+enum class PushMode { kAssign = 0, kAdd = 1 };
+enum class Init { kZeros = 0, kUniform = 1, kNormal = 2, kNone = 3 };
+
+struct InitSpec {
+  std::string name;  // Without the policy prefix.
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;  // shape[0] = number of nodes or edges.
+  shm::Policy policy = shm::Policy::kNode;
+  Init init = Init::kZeros;
+  double a = 0, b = 1;  // uniform(a, b) or normal(mean a, std b).
+  uint64_t seed = 0;
+  bool persistent = false;
+};
+
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+  virtual const PartitionBook& book() const = 0;
+  virtual const std::string& graph_name() const = 0;
+  // Metadata of one tensor, or of all of them.
+  virtual StatusOr<TensorMeta> Meta(const std::string& key) = 0;
+  virtual StatusOr<std::vector<TensorMeta>> List() = 0;
+  // Rows `ids` of `key` into `out` (ids.size() * row_bytes bytes), in order.
+  virtual Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out) = 0;
+  // Writes (or adds) ids.size() rows; visible to every later pull on return.
+  virtual Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
+                      PushMode mode) = 0;
+  // Creates a tensor; false if it existed already with the same dtype and
+  // shape (an attach); AlreadyExists if it differs.
+  virtual StatusOr<bool> InitData(const InitSpec& spec) = 0;
+  virtual Status DeleteData(const std::string& key) = 0;
+  virtual Status Barrier() = 0;
+  virtual Status Close() = 0;
+};
+
+// The value an initialiser gives element `index` (global, row-major) of a
+// tensor: depends only on the seed and the index, never on partitioning.
+double InitValue(Init init, double a, double b, uint64_t seed, uint64_t index);
+
+}  // namespace tessera::kv
+
+#endif  // TESSERA_SRC_KVSTORE_KV_STORE_H_

@@ -1,0 +1,161 @@
+// File: src/kvstore/local_store.cc
+#include "src/kvstore/local_store.h"
+
+#include <cstring>
+
+#include "fmt/format.h"
+#include "src/shm/catalog.h"
+
+namespace tessera::kv {
+
+StatusOr<std::unique_ptr<LocalKvStore>> LocalKvStore::Open(const std::string& part_config) {
+  ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(part_config));
+  if (config.num_parts != 1) {
+    return absl::FailedPreconditionError(fmt::format(
+        "standalone mode needs a one-part partition, and {} has {} parts; start the job with "
+        "`tessera launch` (or re-partition with --num-parts 1)",
+        part_config, config.num_parts));
+  }
+  ASSIGN_OR_RETURN(LocalPartition part, LoadPartition(part_config, 0));
+  return std::unique_ptr<LocalKvStore>(
+      new LocalKvStore(std::make_unique<LocalPartition>(std::move(part))));
+}
+
+LocalKvStore::LocalKvStore(std::unique_ptr<LocalPartition> partition)
+    : partition_(std::move(partition)) {
+  auto add = [&](const std::string& prefix, shm::Policy policy, std::map<std::string, Array>& arrays) {
+    for (auto& [name, array] : arrays) {
+      Entry e;
+      e.meta = {prefix + name, array.dtype(), array.shape(), policy, true};
+      if (e.meta.shape.empty()) e.meta.shape = {1};
+      e.data = std::move(array);
+      tensors_.emplace(e.meta.key, std::move(e));
+    }
+    arrays.clear();
+  };
+  add("node/", shm::Policy::kNode, partition_->node_data);
+  add("edge/", shm::Policy::kEdge, partition_->edge_data);
+}
+
+StatusOr<LocalKvStore::Entry*> LocalKvStore::Find(const std::string& key) {
+  auto it = tensors_.find(key);
+  if (it == tensors_.end()) {
+    return absl::NotFoundError(fmt::format("no tensor '{}' in graph '{}'", key, graph_name()));
+  }
+  return &it->second;
+}
+
+StatusOr<TensorMeta> LocalKvStore::Meta(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(Entry * e, Find(key));
+  return e->meta;
+}
+
+StatusOr<std::vector<TensorMeta>> LocalKvStore::List() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<TensorMeta> out;
+  for (const auto& [key, e] : tensors_) out.push_back(e.meta);
+  return out;
+}
+
+Status LocalKvStore::CheckIds(const Entry& e, std::span<const int64_t> ids) const {
+  int64_t limit = e.meta.shape[0];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= limit) {
+      return absl::OutOfRangeError(fmt::format(
+          "id {} (position {}) is out of range for '{}' with {} rows", ids[i], i, e.meta.key, limit));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status LocalKvStore::PullInto(const std::string& key, std::span<const int64_t> ids, void* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(Entry * e, Find(key));
+  RETURN_IF_ERROR(CheckIds(*e, ids));
+  size_t row_bytes = e->meta.row_bytes();
+  const char* base = static_cast<const char*>(e->data.data());
+  char* dst = static_cast<char*>(out);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::memcpy(dst + i * row_bytes, base + static_cast<size_t>(ids[i]) * row_bytes, row_bytes);
+  }
+  return absl::OkStatus();
+}
+
+Status LocalKvStore::Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
+                          PushMode mode) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(Entry * e, Find(key));
+  RETURN_IF_ERROR(CheckIds(*e, ids));
+  if (e->data.is_mapped()) e->data = e->data.Clone();  // Copy on first write.
+  size_t row_bytes = e->meta.row_bytes();
+  char* base = static_cast<char*>(e->data.mutable_data());
+  const char* src = static_cast<const char*>(rows);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    char* dst = base + static_cast<size_t>(ids[i]) * row_bytes;
+    if (mode == PushMode::kAdd) {
+      shm::AddElements(e->meta.dtype, dst, src + i * row_bytes, row_bytes / DTypeSize(e->meta.dtype));
+    } else {
+      std::memcpy(dst, src + i * row_bytes, row_bytes);
+    }
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<bool> LocalKvStore::InitData(const InitSpec& spec) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (spec.name.empty() || spec.name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(fmt::format("bad tensor name '{}'", spec.name));
+  }
+  if (spec.policy == shm::Policy::kLocal) {
+    return absl::InvalidArgumentError("policy must be node or edge");
+  }
+  int64_t rows = spec.policy == shm::Policy::kNode ? book().num_nodes() : book().num_edges();
+  if (spec.shape.empty() || spec.shape.size() > shm::Catalog::kMaxDims || spec.shape[0] != rows) {
+    return absl::InvalidArgumentError(fmt::format(
+        "tensor '{}': shape[0] must be the number of {}s ({}), with 1 to {} dimensions", spec.name,
+        shm::PolicyName(spec.policy), rows, int{shm::Catalog::kMaxDims}));
+  }
+  for (int64_t d : spec.shape) {
+    if (d < 0) return absl::InvalidArgumentError("negative dimension");
+  }
+  std::string key = fmt::format("{}/{}", shm::PolicyName(spec.policy), spec.name);
+  if (auto it = tensors_.find(key); it != tensors_.end()) {
+    if (it->second.meta.dtype != spec.dtype || it->second.meta.shape != spec.shape) {
+      return absl::AlreadyExistsError(fmt::format(
+          "tensor '{}' exists as {} [{}]; asked for {} [{}]", spec.name,
+          DTypeName(it->second.meta.dtype), fmt::join(it->second.meta.shape, ", "),
+          DTypeName(spec.dtype), fmt::join(spec.shape, ", ")));
+    }
+    return false;
+  }
+  if ((spec.init == Init::kUniform || spec.init == Init::kNormal) && !IsFloating(spec.dtype)) {
+    return absl::InvalidArgumentError("uniform and normal initialisers need a float dtype");
+  }
+  Entry e;
+  e.meta = {key, spec.dtype, spec.shape, spec.policy, spec.persistent};
+  e.data = Array::Zeros(spec.dtype, spec.shape);
+  if (spec.init == Init::kUniform || spec.init == Init::kNormal) {
+    int64_t n = e.data.numel();
+    for (int64_t k = 0; k < n; ++k) {
+      double v = InitValue(spec.init, spec.a, spec.b, spec.seed, static_cast<uint64_t>(k));
+      if (spec.dtype == DType::kFloat32) {
+        e.data.mutable_span<float>()[k] = static_cast<float>(v);
+      } else {
+        e.data.mutable_span<double>()[k] = v;
+      }
+    }
+  }
+  tensors_.emplace(key, std::move(e));
+  return true;
+}
+
+Status LocalKvStore::DeleteData(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(Entry * e, Find(key));
+  (void)e;
+  tensors_.erase(key);
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::kv
