@@ -218,15 +218,15 @@ StatusOr<Message> KvServer::Pull(const Message& request) {
   ASSIGN_OR_RETURN(Shard shard, shards_->Get(request.header.name()));
   ASSIGN_OR_RETURN(std::vector<int64_t> rows, ToLocalRows(shard, request.arrays[0]));
   size_t row_bytes = shard.info.row_bytes();
-  auto out = std::make_shared<std::vector<uint64_t>>((rows.size() * row_bytes + 7) / 8);
-  char* dst = reinterpret_cast<char*>(out->data());
+  void* dst = nullptr;
+  rpc::Blob blob = rpc::Blob::Allocate(rows.size() * row_bytes, &dst);
   shards_->catalog().ReadRows(shard.info, shard.data(), rows, 0, nullptr, dst);
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());
   WireArray array;
   array.dtype = shard.info.dtype;
   array.shape = shard.info.shape;
   array.shape[0] = static_cast<int64_t>(rows.size());
-  array.blob = rpc::Blob{out->data(), rows.size() * row_bytes, out};
+  array.blob = std::move(blob);
   response.arrays.push_back(std::move(array));
   return response;
 }

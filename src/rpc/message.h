@@ -40,6 +40,12 @@ struct Blob {
   static Blob FromArray(Array array);
   // Borrows memory the caller keeps alive (e.g. a shared-memory shard).
   static Blob Borrow(const void* data, size_t size) { return {data, size, nullptr}; }
+  // `size` uninitialised bytes (8-byte aligned) to fill before sending.
+  static Blob Allocate(size_t size, void** data) {
+    std::shared_ptr<uint64_t[]> holder(new uint64_t[(size + 7) / 8]);
+    *data = holder.get();
+    return {holder.get(), size, std::move(holder)};
+  }
 };
 
 struct WireArray {
