@@ -6,6 +6,7 @@
 // clients, SIGTERM, hostile traffic, two jobs side by side.
 #include <signal.h>
 
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -141,6 +142,48 @@ TEST_F(RuntimeTest, SigtermUnlinksSharedMemoryAndTwoJobsDoNotCollide) {
   }
   EXPECT_TRUE(shm::ListJobSegments((*a)->job_id()).empty());
   EXPECT_FALSE(shm::ListJobSegments((*b)->job_id()).empty());  // b is untouched.
+}
+
+// A server that cannot start says why, exits non-zero and leaves nothing.
+TEST_F(RuntimeTest, ServerErrorsAreClearAndLeaveNothing) {
+  std::string job = shm::RandomJobId();
+  auto port = launcher::ProbeFreePortRange("127.0.0.1", 2);
+  ASSERT_TRUE(port.ok());
+  testing::WriteAll(work_ / "ip.txt", "127.0.0.1 " + std::to_string(*port) + "\n127.0.0.1 " +
+                                          std::to_string(*port + 1) + "\n");
+  auto run = [&](const std::string& ip, std::vector<std::string> extra, const std::string& log) {
+    std::vector<std::string> argv = {testing::TesseraBinary(), "server", "--ip-config",
+                                     work_ / ip, "--job-id", job};
+    for (auto& a : extra) argv.push_back(a);
+    auto p = launcher::Process::Spawn(
+        {.argv = argv, .env = {{"TESSERA_JOB_TOKEN", "t"}}, .log_path = work_ / log});
+    EXPECT_TRUE(p.ok());
+    auto code = p->Wait(Deadline::InSeconds(60));
+    EXPECT_TRUE(code.ok());
+    return std::make_pair(code.value_or(-1), testing::ReadAll(work_ / log));
+  };
+  // A truncated feature file of partition 1.
+  std::string parts = work_ / "parts";
+  std::filesystem::copy(dir_->path(), parts, std::filesystem::copy_options::recursive);
+  std::string feat = parts + "/part1/node_feat/feat.npy";
+  std::filesystem::resize_file(feat, std::filesystem::file_size(feat) / 2);
+  auto [code, log] =
+      run("ip.txt", {"--part-config", parts + "/cora.json", "--server-id", "1"}, "a.log");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(log.find("feat.npy"), std::string::npos) << log;
+  // More partitions than machines in ip_config.
+  testing::WriteAll(work_ / "ip1.txt", "127.0.0.1 " + std::to_string(*port) + "\n");
+  std::tie(code, log) = run("ip1.txt", {"--part-config", *config_, "--server-id", "0"}, "b.log");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(log.find("1 machines but"), std::string::npos) << log;
+  // Port already taken.
+  auto holder = rpc::RpcServer::Bind({.host = "127.0.0.1", .port = *port});
+  ASSERT_TRUE(holder.ok());
+  std::tie(code, log) = run("ip.txt", {"--part-config", *config_, "--server-id", "0"}, "c.log");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(log.find("cannot listen on 127.0.0.1:" + std::to_string(*port)), std::string::npos)
+      << log;
+  EXPECT_TRUE(shm::ListJobSegments(job).empty());
 }
 
 // 100k hostile messages at a live server, with a valid client checking
