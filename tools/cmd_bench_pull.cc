@@ -44,7 +44,8 @@ double Percentile(std::vector<double> v, double p) {
 
 std::vector<int64_t> RandomIds(std::mt19937_64& rng, std::pair<int64_t, int64_t> range, int64_t n) {
   std::vector<int64_t> ids(n);
-  for (int64_t& id : ids) id = range.first + static_cast<int64_t>(rng() % (range.second - range.first));
+  for (int64_t& id : ids)
+    id = range.first + static_cast<int64_t>(rng() % (range.second - range.first));
   return ids;
 }
 
@@ -58,7 +59,8 @@ StatusOr<std::string> PrepareGraph(const PullFlags& f, const std::string& dir) {
   ASSIGN_OR_RETURN(Graph graph, ReadGraph(dir + "/graph"));
   PartitionOptions options;
   options.part_method = PartMethod::kRandom;
-  ASSIGN_OR_RETURN(PartitionResult result, PartitionGraph(graph, "bench", 2, dir + "/parts", options));
+  ASSIGN_OR_RETURN(PartitionResult result,
+                   PartitionGraph(graph, "bench", 2, dir + "/parts", options));
   return result.config_path;
 }
 
@@ -135,7 +137,8 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     ASSIGN_OR_RETURN(double mixed, time_pull(RandomIds(rng, {0, book.num_nodes()}, f.batch)));
     mixed_s.push_back(mixed);
   }
-  ASSIGN_OR_RETURN(std::vector<double> zmq_small, rpc::MeasureLoopbackExchange(100 * row_bytes, 1000));
+  ASSIGN_OR_RETURN(std::vector<double> zmq_small,
+                   rpc::MeasureLoopbackExchange(100 * row_bytes, 1000));
   std::vector<double> lat_local, lat_remote;
   for (int i = 0; i < 1000; ++i) {
     ASSIGN_OR_RETURN(double l, time_pull(RandomIds(rng, book.NodeRange(0), 100)));
@@ -145,9 +148,9 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   }
 
   // Pushes (assign) into a scratch tensor, local and remote.
-  ASSIGN_OR_RETURN(bool created, client->InitData({.name = "bench_push",
-                                                   .dtype = meta.dtype,
-                                                   .shape = meta.shape}));
+  ASSIGN_OR_RETURN(
+      bool created,
+      client->InitData({.name = "bench_push", .dtype = meta.dtype, .shape = meta.shape}));
   (void)created;
   std::vector<double> push_local_s, push_remote_s;
   for (int r = 0; r < f.rounds; ++r) {
@@ -197,7 +200,8 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
         {"remote_p99", Percentile(lat_remote, 0.99) * 1e6}}},
       {"push_gbps",
        {{"local", gbps(Median(push_local_s))}, {"remote", gbps(Median(push_remote_s))}}},
-      {"dgl_reference", {{"standalone_pull_gbps_250k_random", 0.844}, {"sorted_unique_gbps", 1.02}}},
+      {"dgl_reference",
+       {{"standalone_pull_gbps_250k_random", 0.844}, {"sorted_unique_gbps", 1.02}}},
       {"targets", {{"local_over_gather_limit", 0.8}, {"remote_over_zeromq_limit", 0.7}}}};
   std::fputs((report.dump(1) + "\n").c_str(), stdout);
   auto result = job->Wait(Deadline::InSeconds(60), nullptr, 30);
@@ -214,7 +218,8 @@ void RegisterBenchPull(CLI::App* bench, std::function<int()>* run) {
                   "an existing 2-part partition with node array 'feat' (default: generate one)");
   sub->add_option("--nodes", f->nodes, "nodes of the generated graph")->capture_default_str();
   sub->add_option("--batch", f->batch, "ids per pull")->capture_default_str();
-  sub->add_option("--rounds", f->rounds, "repetitions (medians are reported)")->capture_default_str();
+  sub->add_option("--rounds", f->rounds, "repetitions (medians are reported)")
+      ->capture_default_str();
   sub->add_option("--workdir", f->workdir, "scratch folder (default: a temporary folder)");
   *run = [f] {
     auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-pull");

@@ -59,7 +59,8 @@ Status RunServer(const ServerFlags& flags) {
   std::string job_id = flags.job_id;
   if (job_id.empty()) {
     const char* env_job = std::getenv("TESSERA_JOB_ID");
-    if (env_job == nullptr) return absl::InvalidArgumentError("--job-id or TESSERA_JOB_ID is required");
+    if (env_job == nullptr)
+      return absl::InvalidArgumentError("--job-id or TESSERA_JOB_ID is required");
     job_id = env_job;
   }
   RETURN_IF_ERROR(shm::ValidateJobId(job_id));
@@ -73,9 +74,9 @@ Status RunServer(const ServerFlags& flags) {
   }
   int S = flags.num_servers;
   if (flags.server_id < 0 || flags.server_id >= ip.num_machines() * S) {
-    return absl::InvalidArgumentError(fmt::format(
-        "--server-id {} is out of range: {} machines x {} servers", flags.server_id,
-        ip.num_machines(), S));
+    return absl::InvalidArgumentError(
+        fmt::format("--server-id {} is out of range: {} machines x {} servers", flags.server_id,
+                    ip.num_machines(), S));
   }
   kv::KvServerOptions options{.job_id = job_id,
                               .part_config = flags.part_config,
@@ -86,14 +87,15 @@ Status RunServer(const ServerFlags& flags) {
   std::string name = fmt::format("server {}", flags.server_id);
   ASSIGN_OR_RETURN(
       std::unique_ptr<rpc::RpcServer> rpc,
-      rpc::RpcServer::Bind({.host = address.ip,
-                            .port = address.port + options.local_index,
-                            .token = token,
-                            .name = name,
-                            .heartbeat_timeout = rpc::Millis(static_cast<int64_t>(flags.heartbeat_timeout * 1000)),
-                            .startup_timeout = rpc::Millis(static_cast<int64_t>(flags.startup_timeout * 1000)),
-                            .expected_clients = flags.num_clients,
-                            .max_message_bytes = flags.max_message_bytes}));
+      rpc::RpcServer::Bind(
+          {.host = address.ip,
+           .port = address.port + options.local_index,
+           .token = token,
+           .name = name,
+           .heartbeat_timeout = rpc::Millis(static_cast<int64_t>(flags.heartbeat_timeout * 1000)),
+           .startup_timeout = rpc::Millis(static_cast<int64_t>(flags.startup_timeout * 1000)),
+           .expected_clients = flags.num_clients,
+           .max_message_bytes = flags.max_message_bytes}));
   std::unique_ptr<kv::KvServer> kv;
   if (options.local_index == 0) {
     ASSIGN_OR_RETURN(kv, kv::KvServer::Load(options, g_stop));
@@ -119,29 +121,39 @@ Status RunServer(const ServerFlags& flags) {
 
 Command RegisterServer(CLI::App& app) {
   auto flags = std::make_shared<ServerFlags>();
-  CLI::App* cmd = app.add_subcommand("server", "Serve one machine's partition (started by the launcher)");
-  cmd->add_option("--ip-config", flags->ip_config, "ip_config file: one 'IP [port]' line per machine")
-      ->required()->check(CLI::ExistingFile);
+  CLI::App* cmd =
+      app.add_subcommand("server", "Serve one machine's partition (started by the launcher)");
+  cmd->add_option("--ip-config", flags->ip_config,
+                  "ip_config file: one 'IP [port]' line per machine")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("--part-config", flags->part_config, "partition config (JSON)")
-      ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--server-id", flags->server_id, "global server id: machine * num_servers + index")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--server-id", flags->server_id,
+                  "global server id: machine * num_servers + index")
       ->required();
   cmd->add_option("--num-servers", flags->num_servers, "servers per machine")
-      ->capture_default_str()->check(CLI::Range(1, 64));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--num-clients", flags->num_clients,
                   "clients of the whole job; the server exits once all have come and left "
                   "(0: when those that came have left)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--job-id", flags->job_id, "job id (default: $TESSERA_JOB_ID)");
   cmd->add_option("--heartbeat-timeout", flags->heartbeat_timeout,
                   "seconds of silence after which a client is considered dead")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--startup-timeout", flags->startup_timeout,
                   "seconds to wait for the first client")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-message-bytes", flags->max_message_bytes,
                   "larger messages are refused (their connection is dropped)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--ready-fd", flags->ready_fd, "descriptor to write 'ready <port>' to");
   return {cmd, [flags] {
             Status s = RunServer(*flags);

@@ -47,8 +47,8 @@ class Error : public std::runtime_error {
 };
 
 struct InitOptions {
-  double call_timeout_s = 30;     // Deadline of every pull, push, init and delete.
-  double connect_timeout_s = 600; // Servers may still be loading their partition.
+  double call_timeout_s = 30;      // Deadline of every pull, push, init and delete.
+  double connect_timeout_s = 600;  // Servers may still be loading their partition.
   double barrier_timeout_s = 1800;
   double heartbeat_interval_s = 1;
   double heartbeat_timeout_s = 10;  // A server silent this long is dead.
@@ -97,8 +97,12 @@ struct Init {
   double a = 0, b = 1;
   uint64_t seed = 0;
   static Init Zeros() { return {}; }
-  static Init Uniform(double low, double high, uint64_t seed = 0) { return {kUniform, low, high, seed}; }
-  static Init Normal(double mean, double stddev, uint64_t seed = 0) { return {kNormal, mean, stddev, seed}; }
+  static Init Uniform(double low, double high, uint64_t seed = 0) {
+    return {kUniform, low, high, seed};
+  }
+  static Init Normal(double mean, double stddev, uint64_t seed = 0) {
+    return {kNormal, mean, stddev, seed};
+  }
 };
 
 // A tensor whose rows are sharded over the machines like the nodes (or the

@@ -79,21 +79,21 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
       const wire::ServerInfo& info = responses[i].header.server_info();
       int expected_id = targets[i];
       if (info.server_id() != expected_id || info.servers_per_machine() != S ||
-          info.job_id() != options.job_id ||
-          info.node_offsets_size() != num_machines + 1) {
+          info.job_id() != options.job_id || info.node_offsets_size() != num_machines + 1) {
         return absl::FailedPreconditionError(fmt::format(
             "{} is server {} of job '{}' ({} servers per machine, {} partitions); expected "
             "server {} of job '{}' ({} per machine, {} machines): check ip_config and "
             "--num-servers",
             client->rpc_->endpoint(expected_id), info.server_id(), info.job_id(),
-            info.servers_per_machine(), info.node_offsets_size() - 1, expected_id,
-            options.job_id, S, num_machines));
+            info.servers_per_machine(), info.node_offsets_size() - 1, expected_id, options.job_id,
+            S, num_machines));
       }
       if (pass == 0 && i == 0) {
         client->graph_name_ = info.graph_name();
         std::vector<int64_t> nodes(info.node_offsets().begin(), info.node_offsets().end());
         std::vector<int64_t> edges(info.edge_offsets().begin(), info.edge_offsets().end());
-        int part = options.machine_id >= 0 && options.machine_id < num_machines ? options.machine_id : 0;
+        int part =
+            options.machine_id >= 0 && options.machine_id < num_machines ? options.machine_id : 0;
         ASSIGN_OR_RETURN(client->book_, PartitionBook::Create(nodes, edges, part));
       }
     }
@@ -113,7 +113,8 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
 KvClient::~KvClient() {
   if (rpc_) {
     Status s = Close();
-    if (!s.ok()) spdlog::debug("client {}: goodbye: {}", options_.client_id, std::string(s.message()));
+    if (!s.ok())
+      spdlog::debug("client {}: goodbye: {}", options_.client_id, std::string(s.message()));
   }
 }
 
@@ -216,8 +217,8 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
       size_t end = std::min(ids_p.size(), begin + chunk_rows);
       Message request = rpc::MakeRequest(wire::PULL);
       request.header.set_name(key);
-      request.arrays.push_back(rpc::MakeWireArray(
-          std::vector<int64_t>(ids_p.begin() + begin, ids_p.begin() + end)));
+      request.arrays.push_back(
+          rpc::MakeWireArray(std::vector<int64_t>(ids_p.begin() + begin, ids_p.begin() + end)));
       calls.push_back({PickServer(p), std::move(request)});
       pieces.push_back({p, begin});
     }
@@ -338,7 +339,8 @@ StatusOr<bool> KvClient::InitData(const InitSpec& spec) {
     args->set_persistent(spec.persistent);
     calls.push_back({m * options_.servers_per_machine, std::move(request)});
   }
-  ASSIGN_OR_RETURN(std::vector<Message> responses, rpc_->CallMany(std::move(calls), CallDeadline()));
+  ASSIGN_OR_RETURN(std::vector<Message> responses,
+                   rpc_->CallMany(std::move(calls), CallDeadline()));
   bool created = false;
   for (const Message& r : responses) created |= r.header.created();
   return created;

@@ -16,7 +16,8 @@
 // Every call has a deadline (options.call_timeout) and fails with an error
 // naming the server when one is dead (no heartbeat answers) or does not
 // answer; once any server of the job is dead, every call fails at once,
-// local ones included. Nothing blocks forever. Thread-safe: concurrent calls from several threads are fine.
+// local ones included. Nothing blocks forever. Thread-safe: concurrent calls from several threads
+// are fine.
 #ifndef TESSERA_SRC_KVSTORE_KV_CLIENT_H_
 #define TESSERA_SRC_KVSTORE_KV_CLIENT_H_
 
@@ -43,7 +44,7 @@ struct KvClientOptions {
   int machine_id = -1;               // The machine this client runs on; -1: none.
   std::vector<std::string> servers;  // Endpoints in server-id order (machine * S + i).
   int servers_per_machine = 1;
-  int num_clients = 1;               // Participants of Barrier().
+  int num_clients = 1;  // Participants of Barrier().
   rpc::Millis call_timeout{30000};
   rpc::Millis connect_timeout{600000};   // Servers may still be loading.
   rpc::Millis barrier_timeout{1800000};  // Dead clients fail barriers sooner.

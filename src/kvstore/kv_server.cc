@@ -104,20 +104,20 @@ StatusOr<std::unique_ptr<KvServer>> KvServer::Load(const KvServerOptions& option
     server->owned_.emplace(info.id, std::move(segment));
   }
   progress.Done();
-  spdlog::info("{}: partition {} ready: {} nodes ({} inner), {} edges, {} arrays, {} in shared "
-               "memory, {:.2f} s, peak RSS {}",
-               what, options.machine_id, part.num_local_nodes(), inner_nodes,
-               part.num_local_edges(), arrays.size(), FormatBytes(total), watch.Seconds(),
-               FormatBytes(PeakRssBytes()));
+  spdlog::info(
+      "{}: partition {} ready: {} nodes ({} inner), {} edges, {} arrays, {} in shared "
+      "memory, {:.2f} s, peak RSS {}",
+      what, options.machine_id, part.num_local_nodes(), inner_nodes, part.num_local_edges(),
+      arrays.size(), FormatBytes(total), watch.Seconds(), FormatBytes(PeakRssBytes()));
   return server;
 }
 
 StatusOr<std::unique_ptr<KvServer>> KvServer::Attach(const KvServerOptions& options) {
   ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(options.part_config));
   if (options.machine_id < 0 || options.machine_id >= config.num_parts) {
-    return absl::InvalidArgumentError(fmt::format(
-        "machine {} has no partition: {} has {} parts", options.machine_id, options.part_config,
-        config.num_parts));
+    return absl::InvalidArgumentError(fmt::format("machine {} has no partition: {} has {} parts",
+                                                  options.machine_id, options.part_config,
+                                                  config.num_parts));
   }
   ASSIGN_OR_RETURN(PartitionBook book, config.Book(options.machine_id));
   return std::unique_ptr<KvServer>(new KvServer(options, std::move(book), config.graph_name));
@@ -127,9 +127,9 @@ Status KvServer::EnsureCatalog() {
   if (shards_) return absl::OkStatus();
   StatusOr<shm::Catalog> catalog = shm::Catalog::Open(options_.job_id, options_.machine_id);
   if (!catalog.ok()) {
-    return absl::UnavailableError(fmt::format(
-        "server {}: the main server of machine {} has not published its data yet ({})",
-        server_id(), options_.machine_id, std::string(catalog.status().message())));
+    return absl::UnavailableError(
+        fmt::format("server {}: the main server of machine {} has not published its data yet ({})",
+                    server_id(), options_.machine_id, std::string(catalog.status().message())));
   }
   shards_ = std::make_unique<ShardMap>(std::move(*catalog));
   return absl::OkStatus();
@@ -163,8 +163,8 @@ std::optional<Message> KvServer::Handle(const rpc::Peer& peer, Message& request)
     case wire::BARRIER:
       return Barrier(peer, request);
     default:
-      response = absl::UnimplementedError(fmt::format(
-          "server {} does not serve {}", server_id(), rpc::MethodName(request.header.method())));
+      response = absl::UnimplementedError(fmt::format("server {} does not serve {}", server_id(),
+                                                      rpc::MethodName(request.header.method())));
   }
   if (!response.ok()) return rpc::MakeResponse(request.header, response.status());
   return std::move(*response);
@@ -193,16 +193,16 @@ StatusOr<std::vector<int64_t>> KvServer::ToLocalRows(const Shard& shard,
                           : book_.EdgeRange(options_.machine_id);
   if (end - begin != shard.info.rows()) {
     return absl::InternalError(fmt::format("'{}' has {} rows but partition {} owns {} ids",
-                                           shard.info.name, shard.info.rows(),
-                                           options_.machine_id, end - begin));
+                                           shard.info.name, shard.info.rows(), options_.machine_id,
+                                           end - begin));
   }
   std::vector<int64_t> rows;
   rows.reserve(ids.shape[0]);
   for (int64_t id : ids.span<int64_t>()) {
     if (id < begin || id >= end) {
-      return absl::InvalidArgumentError(fmt::format(
-          "id {} of '{}' is not owned by partition {} (it owns [{}, {}))", id, shard.info.name,
-          options_.machine_id, begin, end));
+      return absl::InvalidArgumentError(
+          fmt::format("id {} of '{}' is not owned by partition {} (it owns [{}, {}))", id,
+                      shard.info.name, options_.machine_id, begin, end));
     }
     rows.push_back(id - begin);
   }
@@ -238,7 +238,8 @@ StatusOr<Message> KvServer::Push(const Message& request) {
     return absl::InvalidArgumentError("push takes exactly two arrays (ids, rows)");
   }
   if (request.header.push_mode() > 1) {
-    return absl::InvalidArgumentError(fmt::format("unknown push mode {}", request.header.push_mode()));
+    return absl::InvalidArgumentError(
+        fmt::format("unknown push mode {}", request.header.push_mode()));
   }
   ASSIGN_OR_RETURN(Shard shard, shards_->Get(request.header.name()));
   ASSIGN_OR_RETURN(std::vector<int64_t> rows, ToLocalRows(shard, request.arrays[0]));
@@ -258,8 +259,8 @@ StatusOr<Message> KvServer::Push(const Message& request) {
 
 StatusOr<Message> KvServer::InitData(const Message& request) {
   if (options_.local_index != 0) {
-    return absl::FailedPreconditionError(
-        fmt::format("server {} is not a main server; init_data goes to local index 0", server_id()));
+    return absl::FailedPreconditionError(fmt::format(
+        "server {} is not a main server; init_data goes to local index 0", server_id()));
   }
   const wire::InitDataArgs& args = request.header.init_data();
   if (args.policy() > 1) return absl::InvalidArgumentError("policy must be node (0) or edge (1)");
@@ -289,29 +290,31 @@ StatusOr<Message> KvServer::InitData(const Message& request) {
     if (d < 0) return absl::InvalidArgumentError("negative dimension");
   }
   info.shape[0] = policy == shm::Policy::kNode ? book_.NumNodesOf(options_.machine_id)
-                                              : book_.NumEdgesOf(options_.machine_id);
+                                               : book_.NumEdgesOf(options_.machine_id);
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());
   if (StatusOr<shm::ArrayInfo> existing = shards_->catalog().Find(key); existing.ok()) {
     if (existing->dtype != dtype || existing->shape != info.shape) {
-      return absl::AlreadyExistsError(fmt::format(
-          "tensor '{}' exists as {} with shard shape [{}]; asked for {} [{}]", args.name(),
-          DTypeName(existing->dtype), fmt::join(existing->shape, ", "), DTypeName(dtype),
-          fmt::join(info.shape, ", ")));
+      return absl::AlreadyExistsError(
+          fmt::format("tensor '{}' exists as {} with shard shape [{}]; asked for {} [{}]",
+                      args.name(), DTypeName(existing->dtype), fmt::join(existing->shape, ", "),
+                      DTypeName(dtype), fmt::join(info.shape, ", ")));
     }
     response.header.set_created(false);
     return response;
   }
-  if (args.init() > 3) return absl::InvalidArgumentError(fmt::format("unknown init {}", args.init()));
+  if (args.init() > 3)
+    return absl::InvalidArgumentError(fmt::format("unknown init {}", args.init()));
   if ((args.init() == 1 || args.init() == 2) && !IsFloating(dtype)) {
     return absl::InvalidArgumentError("uniform and normal initialisers need a float dtype");
   }
   shm::Catalog& catalog = shards_->mutable_catalog();
   info.id = catalog.ReserveId(&info.segment);
-  ASSIGN_OR_RETURN(shm::SharedSegment segment, shm::SharedSegment::Create(info.segment, info.nbytes()));
+  ASSIGN_OR_RETURN(shm::SharedSegment segment,
+                   shm::SharedSegment::Create(info.segment, info.nbytes()));
   if (args.init() == 1 || args.init() == 2) {
     size_t row_elems = info.row_bytes() / DTypeSize(dtype);
     int64_t first_row = policy == shm::Policy::kNode ? book_.NodeRange(options_.machine_id).first
-                                                      : book_.EdgeRange(options_.machine_id).first;
+                                                     : book_.EdgeRange(options_.machine_id).first;
     FillRandom(dtype, segment.data(), row_elems * static_cast<size_t>(info.shape[0]),
                static_cast<uint64_t>(first_row) * row_elems, args.init(), args.a(), args.b(),
                args.seed());
@@ -361,7 +364,8 @@ std::optional<Message> KvServer::Barrier(const rpc::Peer& peer, const Message& r
                              absl::InvalidArgumentError("barrier needs num_clients > 0"));
   }
   // A client retrying after its own timeout replaces its earlier entry.
-  std::erase_if(barrier_.waiting, [&](const auto& w) { return w.first.client_id == peer.client_id; });
+  std::erase_if(barrier_.waiting,
+                [&](const auto& w) { return w.first.client_id == peer.client_id; });
   barrier_.waiting.emplace_back(peer, request.header);
   // Fail once it cannot complete: everyone has shown up at some point, but
   // fewer than `expected` are still here.
@@ -372,7 +376,8 @@ std::optional<Message> KvServer::Barrier(const rpc::Peer& peer, const Message& r
     return std::nullopt;
   }
   if (static_cast<int>(barrier_.waiting.size()) < expected) return std::nullopt;
-  for (auto& [p, header] : barrier_.waiting) rpc_->Reply(p, rpc::MakeResponse(header, absl::OkStatus()));
+  for (auto& [p, header] : barrier_.waiting)
+    rpc_->Reply(p, rpc::MakeResponse(header, absl::OkStatus()));
   barrier_.waiting.clear();
   ++barrier_.generation;
   return std::nullopt;
@@ -386,13 +391,14 @@ void KvServer::FailBarrier(const std::string& why) {
 
 void KvServer::OnClientGone(int client_id, bool lost) {
   active_clients_.erase(client_id);
-  last_departure_ = fmt::format("client {} {}", client_id,
-                                lost ? "died (no heartbeat)" : "has left");
+  last_departure_ =
+      fmt::format("client {} {}", client_id, lost ? "died (no heartbeat)" : "has left");
   if (barrier_.waiting.empty() || rpc_ == nullptr) return;
   int expected = barrier_.waiting.front().second.barrier().num_clients();
   if (static_cast<int>(active_clients_.size()) < expected &&
       static_cast<int>(seen_clients_.size()) >= expected) {
-    FailBarrier(fmt::format("barrier of {} clients cannot complete: {}", expected, last_departure_));
+    FailBarrier(
+        fmt::format("barrier of {} clients cannot complete: {}", expected, last_departure_));
   }
 }
 

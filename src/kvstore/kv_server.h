@@ -57,7 +57,9 @@ class KvServer : public rpc::Service {
   void OnClientGone(int client_id, bool lost) override;
   void FailBarrier(const std::string& why);
 
-  int server_id() const { return options_.machine_id * options_.servers_per_machine + options_.local_index; }
+  int server_id() const {
+    return options_.machine_id * options_.servers_per_machine + options_.local_index;
+  }
 
  private:
   KvServer(KvServerOptions options, PartitionBook book, std::string graph_name);

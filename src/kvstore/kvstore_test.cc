@@ -34,9 +34,10 @@ class KvStoreTest : public ::testing::Test {
     auto part = LoadPartition(*config_, p);
     const Array& a = part->node_data.at(name);
     std::vector<float> row(a.row_elems());
-    std::memcpy(row.data(),
-                static_cast<const char*>(a.data()) + (gid - book->NodeRange(p).first) * a.row_bytes(),
-                a.row_bytes());
+    std::memcpy(
+        row.data(),
+        static_cast<const char*>(a.data()) + (gid - book->NodeRange(p).first) * a.row_bytes(),
+        a.row_bytes());
     return row;
   }
   static tessera::testing::TempDir* dir_;
@@ -75,8 +76,13 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
   auto a = cluster.Connect(0, 0);
   auto b = cluster.Connect(1, 1);  // Machine 1 has no shared memory here? It does: same host.
   ASSERT_TRUE(a && b);
-  InitSpec spec{.name = "emb", .dtype = DType::kFloat32, .shape = {2708, 4},
-                .init = Init::kUniform, .a = -1, .b = 1, .seed = 9};
+  InitSpec spec{.name = "emb",
+                .dtype = DType::kFloat32,
+                .shape = {2708, 4},
+                .init = Init::kUniform,
+                .a = -1,
+                .b = 1,
+                .seed = 9};
   auto created = a->InitData(spec);
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_TRUE(*created);
@@ -122,7 +128,8 @@ TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
     ASSERT_TRUE(c->InitData({.name = "acc", .dtype = DType::kFloat64, .shape = {2708, 8}}).ok());
   }
   constexpr int kClients = 4, kRounds = 150;
-  std::vector<int64_t> ids = {0, 1, 2, 3, 1354, 1355, 2700, 2701, 5, 6, 7, 8, 2702, 2703, 2704, 2705};
+  std::vector<int64_t> ids = {0, 1, 2, 3, 1354, 1355, 2700, 2701,
+                              5, 6, 7, 8, 2702, 2703, 2704, 2705};
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
   for (int c = 0; c < kClients; ++c) {

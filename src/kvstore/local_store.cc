@@ -23,7 +23,8 @@ StatusOr<std::unique_ptr<LocalKvStore>> LocalKvStore::Open(const std::string& pa
 
 LocalKvStore::LocalKvStore(std::unique_ptr<LocalPartition> partition)
     : partition_(std::move(partition)) {
-  auto add = [&](const std::string& prefix, shm::Policy policy, std::map<std::string, Array>& arrays) {
+  auto add = [&](const std::string& prefix, shm::Policy policy,
+                 std::map<std::string, Array>& arrays) {
     for (auto& [name, array] : arrays) {
       Entry e;
       e.meta = {prefix + name, array.dtype(), array.shape(), policy, true};
@@ -62,8 +63,9 @@ Status LocalKvStore::CheckIds(const Entry& e, std::span<const int64_t> ids) cons
   int64_t limit = e.meta.shape[0];
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= limit) {
-      return absl::OutOfRangeError(fmt::format(
-          "id {} (position {}) is out of range for '{}' with {} rows", ids[i], i, e.meta.key, limit));
+      return absl::OutOfRangeError(
+          fmt::format("id {} (position {}) is out of range for '{}' with {} rows", ids[i], i,
+                      e.meta.key, limit));
     }
   }
   return absl::OkStatus();
@@ -94,7 +96,8 @@ Status LocalKvStore::Push(const std::string& key, std::span<const int64_t> ids, 
   for (size_t i = 0; i < ids.size(); ++i) {
     char* dst = base + static_cast<size_t>(ids[i]) * row_bytes;
     if (mode == PushMode::kAdd) {
-      shm::AddElements(e->meta.dtype, dst, src + i * row_bytes, row_bytes / DTypeSize(e->meta.dtype));
+      shm::AddElements(e->meta.dtype, dst, src + i * row_bytes,
+                       row_bytes / DTypeSize(e->meta.dtype));
     } else {
       std::memcpy(dst, src + i * row_bytes, row_bytes);
     }
@@ -112,9 +115,9 @@ StatusOr<bool> LocalKvStore::InitData(const InitSpec& spec) {
   }
   int64_t rows = spec.policy == shm::Policy::kNode ? book().num_nodes() : book().num_edges();
   if (spec.shape.empty() || spec.shape.size() > shm::Catalog::kMaxDims || spec.shape[0] != rows) {
-    return absl::InvalidArgumentError(fmt::format(
-        "tensor '{}': shape[0] must be the number of {}s ({}), with 1 to {} dimensions", spec.name,
-        shm::PolicyName(spec.policy), rows, int{shm::Catalog::kMaxDims}));
+    return absl::InvalidArgumentError(
+        fmt::format("tensor '{}': shape[0] must be the number of {}s ({}), with 1 to {} dimensions",
+                    spec.name, shm::PolicyName(spec.policy), rows, int{shm::Catalog::kMaxDims}));
   }
   for (int64_t d : spec.shape) {
     if (d < 0) return absl::InvalidArgumentError("negative dimension");
@@ -122,10 +125,10 @@ StatusOr<bool> LocalKvStore::InitData(const InitSpec& spec) {
   std::string key = fmt::format("{}/{}", shm::PolicyName(spec.policy), spec.name);
   if (auto it = tensors_.find(key); it != tensors_.end()) {
     if (it->second.meta.dtype != spec.dtype || it->second.meta.shape != spec.shape) {
-      return absl::AlreadyExistsError(fmt::format(
-          "tensor '{}' exists as {} [{}]; asked for {} [{}]", spec.name,
-          DTypeName(it->second.meta.dtype), fmt::join(it->second.meta.shape, ", "),
-          DTypeName(spec.dtype), fmt::join(spec.shape, ", ")));
+      return absl::AlreadyExistsError(
+          fmt::format("tensor '{}' exists as {} [{}]; asked for {} [{}]", spec.name,
+                      DTypeName(it->second.meta.dtype), fmt::join(it->second.meta.shape, ", "),
+                      DTypeName(spec.dtype), fmt::join(spec.shape, ", ")));
     }
     return false;
   }

@@ -40,11 +40,15 @@ class TestCluster {
       : job_(shm::RandomJobId()), machines_(machines), S_(servers_per_machine) {
     for (int m = 0; m < machines; ++m) {
       for (int i = 0; i < S_; ++i) {
-        KvServerOptions o{.job_id = job_, .part_config = config, .machine_id = m,
-                          .local_index = i, .servers_per_machine = S_};
+        KvServerOptions o{.job_id = job_,
+                          .part_config = config,
+                          .machine_id = m,
+                          .local_index = i,
+                          .servers_per_machine = S_};
         auto kv = i == 0 ? KvServer::Load(o, stop_) : KvServer::Attach(o);
         EXPECT_TRUE(kv.ok()) << kv.status();
-        auto rpc = rpc::RpcServer::Bind({.host = "127.0.0.1", .token = "t",
+        auto rpc = rpc::RpcServer::Bind({.host = "127.0.0.1",
+                                         .token = "t",
                                          .name = "server " + std::to_string(m * S_ + i),
                                          .heartbeat_timeout = heartbeat_timeout,
                                          .expected_clients = expected_clients});
@@ -67,8 +71,13 @@ class TestCluster {
   }
 
   KvClientOptions ClientOptions(int client_id, int machine_id, int num_clients = 1) const {
-    return {.job_id = job_, .token = "t", .client_id = client_id, .machine_id = machine_id,
-            .servers = endpoints_, .servers_per_machine = S_, .num_clients = num_clients,
+    return {.job_id = job_,
+            .token = "t",
+            .client_id = client_id,
+            .machine_id = machine_id,
+            .servers = endpoints_,
+            .servers_per_machine = S_,
+            .num_clients = num_clients,
             .connect_timeout = rpc::Millis(20000)};
   }
   std::unique_ptr<KvClient> Connect(int client_id, int machine_id, int num_clients = 1) const {

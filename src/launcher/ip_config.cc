@@ -44,8 +44,8 @@ StatusOr<IpConfig> ParseIpConfig(const std::string& text, const std::string& ori
       if (!t.empty()) fields.push_back(t);
     }
     if (fields.size() > 2) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}:{}: expected 'IP [port]', got '{}'", origin, line_no, line));
+      return absl::InvalidArgumentError(
+          fmt::format("{}:{}: expected 'IP [port]', got '{}'", origin, line_no, line));
     }
     MachineAddress m;
     m.ip = fields[0];
@@ -80,9 +80,9 @@ Status CheckNoPortClash(const IpConfig& config, int servers_per_machine) {
   for (int m = 0; m < config.num_machines(); ++m) {
     const MachineAddress& a = config.machines[m];
     if (a.port + servers_per_machine - 1 > 65535) {
-      return absl::InvalidArgumentError(fmt::format(
-          "machine {} ({}:{}): {} servers need ports up to {}", m, a.ip, a.port,
-          servers_per_machine, a.port + servers_per_machine - 1));
+      return absl::InvalidArgumentError(
+          fmt::format("machine {} ({}:{}): {} servers need ports up to {}", m, a.ip, a.port,
+                      servers_per_machine, a.port + servers_per_machine - 1));
     }
     for (int i = 0; i < servers_per_machine; ++i) {
       if (!used.insert({a.ip, a.port + i}).second) {
@@ -128,14 +128,15 @@ StatusOr<int> ProbeFreePortRange(const std::string& ip, int count) {
     for (int i = 1; ok && i < count; ++i) {
       int got = 0;
       int f = BindTcp(ip, base + i, &got);
-      if (f < 0) ok = false;
-      else fds.push_back(f);
+      if (f < 0)
+        ok = false;
+      else
+        fds.push_back(f);
     }
     for (int f : fds) close(f);
     if (ok) return base;
   }
-  return absl::UnavailableError(
-      fmt::format("found no {} consecutive free ports on {}", count, ip));
+  return absl::UnavailableError(fmt::format("found no {} consecutive free ports on {}", count, ip));
 }
 
 }  // namespace tessera::launcher

@@ -29,8 +29,9 @@ StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv) {
     const char* v = getenv(name);
     if (v == nullptr || *v == '\0') {
       if (required) {
-        return absl::InvalidArgumentError(fmt::format(
-            "{} is set but {} is not: start trainers with `tessera launch`", "TESSERA_JOB_ID", name));
+        return absl::InvalidArgumentError(
+            fmt::format("{} is set but {} is not: start trainers with `tessera launch`",
+                        "TESSERA_JOB_ID", name));
       }
       return absl::OkStatus();
     }

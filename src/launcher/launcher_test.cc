@@ -1,6 +1,5 @@
 // File: src/launcher/launcher_test.cc
 #include <signal.h>
-
 #include <unistd.h>
 
 #include "gtest/gtest.h"
@@ -13,7 +12,8 @@ namespace tessera::launcher {
 namespace {
 
 TEST(IpConfigTest, ParsesDglFormat) {
-  auto c = ParseIpConfig("# cluster\n10.0.0.1\n\n10.0.0.2 31000\n  127.0.0.1   40000  \n", "ip.txt");
+  auto c =
+      ParseIpConfig("# cluster\n10.0.0.1\n\n10.0.0.2 31000\n  127.0.0.1   40000  \n", "ip.txt");
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_EQ(c->num_machines(), 3);
   EXPECT_EQ(c->machines[0].port, kDefaultPort);
@@ -50,8 +50,13 @@ TEST(JobEnvTest, StandaloneWhenUnsetAndStrictWhenSet) {
   auto none = ParseJobEnv(getenv);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
-  JobEnv env{.job_id = "j1", .token = "t", .ip_config = "ip", .num_servers = 2, .machine_id = 1,
-             .rank = 3, .world_size = 4};
+  JobEnv env{.job_id = "j1",
+             .token = "t",
+             .ip_config = "ip",
+             .num_servers = 2,
+             .machine_id = 1,
+             .rank = 3,
+             .world_size = 4};
   for (auto& [k, v] : env.ToVariables()) vars[k] = v;
   auto parsed = ParseJobEnv(getenv);
   ASSERT_TRUE(parsed.ok() && parsed->has_value());
@@ -70,7 +75,8 @@ TEST(ProcessTest, ExitCodesSignalsAndStop) {
   auto ok = Process::Spawn({.argv = {"/bin/sh", "-c", "exit 3"}});
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(*ok->Wait(Deadline::InSeconds(10)), 3);
-  auto env = Process::Spawn({.argv = {"/bin/sh", "-c", "test \"$FOO\" = bar"}, .env = {{"FOO", "bar"}}});
+  auto env =
+      Process::Spawn({.argv = {"/bin/sh", "-c", "test \"$FOO\" = bar"}, .env = {{"FOO", "bar"}}});
   EXPECT_EQ(*env->Wait(Deadline::InSeconds(10)), 0);
   auto missing = Process::Spawn({.argv = {"/nonexistent/program"}});
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

@@ -87,15 +87,23 @@ Status LocalJob::StartServers() {
       return ErrnoError("pipe", errno);
     }
     SpawnOptions spawn;
-    spawn.argv = {options_.tessera_binary, "server",
-                  "--ip-config", env_.ip_config,
-                  "--part-config", options_.part_config,
-                  "--server-id", std::to_string(id),
-                  "--num-servers", std::to_string(S),
-                  "--num-clients",
-                  std::to_string(options_.num_clients >= 0 ? options_.num_clients : env_.world_size),
-                  "--job-id", env_.job_id,
-                  "--ready-fd", std::to_string(fds[1])};
+    spawn.argv = {
+        options_.tessera_binary,
+        "server",
+        "--ip-config",
+        env_.ip_config,
+        "--part-config",
+        options_.part_config,
+        "--server-id",
+        std::to_string(id),
+        "--num-servers",
+        std::to_string(S),
+        "--num-clients",
+        std::to_string(options_.num_clients >= 0 ? options_.num_clients : env_.world_size),
+        "--job-id",
+        env_.job_id,
+        "--ready-fd",
+        std::to_string(fds[1])};
     for (const std::string& a : options_.server_args) spawn.argv.push_back(a);
     spawn.env = {{"TESSERA_JOB_TOKEN", env_.token}};
     spawn.log_path = ServerLog(id);
@@ -154,9 +162,10 @@ Status LocalJob::StartServers() {
         int code = servers_[p.server_id].Wait(Deadline::InSeconds(5)).value_or(-1);
         std::string log = ReadFileToString(ServerLog(p.server_id)).value_or("");
         if (log.size() > 2000) log = "..." + log.substr(log.size() - 2000);
-        return absl::AbortedError(fmt::format("server {} exited (code {}) before it was ready; "
-                                              "its log ({}):\n{}",
-                                              p.server_id, code, ServerLog(p.server_id), log));
+        return absl::AbortedError(
+            fmt::format("server {} exited (code {}) before it was ready; "
+                        "its log ({}):\n{}",
+                        p.server_id, code, ServerLog(p.server_id), log));
       }
       ++ready;
     }

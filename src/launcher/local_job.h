@@ -29,13 +29,13 @@ namespace tessera::launcher {
 struct LocalJobOptions {
   std::string tessera_binary;  // Runs `<binary> server ...`.
   std::string part_config;
-  std::string workdir;         // ip_config.txt and server logs go here.
+  std::string workdir;  // ip_config.txt and server logs go here.
   int servers_per_machine = 1;
   int clients_per_machine = 1;
   std::vector<std::string> client_argv;  // Empty: servers only.
   std::vector<std::string> server_args;  // Extra flags for every server.
   std::string client_log_dir;            // Empty: clients inherit stdout/stderr.
-  int num_clients = -1;  // Clients the servers wait for; -1: those started here.
+  int num_clients = -1;                  // Clients the servers wait for; -1: those started here.
   double startup_timeout_s = 300;
 };
 

@@ -20,7 +20,7 @@
 namespace tessera::launcher {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;  // argv[0]: path of the program.
+  std::vector<std::string> argv;                         // argv[0]: path of the program.
   std::vector<std::pair<std::string, std::string>> env;  // Added to this process's.
   std::string log_path;      // Where stdout and stderr go; empty: inherited.
   int inherit_fd = -1;       // One extra descriptor the child keeps open.

@@ -36,7 +36,8 @@ bool SendMessage(zmq::socket_t& socket, const std::string* routing_id, Message& 
   std::string head = EncodeHeader(message);
   size_t n = message.arrays.size();
   if (routing_id != nullptr) {
-    if (!socket.send(zmq::buffer(*routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+    if (!socket.send(zmq::buffer(*routing_id),
+                     zmq::send_flags::sndmore | zmq::send_flags::dontwait))
       return false;
   }
   auto more = [&](bool last) {
@@ -237,17 +238,17 @@ Status RpcServer::Serve(Service& service, const std::atomic<bool>& stop) {
     if (st.registered > 0 && !any_active &&
         (options_.expected_clients == 0 || st.registered >= options_.expected_clients)) {
       spdlog::info("{}: all {} clients left; {} requests served, {} rejected", options_.name,
-                   st.registered, requests_, rejected_);
+                   st.registered, requests_.load(), rejected_.load());
       return absl::OkStatus();
     }
     if (st.registered == 0 && since_start.Seconds() * 1000 > options_.startup_timeout.count()) {
-      return absl::DeadlineExceededError(
-          fmt::format("{}: no client connected within {:.0f} s", options_.name,
-                      options_.startup_timeout.count() / 1000.0));
+      return absl::DeadlineExceededError(fmt::format("{}: no client connected within {:.0f} s",
+                                                     options_.name,
+                                                     options_.startup_timeout.count() / 1000.0));
     }
   }
-  spdlog::info("{}: stopping; {} requests served, {} rejected", options_.name, requests_,
-               rejected_);
+  spdlog::info("{}: stopping; {} requests served, {} rejected", options_.name, requests_.load(),
+               rejected_.load());
   return absl::OkStatus();
 }
 
@@ -280,8 +281,7 @@ RpcClient::RpcClient(ClientOptions options)
 StatusOr<std::unique_ptr<RpcClient>> RpcClient::Create(const ClientOptions& options) {
   if (options.servers.empty()) return absl::InvalidArgumentError("no servers to connect to");
   std::unique_ptr<RpcClient> client(new RpcClient(options));
-  client->shared_->health =
-      std::make_unique<Shared::ServerHealth[]>(options.servers.size());
+  client->shared_->health = std::make_unique<Shared::ServerHealth[]>(options.servers.size());
   if (options.heartbeat_timeout.count() > 0) {
     client->shared_->heartbeat = std::thread([c = client.get()] { c->HeartbeatLoop(); });
   }
@@ -332,8 +332,9 @@ Status RpcClient::ServerStatus(int server) const {
 
 namespace {
 
-zmq::socket_t& SocketFor(zmq::context_t& context, std::vector<std::unique_ptr<zmq::socket_t>>& sockets,
-                         int server, const std::string& endpoint) {
+zmq::socket_t& SocketFor(zmq::context_t& context,
+                         std::vector<std::unique_ptr<zmq::socket_t>>& sockets, int server,
+                         const std::string& endpoint) {
   if (!sockets[server]) {
     sockets[server] = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
     ConfigureSocket(*sockets[server]);
@@ -373,8 +374,8 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
       h.set_client_id(options_.client_id);
       h.set_timeout_ms(static_cast<uint32_t>(deadline.RemainingMillis()));
       pending.push_back({call.server, h.request_id(), h.method()});
-      zmq::socket_t& s = SocketFor(shared_->context, set->sockets, call.server,
-                                   options_.servers[call.server]);
+      zmq::socket_t& s =
+          SocketFor(shared_->context, set->sockets, call.server, options_.servers[call.server]);
       while (!SendMessage(s, nullptr, call.request)) {
         if (deadline.Expired()) {
           return finish(absl::DeadlineExceededError(
@@ -425,8 +426,8 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
           StatusOr<Message> parsed = ParseMessage(std::move(frames), "");
           frames.clear();
           if (!parsed.ok()) {
-            return finish(Annotate(parsed.status(),
-                                   fmt::format("bad response from {}", Describe(server))));
+            return finish(
+                Annotate(parsed.status(), fmt::format("bad response from {}", Describe(server))));
           }
           uint64_t id = parsed->header.request_id();
           for (size_t i = 0; i < pending.size(); ++i) {
@@ -436,8 +437,8 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
             shared_->health[server].contacted.store(true);
             shared_->health[server].last_ok_ms.store(NowMillis());
             if (Status s = ResponseStatus(parsed->header); !s.ok()) {
-              return finish(Annotate(s, fmt::format("{} on {}", MethodName(pending[i].method),
-                                                    Describe(server))));
+              return finish(Annotate(
+                  s, fmt::format("{} on {}", MethodName(pending[i].method), Describe(server))));
             }
             answered[i] = true;
             --remaining;
@@ -489,8 +490,9 @@ void RpcClient::HeartbeatLoop() {
         int64_t silent = now - h.last_ok_ms.load();
         if (silent > options_.heartbeat_timeout.count()) {
           std::lock_guard<std::mutex> lock(shared_->mutex);
-          h.reason = fmt::format("{} has not answered heartbeats for {:.1f} s; it is considered dead",
-                                 Describe(s), silent / 1000.0);
+          h.reason =
+              fmt::format("{} has not answered heartbeats for {:.1f} s; it is considered dead",
+                          Describe(s), silent / 1000.0);
           h.dead.store(true);
           spdlog::warn("{}", h.reason);
           continue;

@@ -55,10 +55,10 @@ struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 0;  // 0: any free port; see RpcServer::port().
   std::string token;
-  std::string name = "server";          // For log messages.
-  Millis heartbeat_timeout{30000};      // A client silent this long is dead.
-  Millis startup_timeout{600000};       // Give up if no client says hello.
-  int expected_clients = 0;             // 0: unknown; exit when all known left.
+  std::string name = "server";      // For log messages.
+  Millis heartbeat_timeout{30000};  // A client silent this long is dead.
+  Millis startup_timeout{600000};   // Give up if no client says hello.
+  int expected_clients = 0;         // 0: unknown; exit when all known left.
   int64_t max_message_bytes = int64_t{16} << 30;
 };
 
@@ -78,8 +78,9 @@ class RpcServer {
   // Sends a response; only from the serving thread.
   void Reply(const Peer& peer, Message response);
 
-  uint64_t requests_served() const { return requests_; }
-  uint64_t requests_rejected() const { return rejected_; }
+  // Safe to read from any thread.
+  uint64_t requests_served() const { return requests_.load(); }
+  uint64_t requests_rejected() const { return rejected_.load(); }
 
  private:
   struct State;
@@ -90,8 +91,8 @@ class RpcServer {
   ServerOptions options_;
   int port_ = 0;
   std::unique_ptr<State> state_;
-  uint64_t requests_ = 0;
-  uint64_t rejected_ = 0;
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> rejected_{0};
 };
 
 struct ClientOptions {

@@ -110,11 +110,11 @@ static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_al
 
 StatusOr<Catalog> Catalog::Create(std::string_view job, int machine) {
   RETURN_IF_ERROR(ValidateJobId(job));
-  size_t size = (HeaderBytes() + sizeof(Entry) * kMaxArrays + 63) / 64 * 64 +
-                sizeof(Stripe) * kNumStripes;
-  ASSIGN_OR_RETURN(SharedSegment segment,
-                   SharedSegment::Create(SegmentName(job, fmt::format("m{}.catalog", machine)),
-                                         size));
+  size_t size =
+      (HeaderBytes() + sizeof(Entry) * kMaxArrays + 63) / 64 * 64 + sizeof(Stripe) * kNumStripes;
+  ASSIGN_OR_RETURN(
+      SharedSegment segment,
+      SharedSegment::Create(SegmentName(job, fmt::format("m{}.catalog", machine)), size));
   Catalog catalog(std::move(segment));
   catalog.job_ = std::string(job);
   catalog.machine_ = machine;
@@ -136,8 +136,8 @@ StatusOr<Catalog> Catalog::Open(std::string_view job, int machine) {
   RETURN_IF_ERROR(ValidateJobId(job));
   std::string name = SegmentName(job, fmt::format("m{}.catalog", machine));
   ASSIGN_OR_RETURN(SharedSegment segment, SharedSegment::Open(name, /*writable=*/true));
-  size_t min_size = (HeaderBytes() + sizeof(Entry) * kMaxArrays + 63) / 64 * 64 +
-                    sizeof(Stripe) * kNumStripes;
+  size_t min_size =
+      (HeaderBytes() + sizeof(Entry) * kMaxArrays + 63) / 64 * 64 + sizeof(Stripe) * kNumStripes;
   if (segment.size() < min_size) {
     return absl::FailedPreconditionError(
         fmt::format("shared memory {} is {} bytes, expected {}: not a tessera catalog of this "
@@ -195,9 +195,8 @@ Status Catalog::Add(ArrayInfo* info) {
   }
   if (free_entry == nullptr) {
     UnlockTable();
-    return absl::ResourceExhaustedError(
-        fmt::format("cannot add '{}': the catalog holds {} arrays already", info->name,
-                    kMaxArrays));
+    return absl::ResourceExhaustedError(fmt::format(
+        "cannot add '{}': the catalog holds {} arrays already", info->name, kMaxArrays));
   }
   if (info->id == 0) info->id = header()->next_id++;
   info->segment = SegmentName(job_, fmt::format("m{}.a{}", machine_, info->id));
@@ -265,7 +264,8 @@ uint64_t Catalog::generation() const {
 }
 
 Catalog::Stripe& Catalog::StripeFor(uint64_t array_id, int64_t row) const {
-  uint64_t h = static_cast<uint64_t>(row) * 0x9E3779B97F4A7C15ULL ^ (array_id * 0xC2B2AE3D27D4EB4FULL);
+  uint64_t h =
+      static_cast<uint64_t>(row) * 0x9E3779B97F4A7C15ULL ^ (array_id * 0xC2B2AE3D27D4EB4FULL);
   h ^= h >> 29;
   return stripes()[h & (kNumStripes - 1)];
 }
@@ -325,7 +325,8 @@ void Catalog::ReadRows(const ArrayInfo& info, const void* base, std::span<const 
   bool written = info.slot >= 0 && __atomic_load_n(&entries()[info.slot].written, __ATOMIC_ACQUIRE);
   for (size_t i = 0; i < ids.size(); ++i) {
     int64_t row = ids[i] - first;
-    char* slot = out + static_cast<size_t>(positions ? positions[i] : static_cast<int64_t>(i)) * row_bytes;
+    char* slot =
+        out + static_cast<size_t>(positions ? positions[i] : static_cast<int64_t>(i)) * row_bytes;
     if (written) {
       ReadRow(info.id, row, base, row_bytes, slot);
     } else {
@@ -340,7 +341,8 @@ void Catalog::WriteRows(const ArrayInfo& info, void* base, std::span<const int64
   size_t row_bytes = info.row_bytes();
   const char* in = static_cast<const char*>(src);
   for (size_t i = 0; i < ids.size(); ++i) {
-    const char* slot = in + static_cast<size_t>(positions ? positions[i] : static_cast<int64_t>(i)) * row_bytes;
+    const char* slot =
+        in + static_cast<size_t>(positions ? positions[i] : static_cast<int64_t>(i)) * row_bytes;
     WriteRow(info.id, ids[i] - first, base, row_bytes, slot, info.dtype, add);
   }
 }

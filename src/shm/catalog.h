@@ -37,7 +37,7 @@ enum class Policy : uint8_t { kNode = 0, kEdge = 1, kLocal = 2 };
 std::string_view PolicyName(Policy policy);  // "node", "edge", "local"
 
 struct ArrayInfo {
-  std::string name;     // Catalog key, e.g. "node/feat", "graph/indptr".
+  std::string name;  // Catalog key, e.g. "node/feat", "graph/indptr".
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;  // This machine's shard.
   Policy policy = Policy::kNode;
@@ -86,8 +86,7 @@ class Catalog {
   // ReadRow copies a consistent snapshot of the row (never a torn one).
   void WriteRow(uint64_t array_id, int64_t row, void* base, size_t row_bytes, const void* src,
                 DType dtype, bool add) const;
-  void ReadRow(uint64_t array_id, int64_t row, const void* base, size_t row_bytes,
-               void* dst) const;
+  void ReadRow(uint64_t array_id, int64_t row, const void* base, size_t row_bytes, void* dst) const;
 
   // Batch forms over the array `info` (as returned by Add, Find or List) at
   // `base`: row ids[i] - first goes to / comes from slot positions[i] of

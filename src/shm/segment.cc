@@ -67,10 +67,7 @@ StatusOr<SharedSegment> SharedSegment::Open(const std::string& name, bool writab
 }
 
 SharedSegment::SharedSegment(SharedSegment&& other) noexcept
-    : name_(std::move(other.name_)),
-      data_(other.data_),
-      size_(other.size_),
-      owner_(other.owner_) {
+    : name_(std::move(other.name_)), data_(other.data_), size_(other.size_), owner_(other.owner_) {
   other.name_.clear();
   other.data_ = nullptr;
   other.size_ = 0;
@@ -113,8 +110,7 @@ std::string SegmentName(std::string_view job, std::string_view what) {
 
 Status ValidateJobId(std::string_view job) {
   if (job.empty() || job.size() > 40) {
-    return absl::InvalidArgumentError(
-        fmt::format("job id '{}' must have 1 to 40 characters", job));
+    return absl::InvalidArgumentError(fmt::format("job id '{}' must have 1 to 40 characters", job));
   }
   for (char c : job) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

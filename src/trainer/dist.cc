@@ -160,7 +160,7 @@ void exit_client() {
 
 struct DistTensor::State {
   std::shared_ptr<Context> context;
-  std::string key;   // "node/<name>"
+  std::string key;  // "node/<name>"
   std::string name;
   std::vector<int64_t> shape;
   DType dtype = DType::kFloat32;
@@ -189,14 +189,16 @@ DistTensor::DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::stri
   if (policy == PartPolicy::kAuto) {
     bool node = shape[0] == nodes, edge = shape[0] == edges;
     if (node && edge) {
-      throw Error(fmt::format("DistTensor '{}': shape[0] = {} is both the number of nodes and of "
-                              "edges; pass PartPolicy::kNode or kEdge",
-                              name, shape[0]));
+      throw Error(
+          fmt::format("DistTensor '{}': shape[0] = {} is both the number of nodes and of "
+                      "edges; pass PartPolicy::kNode or kEdge",
+                      name, shape[0]));
     }
     if (!node && !edge) {
-      throw Error(fmt::format("DistTensor '{}': shape[0] = {} is neither the number of nodes ({}) "
-                              "nor of edges ({})",
-                              name, shape[0], nodes, edges));
+      throw Error(
+          fmt::format("DistTensor '{}': shape[0] = {} is neither the number of nodes ({}) "
+                      "nor of edges ({})",
+                      name, shape[0], nodes, edges));
     }
     policy = node ? PartPolicy::kNode : PartPolicy::kEdge;
   }
@@ -299,7 +301,8 @@ void DistGraph::barrier() const { ThrowIfError(context_->store_->Barrier(), "bar
 
 DistTensor DistGraph::Data(const std::string& prefix, const std::string& name) const {
   std::string key = prefix + "/" + name;
-  kv::TensorMeta meta = ValueOrThrow(context_->store_->Meta(key), fmt::format("{}data", prefix[0] == 'n' ? "n" : "e"));
+  kv::TensorMeta meta = ValueOrThrow(context_->store_->Meta(key),
+                                     fmt::format("{}data", prefix[0] == 'n' ? "n" : "e"));
   auto state = std::make_shared<DistTensor::State>();
   state->context = context_;
   state->key = key;

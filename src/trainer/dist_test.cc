@@ -4,11 +4,12 @@
 // standalone, on a one-part Cora partition loaded in process, and
 // distributed, against two KV servers (threads of this process, real
 // sockets and shared memory) serving a two-part Cora partition.
+#include "include/tessera/dist.h"
+
 #include <fstream>
 #include <map>
 
 #include "gtest/gtest.h"
-#include "include/tessera/dist.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/partition/load_partition.h"
 
@@ -109,15 +110,18 @@ TEST(DistTest, Distributed) {
       out << "127.0.0.1 " << e.substr(e.rfind(':') + 1) << "\n";
     }
   }
-  std::map<std::string, std::string> env = {
-      {"TESSERA_JOB_ID", cluster.job()}, {"TESSERA_JOB_TOKEN", "t"},
-      {"TESSERA_IP_CONFIG", ip_config},  {"TESSERA_PART_CONFIG", config},
-      {"TESSERA_NUM_SERVERS", "1"},      {"TESSERA_MACHINE_ID", "0"},
-      {"RANK", "0"},                     {"WORLD_SIZE", "1"}};
+  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", cluster.job()},
+                                            {"TESSERA_JOB_TOKEN", "t"},
+                                            {"TESSERA_IP_CONFIG", ip_config},
+                                            {"TESSERA_PART_CONFIG", config},
+                                            {"TESSERA_NUM_SERVERS", "1"},
+                                            {"TESSERA_MACHINE_ID", "0"},
+                                            {"RANK", "0"},
+                                            {"WORLD_SIZE", "1"}};
   auto ctx = initialize("", {.getenv = [&](const char* n) -> const char* {
-    auto it = env.find(n);
-    return it == env.end() ? nullptr : it->second.c_str();
-  }});
+                          auto it = env.find(n);
+                          return it == env.end() ? nullptr : it->second.c_str();
+                        }});
   EXPECT_FALSE(ctx->standalone());
   Check(config, 0);
   EXPECT_THROW(DistGraph("citeseer", config), Error);

@@ -51,7 +51,9 @@ class RuntimeTest : public ::testing::Test {
     o.startup_timeout_s = 60;
     return o;
   }
-  std::string ClientLog(int rank) { return testing::ReadAll(work_ / ("client-" + std::to_string(rank) + ".log")); }
+  std::string ClientLog(int rank) {
+    return testing::ReadAll(work_ / ("client-" + std::to_string(rank) + ".log"));
+  }
 
   static testing::TempDir* dir_;
   static std::string* config_;
@@ -94,7 +96,8 @@ TEST_F(RuntimeTest, KilledServerFailsEveryClientWithinItsDeadline) {
   auto& clients = (*job)->clients();
   for (size_t r = 0; r < clients.size(); ++r) {
     auto code = clients[r].Wait(Deadline::InSeconds(40));
-    ASSERT_TRUE(code.ok()) << "client " << r << " still running " << watch.Seconds() << " s after the kill";
+    ASSERT_TRUE(code.ok()) << "client " << r << " still running " << watch.Seconds()
+                           << " s after the kill";
     EXPECT_EQ(*code, 3) << ClientLog(static_cast<int>(r));
     std::string log = ClientLog(static_cast<int>(r));
     EXPECT_NE(log.find("server 1 (tcp://127.0.0.1:"), std::string::npos) << log;
@@ -152,8 +155,8 @@ TEST_F(RuntimeTest, ServerErrorsAreClearAndLeaveNothing) {
   testing::WriteAll(work_ / "ip.txt", "127.0.0.1 " + std::to_string(*port) + "\n127.0.0.1 " +
                                           std::to_string(*port + 1) + "\n");
   auto run = [&](const std::string& ip, std::vector<std::string> extra, const std::string& log) {
-    std::vector<std::string> argv = {testing::TesseraBinary(), "server", "--ip-config",
-                                     work_ / ip, "--job-id", job};
+    std::vector<std::string> argv = {
+        testing::TesseraBinary(), "server", "--ip-config", work_ / ip, "--job-id", job};
     for (auto& a : extra) argv.push_back(a);
     auto p = launcher::Process::Spawn(
         {.argv = argv, .env = {{"TESSERA_JOB_TOKEN", "t"}}, .log_path = work_ / log});
@@ -195,8 +198,11 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
   ASSERT_TRUE(job.ok()) << job.status();
   const launcher::JobEnv& env = (*job)->base_env();
   std::vector<std::string> endpoints = (*job)->ip_config().ServerEndpoints(1);
-  auto client = kv::KvClient::Connect({.job_id = env.job_id, .token = env.token, .client_id = 0,
-                                       .machine_id = -1, .servers = endpoints,
+  auto client = kv::KvClient::Connect({.job_id = env.job_id,
+                                       .token = env.token,
+                                       .client_id = 0,
+                                       .machine_id = -1,
+                                       .servers = endpoints,
                                        .num_clients = 1});
   ASSERT_TRUE(client.ok()) << client.status();
   std::vector<int64_t> ids = {0, 1, 2700};

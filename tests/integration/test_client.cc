@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
     if (args[i] == "--call-timeout" && i + 1 < args.size()) {
       call_timeout = std::atof(args[++i].c_str());
     } else if (args[i] == "--idle-ranks" && i + 1 < args.size()) {
-      for (std::string_view r : SplitString(args[++i], ',')) idle_ranks.push_back(std::atoi(std::string(r).c_str()));
+      for (std::string_view r : SplitString(args[++i], ','))
+        idle_ranks.push_back(std::atoi(std::string(r).c_str()));
     } else {
       positional.push_back(args[i]);
     }
@@ -59,15 +60,16 @@ int main(int argc, char** argv) {
   const launcher::JobEnv& job = **env;
   auto ip = launcher::ReadIpConfig(job.ip_config);
   if (!ip.ok()) return Fail("ip_config", ip.status());
-  kv::KvClientOptions options{.job_id = job.job_id,
-                              .token = job.token,
-                              .client_id = job.rank,
-                              .machine_id = job.machine_id,
-                              .servers = ip->ServerEndpoints(job.num_servers),
-                              .servers_per_machine = job.num_servers,
-                              .num_clients = job.world_size,
-                              .call_timeout = rpc::Millis(static_cast<int64_t>(call_timeout * 1000)),
-                              .connect_timeout = rpc::Millis(60000)};
+  kv::KvClientOptions options{
+      .job_id = job.job_id,
+      .token = job.token,
+      .client_id = job.rank,
+      .machine_id = job.machine_id,
+      .servers = ip->ServerEndpoints(job.num_servers),
+      .servers_per_machine = job.num_servers,
+      .num_clients = job.world_size,
+      .call_timeout = rpc::Millis(static_cast<int64_t>(call_timeout * 1000)),
+      .connect_timeout = rpc::Millis(60000)};
   auto client = kv::KvClient::Connect(options);
   if (!client.ok()) return Fail("connect", client.status());
   kv::KvClient& kv = **client;
@@ -125,7 +127,8 @@ int main(int argc, char** argv) {
       out.resize(ids.size() * 1433);
       Stopwatch call;
       if (Status s = kv.PullInto("node/feat", ids, out.data()); !s.ok()) {
-        std::fprintf(stderr, "after %ld pulls, a call failed after %.2f s: ", static_cast<long>(pulls),
+        std::fprintf(stderr,
+                     "after %ld pulls, a call failed after %.2f s: ", static_cast<long>(pulls),
                      call.Seconds());
         return Fail("pull", s);
       }
@@ -153,7 +156,8 @@ int main(int argc, char** argv) {
       if (Status s = kv.PullInto("node/acc", ids, out.data()); !s.ok()) return Fail("pull", s);
       for (double v : out) {
         if (v != static_cast<double>(rounds) * job.world_size) {
-          std::fprintf(stderr, "test_client: row holds %f, expected %d\n", v, rounds * job.world_size);
+          std::fprintf(stderr, "test_client: row holds %f, expected %d\n", v,
+                       rounds * job.world_size);
           return 4;
         }
       }
