@@ -49,6 +49,18 @@ std::vector<int64_t> RandomIds(std::mt19937_64& rng, std::pair<int64_t, int64_t>
   return ids;
 }
 
+// n distinct ids from [range.first, range.second) (n must not exceed the range).
+std::vector<int64_t> RandomUniqueIds(std::mt19937_64& rng, std::pair<int64_t, int64_t> range,
+                                     int64_t n) {
+  std::vector<int64_t> all(range.second - range.first);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = range.first + static_cast<int64_t>(i);
+  for (int64_t i = 0; i < n; ++i) {
+    std::swap(all[i], all[i + static_cast<int64_t>(rng() % (all.size() - i))]);
+  }
+  all.resize(n);
+  return all;
+}
+
 StatusOr<std::string> PrepareGraph(const PullFlags& f, const std::string& dir) {
   if (!f.part_config.empty()) return f.part_config;
   GenerateOptions gen;
@@ -99,7 +111,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     return watch.Seconds();
   };
   std::vector<double> gather_s, local_s, zmq_s, zmq_one_s, zmq_best_s, remote_s, mixed_s;
-  std::vector<double> local_ratio, remote_ratio, remote_best_ratio;
+  std::vector<double> local_ratio, remote_ratio, remote_best_ratio, remote_unique_ratio, remote_unique_s;
   for (int r = 0; r < f.rounds; ++r) {
     // Limit 1: single-thread random row gather from the same shared memory.
     std::vector<int64_t> ids = RandomIds(rng, book.NodeRange(0), f.batch);
@@ -134,6 +146,12 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     remote_s.push_back(remote);
     remote_ratio.push_back(zmq_s.back() / remote);
     remote_best_ratio.push_back(zmq_best_s.back() / remote);
+    // The same without repeated ids (nothing for deduplication to save).
+    int64_t unique_n = std::min(f.batch, book.NumNodesOf(1));
+    ASSIGN_OR_RETURN(double unique, time_pull(RandomUniqueIds(rng, book.NodeRange(1), unique_n)));
+    unique *= static_cast<double>(f.batch) / unique_n;
+    remote_unique_s.push_back(unique);
+    remote_unique_ratio.push_back(zmq_s.back() / unique);
     ASSIGN_OR_RETURN(double mixed, time_pull(RandomIds(rng, {0, book.num_nodes()}, f.batch)));
     mixed_s.push_back(mixed);
   }
@@ -183,7 +201,10 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
         {"zeromq_loopback_one_message", gbps(Median(zmq_one_s))},
         {"zeromq_100_row_round_trip_us_p50", Median(zmq_small) * 1e6}}},
       {"pull_gbps",
-       {{"local", local}, {"remote", remote}, {"mixed_uniform", gbps(Median(mixed_s))}}},
+       {{"local", local},
+        {"remote", remote},
+        {"remote_unique_ids", gbps(Median(remote_unique_s))},
+        {"mixed_uniform", gbps(Median(mixed_s))}}},
       {"pull_rows_per_s",
        {{"local", f.batch / Median(local_s)}, {"remote", f.batch / Median(remote_s)}}},
       {"ratios",
@@ -192,6 +213,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
         {"local_over_gather_limit_per_round", ratios_text(local_ratio)},
         {"remote_over_zeromq_limit_per_round", ratios_text(remote_ratio)},
         {"remote_over_zeromq_best", Median(remote_best_ratio)},
+        {"remote_unique_ids_over_zeromq_limit", Median(remote_unique_ratio)},
         {"local_over_dgl", local / 0.844}}},
       {"latency_100_ids_us",
        {{"local_p50", Median(lat_local) * 1e6},

@@ -23,6 +23,49 @@ constexpr size_t kChunkBytes = size_t{1} << 20;
 
 }  // namespace
 
+KvClient::Grouped KvClient::GroupIds(const std::vector<int64_t>& ids,
+                                     const std::vector<int64_t>& positions,
+                                     std::pair<int64_t, int64_t> range) {
+  Grouped g;
+  size_t n = ids.size();
+  g.positions.resize(n);
+  auto span = static_cast<uint64_t>(range.second - range.first);
+  if (span <= 4 * static_cast<uint64_t>(n) + 1024) {
+    // Counting sort over the owner's id range.
+    std::vector<uint32_t> count(span + 1, 0);
+    for (int64_t id : ids) ++count[static_cast<size_t>(id - range.first) + 1];
+    size_t distinct = 0;
+    for (size_t r = 1; r <= span; ++r) distinct += count[r] != 0;
+    g.ids.reserve(distinct);
+    g.group_start.reserve(distinct + 1);
+    for (size_t r = 0; r < span; ++r) {
+      if (count[r + 1] != 0) {
+        g.ids.push_back(range.first + static_cast<int64_t>(r));
+        g.group_start.push_back(count[r]);
+      }
+      count[r + 1] += count[r];
+    }
+    g.group_start.push_back(n);
+    for (size_t i = 0; i < n; ++i) {
+      g.positions[count[static_cast<size_t>(ids[i] - range.first)]++] = positions[i];
+    }
+    return g;
+  }
+  std::vector<uint32_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return ids[a] < ids[b]; });
+  for (size_t k = 0; k < n; ++k) {
+    int64_t id = ids[order[k]];
+    if (g.ids.empty() || g.ids.back() != id) {
+      g.ids.push_back(id);
+      g.group_start.push_back(k);
+    }
+    g.positions[k] = positions[order[k]];
+  }
+  g.group_start.push_back(n);
+  return g;
+}
+
 size_t TensorMeta::row_bytes() const {
   size_t n = DTypeSize(dtype);
   for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
@@ -203,16 +246,21 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
   size_t row_bytes = meta.row_bytes();
   char* dst = static_cast<char*>(out);
   int local_part = local_ ? book_.part_id() : -1;
+  // Remote ids are sorted and deduplicated per owner: each distinct row
+  // travels once, and the owner gathers in address order.
+  std::vector<Grouped> grouped(book_.num_partitions());
   std::vector<rpc::Call> calls;
   struct Piece {
     int part;
-    size_t begin;  // Into split.positions[part].
+    size_t begin;  // Into grouped[part].ids.
   };
   std::vector<Piece> pieces;
   size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max<size_t>(1, row_bytes));
   for (int p = 0; p < book_.num_partitions(); ++p) {
     if (p == local_part || split.ids[p].empty()) continue;
-    const std::vector<int64_t>& ids_p = split.ids[p];
+    auto range = meta.policy == shm::Policy::kNode ? book_.NodeRange(p) : book_.EdgeRange(p);
+    grouped[p] = GroupIds(split.ids[p], split.positions[p], range);
+    const std::vector<int64_t>& ids_p = grouped[p].ids;
     for (size_t begin = 0; begin < ids_p.size(); begin += chunk_rows) {
       size_t end = std::min(ids_p.size(), begin + chunk_rows);
       Message request = rpc::MakeRequest(wire::PULL);
@@ -244,8 +292,8 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
   auto place = [&](size_t c, Message& response) -> Status {
     int p = pieces[c].part;
     size_t begin = pieces[c].begin;
-    size_t count = std::min(chunk_rows, split.positions[p].size() - begin);
-    const int64_t* positions = split.positions[p].data() + begin;
+    const Grouped& g = grouped[p];
+    size_t count = std::min(chunk_rows, g.ids.size() - begin);
     if (response.arrays.size() != 1 || response.arrays[0].dtype != meta.dtype ||
         response.arrays[0].row_bytes() != row_bytes ||
         response.arrays[0].rows() != static_cast<int64_t>(count)) {
@@ -258,8 +306,11 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
     }
     const char* src = static_cast<const char*>(response.arrays[0].blob.data);
     for (size_t i = 0; i < count; ++i) {
-      std::memcpy(dst + static_cast<size_t>(positions[i]) * row_bytes, src + i * row_bytes,
-                  row_bytes);
+      size_t u = begin + i;
+      for (size_t k = g.group_start[u]; k < g.group_start[u + 1]; ++k) {
+        std::memcpy(dst + static_cast<size_t>(g.positions[k]) * row_bytes, src + i * row_bytes,
+                    row_bytes);
+      }
     }
     return absl::OkStatus();
   };

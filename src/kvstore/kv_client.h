@@ -93,6 +93,15 @@ class KvClient : public KvStore {
   Deadline CallDeadline() const { return Deadline::In(options_.call_timeout); }
   struct Split;
   StatusOr<Split> SplitIds(const TensorMeta& meta, std::span<const int64_t> ids) const;
+  // One machine's ids sorted and deduplicated: ids[u] is wanted at
+  // positions[group_start[u] .. group_start[u+1]).
+  struct Grouped {
+    std::vector<int64_t> ids;
+    std::vector<size_t> group_start;
+    std::vector<int64_t> positions;
+  };
+  static Grouped GroupIds(const std::vector<int64_t>& ids, const std::vector<int64_t>& positions,
+                          std::pair<int64_t, int64_t> range);
 
   KvClientOptions options_;
   std::unique_ptr<rpc::RpcClient> rpc_;
