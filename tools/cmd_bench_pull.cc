@@ -111,7 +111,8 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     return watch.Seconds();
   };
   std::vector<double> gather_s, local_s, zmq_s, zmq_one_s, zmq_best_s, remote_s, mixed_s;
-  std::vector<double> local_ratio, remote_ratio, remote_best_ratio, remote_unique_ratio, remote_unique_s;
+  std::vector<double> local_ratio, remote_ratio, remote_best_ratio, remote_unique_ratio,
+      remote_unique_s;
   for (int r = 0; r < f.rounds; ++r) {
     // Limit 1: single-thread random row gather from the same shared memory.
     std::vector<int64_t> ids = RandomIds(rng, book.NodeRange(0), f.batch);

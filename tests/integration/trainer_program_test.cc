@@ -16,7 +16,9 @@
 namespace tessera {
 namespace {
 
-std::string TrainerBinary() { return std::string(TESSERA_BINARY_DIR) + "/bin/tessera_trainer_program"; }
+std::string TrainerBinary() {
+  return std::string(TESSERA_BINARY_DIR) + "/bin/tessera_trainer_program";
+}
 
 struct Summary {
   double feat_sum = 0;
@@ -43,7 +45,8 @@ TEST(TrainerTest, SameProgramStandaloneAndDistributed) {
   std::string standalone;
   std::array<char, 4096> buffer;
   size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) standalone.append(buffer.data(), n);
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    standalone.append(buffer.data(), n);
   ASSERT_EQ(pclose(pipe), 0) << standalone;
   ASSERT_NE(standalone.find("rank 0 of 1"), std::string::npos) << standalone;
 
