@@ -150,11 +150,14 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
                     options.client_id, options.machine_id, std::string(catalog.status().message()));
     }
   }
+  client->connected_ = true;
   return client;
 }
 
 KvClient::~KvClient() {
-  if (rpc_) {
+  // A failed Connect() says no goodbyes (servers that answered it notice the
+  // silence); waiting on unreachable servers would only delay the error.
+  if (rpc_ && connected_) {
     Status s = Close();
     if (!s.ok())
       spdlog::debug("client {}: goodbye: {}", options_.client_id, std::string(s.message()));

@@ -112,6 +112,7 @@ class KvClient : public KvStore {
   std::map<std::string, TensorMeta> meta_cache_;
   std::atomic<uint64_t> round_robin_{0};
   std::atomic<bool> closed_{false};
+  bool connected_ = false;  // Connect() succeeded: goodbyes are due.
 };
 
 }  // namespace tessera::kv
