@@ -1,0 +1,60 @@
+// File: src/sampling/neighbor_sampler.h
+//
+// Local neighbour-sampling kernels: pure functions over a read-only CSC view
+// (the in-edges of local node v are positions indptr[v] .. indptr[v+1] of
+// `indices` (source) and `eids` (edge id)). For each seed they pick up to
+// `fanout` in-edges:
+//   * uniform without replacement: min(fanout, degree) distinct edges;
+//   * uniform with replacement: exactly fanout draws (none if degree is 0);
+//   * weighted (per-edge weights, e.g. an edge array): without replacement by
+//     Efraimidis–Spirakis keys (zero-weight edges are never picked), with
+//     replacement by inverse-CDF draws;
+//   * fanout -1: every in-edge.
+// Results are deterministic for a given seed: the random stream of a seed
+// node depends only on options.seed and that node's key (its global id when
+// the caller gives them), never on the thread count or the seed order.
+// Thread-safe; runs on options.num_threads threads.
+#ifndef TESSERA_SRC_SAMPLING_NEIGHBOR_SAMPLER_H_
+#define TESSERA_SRC_SAMPLING_NEIGHBOR_SAMPLER_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace tessera::sampling {
+
+struct CscView {
+  std::span<const int64_t> indptr;   // [num_nodes + 1]
+  std::span<const int64_t> indices;  // [num_edges]: source of each in-edge.
+  std::span<const int64_t> eids;     // [num_edges]: edge id of each in-edge.
+  int64_t num_nodes() const { return static_cast<int64_t>(indptr.size()) - 1; }
+};
+
+struct SampleOptions {
+  int64_t fanout = 10;  // -1: all in-edges.
+  bool replace = false;
+  std::span<const float> weights;  // Per CSC position; empty: uniform.
+  uint64_t seed = 0;
+  int num_threads = 1;
+};
+
+// One sampled in-edge per entry: src -> dst (dst is the seed), edge id eid.
+struct SampledEdges {
+  std::vector<int64_t> src;  // As stored in `indices`.
+  std::vector<int64_t> dst;  // The seed (as given).
+  std::vector<int64_t> eid;  // From `eids`.
+  size_t size() const { return src.size(); }
+};
+
+// Samples in-edges of `seeds` (local node ids of `csc`). `keys[i]` keys the
+// random stream of seeds[i] (empty: the seed itself). Errors on a seed out of
+// range, weights of the wrong length, or negative/NaN weights.
+StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64_t> seeds,
+                                       std::span<const int64_t> keys,
+                                       const SampleOptions& options);
+
+}  // namespace tessera::sampling
+
+#endif  // TESSERA_SRC_SAMPLING_NEIGHBOR_SAMPLER_H_
