@@ -26,7 +26,8 @@ StatusOr<int64_t> CountFor(const CscView& csc, int64_t v, const SampleOptions& o
   int64_t begin = csc.indptr[v], end = csc.indptr[v + 1];
   int64_t degree = end - begin;
   if (o.fanout < 0) return degree;
-  if (o.weights.empty()) return o.replace ? (degree > 0 ? o.fanout : 0) : std::min(o.fanout, degree);
+  if (o.weights.empty())
+    return o.replace ? (degree > 0 ? o.fanout : 0) : std::min(o.fanout, degree);
   int64_t positive = 0;
   for (int64_t p = begin; p < end; ++p) {
     float w = o.weights[p];
@@ -114,8 +115,8 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
                                        std::span<const int64_t> keys,
                                        const SampleOptions& options) {
   if (!options.weights.empty() && options.weights.size() != csc.indices.size()) {
-    return absl::InvalidArgumentError(fmt::format("{} edge weights for {} edges",
-                                                  options.weights.size(), csc.indices.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("{} edge weights for {} edges", options.weights.size(), csc.indices.size()));
   }
   if (!keys.empty() && keys.size() != seeds.size()) {
     return absl::InvalidArgumentError("keys and seeds differ in length");

@@ -52,8 +52,7 @@ struct SampledEdges {
 // random stream of seeds[i] (empty: the seed itself). Errors on a seed out of
 // range, weights of the wrong length, or negative/NaN weights.
 StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64_t> seeds,
-                                       std::span<const int64_t> keys,
-                                       const SampleOptions& options);
+                                       std::span<const int64_t> keys, const SampleOptions& options);
 
 }  // namespace tessera::sampling
 

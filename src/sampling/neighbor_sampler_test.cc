@@ -90,7 +90,8 @@ TEST(NeighborSamplerTest, UniformWithAndWithoutReplacement) {
       for (double c : counts) chi2 += (c - expected) * (c - expected) / expected;
       // 99.9th percentile of chi-square with degree-1 dof, ~ dof + 4.4 sqrt(2 dof).
       double dof = degree - 1;
-      EXPECT_LT(chi2, dof + 4.4 * std::sqrt(2 * dof)) << "replace=" << replace << " fanout=" << fanout;
+      EXPECT_LT(chi2, dof + 4.4 * std::sqrt(2 * dof))
+          << "replace=" << replace << " fanout=" << fanout;
     }
   }
 }

@@ -1,0 +1,49 @@
+// File: src/sampling/block_test.cc
+#include "src/sampling/block.h"
+
+#include "gtest/gtest.h"
+
+namespace tessera::sampling {
+namespace {
+
+// Sampled edges (global ids) of one layer with seeds {30, 10}:
+//
+//   50 --e7--> 30 <--e8-- 10        dst 30: from 50, 10
+//   20 --e9--> 10 <--e5-- 50        dst 10: from 20, 50, 30
+//              ^
+//   30 --e6----+
+TEST(BlockTest, DstFirstCompactIdsCsrAndOriginalIds) {
+  std::vector<int64_t> seeds = {30, 10};
+  std::vector<int64_t> src = {50, 20, 10, 50, 30};
+  std::vector<int64_t> dst = {30, 10, 30, 10, 10};
+  std::vector<int64_t> eid = {7, 9, 8, 5, 6};
+  auto b = ToBlock(seeds, src, dst, eid);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->src_nodes, (std::vector<int64_t>{30, 10, 20, 50}));  // dst first, then sorted.
+  EXPECT_EQ(b->num_dst(), 2);
+  EXPECT_EQ(b->indptr, (std::vector<int64_t>{0, 2, 5}));
+  // dst 30 (index 0): edges 7 (50 -> index 3) and 8 (10 -> index 1), in input order.
+  EXPECT_EQ(b->eids, (std::vector<int64_t>{7, 8, 9, 5, 6}));
+  EXPECT_EQ(b->indices, (std::vector<int64_t>{3, 1, 2, 3, 0}));
+  // Every edge maps back to its global endpoints.
+  for (int64_t d = 0; d < b->num_dst(); ++d) {
+    for (int64_t k = b->indptr[d]; k < b->indptr[d + 1]; ++k) {
+      size_t e = std::find(eid.begin(), eid.end(), b->eids[k]) - eid.begin();
+      EXPECT_EQ(b->src_nodes[b->indices[k]], src[e]);
+      EXPECT_EQ(b->dst_nodes()[d], dst[e]);
+    }
+  }
+}
+
+TEST(BlockTest, SeedsWithoutEdgesAndErrors) {
+  auto empty = ToBlock(std::vector<int64_t>{4, 2}, {}, {}, {});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->src_nodes, (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(empty->indptr, (std::vector<int64_t>{0, 0, 0}));
+  std::vector<int64_t> one = {1};
+  EXPECT_FALSE(ToBlock(std::vector<int64_t>{4}, one, one, one).ok());  // dst 1 is no seed.
+  EXPECT_FALSE(ToBlock(std::vector<int64_t>{4, 4}, {}, {}, {}).ok());  // Repeated seed.
+}
+
+}  // namespace
+}  // namespace tessera::sampling
