@@ -19,11 +19,13 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
   std::sort(sorted_seeds.begin(), sorted_seeds.end());
   for (size_t i = 1; i < n_dst; ++i) {
     if (sorted_seeds[i].first == sorted_seeds[i - 1].first) {
-      return absl::InvalidArgumentError(fmt::format("seed {} appears twice", sorted_seeds[i].first));
+      return absl::InvalidArgumentError(
+          fmt::format("seed {} appears twice", sorted_seeds[i].first));
     }
   }
   auto seed_index = [&](int64_t id) -> int64_t {
-    auto it = std::lower_bound(sorted_seeds.begin(), sorted_seeds.end(), std::make_pair(id, int64_t{-1}));
+    auto it =
+        std::lower_bound(sorted_seeds.begin(), sorted_seeds.end(), std::make_pair(id, int64_t{-1}));
     return it != sorted_seeds.end() && it->first == id ? it->second : -1;
   };
   // Destination index of every edge, and the per-destination counts.

@@ -25,7 +25,9 @@ struct Block {
   int64_t num_dst() const { return static_cast<int64_t>(indptr.size()) - 1; }
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
-  std::span<const int64_t> dst_nodes() const { return {src_nodes.data(), static_cast<size_t>(num_dst())}; }
+  std::span<const int64_t> dst_nodes() const {
+    return {src_nodes.data(), static_cast<size_t>(num_dst())};
+  }
 };
 
 // Builds the block of the edges src[i] -> dst[i] (global ids, edge ids
