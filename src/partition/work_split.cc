@@ -21,18 +21,19 @@ StatusOr<std::vector<int64_t>> SplitWork(std::span<const int64_t> selected,
   int K = static_cast<int>(offsets.size()) - 1;
   if (K < 1) return absl::InvalidArgumentError("the partition book has no partitions");
   if (num_trainers < 1 || num_trainers % K != 0) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} trainers cannot be spread evenly over {} machines (need a multiple of {})",
-        num_trainers, K, K));
+    return absl::InvalidArgumentError(
+        fmt::format("{} trainers cannot be spread evenly over {} machines (need a multiple of {})",
+                    num_trainers, K, K));
   }
   if (rank < 0 || rank >= num_trainers) {
     return absl::InvalidArgumentError(fmt::format("rank {} of {} trainers", rank, num_trainers));
   }
   for (size_t i = 0; i < selected.size(); ++i) {
-    if (selected[i] < offsets[0] || selected[i] >= offsets[K] || (i > 0 && selected[i] <= selected[i - 1])) {
-      return absl::InvalidArgumentError(fmt::format(
-          "selected ids must be sorted, distinct and in [0, {}); position {} holds {}", offsets[K],
-          i, selected[i]));
+    if (selected[i] < offsets[0] || selected[i] >= offsets[K] ||
+        (i > 0 && selected[i] <= selected[i - 1])) {
+      return absl::InvalidArgumentError(
+          fmt::format("selected ids must be sorted, distinct and in [0, {}); position {} holds {}",
+                      offsets[K], i, selected[i]));
     }
   }
   int c = num_trainers / K;  // Trainers per machine.
@@ -40,7 +41,8 @@ StatusOr<std::vector<int64_t>> SplitWork(std::span<const int64_t> selected,
   // The selected ids of partition p are selected[part_begin[p] .. part_begin[p+1]).
   std::vector<int64_t> part_begin(K + 1);
   for (int p = 0; p <= K; ++p) {
-    part_begin[p] = std::lower_bound(selected.begin(), selected.end(), offsets[p]) - selected.begin();
+    part_begin[p] =
+        std::lower_bound(selected.begin(), selected.end(), offsets[p]) - selected.begin();
   }
   auto even_share = [](int64_t total, int parts, int j) {
     return total / parts + (j < total % parts ? 1 : 0);
@@ -79,7 +81,8 @@ StatusOr<std::vector<int64_t>> SplitWork(std::span<const int64_t> selected,
     while (deficit > 0 && range < leftovers.size()) {
       int64_t take = std::min(deficit, leftovers[range].second - in_range);
       if (t == rank) {
-        result.insert(result.end(), selected.begin() + in_range, selected.begin() + in_range + take);
+        result.insert(result.end(), selected.begin() + in_range,
+                      selected.begin() + in_range + take);
       }
       in_range += take;
       deficit -= take;

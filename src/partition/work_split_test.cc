@@ -67,7 +67,8 @@ TEST(WorkSplitTest, RandomConfigurations) {
   for (int trial = 0; trial < 200; ++trial) {
     int K = 1 + static_cast<int>(rng() % 4), c = 1 + static_cast<int>(rng() % 4);
     std::vector<int64_t> offsets = {0};
-    for (int p = 0; p < K; ++p) offsets.push_back(offsets.back() + static_cast<int64_t>(rng() % 30));
+    for (int p = 0; p < K; ++p)
+      offsets.push_back(offsets.back() + static_cast<int64_t>(rng() % 30));
     std::vector<int64_t> selected;
     for (int64_t id = 0; id < offsets.back(); ++id) {
       if (rng() % 3 == 0) selected.push_back(id);
@@ -86,10 +87,10 @@ TEST(WorkSplitTest, WithoutForceEvenOnlyOwnIds) {
 
 TEST(WorkSplitTest, BadInput) {
   std::vector<int64_t> offsets = {0, 10, 20};
-  EXPECT_FALSE(SplitWork(std::vector<int64_t>{1}, offsets, 3, 0).ok());   // 3 % 2 != 0
-  EXPECT_FALSE(SplitWork(std::vector<int64_t>{1}, offsets, 2, 2).ok());   // rank
+  EXPECT_FALSE(SplitWork(std::vector<int64_t>{1}, offsets, 3, 0).ok());     // 3 % 2 != 0
+  EXPECT_FALSE(SplitWork(std::vector<int64_t>{1}, offsets, 2, 2).ok());     // rank
   EXPECT_FALSE(SplitWork(std::vector<int64_t>{2, 1}, offsets, 2, 0).ok());  // unsorted
-  EXPECT_FALSE(SplitWork(std::vector<int64_t>{20}, offsets, 2, 0).ok());  // out of range
+  EXPECT_FALSE(SplitWork(std::vector<int64_t>{20}, offsets, 2, 0).ok());    // out of range
   std::vector<uint8_t> mask = {0, 1, 1, 0, 1};
   EXPECT_EQ(MaskToIds(mask), (std::vector<int64_t>{1, 2, 4}));
 }
