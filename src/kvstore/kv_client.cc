@@ -84,6 +84,62 @@ double InitValue(Init init, double a, double b, uint64_t seed, uint64_t index) {
   }
 }
 
+void FillInit(const InitSpec& spec, void* dst, size_t count, uint64_t first) {
+  if (spec.init != Init::kUniform && spec.init != Init::kNormal) return;
+  for (size_t k = 0; k < count; ++k) {
+    double v = InitValue(spec.init, spec.a, spec.b, spec.seed, first + k);
+    if (spec.dtype == DType::kFloat32) {
+      static_cast<float*>(dst)[k] = static_cast<float>(v);
+    } else {
+      static_cast<double*>(dst)[k] = v;
+    }
+  }
+}
+
+Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book) {
+  if (spec.name.empty() || spec.name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(fmt::format("bad tensor name '{}'", spec.name));
+  }
+  if (spec.policy != shm::Policy::kNode && spec.policy != shm::Policy::kEdge) {
+    return absl::InvalidArgumentError("policy must be node or edge");
+  }
+  if (static_cast<uint32_t>(spec.dtype) > static_cast<uint32_t>(DType::kFloat64)) {
+    return absl::InvalidArgumentError(
+        fmt::format("unknown dtype {}", static_cast<uint32_t>(spec.dtype)));
+  }
+  if (static_cast<uint32_t>(spec.init) > static_cast<uint32_t>(Init::kNone)) {
+    return absl::InvalidArgumentError(
+        fmt::format("unknown initialiser {}", static_cast<uint32_t>(spec.init)));
+  }
+  if ((spec.init == Init::kUniform || spec.init == Init::kNormal) && !IsFloating(spec.dtype)) {
+    return absl::InvalidArgumentError("uniform and normal initialisers need a float dtype");
+  }
+  int64_t rows = spec.policy == shm::Policy::kNode ? book.num_nodes() : book.num_edges();
+  if (spec.shape.empty() || spec.shape.size() > shm::Catalog::kMaxDims || spec.shape[0] != rows) {
+    return absl::InvalidArgumentError(
+        fmt::format("tensor '{}': shape[0] must be the number of {}s ({}), with 1 to {} dimensions",
+                    spec.name, shm::PolicyName(spec.policy), rows, int{shm::Catalog::kMaxDims}));
+  }
+  for (int64_t d : spec.shape) {
+    if (d < 0) return absl::InvalidArgumentError("negative dimension");
+  }
+  return absl::OkStatus();
+}
+
+std::string TensorKey(const InitSpec& spec) {
+  return fmt::format("{}/{}", shm::PolicyName(spec.policy), spec.name);
+}
+
+std::pair<int64_t, int64_t> IdRange(const PartitionBook& book, shm::Policy policy, int part) {
+  return policy == shm::Policy::kNode ? book.NodeRange(part) : book.EdgeRange(part);
+}
+
+Status CheckTensorKey(const std::string& key) {
+  if (key.rfind("node/", 0) == 0 || key.rfind("edge/", 0) == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("'{}' is not a node or edge tensor (names start with node/ or edge/)", key));
+}
+
 // Ids grouped by owning machine, with their positions in the caller's order.
 struct KvClient::Split {
   std::vector<std::vector<int64_t>> ids;        // Per machine.
@@ -261,8 +317,7 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
   size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max<size_t>(1, row_bytes));
   for (int p = 0; p < book_.num_partitions(); ++p) {
     if (p == local_part || split.ids[p].empty()) continue;
-    auto range = meta.policy == shm::Policy::kNode ? book_.NodeRange(p) : book_.EdgeRange(p);
-    grouped[p] = GroupIds(split.ids[p], split.positions[p], range);
+    grouped[p] = GroupIds(split.ids[p], split.positions[p], IdRange(book_, meta.policy, p));
     const std::vector<int64_t>& ids_p = grouped[p].ids;
     for (size_t begin = 0; begin < ids_p.size(); begin += chunk_rows) {
       size_t end = std::min(ids_p.size(), begin + chunk_rows);
@@ -282,8 +337,7 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
       local_status = shard.status();
       return;
     }
-    int64_t first = meta.policy == shm::Policy::kNode ? book_.NodeRange(local_part).first
-                                                      : book_.EdgeRange(local_part).first;
+    int64_t first = IdRange(book_, meta.policy, local_part).first;
     local_->catalog().ReadRows(shard->info, shard->data(), split.ids[local_part], first,
                                split.positions[local_part].data(), dst);
   };
@@ -363,8 +417,7 @@ Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, cons
       local_status = shard.status();
       return;
     }
-    int64_t first = meta.policy == shm::Policy::kNode ? book_.NodeRange(local_part).first
-                                                      : book_.EdgeRange(local_part).first;
+    int64_t first = IdRange(book_, meta.policy, local_part).first;
     local_->catalog().WriteRows(shard->info, shard->data(), split.ids[local_part], first,
                                 split.positions[local_part].data(), src, mode == PushMode::kAdd);
   };

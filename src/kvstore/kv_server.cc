@@ -22,28 +22,6 @@ using rpc::WireArray;
 
 constexpr size_t kCopyChunk = size_t{64} << 20;
 
-StatusOr<shm::Policy> PolicyOfKey(const std::string& name) {
-  if (name.rfind("node/", 0) == 0) return shm::Policy::kNode;
-  if (name.rfind("edge/", 0) == 0) return shm::Policy::kEdge;
-  return absl::InvalidArgumentError(
-      fmt::format("'{}' is not a node or edge tensor (names start with node/ or edge/)", name));
-}
-
-// Fills `count` elements of `dtype` at `dst`: element k of the tensor (global
-// element index `first + k`) gets a value that depends only on the seed and
-// that index, so results do not depend on the number of partitions.
-void FillRandom(DType dtype, void* dst, size_t count, uint64_t first, uint32_t init, double a,
-                double b, uint64_t seed) {
-  for (size_t k = 0; k < count; ++k) {
-    double v = InitValue(static_cast<Init>(init), a, b, seed, first + k);
-    if (dtype == DType::kFloat32) {
-      static_cast<float*>(dst)[k] = static_cast<float>(v);
-    } else {
-      static_cast<double*>(dst)[k] = v;
-    }
-  }
-}
-
 }  // namespace
 
 KvServer::KvServer(KvServerOptions options, PartitionBook book, std::string graph_name)
@@ -96,10 +74,10 @@ StatusOr<std::unique_ptr<KvServer>> KvServer::Load(const KvServerOptions& option
       if (cancel.load()) return absl::CancelledError(fmt::format("{}: loading cancelled", what));
       size_t n = std::min(kCopyChunk, array->nbytes() - off);
       std::memcpy(dst + off, src + off, n);
-      array->ReleasePages();
       done += static_cast<int64_t>(n);
       progress.Update(done);
     }
+    array->ReleasePages();  // The file's pages are no longer needed.
     RETURN_IF_ERROR(cat.Add(&info));
     server->owned_.emplace(info.id, std::move(segment));
   }
@@ -188,9 +166,7 @@ StatusOr<std::vector<int64_t>> KvServer::ToLocalRows(const Shard& shard,
   if (ids.dtype != DType::kInt64 || ids.shape.size() != 1) {
     return absl::InvalidArgumentError("ids must be a 1-d int64 array");
   }
-  auto [begin, end] = shard.info.policy == shm::Policy::kNode
-                          ? book_.NodeRange(options_.machine_id)
-                          : book_.EdgeRange(options_.machine_id);
+  auto [begin, end] = IdRange(book_, shard.info.policy, options_.machine_id);
   if (end - begin != shard.info.rows()) {
     return absl::InternalError(fmt::format("'{}' has {} rows but partition {} owns {} ids",
                                            shard.info.name, shard.info.rows(), options_.machine_id,
@@ -210,8 +186,7 @@ StatusOr<std::vector<int64_t>> KvServer::ToLocalRows(const Shard& shard,
 }
 
 StatusOr<Message> KvServer::Pull(const Message& request) {
-  ASSIGN_OR_RETURN(shm::Policy policy, PolicyOfKey(request.header.name()));
-  (void)policy;
+  RETURN_IF_ERROR(CheckTensorKey(request.header.name()));
   if (request.arrays.size() != 1) {
     return absl::InvalidArgumentError("pull takes exactly one array (the ids)");
   }
@@ -232,8 +207,7 @@ StatusOr<Message> KvServer::Pull(const Message& request) {
 }
 
 StatusOr<Message> KvServer::Push(const Message& request) {
-  ASSIGN_OR_RETURN(shm::Policy policy, PolicyOfKey(request.header.name()));
-  (void)policy;
+  RETURN_IF_ERROR(CheckTensorKey(request.header.name()));
   if (request.arrays.size() != 2) {
     return absl::InvalidArgumentError("push takes exactly two arrays (ids, rows)");
   }
@@ -264,64 +238,46 @@ StatusOr<Message> KvServer::InitData(const Message& request) {
   }
   const wire::InitDataArgs& args = request.header.init_data();
   if (args.policy() > 1) return absl::InvalidArgumentError("policy must be node (0) or edge (1)");
-  auto policy = static_cast<shm::Policy>(args.policy());
-  std::string key = fmt::format("{}/{}", shm::PolicyName(policy), args.name());
-  if (args.name().empty() || args.name().find('/') != std::string::npos) {
-    return absl::InvalidArgumentError(fmt::format("bad tensor name '{}'", args.name()));
-  }
-  if (args.dtype() > static_cast<uint32_t>(DType::kFloat64)) {
-    return absl::InvalidArgumentError(fmt::format("unknown dtype {}", args.dtype()));
-  }
-  auto dtype = static_cast<DType>(args.dtype());
-  int64_t global_rows = policy == shm::Policy::kNode ? book_.num_nodes() : book_.num_edges();
-  if (args.shape_size() < 1 || args.shape_size() > shm::Catalog::kMaxDims ||
-      args.shape(0) != global_rows) {
-    return absl::InvalidArgumentError(fmt::format(
-        "tensor '{}': shape[0] must be the number of {}s ({}), with 1 to {} dimensions",
-        args.name(), shm::PolicyName(policy), global_rows, int{shm::Catalog::kMaxDims}));
-  }
+  InitSpec spec{.name = args.name(),
+                .dtype = static_cast<DType>(std::min<uint32_t>(args.dtype(), 255)),
+                .shape = std::vector<int64_t>(args.shape().begin(), args.shape().end()),
+                .policy = static_cast<shm::Policy>(args.policy()),
+                .init = static_cast<Init>(std::min<uint32_t>(args.init(), 255)),
+                .a = args.a(),
+                .b = args.b(),
+                .seed = args.seed(),
+                .persistent = args.persistent()};
+  RETURN_IF_ERROR(ValidateInitSpec(spec, book_));
+  std::string key = TensorKey(spec);
+  auto [first_row, end_row] = IdRange(book_, spec.policy, options_.machine_id);
   shm::ArrayInfo info;
   info.name = key;
-  info.dtype = dtype;
-  info.policy = policy;
-  info.persistent = args.persistent();
-  info.shape.assign(args.shape().begin(), args.shape().end());
-  for (int64_t d : info.shape) {
-    if (d < 0) return absl::InvalidArgumentError("negative dimension");
-  }
-  info.shape[0] = policy == shm::Policy::kNode ? book_.NumNodesOf(options_.machine_id)
-                                               : book_.NumEdgesOf(options_.machine_id);
+  info.dtype = spec.dtype;
+  info.policy = spec.policy;
+  info.persistent = spec.persistent;
+  info.shape = spec.shape;
+  info.shape[0] = end_row - first_row;  // This machine's shard.
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());
   if (StatusOr<shm::ArrayInfo> existing = shards_->catalog().Find(key); existing.ok()) {
-    if (existing->dtype != dtype || existing->shape != info.shape) {
+    if (existing->dtype != spec.dtype || existing->shape != info.shape) {
       return absl::AlreadyExistsError(
           fmt::format("tensor '{}' exists as {} with shard shape [{}]; asked for {} [{}]",
-                      args.name(), DTypeName(existing->dtype), fmt::join(existing->shape, ", "),
-                      DTypeName(dtype), fmt::join(info.shape, ", ")));
+                      spec.name, DTypeName(existing->dtype), fmt::join(existing->shape, ", "),
+                      DTypeName(spec.dtype), fmt::join(info.shape, ", ")));
     }
     response.header.set_created(false);
     return response;
-  }
-  if (args.init() > 3)
-    return absl::InvalidArgumentError(fmt::format("unknown init {}", args.init()));
-  if ((args.init() == 1 || args.init() == 2) && !IsFloating(dtype)) {
-    return absl::InvalidArgumentError("uniform and normal initialisers need a float dtype");
   }
   shm::Catalog& catalog = shards_->mutable_catalog();
   info.id = catalog.ReserveId(&info.segment);
   ASSIGN_OR_RETURN(shm::SharedSegment segment,
                    shm::SharedSegment::Create(info.segment, info.nbytes()));
-  if (args.init() == 1 || args.init() == 2) {
-    size_t row_elems = info.row_bytes() / DTypeSize(dtype);
-    int64_t first_row = policy == shm::Policy::kNode ? book_.NodeRange(options_.machine_id).first
-                                                     : book_.EdgeRange(options_.machine_id).first;
-    FillRandom(dtype, segment.data(), row_elems * static_cast<size_t>(info.shape[0]),
-               static_cast<uint64_t>(first_row) * row_elems, args.init(), args.a(), args.b(),
-               args.seed());
-  }
+  size_t row_elems = info.row_bytes() / DTypeSize(spec.dtype);
+  FillInit(spec, segment.data(), row_elems * static_cast<size_t>(info.shape[0]),
+           static_cast<uint64_t>(first_row) * row_elems);
   RETURN_IF_ERROR(catalog.Add(&info));
   owned_.emplace(info.id, std::move(segment));
-  spdlog::debug("server {}: created '{}' {} [{}]", server_id(), key, DTypeName(dtype),
+  spdlog::debug("server {}: created '{}' {} [{}]", server_id(), key, DTypeName(spec.dtype),
                 fmt::join(info.shape, ", "));
   response.header.set_created(true);
   return response;
@@ -332,8 +288,7 @@ StatusOr<Message> KvServer::DeleteData(const Message& request) {
     return absl::FailedPreconditionError(fmt::format(
         "server {} is not a main server; delete_data goes to local index 0", server_id()));
   }
-  ASSIGN_OR_RETURN(shm::Policy policy, PolicyOfKey(request.header.name()));
-  (void)policy;
+  RETURN_IF_ERROR(CheckTensorKey(request.header.name()));
   ASSIGN_OR_RETURN(shm::ArrayInfo info, shards_->catalog().Find(request.header.name()));
   RETURN_IF_ERROR(shards_->mutable_catalog().Remove(info.name));
   owned_.erase(info.id);  // Unlinks; mappings elsewhere stay valid until dropped.

@@ -66,6 +66,24 @@ class KvStore {
 // tensor: depends only on the seed and the index, never on partitioning.
 double InitValue(Init init, double a, double b, uint64_t seed, uint64_t index);
 
+// Fills `count` elements at `dst` (dtype spec.dtype), the first being global
+// element `first`, for the uniform and normal initialisers; the others leave
+// the (zero-filled) memory as it is.
+void FillInit(const InitSpec& spec, void* dst, size_t count, uint64_t first);
+
+// Checks a creation request against the graph: name, policy, dtype,
+// initialiser, and shape[0] = the number of nodes or edges.
+Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book);
+
+// "node/<name>" or "edge/<name>".
+std::string TensorKey(const InitSpec& spec);
+
+// The global ids [begin, end) partition `part` owns under `policy`.
+std::pair<int64_t, int64_t> IdRange(const PartitionBook& book, shm::Policy policy, int part);
+
+// InvalidArgument unless `key` names a node or edge tensor ("node/...", "edge/...").
+Status CheckTensorKey(const std::string& key);
+
 }  // namespace tessera::kv
 
 #endif  // TESSERA_SRC_KVSTORE_KV_STORE_H_

@@ -107,22 +107,8 @@ Status LocalKvStore::Push(const std::string& key, std::span<const int64_t> ids, 
 
 StatusOr<bool> LocalKvStore::InitData(const InitSpec& spec) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (spec.name.empty() || spec.name.find('/') != std::string::npos) {
-    return absl::InvalidArgumentError(fmt::format("bad tensor name '{}'", spec.name));
-  }
-  if (spec.policy == shm::Policy::kLocal) {
-    return absl::InvalidArgumentError("policy must be node or edge");
-  }
-  int64_t rows = spec.policy == shm::Policy::kNode ? book().num_nodes() : book().num_edges();
-  if (spec.shape.empty() || spec.shape.size() > shm::Catalog::kMaxDims || spec.shape[0] != rows) {
-    return absl::InvalidArgumentError(
-        fmt::format("tensor '{}': shape[0] must be the number of {}s ({}), with 1 to {} dimensions",
-                    spec.name, shm::PolicyName(spec.policy), rows, int{shm::Catalog::kMaxDims}));
-  }
-  for (int64_t d : spec.shape) {
-    if (d < 0) return absl::InvalidArgumentError("negative dimension");
-  }
-  std::string key = fmt::format("{}/{}", shm::PolicyName(spec.policy), spec.name);
+  RETURN_IF_ERROR(ValidateInitSpec(spec, book()));
+  std::string key = TensorKey(spec);
   if (auto it = tensors_.find(key); it != tensors_.end()) {
     if (it->second.meta.dtype != spec.dtype || it->second.meta.shape != spec.shape) {
       return absl::AlreadyExistsError(
@@ -132,23 +118,10 @@ StatusOr<bool> LocalKvStore::InitData(const InitSpec& spec) {
     }
     return false;
   }
-  if ((spec.init == Init::kUniform || spec.init == Init::kNormal) && !IsFloating(spec.dtype)) {
-    return absl::InvalidArgumentError("uniform and normal initialisers need a float dtype");
-  }
   Entry e;
   e.meta = {key, spec.dtype, spec.shape, spec.policy, spec.persistent};
   e.data = Array::Zeros(spec.dtype, spec.shape);
-  if (spec.init == Init::kUniform || spec.init == Init::kNormal) {
-    int64_t n = e.data.numel();
-    for (int64_t k = 0; k < n; ++k) {
-      double v = InitValue(spec.init, spec.a, spec.b, spec.seed, static_cast<uint64_t>(k));
-      if (spec.dtype == DType::kFloat32) {
-        e.data.mutable_span<float>()[k] = static_cast<float>(v);
-      } else {
-        e.data.mutable_span<double>()[k] = v;
-      }
-    }
-  }
+  FillInit(spec, e.data.mutable_data(), static_cast<size_t>(e.data.numel()), 0);
   tensors_.emplace(key, std::move(e));
   return true;
 }

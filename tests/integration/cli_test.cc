@@ -10,9 +10,11 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
 #include "src/partition/load_partition.h"
+#include "src/shm/segment.h"
 
 namespace tessera {
 namespace {
@@ -251,6 +253,40 @@ TEST(Cli, DemoRunsAndCleansUp) {
   ASSERT_EQ(cora.exit_code, 0) << cora.output;
   EXPECT_NE(cora.output.find("2708 nodes"), std::string::npos);
   EXPECT_TRUE(PathExists(dir / "cora/parts/demo.json"));  // A named workdir is kept.
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// `tessera bench pull` on a small generated graph: it runs a real 2-machine
+// job, prints its JSON report with every figure measured (> 0), and leaves no
+// server or shared memory behind.
+TEST(Cli, BenchPullReportsEveryFigure) {
+  TempDir dir;
+  CliRun run = Tessera(
+      "--log-level warn bench pull --nodes 20000 --batch 5000 --rounds 2 --workdir " + dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto report = nlohmann::json::parse(run.output.substr(run.output.find('{')));
+  EXPECT_EQ(report["benchmark"], "pull");
+  for (const char* group : {"limits_gbps", "pull_gbps", "push_gbps", "latency_100_ids_us"}) {
+    ASSERT_TRUE(report.contains(group)) << group;
+    for (auto& [name, value] : report[group].items()) {
+      EXPECT_GT(value.get<double>(), 0) << group << "." << name;
+    }
+  }
+  EXPECT_GT(report["ratios"]["local_over_gather_limit"].get<double>(), 0);
+  EXPECT_GT(report["ratios"]["remote_over_zeromq_limit"].get<double>(), 0);
+  // The servers left by themselves once the benchmark's client had gone, and
+  // took their shared memory with them.
+  std::string log = testing::ReadAll(dir / "job/server-0.log");
+  size_t at = log.find("(job ");
+  ASSERT_NE(at, std::string::npos) << log;
+  std::string job = log.substr(at + 5, log.find(')', at) - at - 5);
+  EXPECT_TRUE(shm::ListJobSegments(job).empty()) << job;
+  EXPECT_NE(log.find("all 1 clients left"), std::string::npos) << log;
 }
 
 }  // namespace
