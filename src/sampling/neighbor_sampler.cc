@@ -19,15 +19,47 @@ struct Scratch {
   std::vector<int64_t> positions;
   std::vector<std::pair<double, int64_t>> keyed;
   std::vector<double> prefix;
+  std::vector<int64_t> skip;  // Excluded CSC positions of the current row, increasing.
 };
 
+// The excluded positions of row [begin, end) into `skip` (the row's eids are
+// increasing, so each excluded id in the row's id span is a binary search).
+void FindSkipped(const CscView& csc, int64_t begin, int64_t end, std::span<const int64_t> exclude,
+                 std::vector<int64_t>& skip) {
+  skip.clear();
+  if (exclude.empty() || begin == end) return;
+  const int64_t* row = csc.eids.data();
+  auto it = std::lower_bound(exclude.begin(), exclude.end(), row[begin]);
+  for (; it != exclude.end() && *it <= row[end - 1]; ++it) {
+    const int64_t* hit = std::lower_bound(row + begin, row + end, *it);
+    if (hit != row + end && *hit == *it) skip.push_back(hit - row);
+  }
+}
+
+// Maps index i of the row's non-excluded edges to its CSC position.
+inline int64_t Unskip(int64_t begin, int64_t i, const std::vector<int64_t>& skip) {
+  int64_t p = begin + i;
+  for (int64_t s : skip) {
+    if (s > p) break;
+    ++p;
+  }
+  return p;
+}
+
+// The weight of position p, zero when excluded.
+inline float WeightAt(const SampleOptions& o, int64_t p, const std::vector<int64_t>& skip) {
+  if (!skip.empty() && std::binary_search(skip.begin(), skip.end(), p)) return 0;
+  return o.weights[p];
+}
+
 // Number of edges seed `v` will get; validates its weights.
-StatusOr<int64_t> CountFor(const CscView& csc, int64_t v, const SampleOptions& o) {
+StatusOr<int64_t> CountFor(const CscView& csc, int64_t v, const SampleOptions& o,
+                           Scratch& scratch) {
   int64_t begin = csc.indptr[v], end = csc.indptr[v + 1];
-  int64_t degree = end - begin;
-  if (o.fanout < 0) return degree;
-  if (o.weights.empty())
-    return o.replace ? (degree > 0 ? o.fanout : 0) : std::min(o.fanout, degree);
+  FindSkipped(csc, begin, end, o.exclude, scratch.skip);
+  int64_t degree = end - begin - static_cast<int64_t>(scratch.skip.size());
+  if (o.fanout < 0 && o.weights.empty()) return degree;
+  if (o.weights.empty()) return o.replace ? (degree > 0 ? o.fanout : 0) : std::min(o.fanout, degree);
   int64_t positive = 0;
   for (int64_t p = begin; p < end; ++p) {
     float w = o.weights[p];
@@ -35,27 +67,31 @@ StatusOr<int64_t> CountFor(const CscView& csc, int64_t v, const SampleOptions& o
       return absl::InvalidArgumentError(
           fmt::format("edge weight {} at CSC position {} is negative, infinite or NaN", w, p));
     }
-    positive += w > 0;
+    positive += WeightAt(o, p, scratch.skip) > 0;
   }
+  if (o.fanout < 0) return degree;  // Every edge, whatever its weight.
   if (o.replace) return positive > 0 ? o.fanout : 0;
   return std::min(o.fanout, positive);
 }
 
 // Writes `count` chosen CSC positions of seed v's in-edges to `out`.
+// scratch.skip holds the row's excluded positions (from CountFor's search).
 void ChooseFor(const CscView& csc, int64_t v, uint64_t key, int64_t count, const SampleOptions& o,
                Scratch& scratch, int64_t* out) {
   int64_t begin = csc.indptr[v], end = csc.indptr[v + 1];
-  int64_t degree = end - begin;
+  const std::vector<int64_t>& skip = scratch.skip;
+  int64_t degree = end - begin - static_cast<int64_t>(skip.size());
   if (count == 0) return;
   Rng rng(o.seed, /*stream=*/1, key);
   if (o.fanout < 0 || (o.weights.empty() && !o.replace && count == degree)) {
-    for (int64_t i = 0; i < degree; ++i) out[i] = begin + i;
+    for (int64_t i = 0; i < degree; ++i) out[i] = Unskip(begin, i, skip);
     return;
   }
   if (o.weights.empty()) {
     if (o.replace) {
       for (int64_t i = 0; i < count; ++i) {
-        out[i] = begin + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(degree)));
+        out[i] = Unskip(begin, static_cast<int64_t>(rng.Below(static_cast<uint64_t>(degree))),
+                        skip);
       }
       return;
     }
@@ -64,9 +100,10 @@ void ChooseFor(const CscView& csc, int64_t v, uint64_t key, int64_t count, const
       for (int64_t j = degree - count; j < degree; ++j) {
         int64_t t = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(j + 1)));
         bool seen = false;
-        for (int64_t c = 0; c < chosen; ++c) seen |= out[c] == begin + t;
-        out[chosen++] = begin + (seen ? j : t);
+        for (int64_t c = 0; c < chosen; ++c) seen |= out[c] == t;
+        out[chosen++] = seen ? j : t;
       }
+      for (int64_t c = 0; c < count; ++c) out[c] = Unskip(begin, out[c], skip);
       return;
     }
     std::vector<int64_t>& pos = scratch.positions;
@@ -75,20 +112,21 @@ void ChooseFor(const CscView& csc, int64_t v, uint64_t key, int64_t count, const
     for (int64_t i = 0; i < count; ++i) {
       int64_t j = i + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(degree - i)));
       std::swap(pos[i], pos[j]);
-      out[i] = begin + pos[i];
+      out[i] = Unskip(begin, pos[i], skip);
     }
     return;
   }
+  int64_t row = end - begin;
   if (o.replace) {
     std::vector<double>& prefix = scratch.prefix;
-    prefix.resize(degree);
+    prefix.resize(row);
     double total = 0;
-    for (int64_t i = 0; i < degree; ++i) prefix[i] = total += o.weights[begin + i];
+    for (int64_t i = 0; i < row; ++i) prefix[i] = total += WeightAt(o, begin + i, skip);
     for (int64_t i = 0; i < count; ++i) {
       double r = rng.Uniform() * total;
       int64_t k = std::upper_bound(prefix.begin(), prefix.end(), r) - prefix.begin();
-      k = std::min(k, degree - 1);
-      while (o.weights[begin + k] == 0 && k > 0) --k;  // r landed on a zero-width edge.
+      k = std::min(k, row - 1);
+      while (k > 0 && WeightAt(o, begin + k, skip) == 0) --k;  // r landed on a zero-width edge.
       out[i] = begin + k;
     }
     return;
@@ -96,8 +134,8 @@ void ChooseFor(const CscView& csc, int64_t v, uint64_t key, int64_t count, const
   // Efraimidis–Spirakis: key log(u) / w, keep the `count` largest.
   auto& keyed = scratch.keyed;
   keyed.clear();
-  for (int64_t i = 0; i < degree; ++i) {
-    float w = o.weights[begin + i];
+  for (int64_t i = 0; i < row; ++i) {
+    float w = WeightAt(o, begin + i, skip);
     if (w <= 0) continue;
     double u = 1.0 - rng.Uniform();  // (0, 1]
     keyed.emplace_back(std::log(u) / w, begin + i);
@@ -120,6 +158,11 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
   }
   if (!keys.empty() && keys.size() != seeds.size()) {
     return absl::InvalidArgumentError("keys and seeds differ in length");
+  }
+  for (size_t i = 1; i < options.exclude.size(); ++i) {
+    if (options.exclude[i] <= options.exclude[i - 1]) {
+      return absl::InvalidArgumentError("the excluded edge ids must be sorted and distinct");
+    }
   }
   int64_t n = static_cast<int64_t>(seeds.size());
   for (int64_t i = 0; i < n; ++i) {
@@ -148,8 +191,9 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
   // Pass 1: how many edges each seed gets; pass 2: fill in place.
   std::vector<int64_t> offsets(n + 1, 0);
   RETURN_IF_ERROR(run([&](int64_t lo, int64_t hi) -> Status {
+    Scratch scratch;
     for (int64_t i = lo; i < hi; ++i) {
-      ASSIGN_OR_RETURN(offsets[i + 1], CountFor(csc, seeds[i], options));
+      ASSIGN_OR_RETURN(offsets[i + 1], CountFor(csc, seeds[i], options, scratch));
     }
     return absl::OkStatus();
   }));
@@ -165,6 +209,9 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
       int64_t* pos = out.eid.data() + offsets[i];  // Positions first, then mapped.
       int64_t count = offsets[i + 1] - offsets[i];
       uint64_t key = static_cast<uint64_t>(keys.empty() ? v : keys[i]);
+      if (!options.exclude.empty()) {
+        FindSkipped(csc, csc.indptr[v], csc.indptr[v + 1], options.exclude, scratch.skip);
+      }
       ChooseFor(csc, v, key, count, options, scratch, pos);
       for (int64_t k = 0; k < count; ++k) {
         int64_t p = pos[k];

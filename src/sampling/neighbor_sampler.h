@@ -10,6 +10,9 @@
 //     Efraimidis–Spirakis keys (zero-weight edges are never picked), with
 //     replacement by inverse-CDF draws;
 //   * fanout -1: every in-edge.
+// Excluded edges (options.exclude) are removed before choosing, so a seed
+// still gets min(fanout, degree - excluded) edges (DGL drops them afterwards
+// and leaves the fanout short).
 // Results are deterministic for a given seed: the random stream of a seed
 // node depends only on options.seed and that node's key (its global id when
 // the caller gives them), never on the thread count or the seed order.
@@ -36,6 +39,9 @@ struct SampleOptions {
   int64_t fanout = 10;  // -1: all in-edges.
   bool replace = false;
   std::span<const float> weights;  // Per CSC position; empty: uniform.
+  // Edge ids never to pick: sorted and distinct. Needs the eids of every
+  // row in increasing order (as partitions store them).
+  std::span<const int64_t> exclude;
   uint64_t seed = 0;
   int num_threads = 1;
 };
@@ -50,7 +56,8 @@ struct SampledEdges {
 
 // Samples in-edges of `seeds` (local node ids of `csc`). `keys[i]` keys the
 // random stream of seeds[i] (empty: the seed itself). Errors on a seed out of
-// range, weights of the wrong length, or negative/NaN weights.
+// range, weights of the wrong length, negative/NaN weights, or an unsorted
+// exclude list.
 StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64_t> seeds,
                                        std::span<const int64_t> keys, const SampleOptions& options);
 

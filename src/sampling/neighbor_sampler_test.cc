@@ -121,6 +121,60 @@ TEST(NeighborSamplerTest, WeightedIsProportionalAndSkipsZeroWeights) {
   EXPECT_EQ(got, (std::set<int64_t>{100, 101, 103}));
 }
 
+// Excluded edges are taken out before choosing: the fanout is still filled
+// from the remaining edges, for every kind of sampling.
+TEST(NeighborSamplerTest, ExclusionStillFillsTheFanout) {
+  Star s(10);  // Edge ids 100..109.
+  std::vector<int64_t> exclude = {50, 100, 103, 104, 109, 500};  // 50 and 500: not in the row.
+  std::set<int64_t> excluded(exclude.begin(), exclude.end());
+  std::vector<float> w(10, 1.0f);
+  w[1] = 0;  // Edge 101 can't be picked by weight either.
+  std::vector<int64_t> seeds(3000, 0), keys(3000);
+  std::iota(keys.begin(), keys.end(), 0);
+  struct Case {
+    SampleOptions options;
+    int64_t per_seed;
+  };
+  std::vector<Case> cases = {
+      {{.fanout = 4, .exclude = exclude}, 4},
+      {{.fanout = 6, .exclude = exclude}, 6},  // Exactly the 6 allowed edges.
+      {{.fanout = 9, .exclude = exclude}, 6},
+      {{.fanout = 70, .exclude = exclude}, 6},
+      {{.fanout = 3, .replace = true, .exclude = exclude}, 3},
+      {{.fanout = -1, .exclude = exclude}, 6},
+      {{.fanout = 4, .weights = w, .exclude = exclude}, 4},
+      {{.fanout = 9, .weights = w, .exclude = exclude}, 5},
+      {{.fanout = 3, .replace = true, .weights = w, .exclude = exclude}, 3},
+  };
+  for (const Case& c : cases) {
+    auto r = SampleNeighbors(s.view(), seeds, keys, c.options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->size(), seeds.size() * c.per_seed) << "fanout " << c.options.fanout;
+    std::map<int64_t, int> counts;
+    for (size_t i = 0; i < r->size(); ++i) {
+      EXPECT_EQ(excluded.count(r->eid[i]), 0u) << "picked excluded edge " << r->eid[i];
+      EXPECT_EQ(r->src[i], r->eid[i] - 99);  // Source matches the edge.
+      ++counts[r->eid[i]];
+    }
+    // Every allowed edge gets picked (uniformly enough: within 25 % of the mean).
+    std::set<int64_t> allowed = {101, 102, 105, 106, 107, 108};
+    if (!c.options.weights.empty()) allowed.erase(101);
+    EXPECT_EQ(counts.size(), allowed.size()) << "fanout " << c.options.fanout;
+    double mean = static_cast<double>(r->size()) / allowed.size();
+    for (auto [e, n] : counts) EXPECT_NEAR(n, mean, 0.25 * mean) << "edge " << e;
+  }
+  // Excluding every edge leaves the seed without edges, even with replacement.
+  std::vector<int64_t> all(10);
+  std::iota(all.begin(), all.end(), 100);
+  auto none = SampleNeighbors(s.view(), std::vector<int64_t>{0}, {},
+                              {.fanout = 3, .replace = true, .exclude = all});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->size(), 0u);
+  std::vector<int64_t> unsorted = {105, 101};
+  EXPECT_FALSE(
+      SampleNeighbors(s.view(), std::vector<int64_t>{0}, {}, {.exclude = unsorted}).ok());
+}
+
 TEST(NeighborSamplerTest, BadInputIsAnError) {
   Hand g;
   EXPECT_EQ(SampleNeighbors(g.view(), std::vector<int64_t>{4}, {}, {}).status().code(),
