@@ -59,7 +59,8 @@ StatusOr<int64_t> CountFor(const CscView& csc, int64_t v, const SampleOptions& o
   FindSkipped(csc, begin, end, o.exclude, scratch.skip);
   int64_t degree = end - begin - static_cast<int64_t>(scratch.skip.size());
   if (o.fanout < 0 && o.weights.empty()) return degree;
-  if (o.weights.empty()) return o.replace ? (degree > 0 ? o.fanout : 0) : std::min(o.fanout, degree);
+  if (o.weights.empty())
+    return o.replace ? (degree > 0 ? o.fanout : 0) : std::min(o.fanout, degree);
   int64_t positive = 0;
   for (int64_t p = begin; p < end; ++p) {
     float w = o.weights[p];
@@ -90,8 +91,8 @@ void ChooseFor(const CscView& csc, int64_t v, uint64_t key, int64_t count, const
   if (o.weights.empty()) {
     if (o.replace) {
       for (int64_t i = 0; i < count; ++i) {
-        out[i] = Unskip(begin, static_cast<int64_t>(rng.Below(static_cast<uint64_t>(degree))),
-                        skip);
+        out[i] =
+            Unskip(begin, static_cast<int64_t>(rng.Below(static_cast<uint64_t>(degree))), skip);
       }
       return;
     }

@@ -124,7 +124,7 @@ TEST(NeighborSamplerTest, WeightedIsProportionalAndSkipsZeroWeights) {
 // Excluded edges are taken out before choosing: the fanout is still filled
 // from the remaining edges, for every kind of sampling.
 TEST(NeighborSamplerTest, ExclusionStillFillsTheFanout) {
-  Star s(10);  // Edge ids 100..109.
+  Star s(10);                                                    // Edge ids 100..109.
   std::vector<int64_t> exclude = {50, 100, 103, 104, 109, 500};  // 50 and 500: not in the row.
   std::set<int64_t> excluded(exclude.begin(), exclude.end());
   std::vector<float> w(10, 1.0f);
@@ -171,8 +171,7 @@ TEST(NeighborSamplerTest, ExclusionStillFillsTheFanout) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->size(), 0u);
   std::vector<int64_t> unsorted = {105, 101};
-  EXPECT_FALSE(
-      SampleNeighbors(s.view(), std::vector<int64_t>{0}, {}, {.exclude = unsorted}).ok());
+  EXPECT_FALSE(SampleNeighbors(s.view(), std::vector<int64_t>{0}, {}, {.exclude = unsorted}).ok());
 }
 
 TEST(NeighborSamplerTest, BadInputIsAnError) {

@@ -1,0 +1,107 @@
+// File: src/sampling/local_graph.h
+//
+// LocalGraph: the structure of one part of a partitioned graph (the arrays of
+// docs/partition-format.md, mapped from the part's files or from a machine's
+// shared memory) and the graph operations on what that part owns, in global
+// ids: neighbour sampling over in-edges or out-edges, degrees, and the
+// endpoints of edges. A trainer runs them on its own machine's part in
+// process; a server runs them for requests about its part.
+//
+// The part owns the in-edges of its nodes, stored in their CSC rows ("inner
+// rows"), which come first, in edge-id order; so position p of the inner rows
+// is the edge edge_range.first + p, and edge arrays can be used as per-position
+// weights directly. Out-edges of owned nodes are found through the HALO rows
+// (partitions made with num_hops >= 1 store every out-edge of their nodes);
+// the out-edge index is built on first use (about 16 bytes per local edge).
+//
+// Immutable after creation; thread-safe.
+#ifndef TESSERA_SRC_SAMPLING_LOCAL_GRAPH_H_
+#define TESSERA_SRC_SAMPLING_LOCAL_GRAPH_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/partition/load_partition.h"
+#include "src/sampling/neighbor_sampler.h"
+
+namespace tessera::sampling {
+
+enum class EdgeDir { kIn, kOut };
+
+// The arrays of one part (spans into memory that `keepalive` keeps mapped).
+struct PartArrays {
+  int part_id = 0;
+  int halo_hops = 1;
+  std::pair<int64_t, int64_t> node_range;  // Owned global node ids [begin, end).
+  std::pair<int64_t, int64_t> edge_range;  // Owned global edge ids.
+  std::span<const int64_t> nid;            // Local node -> global id; owned nodes first.
+  std::span<const int64_t> indptr;         // CSC over local nodes.
+  std::span<const int64_t> indices;        // Local source of each stored edge.
+  std::span<const int64_t> eid;            // Global id of each stored edge.
+  std::shared_ptr<const void> keepalive;
+};
+
+// The arrays of a loaded part (which the result keeps alive).
+PartArrays PartArraysOf(std::shared_ptr<const LocalPartition> part);
+
+struct NeighborOptions {
+  int64_t fanout = -1;  // -1: every edge.
+  EdgeDir dir = EdgeDir::kIn;
+  bool replace = false;
+  // One weight per owned edge (the part's rows of an edge array); empty:
+  // uniform. In-edges only: out-edges' weights live with other parts.
+  std::span<const float> weights;
+  std::span<const int64_t> exclude;  // Global edge ids never to pick; sorted, distinct.
+  uint64_t seed = 0;
+  int num_threads = 1;
+};
+
+class LocalGraph {
+ public:
+  // Checks the arrays against each other and the ranges (cheaply: sizes,
+  // bounds, the first and last owned ids); a mismatch is DataLoss naming the
+  // part.
+  static StatusOr<std::shared_ptr<const LocalGraph>> Create(PartArrays arrays);
+
+  int part_id() const { return a_.part_id; }
+  std::pair<int64_t, int64_t> node_range() const { return a_.node_range; }
+  std::pair<int64_t, int64_t> edge_range() const { return a_.edge_range; }
+  int64_t num_owned_nodes() const { return a_.node_range.second - a_.node_range.first; }
+  int64_t num_owned_edges() const { return a_.edge_range.second - a_.edge_range.first; }
+
+  // Samples edges of `seeds` (global ids owned by this part): in-edges
+  // (dst = seed) or out-edges (src = seed). Ids in the result are global.
+  // The random stream of a seed depends on options.seed and its global id
+  // only (not on the partitioning of the work or the thread count).
+  StatusOr<SampledEdges> SampleNeighbors(std::span<const int64_t> seeds,
+                                         const NeighborOptions& options) const;
+  // Endpoints of owned edges.
+  Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const;
+  // Degrees of owned nodes.
+  Status InDegrees(std::span<const int64_t> nids, int64_t* out) const;
+  Status OutDegrees(std::span<const int64_t> nids, int64_t* out) const;
+
+ private:
+  explicit LocalGraph(PartArrays arrays) : a_(std::move(arrays)) {}
+  int64_t num_owned_positions() const { return a_.indptr[num_owned_nodes()]; }
+  Status CheckOwnedNodes(std::span<const int64_t> nids) const;
+  // The out-edges of owned nodes: rows over owned nodes, local destination
+  // and global edge id per entry, edge ids increasing within a row.
+  struct OutIndex {
+    std::vector<int64_t> indptr, dst, eid;
+  };
+  StatusOr<const OutIndex*> Out() const;
+
+  PartArrays a_;
+  mutable std::once_flag out_once_;
+  mutable std::unique_ptr<OutIndex> out_;
+};
+
+}  // namespace tessera::sampling
+
+#endif  // TESSERA_SRC_SAMPLING_LOCAL_GRAPH_H_
