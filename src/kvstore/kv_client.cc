@@ -21,6 +21,30 @@ namespace {
 // answers would be). 1 MiB measured best on loopback (bench/README.md).
 constexpr size_t kChunkBytes = size_t{1} << 20;
 
+// Graph requests carry at most this many seeds or ids, so that large
+// operations (in_subgraph of many nodes) pipeline like pulls do.
+constexpr size_t kGraphChunk = 64 * 1024;
+
+// Checks a graph answer: `count` 1-d int64 arrays of `rows` entries each
+// (rows < 0: any length, all equal).
+Status CheckIdArrays(const Message& response, size_t count, int64_t rows, int part,
+                     const char* what) {
+  bool ok = response.arrays.size() == count;
+  for (size_t i = 0; ok && i < count; ++i) {
+    const rpc::WireArray& a = response.arrays[i];
+    ok = a.dtype == DType::kInt64 && a.shape.size() == 1 &&
+         a.shape[0] == (rows >= 0 ? rows : response.arrays[0].shape[0]);
+  }
+  if (ok) return absl::OkStatus();
+  return absl::DataLossError(
+      fmt::format("{}: the answer of machine {} does not have the expected arrays", what, part));
+}
+
+std::vector<int64_t> ToVector(const rpc::WireArray& a) {
+  std::span<const int64_t> s = a.span<int64_t>();
+  return {s.begin(), s.end()};
+}
+
 }  // namespace
 
 KvClient::Grouped KvClient::GroupIds(const std::vector<int64_t>& ids,
@@ -140,6 +164,31 @@ Status CheckTensorKey(const std::string& key) {
       fmt::format("'{}' is not a node or edge tensor (names start with node/ or edge/)", key));
 }
 
+Status CheckWeightArray(const std::string& key, DType dtype, const std::vector<int64_t>& shape) {
+  if (key.rfind("edge/", 0) != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("sampling weights must be an edge array, and '{}' is not", key));
+  }
+  bool one_per_row = shape.size() == 1 || (shape.size() == 2 && shape[1] == 1);
+  if (dtype != DType::kFloat32 || !one_per_row) {
+    return absl::InvalidArgumentError(
+        fmt::format("sampling weights '{}' must be float32 with one value per edge, not {} [{}]",
+                    key, DTypeName(dtype), fmt::join(shape, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+sampling::NeighborOptions NeighborOptionsOf(const SampleRequest& request,
+                                            std::span<const float> weights) {
+  return {.fanout = request.fanout,
+          .dir = request.dir,
+          .replace = request.replace,
+          .weights = weights,
+          .exclude = request.exclude,
+          .seed = request.seed,
+          .num_threads = request.num_threads};
+}
+
 // Ids grouped by owning machine, with their positions in the caller's order.
 struct KvClient::Split {
   std::vector<std::vector<int64_t>> ids;        // Per machine.
@@ -189,6 +238,7 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
       }
       if (pass == 0 && i == 0) {
         client->graph_name_ = info.graph_name();
+        client->halo_hops_ = info.halo_hops();
         std::vector<int64_t> nodes(info.node_offsets().begin(), info.node_offsets().end());
         std::vector<int64_t> edges(info.edge_offsets().begin(), info.edge_offsets().end());
         int part =
@@ -264,22 +314,23 @@ StatusOr<std::vector<TensorMeta>> KvClient::List() {
   return out;
 }
 
-StatusOr<KvClient::Split> KvClient::SplitIds(const TensorMeta& meta,
+StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, const std::string& what,
                                              std::span<const int64_t> ids) const {
   Split split;
   int K = book_.num_partitions();
   split.ids.resize(K);
   split.positions.resize(K);
-  bool node = meta.policy == shm::Policy::kNode;
-  int64_t limit = meta.shape[0];
+  bool node = policy == shm::Policy::kNode;
+  int64_t limit = node ? book_.num_nodes() : book_.num_edges();
   // Two passes (owners, then exact-size fills) instead of growing vectors.
   std::vector<int32_t> owners(ids.size());
   std::vector<size_t> counts(K, 0);
   for (size_t i = 0; i < ids.size(); ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= limit) {
-      return absl::OutOfRangeError(fmt::format(
-          "id {} (position {}) is out of range for '{}' with {} rows", id, i, meta.key, limit));
+      return absl::OutOfRangeError(
+          fmt::format("id {} (position {}) is out of range for {} ({} {}s)", id, i, what, limit,
+                      node ? "node" : "edge"));
     }
     owners[i] = node ? book_.NodeOwner(id) : book_.EdgeOwner(id);
     ++counts[owners[i]];
@@ -301,7 +352,7 @@ StatusOr<KvClient::Split> KvClient::SplitIds(const TensorMeta& meta,
 Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, void* out) {
   RETURN_IF_ERROR(JobHealth());
   ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
-  ASSIGN_OR_RETURN(Split split, SplitIds(meta, ids));
+  ASSIGN_OR_RETURN(Split split, SplitIds(meta.policy, fmt::format("'{}'", meta.key), ids));
   size_t row_bytes = meta.row_bytes();
   char* dst = static_cast<char*>(out);
   int local_part = local_ ? book_.part_id() : -1;
@@ -379,7 +430,7 @@ Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, cons
                       PushMode mode) {
   RETURN_IF_ERROR(JobHealth());
   ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
-  ASSIGN_OR_RETURN(Split split, SplitIds(meta, ids));
+  ASSIGN_OR_RETURN(Split split, SplitIds(meta.policy, fmt::format("'{}'", meta.key), ids));
   size_t row_bytes = meta.row_bytes();
   const char* src = static_cast<const char*>(rows);
   int local_part = local_ ? book_.part_id() : -1;
@@ -473,6 +524,201 @@ Status KvClient::Barrier() {
   Message request = rpc::MakeRequest(wire::BARRIER);
   request.header.mutable_barrier()->set_num_clients(options_.num_clients);
   return rpc_->CallOne(0, std::move(request), Deadline::In(options_.barrier_timeout)).status();
+}
+
+StatusOr<int64_t> KvClient::BarrierMax(int64_t value) {
+  RETURN_IF_ERROR(JobHealth());
+  Message request = rpc::MakeRequest(wire::BARRIER);
+  request.header.mutable_barrier()->set_num_clients(options_.num_clients);
+  request.header.mutable_barrier()->set_value(value);
+  ASSIGN_OR_RETURN(Message response,
+                   rpc_->CallOne(0, std::move(request), Deadline::In(options_.barrier_timeout)));
+  return response.header.barrier().value();
+}
+
+StatusOr<std::shared_ptr<const sampling::LocalGraph>> KvClient::LocalGraph() {
+  std::lock_guard<std::mutex> lock(graph_mutex_);
+  if (!graph_) {
+    if (!local_) return absl::InternalError("no local partition in this process");
+    ASSIGN_OR_RETURN(graph_, LocalGraphFromShards(*local_, book_, halo_hops_));
+  }
+  return graph_;
+}
+
+Status KvClient::GraphCall(const Split& split,
+                           const std::function<Message(std::span<const int64_t>)>& make_request,
+                           const std::function<Status()>& run_local,
+                           const std::function<Status(const Piece&, Message&)>& place) {
+  int local = local_part();
+  std::vector<rpc::Call> calls;
+  std::vector<Piece> pieces;
+  for (int p = 0; p < book_.num_partitions(); ++p) {
+    if (p == local) continue;
+    const std::vector<int64_t>& ids = split.ids[p];
+    for (size_t begin = 0; begin < ids.size(); begin += kGraphChunk) {
+      size_t count = std::min(kGraphChunk, ids.size() - begin);
+      calls.push_back({PickServer(p), make_request({ids.data() + begin, count})});
+      pieces.push_back({p, begin, count});
+    }
+  }
+  Status local_status;
+  auto between = [&] {
+    if (local >= 0 && !split.ids[local].empty()) local_status = run_local();
+  };
+  if (calls.empty()) {
+    between();
+    return local_status;
+  }
+  RETURN_IF_ERROR(
+      rpc_->CallMany(std::move(calls), CallDeadline(), between,
+                     [&](size_t c, Message& response) { return place(pieces[c], response); })
+          .status());
+  return local_status;
+}
+
+StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64_t> seeds,
+                                                           const SampleRequest& request) {
+  RETURN_IF_ERROR(JobHealth());
+  if (request.fanout < -1) {
+    return absl::InvalidArgumentError(fmt::format("fanout {} (use -1 for all)", request.fanout));
+  }
+  if (!request.prob.empty()) {
+    ASSIGN_OR_RETURN(TensorMeta meta, Meta("edge/" + request.prob));
+    RETURN_IF_ERROR(CheckWeightArray(meta.key, meta.dtype, meta.shape));
+  }
+  ASSIGN_OR_RETURN(Split split, SplitIds(shm::Policy::kNode, "sample_neighbors", seeds));
+  // The edges a machine may pick are its own in-edges, or any out-edges.
+  auto exclude_for = [&](int p) {
+    if (request.dir == sampling::EdgeDir::kOut) return request.exclude;
+    auto [begin, end] = book_.EdgeRange(p);
+    auto lo = std::lower_bound(request.exclude.begin(), request.exclude.end(), begin);
+    auto hi = std::lower_bound(lo, request.exclude.end(), end);
+    return std::span<const int64_t>(lo, hi);
+  };
+  std::vector<std::vector<sampling::SampledEdges>> parts(book_.num_partitions());
+  for (int p = 0; p < book_.num_partitions(); ++p) {
+    parts[p].resize((split.ids[p].size() + kGraphChunk - 1) / kGraphChunk);
+  }
+  auto make_request = [&](std::span<const int64_t> ids) {
+    int p = book_.NodeOwner(ids[0]);
+    Message m = rpc::MakeRequest(wire::SAMPLE);
+    wire::SampleArgs* args = m.header.mutable_sample();
+    args->set_fanout(request.fanout);
+    args->set_out(request.dir == sampling::EdgeDir::kOut);
+    args->set_replace(request.replace);
+    args->set_prob(request.prob);
+    args->set_seed(request.seed);
+    m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(ids.begin(), ids.end())));
+    std::span<const int64_t> exclude = exclude_for(p);
+    if (!exclude.empty()) {
+      m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(exclude.begin(), exclude.end())));
+    }
+    return m;
+  };
+  auto run_local = [&]() -> Status {
+    int p = local_part();
+    ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
+    WeightsShard weights;
+    if (!request.prob.empty()) {
+      ASSIGN_OR_RETURN(weights, EdgeWeightsFromShards(*local_, "edge/" + request.prob));
+    }
+    SampleRequest local = request;
+    local.exclude = exclude_for(p);
+    parts[p].resize(1);
+    ASSIGN_OR_RETURN(parts[p][0], graph->SampleNeighbors(
+                                      split.ids[p], NeighborOptionsOf(local, weights.weights)));
+    return absl::OkStatus();
+  };
+  auto place = [&](const Piece& piece, Message& response) -> Status {
+    RETURN_IF_ERROR(CheckIdArrays(response, 3, -1, piece.part, "sample_neighbors"));
+    sampling::SampledEdges& out = parts[piece.part][piece.begin / kGraphChunk];
+    out.src = ToVector(response.arrays[0]);
+    out.dst = ToVector(response.arrays[1]);
+    out.eid = ToVector(response.arrays[2]);
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(GraphCall(split, make_request, run_local, place));
+  size_t total = 0;
+  for (const auto& part : parts) {
+    for (const auto& e : part) total += e.size();
+  }
+  if (parts.size() == 1 && parts[0].size() == 1) return std::move(parts[0][0]);
+  sampling::SampledEdges merged;
+  merged.src.reserve(total);
+  merged.dst.reserve(total);
+  merged.eid.reserve(total);
+  for (const auto& part : parts) {
+    for (const auto& e : part) {
+      merged.src.insert(merged.src.end(), e.src.begin(), e.src.end());
+      merged.dst.insert(merged.dst.end(), e.dst.begin(), e.dst.end());
+      merged.eid.insert(merged.eid.end(), e.eid.begin(), e.eid.end());
+    }
+  }
+  return merged;
+}
+
+Status KvClient::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) {
+  RETURN_IF_ERROR(JobHealth());
+  ASSIGN_OR_RETURN(Split split, SplitIds(shm::Policy::kEdge, "find_edges", eids));
+  auto scatter = [&](int p, size_t begin, std::span<const int64_t> s, std::span<const int64_t> d) {
+    const std::vector<int64_t>& positions = split.positions[p];
+    for (size_t i = 0; i < s.size(); ++i) {
+      src[positions[begin + i]] = s[i];
+      dst[positions[begin + i]] = d[i];
+    }
+  };
+  auto make_request = [&](std::span<const int64_t> ids) {
+    Message m = rpc::MakeRequest(wire::FIND_EDGES);
+    m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(ids.begin(), ids.end())));
+    return m;
+  };
+  auto run_local = [&]() -> Status {
+    int p = local_part();
+    ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
+    std::vector<int64_t> s(split.ids[p].size()), d(split.ids[p].size());
+    RETURN_IF_ERROR(graph->FindEdges(split.ids[p], s.data(), d.data()));
+    scatter(p, 0, s, d);
+    return absl::OkStatus();
+  };
+  auto place = [&](const Piece& piece, Message& response) -> Status {
+    RETURN_IF_ERROR(
+        CheckIdArrays(response, 2, static_cast<int64_t>(piece.count), piece.part, "find_edges"));
+    scatter(piece.part, piece.begin, response.arrays[0].span<int64_t>(),
+            response.arrays[1].span<int64_t>());
+    return absl::OkStatus();
+  };
+  return GraphCall(split, make_request, run_local, place);
+}
+
+Status KvClient::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) {
+  RETURN_IF_ERROR(JobHealth());
+  bool in = dir == sampling::EdgeDir::kIn;
+  ASSIGN_OR_RETURN(Split split,
+                   SplitIds(shm::Policy::kNode, in ? "in_degrees" : "out_degrees", nids));
+  auto scatter = [&](int p, size_t begin, std::span<const int64_t> degrees) {
+    for (size_t i = 0; i < degrees.size(); ++i) out[split.positions[p][begin + i]] = degrees[i];
+  };
+  auto make_request = [&](std::span<const int64_t> ids) {
+    Message m = rpc::MakeRequest(in ? wire::IN_DEGREES : wire::OUT_DEGREES);
+    m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(ids.begin(), ids.end())));
+    return m;
+  };
+  auto run_local = [&]() -> Status {
+    int p = local_part();
+    ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
+    std::vector<int64_t> degrees(split.ids[p].size());
+    RETURN_IF_ERROR(in ? graph->InDegrees(split.ids[p], degrees.data())
+                       : graph->OutDegrees(split.ids[p], degrees.data()));
+    scatter(p, 0, degrees);
+    return absl::OkStatus();
+  };
+  auto place = [&](const Piece& piece, Message& response) -> Status {
+    RETURN_IF_ERROR(
+        CheckIdArrays(response, 1, static_cast<int64_t>(piece.count), piece.part, "degrees"));
+    scatter(piece.part, piece.begin, response.arrays[0].span<int64_t>());
+    return absl::OkStatus();
+  };
+  return GraphCall(split, make_request, run_local, place);
 }
 
 Status KvClient::Close() {

@@ -9,6 +9,9 @@
 //         the rows of this machine are then copied straight from shared
 //         memory (no RPC) while the remote answers travel; remote rows are
 //         placed last. Output rows follow the caller's order.
+//   graph operations (sampling, degrees, edge endpoints): the same split;
+//         remote machines run them on their own part, this machine's part is
+//         worked on in this process from shared memory meanwhile.
 //   push: the same split; local rows are written in place under the row
 //         locks, remote rows are acknowledged by their server before Push
 //         returns, so a later pull anywhere sees them.
@@ -22,6 +25,7 @@
 #define TESSERA_SRC_KVSTORE_KV_CLIENT_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -81,8 +85,14 @@ class KvClient : public KvStore {
   Status DeleteData(const std::string& key) override;
   // Waits until all options.num_clients clients called Barrier.
   Status Barrier() override;
+  StatusOr<int64_t> BarrierMax(int64_t value) override;
   // Says goodbye to every server. Idempotent.
   Status Close() override;
+
+  StatusOr<sampling::SampledEdges> SampleNeighbors(std::span<const int64_t> seeds,
+                                                   const SampleRequest& request) override;
+  Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) override;
+  Status Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) override;
 
  private:
   explicit KvClient(KvClientOptions options) : options_(std::move(options)) {}
@@ -92,7 +102,22 @@ class KvClient : public KvStore {
   Status JobHealth() const;
   Deadline CallDeadline() const { return Deadline::In(options_.call_timeout); }
   struct Split;
-  StatusOr<Split> SplitIds(const TensorMeta& meta, std::span<const int64_t> ids) const;
+  StatusOr<Split> SplitIds(shm::Policy policy, const std::string& what,
+                           std::span<const int64_t> ids) const;
+  // A graph operation over ids split by owner: each remote machine gets
+  // make_request(part, ids) in pieces of at most kGraphChunk ids, answered
+  // to place(piece, response) as they arrive; this machine's ids go to
+  // run_local() meanwhile.
+  struct Piece {
+    int part;
+    size_t begin, count;  // Into split.ids[part].
+  };
+  Status GraphCall(const Split& split,
+                   const std::function<rpc::Message(std::span<const int64_t>)>& make_request,
+                   const std::function<Status()>& run_local,
+                   const std::function<Status(const Piece&, rpc::Message&)>& place);
+  int local_part() const { return local_ ? book_.part_id() : -1; }
+  StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalGraph();
   // One machine's ids sorted and deduplicated: ids[u] is wanted at
   // positions[group_start[u] .. group_start[u+1]).
   struct Grouped {
@@ -108,6 +133,9 @@ class KvClient : public KvStore {
   PartitionBook book_;
   std::string graph_name_;
   std::unique_ptr<ShardMap> local_;
+  int halo_hops_ = 1;
+  std::mutex graph_mutex_;
+  std::shared_ptr<const sampling::LocalGraph> graph_;  // This machine's, built on first use.
   std::mutex meta_mutex_;
   std::map<std::string, TensorMeta> meta_cache_;
   std::atomic<uint64_t> round_robin_{0};

@@ -24,8 +24,12 @@ constexpr size_t kCopyChunk = size_t{64} << 20;
 
 }  // namespace
 
-KvServer::KvServer(KvServerOptions options, PartitionBook book, std::string graph_name)
-    : options_(std::move(options)), book_(std::move(book)), graph_name_(std::move(graph_name)) {}
+KvServer::KvServer(KvServerOptions options, PartitionBook book, std::string graph_name,
+                   int halo_hops)
+    : options_(std::move(options)),
+      book_(std::move(book)),
+      graph_name_(std::move(graph_name)),
+      halo_hops_(halo_hops) {}
 
 KvServer::~KvServer() {
   // Data segments first, then (with shards_) the catalog.
@@ -42,7 +46,7 @@ StatusOr<std::unique_ptr<KvServer>> KvServer::Load(const KvServerOptions& option
   ASSIGN_OR_RETURN(shm::Catalog catalog, shm::Catalog::Create(options.job_id, options.machine_id));
   int64_t inner_nodes = part.num_inner_nodes();
   std::unique_ptr<KvServer> server(
-      new KvServer(options, std::move(part.book), part.config.graph_name));
+      new KvServer(options, std::move(part.book), part.config.graph_name, part.config.halo_hops));
   server->shards_ = std::make_unique<ShardMap>(std::move(catalog));
 
   std::vector<std::pair<std::string, const Array*>> arrays = {
@@ -98,7 +102,8 @@ StatusOr<std::unique_ptr<KvServer>> KvServer::Attach(const KvServerOptions& opti
                                                   config.num_parts));
   }
   ASSIGN_OR_RETURN(PartitionBook book, config.Book(options.machine_id));
-  return std::unique_ptr<KvServer>(new KvServer(options, std::move(book), config.graph_name));
+  return std::unique_ptr<KvServer>(
+      new KvServer(options, std::move(book), config.graph_name, config.halo_hops));
 }
 
 Status KvServer::EnsureCatalog() {
@@ -140,6 +145,16 @@ std::optional<Message> KvServer::Handle(const rpc::Peer& peer, Message& request)
       break;
     case wire::BARRIER:
       return Barrier(peer, request);
+    case wire::SAMPLE:
+      response = Sample(request);
+      break;
+    case wire::IN_DEGREES:
+    case wire::OUT_DEGREES:
+      response = Degrees(request);
+      break;
+    case wire::FIND_EDGES:
+      response = FindEdges(request);
+      break;
     default:
       response = absl::UnimplementedError(fmt::format("server {} does not serve {}", server_id(),
                                                       rpc::MethodName(request.header.method())));
@@ -156,6 +171,7 @@ StatusOr<Message> KvServer::Hello(const Message& request) {
   info->set_servers_per_machine(options_.servers_per_machine);
   info->set_graph_name(graph_name_);
   info->set_job_id(options_.job_id);
+  info->set_halo_hops(halo_hops_);
   for (int64_t v : book_.node_offsets()) info->add_node_offsets(v);
   for (int64_t v : book_.edge_offsets()) info->add_edge_offsets(v);
   return response;
@@ -308,6 +324,90 @@ StatusOr<Message> KvServer::ListData(const Message& request) {
   return response;
 }
 
+StatusOr<const sampling::LocalGraph*> KvServer::Graph() {
+  if (!graph_) {
+    ASSIGN_OR_RETURN(graph_, LocalGraphFromShards(*shards_, book_, halo_hops_));
+  }
+  return graph_.get();
+}
+
+namespace {
+
+// The request's arrays[index] as int64 ids (1-d).
+StatusOr<std::span<const int64_t>> IdsArg(const Message& request, size_t index, const char* what) {
+  if (request.arrays.size() <= index) {
+    return absl::InvalidArgumentError(fmt::format("missing array: {}", what));
+  }
+  const WireArray& a = request.arrays[index];
+  if (a.dtype != DType::kInt64 || a.shape.size() != 1) {
+    return absl::InvalidArgumentError(fmt::format("{} must be a 1-d int64 array", what));
+  }
+  return a.span<int64_t>();
+}
+
+}  // namespace
+
+StatusOr<Message> KvServer::Sample(const Message& request) {
+  if (request.arrays.empty() || request.arrays.size() > 2) {
+    return absl::InvalidArgumentError("sample takes the seeds and, optionally, excluded edges");
+  }
+  ASSIGN_OR_RETURN(std::span<const int64_t> seeds, IdsArg(request, 0, "seeds"));
+  std::span<const int64_t> exclude;
+  if (request.arrays.size() == 2) {
+    ASSIGN_OR_RETURN(exclude, IdsArg(request, 1, "excluded edges"));
+  }
+  const wire::SampleArgs& args = request.header.sample();
+  SampleRequest sample{.fanout = args.fanout(),
+                       .dir = args.out() ? sampling::EdgeDir::kOut : sampling::EdgeDir::kIn,
+                       .replace = args.replace(),
+                       .exclude = exclude,
+                       .seed = args.seed()};
+  if (sample.fanout < -1) {
+    return absl::InvalidArgumentError(fmt::format("fanout {} (use -1 for all)", sample.fanout));
+  }
+  ASSIGN_OR_RETURN(const sampling::LocalGraph* graph, Graph());
+  WeightsShard weights;
+  if (!args.prob().empty()) {
+    std::string key = "edge/" + args.prob();
+    RETURN_IF_ERROR(CheckTensorKey(key));
+    ASSIGN_OR_RETURN(weights, EdgeWeightsFromShards(*shards_, key));
+  }
+  ASSIGN_OR_RETURN(sampling::SampledEdges edges,
+                   graph->SampleNeighbors(seeds, NeighborOptionsOf(sample, weights.weights)));
+  Message response = rpc::MakeResponse(request.header, absl::OkStatus());
+  response.arrays.push_back(rpc::MakeWireArray(std::move(edges.src)));
+  response.arrays.push_back(rpc::MakeWireArray(std::move(edges.dst)));
+  response.arrays.push_back(rpc::MakeWireArray(std::move(edges.eid)));
+  return response;
+}
+
+StatusOr<Message> KvServer::Degrees(const Message& request) {
+  if (request.arrays.size() != 1) return absl::InvalidArgumentError("degrees take one array");
+  ASSIGN_OR_RETURN(std::span<const int64_t> nids, IdsArg(request, 0, "node ids"));
+  ASSIGN_OR_RETURN(const sampling::LocalGraph* graph, Graph());
+  std::vector<int64_t> degrees(nids.size());
+  if (request.header.method() == wire::IN_DEGREES) {
+    RETURN_IF_ERROR(graph->InDegrees(nids, degrees.data()));
+  } else {
+    RETURN_IF_ERROR(graph->OutDegrees(nids, degrees.data()));
+  }
+  Message response = rpc::MakeResponse(request.header, absl::OkStatus());
+  response.arrays.push_back(rpc::MakeWireArray(std::move(degrees)));
+  return response;
+}
+
+StatusOr<Message> KvServer::FindEdges(const Message& request) {
+  if (request.arrays.size() != 1) return absl::InvalidArgumentError("find_edges takes one array");
+  ASSIGN_OR_RETURN(std::span<const int64_t> eids, IdsArg(request, 0, "edge ids"));
+  ASSIGN_OR_RETURN(const sampling::LocalGraph* graph, Graph());
+  std::vector<int64_t> src(eids.size()), dst(eids.size());
+  RETURN_IF_ERROR(graph->FindEdges(eids, src.data(), dst.data()));
+  Message response = rpc::MakeResponse(request.header, absl::OkStatus());
+  response.arrays.push_back(rpc::MakeWireArray(std::move(src)));
+  response.arrays.push_back(rpc::MakeWireArray(std::move(dst)));
+  return response;
+}
+
 std::optional<Message> KvServer::Barrier(const rpc::Peer& peer, const Message& request) {
   if (server_id() != 0) {
     return rpc::MakeResponse(request.header,
@@ -331,8 +431,13 @@ std::optional<Message> KvServer::Barrier(const rpc::Peer& peer, const Message& r
     return std::nullopt;
   }
   if (static_cast<int>(barrier_.waiting.size()) < expected) return std::nullopt;
-  for (auto& [p, header] : barrier_.waiting)
-    rpc_->Reply(p, rpc::MakeResponse(header, absl::OkStatus()));
+  int64_t max = barrier_.waiting.front().second.barrier().value();
+  for (auto& [p, header] : barrier_.waiting) max = std::max(max, header.barrier().value());
+  for (auto& [p, header] : barrier_.waiting) {
+    Message response = rpc::MakeResponse(header, absl::OkStatus());
+    response.header.mutable_barrier()->set_value(max);
+    rpc_->Reply(p, std::move(response));
+  }
   barrier_.waiting.clear();
   ++barrier_.generation;
   return std::nullopt;

@@ -10,7 +10,9 @@
 // Requests: HELLO (-> ServerInfo), PULL and PUSH of rows by global id (ids
 // must belong to this machine; pushes hold the row locks, so concurrent pushes
 // from every server and local client of the machine never mix rows), INIT_DATA
-// / DELETE_DATA (main servers), LIST_DATA, and BARRIER (global server 0 only).
+// / DELETE_DATA (main servers), LIST_DATA, BARRIER (global server 0 only),
+// and the graph operations SAMPLE, IN_DEGREES, OUT_DEGREES and FIND_EDGES on
+// the nodes and edges of this machine's partition.
 // Every argument is validated; a bad one is an error response.
 //
 // Not thread-safe: driven by the one thread that runs RpcServer::Serve.
@@ -62,7 +64,7 @@ class KvServer : public rpc::Service {
   }
 
  private:
-  KvServer(KvServerOptions options, PartitionBook book, std::string graph_name);
+  KvServer(KvServerOptions options, PartitionBook book, std::string graph_name, int halo_hops);
   Status EnsureCatalog();
   StatusOr<rpc::Message> Hello(const rpc::Message& request);
   StatusOr<rpc::Message> Pull(const rpc::Message& request);
@@ -70,6 +72,10 @@ class KvServer : public rpc::Service {
   StatusOr<rpc::Message> InitData(const rpc::Message& request);
   StatusOr<rpc::Message> DeleteData(const rpc::Message& request);
   StatusOr<rpc::Message> ListData(const rpc::Message& request);
+  StatusOr<rpc::Message> Sample(const rpc::Message& request);
+  StatusOr<rpc::Message> Degrees(const rpc::Message& request);
+  StatusOr<rpc::Message> FindEdges(const rpc::Message& request);
+  StatusOr<const sampling::LocalGraph*> Graph();
   std::optional<rpc::Message> Barrier(const rpc::Peer& peer, const rpc::Message& request);
   // Local rows of `ids` (global ids of `shard`'s policy); error if any id is
   // not owned by this machine.
@@ -78,8 +84,10 @@ class KvServer : public rpc::Service {
   KvServerOptions options_;
   PartitionBook book_;
   std::string graph_name_;
+  int halo_hops_ = 1;
   std::unique_ptr<ShardMap> shards_;
-  std::map<uint64_t, shm::SharedSegment> owned_;  // Segments this server created.
+  std::shared_ptr<const sampling::LocalGraph> graph_;  // Built on first use.
+  std::map<uint64_t, shm::SharedSegment> owned_;       // Segments this server created.
   rpc::RpcServer* rpc_ = nullptr;
 
   struct BarrierState {

@@ -14,6 +14,7 @@
 
 #include "src/base/status.h"
 #include "src/partition/partition_book.h"
+#include "src/sampling/local_graph.h"
 #include "src/shm/catalog.h"
 
 namespace tessera::kv {
@@ -41,6 +42,17 @@ struct InitSpec {
   bool persistent = false;
 };
 
+// A neighbour-sampling request (DistGraph::sample_neighbors, in_subgraph).
+struct SampleRequest {
+  int64_t fanout = -1;  // -1: every edge.
+  sampling::EdgeDir dir = sampling::EdgeDir::kIn;
+  bool replace = false;
+  std::string prob;                  // float32 edge array of weights; empty: uniform.
+  std::span<const int64_t> exclude;  // Global edge ids never to pick; sorted, distinct.
+  uint64_t seed = 0;
+  int num_threads = 1;  // For the part sampled in this process.
+};
+
 class KvStore {
  public:
   virtual ~KvStore() = default;
@@ -59,8 +71,29 @@ class KvStore {
   virtual StatusOr<bool> InitData(const InitSpec& spec) = 0;
   virtual Status DeleteData(const std::string& key) = 0;
   virtual Status Barrier() = 0;
+  // A barrier that also returns the largest `value` any participant passed.
+  virtual StatusOr<int64_t> BarrierMax(int64_t value) = 0;
   virtual Status Close() = 0;
+
+  // Graph operations over the whole graph, in global ids; each machine
+  // works on the nodes and edges it owns (this machine's in process).
+  // Sampled edges of `seeds` (distinct node ids), grouped by owning
+  // partition in partition order, each group in seed order.
+  virtual StatusOr<sampling::SampledEdges> SampleNeighbors(std::span<const int64_t> seeds,
+                                                           const SampleRequest& request) = 0;
+  // Endpoints of edges, in the caller's order.
+  virtual Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) = 0;
+  // In- or out-degrees of nodes, in the caller's order.
+  virtual Status Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) = 0;
 };
+
+// Checks that an edge array can serve as sampling weights (float32, one
+// value per edge).
+Status CheckWeightArray(const std::string& key, DType dtype, const std::vector<int64_t>& shape);
+
+// The kernel options of a request, with this part's weights.
+sampling::NeighborOptions NeighborOptionsOf(const SampleRequest& request,
+                                            std::span<const float> weights);
 
 // The value an initialiser gives element `index` (global, row-major) of a
 // tensor: depends only on the seed and the index, never on partitioning.

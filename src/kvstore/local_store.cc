@@ -18,10 +18,10 @@ StatusOr<std::unique_ptr<LocalKvStore>> LocalKvStore::Open(const std::string& pa
   }
   ASSIGN_OR_RETURN(LocalPartition part, LoadPartition(part_config, 0));
   return std::unique_ptr<LocalKvStore>(
-      new LocalKvStore(std::make_unique<LocalPartition>(std::move(part))));
+      new LocalKvStore(std::make_shared<LocalPartition>(std::move(part))));
 }
 
-LocalKvStore::LocalKvStore(std::unique_ptr<LocalPartition> partition)
+LocalKvStore::LocalKvStore(std::shared_ptr<LocalPartition> partition)
     : partition_(std::move(partition)) {
   auto add = [&](const std::string& prefix, shm::Policy policy,
                  std::map<std::string, Array>& arrays) {
@@ -29,7 +29,7 @@ LocalKvStore::LocalKvStore(std::unique_ptr<LocalPartition> partition)
       Entry e;
       e.meta = {prefix + name, array.dtype(), array.shape(), policy, true};
       if (e.meta.shape.empty()) e.meta.shape = {1};
-      e.data = std::move(array);
+      e.data = std::make_shared<Array>(std::move(array));
       tensors_.emplace(e.meta.key, std::move(e));
     }
     arrays.clear();
@@ -76,7 +76,7 @@ Status LocalKvStore::PullInto(const std::string& key, std::span<const int64_t> i
   ASSIGN_OR_RETURN(Entry * e, Find(key));
   RETURN_IF_ERROR(CheckIds(*e, ids));
   size_t row_bytes = e->meta.row_bytes();
-  const char* base = static_cast<const char*>(e->data.data());
+  const char* base = static_cast<const char*>(e->data->data());
   char* dst = static_cast<char*>(out);
   for (size_t i = 0; i < ids.size(); ++i) {
     std::memcpy(dst + i * row_bytes, base + static_cast<size_t>(ids[i]) * row_bytes, row_bytes);
@@ -89,9 +89,9 @@ Status LocalKvStore::Push(const std::string& key, std::span<const int64_t> ids, 
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(Entry * e, Find(key));
   RETURN_IF_ERROR(CheckIds(*e, ids));
-  if (e->data.is_mapped()) e->data = e->data.Clone();  // Copy on first write.
+  if (e->data->is_mapped()) e->data = std::make_shared<Array>(e->data->Clone());  // On first write.
   size_t row_bytes = e->meta.row_bytes();
-  char* base = static_cast<char*>(e->data.mutable_data());
+  char* base = static_cast<char*>(e->data->mutable_data());
   const char* src = static_cast<const char*>(rows);
   for (size_t i = 0; i < ids.size(); ++i) {
     char* dst = base + static_cast<size_t>(ids[i]) * row_bytes;
@@ -120,8 +120,8 @@ StatusOr<bool> LocalKvStore::InitData(const InitSpec& spec) {
   }
   Entry e;
   e.meta = {key, spec.dtype, spec.shape, spec.policy, spec.persistent};
-  e.data = Array::Zeros(spec.dtype, spec.shape);
-  FillInit(spec, e.data.mutable_data(), static_cast<size_t>(e.data.numel()), 0);
+  e.data = std::make_shared<Array>(Array::Zeros(spec.dtype, spec.shape));
+  FillInit(spec, e.data->mutable_data(), static_cast<size_t>(e.data->numel()), 0);
   tensors_.emplace(key, std::move(e));
   return true;
 }
@@ -132,6 +132,47 @@ Status LocalKvStore::DeleteData(const std::string& key) {
   (void)e;
   tensors_.erase(key);
   return absl::OkStatus();
+}
+
+StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalKvStore::LocalGraph() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!graph_) {
+    ASSIGN_OR_RETURN(graph_, sampling::LocalGraph::Create(PartArraysOf()));
+  }
+  return graph_;
+}
+
+sampling::PartArrays LocalKvStore::PartArraysOf() const {
+  return sampling::PartArraysOf(std::shared_ptr<const LocalPartition>(partition_));
+}
+
+StatusOr<sampling::SampledEdges> LocalKvStore::SampleNeighbors(std::span<const int64_t> seeds,
+                                                               const SampleRequest& request) {
+  if (request.fanout < -1) {
+    return absl::InvalidArgumentError(fmt::format("fanout {} (use -1 for all)", request.fanout));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
+  std::shared_ptr<Array> weights;
+  if (!request.prob.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ASSIGN_OR_RETURN(Entry * e, Find("edge/" + request.prob));
+    RETURN_IF_ERROR(CheckWeightArray(e->meta.key, e->meta.dtype, e->meta.shape));
+    weights = e->data;
+  }
+  std::span<const float> w;
+  if (weights)
+    w = {static_cast<const float*>(weights->data()), static_cast<size_t>(weights->rows())};
+  return graph->SampleNeighbors(seeds, NeighborOptionsOf(request, w));
+}
+
+Status LocalKvStore::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
+  return graph->FindEdges(eids, src, dst);
+}
+
+Status LocalKvStore::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
+  return dir == sampling::EdgeDir::kIn ? graph->InDegrees(nids, out) : graph->OutDegrees(nids, out);
 }
 
 }  // namespace tessera::kv

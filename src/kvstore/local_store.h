@@ -28,6 +28,8 @@ class LocalKvStore : public KvStore {
   const std::string& graph_name() const override { return partition_->config.graph_name; }
   // The loaded partition (graph structure for sampling).
   const LocalPartition& partition() const { return *partition_; }
+  // Its graph structure (built on first use).
+  StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalGraph();
 
   StatusOr<TensorMeta> Meta(const std::string& key) override;
   StatusOr<std::vector<TensorMeta>> List() override;
@@ -37,19 +39,29 @@ class LocalKvStore : public KvStore {
   StatusOr<bool> InitData(const InitSpec& spec) override;
   Status DeleteData(const std::string& key) override;
   Status Barrier() override { return absl::OkStatus(); }
+  StatusOr<int64_t> BarrierMax(int64_t value) override { return value; }
   Status Close() override { return absl::OkStatus(); }
+
+  StatusOr<sampling::SampledEdges> SampleNeighbors(std::span<const int64_t> seeds,
+                                                   const SampleRequest& request) override;
+  Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) override;
+  Status Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) override;
 
  private:
   struct Entry {
     TensorMeta meta;
-    Array data;  // Mapped (read-only) until first written, then heap.
+    // Mapped (read-only) until first written, then heap. Shared with
+    // samplers still reading weights from the mapped version.
+    std::shared_ptr<Array> data;
   };
-  explicit LocalKvStore(std::unique_ptr<LocalPartition> partition);
+  explicit LocalKvStore(std::shared_ptr<LocalPartition> partition);
   StatusOr<Entry*> Find(const std::string& key);
+  sampling::PartArrays PartArraysOf() const;
   Status CheckIds(const Entry& e, std::span<const int64_t> ids) const;
 
-  std::unique_ptr<LocalPartition> partition_;
+  std::shared_ptr<LocalPartition> partition_;
   std::mutex mutex_;
+  std::shared_ptr<const sampling::LocalGraph> graph_;
   std::map<std::string, Entry> tensors_;
 };
 

@@ -2,6 +2,7 @@
 #include "src/kvstore/shard_map.h"
 
 #include "fmt/format.h"
+#include "src/kvstore/kv_store.h"
 
 namespace tessera::kv {
 
@@ -28,6 +29,43 @@ StatusOr<Shard> ShardMap::Get(const std::string& name) {
   Shard shard{std::move(info), std::make_shared<shm::SharedSegment>(std::move(segment))};
   cache_[name] = shard;
   return shard;
+}
+
+StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalGraphFromShards(
+    ShardMap& shards, const PartitionBook& book, int halo_hops) {
+  struct Held {
+    std::vector<std::shared_ptr<shm::SharedSegment>> segments;
+  };
+  auto held = std::make_shared<Held>();
+  auto get = [&](const std::string& name) -> StatusOr<std::span<const int64_t>> {
+    ASSIGN_OR_RETURN(Shard shard, shards.Get("graph/" + name));
+    if (shard.info.dtype != DType::kInt64 || shard.info.shape.size() != 1) {
+      return absl::DataLossError(
+          fmt::format("shared array graph/{} is not a 1-d int64 array", name));
+    }
+    held->segments.push_back(shard.segment);
+    return std::span<const int64_t>(static_cast<const int64_t*>(shard.data()),
+                                    static_cast<size_t>(shard.info.shape[0]));
+  };
+  int part = book.part_id();
+  sampling::PartArrays arrays{.part_id = part,
+                              .halo_hops = halo_hops,
+                              .node_range = book.NodeRange(part),
+                              .edge_range = book.EdgeRange(part)};
+  ASSIGN_OR_RETURN(arrays.nid, get("nid"));
+  ASSIGN_OR_RETURN(arrays.indptr, get("indptr"));
+  ASSIGN_OR_RETURN(arrays.indices, get("indices"));
+  ASSIGN_OR_RETURN(arrays.eid, get("eid"));
+  arrays.keepalive = std::move(held);
+  return sampling::LocalGraph::Create(std::move(arrays));
+}
+
+StatusOr<WeightsShard> EdgeWeightsFromShards(ShardMap& shards, const std::string& key) {
+  ASSIGN_OR_RETURN(Shard shard, shards.Get(key));
+  RETURN_IF_ERROR(CheckWeightArray(key, shard.info.dtype, shard.info.shape));
+  return WeightsShard{
+      {static_cast<const float*>(shard.data()), static_cast<size_t>(shard.info.shape[0])},
+      shard.segment};
 }
 
 }  // namespace tessera::kv

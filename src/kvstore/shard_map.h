@@ -13,6 +13,8 @@
 #include <string>
 
 #include "src/base/status.h"
+#include "src/partition/partition_book.h"
+#include "src/sampling/local_graph.h"
 #include "src/shm/catalog.h"
 #include "src/shm/segment.h"
 
@@ -39,6 +41,19 @@ class ShardMap {
   uint64_t generation_ = 0;
   std::map<std::string, Shard> cache_;
 };
+
+// The graph structure a machine's main server published ("graph/*"), as the
+// LocalGraph of partition book.part_id(). The result keeps the mappings.
+StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalGraphFromShards(
+    ShardMap& shards, const PartitionBook& book, int halo_hops);
+
+// This machine's rows of the float32 edge array `key` ("edge/<name>"), one
+// weight per owned edge, and the mapping that keeps them valid.
+struct WeightsShard {
+  std::span<const float> weights;
+  std::shared_ptr<shm::SharedSegment> keepalive;
+};
+StatusOr<WeightsShard> EdgeWeightsFromShards(ShardMap& shards, const std::string& key);
 
 }  // namespace tessera::kv
 

@@ -68,6 +68,12 @@ std::string_view MethodName(wire::Method method) {
       return "barrier";
     case wire::SAMPLE:
       return "sample";
+    case wire::IN_DEGREES:
+      return "in_degrees";
+    case wire::OUT_DEGREES:
+      return "out_degrees";
+    case wire::FIND_EDGES:
+      return "find_edges";
     default:
       return "unknown method";
   }

@@ -1,0 +1,287 @@
+// File: src/kvstore/graph_ops_test.cc
+//
+// Distributed graph operations (sample_neighbors, in_subgraph, find_edges,
+// degrees) through KvClient against servers on loopback, compared exactly
+// with each part's LocalGraph run on the partition files, and in
+// distribution with standalone sampling of a one-part partition.
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "src/graph/npy.h"
+#include "src/kvstore/local_store.h"
+#include "src/kvstore/test_cluster.h"
+
+namespace tessera::kv {
+namespace {
+
+using sampling::EdgeDir;
+using sampling::SampledEdges;
+using testing::TestCluster;
+
+class GraphOpsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new tessera::testing::TempDir();
+    config_ = new std::string(testing::PartitionCora(dir_->path() + "/three", 3));
+    for (int p = 0; p < 3; ++p) {
+      auto part = LoadPartition(*config_, p);
+      ASSERT_TRUE(part.ok()) << part.status();
+      auto shared = std::make_shared<const LocalPartition>(std::move(*part));
+      parts_.push_back(shared);
+      graphs_.push_back(*sampling::LocalGraph::Create(sampling::PartArraysOf(shared)));
+    }
+  }
+  static void TearDownTestSuite() {
+    parts_.clear();
+    graphs_.clear();
+    delete config_;
+    delete dir_;
+  }
+
+  // What the job must answer: each part's own LocalGraph on its seeds, in
+  // part order.
+  static SampledEdges Reference(const std::vector<int64_t>& seeds,
+                                const sampling::NeighborOptions& o,
+                                const std::vector<std::vector<float>>& weights = {}) {
+    SampledEdges all;
+    for (int p = 0; p < 3; ++p) {
+      std::vector<int64_t> mine;
+      for (int64_t s : seeds) {
+        if (s >= graphs_[p]->node_range().first && s < graphs_[p]->node_range().second) {
+          mine.push_back(s);
+        }
+      }
+      sampling::NeighborOptions po = o;
+      if (!weights.empty()) po.weights = weights[p];
+      auto r = graphs_[p]->SampleNeighbors(mine, po);
+      EXPECT_TRUE(r.ok()) << r.status();
+      all.src.insert(all.src.end(), r->src.begin(), r->src.end());
+      all.dst.insert(all.dst.end(), r->dst.begin(), r->dst.end());
+      all.eid.insert(all.eid.end(), r->eid.begin(), r->eid.end());
+    }
+    return all;
+  }
+
+  static tessera::testing::TempDir* dir_;
+  static std::string* config_;
+  static std::vector<std::shared_ptr<const LocalPartition>> parts_;
+  static std::vector<std::shared_ptr<const sampling::LocalGraph>> graphs_;
+};
+tessera::testing::TempDir* GraphOpsTest::dir_ = nullptr;
+std::string* GraphOpsTest::config_ = nullptr;
+std::vector<std::shared_ptr<const LocalPartition>> GraphOpsTest::parts_;
+std::vector<std::shared_ptr<const sampling::LocalGraph>> GraphOpsTest::graphs_;
+
+TEST_F(GraphOpsTest, DistributedSamplingEqualsEachPartSamplingItsOwnSeeds) {
+  TestCluster cluster(*config_, 3, 2);
+  std::vector<int64_t> seeds;
+  for (int64_t v = 0; v < 2708; v += 7) seeds.push_back((v * 31) % 2708);  // Mixed owners.
+  std::vector<int64_t> exclude;
+  for (int64_t e = 0; e < 10556; e += 4) exclude.push_back(e);
+  for (int machine : {0, 2, -1}) {  // Local part 0, local part 2, all remote.
+    auto client = cluster.Connect(10 + machine, machine);
+    ASSERT_TRUE(client);
+    for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
+      for (int64_t fanout : {int64_t{-1}, int64_t{3}}) {
+        for (bool replace : {false, true}) {
+          if (fanout < 0 && replace) continue;
+          SampleRequest request{
+              .fanout = fanout, .dir = dir, .replace = replace, .exclude = exclude, .seed = 11};
+          auto got = client->SampleNeighbors(seeds, request);
+          ASSERT_TRUE(got.ok()) << got.status();
+          SampledEdges want = Reference(seeds, NeighborOptionsOf(request, {}));
+          EXPECT_EQ(got->eid, want.eid) << "machine " << machine << " fanout " << fanout;
+          EXPECT_EQ(got->src, want.src);
+          EXPECT_EQ(got->dst, want.dst);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GraphOpsTest, WeightedSamplingUsesTheEdgeArrayOfEachMachine) {
+  TestCluster cluster(*config_, 3, 1);
+  auto client = cluster.Connect(1, 1);
+  ASSERT_TRUE(client);
+  InitSpec spec{.name = "w",
+                .dtype = DType::kFloat32,
+                .shape = {10556},
+                .policy = shm::Policy::kEdge,
+                .init = Init::kUniform,
+                .a = 0,
+                .b = 1,
+                .seed = 3};
+  ASSERT_TRUE(client->InitData(spec).ok());
+  // Zero the weights of every third edge: they must never be picked.
+  std::vector<int64_t> zeroed;
+  for (int64_t e = 0; e < 10556; e += 3) zeroed.push_back(e);
+  std::vector<float> zeros(zeroed.size(), 0.0f);
+  ASSERT_TRUE(client->Push("edge/w", zeroed, zeros.data(), PushMode::kAssign).ok());
+  std::vector<std::vector<float>> weights(3);
+  for (int p = 0; p < 3; ++p) {
+    std::vector<int64_t> ids;
+    for (int64_t e = graphs_[p]->edge_range().first; e < graphs_[p]->edge_range().second; ++e) {
+      ids.push_back(e);
+    }
+    weights[p].resize(ids.size());
+    ASSERT_TRUE(client->PullInto("edge/w", ids, weights[p].data()).ok());
+  }
+  std::vector<int64_t> seeds(2708);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  SampleRequest request{.fanout = 2, .prob = "w", .seed = 4};
+  auto got = client->SampleNeighbors(seeds, request);
+  ASSERT_TRUE(got.ok()) << got.status();
+  SampledEdges want = Reference(seeds, NeighborOptionsOf(request, {}), weights);
+  EXPECT_EQ(got->eid, want.eid);
+  for (int64_t e : got->eid) EXPECT_NE(e % 3, 0) << "zero-weight edge " << e;
+  // Bad weights: missing, wrong dtype, out-edges.
+  EXPECT_EQ(client->SampleNeighbors(seeds, {.fanout = 2, .prob = "nope"}).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(client
+                  ->InitData({.name = "iw",
+                              .dtype = DType::kInt64,
+                              .shape = {10556},
+                              .policy = shm::Policy::kEdge})
+                  .ok());
+  auto int_weights = client->SampleNeighbors(seeds, {.fanout = 2, .prob = "iw"});
+  EXPECT_EQ(int_weights.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(int_weights.status().message().find("float32"), std::string::npos);
+  EXPECT_EQ(client->SampleNeighbors(seeds, {.fanout = 2, .dir = EdgeDir::kOut, .prob = "w"})
+                .status()
+                .code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+TEST_F(GraphOpsTest, FindEdgesAndDegreesInCallerOrder) {
+  TestCluster cluster(*config_, 3, 1);
+  for (int machine : {1, -1}) {
+    auto client = cluster.Connect(20 + machine, machine);
+    ASSERT_TRUE(client);
+    std::vector<int64_t> eids = {10555, 0, 5000, 17, 0, 9000, 3333};
+    std::vector<int64_t> src(eids.size()), dst(eids.size());
+    ASSERT_TRUE(client->FindEdges(eids, src.data(), dst.data()).ok());
+    for (size_t i = 0; i < eids.size(); ++i) {
+      int p = client->book().EdgeOwner(eids[i]);
+      int64_t s = 0, d = 0;
+      ASSERT_TRUE(graphs_[p]->FindEdges(std::vector<int64_t>{eids[i]}, &s, &d).ok());
+      EXPECT_EQ(src[i], s);
+      EXPECT_EQ(dst[i], d);
+    }
+    std::vector<int64_t> nids(2708);
+    std::iota(nids.rbegin(), nids.rend(), 0);  // Reversed: positions matter.
+    for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
+      std::vector<int64_t> degrees(nids.size());
+      ASSERT_TRUE(client->Degrees(nids, dir, degrees.data()).ok());
+      int64_t total = 0;
+      for (size_t i = 0; i < nids.size(); ++i) {
+        int p = client->book().NodeOwner(nids[i]);
+        int64_t want = 0;
+        auto& g = *graphs_[p];
+        ASSERT_TRUE((dir == EdgeDir::kIn ? g.InDegrees(std::vector<int64_t>{nids[i]}, &want)
+                                         : g.OutDegrees(std::vector<int64_t>{nids[i]}, &want))
+                        .ok());
+        EXPECT_EQ(degrees[i], want);
+        total += degrees[i];
+      }
+      EXPECT_EQ(total, 10556);
+    }
+    // Ids out of range name the operation.
+    int64_t x = 0;
+    auto bad = client->FindEdges(std::vector<int64_t>{10556}, &x, &x);
+    EXPECT_EQ(bad.code(), absl::StatusCode::kOutOfRange);
+    EXPECT_NE(bad.message().find("find_edges"), std::string::npos) << bad;
+    EXPECT_EQ(client->SampleNeighbors(std::vector<int64_t>{-1}, {}).status().code(),
+              absl::StatusCode::kOutOfRange);
+    EXPECT_EQ(client->SampleNeighbors(std::vector<int64_t>{1}, {.fanout = -2}).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_F(GraphOpsTest, BarrierMaxReturnsTheLargestValue) {
+  TestCluster cluster(*config_, 3, 1);
+  auto a = cluster.Connect(0, 0, 2);
+  auto b = cluster.Connect(1, 1, 2);
+  ASSERT_TRUE(a && b);
+  StatusOr<int64_t> from_b = 0;
+  std::thread t([&] { from_b = b->BarrierMax(17); });
+  auto from_a = a->BarrierMax(5);
+  t.join();
+  ASSERT_TRUE(from_a.ok() && from_b.ok()) << from_a.status() << from_b.status();
+  EXPECT_EQ(*from_a, 17);
+  EXPECT_EQ(*from_b, 17);
+}
+
+// Standalone (one part) and distributed (three parts) renumber the graph
+// differently, so compare through the original ids: every edge set is the
+// same, and sampling one node's in-edges is uniform in both.
+TEST_F(GraphOpsTest, StandaloneAndDistributedAgreeInOriginalIds) {
+  std::string one = testing::PartitionCora(dir_->path() + "/one", 1);
+  auto standalone = LocalKvStore::Open(one);
+  ASSERT_TRUE(standalone.ok()) << standalone.status();
+  TestCluster cluster(*config_, 3, 1);
+  auto client = cluster.Connect(0, 0);
+  ASSERT_TRUE(client);
+  auto load = [](const std::string& path) { return std::move(*ReadNpy(path)); };
+  Array one_nid = load(dir_->path() + "/one/orig_nids.npy");
+  Array one_eid = load(dir_->path() + "/one/orig_eids.npy");
+  Array three_nid = load(dir_->path() + "/three/orig_nids.npy");
+  Array three_eid = load(dir_->path() + "/three/orig_eids.npy");
+  // New id of each original node in the three-part numbering.
+  std::vector<int64_t> to_three(2708);
+  for (int64_t v = 0; v < 2708; ++v) to_three[three_nid.span<int64_t>()[v]] = v;
+
+  std::vector<int64_t> all_one(2708), all_three(2708);
+  for (int64_t v = 0; v < 2708; ++v) {
+    all_one[v] = v;
+    all_three[v] = to_three[one_nid.span<int64_t>()[v]];  // Same nodes, same order.
+  }
+  for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
+    auto a = (*standalone)->SampleNeighbors(all_one, {.fanout = -1, .dir = dir});
+    auto b = client->SampleNeighbors(all_three, {.fanout = -1, .dir = dir});
+    ASSERT_TRUE(a.ok() && b.ok());
+    std::set<std::tuple<int64_t, int64_t, int64_t>> ea, eb;
+    for (size_t i = 0; i < a->size(); ++i) {
+      ea.insert({one_nid.span<int64_t>()[a->src[i]], one_nid.span<int64_t>()[a->dst[i]],
+                 one_eid.span<int64_t>()[a->eid[i]]});
+    }
+    for (size_t i = 0; i < b->size(); ++i) {
+      eb.insert({three_nid.span<int64_t>()[b->src[i]], three_nid.span<int64_t>()[b->dst[i]],
+                 three_eid.span<int64_t>()[b->eid[i]]});
+    }
+    EXPECT_EQ(ea.size(), 10556u);
+    EXPECT_EQ(ea, eb);
+  }
+  // The highest in-degree node: 3 of its in-edges, 4000 times, in both modes.
+  std::vector<int64_t> degrees(2708);
+  ASSERT_TRUE((*standalone)->Degrees(all_one, EdgeDir::kIn, degrees.data()).ok());
+  int64_t hub = std::max_element(degrees.begin(), degrees.end()) - degrees.begin();
+  int64_t degree = degrees[hub];
+  ASSERT_GE(degree, 20);
+  for (bool distributed : {false, true}) {
+    std::map<int64_t, double> counts;  // By original edge id.
+    int64_t seed_node = distributed ? to_three[one_nid.span<int64_t>()[hub]] : hub;
+    for (uint64_t seed = 0; seed < 4000; ++seed) {
+      auto r = distributed ? client->SampleNeighbors(std::vector<int64_t>{seed_node},
+                                                     {.fanout = 3, .seed = seed})
+                           : (*standalone)
+                                 ->SampleNeighbors(std::vector<int64_t>{seed_node},
+                                                   {.fanout = 3, .seed = seed});
+      ASSERT_TRUE(r.ok());
+      ASSERT_EQ(r->size(), 3u);
+      for (int64_t e : r->eid) {
+        counts[(distributed ? three_eid : one_eid).span<int64_t>()[e]] += 1;
+      }
+    }
+    ASSERT_EQ(static_cast<int64_t>(counts.size()), degree);
+    double expected = 4000.0 * 3 / degree, chi2 = 0;
+    for (auto [e, c] : counts) chi2 += (c - expected) * (c - expected) / expected;
+    double dof = static_cast<double>(degree - 1);
+    EXPECT_LT(chi2, dof + 4.4 * std::sqrt(2 * dof)) << (distributed ? "distributed" : "standalone");
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kv
