@@ -7,60 +7,120 @@
 
 namespace tessera::sampling {
 
+namespace {
+
+int BitsFor(uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); }
+
+// Sorts `a` by its bits [lo, hi), stably (LSD radix, 11 bits a pass); the
+// bits below `lo` hold each entry's original index, so for short arrays a
+// plain sort of the whole value gives the same order.
+void RadixSort(std::vector<uint64_t>& a, int lo, int hi, std::vector<uint64_t>& tmp) {
+  if (a.size() < 512) {
+    std::sort(a.begin(), a.end());
+    return;
+  }
+  constexpr int kDigit = 11;
+  tmp.resize(a.size());
+  std::vector<size_t> count;
+  for (int shift = lo; shift < hi; shift += kDigit) {
+    int width = std::min(kDigit, hi - shift);
+    uint64_t mask = (uint64_t{1} << width) - 1;
+    count.assign((size_t{1} << width) + 1, 0);
+    for (uint64_t x : a) ++count[((x >> shift) & mask) + 1];
+    for (size_t b = 1; b < count.size(); ++b) count[b] += count[b - 1];
+    for (uint64_t x : a) tmp[count[(x >> shift) & mask]++] = x;
+    a.swap(tmp);
+  }
+}
+
+}  // namespace
+
 StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t> src,
                         std::span<const int64_t> dst, std::span<const int64_t> eids) {
   if (src.size() != dst.size() || src.size() != eids.size()) {
     return absl::InvalidArgumentError("src, dst and eids differ in length");
   }
   size_t n_dst = seeds.size(), n_edges = src.size();
-  // Seeds sorted with their positions: lookups by binary search, no hash map.
-  std::vector<std::pair<int64_t, int64_t>> sorted_seeds(n_dst);
-  for (size_t i = 0; i < n_dst; ++i) sorted_seeds[i] = {seeds[i], static_cast<int64_t>(i)};
-  std::sort(sorted_seeds.begin(), sorted_seeds.end());
-  for (size_t i = 1; i < n_dst; ++i) {
-    if (sorted_seeds[i].first == sorted_seeds[i - 1].first) {
-      return absl::InvalidArgumentError(
-          fmt::format("seed {} appears twice", sorted_seeds[i].first));
+  int64_t max_id = 0;
+  for (int64_t v : seeds) max_id = std::max(max_id, v);
+  for (int64_t v : src) max_id = std::max(max_id, v);
+  int64_t min_id = 0;
+  for (int64_t v : seeds) min_id = std::min(min_id, v);
+  for (int64_t v : src) min_id = std::min(min_id, v);
+  if (min_id < 0) return absl::InvalidArgumentError(fmt::format("negative node id {}", min_id));
+  int id_bits = std::max(1, BitsFor(static_cast<uint64_t>(max_id)));
+  int seed_bits = BitsFor(n_dst), edge_bits = BitsFor(n_edges);
+  if (id_bits + std::max(seed_bits, edge_bits) > 64) {
+    return absl::InvalidArgumentError(fmt::format(
+        "to_block: {} edges over node ids up to {} exceed its 64-bit keys", n_edges, max_id));
+  }
+  // Seeds sorted by id, each packed with its position: (id << seed_bits) | i.
+  std::vector<uint64_t> sorted_seeds(n_dst), tmp;
+  for (size_t i = 0; i < n_dst; ++i) {
+    sorted_seeds[i] = (static_cast<uint64_t>(seeds[i]) << seed_bits) | i;
+  }
+  RadixSort(sorted_seeds, seed_bits, seed_bits + id_bits, tmp);
+  uint64_t position_mask = (uint64_t{1} << seed_bits) - 1;
+  auto seed_id = [&](size_t k) { return static_cast<int64_t>(sorted_seeds[k] >> seed_bits); };
+  for (size_t k = 1; k < n_dst; ++k) {
+    if (seed_id(k) == seed_id(k - 1)) {
+      return absl::InvalidArgumentError(fmt::format("seed {} appears twice", seed_id(k)));
     }
   }
-  auto seed_index = [&](int64_t id) -> int64_t {
-    auto it =
-        std::lower_bound(sorted_seeds.begin(), sorted_seeds.end(), std::make_pair(id, int64_t{-1}));
-    return it != sorted_seeds.end() && it->first == id ? it->second : -1;
-  };
-  // Destination index of every edge, and the per-destination counts.
+  // Destination index of every edge. Sampled edges come grouped by
+  // destination, so one binary search per run of equal destinations.
   Block block;
   block.indptr.assign(n_dst + 1, 0);
   std::vector<int64_t> dst_index(n_edges), src_index(n_edges);
-  std::vector<int64_t> others;
+  int64_t last_dst = -1, last_index = -1;
   for (size_t e = 0; e < n_edges; ++e) {
-    int64_t d = seed_index(dst[e]);
-    if (d < 0) {
-      return absl::InvalidArgumentError(
-          fmt::format("edge {} -> {} does not end at a seed", src[e], dst[e]));
+    if (dst[e] != last_dst) {
+      uint64_t probe = static_cast<uint64_t>(dst[e]) << seed_bits;
+      auto it = std::lower_bound(sorted_seeds.begin(), sorted_seeds.end(), probe);
+      if (dst[e] < 0 || it == sorted_seeds.end() ||
+          static_cast<int64_t>(*it >> seed_bits) != dst[e]) {
+        return absl::InvalidArgumentError(
+            fmt::format("edge {} -> {} does not end at a seed", src[e], dst[e]));
+      }
+      last_dst = dst[e];
+      last_index = static_cast<int64_t>(*it & position_mask);
     }
-    dst_index[e] = d;
-    ++block.indptr[d + 1];
-    src_index[e] = seed_index(src[e]);
-    if (src_index[e] < 0) others.push_back(src[e]);
+    dst_index[e] = last_index;
+    ++block.indptr[last_index + 1];
   }
-  std::sort(others.begin(), others.end());
-  others.erase(std::unique(others.begin(), others.end()), others.end());
-  block.src_nodes.reserve(n_dst + others.size());
+  // Sources sorted by id (packed with the edge index), merged with the
+  // sorted seeds: a source that is a seed takes the seed's index, the others
+  // get n_dst, n_dst + 1, ... in increasing id order.
+  std::vector<uint64_t> sorted_src(n_edges);
+  for (size_t e = 0; e < n_edges; ++e) {
+    sorted_src[e] = (static_cast<uint64_t>(src[e]) << edge_bits) | e;
+  }
+  RadixSort(sorted_src, edge_bits, edge_bits + id_bits, tmp);
+  uint64_t edge_mask = (uint64_t{1} << edge_bits) - 1;
   block.src_nodes.assign(seeds.begin(), seeds.end());
-  block.src_nodes.insert(block.src_nodes.end(), others.begin(), others.end());
+  size_t k = 0;  // Into sorted_seeds.
+  int64_t current = -1, index = -1;
+  for (uint64_t packed : sorted_src) {
+    int64_t id = static_cast<int64_t>(packed >> edge_bits);
+    if (id != current) {
+      current = id;
+      while (k < n_dst && seed_id(k) < id) ++k;
+      if (k < n_dst && seed_id(k) == id) {
+        index = static_cast<int64_t>(sorted_seeds[k] & position_mask);
+      } else {
+        index = static_cast<int64_t>(block.src_nodes.size());
+        block.src_nodes.push_back(id);
+      }
+    }
+    src_index[packed & edge_mask] = index;
+  }
   for (size_t d = 0; d < n_dst; ++d) block.indptr[d + 1] += block.indptr[d];
   block.indices.resize(n_edges);
   block.eids.resize(n_edges);
   std::vector<int64_t> fill(block.indptr.begin(), block.indptr.end() - 1);
   for (size_t e = 0; e < n_edges; ++e) {
-    int64_t s = src_index[e];
-    if (s < 0) {
-      s = static_cast<int64_t>(n_dst) +
-          (std::lower_bound(others.begin(), others.end(), src[e]) - others.begin());
-    }
     int64_t slot = fill[dst_index[e]]++;
-    block.indices[slot] = s;
+    block.indices[slot] = src_index[e];
     block.eids[slot] = eids[e];
   }
   return block;

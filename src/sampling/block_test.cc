@@ -1,7 +1,11 @@
 // File: src/sampling/block_test.cc
 #include "src/sampling/block.h"
 
+#include <algorithm>
+#include <set>
+
 #include "gtest/gtest.h"
+#include "src/base/random.h"
 
 namespace tessera::sampling {
 namespace {
@@ -43,6 +47,49 @@ TEST(BlockTest, SeedsWithoutEdgesAndErrors) {
   std::vector<int64_t> one = {1};
   EXPECT_FALSE(ToBlock(std::vector<int64_t>{4}, one, one, one).ok());  // dst 1 is no seed.
   EXPECT_FALSE(ToBlock(std::vector<int64_t>{4, 4}, {}, {}, {}).ok());  // Repeated seed.
+}
+
+// Large random layers (the radix-sort path) against a brute-force block.
+TEST(BlockTest, LargeRandomLayerMatchesBruteForce) {
+  Rng rng(9);
+  for (int64_t id_space : {int64_t{3000}, int64_t{1} << 40}) {
+    std::vector<int64_t> seeds;
+    std::set<int64_t> seen;
+    while (seeds.size() < 2000) {
+      int64_t v = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(id_space)));
+      if (seen.insert(v).second) seeds.push_back(v);
+    }
+    std::vector<int64_t> src, dst, eid;
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      for (int k = 0; k < 7; ++k) {
+        dst.push_back(seeds[i]);
+        // Half of the sources are seeds themselves.
+        src.push_back(k % 2 ? seeds[rng.Below(seeds.size())]
+                            : static_cast<int64_t>(rng.Below(static_cast<uint64_t>(id_space))));
+        eid.push_back(static_cast<int64_t>(eid.size()) * 3);
+      }
+    }
+    auto b = ToBlock(seeds, src, dst, eid);
+    ASSERT_TRUE(b.ok()) << b.status();
+    std::vector<int64_t> others;
+    std::set<int64_t> seed_set(seeds.begin(), seeds.end());
+    for (int64_t s : src) {
+      if (!seed_set.count(s)) others.push_back(s);
+    }
+    std::sort(others.begin(), others.end());
+    others.erase(std::unique(others.begin(), others.end()), others.end());
+    std::vector<int64_t> want = seeds;
+    want.insert(want.end(), others.begin(), others.end());
+    EXPECT_EQ(b->src_nodes, want);
+    for (int64_t d = 0; d < b->num_dst(); ++d) {
+      for (int64_t k = b->indptr[d]; k < b->indptr[d + 1]; ++k) {
+        size_t e = static_cast<size_t>(b->eids[k] / 3);
+        EXPECT_EQ(b->src_nodes[b->indices[k]], src[e]);
+        EXPECT_EQ(seeds[d], dst[e]);
+      }
+    }
+    EXPECT_EQ(b->num_edges(), static_cast<int64_t>(src.size()));
+  }
 }
 
 }  // namespace
