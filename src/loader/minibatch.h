@@ -1,0 +1,97 @@
+// File: src/loader/minibatch.h
+//
+// Mini-batches for GNN training (DGL's NeighborSampler, NodeCollator and
+// EdgeCollator), built on any KvStore (distributed or standalone):
+//
+//   SampleBlocks: multi-layer neighbour sampling. Starting from the output
+//     seeds, each layer samples `fanouts[l]` neighbours of the current
+//     frontier (last layer first, as DGL does) and turns the edges into a
+//     Block; the block's source nodes are the next frontier. blocks[0] is
+//     the input layer; its source nodes are the nodes whose features the
+//     model reads.
+//   SampleEdgeBatch: link prediction. The batch's edges are the positive
+//     pairs; k uniform negatives per edge (src kept, dst drawn from all
+//     nodes); the nodes of both pair graphs, compacted together, are the
+//     seeds of the blocks. The batch's own edges (or they and their reverse
+//     edges) can be excluded from sampling; the fanout is still filled.
+//
+// With out-edge sampling a block's messages flow from each seed's
+// out-neighbours to the seed (the edge's reverse direction).
+//
+// Randomness: everything derives from `seed` (layer by layer), so a batch is
+// the same whichever thread or process samples it.
+#ifndef TESSERA_SRC_LOADER_MINIBATCH_H_
+#define TESSERA_SRC_LOADER_MINIBATCH_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/kvstore/kv_store.h"
+#include "src/sampling/block.h"
+
+namespace tessera::loader {
+
+struct NeighborSpec {
+  std::vector<int64_t> fanouts;  // Per layer, input layer first; -1: all neighbours.
+  sampling::EdgeDir dir = sampling::EdgeDir::kIn;
+  bool replace = false;
+  std::string prob;  // float32 edge array of weights; empty: uniform.
+};
+
+struct MiniBatch {
+  std::vector<int64_t> seeds;           // Output nodes (the last block's dst nodes).
+  std::vector<sampling::Block> blocks;  // Input layer first.
+  std::span<const int64_t> input_nodes() const {
+    return blocks.empty() ? std::span<const int64_t>(seeds)
+                          : std::span<const int64_t>(blocks.front().src_nodes);
+  }
+  int64_t num_sampled_edges() const;
+};
+
+// Checks fanouts (at least one layer, each -1 or > 0).
+Status ValidateNeighborSpec(const NeighborSpec& spec);
+
+// `seeds`: distinct node ids. `exclude`: sorted distinct edge ids never to
+// sample.
+StatusOr<MiniBatch> SampleBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
+                                 const NeighborSpec& spec, uint64_t seed,
+                                 std::span<const int64_t> exclude = {});
+
+enum class Exclude { kNone, kSelf, kReverseId };
+
+struct EdgeSpec {
+  NeighborSpec neighbors;
+  int negatives = 0;  // Uniform negatives per positive edge; 0: none.
+  Exclude exclude = Exclude::kNone;
+  // kReverseId: reverse_eids[e] is the reverse edge of e (one per edge).
+  std::vector<int64_t> reverse_eids;
+};
+
+// Pairs as indices into EdgeBatch::blocks' seeds (batch.mini.seeds).
+struct PairGraph {
+  std::vector<int64_t> src, dst;
+};
+
+struct EdgeBatch {
+  std::vector<int64_t> eids;  // The positive edges, in batch order.
+  PairGraph positive;         // positive.src[i] -> positive.dst[i] is edge eids[i].
+  PairGraph negative;         // negatives * eids.size() pairs, k per edge in order.
+  MiniBatch mini;             // mini.seeds: every node of both pair graphs, sorted.
+};
+
+// Checks an edge spec against the graph (reverse_eids' length and range).
+Status ValidateEdgeSpec(const EdgeSpec& spec, int64_t num_nodes, int64_t num_edges);
+
+StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
+                                    const EdgeSpec& spec, uint64_t seed);
+
+// The seed of stream `index` derived from `seed` (batches of an epoch,
+// layers of a batch).
+uint64_t DeriveSeed(uint64_t seed, uint64_t index);
+
+}  // namespace tessera::loader
+
+#endif  // TESSERA_SRC_LOADER_MINIBATCH_H_
