@@ -38,60 +38,86 @@ StatusOr<std::vector<int64_t>> SplitWork(std::span<const int64_t> selected,
   }
   int c = num_trainers / K;  // Trainers per machine.
   int64_t n = static_cast<int64_t>(selected.size());
-  // The selected ids of partition p are selected[part_begin[p] .. part_begin[p+1]).
-  std::vector<int64_t> part_begin(K + 1);
-  for (int p = 0; p <= K; ++p) {
-    part_begin[p] =
-        std::lower_bound(selected.begin(), selected.end(), offsets[p]) - selected.begin();
-  }
   auto even_share = [](int64_t total, int parts, int j) {
     return total / parts + (j < total % parts ? 1 : 0);
   };
-  if (!options.force_even) {
-    int p = rank / c, j = rank % c;
-    int64_t size = part_begin[p + 1] - part_begin[p];
-    int64_t begin = part_begin[p];
-    for (int k = 0; k < j; ++k) begin += even_share(size, c, k);
-    return std::vector<int64_t>(selected.begin() + begin,
-                                selected.begin() + begin + even_share(size, c, j));
+  // Each trainer's own group, as positions into `selected`.
+  std::vector<std::vector<int64_t>> own(num_trainers);
+  if (options.trainer_ids.empty()) {
+    for (int p = 0; p < K; ++p) {
+      int64_t begin =
+          std::lower_bound(selected.begin(), selected.end(), offsets[p]) - selected.begin();
+      int64_t size =
+          (std::lower_bound(selected.begin(), selected.end(), offsets[p + 1]) - selected.begin()) -
+          begin;
+      for (int j = 0; j < c; ++j) {
+        int64_t share = even_share(size, c, j);
+        for (int64_t i = 0; i < share; ++i) own[p * c + j].push_back(begin + i);
+        begin += share;
+      }
+    }
+  } else {
+    if (options.trainer_ids.size() != selected.size()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{} trainer ids for {} selected ids", options.trainer_ids.size(), n));
+    }
+    int64_t max_id = -1;
+    for (int64_t t : options.trainer_ids) {
+      if (t < 0) return absl::InvalidArgumentError(fmt::format("negative trainer id {}", t));
+      max_id = std::max(max_id, t);
+    }
+    // The partition was made for `made` trainers per machine.
+    int64_t made = c;
+    if (max_id >= num_trainers) {
+      made = (max_id + K) / K;  // ceil((max_id + 1) / K)
+      if (made % c != 0) {
+        return absl::InvalidArgumentError(fmt::format(
+            "trainer ids go up to {} ({} trainers per machine?), which cannot be merged into {} "
+            "trainers per machine",
+            max_id, made, c));
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t t = options.trainer_ids[i];
+      int64_t machine = t / made, local = t % made / (made / c);
+      own[std::min<int64_t>(machine, K - 1) * c + local].push_back(i);
+    }
   }
-  // Quota of each trainer; own shares first, capped by the quota.
-  std::vector<int64_t> quota(num_trainers), own_begin(num_trainers), own_size(num_trainers);
+  auto ids_of = [&](const std::vector<int64_t>& positions) {
+    std::vector<int64_t> ids;
+    ids.reserve(positions.size());
+    for (int64_t i : positions) ids.push_back(selected[i]);
+    return ids;
+  };
+  if (!options.force_even) return ids_of(own[rank]);
+  // Quotas; own groups capped by them; surplus refills deficits, first
+  // within the machine, then across machines (both in rank order).
+  std::vector<int64_t> quota(num_trainers);
   for (int t = 0; t < num_trainers; ++t) quota[t] = even_share(n, num_trainers, t);
-  std::vector<std::pair<int64_t, int64_t>> leftovers;  // [begin, end) ranges of `selected`.
-  for (int p = 0; p < K; ++p) {
-    int64_t size = part_begin[p + 1] - part_begin[p];
-    int64_t cursor = part_begin[p];
-    for (int j = 0; j < c; ++j) {
-      int t = p * c + j;
-      int64_t share = even_share(size, c, j);
-      own_begin[t] = cursor;
-      own_size[t] = std::min(share, quota[t]);
-      if (share > own_size[t]) leftovers.push_back({cursor + own_size[t], cursor + share});
-      cursor += share;
+  std::vector<std::vector<int64_t>> got(num_trainers);
+  std::vector<int64_t> global_pool;
+  for (int m = 0; m < K; ++m) {
+    std::vector<int64_t> pool;
+    for (int t = m * c; t < (m + 1) * c; ++t) {
+      size_t keep = static_cast<size_t>(std::min<int64_t>(quota[t], own[t].size()));
+      got[t].assign(own[t].begin(), own[t].begin() + keep);
+      pool.insert(pool.end(), own[t].begin() + keep, own[t].end());
     }
+    size_t next = 0;
+    for (int t = m * c; t < (m + 1) * c; ++t) {
+      while (static_cast<int64_t>(got[t].size()) < quota[t] && next < pool.size()) {
+        got[t].push_back(pool[next++]);
+      }
+    }
+    global_pool.insert(global_pool.end(), pool.begin() + next, pool.end());
   }
-  // Leftovers fill the deficits in rank order.
-  std::vector<int64_t> result(selected.begin() + own_begin[rank],
-                              selected.begin() + own_begin[rank] + own_size[rank]);
-  size_t range = 0;
-  int64_t in_range = leftovers.empty() ? 0 : leftovers[0].first;
+  size_t next = 0;
   for (int t = 0; t < num_trainers; ++t) {
-    int64_t deficit = quota[t] - own_size[t];
-    while (deficit > 0 && range < leftovers.size()) {
-      int64_t take = std::min(deficit, leftovers[range].second - in_range);
-      if (t == rank) {
-        result.insert(result.end(), selected.begin() + in_range,
-                      selected.begin() + in_range + take);
-      }
-      in_range += take;
-      deficit -= take;
-      if (in_range == leftovers[range].second && ++range < leftovers.size()) {
-        in_range = leftovers[range].first;
-      }
+    while (static_cast<int64_t>(got[t].size()) < quota[t] && next < global_pool.size()) {
+      got[t].push_back(global_pool[next++]);
     }
   }
-  return result;
+  return ids_of(got[rank]);
 }
 
 }  // namespace tessera

@@ -6,7 +6,8 @@
 // r / (T / M)), every selected id goes to exactly one trainer; with
 // force_even, trainer counts differ by at most one, and each trainer first
 // gets ids of its own partition (as evenly as its machine's trainers can
-// share them) and only then ids other machines have too many of. It is a pure
+// share them, or its trainer_ids group), then surplus ids of its machine's
+// other trainers, and only then ids other machines have too many of. It is a pure
 // function: every trainer computes the same assignment, and takes its own.
 // Without force_even a trainer gets only its own partition's ids (a
 // contiguous share of them), and counts may differ.
@@ -23,6 +24,13 @@ namespace tessera {
 
 struct SplitOptions {
   bool force_even = true;
+  // Optional, aligned with `selected`: the trainer each id was assigned to
+  // by partitioning with num_trainers_per_machine (the `trainer_id` array,
+  // global trainer ids). Ids then go to their own trainer first instead of
+  // an even cut of their partition. If the partition was made for more
+  // trainers per machine than run, groups are merged (the counts must
+  // divide).
+  std::span<const int64_t> trainer_ids;
 };
 
 // `selected`: sorted, distinct global ids. `offsets`: the K+1 range bounds of

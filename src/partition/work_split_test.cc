@@ -85,6 +85,42 @@ TEST(WorkSplitTest, WithoutForceEvenOnlyOwnIds) {
   EXPECT_EQ(*b, (std::vector<int64_t>{60, 61}));
 }
 
+// Partitioned for 4 trainers per machine (trainer_id 0..7 over 2 machines).
+TEST(WorkSplitTest, TrainerIdGroupsFirstMergedWhenFewerTrainersRun) {
+  std::vector<int64_t> selected(80), tids(80);
+  std::iota(selected.begin(), selected.end(), 0);  // Machine 0 owns [0, 40).
+  for (int64_t i = 0; i < 80; ++i) tids[i] = (i / 40) * 4 + (i * 7) % 4;
+  std::vector<int64_t> offsets = {0, 40, 80};
+  for (int trainers : {8, 4, 2}) {
+    int per_group = 8 / trainers;  // Original groups merged into one trainer.
+    for (int r = 0; r < trainers; ++r) {
+      auto ids = SplitWork(selected, offsets, trainers, r, {.trainer_ids = tids});
+      ASSERT_TRUE(ids.ok()) << ids.status();
+      EXPECT_EQ(ids->size(), 80u / trainers);
+      for (int64_t id : *ids) {
+        EXPECT_EQ(tids[id] / per_group, r) << "id " << id << " of trainer " << tids[id];
+      }
+    }
+  }
+  // Uneven groups: counts still within one, same-machine surplus first.
+  std::vector<int64_t> skewed(80, 0);
+  for (int64_t i = 40; i < 80; ++i) skewed[i] = 4 + (i % 2);  // Trainers 6 and 7: nothing.
+  std::map<int64_t, int> seen;
+  for (int r = 0; r < 8; ++r) {
+    auto ids = SplitWork(selected, offsets, 8, r, {.trainer_ids = skewed});
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(ids->size(), 10u);
+    for (int64_t id : *ids) {
+      ++seen[id];
+      EXPECT_EQ(id < 40, r < 4) << "trainer " << r << " got a foreign id " << id;
+    }
+  }
+  EXPECT_EQ(seen.size(), 80u);
+  std::vector<int64_t> three_per_machine(80, 5);  // Made for 3 per machine: can't merge to 2.
+  EXPECT_FALSE(SplitWork(selected, offsets, 4, 0, {.trainer_ids = three_per_machine}).ok());
+  EXPECT_FALSE(SplitWork(selected, offsets, 4, 0, {.trainer_ids = std::span(tids).first(3)}).ok());
+}
+
 TEST(WorkSplitTest, BadInput) {
   std::vector<int64_t> offsets = {0, 10, 20};
   EXPECT_FALSE(SplitWork(std::vector<int64_t>{1}, offsets, 3, 0).ok());     // 3 % 2 != 0
