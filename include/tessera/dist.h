@@ -9,6 +9,14 @@
 //   h.set(ids, rows);                                        // push rows (acknowledged)
 //   g.barrier();
 //
+//   auto train = tessera::dist::node_split(mask, g.partition_book());
+//   tessera::dist::DistNodeDataLoader loader(g, train, {.fanouts = {10, 25}},
+//                                            {.batch_size = 1000, .shuffle = true});
+//   for (const auto& batch : loader) {                       // input_nodes, seeds, blocks
+//     torch::Tensor x = g.ndata("feat")[batch.input_nodes];
+//     ...
+//   }
+//
 // Modes. Launched by `tessera launch` (or the local runner), the environment
 // names the job (src/launcher/job_env.h) and initialize() connects to every
 // server of the job; a trainer reads its own machine's rows straight from
@@ -25,13 +33,18 @@
 
 #include <torch/types.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "src/loader/epoch.h"
+#include "src/loader/pipeline.h"
 #include "src/partition/partition_book.h"
 
 namespace tessera {
@@ -64,6 +77,8 @@ class Context {
   int rank() const { return rank_; }              // Trainer rank (RANK), 0 standalone.
   int world_size() const { return world_size_; }  // Number of trainers.
   int machine_id() const { return machine_id_; }
+  // Sampler threads per trainer the launcher asked for (--num-samplers).
+  int num_samplers() const { return num_samplers_; }
   const std::string& part_config() const { return part_config_; }
 
  private:
@@ -71,10 +86,11 @@ class Context {
   friend void exit_client();
   friend class DistGraph;
   friend class DistTensor;
+  friend struct ContextAccess;  // The loaders (dist.cc).
   Context() = default;
   std::shared_ptr<kv::KvStore> store_;  // Standalone: set by the first DistGraph.
   bool standalone_ = true;
-  int rank_ = 0, world_size_ = 1, machine_id_ = 0;
+  int rank_ = 0, world_size_ = 1, machine_id_ = 0, num_samplers_ = 0;
   std::string part_config_;
 };
 
@@ -164,12 +180,255 @@ class DistGraph {
   // Waits for every trainer (Error if one died or left).
   void barrier() const;
 
+  // Endpoints (src, dst) of edges, in order.
+  std::pair<torch::Tensor, torch::Tensor> find_edges(const torch::Tensor& eids) const;
+  // Degrees of nodes (undefined tensor: every node), in order.
+  torch::Tensor in_degrees(const torch::Tensor& nids = {}) const;
+  torch::Tensor out_degrees(const torch::Tensor& nids = {}) const;
+
+  kv::KvStore& store() const;  // For the loaders.
+
  private:
   DistTensor Data(const std::string& prefix, const std::string& name) const;
   std::map<std::string, AttrScheme> Schemes(const std::string& prefix) const;
   std::shared_ptr<Context> context_;
   std::string graph_name_;
 };
+
+// ------------------------------------------------------------ graph operations
+
+// Sets the seed that sampling calls without their own seed draw from (each
+// call takes the next value), like torch::manual_seed.
+void manual_seed(uint64_t seed);
+
+struct SampleOptions {
+  std::string edge_dir = "in";  // "in": in-edges of the seeds; "out": out-edges.
+  std::string prob;             // Name of a float32 edge tensor of weights; "": uniform.
+  torch::Tensor exclude_edges;  // Edge ids never to sample (their fanout is still filled).
+  bool replace = false;
+  std::optional<uint64_t> seed;  // Default: the next value from manual_seed's stream.
+};
+
+// Some edges of the graph, as COO in global ids (DGL's frontier graph; the
+// node set is the whole graph). Grouped by owning partition.
+struct Subgraph {
+  torch::Tensor src, dst, eids;  // int64 [num_edges]
+  int64_t num_edges() const { return src.size(0); }
+};
+
+// Up to `fanout` (-1: all) edges of each seed (distinct node ids): every
+// machine samples the seeds it owns (this machine's in process, from shared
+// memory), and the results are merged.
+Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, int64_t fanout,
+                          const SampleOptions& options = {});
+// Every in-edge of the nodes.
+Subgraph in_subgraph(const DistGraph& g, const torch::Tensor& nodes);
+
+// The edges `eids` with their endpoints relabelled 0..num_nodes-1.
+struct EdgeSubgraph {
+  torch::Tensor src, dst;  // Relabelled endpoints of each edge.
+  torch::Tensor nodes;     // Global id of each relabelled node, sorted (dgl.NID).
+  torch::Tensor eids;      // Global edge ids (dgl.EID), in the given order.
+};
+EdgeSubgraph edge_subgraph(const DistGraph& g, const torch::Tensor& eids);
+
+// ------------------------------------------------------------ mini-batches
+
+// One message-passing layer (DGL's block). Its first num_dst_nodes() source
+// nodes are its destination nodes; edges are a CSR over destinations with
+// block-local source indices.
+struct Block {
+  torch::Tensor src_nodes;  // int64 [num_src]: global ids.
+  torch::Tensor indptr;     // int64 [num_dst + 1]
+  torch::Tensor indices;    // int64 [num_edges]: index into src_nodes.
+  torch::Tensor eids;       // int64 [num_edges]: global edge ids.
+  int64_t num_src_nodes() const { return src_nodes.size(0); }
+  int64_t num_dst_nodes() const { return indptr.size(0) - 1; }
+  int64_t num_edges() const { return indices.size(0); }
+  torch::Tensor dst_nodes() const { return src_nodes.slice(0, 0, num_dst_nodes()); }
+  // The destination index of each edge (for scatter/index_add aggregation).
+  torch::Tensor edge_dst() const;
+};
+
+// Multi-layer neighbour sampling (dgl.dataloading.NeighborSampler).
+struct NeighborSampler {
+  std::vector<int64_t> fanouts;  // Per layer, input layer first; -1: all neighbours.
+  std::string edge_dir = "in";
+  bool replace = false;
+  std::string prob;  // float32 edge tensor of weights; "": uniform.
+};
+
+struct MiniBatch {
+  torch::Tensor input_nodes;  // Nodes whose features the first layer reads.
+  torch::Tensor seeds;        // Output nodes.
+  std::vector<Block> blocks;  // Input layer first.
+};
+
+// Link prediction: pairs index into pair_nodes (= blocks.back().dst_nodes()).
+struct EdgeMiniBatch {
+  torch::Tensor input_nodes;
+  torch::Tensor pair_nodes;        // Nodes of both pair graphs, sorted.
+  torch::Tensor eids;              // The batch's (positive) edges.
+  torch::Tensor pos_src, pos_dst;  // [batch]
+  torch::Tensor neg_src, neg_dst;  // [batch * negatives]; k per edge, in order.
+  std::vector<Block> blocks;
+};
+
+struct LoaderOptions {
+  int64_t batch_size = 1;
+  bool shuffle = false;
+  bool drop_last = false;
+  uint64_t seed = 0;         // Shuffling and sampling: batch b of epoch e is reproducible.
+  int num_workers = -1;      // Sampler threads; -1: the launcher's --num-samplers (else 0).
+  int prefetch = 0;          // Batches sampled ahead; 0: two per worker.
+  bool even_batches = true;  // Every trainer gets the batch count of the largest.
+  double timeout_s = 600;    // Longest wait for one batch.
+};
+
+struct EdgeLoaderOptions {
+  int negatives = 0;             // Uniform negative destinations per edge.
+  std::string exclude = "none";  // "none", "self" (the batch's edges), "reverse_id".
+  torch::Tensor reverse_eids;    // reverse_id: reverse_eids[e] is the reverse of edge e.
+};
+
+// Range-for iteration over one epoch of batches (each begin() starts the
+// next epoch; batches come in order, sampled ahead by the worker threads).
+template <typename T>
+class BatchLoader {
+ public:
+  class Iterator {
+   public:
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    const T& operator*() const { return *current_; }
+    const T* operator->() const { return &*current_; }
+    Iterator& operator++() {
+      Fetch();
+      return *this;
+    }
+    bool operator==(const Iterator& other) const {
+      return !current_.has_value() && !other.current_.has_value();
+    }
+    bool operator!=(const Iterator& other) const { return !(*this == other); }
+
+   private:
+    friend class BatchLoader;
+    void Fetch() {
+      auto next = pipeline_->Next();
+      if (!next.ok()) {
+        current_.reset();
+        throw Error(std::string(next.status().message()));
+      }
+      current_ = std::move(*next);
+    }
+    std::shared_ptr<loader::Pipeline<T>> pipeline_;
+    std::optional<T> current_;
+  };
+
+  // Batches per epoch (the same on every trainer with even_batches).
+  int64_t size() const { return num_batches_; }
+  int64_t epoch() const { return epoch_; }  // Epochs started so far.
+  Iterator begin() {
+    Iterator it;
+    it.pipeline_ = std::make_shared<loader::Pipeline<T>>(
+        num_batches_, make_epoch_(epoch_++), workers_, depth_,
+        std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+    it.Fetch();
+    return it;
+  }
+  Iterator end() const { return Iterator(); }
+
+ protected:
+  using Produce = typename loader::Pipeline<T>::Produce;
+  void Init(int64_t num_batches, const LoaderOptions& options,
+            std::function<Produce(int64_t epoch)> make_epoch);
+
+ private:
+  int64_t num_batches_ = 0, epoch_ = 0;
+  int workers_ = 0, depth_ = 1;
+  double timeout_s_ = 600;
+  std::function<Produce(int64_t)> make_epoch_;
+};
+
+namespace internal {
+// The plan of `items` (the trainer's ids or dataset rows) under `options`:
+// with even_batches, the largest batch count of all trainers (a collective
+// call: every trainer constructs its loaders in the same order).
+std::shared_ptr<const loader::EpochPlan> MakePlan(std::vector<int64_t> items,
+                                                  const LoaderOptions& options);
+int ResolveWorkers(const LoaderOptions& options);
+}  // namespace internal
+
+template <typename T>
+void BatchLoader<T>::Init(int64_t num_batches, const LoaderOptions& options,
+                          std::function<Produce(int64_t epoch)> make_epoch) {
+  num_batches_ = num_batches;
+  workers_ = internal::ResolveWorkers(options);
+  depth_ = options.prefetch > 0 ? options.prefetch : std::max(1, 2 * workers_);
+  timeout_s_ = options.timeout_s;
+  make_epoch_ = std::move(make_epoch);
+}
+
+// Node classification batches (dgl.distributed.DistNodeDataLoader): blocks
+// sampled around batches of `nids` (this trainer's ids, e.g. node_split's).
+class DistNodeDataLoader : public BatchLoader<MiniBatch> {
+ public:
+  DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids, NeighborSampler sampler,
+                     LoaderOptions options = {});
+};
+
+// Link prediction batches (dgl.distributed.DistEdgeDataLoader) over `eids`.
+class DistEdgeDataLoader : public BatchLoader<EdgeMiniBatch> {
+ public:
+  DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids, NeighborSampler sampler,
+                     LoaderOptions options = {}, EdgeLoaderOptions edge_options = {});
+};
+
+// Any dataset (dgl.distributed.DistDataLoader): batches of rows of
+// `dataset`, each turned into a T by `collate` (in a sampler thread when
+// num_workers > 0).
+template <typename T>
+class DistDataLoader : public BatchLoader<T> {
+ public:
+  using Collate = std::function<T(const torch::Tensor& rows)>;
+  DistDataLoader(torch::Tensor dataset, Collate collate, LoaderOptions options = {}) {
+    std::vector<int64_t> items(static_cast<size_t>(dataset.size(0)));
+    for (size_t i = 0; i < items.size(); ++i) items[i] = static_cast<int64_t>(i);
+    auto plan = internal::MakePlan(std::move(items), options);
+    this->Init(plan->num_batches(), options, [plan, dataset, collate](int64_t epoch) {
+      auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
+      return [plan, dataset, collate, order](int64_t b) -> StatusOr<T> {
+        std::vector<int64_t> rows = plan->Batch(*order, b);
+        torch::Tensor index = torch::tensor(rows, torch::kInt64);
+        return collate(dataset.index_select(0, index));
+      };
+    });
+  }
+};
+
+// ------------------------------------------------------------ splitting work
+
+struct SplitOptions {
+  bool force_even = true;
+  // The trainer_id array of a partition made with num_trainers_per_machine
+  // (one per node or edge): ids go to their trainer's group first.
+  torch::Tensor trainer_ids;
+  int rank = -1;          // Default: this trainer's rank.
+  int num_trainers = -1;  // Default: the number of trainers of the job.
+};
+
+// This trainer's share of the nodes selected by `nodes` (a bool/uint8 mask
+// over all nodes, or node ids): every id goes to exactly one trainer, counts
+// differ by at most one (force_even), own-partition ids first.
+torch::Tensor node_split(const torch::Tensor& nodes, const PartitionBook& book,
+                         const SplitOptions& options = {});
+torch::Tensor edge_split(const torch::Tensor& edges, const PartitionBook& book,
+                         const SplitOptions& options = {});
+// The same with a mask stored as a DistTensor (read in pieces).
+torch::Tensor node_split(const DistTensor& mask, const PartitionBook& book,
+                         const SplitOptions& options = {});
+torch::Tensor edge_split(const DistTensor& mask, const PartitionBook& book,
+                         const SplitOptions& options = {});
 
 }  // namespace dist
 }  // namespace tessera

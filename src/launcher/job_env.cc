@@ -17,7 +17,8 @@ std::vector<std::pair<std::string, std::string>> JobEnv::ToVariables() const {
           {"WORLD_SIZE", std::to_string(world_size)},
           {"LOCAL_RANK", std::to_string(local_rank)},
           {"MASTER_ADDR", master_addr},
-          {"MASTER_PORT", std::to_string(master_port)}};
+          {"MASTER_PORT", std::to_string(master_port)},
+          {"TESSERA_NUM_SAMPLERS", std::to_string(num_samplers)}};
 }
 
 StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv) {
@@ -60,6 +61,7 @@ StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv) {
   RETURN_IF_ERROR(number("LOCAL_RANK", &env.local_rank, 0, false));
   RETURN_IF_ERROR(text("MASTER_ADDR", &env.master_addr, false));
   RETURN_IF_ERROR(number("MASTER_PORT", &env.master_port, 0, false));
+  RETURN_IF_ERROR(number("TESSERA_NUM_SAMPLERS", &env.num_samplers, 0, false));
   if (env.rank >= env.world_size) {
     return absl::InvalidArgumentError(
         fmt::format("RANK={} is not below WORLD_SIZE={}", env.rank, env.world_size));

@@ -39,6 +39,7 @@ struct JobEnv {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
+  int num_samplers = 0;  // Sampler threads per trainer (launch --num-samplers).
 
   std::vector<std::pair<std::string, std::string>> ToVariables() const;
 };

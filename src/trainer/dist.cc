@@ -4,9 +4,11 @@
 // values from the libraries become tessera::dist::Error here.
 #include "include/tessera/dist.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <random>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -14,6 +16,8 @@
 #include "src/kvstore/local_store.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
+#include "src/loader/minibatch.h"
+#include "src/partition/work_split.h"
 
 namespace tessera::dist {
 namespace {
@@ -122,6 +126,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   ctx->world_size_ = env->world_size;
   ctx->machine_id_ = env->machine_id;
   ctx->part_config_ = env->part_config;
+  ctx->num_samplers_ = env->num_samplers;
   std::string ip_path = ip_config.empty() ? env->ip_config : ip_config;
   auto ip = ValueOrThrow(launcher::ReadIpConfig(ip_path), "initialize");
   kv::KvClientOptions kv_options{.job_id = env->job_id,
@@ -328,5 +333,336 @@ std::map<std::string, AttrScheme> DistGraph::Schemes(const std::string& prefix) 
 
 std::map<std::string, AttrScheme> DistGraph::node_attr_schemes() const { return Schemes("node"); }
 std::map<std::string, AttrScheme> DistGraph::edge_attr_schemes() const { return Schemes("edge"); }
+
+// ------------------------------------------------------------ graph operations
+
+namespace {
+
+std::atomic<uint64_t> g_seed_base{std::random_device{}()};
+std::atomic<uint64_t> g_seed_calls{0};
+
+uint64_t NextSeed() { return loader::DeriveSeed(g_seed_base.load(), g_seed_calls.fetch_add(1)); }
+
+// A tensor owning `v` (no copy).
+torch::Tensor Owned(std::vector<int64_t>&& v) {
+  if (v.empty()) return torch::empty({0}, torch::kInt64);
+  auto* holder = new std::vector<int64_t>(std::move(v));
+  return torch::from_blob(
+      holder->data(), {static_cast<int64_t>(holder->size())}, [holder](void*) { delete holder; },
+      torch::kInt64);
+}
+
+std::vector<int64_t> ToVector(const torch::Tensor& ids, const std::string& what) {
+  torch::Tensor flat = AsIds(ids, what);
+  const int64_t* p = flat.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + flat.size(0));
+}
+
+std::span<const int64_t> SpanOf(const torch::Tensor& contiguous_ids) {
+  return {contiguous_ids.data_ptr<int64_t>(), static_cast<size_t>(contiguous_ids.size(0))};
+}
+
+sampling::EdgeDir ParseEdgeDir(const std::string& dir) {
+  if (dir == "in") return sampling::EdgeDir::kIn;
+  if (dir == "out") return sampling::EdgeDir::kOut;
+  throw Error(fmt::format("edge_dir must be \"in\" or \"out\", got \"{}\"", dir));
+}
+
+Block ToTorch(sampling::Block&& b) {
+  return {Owned(std::move(b.src_nodes)), Owned(std::move(b.indptr)), Owned(std::move(b.indices)),
+          Owned(std::move(b.eids))};
+}
+
+std::vector<Block> ToTorch(std::vector<sampling::Block>&& blocks) {
+  std::vector<Block> out;
+  out.reserve(blocks.size());
+  for (sampling::Block& b : blocks) out.push_back(ToTorch(std::move(b)));
+  return out;
+}
+
+loader::NeighborSpec SpecOf(const NeighborSampler& sampler, kv::KvStore& store) {
+  loader::NeighborSpec spec{.fanouts = sampler.fanouts,
+                            .dir = ParseEdgeDir(sampler.edge_dir),
+                            .replace = sampler.replace,
+                            .prob = sampler.prob};
+  ThrowIfError(loader::ValidateNeighborSpec(spec), "NeighborSampler");
+  if (!spec.prob.empty()) {
+    kv::TensorMeta meta = ValueOrThrow(store.Meta("edge/" + spec.prob), "NeighborSampler prob");
+    ThrowIfError(kv::CheckWeightArray(meta.key, meta.dtype, meta.shape), "NeighborSampler prob");
+  }
+  return spec;
+}
+
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  g_seed_base = seed;
+  g_seed_calls = 0;
+}
+
+kv::KvStore& DistGraph::store() const { return *context_->store_; }
+
+std::pair<torch::Tensor, torch::Tensor> DistGraph::find_edges(const torch::Tensor& eids) const {
+  torch::Tensor flat = AsIds(eids, "find_edges");
+  torch::Tensor src = torch::empty({flat.size(0)}, torch::kInt64);
+  torch::Tensor dst = torch::empty({flat.size(0)}, torch::kInt64);
+  ThrowIfError(store().FindEdges(SpanOf(flat), src.data_ptr<int64_t>(), dst.data_ptr<int64_t>()),
+               "find_edges");
+  return {src, dst};
+}
+
+namespace {
+
+torch::Tensor Degrees(const DistGraph& g, const torch::Tensor& nids, sampling::EdgeDir dir) {
+  const char* what = dir == sampling::EdgeDir::kIn ? "in_degrees" : "out_degrees";
+  torch::Tensor flat = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes());
+  torch::Tensor out = torch::empty({flat.size(0)}, torch::kInt64);
+  ThrowIfError(g.store().Degrees(SpanOf(flat), dir, out.data_ptr<int64_t>()), what);
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor DistGraph::in_degrees(const torch::Tensor& nids) const {
+  return Degrees(*this, nids, sampling::EdgeDir::kIn);
+}
+
+torch::Tensor DistGraph::out_degrees(const torch::Tensor& nids) const {
+  return Degrees(*this, nids, sampling::EdgeDir::kOut);
+}
+
+Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, int64_t fanout,
+                          const SampleOptions& options) {
+  torch::Tensor flat = AsIds(seeds, "sample_neighbors");
+  std::vector<int64_t> exclude;
+  if (options.exclude_edges.defined()) {
+    exclude = ToVector(options.exclude_edges, "sample_neighbors exclude_edges");
+    std::sort(exclude.begin(), exclude.end());
+    exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
+  }
+  kv::SampleRequest request{.fanout = fanout,
+                            .dir = ParseEdgeDir(options.edge_dir),
+                            .replace = options.replace,
+                            .prob = options.prob,
+                            .exclude = exclude,
+                            .seed = options.seed ? *options.seed : NextSeed()};
+  sampling::SampledEdges edges =
+      ValueOrThrow(g.store().SampleNeighbors(SpanOf(flat), request), "sample_neighbors");
+  return {Owned(std::move(edges.src)), Owned(std::move(edges.dst)), Owned(std::move(edges.eid))};
+}
+
+Subgraph in_subgraph(const DistGraph& g, const torch::Tensor& nodes) {
+  return sample_neighbors(g, nodes, -1, {.seed = 0});
+}
+
+EdgeSubgraph edge_subgraph(const DistGraph& g, const torch::Tensor& eids) {
+  torch::Tensor flat = AsIds(eids, "edge_subgraph");
+  auto [src, dst] = g.find_edges(flat);
+  torch::Tensor nodes = std::get<0>(torch::_unique(torch::cat({src, dst}), /*sorted=*/true));
+  return {torch::searchsorted(nodes, src), torch::searchsorted(nodes, dst), nodes, flat};
+}
+
+torch::Tensor Block::edge_dst() const {
+  torch::Tensor counts = indptr.slice(0, 1) - indptr.slice(0, 0, -1);
+  return torch::repeat_interleave(torch::arange(num_dst_nodes()), counts);
+}
+
+// ------------------------------------------------------------ loaders
+
+struct ContextAccess {
+  static kv::KvStore* Store(const Context& ctx) { return ctx.store_.get(); }
+};
+
+namespace internal {
+
+std::shared_ptr<const loader::EpochPlan> MakePlan(std::vector<int64_t> items,
+                                                  const LoaderOptions& options) {
+  std::shared_ptr<Context> ctx = CurrentContext();
+  loader::BatchOptions batch{.batch_size = options.batch_size,
+                             .shuffle = options.shuffle,
+                             .drop_last = options.drop_last,
+                             .seed = options.seed};
+  if (options.batch_size < 1) {
+    throw Error(fmt::format("loader: batch_size must be at least 1, got {}", options.batch_size));
+  }
+  int64_t batches = loader::EpochPlan::OwnBatches(static_cast<int64_t>(items.size()), batch);
+  kv::KvStore* store = ContextAccess::Store(*ctx);
+  if (options.even_batches && !ctx->standalone() && store != nullptr) {
+    int64_t own = batches;
+    batches = ValueOrThrow(store->BarrierMax(own),
+                           "loader: agreeing on the batches per epoch with the other trainers");
+    if (batches != own) {
+      spdlog::info("loader: {} batches of my own, {} per epoch like every trainer (padded)", own,
+                   batches);
+    }
+  }
+  return std::make_shared<const loader::EpochPlan>(
+      ValueOrThrow(loader::EpochPlan::Create(std::move(items), batch, batches), "loader"));
+}
+
+int ResolveWorkers(const LoaderOptions& options) {
+  if (options.num_workers >= 0) return options.num_workers;
+  return CurrentContext()->num_samplers();
+}
+
+}  // namespace internal
+
+DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids,
+                                       NeighborSampler sampler, LoaderOptions options) {
+  auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
+  auto plan = internal::MakePlan(ToVector(nids, "DistNodeDataLoader nids"), options);
+  Init(plan->num_batches(), options, [g, spec, plan](int64_t epoch) -> Produce {
+    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
+    return [g, spec, plan, order, epoch](int64_t b) -> StatusOr<MiniBatch> {
+      std::vector<int64_t> seeds = plan->Batch(*order, b);
+      ASSIGN_OR_RETURN(
+          loader::MiniBatch mb,
+          loader::SampleBlocks(g.store(), std::move(seeds), *spec, plan->BatchSeed(epoch, b)));
+      MiniBatch out;
+      std::span<const int64_t> input = mb.input_nodes();
+      out.input_nodes = Owned(std::vector<int64_t>(input.begin(), input.end()));
+      out.seeds = Owned(std::move(mb.seeds));
+      out.blocks = ToTorch(std::move(mb.blocks));
+      return out;
+    };
+  });
+}
+
+DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids,
+                                       NeighborSampler sampler, LoaderOptions options,
+                                       EdgeLoaderOptions edge_options) {
+  auto spec = std::make_shared<loader::EdgeSpec>();
+  spec->neighbors = SpecOf(sampler, g.store());
+  spec->negatives = edge_options.negatives;
+  const std::string& ex = edge_options.exclude;
+  if (ex == "none" || ex.empty()) {
+    spec->exclude = loader::Exclude::kNone;
+  } else if (ex == "self") {
+    spec->exclude = loader::Exclude::kSelf;
+  } else if (ex == "reverse_id") {
+    spec->exclude = loader::Exclude::kReverseId;
+  } else {
+    throw Error(fmt::format(
+        "DistEdgeDataLoader: exclude must be \"none\", \"self\" or \"reverse_id\", got \"{}\"",
+        ex));
+  }
+  if (edge_options.reverse_eids.defined()) {
+    spec->reverse_eids = ToVector(edge_options.reverse_eids, "DistEdgeDataLoader reverse_eids");
+  }
+  ThrowIfError(loader::ValidateEdgeSpec(*spec, g.num_nodes(), g.num_edges()), "DistEdgeDataLoader");
+  auto plan = internal::MakePlan(ToVector(eids, "DistEdgeDataLoader eids"), options);
+  std::shared_ptr<const loader::EdgeSpec> shared = spec;
+  Init(plan->num_batches(), options, [g, shared, plan](int64_t epoch) -> Produce {
+    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
+    return [g, shared, plan, order, epoch](int64_t b) -> StatusOr<EdgeMiniBatch> {
+      std::vector<int64_t> batch_eids = plan->Batch(*order, b);
+      ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), batch_eids, *shared,
+                                                                     plan->BatchSeed(epoch, b)));
+      EdgeMiniBatch out;
+      std::span<const int64_t> input = eb.mini.input_nodes();
+      out.input_nodes = Owned(std::vector<int64_t>(input.begin(), input.end()));
+      out.pair_nodes = Owned(std::move(eb.mini.seeds));
+      out.eids = Owned(std::move(eb.eids));
+      out.pos_src = Owned(std::move(eb.positive.src));
+      out.pos_dst = Owned(std::move(eb.positive.dst));
+      out.neg_src = Owned(std::move(eb.negative.src));
+      out.neg_dst = Owned(std::move(eb.negative.dst));
+      out.blocks = ToTorch(std::move(eb.mini.blocks));
+      return out;
+    };
+  });
+}
+
+// ------------------------------------------------------------ splitting work
+
+namespace {
+
+// Selected ids from a mask (bool/uint8 of `total` entries) or from ids.
+std::vector<int64_t> Selected(const torch::Tensor& t, int64_t total, const char* what) {
+  if (!t.defined()) throw Error(fmt::format("{}: undefined tensor", what));
+  if (t.scalar_type() == torch::kBool || t.scalar_type() == torch::kUInt8) {
+    if (t.dim() != 1 || t.size(0) != total) {
+      throw Error(fmt::format("{}: a mask must have one entry per {} ({}), got shape [{}]", what,
+                              std::string(what).rfind("node", 0) == 0 ? "node" : "edge", total,
+                              fmt::join(t.sizes().vec(), ", ")));
+    }
+    torch::Tensor mask = t.to(torch::kCPU, torch::kUInt8).contiguous();
+    return MaskToIds({mask.data_ptr<uint8_t>(), static_cast<size_t>(total)});
+  }
+  std::vector<int64_t> ids = ToVector(t, what);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  if (!ids.empty() && (ids.front() < 0 || ids.back() >= total)) {
+    throw Error(fmt::format("{}: ids must be in [0, {})", what, total));
+  }
+  return ids;
+}
+
+torch::Tensor Split(std::vector<int64_t> selected, const std::vector<int64_t>& offsets,
+                    int64_t total, const SplitOptions& options, const char* what) {
+  std::shared_ptr<Context> ctx = CurrentContext();
+  int rank = options.rank >= 0 ? options.rank : ctx->rank();
+  int trainers = options.num_trainers > 0 ? options.num_trainers : ctx->world_size();
+  std::vector<int64_t> trainer_ids;
+  if (options.trainer_ids.defined()) {
+    std::vector<int64_t> given = ToVector(options.trainer_ids, what);
+    if (static_cast<int64_t>(given.size()) == total) {
+      trainer_ids.reserve(selected.size());
+      for (int64_t id : selected) trainer_ids.push_back(given[id]);
+    } else if (given.size() == selected.size()) {
+      trainer_ids = std::move(given);
+    } else {
+      throw Error(
+          fmt::format("{}: trainer_ids must have one entry per id ({}) or per selected id "
+                      "({}), got {}",
+                      what, total, selected.size(), given.size()));
+    }
+  }
+  tessera::SplitOptions split{.force_even = options.force_even, .trainer_ids = trainer_ids};
+  return Owned(ValueOrThrow(SplitWork(selected, offsets, trainers, rank, split), what));
+}
+
+std::vector<int64_t> SelectedFromDist(const DistTensor& mask, int64_t total, const char* what) {
+  if (mask.shape().size() != 1 || mask.shape()[0] != total) {
+    throw Error(fmt::format("{}: the mask '{}' must have shape [{}]", what, mask.name(), total));
+  }
+  std::vector<int64_t> ids;
+  constexpr int64_t kPiece = int64_t{1} << 20;
+  for (int64_t begin = 0; begin < total; begin += kPiece) {
+    int64_t end = std::min(total, begin + kPiece);
+    torch::Tensor part = mask[torch::arange(begin, end)].to(torch::kUInt8).contiguous();
+    const uint8_t* p = part.data_ptr<uint8_t>();
+    for (int64_t i = 0; i < end - begin; ++i) {
+      if (p[i]) ids.push_back(begin + i);
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+torch::Tensor node_split(const torch::Tensor& nodes, const PartitionBook& book,
+                         const SplitOptions& options) {
+  return Split(Selected(nodes, book.num_nodes(), "node_split"), book.node_offsets(),
+               book.num_nodes(), options, "node_split");
+}
+
+torch::Tensor edge_split(const torch::Tensor& edges, const PartitionBook& book,
+                         const SplitOptions& options) {
+  return Split(Selected(edges, book.num_edges(), "edge_split"), book.edge_offsets(),
+               book.num_edges(), options, "edge_split");
+}
+
+torch::Tensor node_split(const DistTensor& mask, const PartitionBook& book,
+                         const SplitOptions& options) {
+  return Split(SelectedFromDist(mask, book.num_nodes(), "node_split"), book.node_offsets(),
+               book.num_nodes(), options, "node_split");
+}
+
+torch::Tensor edge_split(const DistTensor& mask, const PartitionBook& book,
+                         const SplitOptions& options) {
+  return Split(SelectedFromDist(mask, book.num_edges(), "edge_split"), book.edge_offsets(),
+               book.num_edges(), options, "edge_split");
+}
 
 }  // namespace tessera::dist
