@@ -125,9 +125,12 @@ Command RegisterBench(CLI::App& app) {
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per configuration")
       ->capture_default_str();
   auto run_pull = std::make_shared<std::function<int()>>();
-  RegisterBenchPull(bench, run_pull.get());
-  return {bench, [f, sub, run_pull] {
-            if (!sub->parsed()) return (*run_pull)();
+  auto run_sample = std::make_shared<std::function<int()>>();
+  CLI::App* pull = RegisterBenchPull(bench, run_pull.get());
+  CLI::App* sample = RegisterBenchSample(bench, run_sample.get());
+  return {bench, [f, sub, pull, sample, run_pull, run_sample] {
+            if (pull->parsed()) return (*run_pull)();
+            if (sample->parsed()) return (*run_sample)();
             auto workdir = ScratchDir::Open(f->workdir, "tessera-bench");
             if (!workdir.ok()) return ReportError(workdir.status());
             Status st = RunBench(*f, workdir->path());

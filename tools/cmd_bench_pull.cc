@@ -233,7 +233,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
 
 }  // namespace
 
-void RegisterBenchPull(CLI::App* bench, std::function<int()>* run) {
+CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run) {
   auto f = std::make_shared<PullFlags>();
   CLI::App* sub = bench->add_subcommand(
       "pull", "Pull/push throughput and latency of a 2-machine job on loopback");
@@ -250,6 +250,7 @@ void RegisterBenchPull(CLI::App* bench, std::function<int()>* run) {
     Status st = RunBenchPull(*f, workdir->path());
     return st.ok() ? 0 : ReportError(st);
   };
+  return sub;
 }
 
 }  // namespace tessera::tools

@@ -26,8 +26,9 @@ Command RegisterInspect(CLI::App& app);
 Command RegisterDemo(CLI::App& app);
 Command RegisterBench(CLI::App& app);
 Command RegisterServer(CLI::App& app);
-// Adds `bench pull` under `bench`; *run runs it.
-void RegisterBenchPull(CLI::App* bench, std::function<int()>* run);
+// Add `bench pull` / `bench sample` under `bench`; *run runs it.
+CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run);
+CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run);
 
 // Prints "error: <message>" to stderr and returns 1 for a non-OK status.
 int ReportError(const Status& status);

@@ -40,9 +40,50 @@ Status CheckIdArrays(const Message& response, size_t count, int64_t rows, int pa
       fmt::format("{}: the answer of machine {} does not have the expected arrays", what, part));
 }
 
-std::vector<int64_t> ToVector(const rpc::WireArray& a) {
-  std::span<const int64_t> s = a.span<int64_t>();
+// int32 or int64 ids of a 1-d array, widened to int64.
+bool IsIdArray(const rpc::WireArray& a) {
+  return (a.dtype == DType::kInt32 || a.dtype == DType::kInt64) && a.shape.size() == 1;
+}
+
+std::vector<int64_t> WidenIds(const rpc::WireArray& a) {
+  if (a.dtype == DType::kInt64) {
+    std::span<const int64_t> s = a.span<int64_t>();
+    return {s.begin(), s.end()};
+  }
+  std::span<const int32_t> s = a.span<int32_t>();
   return {s.begin(), s.end()};
+}
+
+// A SAMPLE answer for `seeds`: [neighbour, eid, counts per seed].
+Status UnpackSample(const Message& response, std::span<const int64_t> seeds, int part,
+                    sampling::EdgeDir dir, sampling::SampledEdges* out) {
+  const auto& a = response.arrays;
+  bool ok = a.size() == 3 && IsIdArray(a[0]) && IsIdArray(a[1]) && a[0].shape == a[1].shape &&
+            a[2].dtype == DType::kInt64 && a[2].shape.size() == 1 &&
+            a[2].shape[0] == static_cast<int64_t>(seeds.size());
+  int64_t total = 0;
+  if (ok) {
+    for (int64_t c : a[2].span<int64_t>()) {
+      ok &= c >= 0;
+      total += c;
+    }
+    ok &= total == a[0].shape[0];
+  }
+  if (!ok) {
+    return absl::DataLossError(fmt::format(
+        "sample_neighbors: the answer of machine {} does not have the expected arrays", part));
+  }
+  bool in = dir == sampling::EdgeDir::kIn;
+  std::vector<int64_t>& seed_side = in ? out->dst : out->src;
+  (in ? out->src : out->dst) = WidenIds(a[0]);
+  out->eid = WidenIds(a[1]);
+  seed_side.resize(static_cast<size_t>(total));
+  std::span<const int64_t> counts = a[2].span<int64_t>();
+  int64_t k = 0;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    for (int64_t j = 0; j < counts[i]; ++j) seed_side[k++] = seeds[i];
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -630,19 +671,26 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
     return absl::OkStatus();
   };
   auto place = [&](const Piece& piece, Message& response) -> Status {
-    RETURN_IF_ERROR(CheckIdArrays(response, 3, -1, piece.part, "sample_neighbors"));
-    sampling::SampledEdges& out = parts[piece.part][piece.begin / kGraphChunk];
-    out.src = ToVector(response.arrays[0]);
-    out.dst = ToVector(response.arrays[1]);
-    out.eid = ToVector(response.arrays[2]);
-    return absl::OkStatus();
+    const std::vector<int64_t>& ids = split.ids[piece.part];
+    return UnpackSample(response, {ids.data() + piece.begin, piece.count}, piece.part, request.dir,
+                        &parts[piece.part][piece.begin / kGraphChunk]);
   };
   RETURN_IF_ERROR(GraphCall(split, make_request, run_local, place));
-  size_t total = 0;
-  for (const auto& part : parts) {
-    for (const auto& e : part) total += e.size();
+  size_t total = 0, non_empty = 0;
+  sampling::SampledEdges* only = nullptr;
+  for (auto& part : parts) {
+    for (auto& e : part) {
+      total += e.size();
+      if (e.size() > 0) {
+        ++non_empty;
+        only = &e;
+      }
+    }
   }
-  if (parts.size() == 1 && parts[0].size() == 1) return std::move(parts[0][0]);
+  if (non_empty == 1) {
+    only->offsets.clear();  // Seed order is the caller's only within one part.
+    return std::move(*only);
+  }
   sampling::SampledEdges merged;
   merged.src.reserve(total);
   merged.dst.reserve(total);

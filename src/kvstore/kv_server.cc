@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -345,6 +346,14 @@ StatusOr<std::span<const int64_t>> IdsArg(const Message& request, size_t index, 
   return a.span<int64_t>();
 }
 
+// Ids below `limit` as int32 when they fit (half the bytes on the wire).
+WireArray CompactIds(std::vector<int64_t> ids, int64_t limit) {
+  if (limit > std::numeric_limits<int32_t>::max()) return rpc::MakeWireArray(std::move(ids));
+  std::vector<int32_t> narrow(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) narrow[i] = static_cast<int32_t>(ids[i]);
+  return rpc::MakeWireArray(std::move(narrow));
+}
+
 }  // namespace
 
 StatusOr<Message> KvServer::Sample(const Message& request) {
@@ -375,9 +384,13 @@ StatusOr<Message> KvServer::Sample(const Message& request) {
   ASSIGN_OR_RETURN(sampling::SampledEdges edges,
                    graph->SampleNeighbors(seeds, NeighborOptionsOf(sample, weights.weights)));
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());
-  response.arrays.push_back(rpc::MakeWireArray(std::move(edges.src)));
-  response.arrays.push_back(rpc::MakeWireArray(std::move(edges.dst)));
-  response.arrays.push_back(rpc::MakeWireArray(std::move(edges.eid)));
+  // The seed's side of each edge is implied by the counts: send the other.
+  std::vector<int64_t>& neighbours = args.out() ? edges.dst : edges.src;
+  response.arrays.push_back(CompactIds(std::move(neighbours), book_.num_nodes()));
+  response.arrays.push_back(CompactIds(std::move(edges.eid), book_.num_edges()));
+  std::vector<int64_t> counts(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) counts[i] = edges.offsets[i + 1] - edges.offsets[i];
+  response.arrays.push_back(rpc::MakeWireArray(std::move(counts)));
   return response;
 }
 

@@ -68,13 +68,18 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
     }
   }
   // Destination index of every edge. Sampled edges come grouped by
-  // destination, so one binary search per run of equal destinations.
+  // destination, mostly in seed order: the seed after the previous run is
+  // tried first, then a binary search.
   Block block;
   block.indptr.assign(n_dst + 1, 0);
   std::vector<int64_t> dst_index(n_edges), src_index(n_edges);
   int64_t last_dst = -1, last_index = -1;
   for (size_t e = 0; e < n_edges; ++e) {
-    if (dst[e] != last_dst) {
+    if (dst[e] != last_dst && last_index + 1 < static_cast<int64_t>(n_dst) &&
+        seeds[last_index + 1] == dst[e]) {
+      last_dst = dst[e];
+      ++last_index;
+    } else if (dst[e] != last_dst) {
       uint64_t probe = static_cast<uint64_t>(dst[e]) << seed_bits;
       auto it = std::lower_bound(sorted_seeds.begin(), sorted_seeds.end(), probe);
       if (dst[e] < 0 || it == sorted_seeds.end() ||

@@ -88,12 +88,13 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
                       num_owned_edges(), o.weights.size()));
     }
     size_t positions = static_cast<size_t>(num_owned_positions());
-    CscView inner{a_.indptr.first(owned + 1), a_.indices.first(positions), a_.eid.first(positions)};
+    // Inner position p is edge edge_range.first + p: no need to read `eid`.
+    CscView inner{.indptr = a_.indptr.first(owned + 1),
+                  .indices = a_.indices.first(positions),
+                  .eid_base = a_.edge_range.first};
     ASSIGN_OR_RETURN(edges, ::tessera::sampling::SampleNeighbors(inner, local, seeds, kernel));
-    for (size_t i = 0; i < edges.size(); ++i) {
-      edges.src[i] = a_.nid[edges.src[i]];
-      edges.dst[i] += first;
-    }
+    for (size_t i = 0; i < edges.size(); ++i) edges.src[i] = GlobalId(edges.src[i]);
+    for (int64_t& d : edges.dst) d += first;
     return edges;
   }
   if (!o.weights.empty()) {
@@ -106,7 +107,7 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
   ASSIGN_OR_RETURN(edges, ::tessera::sampling::SampleNeighbors(csr, local, seeds, kernel));
   // The kernel reports (neighbour, seed); an out-edge goes seed -> neighbour.
   for (size_t i = 0; i < edges.size(); ++i) {
-    int64_t neighbour = a_.nid[edges.src[i]];
+    int64_t neighbour = GlobalId(edges.src[i]);
     edges.src[i] = edges.dst[i] + first;
     edges.dst[i] = neighbour;
   }
@@ -124,7 +125,7 @@ Status LocalGraph::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_
     }
     int64_t p = eids[i] - begin;
     int64_t row = std::upper_bound(rows.begin(), rows.end(), p) - rows.begin() - 1;
-    src[i] = a_.nid[a_.indices[p]];
+    src[i] = GlobalId(a_.indices[p]);
     dst[i] = a_.node_range.first + row;
   }
   return absl::OkStatus();

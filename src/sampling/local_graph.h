@@ -89,6 +89,11 @@ class LocalGraph {
  private:
   explicit LocalGraph(PartArrays arrays) : a_(std::move(arrays)) {}
   int64_t num_owned_positions() const { return a_.indptr[num_owned_nodes()]; }
+  // Global id of a local node: owned nodes by arithmetic (no random read of
+  // `nid`), HALO nodes through `nid`.
+  int64_t GlobalId(int64_t local) const {
+    return local < num_owned_nodes() ? a_.node_range.first + local : a_.nid[local];
+  }
   Status CheckOwnedNodes(std::span<const int64_t> nids) const;
   // The out-edges of owned nodes: rows over owned nodes, local destination
   // and global edge id per entry, edge ids increasing within a row.

@@ -28,9 +28,13 @@ void FindSkipped(const CscView& csc, int64_t begin, int64_t end, std::span<const
                  std::vector<int64_t>& skip) {
   skip.clear();
   if (exclude.empty() || begin == end) return;
-  const int64_t* row = csc.eids.data();
-  auto it = std::lower_bound(exclude.begin(), exclude.end(), row[begin]);
-  for (; it != exclude.end() && *it <= row[end - 1]; ++it) {
+  auto it = std::lower_bound(exclude.begin(), exclude.end(), csc.eid(begin));
+  for (; it != exclude.end() && *it <= csc.eid(end - 1); ++it) {
+    if (csc.eids.empty()) {
+      skip.push_back(*it - csc.eid_base);  // Consecutive ids: every one is in the row.
+      continue;
+    }
+    const int64_t* row = csc.eids.data();
     const int64_t* hit = std::lower_bound(row + begin, row + end, *it);
     if (hit != row + end && *hit == *it) skip.push_back(hit - row);
   }
@@ -205,7 +209,13 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
   out.eid.resize(offsets[n]);
   RETURN_IF_ERROR(run([&](int64_t lo, int64_t hi) -> Status {
     Scratch scratch;
+    constexpr int64_t kAhead = 4;  // Rows are random reads: fetch a few seeds ahead.
     for (int64_t i = lo; i < hi; ++i) {
+      if (i + kAhead < hi) {
+        int64_t row = csc.indptr[seeds[i + kAhead]];
+        __builtin_prefetch(csc.indices.data() + row);
+        if (!csc.eids.empty()) __builtin_prefetch(csc.eids.data() + row);
+      }
       int64_t v = seeds[i];
       int64_t* pos = out.eid.data() + offsets[i];  // Positions first, then mapped.
       int64_t count = offsets[i + 1] - offsets[i];
@@ -218,11 +228,12 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
         int64_t p = pos[k];
         out.src[offsets[i] + k] = csc.indices[p];
         out.dst[offsets[i] + k] = v;
-        pos[k] = csc.eids[p];
+        pos[k] = csc.eid(p);
       }
     }
     return absl::OkStatus();
   }));
+  out.offsets = std::move(offsets);
   return out;
 }
 

@@ -32,7 +32,11 @@ struct CscView {
   std::span<const int64_t> indptr;   // [num_nodes + 1]
   std::span<const int64_t> indices;  // [num_edges]: source of each in-edge.
   std::span<const int64_t> eids;     // [num_edges]: edge id of each in-edge.
+  // With `eids` empty, the edge at position p is eid_base + p (a part's
+  // inner rows): one random read less per sampled edge.
+  int64_t eid_base = 0;
   int64_t num_nodes() const { return static_cast<int64_t>(indptr.size()) - 1; }
+  int64_t eid(int64_t p) const { return eids.empty() ? eid_base + p : eids[p]; }
 };
 
 struct SampleOptions {
@@ -51,6 +55,9 @@ struct SampledEdges {
   std::vector<int64_t> src;  // As stored in `indices`.
   std::vector<int64_t> dst;  // The seed (as given).
   std::vector<int64_t> eid;  // From `eids`.
+  // Seed i's edges are entries [offsets[i], offsets[i+1]) (empty once
+  // results of several calls are merged).
+  std::vector<int64_t> offsets;
   size_t size() const { return src.size(); }
 };
 

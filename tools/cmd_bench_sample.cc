@@ -1,0 +1,286 @@
+// File: tools/cmd_bench_sample.cc
+//
+// `tessera bench sample`: mini-batch sampling throughput (two-layer
+// neighbour sampling + to_block, as DGL's NeighborSampler([10, 25]) with
+// batches of 1000 training seeds), standalone (one-part partition in
+// process) and distributed (two `tessera server` processes on loopback; this
+// process is trainer 0 of machine 0, seeds from its node_split share), with
+// 0, 1 and 2 sampler threads. Also the cost per sampled edge of sampling
+// remote seeds against local ones, measured back to back. Prints JSON.
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/base/random.h"
+#include "src/base/time.h"
+#include "src/graph/readers.h"
+#include "src/kvstore/kv_client.h"
+#include "src/kvstore/local_store.h"
+#include "src/launcher/local_job.h"
+#include "src/loader/epoch.h"
+#include "src/loader/minibatch.h"
+#include "src/loader/pipeline.h"
+#include "src/partition/partition.h"
+#include "src/partition/work_split.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+namespace {
+
+// DGL on this kind of machine (shared/baselines.md §2), one thread.
+constexpr double kDglEdgesPerSecond = 4.60e6;
+constexpr double kDglSeedsPerSecond = 28'700;
+
+struct SampleFlags {
+  std::string graph;  // A graph folder (e.g. made by shared/tools/gen_graph.py).
+  std::string workdir;
+  int64_t batch_size = 1000;
+  std::vector<int64_t> fanouts = {10, 25};
+  std::vector<int> threads = {0, 1, 2};
+  int batches = 40;
+  int rounds = 5;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Partitions the graph into `parts` (reused when the workdir has it already).
+StatusOr<std::string> EnsurePartition(const SampleFlags& f, const Graph* graph,
+                                      const std::string& dir, int parts) {
+  std::string config = dir + "/bench.json";
+  if (std::filesystem::exists(config)) {
+    spdlog::info("bench sample: reusing {}", config);
+    return config;
+  }
+  PartitionOptions options;
+  options.part_method = parts == 1 ? PartMethod::kRandom : PartMethod::kMetis;
+  if (graph->node_data.count("train_mask")) options.balance_ntypes = "train_mask";
+  options.balance_edges = true;
+  ASSIGN_OR_RETURN(PartitionResult result, PartitionGraph(*graph, "bench", parts, dir, options));
+  return result.config_path;
+}
+
+// The training nodes (train_mask), or every node if there is no mask.
+StatusOr<std::vector<int64_t>> TrainIds(kv::KvStore& store) {
+  int64_t n = store.book().num_nodes();
+  StatusOr<kv::TensorMeta> meta = store.Meta("node/train_mask");
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  if (!meta.ok()) return all;
+  size_t elem = DTypeSize(meta->dtype);
+  std::vector<uint8_t> raw(static_cast<size_t>(n) * elem);
+  RETURN_IF_ERROR(store.PullInto("node/train_mask", all, raw.data()));
+  std::vector<int64_t> ids;
+  for (int64_t v = 0; v < n; ++v) {
+    bool set = false;
+    for (size_t b = 0; b < elem; ++b) set |= raw[v * elem + b] != 0;
+    if (set) ids.push_back(v);
+  }
+  return ids;
+}
+
+// Samples `batches` batches of the seeds with `threads` sampler threads.
+StatusOr<nlohmann::json> RunLoader(kv::KvStore& store, const std::vector<int64_t>& seeds,
+                                   const SampleFlags& f, int threads) {
+  loader::BatchOptions options{.batch_size = f.batch_size, .shuffle = true, .seed = 7};
+  int64_t own = loader::EpochPlan::OwnBatches(static_cast<int64_t>(seeds.size()), options);
+  ASSIGN_OR_RETURN(loader::EpochPlan plan, loader::EpochPlan::Create(seeds, options, own));
+  int64_t batches = std::min<int64_t>(f.batches, own);  // The first batches of an epoch.
+  loader::NeighborSpec spec{.fanouts = f.fanouts};
+  std::vector<int64_t> order = plan.Order(0);
+  Stopwatch watch;
+  loader::Pipeline<loader::MiniBatch> pipeline(
+      batches,
+      [&](int64_t b) {
+        return loader::SampleBlocks(store, plan.Batch(order, b), spec, plan.BatchSeed(0, b));
+      },
+      threads, std::max(1, 2 * threads), std::chrono::seconds(600));
+  int64_t edges = 0, input_nodes = 0, seed_count = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<loader::MiniBatch> batch, pipeline.Next());
+    if (!batch) break;
+    edges += batch->num_sampled_edges();
+    input_nodes += static_cast<int64_t>(batch->input_nodes().size());
+    seed_count += static_cast<int64_t>(batch->seeds.size());
+  }
+  double s = watch.Seconds();
+  return nlohmann::json{{"sampler_threads", threads},
+                        {"batches", batches},
+                        {"seeds_per_s", seed_count / s},
+                        {"sampled_edges_per_s", edges / s},
+                        {"ms_per_batch", 1e3 * s / batches},
+                        {"sampled_edges_per_batch", edges / batches},
+                        {"input_nodes_per_batch", input_nodes / batches}};
+}
+
+// Where one thread's batch time goes: sample_neighbors vs to_block.
+StatusOr<nlohmann::json> Breakdown(kv::KvStore& store, const std::vector<int64_t>& seeds,
+                                   const SampleFlags& f) {
+  double sample_s = 0, block_s = 0;
+  int64_t edges = 0;
+  int batches = std::min<int>(f.batches, static_cast<int>(seeds.size() / f.batch_size));
+  for (int b = 0; b < batches; ++b) {
+    std::vector<int64_t> frontier(seeds.begin() + b * f.batch_size,
+                                  seeds.begin() + (b + 1) * f.batch_size);
+    for (size_t l = f.fanouts.size(); l-- > 0;) {
+      Stopwatch w;
+      ASSIGN_OR_RETURN(sampling::SampledEdges e,
+                       store.SampleNeighbors(frontier, {.fanout = f.fanouts[l], .seed = 1}));
+      sample_s += w.Seconds();
+      edges += static_cast<int64_t>(e.size());
+      Stopwatch w2;
+      ASSIGN_OR_RETURN(sampling::Block block, sampling::ToBlock(frontier, e.src, e.dst, e.eid));
+      block_s += w2.Seconds();
+      frontier = std::move(block.src_nodes);
+    }
+  }
+  return nlohmann::json{{"sample_neighbors_ms_per_batch", 1e3 * sample_s / batches},
+                        {"to_block_ms_per_batch", 1e3 * block_s / batches},
+                        {"sample_neighbors_edges_per_s", edges / sample_s},
+                        {"to_block_edges_per_s", edges / block_s}};
+}
+
+// Time per sampled edge of one layer (fanout fanouts.back()) for seeds all
+// owned by machine 0 (local) or all by machine 1 (remote), alternated.
+StatusOr<nlohmann::json> RemoteVsLocal(kv::KvClient& client, const SampleFlags& f) {
+  const PartitionBook& book = client.book();
+  Rng rng(3);
+  int64_t n = 25'000;
+  std::vector<double> local_ns, remote_ns, ratio;
+  for (int r = 0; r < f.rounds; ++r) {
+    double per_edge[2];
+    for (int part : {0, 1}) {
+      auto [begin, end] = book.NodeRange(part);
+      std::vector<int64_t> seeds;
+      for (int64_t v = begin; v < end && static_cast<int64_t>(seeds.size()) < n; ++v) {
+        if (rng.Below(static_cast<uint64_t>(end - begin)) < static_cast<uint64_t>(2 * n)) {
+          seeds.push_back(v);
+        }
+      }
+      Stopwatch w;
+      ASSIGN_OR_RETURN(sampling::SampledEdges e,
+                       client.SampleNeighbors(seeds, {.fanout = f.fanouts.back(), .seed = 5}));
+      per_edge[part] = w.Seconds() * 1e9 / std::max<size_t>(1, e.size());
+    }
+    local_ns.push_back(per_edge[0]);
+    remote_ns.push_back(per_edge[1]);
+    ratio.push_back(per_edge[1] / per_edge[0]);
+  }
+  return nlohmann::json{{"seeds", n},
+                        {"fanout", f.fanouts.back()},
+                        {"local_ns_per_edge", Median(local_ns)},
+                        {"remote_ns_per_edge", Median(remote_ns)},
+                        {"remote_over_local", Median(ratio)},
+                        {"target_remote_over_local_below", 2.0}};
+}
+
+Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
+  std::string one_config = dir + "/one/bench.json", two_config = dir + "/two/bench.json";
+  if (!std::filesystem::exists(one_config) || !std::filesystem::exists(two_config)) {
+    if (f.graph.empty()) {
+      return absl::InvalidArgumentError(
+          "pass --graph (e.g. made by `python3 shared/tools/gen_graph.py --out /tmp/medium`), or "
+          "a --workdir that holds the partitions of an earlier run");
+    }
+    ASSIGN_OR_RETURN(Graph graph, ReadGraph(f.graph));
+    ASSIGN_OR_RETURN(one_config, EnsurePartition(f, &graph, dir + "/one", 1));
+    ASSIGN_OR_RETURN(two_config, EnsurePartition(f, &graph, dir + "/two", 2));
+  }
+  nlohmann::json report = {
+      {"benchmark", "sample"}, {"batch_size", f.batch_size}, {"fanouts", f.fanouts}};
+
+  // Standalone: the one-part partition in this process.
+  {
+    ASSIGN_OR_RETURN(std::unique_ptr<kv::LocalKvStore> store, kv::LocalKvStore::Open(one_config));
+    ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainIds(*store));
+    report["graph"] = {{"nodes", store->book().num_nodes()},
+                       {"edges", store->book().num_edges()},
+                       {"train_nodes", train.size()}};
+    nlohmann::json runs = nlohmann::json::array();
+    for (int threads : f.threads) {
+      ASSIGN_OR_RETURN(nlohmann::json run, RunLoader(*store, train, f, threads));
+      spdlog::info("standalone, {} sampler threads: {:.0f} sampled edges/s", threads,
+                   run["sampled_edges_per_s"].get<double>());
+      runs.push_back(std::move(run));
+    }
+    report["standalone"] = runs;
+    ASSIGN_OR_RETURN(report["standalone_breakdown_1thread"], Breakdown(*store, train, f));
+  }
+
+  // Distributed: two servers on loopback, this process trainer 0 of machine 0.
+  launcher::LocalJobOptions job_options{.tessera_binary = SelfExecutable(),
+                                        .part_config = two_config,
+                                        .workdir = dir + "/job",
+                                        .num_clients = 1};
+  ASSIGN_OR_RETURN(std::unique_ptr<launcher::LocalJob> job, launcher::LocalJob::Start(job_options));
+  const launcher::JobEnv& env = job->base_env();
+  ASSIGN_OR_RETURN(std::unique_ptr<kv::KvClient> client,
+                   kv::KvClient::Connect({.job_id = env.job_id,
+                                          .token = env.token,
+                                          .client_id = 0,
+                                          .machine_id = 0,
+                                          .servers = job->ip_config().ServerEndpoints(1),
+                                          .num_clients = 1}));
+  {
+    ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainIds(*client));
+    ASSIGN_OR_RETURN(std::vector<int64_t> mine,
+                     SplitWork(train, client->book().node_offsets(), 2, 0));
+    nlohmann::json runs = nlohmann::json::array();
+    for (int threads : f.threads) {
+      ASSIGN_OR_RETURN(nlohmann::json run, RunLoader(*client, mine, f, threads));
+      spdlog::info("2 machines, {} sampler threads: {:.0f} sampled edges/s", threads,
+                   run["sampled_edges_per_s"].get<double>());
+      runs.push_back(std::move(run));
+    }
+    report["two_machines_trainer0"] = runs;
+    ASSIGN_OR_RETURN(report["remote_vs_local_one_layer"], RemoteVsLocal(*client, f));
+  }
+  RETURN_IF_ERROR(client->Close());
+  RETURN_IF_ERROR(job->Wait(Deadline::InSeconds(60), nullptr, 30).status());
+
+  double standalone_1 = 0;
+  for (const auto& run : report["standalone"]) {
+    if (run["sampler_threads"] == 0) standalone_1 = run["sampled_edges_per_s"];
+  }
+  report["dgl_reference_1thread"] = {{"sampled_edges_per_s", kDglEdgesPerSecond},
+                                     {"seeds_per_s", kDglSeedsPerSecond}};
+  report["standalone_0_threads_over_dgl"] = standalone_1 / kDglEdgesPerSecond;
+  report["target_sampled_edges_per_s"] = 2 * kDglEdgesPerSecond;
+  std::fputs((report.dump(1) + "\n").c_str(), stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run) {
+  auto f = std::make_shared<SampleFlags>();
+  CLI::App* sub = bench->add_subcommand(
+      "sample", "Mini-batch sampling throughput, standalone and with 2 machines on loopback");
+  sub->add_option("--graph", f->graph, "graph folder (e.g. from shared/tools/gen_graph.py)");
+  sub->add_option("--workdir", f->workdir,
+                  "scratch folder; partitions found there are reused (default: temporary)");
+  sub->add_option("--batch-size", f->batch_size, "seeds per batch")->capture_default_str();
+  sub->add_option("--fanouts", f->fanouts, "per layer, input layer first")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--threads", f->threads, "sampler thread counts to run")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--batches", f->batches, "batches per measurement")->capture_default_str();
+  sub->add_option("--rounds", f->rounds, "rounds of the remote/local comparison")
+      ->capture_default_str();
+  *run = [f] {
+    auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-sample");
+    if (!workdir.ok()) return ReportError(workdir.status());
+    Status st = RunBenchSample(*f, workdir->path());
+    return st.ok() ? 0 : ReportError(st);
+  };
+  return sub;
+}
+
+}  // namespace tessera::tools
