@@ -102,6 +102,27 @@ TEST_F(GraphOpsTest, DistributedSamplingEqualsEachPartSamplingItsOwnSeeds) {
   }
 }
 
+// More seeds per machine than one request carries: the pieces come back in
+// order (seeds may repeat in sample_neighbors; each occurrence is sampled).
+TEST_F(GraphOpsTest, LargeRequestsTravelInPiecesAndStayInOrder) {
+  TestCluster cluster(*config_, 3, 2);
+  std::vector<int64_t> seeds;
+  for (int rep = 0; rep < 6; ++rep) {
+    for (int64_t v = 0; v < 2708; ++v) seeds.push_back((v * 7 + rep) % 2708);
+  }
+  auto client = cluster.Connect(3, -1);
+  ASSERT_TRUE(client);
+  for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
+    SampleRequest request{.fanout = 2, .dir = dir, .seed = 9};
+    auto got = client->SampleNeighbors(seeds, request);
+    ASSERT_TRUE(got.ok()) << got.status();
+    SampledEdges want = Reference(seeds, NeighborOptionsOf(request, {}));
+    EXPECT_EQ(got->eid, want.eid);
+    EXPECT_EQ(got->src, want.src);
+    EXPECT_EQ(got->dst, want.dst);
+  }
+}
+
 TEST_F(GraphOpsTest, WeightedSamplingUsesTheEdgeArrayOfEachMachine) {
   TestCluster cluster(*config_, 3, 1);
   auto client = cluster.Connect(1, 1);
