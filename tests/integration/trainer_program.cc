@@ -7,6 +7,7 @@
 //   trainer_program <graph_name> <part_config>
 // Prints "ok <checksum>" and exits 0, or prints the error and exits 1.
 #include <cstdio>
+#include <set>
 
 #include "include/tessera/dist.h"
 
@@ -30,6 +31,33 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "counts hold %f, expected %d\n", total.min().item<double>(), trainers);
       return 1;
     }
+    // Mini-batches over this trainer's share of the training nodes, split
+    // unevenly on purpose (force_even off), sampled by a sampler thread:
+    // every trainer still runs the same number of batches.
+    torch::Tensor mine =
+        dist::node_split(g.ndata("train_mask"), g.partition_book(), {.force_even = false});
+    dist::DistNodeDataLoader loader(g, mine, {.fanouts = {5, 5}},
+                                    {.batch_size = 8, .shuffle = true, .num_workers = 1});
+    int64_t batches = 0;
+    std::set<int64_t> covered;
+    for (const dist::MiniBatch& batch : loader) {
+      ++batches;
+      for (int64_t i = 0; i < batch.seeds.size(0); ++i)
+        covered.insert(batch.seeds[i].item<int64_t>());
+      torch::Tensor x = g.ndata("feat")[batch.input_nodes];
+      if (x.size(0) != batch.blocks[0].num_src_nodes()) {
+        std::fprintf(stderr, "input features do not match the first block\n");
+        return 1;
+      }
+    }
+    if (static_cast<int64_t>(covered.size()) != mine.size(0) || batches != loader.size()) {
+      std::fprintf(stderr, "the epoch covered %zu of %ld ids in %ld batches (%ld expected)\n",
+                   covered.size(), static_cast<long>(mine.size(0)), static_cast<long>(batches),
+                   static_cast<long>(loader.size()));
+      return 1;
+    }
+    std::printf("loader batches %ld own %ld\n", static_cast<long>(batches),
+                static_cast<long>(mine.size(0)));
     g.barrier();
     std::printf("ok %.6f %ld rank %d of %d\n", feat.sum().item<double>(),
                 static_cast<long>(label.sum().item<int64_t>()), g.rank(), trainers);

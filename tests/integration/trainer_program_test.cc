@@ -5,6 +5,7 @@
 // succeed and see the same graph (same feature and label sums).
 #include <array>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -23,13 +24,18 @@ std::string TrainerBinary() {
 struct Summary {
   double feat_sum = 0;
   long label_sum = 0;
+  long batches = -1, own = -1;  // The loader's epoch: batches run, own training ids.
 };
 
 Summary Parse(const std::string& output) {
   Summary s;
   std::istringstream in(output.substr(output.find("ok ")));
-  std::string ok;
-  in >> ok >> s.feat_sum >> s.label_sum;
+  std::string word;
+  in >> word >> s.feat_sum >> s.label_sum;
+  if (size_t at = output.find("loader batches "); at != std::string::npos) {
+    std::istringstream loader(output.substr(at));
+    loader >> word >> word >> s.batches >> word >> s.own;
+  }
   return s;
 }
 
@@ -63,6 +69,10 @@ TEST(TrainerTest, SameProgramStandaloneAndDistributed) {
   auto result = (*job)->Wait(Deadline::InSeconds(180));
   ASSERT_TRUE(result.ok()) << result.status();
   Summary a = Parse(standalone);
+  EXPECT_EQ(a.own, 140);  // Cora's training nodes, all on the one trainer.
+  EXPECT_EQ(a.batches, 18);
+  long own_total = 0, most = 0;
+  std::set<long> batch_counts;
   for (int rank = 0; rank < 4; ++rank) {
     std::string log = testing::ReadAll(dir / ("job/client-" + std::to_string(rank) + ".log"));
     EXPECT_EQ(result->client_exit_codes[rank], 0) << log;
@@ -70,7 +80,14 @@ TEST(TrainerTest, SameProgramStandaloneAndDistributed) {
     Summary b = Parse(log);
     EXPECT_NEAR(b.feat_sum, a.feat_sum, 1e-3 * std::abs(a.feat_sum));
     EXPECT_EQ(b.label_sum, a.label_sum);
+    own_total += b.own;
+    most = std::max(most, b.own);
+    batch_counts.insert(b.batches);
   }
+  // Uneven shares, yet the same number of batches everywhere: that of the
+  // largest share (DGL #3538 deadlocks here).
+  EXPECT_EQ(own_total, 140);
+  EXPECT_EQ(batch_counts, (std::set<long>{(most + 7) / 8}));
   for (int code : result->server_exit_codes) EXPECT_EQ(code, 0);
 }
 
