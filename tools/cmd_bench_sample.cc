@@ -190,6 +190,8 @@ Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
     ASSIGN_OR_RETURN(Graph graph, ReadGraph(f.graph));
     ASSIGN_OR_RETURN(one_config, EnsurePartition(f, &graph, dir + "/one", 1));
     ASSIGN_OR_RETURN(two_config, EnsurePartition(f, &graph, dir + "/two", 2));
+  } else {
+    spdlog::info("bench sample: reusing the partitions in {}", dir);
   }
   nlohmann::json report = {
       {"benchmark", "sample"}, {"batch_size", f.batch_size}, {"fanouts", f.fanouts}};

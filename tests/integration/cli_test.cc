@@ -289,5 +289,45 @@ TEST(Cli, BenchPullReportsEveryFigure) {
   EXPECT_NE(log.find("all 1 clients left"), std::string::npos) << log;
 }
 
+// `tessera bench sample` on a small generated graph: standalone and a real
+// 2-machine job; every figure measured, the servers gone with their memory.
+TEST(Cli, BenchSampleReportsEveryFigure) {
+  TempDir dir;
+  CliRun gen =
+      Tessera("generate --out " + dir / "g" + " --nodes 5000 --edges 40000 --train-frac 0.5");
+  ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  CliRun run = Tessera("--log-level warn bench sample --graph " + dir / "g" +
+                       " --batch-size 100 --batches 5 --rounds 2 --workdir " + dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto report = nlohmann::json::parse(run.output.substr(run.output.find('{')));
+  EXPECT_EQ(report["benchmark"], "sample");
+  for (const char* mode : {"standalone", "two_machines_trainer0"}) {
+    ASSERT_EQ(report[mode].size(), 3u) << mode;  // 0, 1 and 2 sampler threads.
+    for (const auto& r : report[mode]) {
+      EXPECT_EQ(r["batches"].get<int>(), 5);
+      EXPECT_GT(r["sampled_edges_per_s"].get<double>(), 0);
+      EXPECT_GT(r["seeds_per_s"].get<double>(), 0);
+      EXPECT_GT(r["input_nodes_per_batch"].get<double>(), 100);
+    }
+  }
+  EXPECT_GT(report["remote_vs_local_one_layer"]["remote_over_local"].get<double>(), 0);
+  EXPECT_GT(report["standalone_breakdown_1thread"]["to_block_ms_per_batch"].get<double>(), 0);
+  std::string log = testing::ReadAll(dir / "job/server-0.log");
+  size_t at = log.find("(job ");
+  ASSERT_NE(at, std::string::npos) << log;
+  std::string job = log.substr(at + 5, log.find(')', at) - at - 5);
+  EXPECT_TRUE(shm::ListJobSegments(job).empty()) << job;
+  // A second run reuses the partitions of the first.
+  CliRun again = Tessera(
+      "bench sample --batches 2 --rounds 1 --threads 0 --batch-size 100 "
+      "--workdir " +
+      dir.path());
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("reusing"), std::string::npos) << again.output;
+  CliRun missing = Tessera("bench sample --workdir " + dir / "empty");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find("--graph"), std::string::npos) << missing.output;
+}
+
 }  // namespace
 }  // namespace tessera
