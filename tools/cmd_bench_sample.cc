@@ -15,6 +15,7 @@
 #include "spdlog/spdlog.h"
 #include "src/base/file.h"
 #include "src/base/random.h"
+#include "src/base/resource.h"
 #include "src/base/time.h"
 #include "src/graph/readers.h"
 #include "src/kvstore/kv_client.h"
@@ -180,6 +181,7 @@ StatusOr<nlohmann::json> RemoteVsLocal(kv::KvClient& client, const SampleFlags& 
 }
 
 Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
+  RetainFreedMemory();  // As a trainer does (dist::initialize) and servers do.
   std::string one_config = dir + "/one/bench.json", two_config = dir + "/two/bench.json";
   if (!std::filesystem::exists(one_config) || !std::filesystem::exists(two_config)) {
     if (f.graph.empty()) {

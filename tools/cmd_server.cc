@@ -13,6 +13,7 @@
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
+#include "src/base/resource.h"
 #include "src/base/time.h"
 #include "src/kvstore/kv_server.h"
 #include "src/launcher/ip_config.h"
@@ -46,6 +47,7 @@ struct ServerFlags {
 };
 
 Status RunServer(const ServerFlags& flags) {
+  RetainFreedMemory();  // Sampling answers reuse the same buffers request after request.
   struct sigaction action {};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);

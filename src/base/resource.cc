@@ -1,5 +1,7 @@
+// File: src/base/resource.cc
 #include "src/base/resource.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include "fmt/format.h"
@@ -22,6 +24,14 @@ std::string FormatBytes(int64_t bytes) {
   }
   if (unit == 0) return fmt::format("{} B", bytes);
   return fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+void RetainFreedMemory() {
+  // 32 MiB is glibc's largest mmap threshold on 64-bit; setting it also turns
+  // off the dynamic threshold.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
 }
 
 }  // namespace tessera

@@ -12,6 +12,7 @@
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
+#include "src/base/resource.h"
 #include "src/kvstore/kv_client.h"
 #include "src/kvstore/local_store.h"
 #include "src/launcher/ip_config.h"
@@ -115,6 +116,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   launcher::GetEnvFn getenv = options.getenv;
   if (!getenv) getenv = [](const char* name) { return std::getenv(name); };
   auto env = ValueOrThrow(launcher::ParseJobEnv(getenv), "initialize");
+  if (options.retain_freed_memory) RetainFreedMemory();
   std::shared_ptr<Context> ctx(new Context());
   if (!env) {
     spdlog::info("tessera: standalone mode (no launcher environment)");
