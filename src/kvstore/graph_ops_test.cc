@@ -221,6 +221,58 @@ TEST_F(GraphOpsTest, FindEdgesAndDegreesInCallerOrder) {
   }
 }
 
+// Bad graph requests straight on the wire: each gets an error answer naming
+// the problem, and the server keeps serving.
+TEST_F(GraphOpsTest, HostileGraphRequestsGetErrorsAndTheServerGoesOn) {
+  TestCluster cluster(*config_, 3, 1);
+  auto rpc =
+      rpc::RpcClient::Create({.token = "t", .client_id = 77, .servers = cluster.endpoints()});
+  ASSERT_TRUE(rpc.ok()) << rpc.status();
+  auto call = [&](wire::Method method, std::vector<rpc::WireArray> arrays,
+                  wire::SampleArgs args = {}) {
+    rpc::Message m = rpc::MakeRequest(method);
+    *m.header.mutable_sample() = args;
+    m.arrays = std::move(arrays);
+    return (*rpc)->CallOne(0, std::move(m), Deadline::InSeconds(10)).status();
+  };
+  auto ids = [](std::vector<int64_t> v) { return rpc::MakeWireArray(std::move(v)); };
+  int64_t foreign = graphs_[1]->node_range().first;
+  wire::SampleArgs huge;
+  huge.set_fanout(int64_t{1} << 40);
+  huge.set_replace(true);
+  wire::SampleArgs negative;
+  negative.set_fanout(-5);
+  wire::SampleArgs bad_prob;
+  bad_prob.set_fanout(2);
+  bad_prob.set_prob("../../etc");
+  struct Case {
+    wire::Method method;
+    std::vector<rpc::WireArray> arrays;
+    wire::SampleArgs args;
+    const char* says;
+  };
+  std::vector<Case> cases;
+  cases.push_back({wire::SAMPLE, {}, {}, "seeds"});
+  cases.push_back({wire::SAMPLE, {ids({foreign})}, {}, "not owned"});
+  cases.push_back({wire::SAMPLE, {rpc::MakeWireArray(std::vector<float>{1.0f})}, {}, "int64"});
+  cases.push_back({wire::SAMPLE, {ids({0}), ids({5, 1})}, {}, "sorted"});
+  cases.push_back({wire::SAMPLE, {ids({0}), ids({1}), ids({2})}, {}, "seeds"});
+  cases.push_back({wire::SAMPLE, {ids({0, 1})}, huge, "more than"});
+  cases.push_back({wire::SAMPLE, {ids({0})}, negative, "fanout"});
+  cases.push_back({wire::SAMPLE, {ids({0})}, bad_prob, "etc"});
+  cases.push_back({wire::IN_DEGREES, {ids({foreign})}, {}, "not owned"});
+  cases.push_back({wire::OUT_DEGREES, {}, {}, "one array"});
+  cases.push_back({wire::FIND_EDGES, {ids({graphs_[2]->edge_range().first})}, {}, "not owned"});
+  for (Case& c : cases) {
+    Status s = call(c.method, std::move(c.arrays), c.args);
+    EXPECT_FALSE(s.ok()) << rpc::MethodName(c.method);
+    EXPECT_NE(s.message().find(c.says), std::string::npos) << s;
+  }
+  wire::SampleArgs fine;
+  fine.set_fanout(2);
+  EXPECT_TRUE(call(wire::SAMPLE, {ids({0, 1, 2})}, fine).ok());
+}
+
 TEST_F(GraphOpsTest, BarrierMaxReturnsTheLargestValue) {
   TestCluster cluster(*config_, 3, 1);
   auto a = cluster.Connect(0, 0, 2);

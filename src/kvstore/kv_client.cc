@@ -27,15 +27,13 @@ constexpr size_t kChunkBytes = size_t{1} << 20;
 // sampled edge): one request 36, 16k 37-51, 4k 30-31, 2k 31-34, 1k 31-33.
 constexpr size_t kGraphChunk = 4096;
 
-// Checks a graph answer: `count` 1-d int64 arrays of `rows` entries each
-// (rows < 0: any length, all equal).
+// Checks a graph answer: `count` 1-d int64 arrays of `rows` entries each.
 Status CheckIdArrays(const Message& response, size_t count, int64_t rows, int part,
                      const char* what) {
   bool ok = response.arrays.size() == count;
   for (size_t i = 0; ok && i < count; ++i) {
     const rpc::WireArray& a = response.arrays[i];
-    ok = a.dtype == DType::kInt64 && a.shape.size() == 1 &&
-         a.shape[0] == (rows >= 0 ? rows : response.arrays[0].shape[0]);
+    ok = a.dtype == DType::kInt64 && a.shape.size() == 1 && a.shape[0] == rows;
   }
   if (ok) return absl::OkStatus();
   return absl::DataLossError(

@@ -202,7 +202,14 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
     }
     return absl::OkStatus();
   }));
-  for (int64_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
+  for (int64_t i = 0; i < n; ++i) {
+    offsets[i + 1] += offsets[i];
+    if (offsets[i + 1] > options.max_edges || offsets[i + 1] < 0) {
+      return absl::ResourceExhaustedError(
+          fmt::format("sampling {} seeds with fanout {} would return more than {} edges", n,
+                      options.fanout, options.max_edges));
+    }
+  }
   SampledEdges out;
   out.src.resize(offsets[n]);
   out.dst.resize(offsets[n]);

@@ -48,6 +48,9 @@ struct SampleOptions {
   std::span<const int64_t> exclude;
   uint64_t seed = 0;
   int num_threads = 1;
+  // A call that would return more edges fails (ResourceExhausted) instead of
+  // allocating them: a fanout of 10^12 with replacement is a bad request.
+  int64_t max_edges = int64_t{1} << 30;
 };
 
 // One sampled in-edge per entry: src -> dst (dst is the seed), edge id eid.

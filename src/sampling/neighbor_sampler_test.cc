@@ -182,6 +182,10 @@ TEST(NeighborSamplerTest, BadInputIsAnError) {
   EXPECT_FALSE(SampleNeighbors(g.view(), std::vector<int64_t>{0}, {}, {.weights = short_w}).ok());
   std::vector<float> negative = {1, -1, 1, 1, 1, 1};
   EXPECT_FALSE(SampleNeighbors(g.view(), std::vector<int64_t>{0}, {}, {.weights = negative}).ok());
+  // An absurd fanout with replacement is refused before anything is allocated.
+  auto huge = SampleNeighbors(g.view(), std::vector<int64_t>{0, 3}, {},
+                              {.fanout = int64_t{1} << 40, .replace = true});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
   std::vector<float> nan = {1, NAN, 1, 1, 1, 1};
   EXPECT_FALSE(SampleNeighbors(g.view(), std::vector<int64_t>{0}, {}, {.weights = nan}).ok());
 }
