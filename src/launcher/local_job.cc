@@ -60,6 +60,7 @@ StatusOr<std::unique_ptr<LocalJob>> LocalJob::Start(const LocalJobOptions& optio
   env.num_servers = S;
   env.world_size = config.num_parts * options.clients_per_machine;
   env.master_port = master_port;
+  env.num_samplers = options.num_samplers;
   RETURN_IF_ERROR(WriteFileAtomic(env.ip_config, job->ip_config_.ToText()));
   RETURN_IF_ERROR(job->StartServers());
   if (!options.client_argv.empty()) RETURN_IF_ERROR(job->StartClients(options.client_argv));

@@ -32,6 +32,7 @@ struct LocalJobOptions {
   std::string workdir;  // ip_config.txt and server logs go here.
   int servers_per_machine = 1;
   int clients_per_machine = 1;
+  int num_samplers = 0;                  // Sampler threads per trainer (TESSERA_NUM_SAMPLERS).
   std::vector<std::string> client_argv;  // Empty: servers only.
   std::vector<std::string> server_args;  // Extra flags for every server.
   std::string client_log_dir;            // Empty: clients inherit stdout/stderr.

@@ -32,12 +32,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     // Mini-batches over this trainer's share of the training nodes, split
-    // unevenly on purpose (force_even off), sampled by a sampler thread:
-    // every trainer still runs the same number of batches.
+    // unevenly on purpose (force_even off), sampled by the launcher's number
+    // of sampler threads: every trainer still runs the same number of batches.
     torch::Tensor mine =
         dist::node_split(g.ndata("train_mask"), g.partition_book(), {.force_even = false});
     dist::DistNodeDataLoader loader(g, mine, {.fanouts = {5, 5}},
-                                    {.batch_size = 8, .shuffle = true, .num_workers = 1});
+                                    {.batch_size = 8, .shuffle = true});
     int64_t batches = 0;
     std::set<int64_t> covered;
     for (const dist::MiniBatch& batch : loader) {
@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
                    static_cast<long>(loader.size()));
       return 1;
     }
-    std::printf("loader batches %ld own %ld\n", static_cast<long>(batches),
-                static_cast<long>(mine.size(0)));
+    std::printf("loader batches %ld own %ld samplers %d\n", static_cast<long>(batches),
+                static_cast<long>(mine.size(0)), ctx->num_samplers());
     g.barrier();
     std::printf("ok %.6f %ld rank %d of %d\n", feat.sum().item<double>(),
                 static_cast<long>(label.sum().item<int64_t>()), g.rank(), trainers);

@@ -62,6 +62,7 @@ TEST(TrainerTest, SameProgramStandaloneAndDistributed) {
   o.part_config = two;
   o.workdir = dir / "job";
   o.clients_per_machine = 2;
+  o.num_samplers = 2;
   o.client_argv = {TrainerBinary(), "cora", two};
   o.client_log_dir = dir / "job";
   auto job = launcher::LocalJob::Start(o);
@@ -77,6 +78,7 @@ TEST(TrainerTest, SameProgramStandaloneAndDistributed) {
     std::string log = testing::ReadAll(dir / ("job/client-" + std::to_string(rank) + ".log"));
     EXPECT_EQ(result->client_exit_codes[rank], 0) << log;
     ASSERT_NE(log.find("rank " + std::to_string(rank) + " of 4"), std::string::npos) << log;
+    EXPECT_NE(log.find("samplers 2"), std::string::npos) << log;  // From the runner's env.
     Summary b = Parse(log);
     EXPECT_NEAR(b.feat_sum, a.feat_sum, 1e-3 * std::abs(a.feat_sum));
     EXPECT_EQ(b.label_sum, a.label_sum);
