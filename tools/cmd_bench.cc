@@ -12,6 +12,7 @@
 #include "src/base/strings.h"
 #include "src/graph/npy.h"
 #include "src/partition/inspect.h"
+#include "tools/bench_job.h"
 #include "tools/commands.h"
 #include "tools/subprocess.h"
 
@@ -110,6 +111,24 @@ Status RunBench(const BenchFlags& f, const std::string& workdir) {
 }
 
 }  // namespace
+
+StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir) {
+  BenchJob b;
+  launcher::LocalJobOptions options{.tessera_binary = SelfExecutable(),
+                                    .part_config = part_config,
+                                    .workdir = workdir + "/job",
+                                    .num_clients = 1};
+  ASSIGN_OR_RETURN(b.job, launcher::LocalJob::Start(options));
+  const launcher::JobEnv& env = b.job->base_env();
+  ASSIGN_OR_RETURN(b.client,
+                   kv::KvClient::Connect({.job_id = env.job_id,
+                                          .token = env.token,
+                                          .client_id = 0,
+                                          .machine_id = 0,
+                                          .servers = b.job->ip_config().ServerEndpoints(1),
+                                          .num_clients = 1}));
+  return b;
+}
 
 Command RegisterBench(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();

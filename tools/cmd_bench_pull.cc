@@ -15,10 +15,9 @@
 #include "src/base/file.h"
 #include "src/graph/generator.h"
 #include "src/graph/readers.h"
-#include "src/kvstore/kv_client.h"
-#include "src/launcher/local_job.h"
 #include "src/partition/partition.h"
 #include "src/rpc/transport.h"
+#include "tools/bench_job.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {
@@ -78,19 +77,9 @@ StatusOr<std::string> PrepareGraph(const PullFlags& f, const std::string& dir) {
 
 Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   ASSIGN_OR_RETURN(std::string config, PrepareGraph(f, dir));
-  launcher::LocalJobOptions job_options{.tessera_binary = SelfExecutable(),
-                                        .part_config = config,
-                                        .workdir = dir + "/job",
-                                        .num_clients = 1};
-  ASSIGN_OR_RETURN(std::unique_ptr<launcher::LocalJob> job, launcher::LocalJob::Start(job_options));
-  const launcher::JobEnv& env = job->base_env();
-  ASSIGN_OR_RETURN(std::unique_ptr<kv::KvClient> client,
-                   kv::KvClient::Connect({.job_id = env.job_id,
-                                          .token = env.token,
-                                          .client_id = 0,
-                                          .machine_id = 0,
-                                          .servers = job->ip_config().ServerEndpoints(1),
-                                          .num_clients = 1}));
+  ASSIGN_OR_RETURN(BenchJob bench, StartBenchJob(config, dir));
+  std::unique_ptr<launcher::LocalJob>& job = bench.job;
+  std::unique_ptr<kv::KvClient>& client = bench.client;
   if (client->num_machines() != 2) {
     return absl::InvalidArgumentError("bench pull needs a 2-part partition");
   }

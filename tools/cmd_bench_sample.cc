@@ -18,14 +18,13 @@
 #include "src/base/resource.h"
 #include "src/base/time.h"
 #include "src/graph/readers.h"
-#include "src/kvstore/kv_client.h"
 #include "src/kvstore/local_store.h"
-#include "src/launcher/local_job.h"
 #include "src/loader/epoch.h"
 #include "src/loader/minibatch.h"
 #include "src/loader/pipeline.h"
 #include "src/partition/partition.h"
 #include "src/partition/work_split.h"
+#include "tools/bench_job.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {
@@ -217,19 +216,9 @@ Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
   }
 
   // Distributed: two servers on loopback, this process trainer 0 of machine 0.
-  launcher::LocalJobOptions job_options{.tessera_binary = SelfExecutable(),
-                                        .part_config = two_config,
-                                        .workdir = dir + "/job",
-                                        .num_clients = 1};
-  ASSIGN_OR_RETURN(std::unique_ptr<launcher::LocalJob> job, launcher::LocalJob::Start(job_options));
-  const launcher::JobEnv& env = job->base_env();
-  ASSIGN_OR_RETURN(std::unique_ptr<kv::KvClient> client,
-                   kv::KvClient::Connect({.job_id = env.job_id,
-                                          .token = env.token,
-                                          .client_id = 0,
-                                          .machine_id = 0,
-                                          .servers = job->ip_config().ServerEndpoints(1),
-                                          .num_clients = 1}));
+  ASSIGN_OR_RETURN(BenchJob bench, StartBenchJob(two_config, dir));
+  std::unique_ptr<launcher::LocalJob>& job = bench.job;
+  std::unique_ptr<kv::KvClient>& client = bench.client;
   {
     ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainIds(*client));
     ASSIGN_OR_RETURN(std::vector<int64_t> mine,

@@ -27,6 +27,13 @@ constexpr size_t kChunkBytes = size_t{1} << 20;
 // sampled edge): one request 36, 16k 37-51, 4k 30-31, 2k 31-34, 1k 31-33.
 constexpr size_t kGraphChunk = 4096;
 
+// A graph request of `method` whose first array holds `ids`.
+Message IdsRequest(wire::Method method, std::span<const int64_t> ids) {
+  Message m = rpc::MakeRequest(method);
+  m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(ids.begin(), ids.end())));
+  return m;
+}
+
 // Checks a graph answer: `count` 1-d int64 arrays of `rows` entries each.
 Status CheckIdArrays(const Message& response, size_t count, int64_t rows, int part,
                      const char* what) {
@@ -642,14 +649,13 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
   }
   auto make_request = [&](std::span<const int64_t> ids) {
     int p = book_.NodeOwner(ids[0]);
-    Message m = rpc::MakeRequest(wire::SAMPLE);
+    Message m = IdsRequest(wire::SAMPLE, ids);
     wire::SampleArgs* args = m.header.mutable_sample();
     args->set_fanout(request.fanout);
     args->set_out(request.dir == sampling::EdgeDir::kOut);
     args->set_replace(request.replace);
     args->set_prob(request.prob);
     args->set_seed(request.seed);
-    m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(ids.begin(), ids.end())));
     std::span<const int64_t> exclude = exclude_for(p);
     if (!exclude.empty()) {
       m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(exclude.begin(), exclude.end())));
@@ -715,10 +721,8 @@ Status KvClient::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t*
       dst[positions[begin + i]] = d[i];
     }
   };
-  auto make_request = [&](std::span<const int64_t> ids) {
-    Message m = rpc::MakeRequest(wire::FIND_EDGES);
-    m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(ids.begin(), ids.end())));
-    return m;
+  auto make_request = [](std::span<const int64_t> ids) {
+    return IdsRequest(wire::FIND_EDGES, ids);
   };
   auto run_local = [&]() -> Status {
     int p = local_part();
@@ -747,9 +751,7 @@ Status KvClient::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, i
     for (size_t i = 0; i < degrees.size(); ++i) out[split.positions[p][begin + i]] = degrees[i];
   };
   auto make_request = [&](std::span<const int64_t> ids) {
-    Message m = rpc::MakeRequest(in ? wire::IN_DEGREES : wire::OUT_DEGREES);
-    m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(ids.begin(), ids.end())));
-    return m;
+    return IdsRequest(in ? wire::IN_DEGREES : wire::OUT_DEGREES, ids);
   };
   auto run_local = [&]() -> Status {
     int p = local_part();

@@ -137,13 +137,9 @@ Status LocalKvStore::DeleteData(const std::string& key) {
 StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalKvStore::LocalGraph() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!graph_) {
-    ASSIGN_OR_RETURN(graph_, sampling::LocalGraph::Create(PartArraysOf()));
+    ASSIGN_OR_RETURN(graph_, sampling::LocalGraph::Create(sampling::PartArraysOf(partition_)));
   }
   return graph_;
-}
-
-sampling::PartArrays LocalKvStore::PartArraysOf() const {
-  return sampling::PartArraysOf(std::shared_ptr<const LocalPartition>(partition_));
 }
 
 StatusOr<sampling::SampledEdges> LocalKvStore::SampleNeighbors(std::span<const int64_t> seeds,

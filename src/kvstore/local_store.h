@@ -56,7 +56,6 @@ class LocalKvStore : public KvStore {
   };
   explicit LocalKvStore(std::shared_ptr<LocalPartition> partition);
   StatusOr<Entry*> Find(const std::string& key);
-  sampling::PartArrays PartArraysOf() const;
   Status CheckIds(const Entry& e, std::span<const int64_t> ids) const;
 
   std::shared_ptr<LocalPartition> partition_;

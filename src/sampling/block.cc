@@ -41,12 +41,13 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
     return absl::InvalidArgumentError("src, dst and eids differ in length");
   }
   size_t n_dst = seeds.size(), n_edges = src.size();
-  int64_t max_id = 0;
-  for (int64_t v : seeds) max_id = std::max(max_id, v);
-  for (int64_t v : src) max_id = std::max(max_id, v);
-  int64_t min_id = 0;
-  for (int64_t v : seeds) min_id = std::min(min_id, v);
-  for (int64_t v : src) min_id = std::min(min_id, v);
+  int64_t max_id = 0, min_id = 0;
+  for (auto ids : {seeds, src}) {
+    for (int64_t v : ids) {
+      max_id = std::max(max_id, v);
+      min_id = std::min(min_id, v);
+    }
+  }
   if (min_id < 0) return absl::InvalidArgumentError(fmt::format("negative node id {}", min_id));
   int id_bits = std::max(1, BitsFor(static_cast<uint64_t>(max_id)));
   int seed_bits = BitsFor(n_dst), edge_bits = BitsFor(n_edges);

@@ -521,10 +521,9 @@ DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& 
           loader::MiniBatch mb,
           loader::SampleBlocks(g.store(), std::move(seeds), *spec, plan->BatchSeed(epoch, b)));
       MiniBatch out;
-      std::span<const int64_t> input = mb.input_nodes();
-      out.input_nodes = Owned(std::vector<int64_t>(input.begin(), input.end()));
       out.seeds = Owned(std::move(mb.seeds));
       out.blocks = ToTorch(std::move(mb.blocks));
+      out.input_nodes = out.blocks.front().src_nodes;  // The same tensor, no copy.
       return out;
     };
   });
@@ -561,8 +560,6 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& 
       ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), batch_eids, *shared,
                                                                      plan->BatchSeed(epoch, b)));
       EdgeMiniBatch out;
-      std::span<const int64_t> input = eb.mini.input_nodes();
-      out.input_nodes = Owned(std::vector<int64_t>(input.begin(), input.end()));
       out.pair_nodes = Owned(std::move(eb.mini.seeds));
       out.eids = Owned(std::move(eb.eids));
       out.pos_src = Owned(std::move(eb.positive.src));
@@ -570,6 +567,7 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& 
       out.neg_src = Owned(std::move(eb.negative.src));
       out.neg_dst = Owned(std::move(eb.negative.dst));
       out.blocks = ToTorch(std::move(eb.mini.blocks));
+      out.input_nodes = out.blocks.front().src_nodes;
       return out;
     };
   });

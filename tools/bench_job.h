@@ -1,0 +1,28 @@
+// File: tools/bench_job.h
+//
+// The job the distributed benchmarks run against: one `tessera server` per
+// machine of a partition, on loopback (logs under <workdir>/job), and this
+// process as client 0 of machine 0, reading machine 0's rows from shared
+// memory.
+#ifndef TESSERA_TOOLS_BENCH_JOB_H_
+#define TESSERA_TOOLS_BENCH_JOB_H_
+
+#include <memory>
+#include <string>
+
+#include "src/base/status.h"
+#include "src/kvstore/kv_client.h"
+#include "src/launcher/local_job.h"
+
+namespace tessera::tools {
+
+struct BenchJob {
+  std::unique_ptr<launcher::LocalJob> job;
+  std::unique_ptr<kv::KvClient> client;
+};
+
+StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir);
+
+}  // namespace tessera::tools
+
+#endif  // TESSERA_TOOLS_BENCH_JOB_H_
