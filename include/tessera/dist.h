@@ -83,6 +83,12 @@ class Context {
   // Sampler threads per trainer the launcher asked for (--num-samplers).
   int num_samplers() const { return num_samplers_; }
   const std::string& part_config() const { return part_config_; }
+  // The trainers' c10d rendezvous (MASTER_ADDR, MASTER_PORT) and this
+  // machine's address in ip_config (what Gloo binds to).
+  const std::string& master_addr() const { return master_addr_; }
+  int master_port() const { return master_port_; }
+  const std::string& host_address() const { return host_address_; }
+  const InitOptions& options() const { return options_; }
 
  private:
   friend std::shared_ptr<Context> initialize(const std::string&, const InitOptions&);
@@ -95,6 +101,9 @@ class Context {
   bool standalone_ = true;
   int rank_ = 0, world_size_ = 1, machine_id_ = 0, num_samplers_ = 0;
   std::string part_config_;
+  std::string master_addr_ = "127.0.0.1", host_address_ = "127.0.0.1";
+  int master_port_ = 0;
+  InitOptions options_;
 };
 
 // Creates the process's context (or returns the existing one). In a launched

@@ -547,9 +547,10 @@ StatusOr<bool> KvClient::InitData(const InitSpec& spec) {
   }
   ASSIGN_OR_RETURN(std::vector<Message> responses,
                    rpc_->CallMany(std::move(calls), CallDeadline()));
-  bool created = false;
-  for (const Message& r : responses) created |= r.header.created();
-  return created;
+  // Trainers creating the same tensor at once may each win on a different
+  // machine; machine 0's server decides who created it (and so who deletes
+  // a non-persistent one): exactly one caller.
+  return responses.front().header.created();
 }
 
 Status KvClient::DeleteData(const std::string& key) {

@@ -209,7 +209,20 @@ StatusOr<JobResult> LocalJob::Wait(Deadline deadline, const std::atomic<bool>* c
     }
     poll(fds.data(), fds.size(), millis);
   };
+  std::string failure;
   while (!all_done(clients_)) {
+    // One client failing dooms the rest (they would wait for it in the next
+    // collective): stop everything now rather than at the deadline.
+    for (Process& p : clients_) {
+      if (p.finished() && p.exit_code() != 0 && failure.empty()) {
+        failure = fmt::format("{} (pid {}) exited with code {}", p.name(), p.pid(), p.exit_code());
+      }
+    }
+    if (!failure.empty()) {
+      spdlog::error("job {}: {}; stopping the other processes", env_.job_id, failure);
+      StopAll();
+      break;
+    }
     if (cancel != nullptr && cancel->load()) {
       StopAll();
       return absl::CancelledError("job cancelled; all processes stopped");
@@ -226,6 +239,7 @@ StatusOr<JobResult> LocalJob::Wait(Deadline deadline, const std::atomic<bool>* c
     wait_some(servers_, std::min(grace.RemainingMillis(), 200));
   }
   JobResult result;
+  result.first_failure = failure;
   for (Process& p : servers_) {
     if (!p.finished()) {
       spdlog::warn("job {}: {} (pid {}) still running after its clients left; stopping it",

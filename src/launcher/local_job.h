@@ -44,6 +44,7 @@ struct JobResult {
   std::vector<int> client_exit_codes;
   std::vector<int> server_exit_codes;
   double seconds = 0;
+  std::string first_failure;  // The client whose failure stopped the job, if one did.
   bool ok() const;
 };
 
@@ -63,7 +64,8 @@ class LocalJob {
 
   // Starts the clients (Start() does this when client_argv is set).
   Status StartClients(const std::vector<std::string>& argv);
-  // Waits for every client to exit, then for the servers (which exit once
+  // Waits for every client to exit (stopping everything as soon as one
+  // client fails: see JobResult::first_failure), then for the servers (which exit once
   // their clients have left) for up to `server_grace_s`, stopping any that
   // remain. DeadlineExceeded (everything stopped) if the clients run past
   // `deadline`; Cancelled if `cancel` becomes true.

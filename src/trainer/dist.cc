@@ -118,6 +118,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   auto env = ValueOrThrow(launcher::ParseJobEnv(getenv), "initialize");
   if (options.retain_freed_memory) RetainFreedMemory();
   std::shared_ptr<Context> ctx(new Context());
+  ctx->options_ = options;
   if (!env) {
     spdlog::info("tessera: standalone mode (no launcher environment)");
     g_context = ctx;
@@ -131,6 +132,13 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   ctx->num_samplers_ = env->num_samplers;
   std::string ip_path = ip_config.empty() ? env->ip_config : ip_config;
   auto ip = ValueOrThrow(launcher::ReadIpConfig(ip_path), "initialize");
+  if (env->machine_id >= ip.num_machines()) {
+    throw Error(fmt::format("initialize: TESSERA_MACHINE_ID={} but {} lists {} machines",
+                            env->machine_id, ip_path, ip.num_machines()));
+  }
+  ctx->master_addr_ = env->master_addr;
+  ctx->master_port_ = env->master_port;
+  ctx->host_address_ = ip.machines[static_cast<size_t>(env->machine_id)].ip;
   kv::KvClientOptions kv_options{.job_id = env->job_id,
                                  .token = env->token,
                                  .client_id = env->rank,

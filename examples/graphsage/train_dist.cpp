@@ -1,0 +1,315 @@
+// File: examples/graphsage/train_dist.cpp
+//
+// Distributed GraphSAGE node classification: DGL's
+// examples/distributed/graphsage/node_classification.py, in C++ over
+// tessera's public API. The same binary runs standalone (one-part partition,
+// no launcher) and launched on a cluster:
+//
+//   graphsage_train_dist --graph-name cora --part-config parts/cora.json \
+//       --num-epochs 20 --batch-size 1000 --fan-out 10,25 --num-hidden 16
+//
+// Every trainer prints its epochs; trainer 0 prints the summary, and with
+// --json a last line "RESULT {...}" that tests and `tessera bench train` read.
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+#include <torch/serialize.h>
+#include <torch/utils.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "include/tessera/dist.h"
+#include "include/tessera/nn.h"
+#include "include/tessera/parallel.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/resource.h"
+#include "src/base/strings.h"
+#include "src/base/time.h"
+
+namespace {
+
+namespace dist = tessera::dist;
+using tessera::Stopwatch;
+
+struct Flags {
+  std::string graph_name, ip_config, part_config;
+  int num_epochs = 20;
+  int64_t batch_size = 1000, batch_size_eval = 10000;
+  std::string fan_out = "10,25";
+  int64_t num_hidden = 16;
+  int num_layers = 2;
+  double lr = 0.003, dropout = 0.5, input_dropout = 0, weight_decay = 0;
+  int eval_every = 5, log_every = 20, num_workers = -1;
+  uint64_t seed = 42;
+  std::string feat = "feat", label = "label";
+  std::string save_model;
+  bool json = false, row_normalize = false;
+};
+
+std::vector<int64_t> ParseFanouts(const std::string& text) {
+  std::vector<int64_t> fanouts;
+  for (std::string_view part : tessera::SplitString(text, ',')) {
+    int64_t value = 0;
+    if (!tessera::ParseInt64(part, &value) || value == 0 || value < -1) {
+      throw dist::Error("--fan-out: '" + text + "' is not a list like 10,25 (-1: all neighbours)");
+    }
+    fanouts.push_back(value);
+  }
+  if (fanouts.empty()) throw dist::Error("--fan-out is empty");
+  return fanouts;
+}
+
+// Correct predictions and count over this trainer's `nids`, summed over all
+// trainers.
+double Accuracy(const dist::DistTensor& logits, const dist::DistTensor& labels,
+                const torch::Tensor& nids) {
+  torch::Tensor counts = torch::zeros({2}, torch::kFloat64);
+  if (nids.size(0) > 0) {
+    torch::Tensor pred = logits[nids].argmax(1);
+    counts[0] = (pred == labels[nids].to(torch::kInt64)).sum().item<double>();
+    counts[1] = static_cast<double>(nids.size(0));
+  }
+  dist::all_reduce_sum(counts);
+  return counts[1].item<double>() > 0 ? counts[0].item<double>() / counts[1].item<double>() : 0;
+}
+
+// A copy of `feat` with every row divided by its sum (rows summing to zero
+// stay zero), as GCN's preprocessing: each trainer fills its share.
+dist::DistTensor RowNormalized(const dist::DistGraph& g, const dist::DistTensor& feat) {
+  Stopwatch watch;
+  dist::DistTensor out(feat.shape(), torch::kFloat32, feat.name() + ".row_normalized");
+  torch::Tensor mine =
+      dist::node_split(torch::ones({g.num_nodes()}, torch::kBool), g.partition_book());
+  constexpr int64_t kChunk = 100'000;
+  for (int64_t begin = 0; begin < mine.size(0); begin += kChunk) {
+    torch::Tensor ids = mine.slice(0, begin, std::min(mine.size(0), begin + kChunk));
+    torch::Tensor rows = feat[ids].to(torch::kFloat32);
+    torch::Tensor sums = rows.sum(1, /*keepdim=*/true);
+    out.set(ids, rows / torch::where(sums == 0, torch::ones_like(sums), sums));
+  }
+  g.barrier();
+  spdlog::info("row-normalised '{}' in {:.2f} s", feat.name(), watch.Seconds());
+  return out;
+}
+
+struct EpochStats {
+  double seconds = 0, sample = 0, pull = 0, compute = 0, sync = 0;
+  double loss = 0, train_acc = 0;
+  int64_t seeds = 0, batches = 0;
+};
+
+int Run(const Flags& f) {
+  Stopwatch total;
+  auto ctx = dist::initialize(f.ip_config);
+  const int rank = ctx->rank();
+  dist::DistGraph g(f.graph_name, f.part_config);
+  torch::manual_seed(f.seed);
+  dist::manual_seed(f.seed + static_cast<uint64_t>(rank));
+  const std::vector<int64_t> fanouts = ParseFanouts(f.fan_out);
+
+  auto schemes = g.node_attr_schemes();
+  for (const std::string& name : {f.feat, f.label, std::string("train_mask"),
+                                  std::string("val_mask"), std::string("test_mask")}) {
+    if (!schemes.count(name)) {
+      throw dist::Error("the graph has no node data '" + name + "' (it has: " +
+                        [&] {
+                          std::string names;
+                          for (const auto& [n, s] : schemes) names += (names.empty() ? "" : ", ") + n;
+                          return names;
+                        }() +
+                        ")");
+    }
+  }
+  if (schemes[f.feat].shape.size() != 1) throw dist::Error("'" + f.feat + "' must be [nodes, dim]");
+  const int64_t in_feats = schemes[f.feat].shape[0];
+  dist::DistTensor feat = g.ndata(f.feat), labels = g.ndata(f.label);
+  const auto& book = g.partition_book();
+  if (f.row_normalize) feat = RowNormalized(g, feat);
+  torch::Tensor train_nid = dist::node_split(g.ndata("train_mask"), book);
+  torch::Tensor val_nid = dist::node_split(g.ndata("val_mask"), book);
+  torch::Tensor test_nid = dist::node_split(g.ndata("test_mask"), book);
+  // The number of classes: the largest label + 1 over every trainer's share.
+  torch::Tensor max_label = torch::zeros({1}, torch::kFloat64);
+  {
+    torch::Tensor mine = dist::node_split(torch::ones({g.num_nodes()}, torch::kBool), book);
+    if (mine.size(0) > 0) max_label[0] = labels[mine].max().item<double>();
+  }
+  // Max through a sum: every trainer contributes its max to its own slot.
+  torch::Tensor slots = torch::zeros({ctx->world_size()}, torch::kFloat64);
+  slots[rank] = max_label[0];
+  dist::all_reduce_sum(slots);
+  const int64_t num_classes = static_cast<int64_t>(slots.max().item<double>()) + 1;
+  spdlog::info("trainer {}: {} train / {} val / {} test nodes here, {} features, {} classes", rank,
+               train_nid.size(0), val_nid.size(0), test_nid.size(0), in_feats, num_classes);
+
+  tessera::nn::SAGE model(in_feats, f.num_hidden, num_classes, f.num_layers, f.dropout,
+                                f.input_dropout);
+  dist::DistributedDataParallel ddp(model.ptr());
+  torch::optim::Adam optimizer(model->parameters(),
+                               torch::optim::AdamOptions(f.lr).weight_decay(f.weight_decay));
+  dist::DistNodeDataLoader loader(g, train_nid, {.fanouts = fanouts},
+                                  {.batch_size = f.batch_size,
+                                   .shuffle = true,
+                                   .seed = f.seed,
+                                   .num_workers = f.num_workers});
+
+  nlohmann::json result = {{"mode", ctx->standalone() ? "standalone" : "distributed"},
+                           {"world_size", ctx->world_size()},
+                           {"num_hidden", f.num_hidden},
+                           {"fan_out", fanouts},
+                           {"batch_size", f.batch_size},
+                           {"batches_per_epoch", loader.size()},
+                           {"startup_s", total.Seconds()}};
+  nlohmann::json epochs = nlohmann::json::array();
+  double val_acc = 0, test_acc = 0, inference_s = 0, best_val = -1, test_at_best_val = 0;
+  for (int epoch = 0; epoch < f.num_epochs; ++epoch) {
+    model->train();
+    EpochStats e;
+    Stopwatch epoch_watch, step;
+    double loss_sum = 0, correct = 0;
+    auto it = loader.begin();
+    e.sample += step.Seconds();
+    for (; it != loader.end();) {
+      const dist::MiniBatch& batch = *it;
+      step.Reset();
+      torch::Tensor x = feat[batch.input_nodes];
+      torch::Tensor y = labels[batch.seeds].to(torch::kInt64);
+      e.pull += step.Seconds();
+      step.Reset();
+      torch::Tensor logits = model->forward(batch.blocks, x);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+      optimizer.zero_grad();
+      loss.backward();
+      e.compute += step.Seconds();
+      e.sync += ddp.synchronize().wait_seconds;
+      step.Reset();
+      optimizer.step();
+      const int64_t n = batch.seeds.size(0);
+      loss_sum += loss.item<double>() * static_cast<double>(n);
+      correct += (logits.argmax(1) == y).sum().item<double>();
+      e.seeds += n;
+      ++e.batches;
+      e.compute += step.Seconds();
+      if (f.log_every > 0 && e.batches % f.log_every == 0) {
+        spdlog::info("trainer {} epoch {} batch {}/{}: loss {:.4f}", rank, epoch, e.batches,
+                     loader.size(), loss.item<double>());
+      }
+      step.Reset();
+      ++it;
+      e.sample += step.Seconds();
+    }
+    e.seconds = epoch_watch.Seconds();
+    // Loss and accuracy over every trainer's seeds.
+    torch::Tensor sums = torch::tensor({loss_sum, correct, static_cast<double>(e.seeds)},
+                                       torch::kFloat64);
+    dist::all_reduce_sum(sums);
+    double all_seeds = std::max(1.0, sums[2].item<double>());
+    e.loss = sums[0].item<double>() / all_seeds;
+    e.train_acc = sums[1].item<double>() / all_seeds;
+    spdlog::info(
+        "trainer {} epoch {}: loss {:.4f}, train acc {:.4f}, {:.2f} s (sample {:.2f}, pull {:.2f}, "
+        "forward+backward {:.2f}, gradient sync {:.2f}), {:.0f} seeds/s here, {:.0f} in all",
+        rank, epoch, e.loss, e.train_acc, e.seconds, e.sample, e.pull, e.compute, e.sync,
+        static_cast<double>(e.seeds) / e.seconds, all_seeds / e.seconds);
+    epochs.push_back({{"epoch", epoch},
+                      {"time_s", e.seconds},
+                      {"sample_s", e.sample},
+                      {"pull_s", e.pull},
+                      {"forward_backward_s", e.compute},
+                      {"sync_s", e.sync},
+                      {"loss", e.loss},
+                      {"train_acc", e.train_acc},
+                      {"seeds_per_s", all_seeds / e.seconds}});
+    if ((f.eval_every > 0 && (epoch + 1) % f.eval_every == 0) || epoch + 1 == f.num_epochs) {
+      Stopwatch eval_watch;
+      dist::DistTensor out = model->inference(g, feat, f.batch_size_eval);
+      inference_s = eval_watch.Seconds();
+      val_acc = Accuracy(out, labels, val_nid);
+      test_acc = Accuracy(out, labels, test_nid);
+      if (val_acc > best_val) {
+        best_val = val_acc;
+        test_at_best_val = test_acc;
+      }
+      spdlog::info("trainer {} epoch {}: val acc {:.4f}, test acc {:.4f}, inference {:.2f} s",
+                   rank, epoch, val_acc, test_acc, inference_s);
+      g.barrier();  // Nobody drops the outputs while another trainer still reads them.
+    }
+  }
+  double mean = 0;
+  for (const auto& e : epochs) mean += e["time_s"].get<double>();
+  mean /= std::max<size_t>(1, epochs.size());
+  result["epochs"] = epochs;
+  result["epoch_time_mean_s"] = mean;
+  result["inference_s"] = inference_s;
+  result["val_acc"] = val_acc;
+  result["test_acc"] = test_acc;
+  result["test_acc_at_best_val"] = test_at_best_val;
+  result["peak_rss_bytes"] = tessera::PeakRssBytes();
+  result["total_s"] = total.Seconds();
+  if (!f.save_model.empty() && rank == 0) torch::save(model, f.save_model);
+  if (rank == 0) {
+    spdlog::info("done: test accuracy {:.4f} (val {:.4f}), mean epoch {:.2f} s, inference "
+                 "{:.2f} s, total {:.1f} s",
+                 test_acc, val_acc, mean, inference_s, total.Seconds());
+    if (f.json) std::printf("RESULT %s\n", result.dump().c_str());
+    std::fflush(stdout);
+  }
+  dist::exit_client();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"Distributed GraphSAGE node classification (tessera)"};
+  app.add_option("--graph-name,--graph_name", f.graph_name, "Graph name of the partition")
+      ->required();
+  app.add_option("--ip-config,--ip_config", f.ip_config,
+                 "ip_config file (default: the launcher's)");
+  app.add_option("--part-config,--part_config", f.part_config,
+                 "Partition config (needed standalone)");
+  app.add_option("--num-epochs,--num_epochs", f.num_epochs)->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--batch-size,--batch_size", f.batch_size)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--batch-size-eval,--batch_size_eval", f.batch_size_eval)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--fan-out,--fan_out", f.fan_out, "Fanout per layer, input layer first")
+      ->capture_default_str();
+  app.add_option("--num-hidden,--num_hidden", f.num_hidden)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--num-layers,--num_layers", f.num_layers)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lr", f.lr)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--dropout", f.dropout)->capture_default_str()->check(CLI::Range(0.0, 0.999));
+  app.add_option("--input-dropout,--input_dropout", f.input_dropout,
+                 "Dropout on the input features")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999));
+  app.add_option("--weight-decay,--weight_decay", f.weight_decay)->capture_default_str();
+  app.add_option("--eval-every,--eval_every", f.eval_every)->capture_default_str();
+  app.add_option("--log-every,--log_every", f.log_every, "Batches between progress lines (0: none)")
+      ->capture_default_str();
+  app.add_option("--num-workers,--num_workers", f.num_workers,
+                 "Sampler threads (-1: the launcher's --num-samplers)")
+      ->capture_default_str();
+  app.add_option("--seed", f.seed)->capture_default_str();
+  app.add_option("--feat", f.feat, "Node feature tensor")->capture_default_str();
+  app.add_option("--label", f.label, "Node label tensor")->capture_default_str();
+  app.add_option("--save-model", f.save_model, "Write the trained model here (trainer 0)");
+  app.add_flag("--row-normalize,--row_normalize", f.row_normalize,
+               "Divide every feature row by its sum first (GCN's preprocessing)");
+  app.add_flag("--json", f.json, "Print a last line RESULT {json} with the figures");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (f.num_layers != static_cast<int>(ParseFanouts(f.fan_out).size())) {
+      throw dist::Error("--num-layers " + std::to_string(f.num_layers) + " needs " +
+                        std::to_string(f.num_layers) + " fanouts, --fan-out is " + f.fan_out);
+    }
+    return Run(f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "graphsage_train_dist: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,80 @@
+// File: include/tessera/nn.h
+//
+// GNN layers over the loaders' Blocks, as ordinary torch::nn modules:
+//
+//   tessera::nn::SAGE model(in_feats, 256, num_classes, /*layers=*/2, /*dropout=*/0.5);
+//   for (const auto& batch : loader) {
+//     torch::Tensor x = g.ndata("feat")[batch.input_nodes];
+//     torch::Tensor logits = model->forward(batch.blocks, x);  // [seeds, classes]
+//   }
+//   // Evaluation: every node's output, one layer at a time over all neighbours.
+//   tessera::dist::DistTensor y = model->inference(g, g.ndata("feat"), 10000);
+#ifndef TESSERA_INCLUDE_TESSERA_NN_H_
+#define TESSERA_INCLUDE_TESSERA_NN_H_
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <vector>
+
+#include "include/tessera/dist.h"
+
+namespace tessera::nn {
+
+// The in-edge mean of source rows per destination of `block`:
+// out[d] = mean of h_src[s] over the block's edges s -> d (zero without
+// edges). h_src has block.num_src_nodes() rows.
+torch::Tensor mean_aggregate(const dist::Block& block, const torch::Tensor& h_src);
+
+// GraphSAGE convolution with the mean aggregator (DGL's SAGEConv 'mean'):
+// h_dst' = W_self h_dst + W_neigh mean(h_src over in-edges) + b.
+class SAGEConvImpl : public torch::nn::Module {
+ public:
+  SAGEConvImpl(int64_t in_feats, int64_t out_feats);
+  // h_src: [block.num_src_nodes(), in_feats]; the first num_dst rows are the
+  // destinations' own features. Returns [block.num_dst_nodes(), out_feats].
+  torch::Tensor forward(const dist::Block& block, const torch::Tensor& h_src);
+  int64_t in_feats() const { return in_feats_; }
+  int64_t out_feats() const { return out_feats_; }
+
+ private:
+  int64_t in_feats_, out_feats_;
+  torch::nn::Linear fc_self_{nullptr}, fc_neigh_{nullptr};
+};
+TORCH_MODULE(SAGEConv);
+
+// A stack of SAGEConv layers with ReLU and dropout between them (DGL's
+// distributed GraphSAGE example); optionally dropout on the input features
+// too (DGL's full-graph GraphSAGE example; it helps on sparse bag-of-words
+// features such as Cora's).
+class SAGEImpl : public torch::nn::Module {
+ public:
+  SAGEImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int num_layers, double dropout,
+           double input_dropout = 0);
+  // blocks: one per layer, input layer first (a MiniBatch's blocks).
+  torch::Tensor forward(const std::vector<dist::Block>& blocks, const torch::Tensor& x);
+  // Layer `l` alone, with its activation and dropout when it is not the last.
+  torch::Tensor forward_layer(int l, const dist::Block& block, const torch::Tensor& h);
+
+  // Every node's output, computed layer by layer over all in-neighbours
+  // (no sampling): each trainer computes its node_split share of a layer into
+  // a DistTensor, then all trainers move to the next layer. A collective:
+  // every trainer calls it. Runs under NoGradGuard in eval mode.
+  dist::DistTensor inference(const dist::DistGraph& g, const dist::DistTensor& x,
+                             int64_t batch_size);
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  int64_t out_feats() const { return layers_.back()->out_feats(); }
+
+ private:
+  std::vector<SAGEConv> layers_;
+  torch::nn::Dropout dropout_{nullptr}, input_dropout_{nullptr};
+  int64_t inference_calls_ = 0;
+};
+TORCH_MODULE(SAGE);
+
+}  // namespace tessera::nn
+
+#endif  // TESSERA_INCLUDE_TESSERA_NN_H_
