@@ -8,11 +8,16 @@
 #   scripts/install-deps.sh --dev     also clang-format (scripts/format.sh)
 set -eu
 
+# libopenblas0-openmp: libtorch-dev pulls in the reference BLAS (netlib
+# libblas3), whose GEMM made a GraphSAGE step on CiteSeer 94 ms; OpenBLAS
+# (OpenMP build, the same libgomp as LibTorch) takes over libblas.so.3
+# through Debian's alternatives and makes it 6.4 ms. No code change.
+
 packages="g++ cmake ninja-build ccache pkg-config
   libabsl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   zlib1g-dev libmetis-dev
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
-  libtorch-dev libgloo-dev iproute2
+  libtorch-dev libopenblas0-openmp libgloo-dev iproute2
   libgtest-dev libgmock-dev"
 for arg in "$@"; do
   case "$arg" in

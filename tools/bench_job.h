@@ -23,6 +23,15 @@ struct BenchJob {
 
 StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir);
 
+// The benchmark graph's partitions (graph name "bench"): one part
+// (<workdir>/one, for standalone runs) and two METIS parts (<workdir>/two),
+// made from `graph` unless the workdir has them from an earlier run.
+struct BenchPartitions {
+  std::string one, two;  // Partition configs.
+};
+StatusOr<BenchPartitions> EnsureBenchPartitions(const std::string& graph,
+                                                const std::string& workdir);
+
 }  // namespace tessera::tools
 
 #endif  // TESSERA_TOOLS_BENCH_JOB_H_

@@ -2,6 +2,7 @@
 // partitioning given graphs (each configuration in its own process, so peak
 // RSS is that configuration's), printed as JSON, next to DGL's figures for
 // the benchmark graph of shared/baselines.md.
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <thread>
@@ -11,6 +12,8 @@
 #include "src/base/file.h"
 #include "src/base/strings.h"
 #include "src/graph/npy.h"
+#include "src/graph/readers.h"
+#include "src/partition/partition.h"
 #include "src/partition/inspect.h"
 #include "tools/bench_job.h"
 #include "tools/commands.h"
@@ -130,6 +133,34 @@ StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::stri
   return b;
 }
 
+StatusOr<BenchPartitions> EnsureBenchPartitions(const std::string& graph_path,
+                                                const std::string& workdir) {
+  BenchPartitions parts{workdir + "/one/bench.json", workdir + "/two/bench.json"};
+  if (std::filesystem::exists(parts.one) && std::filesystem::exists(parts.two)) {
+    spdlog::info("bench: reusing the partitions in {}", workdir);
+    return parts;
+  }
+  if (graph_path.empty()) {
+    return absl::InvalidArgumentError(
+        "pass --graph (e.g. made by `python3 shared/tools/gen_graph.py --out /tmp/medium`), or "
+        "a --workdir that holds the partitions of an earlier run");
+  }
+  ASSIGN_OR_RETURN(Graph graph, ReadGraph(graph_path));
+  for (int count : {1, 2}) {
+    const std::string& config = count == 1 ? parts.one : parts.two;
+    if (std::filesystem::exists(config)) continue;
+    PartitionOptions options;
+    options.part_method = count == 1 ? PartMethod::kRandom : PartMethod::kMetis;
+    if (graph.node_data.count("train_mask")) options.balance_ntypes = "train_mask";
+    options.balance_edges = true;
+    ASSIGN_OR_RETURN(PartitionResult result,
+                     PartitionGraph(graph, "bench", count,
+                                    std::filesystem::path(config).parent_path().string(), options));
+    (void)result;
+  }
+  return parts;
+}
+
 Command RegisterBench(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print JSON");
@@ -145,11 +176,14 @@ Command RegisterBench(CLI::App& app) {
       ->capture_default_str();
   auto run_pull = std::make_shared<std::function<int()>>();
   auto run_sample = std::make_shared<std::function<int()>>();
+  auto run_train = std::make_shared<std::function<int()>>();
   CLI::App* pull = RegisterBenchPull(bench, run_pull.get());
   CLI::App* sample = RegisterBenchSample(bench, run_sample.get());
-  return {bench, [f, sub, pull, sample, run_pull, run_sample] {
+  CLI::App* train = RegisterBenchTrain(bench, run_train.get());
+  return {bench, [f, sub, pull, sample, train, run_pull, run_sample, run_train] {
             if (pull->parsed()) return (*run_pull)();
             if (sample->parsed()) return (*run_sample)();
+            if (train->parsed()) return (*run_train)();
             auto workdir = ScratchDir::Open(f->workdir, "tessera-bench");
             if (!workdir.ok()) return ReportError(workdir.status());
             Status st = RunBench(*f, workdir->path());

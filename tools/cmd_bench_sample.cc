@@ -49,22 +49,6 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Partitions the graph into `parts` (reused when the workdir has it already).
-StatusOr<std::string> EnsurePartition(const SampleFlags& f, const Graph* graph,
-                                      const std::string& dir, int parts) {
-  std::string config = dir + "/bench.json";
-  if (std::filesystem::exists(config)) {
-    spdlog::info("bench sample: reusing {}", config);
-    return config;
-  }
-  PartitionOptions options;
-  options.part_method = parts == 1 ? PartMethod::kRandom : PartMethod::kMetis;
-  if (graph->node_data.count("train_mask")) options.balance_ntypes = "train_mask";
-  options.balance_edges = true;
-  ASSIGN_OR_RETURN(PartitionResult result, PartitionGraph(*graph, "bench", parts, dir, options));
-  return result.config_path;
-}
-
 // The training nodes (train_mask), or every node if there is no mask.
 StatusOr<std::vector<int64_t>> TrainIds(kv::KvStore& store) {
   int64_t n = store.book().num_nodes();
@@ -181,19 +165,9 @@ StatusOr<nlohmann::json> RemoteVsLocal(kv::KvClient& client, const SampleFlags& 
 
 Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
   RetainFreedMemory();  // As a trainer does (dist::initialize) and servers do.
-  std::string one_config = dir + "/one/bench.json", two_config = dir + "/two/bench.json";
-  if (!std::filesystem::exists(one_config) || !std::filesystem::exists(two_config)) {
-    if (f.graph.empty()) {
-      return absl::InvalidArgumentError(
-          "pass --graph (e.g. made by `python3 shared/tools/gen_graph.py --out /tmp/medium`), or "
-          "a --workdir that holds the partitions of an earlier run");
-    }
-    ASSIGN_OR_RETURN(Graph graph, ReadGraph(f.graph));
-    ASSIGN_OR_RETURN(one_config, EnsurePartition(f, &graph, dir + "/one", 1));
-    ASSIGN_OR_RETURN(two_config, EnsurePartition(f, &graph, dir + "/two", 2));
-  } else {
-    spdlog::info("bench sample: reusing the partitions in {}", dir);
-  }
+  ASSIGN_OR_RETURN(BenchPartitions parts, EnsureBenchPartitions(f.graph, dir));
+  const std::string& one_config = parts.one;
+  const std::string& two_config = parts.two;
   nlohmann::json report = {
       {"benchmark", "sample"}, {"batch_size", f.batch_size}, {"fanouts", f.fanouts}};
 

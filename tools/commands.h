@@ -26,9 +26,10 @@ Command RegisterInspect(CLI::App& app);
 Command RegisterDemo(CLI::App& app);
 Command RegisterBench(CLI::App& app);
 Command RegisterServer(CLI::App& app);
-// Add `bench pull` / `bench sample` under `bench`; *run runs it.
+// Add `bench pull` / `bench sample` / `bench train` under `bench`; *run runs it.
 CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run);
+CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run);
 
 // Prints "error: <message>" to stderr and returns 1 for a non-OK status.
 int ReportError(const Status& status);

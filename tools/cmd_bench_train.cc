@@ -1,0 +1,143 @@
+// `tessera bench train`: GraphSAGE training on the benchmark graph of
+// shared/baselines.md with DGL's example configuration (2 layers, fan-out
+// 10,25, batch 1000, lr 0.003, dropout 0.5, 3 epochs, layer-wise inference
+// after the last), standalone (one process, one part) and on a 2-machine
+// loopback job (2 parts x 1 trainer), for each --hidden. Prints JSON: epoch
+// time and its split, inference time, test accuracy, and the ratios to DGL's
+// figures measured on this kind of machine.
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/base/strings.h"
+#include "tools/bench_job.h"
+#include "tools/commands.h"
+#include "tools/train_job.h"
+
+namespace tessera::tools {
+namespace {
+
+struct TrainFlags {
+  std::string graph, workdir;
+  std::vector<int> hidden = {16, 256};
+  std::vector<std::string> modes = {"standalone", "distributed"};
+  int epochs = 3;
+  int samplers = 0;
+  double timeout_s = 3600;
+};
+
+// DGL 1.1.3, hidden 16, 3 epochs on the 600k-node graph (shared/baselines.md
+// §3 with 0 samplers, §4): the fastest of its measured range.
+struct DglTrain {
+  double epoch_s, inference_s, test_acc;
+};
+const std::map<std::string, DglTrain> kDgl = {{"standalone", {21.0, 18.5, 0.9919}},
+                                              {"distributed", {14.9, 16.0, 0.869}}};
+constexpr int64_t kMediumNodes = 600'000;
+
+StatusOr<nlohmann::json> RunOne(const TrainFlags& f, const BenchPartitions& parts,
+                                const std::string& mode, int hidden, const std::string& dir) {
+  TrainJobOptions o{.part_config = mode == "standalone" ? parts.one : parts.two,
+                    .graph_name = "bench",
+                    .workdir = StrCat(dir, "/train-", mode, "-", hidden),
+                    .standalone = mode == "standalone",
+                    .trainers_per_machine = 1,
+                    .samplers = f.samplers,
+                    .capture = true,
+                    .timeout_s = f.timeout_s};
+  o.args = {"--num-epochs", std::to_string(f.epochs), "--eval-every", std::to_string(f.epochs),
+            "--batch-size", "1000", "--fan-out", "10,25", "--num-hidden", std::to_string(hidden),
+            "--num-layers", "2", "--lr", "0.003", "--dropout", "0.5", "--log-every", "0"};
+  spdlog::info("bench train: {} hidden {} ({} epochs, logs in {})", mode, hidden, f.epochs,
+               o.workdir);
+  ASSIGN_OR_RETURN(nlohmann::json r, RunTrainJob(o));
+  nlohmann::json split = {{"sample_s", 0.0}, {"pull_s", 0.0}, {"forward_backward_s", 0.0},
+                          {"sync_s", 0.0}};
+  for (const auto& e : r["epochs"]) {
+    for (auto& [key, value] : split.items()) value = value.get<double>() + e[key].get<double>();
+  }
+  for (auto& [key, value] : split.items()) value = value.get<double>() / f.epochs;
+  nlohmann::json run = {{"mode", mode},
+                        {"num_hidden", hidden},
+                        {"trainers", r["world_size"]},
+                        {"samplers", f.samplers},
+                        {"batches_per_epoch", r["batches_per_epoch"]},
+                        {"epoch_time_mean_s", r["epoch_time_mean_s"]},
+                        {"epoch_split_mean_s", split},
+                        {"epoch_times_s", nlohmann::json::array()},
+                        {"inference_s", r["inference_s"]},
+                        {"val_acc", r["val_acc"]},
+                        {"test_acc", r["test_acc"]},
+                        {"trainer0_peak_rss_bytes", r["peak_rss_bytes"]},
+                        {"trainer0_total_s", r["total_s"]}};
+  for (const auto& e : r["epochs"]) run["epoch_times_s"].push_back(e["time_s"]);
+  return run;
+}
+
+Status RunBenchTrain(const TrainFlags& f, const std::string& dir) {
+  ASSIGN_OR_RETURN(BenchPartitions parts, EnsureBenchPartitions(f.graph, dir));
+  nlohmann::json runs = nlohmann::json::array();
+  for (int hidden : f.hidden) {
+    for (const std::string& mode : f.modes) {
+      if (mode != "standalone" && mode != "distributed") {
+        return absl::InvalidArgumentError(
+            StrCat("--modes: '", mode, "' is neither standalone nor distributed"));
+      }
+      ASSIGN_OR_RETURN(nlohmann::json run, RunOne(f, parts, mode, hidden, dir));
+      const DglTrain& dgl = kDgl.at(mode);
+      ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(parts.one));
+      if (config.num_nodes == kMediumNodes) {
+        run["dgl_hidden16"] = {{"epoch_time_s", dgl.epoch_s},
+                               {"inference_s", dgl.inference_s},
+                               {"test_acc", dgl.test_acc}};
+        run["epoch_time_vs_dgl"] = run["epoch_time_mean_s"].get<double>() / dgl.epoch_s;
+        run["inference_vs_dgl"] = run["inference_s"].get<double>() / dgl.inference_s;
+      }
+      spdlog::info("bench train: {} hidden {}: epoch {:.2f} s, inference {:.2f} s, test acc {:.4f}",
+                   mode, hidden, run["epoch_time_mean_s"].get<double>(),
+                   run["inference_s"].get<double>(), run["test_acc"].get<double>());
+      runs.push_back(std::move(run));
+    }
+  }
+  nlohmann::json report = {{"benchmark", "train"},
+                           {"epochs", f.epochs},
+                           {"hardware_threads", std::thread::hardware_concurrency()},
+                           {"config", {{"layers", 2}, {"fan_out", {10, 25}}, {"batch_size", 1000},
+                                       {"lr", 0.003}, {"dropout", 0.5}}},
+                           {"runs", runs}};
+  std::fputs((report.dump(1) + "\n").c_str(), stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run) {
+  auto f = std::make_shared<TrainFlags>();
+  CLI::App* sub = bench->add_subcommand(
+      "train", "GraphSAGE epochs, inference and accuracy, standalone and on 2 loopback machines");
+  sub->add_option("--graph", f->graph,
+                  "Benchmark graph folder (shared/tools/gen_graph.py); optional when --workdir "
+                  "holds the partitions of an earlier bench sample/train run");
+  sub->add_option("--workdir", f->workdir, "Scratch folder, reused across runs (default: temporary)");
+  sub->add_option("--hidden", f->hidden, "Hidden sizes")->delimiter(',')->capture_default_str();
+  sub->add_option("--modes", f->modes, "standalone and/or distributed")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--epochs", f->epochs)->capture_default_str()->check(CLI::Range(1, 1000));
+  sub->add_option("--samplers", f->samplers, "Sampler threads per trainer")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")->capture_default_str();
+  *run = [f] {
+    auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-train");
+    if (!workdir.ok()) return ReportError(workdir.status());
+    Status st = RunBenchTrain(*f, workdir->path());
+    return st.ok() ? 0 : ReportError(st);
+  };
+  return sub;
+}
+
+}  // namespace tessera::tools
