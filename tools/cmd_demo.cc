@@ -21,8 +21,8 @@ namespace {
 
 struct DemoFlags {
   std::string dataset, workdir;
-  int parts = 2, trainers = 1, samplers = 1, epochs = 10;
-  int64_t nodes = 20'000;
+  int parts = 2, trainers = 1, samplers = 1, epochs = 20;
+  int64_t nodes = 50'000;
   bool keep = false;
   std::vector<std::string> train_args;
 };
@@ -69,7 +69,9 @@ Status RunDemo(const DemoFlags& f, const std::string& workdir) {
                       .samplers = f.samplers};
   job.args = {"--num-epochs", std::to_string(f.epochs), "--eval-every",
               std::to_string(f.epochs)};
-  if (!f.dataset.empty()) {
+  if (f.dataset.empty()) {
+    job.args.insert(job.args.end(), {"--lr", "0.01"});
+  } else {
     // Citation graphs (bag-of-words features, a few labelled nodes): GCN's
     // preprocessing and the full-graph example's settings.
     job.args.insert(job.args.end(), {"--row-normalize", "--input-dropout", "0.5", "--lr", "0.01",

@@ -111,6 +111,8 @@ StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& o) {
                                         .client_argv = argv,
                                         .client_log_dir = o.capture ? o.workdir : ""};
   ASSIGN_OR_RETURN(std::unique_ptr<launcher::LocalJob> job, launcher::LocalJob::Start(job_options));
+  spdlog::info("job {}: {} machine(s) ready, {} trainer(s) each", job->job_id(),
+               job->num_machines(), o.trainers_per_machine);
   ASSIGN_OR_RETURN(launcher::JobResult result, job->Wait(deadline, &g_cancel));
   const std::string log0 = o.workdir + "/client-0.log";
   if (!result.ok()) {

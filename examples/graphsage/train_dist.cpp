@@ -23,6 +23,7 @@
 #include "include/tessera/dist.h"
 #include "include/tessera/nn.h"
 #include "include/tessera/parallel.h"
+#include "examples/common.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "src/base/resource.h"
@@ -33,6 +34,10 @@ namespace {
 
 namespace dist = tessera::dist;
 using tessera::Stopwatch;
+using tessera::examples::Accuracy;
+using tessera::examples::NumClasses;
+using tessera::examples::ParseFanouts;
+using tessera::examples::RequireNodeData;
 
 struct Flags {
   std::string graph_name, ip_config, part_config;
@@ -48,33 +53,6 @@ struct Flags {
   std::string save_model;
   bool json = false, row_normalize = false;
 };
-
-std::vector<int64_t> ParseFanouts(const std::string& text) {
-  std::vector<int64_t> fanouts;
-  for (std::string_view part : tessera::SplitString(text, ',')) {
-    int64_t value = 0;
-    if (!tessera::ParseInt64(part, &value) || value == 0 || value < -1) {
-      throw dist::Error("--fan-out: '" + text + "' is not a list like 10,25 (-1: all neighbours)");
-    }
-    fanouts.push_back(value);
-  }
-  if (fanouts.empty()) throw dist::Error("--fan-out is empty");
-  return fanouts;
-}
-
-// Correct predictions and count over this trainer's `nids`, summed over all
-// trainers.
-double Accuracy(const dist::DistTensor& logits, const dist::DistTensor& labels,
-                const torch::Tensor& nids) {
-  torch::Tensor counts = torch::zeros({2}, torch::kFloat64);
-  if (nids.size(0) > 0) {
-    torch::Tensor pred = logits[nids].argmax(1);
-    counts[0] = (pred == labels[nids].to(torch::kInt64)).sum().item<double>();
-    counts[1] = static_cast<double>(nids.size(0));
-  }
-  dist::all_reduce_sum(counts);
-  return counts[1].item<double>() > 0 ? counts[0].item<double>() / counts[1].item<double>() : 0;
-}
 
 // A copy of `feat` with every row divided by its sum (rows summing to zero
 // stay zero), as GCN's preprocessing: each trainer fills its share.
@@ -110,19 +88,8 @@ int Run(const Flags& f) {
   dist::manual_seed(f.seed + static_cast<uint64_t>(rank));
   const std::vector<int64_t> fanouts = ParseFanouts(f.fan_out);
 
+  RequireNodeData(g, {f.feat, f.label, "train_mask", "val_mask", "test_mask"});
   auto schemes = g.node_attr_schemes();
-  for (const std::string& name : {f.feat, f.label, std::string("train_mask"),
-                                  std::string("val_mask"), std::string("test_mask")}) {
-    if (!schemes.count(name)) {
-      throw dist::Error("the graph has no node data '" + name + "' (it has: " +
-                        [&] {
-                          std::string names;
-                          for (const auto& [n, s] : schemes) names += (names.empty() ? "" : ", ") + n;
-                          return names;
-                        }() +
-                        ")");
-    }
-  }
   if (schemes[f.feat].shape.size() != 1) throw dist::Error("'" + f.feat + "' must be [nodes, dim]");
   const int64_t in_feats = schemes[f.feat].shape[0];
   dist::DistTensor feat = g.ndata(f.feat), labels = g.ndata(f.label);
@@ -131,17 +98,7 @@ int Run(const Flags& f) {
   torch::Tensor train_nid = dist::node_split(g.ndata("train_mask"), book);
   torch::Tensor val_nid = dist::node_split(g.ndata("val_mask"), book);
   torch::Tensor test_nid = dist::node_split(g.ndata("test_mask"), book);
-  // The number of classes: the largest label + 1 over every trainer's share.
-  torch::Tensor max_label = torch::zeros({1}, torch::kFloat64);
-  {
-    torch::Tensor mine = dist::node_split(torch::ones({g.num_nodes()}, torch::kBool), book);
-    if (mine.size(0) > 0) max_label[0] = labels[mine].max().item<double>();
-  }
-  // Max through a sum: every trainer contributes its max to its own slot.
-  torch::Tensor slots = torch::zeros({ctx->world_size()}, torch::kFloat64);
-  slots[rank] = max_label[0];
-  dist::all_reduce_sum(slots);
-  const int64_t num_classes = static_cast<int64_t>(slots.max().item<double>()) + 1;
+  const int64_t num_classes = NumClasses(g, labels);
   spdlog::info("trainer {}: {} train / {} val / {} test nodes here, {} features, {} classes", rank,
                train_nid.size(0), val_nid.size(0), test_nid.size(0), in_feats, num_classes);
 
@@ -249,6 +206,13 @@ int Run(const Flags& f) {
   result["test_acc_at_best_val"] = test_at_best_val;
   result["peak_rss_bytes"] = tessera::PeakRssBytes();
   result["total_s"] = total.Seconds();
+  // Every trainer holds the same weights (DDP): a checksum to compare.
+  double checksum = 0;
+  for (const torch::Tensor& p : model->parameters()) {
+    checksum += p.to(torch::kFloat64).abs().sum().item<double>();
+  }
+  std::printf("trainer %d parameter checksum %.12g\n", rank, checksum);
+  result["parameter_checksum"] = checksum;
   if (!f.save_model.empty() && rank == 0) torch::save(model, f.save_model);
   if (rank == 0) {
     spdlog::info("done: test accuracy {:.4f} (val {:.4f}), mean epoch {:.2f} s, inference "

@@ -159,6 +159,8 @@ class DistTensor {
   torch::Dtype dtype() const;
   const std::string& name() const;
   PartPolicy part_policy() const;
+  const std::string& key() const;  // "node/<name>" or "edge/<name>".
+  kv::KvStore& store() const;      // For embeddings and optimizers.
 
  private:
   friend class DistGraph;

@@ -474,10 +474,8 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
   return local_status;
 }
 
-Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
-                      PushMode mode) {
-  RETURN_IF_ERROR(JobHealth());
-  ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
+Status KvClient::ScatterRows(const TensorMeta& meta, std::span<const int64_t> ids, const void* rows,
+                             const std::function<void(Message*)>& fill, const LocalRows& local) {
   ASSIGN_OR_RETURN(Split split, SplitIds(meta.policy, fmt::format("'{}'", meta.key), ids));
   size_t row_bytes = meta.row_bytes();
   const char* src = static_cast<const char*>(rows);
@@ -497,9 +495,9 @@ Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, cons
         std::memcpy(packed + i * row_bytes,
                     src + static_cast<size_t>(positions[begin + i]) * row_bytes, row_bytes);
       }
-      Message request = rpc::MakeRequest(wire::PUSH);
-      request.header.set_name(key);
-      request.header.set_push_mode(static_cast<uint32_t>(mode));
+      Message request;
+      fill(&request);
+      request.header.set_name(meta.key);
       request.arrays.push_back(rpc::MakeWireArray(
           std::vector<int64_t>(ids_p.begin() + begin, ids_p.begin() + begin + count)));
       std::vector<int64_t> shape = meta.shape;
@@ -511,14 +509,13 @@ Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, cons
   Status local_status;
   auto write_local = [&] {
     if (local_part < 0 || split.ids[local_part].empty()) return;
-    StatusOr<Shard> shard = local_->Get(key);
+    StatusOr<Shard> shard = local_->Get(meta.key);
     if (!shard.ok()) {
       local_status = shard.status();
       return;
     }
     int64_t first = IdRange(book_, meta.policy, local_part).first;
-    local_->catalog().WriteRows(shard->info, shard->data(), split.ids[local_part], first,
-                                split.positions[local_part].data(), src, mode == PushMode::kAdd);
+    local_status = local(*shard, split.ids[local_part], split.positions[local_part].data(), first);
   };
   if (calls.empty()) {
     write_local();
@@ -526,6 +523,57 @@ Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, cons
   }
   RETURN_IF_ERROR(rpc_->CallMany(std::move(calls), CallDeadline(), write_local).status());
   return local_status;
+}
+
+Status KvClient::Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
+                      PushMode mode) {
+  RETURN_IF_ERROR(JobHealth());
+  ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
+  return ScatterRows(
+      meta, ids, rows,
+      [mode](Message* request) {
+        *request = rpc::MakeRequest(wire::PUSH);
+        request->header.set_push_mode(static_cast<uint32_t>(mode));
+      },
+      [&](const Shard& shard, std::span<const int64_t> local_ids, const int64_t* positions,
+          int64_t first) {
+        local_->catalog().WriteRows(shard.info, shard.data(), local_ids, first, positions, rows,
+                                    mode == PushMode::kAdd);
+        return absl::OkStatus();
+      });
+}
+
+Status KvClient::SparseUpdate(const std::string& key, std::span<const int64_t> ids,
+                              const float* grads, const SparseOptimizerSpec& spec) {
+  RETURN_IF_ERROR(JobHealth());
+  RETURN_IF_ERROR(ValidateSparseSpec(spec));
+  ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
+  if (meta.dtype != DType::kFloat32 || meta.shape.size() != 2) {
+    return absl::InvalidArgumentError(
+        fmt::format("sparse update of '{}': not a float32 [rows, dim] embedding", key));
+  }
+  const int64_t dim = meta.shape[1];
+  return ScatterRows(
+      meta, ids, grads,
+      [&spec](Message* request) {
+        *request = rpc::MakeRequest(wire::SPARSE_UPDATE);
+        wire::SparseOptimizerArgs* args = request->header.mutable_sparse_optimizer();
+        args->set_kind(static_cast<uint32_t>(spec.kind));
+        args->set_lr(spec.lr);
+        args->set_eps(spec.eps);
+        args->set_beta1(spec.beta1);
+        args->set_beta2(spec.beta2);
+      },
+      [&](const Shard&, std::span<const int64_t> local_ids, const int64_t* positions,
+          int64_t first) {
+        // This machine's rows: updated in process, under the same row locks
+        // the servers take.
+        std::vector<float> packed(local_ids.size() * static_cast<size_t>(dim));
+        for (size_t i = 0; i < local_ids.size(); ++i) {
+          std::memcpy(packed.data() + i * dim, grads + positions[i] * dim, dim * sizeof(float));
+        }
+        return ApplySparseUpdate(*local_, key, local_ids, first, packed.data(), dim, spec);
+      });
 }
 
 StatusOr<bool> KvClient::InitData(const InitSpec& spec) {

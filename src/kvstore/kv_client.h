@@ -79,6 +79,8 @@ class KvClient : public KvStore {
   // Writes (or adds) ids.size() rows from `rows` (dtype and row size of `key`).
   Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
               PushMode mode) override;
+  Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, const float* grads,
+                      const SparseOptimizerSpec& spec) override;
   // Creates a tensor on every machine; returns false if it existed already
   // (with the same dtype and shape: then this is an attach).
   StatusOr<bool> InitData(const InitSpec& spec) override;
@@ -102,6 +104,13 @@ class KvClient : public KvStore {
   Status JobHealth() const;
   Deadline CallDeadline() const { return Deadline::In(options_.call_timeout); }
   struct Split;
+  // Rows of `meta`'s tensor to their owners: remote machines get requests
+  // (fill() sets the method and its arguments; name, ids and rows are added)
+  // in pieces of kChunkBytes, this machine's rows go to local() meanwhile.
+  using LocalRows = std::function<Status(const Shard& shard, std::span<const int64_t> ids,
+                                         const int64_t* positions, int64_t first)>;
+  Status ScatterRows(const TensorMeta& meta, std::span<const int64_t> ids, const void* rows,
+                     const std::function<void(rpc::Message*)>& fill, const LocalRows& local);
   StatusOr<Split> SplitIds(shm::Policy policy, const std::string& what,
                            std::span<const int64_t> ids) const;
   // A graph operation over ids split by owner: each remote machine gets

@@ -135,6 +135,9 @@ std::optional<Message> KvServer::Handle(const rpc::Peer& peer, Message& request)
     case wire::PUSH:
       response = Push(request);
       break;
+    case wire::SPARSE_UPDATE:
+      response = SparseUpdate(request);
+      break;
     case wire::INIT_DATA:
       response = InitData(request);
       break;
@@ -245,6 +248,32 @@ StatusOr<Message> KvServer::Push(const Message& request) {
   }
   bool add = request.header.push_mode() == 1;
   shards_->catalog().WriteRows(shard.info, shard.data(), rows, 0, nullptr, values.blob.data, add);
+  return rpc::MakeResponse(request.header, absl::OkStatus());
+}
+
+StatusOr<Message> KvServer::SparseUpdate(const Message& request) {
+  RETURN_IF_ERROR(CheckTensorKey(request.header.name()));
+  if (request.arrays.size() != 2) {
+    return absl::InvalidArgumentError("sparse_update takes exactly two arrays (ids, gradients)");
+  }
+  const wire::SparseOptimizerArgs& args = request.header.sparse_optimizer();
+  SparseOptimizerSpec spec{.kind = static_cast<SparseOptimizerKind>(args.kind()),
+                           .lr = args.lr(),
+                           .eps = args.eps(),
+                           .beta1 = args.beta1(),
+                           .beta2 = args.beta2()};
+  ASSIGN_OR_RETURN(Shard shard, shards_->Get(request.header.name()));
+  ASSIGN_OR_RETURN(std::vector<int64_t> rows, ToLocalRows(shard, request.arrays[0]));
+  const WireArray& grads = request.arrays[1];
+  if (grads.dtype != DType::kFloat32 || grads.shape.size() != 2 ||
+      grads.rows() != static_cast<int64_t>(rows.size())) {
+    return absl::InvalidArgumentError(fmt::format(
+        "sparse update of '{}': gradients must be float32 [{}, dim], got {} [{}]",
+        shard.info.name, rows.size(), DTypeName(grads.dtype), fmt::join(grads.shape, ", ")));
+  }
+  RETURN_IF_ERROR(ApplySparseUpdate(*shards_, request.header.name(), rows, 0,
+                                    static_cast<const float*>(grads.blob.data), grads.shape[1],
+                                    spec));
   return rpc::MakeResponse(request.header, absl::OkStatus());
 }
 

@@ -69,6 +69,7 @@ class KvServer : public rpc::Service {
   StatusOr<rpc::Message> Hello(const rpc::Message& request);
   StatusOr<rpc::Message> Pull(const rpc::Message& request);
   StatusOr<rpc::Message> Push(const rpc::Message& request);
+  StatusOr<rpc::Message> SparseUpdate(const rpc::Message& request);
   StatusOr<rpc::Message> InitData(const rpc::Message& request);
   StatusOr<rpc::Message> DeleteData(const rpc::Message& request);
   StatusOr<rpc::Message> ListData(const rpc::Message& request);

@@ -16,6 +16,7 @@
 #include "src/partition/partition_book.h"
 #include "src/sampling/local_graph.h"
 #include "src/shm/catalog.h"
+#include "src/kvstore/sparse_optimizer.h"
 
 namespace tessera::kv {
 
@@ -66,6 +67,12 @@ class KvStore {
   // Writes (or adds) ids.size() rows; visible to every later pull on return.
   virtual Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
                       PushMode mode) = 0;
+  // Applies gradient rows (float32 [ids.size(), dim]; distinct ids) to the
+  // embedding `key` with a sparse optimizer, on the machines that own the
+  // rows (src/kvstore/sparse_optimizer.h); the optimizer's state tensors
+  // must exist. Done for every row on return.
+  virtual Status SparseUpdate(const std::string& key, std::span<const int64_t> ids,
+                              const float* grads, const SparseOptimizerSpec& spec) = 0;
   // Creates a tensor; false if it existed already with the same dtype and
   // shape (an attach); AlreadyExists if it differs.
   virtual StatusOr<bool> InitData(const InitSpec& spec) = 0;

@@ -105,6 +105,45 @@ Status LocalKvStore::Push(const std::string& key, std::span<const int64_t> ids, 
   return absl::OkStatus();
 }
 
+Status LocalKvStore::SparseUpdate(const std::string& key, std::span<const int64_t> ids,
+                                  const float* grads, const SparseOptimizerSpec& spec) {
+  RETURN_IF_ERROR(ValidateSparseSpec(spec));
+  std::lock_guard<std::mutex> lock(mutex_);  // Rows and state change together.
+  ASSIGN_OR_RETURN(Entry * e, Find(key));
+  RETURN_IF_ERROR(CheckIds(*e, ids));
+  if (e->meta.dtype != DType::kFloat32 || e->meta.shape.size() != 2) {
+    return absl::InvalidArgumentError(
+        fmt::format("sparse update of '{}': not a float32 [rows, dim] embedding", key));
+  }
+  const int64_t dim = e->meta.shape[1];
+  std::vector<StateTensor> states = SparseStateOf(spec.kind, dim);
+  std::vector<float*> state_base;
+  for (const StateTensor& st : states) {
+    auto it = tensors_.find(StateKey(key, st));
+    if (it == tensors_.end()) {
+      return absl::FailedPreconditionError(fmt::format(
+          "sparse update of '{}': its optimizer state '{}' does not exist", key,
+          StateKey(key, st)));
+    }
+    Entry& s = it->second;
+    if (s.meta.dtype != DType::kFloat32 || s.meta.shape[0] != e->meta.shape[0] ||
+        static_cast<int64_t>(s.meta.row_bytes()) != st.width * 4) {
+      return absl::FailedPreconditionError(fmt::format(
+          "sparse update of '{}': state '{}' has the wrong dtype or shape", key, s.meta.key));
+    }
+    if (s.data->is_mapped()) s.data = std::make_shared<Array>(s.data->Clone());
+    state_base.push_back(static_cast<float*>(s.data->mutable_data()));
+  }
+  if (e->data->is_mapped()) e->data = std::make_shared<Array>(e->data->Clone());
+  float* base = static_cast<float*>(e->data->mutable_data());
+  std::vector<float*> state_rows(states.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (size_t k = 0; k < states.size(); ++k) state_rows[k] = state_base[k] + ids[i] * states[k].width;
+    SparseUpdateRow(spec, base + ids[i] * dim, state_rows.data(), grads + i * dim, dim);
+  }
+  return absl::OkStatus();
+}
+
 StatusOr<bool> LocalKvStore::InitData(const InitSpec& spec) {
   std::lock_guard<std::mutex> lock(mutex_);
   RETURN_IF_ERROR(ValidateInitSpec(spec, book()));

@@ -36,6 +36,8 @@ class LocalKvStore : public KvStore {
   Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out) override;
   Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
               PushMode mode) override;
+  Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, const float* grads,
+                      const SparseOptimizerSpec& spec) override;
   StatusOr<bool> InitData(const InitSpec& spec) override;
   Status DeleteData(const std::string& key) override;
   Status Barrier() override { return absl::OkStatus(); }

@@ -22,7 +22,7 @@
 
 namespace tessera::rpc {
 
-inline constexpr uint32_t kWireVersion = 2;
+inline constexpr uint32_t kWireVersion = 3;
 inline constexpr size_t kMaxHeaderBytes = 1 << 20;
 inline constexpr int kMaxArrayDims = 8;
 

@@ -347,6 +347,24 @@ void Catalog::WriteRows(const ArrayInfo& info, void* base, std::span<const int64
   }
 }
 
+void Catalog::UpdateRows(const ArrayInfo& info, void* base, std::span<const int64_t> ids,
+                         int64_t first,
+                         const std::function<void(size_t i, char* row)>& update) const {
+  if (info.slot >= 0) __atomic_store_n(&entries()[info.slot].written, 1, __ATOMIC_SEQ_CST);
+  const size_t row_bytes = info.row_bytes();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t row = ids[i] - first;
+    Stripe& stripe = StripeFor(info.id, row);
+    LockStripe(stripe);
+    uint64_t seq = stripe.seq.load(std::memory_order_relaxed);
+    stripe.seq.store(seq + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    update(i, static_cast<char*>(base) + static_cast<size_t>(row) * row_bytes);
+    stripe.seq.store(seq + 2, std::memory_order_release);
+    pthread_mutex_unlock(&stripe.mutex);
+  }
+}
+
 void AddElements(DType dtype, void* dst, const void* src, size_t count) {
   switch (dtype) {
     case DType::kBool: {

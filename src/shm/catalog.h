@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -99,6 +100,13 @@ class Catalog {
                 int64_t first, const int64_t* positions, void* dst) const;
   void WriteRows(const ArrayInfo& info, void* base, std::span<const int64_t> ids, int64_t first,
                  const int64_t* positions, const void* src, bool add) const;
+  // Read-modify-write: calls update(i, row) for row ids[i] - first of the
+  // array at `base`, under that row's stripe lock (readers see the row
+  // before or after, never half updated). State kept in other arrays for the
+  // same row may be updated inside `update` too: every writer of such state
+  // must go through this function with the same `info`.
+  void UpdateRows(const ArrayInfo& info, void* base, std::span<const int64_t> ids, int64_t first,
+                  const std::function<void(size_t i, char* row)>& update) const;
 
   const std::string& segment_name() const { return segment_.name(); }
   bool owner() const { return segment_.owner(); }

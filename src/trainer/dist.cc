@@ -283,6 +283,8 @@ const std::vector<int64_t>& DistTensor::shape() const { return state_->shape; }
 torch::Dtype DistTensor::dtype() const { return ToTorch(state_->dtype); }
 const std::string& DistTensor::name() const { return state_->name; }
 PartPolicy DistTensor::part_policy() const { return state_->policy; }
+const std::string& DistTensor::key() const { return state_->key; }
+kv::KvStore& DistTensor::store() const { return state_->store(); }
 
 // ------------------------------------------------------------ DistGraph
 

@@ -240,19 +240,32 @@ std::set<std::string> DemoFolders() {
 
 TEST(Cli, DemoRunsAndCleansUp) {
   std::set<std::string> before = DemoFolders();
-  CliRun run = Tessera("demo --nodes 5000");
+  CliRun run = Tessera("demo --nodes 5000 --epochs 3");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("edge cut:"), std::string::npos);
-  EXPECT_NE(run.output.find("balance (max/mean)"), std::string::npos);
+  EXPECT_NE(run.output.find("demo 3/3: training GraphSAGE"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("process group of 2 trainers"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("done: test accuracy"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("demo finished: wall"), std::string::npos);
   EXPECT_EQ(DemoFolders(), before) << "the demo left its temporary folder behind";
+  // The job's shared memory is gone ("job <id>: ..." names it).
+  size_t at = run.output.find("] job j");
+  ASSERT_NE(at, std::string::npos) << run.output;
+  std::string job = run.output.substr(at + 6, run.output.find(':', at) - at - 6);
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    EXPECT_EQ(entry.path().filename().string().find("tessera." + job), std::string::npos)
+        << "the demo left " << entry.path() << " behind";
+  }
 
   TempDir dir;
-  CliRun cora =
-      Tessera("demo --dataset " + TestDataDir() + "/cora --parts 3 --workdir " + dir / "cora");
+  CliRun cora = Tessera("demo --dataset " + TestDataDir() + "/cora --parts 3 --epochs 1 --workdir " +
+                        dir / "cora");
   ASSERT_EQ(cora.exit_code, 0) << cora.output;
-  EXPECT_NE(cora.output.find("2708 nodes"), std::string::npos);
+  EXPECT_NE(cora.output.find("1433 features, 7 classes"), std::string::npos) << cora.output;
   EXPECT_TRUE(PathExists(dir / "cora/parts/demo.json"));  // A named workdir is kept.
+
+  CliRun bad = Tessera("demo --dataset " + dir / "nowhere");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("nowhere"), std::string::npos) << bad.output;
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+// File: examples/common.h
+//
+// Pieces the example trainers share: flag parsing and evaluation helpers,
+// written against the public API only.
+#ifndef TESSERA_EXAMPLES_COMMON_H_
+#define TESSERA_EXAMPLES_COMMON_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "include/tessera/dist.h"
+#include "include/tessera/parallel.h"
+#include "src/base/strings.h"
+
+namespace tessera::examples {
+
+// "10,25" -> {10, 25}; -1 means every neighbour.
+inline std::vector<int64_t> ParseFanouts(const std::string& text) {
+  std::vector<int64_t> fanouts;
+  for (std::string_view part : SplitString(text, ',')) {
+    int64_t value = 0;
+    if (!ParseInt64(part, &value) || value == 0 || value < -1) {
+      throw dist::Error("--fan-out: '" + text + "' is not a list like 10,25 (-1: all neighbours)");
+    }
+    fanouts.push_back(value);
+  }
+  if (fanouts.empty()) throw dist::Error("--fan-out is empty");
+  return fanouts;
+}
+
+// Throws naming what is missing unless the graph has every node array.
+inline void RequireNodeData(const dist::DistGraph& g, const std::vector<std::string>& names) {
+  auto schemes = g.node_attr_schemes();
+  for (const std::string& name : names) {
+    if (schemes.count(name)) continue;
+    std::string have;
+    for (const auto& [n, s] : schemes) have += (have.empty() ? "" : ", ") + n;
+    throw dist::Error("the graph has no node data '" + name + "' (it has: " + have + ")");
+  }
+}
+
+// Accuracy of argmax(logits) over every trainer's `nids` (a collective).
+inline double Accuracy(const dist::DistTensor& logits, const dist::DistTensor& labels,
+                       const torch::Tensor& nids) {
+  torch::Tensor counts = torch::zeros({2}, torch::kFloat64);
+  if (nids.size(0) > 0) {
+    torch::Tensor pred = logits[nids].argmax(1);
+    counts[0] = (pred == labels[nids].to(torch::kInt64)).sum().item<double>();
+    counts[1] = static_cast<double>(nids.size(0));
+  }
+  dist::all_reduce_sum(counts);
+  return counts[1].item<double>() > 0 ? counts[0].item<double>() / counts[1].item<double>() : 0;
+}
+
+// The number of classes: the largest label + 1 over all nodes (a collective).
+inline int64_t NumClasses(const dist::DistGraph& g, const dist::DistTensor& labels) {
+  auto ctx = dist::initialize();
+  torch::Tensor slots = torch::zeros({ctx->world_size()}, torch::kFloat64);
+  torch::Tensor mine = dist::node_split(torch::ones({g.num_nodes()}, torch::kBool),
+                                        g.partition_book());
+  if (mine.size(0) > 0) slots[ctx->rank()] = labels[mine].max().item<double>();
+  dist::all_reduce_sum(slots);  // Each trainer fills its own slot: the sum gathers them.
+  return static_cast<int64_t>(slots.max().item<double>()) + 1;
+}
+
+}  // namespace tessera::examples
+
+#endif  // TESSERA_EXAMPLES_COMMON_H_

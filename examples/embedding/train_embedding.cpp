@@ -1,0 +1,171 @@
+// File: examples/embedding/train_embedding.cpp
+//
+// Transductive node classification without input features: every node gets
+// a learnable embedding (DistEmbedding, updated by SparseAdam on the machine
+// that owns its rows), a GraphSAGE model on top (dense weights averaged by
+// DistributedDataParallel). Before training it evaluates the untrained model
+// on the random embeddings: the baseline the trained one must beat.
+//
+//   embedding_train --graph-name cora --part-config parts/cora.json --num-epochs 100
+//
+// Trainer 0 prints "RESULT {json}" with --json.
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "examples/common.h"
+#include "include/tessera/dist.h"
+#include "include/tessera/embedding.h"
+#include "include/tessera/nn.h"
+#include "include/tessera/parallel.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/time.h"
+
+namespace {
+
+namespace dist = tessera::dist;
+using tessera::Stopwatch;
+
+struct Flags {
+  std::string graph_name, ip_config, part_config, label = "label", save_dir;
+  int num_epochs = 100, num_layers = 2, eval_every = 20, num_workers = -1;
+  int64_t batch_size = 1000, embedding_dim = 64, num_hidden = 64;
+  std::string fan_out = "10,25";
+  double lr = 0.01, sparse_lr = 0.05, dropout = 0.5;
+  uint64_t seed = 42;
+  bool json = false;
+};
+
+int Run(const Flags& f) {
+  Stopwatch total;
+  auto ctx = dist::initialize(f.ip_config);
+  dist::DistGraph g(f.graph_name, f.part_config);
+  torch::manual_seed(f.seed);
+  dist::manual_seed(f.seed + static_cast<uint64_t>(ctx->rank()));
+  tessera::examples::RequireNodeData(g, {f.label, "train_mask", "val_mask", "test_mask"});
+  const std::vector<int64_t> fanouts = tessera::examples::ParseFanouts(f.fan_out);
+  dist::DistTensor labels = g.ndata(f.label);
+  const int64_t num_classes = tessera::examples::NumClasses(g, labels);
+  const auto& book = g.partition_book();
+  torch::Tensor train_nid = dist::node_split(g.ndata("train_mask"), book);
+  torch::Tensor val_nid = dist::node_split(g.ndata("val_mask"), book);
+  torch::Tensor test_nid = dist::node_split(g.ndata("test_mask"), book);
+
+  dist::DistEmbedding emb(g.num_nodes(), f.embedding_dim, "node_emb",
+                          dist::Init::Normal(0, 1, f.seed));
+  tessera::nn::SAGE model(f.embedding_dim, f.num_hidden, num_classes, f.num_layers, f.dropout);
+  dist::DistributedDataParallel ddp(model.ptr());
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(f.lr));
+  dist::SparseAdam sparse_optimizer({emb}, f.sparse_lr);
+  dist::DistNodeDataLoader loader(g, train_nid, {.fanouts = fanouts},
+                                  {.batch_size = f.batch_size,
+                                   .shuffle = true,
+                                   .seed = f.seed,
+                                   .num_workers = f.num_workers});
+
+  auto evaluate = [&](const char* when) {
+    Stopwatch watch;
+    dist::DistTensor out = model->inference(g, emb.weight(), 10000);
+    double val = tessera::examples::Accuracy(out, labels, val_nid);
+    double test = tessera::examples::Accuracy(out, labels, test_nid);
+    g.barrier();
+    spdlog::info("trainer {} {}: val acc {:.4f}, test acc {:.4f} ({:.2f} s)", ctx->rank(), when,
+                 val, test, watch.Seconds());
+    return std::make_pair(val, test);
+  };
+  auto [untrained_val, untrained_test] = evaluate("untrained");
+  double val = 0, test = 0;
+  for (int epoch = 0; epoch < f.num_epochs; ++epoch) {
+    model->train();
+    emb.train();
+    Stopwatch watch;
+    double loss_sum = 0;
+    int64_t seeds = 0;
+    for (const dist::MiniBatch& batch : loader) {
+      torch::Tensor h = emb(batch.input_nodes);
+      torch::Tensor logits = model->forward(batch.blocks, h);
+      torch::Tensor loss =
+          torch::nn::functional::cross_entropy(logits, labels[batch.seeds].to(torch::kInt64));
+      optimizer.zero_grad();
+      loss.backward();
+      ddp.synchronize();
+      optimizer.step();
+      sparse_optimizer.step();
+      loss_sum += loss.item<double>() * static_cast<double>(batch.seeds.size(0));
+      seeds += batch.seeds.size(0);
+    }
+    spdlog::info("trainer {} epoch {}: loss {:.4f}, {:.2f} s", ctx->rank(), epoch,
+                 loss_sum / std::max<int64_t>(1, seeds), watch.Seconds());
+    if ((f.eval_every > 0 && (epoch + 1) % f.eval_every == 0) || epoch + 1 == f.num_epochs) {
+      emb.eval();
+      std::tie(val, test) = evaluate(("epoch " + std::to_string(epoch)).c_str());
+    }
+  }
+  if (!f.save_dir.empty()) {
+    emb.save(f.save_dir + "/node_emb.npy");
+    sparse_optimizer.save(f.save_dir + "/");
+  }
+  if (ctx->rank() == 0) {
+    spdlog::info("done: test accuracy {:.4f} (untrained {:.4f}), total {:.1f} s", test,
+                 untrained_test, total.Seconds());
+    nlohmann::json result = {{"untrained_val_acc", untrained_val},
+                             {"untrained_test_acc", untrained_test},
+                             {"val_acc", val},
+                             {"test_acc", test},
+                             {"world_size", ctx->world_size()},
+                             {"total_s", total.Seconds()}};
+    if (f.json) std::printf("RESULT %s\n", result.dump().c_str());
+    std::fflush(stdout);
+  }
+  dist::exit_client();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"Transductive node classification with learned node embeddings (tessera)"};
+  app.add_option("--graph-name,--graph_name", f.graph_name)->required();
+  app.add_option("--ip-config,--ip_config", f.ip_config);
+  app.add_option("--part-config,--part_config", f.part_config);
+  app.add_option("--num-epochs,--num_epochs", f.num_epochs)->capture_default_str();
+  app.add_option("--batch-size,--batch_size", f.batch_size)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--fan-out,--fan_out", f.fan_out)->capture_default_str();
+  app.add_option("--embedding-dim,--embedding_dim", f.embedding_dim)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--num-hidden,--num_hidden", f.num_hidden)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--num-layers,--num_layers", f.num_layers)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lr", f.lr, "Dense (model) learning rate")->capture_default_str();
+  app.add_option("--sparse-lr,--sparse_lr", f.sparse_lr, "SparseAdam learning rate")
+      ->capture_default_str();
+  app.add_option("--dropout", f.dropout)->capture_default_str()->check(CLI::Range(0.0, 0.999));
+  app.add_option("--eval-every,--eval_every", f.eval_every)->capture_default_str();
+  app.add_option("--num-workers,--num_workers", f.num_workers)->capture_default_str();
+  app.add_option("--label", f.label)->capture_default_str();
+  app.add_option("--seed", f.seed)->capture_default_str();
+  app.add_option("--save-dir", f.save_dir,
+                 "Write the embedding and the optimizer state here after training");
+  app.add_flag("--json", f.json, "Print a last line RESULT {json}");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (f.num_layers != static_cast<int>(tessera::examples::ParseFanouts(f.fan_out).size())) {
+      throw dist::Error("--num-layers needs one fanout per layer in --fan-out");
+    }
+    return Run(f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "embedding_train: error: %s\n", e.what());
+    return 1;
+  }
+}
