@@ -6,6 +6,10 @@
 // sockets and shared memory) serving a two-part Cora partition.
 #include "include/tessera/dist.h"
 
+#include "include/tessera/embedding.h"
+#include "include/tessera/nn.h"
+#include "include/tessera/parallel.h"
+
 #include <fstream>
 #include <map>
 
@@ -200,6 +204,91 @@ void CheckSampling(const std::string& config) {
   }
 }
 
+
+// Learnable embeddings and the sparse optimizers, identical in both modes:
+// the updates match the formulas, only looked-up rows change, and the
+// embedding and optimizer state survive save and load.
+void CheckEmbedding(const std::string& config, const std::string& dir) {
+  DistGraph g("cora", config);
+  torch::Tensor all = torch::arange(2708);
+  torch::Tensor ids = torch::tensor({5, 9, 5, 2000});  // 5 twice: its gradients add up.
+  torch::Tensor coef = torch::tensor({{1.f, -2.f, 0.5f}, {3.f, 1.f, -1.f}, {1.f, 1.f, 1.f},
+                                      {-0.25f, 4.f, 2.f}});
+  torch::Tensor unique = torch::tensor({5, 9, 2000});
+  torch::Tensor g_rows = torch::stack({coef[0] + coef[2], coef[1], coef[3]});
+  const double lr = 0.1;
+
+  DistEmbedding emb(2708, 3, "emb_adagrad", Init::Uniform(-1, 1, 3));
+  SparseAdagrad adagrad({emb}, lr);
+  torch::Tensor w0 = emb.weight()[all];
+  for (int step = 1; step <= 2; ++step) {
+    torch::Tensor h = emb(ids);
+    EXPECT_TRUE(h.requires_grad());
+    (h * coef).sum().backward();
+    adagrad.step();
+    // sum = step * g^2; each step moves by lr * g / sqrt(k g^2) for k = 1..step.
+    torch::Tensor moved = torch::zeros_like(g_rows);
+    for (int k = 1; k <= step; ++k) moved += lr * g_rows / (torch::sqrt(k * g_rows * g_rows) + 1e-10);
+    EXPECT_TRUE(torch::allclose(emb.weight()[unique], w0.index_select(0, unique) - moved, 1e-5, 1e-6));
+    EXPECT_TRUE(torch::allclose(g.ndata("emb_adagrad.adagrad_sum")[unique], step * g_rows * g_rows));
+  }
+  torch::Tensor untouched = torch::tensor({0, 6, 2001, 2707});
+  EXPECT_TRUE(torch::equal(emb.weight()[untouched], w0.index_select(0, untouched)));
+
+  // Adam: the first step of each row moves it by lr * g / (|g| + eps).
+  DistEmbedding emb_adam(2708, 3, "emb_adam", Init::Normal(0, 1, 4));
+  SparseAdam adam({emb_adam}, lr);
+  torch::Tensor a0 = emb_adam.weight()[all];
+  (emb_adam(ids) * coef).sum().backward();
+  adam.step();
+  EXPECT_TRUE(torch::allclose(emb_adam.weight()[unique],
+                              a0.index_select(0, unique) - lr * g_rows / (g_rows.abs() + 1e-8),
+                              1e-5, 1e-6));
+  torch::Tensor steps = g.ndata("emb_adam.adam_step")[all].reshape({-1});
+  EXPECT_EQ(steps.sum().item<float>(), 3.f);  // One step for each of the three rows.
+  EXPECT_EQ(steps[5].item<float>(), 1.f);
+
+  // Lookups in eval mode or without gradients are not recorded.
+  emb.eval();
+  torch::Tensor before = emb.weight()[all];
+  EXPECT_FALSE(emb(ids).requires_grad());
+  adagrad.step();
+  EXPECT_TRUE(torch::equal(emb.weight()[all], before));
+  emb.train();
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_FALSE(emb(ids).requires_grad());
+  }
+  adagrad.step();  // Nothing recorded: a no-op.
+  // zero_grad() forgets recorded lookups.
+  (emb(ids) * coef).sum().backward();
+  adagrad.zero_grad();
+  adagrad.step();
+  EXPECT_TRUE(torch::equal(emb.weight()[all], before));
+
+  // Save, change, load: the rows and the optimizer state come back.
+  emb.save(dir + "/emb.npy");
+  adagrad.save(dir + "/opt-");
+  torch::Tensor state = g.ndata("emb_adagrad.adagrad_sum")[all];
+  emb.weight().set(unique, torch::zeros({3, 3}));
+  g.ndata("emb_adagrad.adagrad_sum").set(unique, torch::zeros({3, 3}));
+  emb.load(dir + "/emb.npy");
+  adagrad.load(dir + "/opt-");
+  EXPECT_TRUE(torch::equal(emb.weight()[all], before));
+  EXPECT_TRUE(torch::equal(g.ndata("emb_adagrad.adagrad_sum")[all], state));
+  try {
+    emb_adam.load(dir + "/opt-emb_adagrad.adagrad_sum.npy");  // Right shape, so this works...
+    DistEmbedding wide(2708, 5, "emb_wide");
+    wide.load(dir + "/emb.npy");  // ... but [2708, 3] into [2708, 5] does not.
+    FAIL() << "expected a shape error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2708, 3]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(emb.load(dir + "/missing.npy"), Error);
+  EXPECT_THROW(SparseAdam({emb}, -1), Error);
+  EXPECT_THROW(DistEmbedding(2708, 0, "emb_zero"), Error);
+}
+
 TEST(DistTest, Standalone) {
   tessera::testing::TempDir dir;
   std::string config = kv::testing::PartitionCora(dir.path(), 1);
@@ -207,6 +296,7 @@ TEST(DistTest, Standalone) {
   EXPECT_TRUE(ctx->standalone());
   Check(config, 0);
   CheckSampling(config);
+  CheckEmbedding(config, dir.path());
   exit_client();
 }
 
@@ -249,9 +339,98 @@ TEST(DistTest, Distributed) {
   EXPECT_FALSE(ctx->standalone());
   Check(config, 0);
   CheckSampling(config);
+  CheckEmbedding(config, dir.path());
   EXPECT_THROW(DistGraph("citeseer", config), Error);
   exit_client();
 }
 
 }  // namespace
 }  // namespace tessera::dist
+
+namespace tessera::nn {
+namespace {
+
+// A block drawn by hand: 5 sources, the first 2 are the destinations.
+//   dst 0 <- src 2, src 3, src 0      dst 1 <- (nothing)
+dist::Block HandBlock() {
+  return {.src_nodes = torch::tensor({10, 11, 12, 13, 14}),
+          .indptr = torch::tensor({0, 3, 3}),
+          .indices = torch::tensor({2, 3, 0}),
+          .eids = torch::tensor({7, 8, 9})};
+}
+
+TEST(NnTest, MeanAggregateAveragesInEdges) {
+  torch::Tensor h = torch::arange(15, torch::kFloat32).reshape({5, 3});
+  torch::Tensor mean = mean_aggregate(HandBlock(), h);
+  EXPECT_TRUE(torch::allclose(mean[0], (h[2] + h[3] + h[0]) / 3));
+  EXPECT_TRUE(torch::equal(mean[1], torch::zeros({3})));  // No in-edges: zero.
+  EXPECT_THROW(mean_aggregate(HandBlock(), torch::zeros({4, 3})), dist::Error);
+}
+
+// Both orders (aggregate then project, or project then aggregate) give
+// W_self h_dst + W_neigh mean + b, and gradients reach every weight.
+TEST(NnTest, SageConvMatchesTheFormula) {
+  for (auto [in, out] : {std::pair<int64_t, int64_t>{3, 4}, {4, 2}}) {
+    torch::manual_seed(1);
+    SAGEConv conv(in, out);
+    torch::Tensor h = torch::randn({5, in});
+    dist::Block block = HandBlock();
+    torch::Tensor y = conv->forward(block, h);
+    ASSERT_EQ(y.sizes().vec(), (std::vector<int64_t>{2, out}));
+    auto params = conv->named_parameters();
+    torch::Tensor w_self = params["fc_self.weight"], b = params["fc_self.bias"];
+    torch::Tensor w_neigh = params["fc_neigh.weight"];
+    torch::Tensor mean = torch::stack({(h[2] + h[3] + h[0]) / 3, torch::zeros({in})});
+    torch::Tensor expected = h.slice(0, 0, 2).matmul(w_self.t()) + b + mean.matmul(w_neigh.t());
+    EXPECT_TRUE(torch::allclose(y, expected, 1e-5, 1e-6)) << in << " -> " << out;
+    y.sum().backward();
+    for (const auto& p : conv->parameters()) EXPECT_TRUE(p.grad().defined());
+    EXPECT_THROW(conv->forward(block, torch::zeros({5, in + 1})), dist::Error);
+  }
+}
+
+TEST(NnTest, SageStacksLayersAndChecksBlocks) {
+  SAGE model(3, 8, 2, 2, 0.5);
+  dist::Block b0{.src_nodes = torch::tensor({1, 2, 3}), .indptr = torch::tensor({0, 1, 2}),
+                 .indices = torch::tensor({2, 0}), .eids = torch::tensor({0, 1})};
+  dist::Block b1{.src_nodes = torch::tensor({1, 2}), .indptr = torch::tensor({0, 1}),
+                 .indices = torch::tensor({1}), .eids = torch::tensor({2})};
+  model->eval();
+  torch::Tensor y = model->forward({b0, b1}, torch::randn({3, 3}));
+  EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{1, 2}));
+  EXPECT_THROW(model->forward({b0}, torch::randn({3, 3})), dist::Error);
+  EXPECT_THROW(SAGE(3, 8, 2, 0, 0.5), dist::Error);
+}
+
+// One trainer: DDP buckets cover every parameter once, last layers first,
+// and synchronising changes nothing.
+TEST(NnTest, DdpWithOneTrainerIsTransparent) {
+  dist::initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
+  SAGE model(3, 8, 2, 2, 0);
+  dist::DistributedDataParallel ddp(model.ptr(), {.bucket_cap_mb = 0.0001});
+  EXPECT_EQ(ddp.world_size(), 1);
+  std::vector<int64_t> seen;
+  for (const auto& bucket : ddp.bucket_params()) seen.insert(seen.end(), bucket.begin(), bucket.end());
+  const int64_t n = static_cast<int64_t>(model->parameters().size());
+  ASSERT_EQ(static_cast<int64_t>(seen.size()), n);
+  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(seen[i], n - 1 - i);
+  EXPECT_GT(ddp.bucket_params().size(), 1u);  // The tiny cap splits them.
+  dist::Block b0{.src_nodes = torch::tensor({1, 2}), .indptr = torch::tensor({0, 1}),
+                 .indices = torch::tensor({1}), .eids = torch::tensor({0})};
+  dist::Block b1{.src_nodes = torch::tensor({1}), .indptr = torch::tensor({0, 0}),
+                 .indices = torch::zeros({0}, torch::kInt64),
+                 .eids = torch::zeros({0}, torch::kInt64)};
+  torch::Tensor loss = model->forward({b0, b1}, torch::randn({2, 3})).sum();
+  loss.backward();
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : model->parameters()) grads.push_back(p.grad().clone());
+  dist::SyncStats stats = ddp.synchronize();
+  EXPECT_EQ(stats.wait_seconds, 0);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    EXPECT_TRUE(torch::equal(model->parameters()[i].grad(), grads[i]));
+  }
+  dist::exit_client();
+}
+
+}  // namespace
+}  // namespace tessera::nn
