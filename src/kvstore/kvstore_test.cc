@@ -3,6 +3,7 @@
 // KV servers (threads, real sockets, real shared memory) over a 2-part Cora
 // partition, and clients on "machine 0" (local rows from shared memory) and
 // on no machine (everything remote).
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -147,6 +148,105 @@ TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
   std::vector<double> out(ids.size() * 8);
   ASSERT_TRUE(reader->PullInto("node/acc", ids, out.data()).ok());
   for (double v : out) ASSERT_EQ(v, kClients * kRounds);
+}
+
+// Sparse optimizer updates from 4 clients (two reading this machine's rows
+// from shared memory, two remote) through 2 servers per machine: every
+// update lands with its optimizer state (DGL PR #3561 lost them and made
+// NaNs with several servers per machine). With gradient 1, Adagrad's state
+// sum counts the updates exactly and Adam's step counter too.
+TEST_F(KvStoreTest, ConcurrentSparseUpdatesLoseNothing) {
+  TestCluster cluster(*config_, 2, 2);
+  constexpr int kDim = 4;
+  {
+    auto c = cluster.Connect(100, 0);
+    for (const char* name : {"emb", "emb.adagrad_sum", "emb.adam_m", "emb.adam_v"}) {
+      ASSERT_TRUE(c->InitData({.name = name, .shape = {2708, kDim}}).ok());
+    }
+    ASSERT_TRUE(c->InitData({.name = "emb.adam_step", .shape = {2708, 1}}).ok());
+  }
+  constexpr int kClients = 4, kRounds = 100;
+  std::vector<int64_t> ids = {0, 1, 1354, 1355, 2700, 2707, 5, 1400};
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      auto client = cluster.Connect(c, c % 2 == 0 ? 0 : -1);
+      std::vector<float> grads(ids.size() * kDim, 1.0f);
+      for (int r = 0; r < kRounds; ++r) {
+        SparseOptimizerSpec adagrad{.kind = SparseOptimizerKind::kAdagrad, .lr = 0.01};
+        SparseOptimizerSpec adam{.kind = SparseOptimizerKind::kAdam, .lr = 0.01, .eps = 1e-8};
+        if (!client->SparseUpdate("node/emb", ids, grads.data(), r % 2 ? adam : adagrad).ok()) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto reader = cluster.Connect(200, 1);
+  std::vector<float> sums(ids.size() * kDim), steps(ids.size()), rows(ids.size() * kDim);
+  ASSERT_TRUE(reader->PullInto("node/emb.adagrad_sum", ids, sums.data()).ok());
+  ASSERT_TRUE(reader->PullInto("node/emb.adam_step", ids, steps.data()).ok());
+  ASSERT_TRUE(reader->PullInto("node/emb", ids, rows.data()).ok());
+  for (float v : sums) ASSERT_EQ(v, kClients * kRounds / 2);
+  for (float v : steps) ASSERT_EQ(v, kClients * kRounds / 2);
+  for (float v : rows) ASSERT_TRUE(std::isfinite(v) && v < 0) << v;  // Always pushed down.
+}
+
+// Bad sparse updates get an error naming the problem; nothing changes.
+TEST_F(KvStoreTest, BadSparseUpdatesAreRefused) {
+  TestCluster cluster(*config_, 2, 1);
+  auto c = cluster.Connect(0, 0);
+  ASSERT_TRUE(c->InitData({.name = "emb", .shape = {2708, 2}}).ok());
+  ASSERT_TRUE(c->InitData({.name = "emb64", .dtype = DType::kFloat64, .shape = {2708, 2}}).ok());
+  std::vector<int64_t> ids = {3, 2000};
+  std::vector<float> grads(4, 1.0f);
+  auto expect = [&](Status st, const char* says) {
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(std::string(st.message()).find(says), std::string::npos) << st;
+  };
+  SparseOptimizerSpec adagrad{.kind = SparseOptimizerKind::kAdagrad};
+  expect(c->SparseUpdate("node/emb", ids, grads.data(), adagrad), "emb.adagrad_sum");
+  expect(c->SparseUpdate("node/emb64", ids, grads.data(), adagrad), "float32");
+  expect(c->SparseUpdate("node/emb", ids, grads.data(), {.kind = SparseOptimizerKind::kAdagrad,
+                                                         .lr = -1}),
+         "lr");
+  expect(c->SparseUpdate("node/emb", ids, grads.data(),
+                         {.kind = SparseOptimizerKind::kAdam, .beta1 = 1.5}),
+         "betas");
+  expect(c->SparseUpdate("node/emb", {{5000}}, grads.data(), adagrad), "5000");
+  // Straight on the wire: unknown kind, wrong gradient shape, foreign ids.
+  auto rpc =
+      rpc::RpcClient::Create({.token = "t", .client_id = 77, .servers = cluster.endpoints()});
+  ASSERT_TRUE(rpc.ok()) << rpc.status();
+  ASSERT_TRUE(c->InitData({.name = "emb.adagrad_sum", .shape = {2708, 2}}).ok());
+  auto call = [&](uint32_t kind, std::vector<rpc::WireArray> arrays) {
+    rpc::Message m = rpc::MakeRequest(wire::SPARSE_UPDATE);
+    m.header.set_name("node/emb");
+    m.header.mutable_sparse_optimizer()->set_kind(kind);
+    m.header.mutable_sparse_optimizer()->set_lr(0.1);
+    m.header.mutable_sparse_optimizer()->set_eps(1e-10);
+    m.arrays = std::move(arrays);
+    return (*rpc)->CallOne(0, std::move(m), Deadline::InSeconds(10)).status();
+  };
+  auto wire_ids = [](std::vector<int64_t> v) { return rpc::MakeWireArray(std::move(v)); };
+  auto grad_rows = [](int64_t rows, int64_t dim) {
+    rpc::WireArray a = rpc::MakeWireArray(std::vector<float>(rows * dim, 1.0f));
+    a.shape = {rows, dim};
+    return a;
+  };
+  expect(call(9, {wire_ids({0}), grad_rows(1, 2)}), "kind");
+  expect(call(1, {wire_ids({0})}), "two arrays");
+  expect(call(1, {wire_ids({0, 1}), grad_rows(1, 2)}), "gradients");
+  expect(call(1, {wire_ids({0}), grad_rows(1, 3)}), "dim 2");
+  int64_t foreign = c->book().NodeRange(1).first;
+  expect(call(1, {wire_ids({foreign}), grad_rows(1, 2)}), "not owned");
+  std::vector<float> row(2);
+  ASSERT_TRUE(c->PullInto("node/emb", {{0}}, row.data()).ok());
+  EXPECT_EQ(row, (std::vector<float>{0, 0}));  // Zeros, as created: nothing was applied.
+  // And the server still serves.
+  EXPECT_TRUE(c->SparseUpdate("node/emb", ids, grads.data(), adagrad).ok());
 }
 
 TEST_F(KvStoreTest, BarrierWaitsForAllAndFailsWhenOneLeaves) {

@@ -74,6 +74,8 @@ std::string_view MethodName(wire::Method method) {
       return "out_degrees";
     case wire::FIND_EDGES:
       return "find_edges";
+    case wire::SPARSE_UPDATE:
+      return "sparse_update";
     default:
       return "unknown method";
   }
