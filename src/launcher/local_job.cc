@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <random>
 
 #include "fmt/format.h"
@@ -213,9 +214,12 @@ StatusOr<JobResult> LocalJob::Wait(Deadline deadline, const std::atomic<bool>* c
   while (!all_done(clients_)) {
     // One client failing dooms the rest (they would wait for it in the next
     // collective): stop everything now rather than at the deadline.
-    for (Process& p : clients_) {
-      if (p.finished() && p.exit_code() != 0 && failure.empty()) {
-        failure = fmt::format("{} (pid {}) exited with code {}", p.name(), p.pid(), p.exit_code());
+    for (size_t rank = 0; rank < clients_.size() && failure.empty(); ++rank) {
+      const Process& p = clients_[rank];
+      if (p.finished() && p.exit_code() != 0) {
+        failure = fmt::format("client {} ({}, pid {}) {} {}", rank, p.name(), p.pid(),
+                              p.exit_code() < 0 ? "was killed by signal" : "exited with code",
+                              std::abs(p.exit_code()));
       }
     }
     if (!failure.empty()) {

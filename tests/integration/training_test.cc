@@ -1,0 +1,229 @@
+// File: tests/integration/training_test.cc
+//
+// End-to-end training with the example programs (examples/), on the real
+// datasets of shared/datasets (testdata/), standalone and as real local jobs
+// (server and trainer processes on loopback):
+//   * GraphSAGE reaches the published-level test accuracy on Cora and
+//     CiteSeer (public split), and 2 machines x 2 trainers reach the
+//     standalone accuracy within one point, with identical weights on every
+//     trainer (gradients really are averaged);
+//   * learned node embeddings (no features) beat the untrained model;
+//   * a trainer killed with SIGKILL stops the whole job at once, leaving no
+//     process and no shared memory.
+#include <signal.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "src/base/test_util.h"
+#include "src/graph/generator.h"
+#include "src/kvstore/test_cluster.h"
+#include "src/launcher/local_job.h"
+#include "src/partition/partition.h"
+
+namespace tessera {
+namespace {
+
+std::string Program(const std::string& name) {
+  return std::string(TESSERA_BINARY_DIR) + "/bin/" + name;
+}
+
+// Flags for citation graphs (see examples/graphsage/train_dist.cpp).
+const std::vector<std::string> kCitationFlags = {
+    "--row-normalize", "--input-dropout", "0.5", "--lr", "0.01", "--weight-decay", "5e-4",
+    "--batch-size", "140", "--num-epochs", "200", "--eval-every", "200", "--log-every", "0",
+    "--json"};
+
+nlohmann::json ResultIn(const std::string& output) {
+  size_t at = output.rfind("RESULT ");
+  if (at == std::string::npos) return nullptr;
+  return nlohmann::json::parse(output.substr(at + 7, output.find('\n', at) - at - 7));
+}
+
+// Runs a program standalone (no launcher environment); its output.
+std::string RunStandalone(const std::vector<std::string>& argv, int* exit_code) {
+  std::string command = "env -u TESSERA_JOB_ID";
+  for (const std::string& a : argv) command += " '" + a + "'";
+  command += " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while (pipe != nullptr && (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    output.append(buffer.data(), n);
+  }
+  int status = pipe == nullptr ? -1 : pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return output;
+}
+
+struct JobRun {
+  launcher::JobResult result;
+  std::vector<std::string> logs;  // Per trainer rank.
+  std::string job_id;
+};
+
+JobRun RunJob(const std::string& config, const std::string& workdir, int trainers,
+              const std::vector<std::string>& argv) {
+  launcher::LocalJobOptions o;
+  o.tessera_binary = testing::TesseraBinary();
+  o.part_config = config;
+  o.workdir = workdir;
+  o.clients_per_machine = trainers;
+  o.client_argv = argv;
+  o.client_log_dir = workdir;
+  JobRun run;
+  auto job = launcher::LocalJob::Start(o);
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return run;
+  run.job_id = (*job)->job_id();
+  auto result = (*job)->Wait(Deadline::InSeconds(600));
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (result.ok()) run.result = *result;
+  for (int rank = 0; rank < (*job)->num_machines() * trainers; ++rank) {
+    run.logs.push_back(testing::ReadAll(workdir + "/client-" + std::to_string(rank) + ".log"));
+  }
+  return run;
+}
+
+double Checksum(const std::string& log) {
+  size_t at = log.find("parameter checksum ");
+  return at == std::string::npos ? -1 : std::stod(log.substr(at + 19));
+}
+
+TEST(TrainingTest, CoraReachesPublishedAccuracyStandaloneAndDistributed) {
+  testing::TempDir dir;
+  std::string one = kv::testing::PartitionCora(dir / "one", 1);
+  std::string two = kv::testing::PartitionCora(dir / "two", 2);
+  double standalone = 0, distributed = 0;
+  const std::vector<std::string> seeds = {"42", "1", "2"};  // Means over 3 seeds.
+  for (const std::string& seed : seeds) {
+    std::vector<std::string> argv = {Program("graphsage_train_dist"), "--graph-name", "cora",
+                                     "--part-config", one, "--seed", seed};
+    argv.insert(argv.end(), kCitationFlags.begin(), kCitationFlags.end());
+    int code = 0;
+    std::string output = RunStandalone(argv, &code);
+    ASSERT_EQ(code, 0) << output;
+    nlohmann::json r = ResultIn(output);
+    ASSERT_FALSE(r.is_null()) << output;
+    EXPECT_EQ(r["mode"], "standalone");
+    standalone += r["test_acc"].get<double>() / seeds.size();
+
+    argv[4] = two;
+    JobRun job = RunJob(two, dir / ("job" + seed), 2, argv);
+    ASSERT_TRUE(job.result.ok()) << job.result.first_failure << "\n" << job.logs[0];
+    nlohmann::json d = ResultIn(job.logs[0]);
+    ASSERT_FALSE(d.is_null()) << job.logs[0];
+    EXPECT_EQ(d["world_size"], 4);
+    distributed += d["test_acc"].get<double>() / seeds.size();
+    // DDP: every trainer ends with the same weights.
+    std::set<double> checksums;
+    for (const std::string& log : job.logs) {
+      EXPECT_NE(log.find("process group of 4 trainers"), std::string::npos) << log;
+      checksums.insert(Checksum(log));
+    }
+    EXPECT_EQ(checksums.size(), 1u) << "the trainers' weights differ";
+    EXPECT_GT(*checksums.begin(), 0);
+  }
+  std::printf("cora test accuracy: standalone %.4f, 2 machines x 2 trainers %.4f\n", standalone,
+              distributed);
+  EXPECT_GE(standalone, 0.78);
+  EXPECT_GE(distributed, 0.78);
+  EXPECT_NEAR(distributed, standalone, 0.01);
+}
+
+TEST(TrainingTest, CiteSeerReachesPublishedAccuracy) {
+  testing::TempDir dir;
+  auto graph = ReadGraph(testing::TestDataDir() + "/citeseer");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto parts = PartitionGraph(*graph, "citeseer", 1, dir / "one", {});
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  std::vector<std::string> argv = {Program("graphsage_train_dist"), "--graph-name", "citeseer",
+                                   "--part-config", parts->config_path};
+  argv.insert(argv.end(), kCitationFlags.begin(), kCitationFlags.end());
+  int code = 0;
+  std::string output = RunStandalone(argv, &code);
+  ASSERT_EQ(code, 0) << output;
+  nlohmann::json r = ResultIn(output);
+  ASSERT_FALSE(r.is_null()) << output;
+  std::printf("citeseer test accuracy: %.4f\n", r["test_acc"].get<double>());
+  EXPECT_GE(r["test_acc"].get<double>(), 0.67);
+}
+
+// Learned embeddings on 2 machines: each row is updated by SparseAdam on the
+// machine that owns it. The trained model must clearly beat the same model
+// on the untrained (random) embeddings.
+TEST(TrainingTest, LearnedEmbeddingsBeatTheUntrainedModel) {
+  testing::TempDir dir;
+  std::string two = kv::testing::PartitionCora(dir / "two", 2);
+  JobRun job = RunJob(two, dir / "job", 1,
+                      {Program("embedding_train"), "--graph-name", "cora", "--part-config", two,
+                       "--num-epochs", "60", "--batch-size", "70", "--eval-every", "0",
+                       "--save-dir", dir.path(), "--json"});
+  ASSERT_TRUE(job.result.ok()) << job.result.first_failure << "\n" << job.logs[0];
+  nlohmann::json r = ResultIn(job.logs[0]);
+  ASSERT_FALSE(r.is_null()) << job.logs[0];
+  std::printf("embeddings: test accuracy %.4f, untrained %.4f\n", r["test_acc"].get<double>(),
+              r["untrained_test_acc"].get<double>());
+  EXPECT_GE(r["test_acc"].get<double>(), r["untrained_test_acc"].get<double>() + 0.2);
+  EXPECT_TRUE(std::filesystem::exists(dir / "node_emb.npy"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "node_emb.adam_m.npy"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "node_emb.adam_step.npy"));
+}
+
+// kill -9 of one trainer mid-training: the job stops within seconds (the
+// other trainer would otherwise wait in its next allreduce), naming the dead
+// trainer, and leaves no process and no shared memory.
+TEST(TrainingTest, AKilledTrainerStopsTheJob) {
+  testing::TempDir dir;
+  GenerateOptions gen;
+  gen.num_nodes = 20000;
+  gen.num_undirected_edges = 200000;
+  gen.feat_dim = 16;
+  gen.num_classes = 4;
+  ASSERT_TRUE(GenerateSbmGraph(gen, dir / "graph").ok());
+  auto graph = ReadGraph(dir / "graph");
+  ASSERT_TRUE(graph.ok());
+  auto parts = PartitionGraph(*graph, "g", 2, dir / "parts", {});
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  launcher::LocalJobOptions o;
+  o.tessera_binary = testing::TesseraBinary();
+  o.part_config = parts->config_path;
+  o.workdir = dir / "job";
+  o.client_argv = {Program("graphsage_train_dist"), "--graph-name", "g", "--part-config",
+                   parts->config_path, "--num-epochs", "100000", "--batch-size", "100"};
+  o.client_log_dir = dir / "job";
+  auto job = launcher::LocalJob::Start(o);
+  ASSERT_TRUE(job.ok()) << job.status();
+  std::string job_id = (*job)->job_id();
+  // Wait until trainer 1 has finished an epoch, then kill it.
+  Deadline started = Deadline::InSeconds(120);
+  while (testing::ReadAll(dir / "job/client-1.log").find("epoch 0:") == std::string::npos) {
+    ASSERT_FALSE(started.Expired()) << testing::ReadAll(dir / "job/client-1.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  pid_t victim = (*job)->clients()[1].pid();
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  Stopwatch watch;
+  auto result = (*job)->Wait(Deadline::InSeconds(60));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_LT(watch.Seconds(), 30);
+  EXPECT_FALSE(result->ok());
+  EXPECT_NE(result->first_failure.find("client 1"), std::string::npos) << result->first_failure;
+  for (auto& p : (*job)->clients()) EXPECT_TRUE(p.finished());
+  for (auto& p : (*job)->servers()) EXPECT_TRUE(p.finished());
+  job->reset();
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    EXPECT_EQ(entry.path().filename().string().find(job_id), std::string::npos)
+        << entry.path() << " was left behind";
+  }
+}
+
+}  // namespace
+}  // namespace tessera
