@@ -40,6 +40,13 @@ class SAGEConvImpl : public torch::nn::Module {
   int64_t in_feats() const { return in_feats_; }
   int64_t out_feats() const { return out_feats_; }
 
+  // The layer in two halves, for inference: project(h) = [W_self h + b,
+  // W_neigh h] per node ([n, 2 * out_feats]), and combine(block, p) =
+  // p_dst[:, :out] + mean(p_src[:, out:]) = forward(block, h). Storing the
+  // projection instead of h is smaller when in_feats > 2 * out_feats.
+  torch::Tensor project(const torch::Tensor& h);
+  torch::Tensor combine(const dist::Block& block, const torch::Tensor& projected_src);
+
  private:
   int64_t in_feats_, out_feats_;
   torch::nn::Linear fc_self_{nullptr}, fc_neigh_{nullptr};
@@ -58,11 +65,16 @@ class SAGEImpl : public torch::nn::Module {
   torch::Tensor forward(const std::vector<dist::Block>& blocks, const torch::Tensor& x);
   // Layer `l` alone, with its activation and dropout when it is not the last.
   torch::Tensor forward_layer(int l, const dist::Block& block, const torch::Tensor& h);
+  // The activation and dropout that follow layer `l` (none after the last).
+  torch::Tensor activate(int l, const torch::Tensor& out);
 
   // Every node's output, computed layer by layer over all in-neighbours
   // (no sampling): each trainer computes its node_split share of a layer into
-  // a DistTensor, then all trainers move to the next layer. A collective:
-  // every trainer calls it. Runs under NoGradGuard in eval mode.
+  // a DistTensor, then all trainers move to the next layer. When the next
+  // layer narrows (in > 2 * out) the stored rows are its projection rather
+  // than the layer's output, so the next layer gathers fewer bytes per
+  // edge. A collective: every trainer calls it. Runs under NoGradGuard in
+  // eval mode.
   dist::DistTensor inference(const dist::DistGraph& g, const dist::DistTensor& x,
                              int64_t batch_size);
   int num_layers() const { return static_cast<int>(layers_.size()); }

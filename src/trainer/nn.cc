@@ -47,6 +47,19 @@ torch::Tensor SAGEConvImpl::forward(const dist::Block& block, const torch::Tenso
   return fc_self_(h_dst) + neigh;
 }
 
+torch::Tensor SAGEConvImpl::project(const torch::Tensor& h) {
+  return torch::cat({fc_self_(h), fc_neigh_(h)}, 1);
+}
+
+torch::Tensor SAGEConvImpl::combine(const dist::Block& block, const torch::Tensor& projected_src) {
+  if (projected_src.dim() != 2 || projected_src.size(1) != 2 * out_feats_) {
+    throw dist::Error(fmt::format("SAGEConv({} -> {}): a projection has {} columns, not {}",
+                                  in_feats_, out_feats_, projected_src.size(1), 2 * out_feats_));
+  }
+  torch::Tensor self = projected_src.slice(0, 0, block.num_dst_nodes()).slice(1, 0, out_feats_);
+  return self + mean_aggregate(block, projected_src.slice(1, out_feats_).contiguous());
+}
+
 SAGEImpl::SAGEImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int num_layers,
                    double dropout, double input_dropout) {
   if (num_layers < 1) throw dist::Error("SAGE: num_layers must be at least 1");
@@ -59,10 +72,12 @@ SAGEImpl::SAGEImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int num_
   input_dropout_ = register_module("input_dropout", torch::nn::Dropout(input_dropout));
 }
 
+torch::Tensor SAGEImpl::activate(int l, const torch::Tensor& out) {
+  return l + 1 < num_layers() ? dropout_(torch::relu(out)) : out;
+}
+
 torch::Tensor SAGEImpl::forward_layer(int l, const dist::Block& block, const torch::Tensor& h) {
-  torch::Tensor out = layers_.at(static_cast<size_t>(l))->forward(block, h);
-  if (l + 1 < num_layers()) out = dropout_(torch::relu(out));
-  return out;
+  return activate(l, layers_.at(static_cast<size_t>(l))->forward(block, h));
 }
 
 torch::Tensor SAGEImpl::forward(const std::vector<dist::Block>& blocks, const torch::Tensor& x) {
@@ -81,13 +96,21 @@ dist::DistTensor SAGEImpl::inference(const dist::DistGraph& g, const dist::DistT
   bool was_training = is_training();
   eval();
   const int64_t call = inference_calls_++;
-  torch::Tensor nodes = dist::node_split(torch::ones({g.num_nodes()}, torch::kBool),
-                                         g.partition_book());
+  // Trainer r of W computes nodes [N r / W, N (r + 1) / W). Global ids are
+  // contiguous per partition and ranks go machine by machine, so that is
+  // (about) its own machine's nodes: the rows it writes are mostly local.
+  auto ctx = dist::initialize();
+  const int64_t n = g.num_nodes(), rank = ctx->rank(), world = ctx->world_size();
+  torch::Tensor nodes = torch::arange(n * rank / world, n * (rank + 1) / world);
   dist::DistTensor input = x;
   std::optional<dist::DistTensor> output;
+  bool input_projected = false;  // `input` holds layer l's projection, not its input.
   for (int l = 0; l < num_layers(); ++l) {
     Stopwatch watch;
-    const int64_t width = layers_[static_cast<size_t>(l)]->out_feats();
+    SAGEConv layer = layers_[static_cast<size_t>(l)];
+    SAGEConv next = l + 1 < num_layers() ? layers_[static_cast<size_t>(l + 1)] : nullptr;
+    const bool store_projection = next && next->in_feats() > 2 * next->out_feats();
+    const int64_t width = store_projection ? 2 * next->out_feats() : layer->out_feats();
     // Names every trainer derives alike; unique per call so that a tensor of
     // an earlier call still being dropped elsewhere is never attached to.
     output.emplace(std::vector<int64_t>{g.num_nodes(), width}, torch::kFloat32,
@@ -97,8 +120,12 @@ dist::DistTensor SAGEImpl::inference(const dist::DistGraph& g, const dist::DistT
     for (const dist::MiniBatch& batch : loader) {
       torch::Tensor h = input[batch.input_nodes];
       if (h.scalar_type() != torch::kFloat32) h = h.to(torch::kFloat32);
-      output->set(batch.seeds, forward_layer(l, batch.blocks[0], h));
+      const dist::Block& block = batch.blocks[0];
+      torch::Tensor y = input_projected ? activate(l, layer->combine(block, h))
+                                        : forward_layer(l, block, h);
+      output->set(batch.seeds, store_projection ? next->project(y) : y);
     }
+    input_projected = store_projection;
     g.barrier();
     spdlog::info("inference: layer {} of {} ({} of {} nodes here) in {:.2f} s", l + 1,
                  num_layers(), nodes.size(0), g.num_nodes(), watch.Seconds());
