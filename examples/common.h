@@ -57,8 +57,8 @@ inline double Accuracy(const dist::DistTensor& logits, const dist::DistTensor& l
 inline int64_t NumClasses(const dist::DistGraph& g, const dist::DistTensor& labels) {
   auto ctx = dist::initialize();
   torch::Tensor slots = torch::zeros({ctx->world_size()}, torch::kFloat64);
-  torch::Tensor mine = dist::node_split(torch::ones({g.num_nodes()}, torch::kBool),
-                                        g.partition_book());
+  torch::Tensor mine =
+      dist::node_split(torch::ones({g.num_nodes()}, torch::kBool), g.partition_book());
   if (mine.size(0) > 0) slots[ctx->rank()] = labels[mine].max().item<double>();
   dist::all_reduce_sum(slots);  // Each trainer fills its own slot: the sum gathers them.
   return static_cast<int64_t>(slots.max().item<double>()) + 1;

@@ -48,14 +48,20 @@ StatusOr<nlohmann::json> RunOne(const TrainFlags& f, const BenchPartitions& part
                     .samplers = f.samplers,
                     .capture = true,
                     .timeout_s = f.timeout_s};
-  o.args = {"--num-epochs", std::to_string(f.epochs), "--eval-every", std::to_string(f.epochs),
-            "--batch-size", "1000", "--fan-out", "10,25", "--num-hidden", std::to_string(hidden),
-            "--num-layers", "2", "--lr", "0.003", "--dropout", "0.5", "--log-every", "0"};
+  o.args = {"--num-epochs", std::to_string(f.epochs),
+            "--eval-every", std::to_string(f.epochs),
+            "--batch-size", "1000",
+            "--fan-out",    "10,25",
+            "--num-hidden", std::to_string(hidden),
+            "--num-layers", "2",
+            "--lr",         "0.003",
+            "--dropout",    "0.5",
+            "--log-every",  "0"};
   spdlog::info("bench train: {} hidden {} ({} epochs, logs in {})", mode, hidden, f.epochs,
                o.workdir);
   ASSIGN_OR_RETURN(nlohmann::json r, RunTrainJob(o));
-  nlohmann::json split = {{"sample_s", 0.0}, {"pull_s", 0.0}, {"forward_backward_s", 0.0},
-                          {"sync_s", 0.0}};
+  nlohmann::json split = {
+      {"sample_s", 0.0}, {"pull_s", 0.0}, {"forward_backward_s", 0.0}, {"sync_s", 0.0}};
   for (const auto& e : r["epochs"]) {
     for (auto& [key, value] : split.items()) value = value.get<double>() + e[key].get<double>();
   }
@@ -105,8 +111,12 @@ Status RunBenchTrain(const TrainFlags& f, const std::string& dir) {
   nlohmann::json report = {{"benchmark", "train"},
                            {"epochs", f.epochs},
                            {"hardware_threads", std::thread::hardware_concurrency()},
-                           {"config", {{"layers", 2}, {"fan_out", {10, 25}}, {"batch_size", 1000},
-                                       {"lr", 0.003}, {"dropout", 0.5}}},
+                           {"config",
+                            {{"layers", 2},
+                             {"fan_out", {10, 25}},
+                             {"batch_size", 1000},
+                             {"lr", 0.003},
+                             {"dropout", 0.5}}},
                            {"runs", runs}};
   std::fputs((report.dump(1) + "\n").c_str(), stdout);
   return absl::OkStatus();
@@ -121,7 +131,8 @@ CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run) {
   sub->add_option("--graph", f->graph,
                   "Benchmark graph folder (shared/tools/gen_graph.py); optional when --workdir "
                   "holds the partitions of an earlier bench sample/train run");
-  sub->add_option("--workdir", f->workdir, "Scratch folder, reused across runs (default: temporary)");
+  sub->add_option("--workdir", f->workdir,
+                  "Scratch folder, reused across runs (default: temporary)");
   sub->add_option("--hidden", f->hidden, "Hidden sizes")->delimiter(',')->capture_default_str();
   sub->add_option("--modes", f->modes, "standalone and/or distributed")
       ->delimiter(',')

@@ -56,19 +56,20 @@ Status RunDemo(const DemoFlags& f, const std::string& workdir) {
   PartitionOptions options;
   options.balance_ntypes = "train_mask";
   options.balance_edges = true;
-  ASSIGN_OR_RETURN(auto result, PartitionGraph(graph, "demo", f.parts, workdir + "/parts", options));
+  ASSIGN_OR_RETURN(auto result,
+                   PartitionGraph(graph, "demo", f.parts, workdir + "/parts", options));
   graph = Graph();  // The servers load the parts; free the whole graph.
-  spdlog::info("demo 3/3: training GraphSAGE for {} epochs on {} machine(s) x {} trainer(s) "
-               "on loopback",
-               f.epochs, f.parts, f.trainers);
+  spdlog::info(
+      "demo 3/3: training GraphSAGE for {} epochs on {} machine(s) x {} trainer(s) "
+      "on loopback",
+      f.epochs, f.parts, f.trainers);
   TrainJobOptions job{.part_config = result.config_path,
                       .graph_name = "demo",
                       .workdir = workdir + "/job",
                       .standalone = false,
                       .trainers_per_machine = f.trainers,
                       .samplers = f.samplers};
-  job.args = {"--num-epochs", std::to_string(f.epochs), "--eval-every",
-              std::to_string(f.epochs)};
+  job.args = {"--num-epochs", std::to_string(f.epochs), "--eval-every", std::to_string(f.epochs)};
   if (f.dataset.empty()) {
     job.args.insert(job.args.end(), {"--lr", "0.01"});
   } else {

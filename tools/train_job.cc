@@ -41,8 +41,8 @@ std::string Tail(const std::string& path, int lines) {
   std::string line;
   while (std::getline(in, line)) all.push_back(line);
   std::string out;
-  for (size_t i = all.size() > static_cast<size_t>(lines) ? all.size() - lines : 0;
-       i < all.size(); ++i) {
+  for (size_t i = all.size() > static_cast<size_t>(lines) ? all.size() - lines : 0; i < all.size();
+       ++i) {
     out += "\n  " + all[i];
   }
   return out;
@@ -96,9 +96,9 @@ StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& o) {
       if (code.ok()) break;
     }
     if (trainer.exit_code() != 0) {
-      return absl::InternalError(StrCat("the standalone trainer exited with code ",
-                                        trainer.exit_code(),
-                                        log.empty() ? "" : StrCat(" (log ", log, "):", Tail(log, 15))));
+      return absl::InternalError(
+          StrCat("the standalone trainer exited with code ", trainer.exit_code(),
+                 log.empty() ? "" : StrCat(" (log ", log, "):", Tail(log, 15))));
     }
     if (log.empty()) return nlohmann::json::object();
     return ResultOf(log);
@@ -116,8 +116,8 @@ StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& o) {
   ASSIGN_OR_RETURN(launcher::JobResult result, job->Wait(deadline, &g_cancel));
   const std::string log0 = o.workdir + "/client-0.log";
   if (!result.ok()) {
-    std::string detail = result.first_failure.empty() ? "a process of the job failed"
-                                                      : result.first_failure;
+    std::string detail =
+        result.first_failure.empty() ? "a process of the job failed" : result.first_failure;
     if (o.capture) {
       for (size_t rank = 0; rank < result.client_exit_codes.size(); ++rank) {
         if (result.client_exit_codes[rank] == 0) continue;

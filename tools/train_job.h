@@ -20,12 +20,12 @@ namespace tessera::tools {
 struct TrainJobOptions {
   std::string part_config;
   std::string graph_name;
-  std::string workdir;             // Logs and ip_config of the job.
-  bool standalone = false;         // One process, no servers (one-part partition).
+  std::string workdir;      // Logs and ip_config of the job.
+  bool standalone = false;  // One process, no servers (one-part partition).
   int trainers_per_machine = 1;
-  int samplers = 0;                // Sampler threads per trainer.
-  std::vector<std::string> args;   // Flags for graphsage_train_dist.
-  bool capture = false;            // Logs to <workdir>/... instead of the terminal.
+  int samplers = 0;               // Sampler threads per trainer.
+  std::vector<std::string> args;  // Flags for graphsage_train_dist.
+  bool capture = false;           // Logs to <workdir>/... instead of the terminal.
   double timeout_s = 3600;
 };
 

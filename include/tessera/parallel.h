@@ -43,9 +43,9 @@ void all_reduce_sum(torch::Tensor& tensor);
 void broadcast(torch::Tensor& tensor, int root = 0);
 
 struct DdpOptions {
-  double bucket_cap_mb = 25;  // Largest bucket (the first one: 1 MB, as DDP).
+  double bucket_cap_mb = 25;         // Largest bucket (the first one: 1 MB, as DDP).
   bool broadcast_parameters = true;  // Start every trainer from rank 0's weights.
-  double timeout_s = 600;     // Longest wait of one collective.
+  double timeout_s = 600;            // Longest wait of one collective.
 };
 
 // What the last synchronisation cost.

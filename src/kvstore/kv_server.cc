@@ -268,8 +268,8 @@ StatusOr<Message> KvServer::SparseUpdate(const Message& request) {
   if (grads.dtype != DType::kFloat32 || grads.shape.size() != 2 ||
       grads.rows() != static_cast<int64_t>(rows.size())) {
     return absl::InvalidArgumentError(fmt::format(
-        "sparse update of '{}': gradients must be float32 [{}, dim], got {} [{}]",
-        shard.info.name, rows.size(), DTypeName(grads.dtype), fmt::join(grads.shape, ", ")));
+        "sparse update of '{}': gradients must be float32 [{}, dim], got {} [{}]", shard.info.name,
+        rows.size(), DTypeName(grads.dtype), fmt::join(grads.shape, ", ")));
   }
   RETURN_IF_ERROR(ApplySparseUpdate(*shards_, request.header.name(), rows, 0,
                                     static_cast<const float*>(grads.blob.data), grads.shape[1],

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/kvstore/sparse_optimizer.h"
 #include "src/partition/partition_book.h"
 #include "src/sampling/local_graph.h"
 #include "src/shm/catalog.h"
-#include "src/kvstore/sparse_optimizer.h"
 
 namespace tessera::kv {
 

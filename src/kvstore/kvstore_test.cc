@@ -209,8 +209,8 @@ TEST_F(KvStoreTest, BadSparseUpdatesAreRefused) {
   SparseOptimizerSpec adagrad{.kind = SparseOptimizerKind::kAdagrad};
   expect(c->SparseUpdate("node/emb", ids, grads.data(), adagrad), "emb.adagrad_sum");
   expect(c->SparseUpdate("node/emb64", ids, grads.data(), adagrad), "float32");
-  expect(c->SparseUpdate("node/emb", ids, grads.data(), {.kind = SparseOptimizerKind::kAdagrad,
-                                                         .lr = -1}),
+  expect(c->SparseUpdate("node/emb", ids, grads.data(),
+                         {.kind = SparseOptimizerKind::kAdagrad, .lr = -1}),
          "lr");
   expect(c->SparseUpdate("node/emb", ids, grads.data(),
                          {.kind = SparseOptimizerKind::kAdam, .beta1 = 1.5}),

@@ -121,9 +121,9 @@ Status LocalKvStore::SparseUpdate(const std::string& key, std::span<const int64_
   for (const StateTensor& st : states) {
     auto it = tensors_.find(StateKey(key, st));
     if (it == tensors_.end()) {
-      return absl::FailedPreconditionError(fmt::format(
-          "sparse update of '{}': its optimizer state '{}' does not exist", key,
-          StateKey(key, st)));
+      return absl::FailedPreconditionError(
+          fmt::format("sparse update of '{}': its optimizer state '{}' does not exist", key,
+                      StateKey(key, st)));
     }
     Entry& s = it->second;
     if (s.meta.dtype != DType::kFloat32 || s.meta.shape[0] != e->meta.shape[0] ||
@@ -138,7 +138,8 @@ Status LocalKvStore::SparseUpdate(const std::string& key, std::span<const int64_
   float* base = static_cast<float*>(e->data->mutable_data());
   std::vector<float*> state_rows(states.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    for (size_t k = 0; k < states.size(); ++k) state_rows[k] = state_base[k] + ids[i] * states[k].width;
+    for (size_t k = 0; k < states.size(); ++k)
+      state_rows[k] = state_base[k] + ids[i] * states[k].width;
     SparseUpdateRow(spec, base + ids[i] * dim, state_rows.data(), grads + i * dim, dim);
   }
   return absl::OkStatus();

@@ -14,7 +14,8 @@ Status ValidateSparseSpec(const SparseOptimizerSpec& spec) {
                     static_cast<int>(spec.kind)));
   }
   if (!(spec.lr > 0) || !std::isfinite(spec.lr)) {
-    return absl::InvalidArgumentError(fmt::format("sparse optimizer: lr {} is not positive", spec.lr));
+    return absl::InvalidArgumentError(
+        fmt::format("sparse optimizer: lr {} is not positive", spec.lr));
   }
   if (!(spec.eps > 0) || !std::isfinite(spec.eps)) {
     return absl::InvalidArgumentError(
@@ -22,8 +23,8 @@ Status ValidateSparseSpec(const SparseOptimizerSpec& spec) {
   }
   if (spec.kind == SparseOptimizerKind::kAdam &&
       !(spec.beta1 >= 0 && spec.beta1 < 1 && spec.beta2 >= 0 && spec.beta2 < 1)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "SparseAdam: betas ({}, {}) must lie in [0, 1)", spec.beta1, spec.beta2));
+    return absl::InvalidArgumentError(
+        fmt::format("SparseAdam: betas ({}, {}) must lie in [0, 1)", spec.beta1, spec.beta2));
   }
   return absl::OkStatus();
 }
@@ -75,16 +76,16 @@ Status ApplySparseUpdate(ShardMap& shards, const std::string& key, std::span<con
   }
   const int64_t dim = info.shape[1];
   if (grad_width != dim) {
-    return absl::InvalidArgumentError(fmt::format(
-        "sparse update of '{}': gradient rows of {} values for an embedding of dim {}", key,
-        grad_width, dim));
+    return absl::InvalidArgumentError(
+        fmt::format("sparse update of '{}': gradient rows of {} values for an embedding of dim {}",
+                    key, grad_width, dim));
   }
   const int64_t rows = info.shape[0];
   for (int64_t id : ids) {
     if (id < first_id || id >= first_id + rows) {
-      return absl::InvalidArgumentError(fmt::format(
-          "sparse update of '{}': id {} is not on this machine (rows {}..{})", key, id, first_id,
-          first_id + rows - 1));
+      return absl::InvalidArgumentError(
+          fmt::format("sparse update of '{}': id {} is not on this machine (rows {}..{})", key, id,
+                      first_id, first_id + rows - 1));
     }
   }
   std::vector<StateTensor> states = SparseStateOf(spec.kind, dim);
@@ -99,9 +100,8 @@ Status ApplySparseUpdate(ShardMap& shards, const std::string& key, std::span<con
     }
     if (shard->info.dtype != DType::kFloat32 || shard->info.rows() != rows ||
         static_cast<int64_t>(shard->info.row_bytes()) != s.width * 4) {
-      return absl::FailedPreconditionError(
-          fmt::format("sparse update of '{}': state '{}' has the wrong dtype or shape", key,
-                      shard->info.name));
+      return absl::FailedPreconditionError(fmt::format(
+          "sparse update of '{}': state '{}' has the wrong dtype or shape", key, shard->info.name));
     }
     state_shards.push_back(*std::move(shard));
   }

@@ -6,14 +6,13 @@
 // sockets and shared memory) serving a two-part Cora partition.
 #include "include/tessera/dist.h"
 
-#include "include/tessera/embedding.h"
-#include "include/tessera/nn.h"
-#include "include/tessera/parallel.h"
-
 #include <fstream>
 #include <map>
 
 #include "gtest/gtest.h"
+#include "include/tessera/embedding.h"
+#include "include/tessera/nn.h"
+#include "include/tessera/parallel.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/partition/load_partition.h"
 
@@ -204,7 +203,6 @@ void CheckSampling(const std::string& config) {
   }
 }
 
-
 // Learnable embeddings and the sparse optimizers, identical in both modes:
 // the updates match the formulas, only looked-up rows change, and the
 // embedding and optimizer state survive save and load.
@@ -212,8 +210,8 @@ void CheckEmbedding(const std::string& config, const std::string& dir) {
   DistGraph g("cora", config);
   torch::Tensor all = torch::arange(2708);
   torch::Tensor ids = torch::tensor({5, 9, 5, 2000});  // 5 twice: its gradients add up.
-  torch::Tensor coef = torch::tensor({{1.f, -2.f, 0.5f}, {3.f, 1.f, -1.f}, {1.f, 1.f, 1.f},
-                                      {-0.25f, 4.f, 2.f}});
+  torch::Tensor coef =
+      torch::tensor({{1.f, -2.f, 0.5f}, {3.f, 1.f, -1.f}, {1.f, 1.f, 1.f}, {-0.25f, 4.f, 2.f}});
   torch::Tensor unique = torch::tensor({5, 9, 2000});
   torch::Tensor g_rows = torch::stack({coef[0] + coef[2], coef[1], coef[3]});
   const double lr = 0.1;
@@ -228,9 +226,12 @@ void CheckEmbedding(const std::string& config, const std::string& dir) {
     adagrad.step();
     // sum = step * g^2; each step moves by lr * g / sqrt(k g^2) for k = 1..step.
     torch::Tensor moved = torch::zeros_like(g_rows);
-    for (int k = 1; k <= step; ++k) moved += lr * g_rows / (torch::sqrt(k * g_rows * g_rows) + 1e-10);
-    EXPECT_TRUE(torch::allclose(emb.weight()[unique], w0.index_select(0, unique) - moved, 1e-5, 1e-6));
-    EXPECT_TRUE(torch::allclose(g.ndata("emb_adagrad.adagrad_sum")[unique], step * g_rows * g_rows));
+    for (int k = 1; k <= step; ++k)
+      moved += lr * g_rows / (torch::sqrt(k * g_rows * g_rows) + 1e-10);
+    EXPECT_TRUE(
+        torch::allclose(emb.weight()[unique], w0.index_select(0, unique) - moved, 1e-5, 1e-6));
+    EXPECT_TRUE(
+        torch::allclose(g.ndata("emb_adagrad.adagrad_sum")[unique], step * g_rows * g_rows));
   }
   torch::Tensor untouched = torch::tensor({0, 6, 2001, 2707});
   EXPECT_TRUE(torch::equal(emb.weight()[untouched], w0.index_select(0, untouched)));
@@ -288,7 +289,6 @@ void CheckEmbedding(const std::string& config, const std::string& dir) {
   EXPECT_THROW(SparseAdam({emb}, -1), Error);
   EXPECT_THROW(DistEmbedding(2708, 0, "emb_zero"), Error);
 }
-
 
 // Layer-wise inference over DistTensors gives what the model computes on
 // full-neighbour blocks, with and without storing the next layer's
@@ -415,10 +415,14 @@ TEST(NnTest, SageConvMatchesTheFormula) {
 
 TEST(NnTest, SageStacksLayersAndChecksBlocks) {
   SAGE model(3, 8, 2, 2, 0.5);
-  dist::Block b0{.src_nodes = torch::tensor({1, 2, 3}), .indptr = torch::tensor({0, 1, 2}),
-                 .indices = torch::tensor({2, 0}), .eids = torch::tensor({0, 1})};
-  dist::Block b1{.src_nodes = torch::tensor({1, 2}), .indptr = torch::tensor({0, 1}),
-                 .indices = torch::tensor({1}), .eids = torch::tensor({2})};
+  dist::Block b0{.src_nodes = torch::tensor({1, 2, 3}),
+                 .indptr = torch::tensor({0, 1, 2}),
+                 .indices = torch::tensor({2, 0}),
+                 .eids = torch::tensor({0, 1})};
+  dist::Block b1{.src_nodes = torch::tensor({1, 2}),
+                 .indptr = torch::tensor({0, 1}),
+                 .indices = torch::tensor({1}),
+                 .eids = torch::tensor({2})};
   model->eval();
   torch::Tensor y = model->forward({b0, b1}, torch::randn({3, 3}));
   EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{1, 2}));
@@ -434,14 +438,18 @@ TEST(NnTest, DdpWithOneTrainerIsTransparent) {
   dist::DistributedDataParallel ddp(model.ptr(), {.bucket_cap_mb = 0.0001});
   EXPECT_EQ(ddp.world_size(), 1);
   std::vector<int64_t> seen;
-  for (const auto& bucket : ddp.bucket_params()) seen.insert(seen.end(), bucket.begin(), bucket.end());
+  for (const auto& bucket : ddp.bucket_params())
+    seen.insert(seen.end(), bucket.begin(), bucket.end());
   const int64_t n = static_cast<int64_t>(model->parameters().size());
   ASSERT_EQ(static_cast<int64_t>(seen.size()), n);
   for (int64_t i = 0; i < n; ++i) EXPECT_EQ(seen[i], n - 1 - i);
   EXPECT_GT(ddp.bucket_params().size(), 1u);  // The tiny cap splits them.
-  dist::Block b0{.src_nodes = torch::tensor({1, 2}), .indptr = torch::tensor({0, 1}),
-                 .indices = torch::tensor({1}), .eids = torch::tensor({0})};
-  dist::Block b1{.src_nodes = torch::tensor({1}), .indptr = torch::tensor({0, 0}),
+  dist::Block b0{.src_nodes = torch::tensor({1, 2}),
+                 .indptr = torch::tensor({0, 1}),
+                 .indices = torch::tensor({1}),
+                 .eids = torch::tensor({0})};
+  dist::Block b1{.src_nodes = torch::tensor({1}),
+                 .indptr = torch::tensor({0, 0}),
                  .indices = torch::zeros({0}, torch::kInt64),
                  .eids = torch::zeros({0}, torch::kInt64)};
   torch::Tensor loss = model->forward({b0, b1}, torch::randn({2, 3})).sum();

@@ -51,9 +51,10 @@ void LoadTensor(const DistTensor& t, const std::string& path) {
     if (!array.ok()) {
       error = fmt::format("loading '{}': {}", t.name(), std::string(array.status().message()));
     } else if (array->dtype() != DType::kFloat32 || array->shape() != t.shape()) {
-      error = fmt::format("loading '{}' from {}: the file holds {} [{}], the tensor is float32 [{}]",
-                          t.name(), path, DTypeName(array->dtype()),
-                          fmt::join(array->shape(), ", "), fmt::join(t.shape(), ", "));
+      error =
+          fmt::format("loading '{}' from {}: the file holds {} [{}], the tensor is float32 [{}]",
+                      t.name(), path, DTypeName(array->dtype()), fmt::join(array->shape(), ", "),
+                      fmt::join(t.shape(), ", "));
     } else {
       const int64_t width = array->row_elems();
       const float* data = static_cast<const float*>(array->data());
@@ -84,11 +85,11 @@ struct DistEmbedding::State {
   std::vector<std::pair<torch::Tensor, torch::Tensor>> trace;  // (ids, rows) since the last step.
 };
 
-DistEmbedding::DistEmbedding(int64_t num_embeddings, int64_t embedding_dim,
-                             const std::string& name, Init init, PartPolicy policy) {
+DistEmbedding::DistEmbedding(int64_t num_embeddings, int64_t embedding_dim, const std::string& name,
+                             Init init, PartPolicy policy) {
   if (embedding_dim <= 0) {
-    throw Error(fmt::format("DistEmbedding '{}': embedding_dim {} must be positive", name,
-                            embedding_dim));
+    throw Error(
+        fmt::format("DistEmbedding '{}': embedding_dim {} must be positive", name, embedding_dim));
   }
   if (name.empty()) throw Error("DistEmbedding: a name is required (every trainer uses it)");
   state_ = std::make_shared<State>(DistTensor({num_embeddings, embedding_dim}, torch::kFloat32,
@@ -150,11 +151,10 @@ void SparseOptimizer::step() {
                                .index_add_(0, inverse, all_grads)
                                .contiguous();
     const DistTensor& w = emb.weight();
-    Check(w.store().SparseUpdate(
-              w.key(),
-              std::span<const int64_t>(unique.data_ptr<int64_t>(),
-                                       static_cast<size_t>(unique.size(0))),
-              summed.data_ptr<float>(), spec_),
+    Check(w.store().SparseUpdate(w.key(),
+                                 std::span<const int64_t>(unique.data_ptr<int64_t>(),
+                                                          static_cast<size_t>(unique.size(0))),
+                                 summed.data_ptr<float>(), spec_),
           fmt::format("sparse optimizer step on '{}'", emb.name()));
   }
 }

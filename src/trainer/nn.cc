@@ -36,8 +36,8 @@ SAGEConvImpl::SAGEConvImpl(int64_t in_feats, int64_t out_feats)
 
 torch::Tensor SAGEConvImpl::forward(const dist::Block& block, const torch::Tensor& h_src) {
   if (h_src.dim() != 2 || h_src.size(1) != in_feats_) {
-    throw dist::Error(fmt::format("SAGEConv({} -> {}): input of shape {}", in_feats_,
-                                  out_feats_, fmt::join(h_src.sizes(), "x")));
+    throw dist::Error(fmt::format("SAGEConv({} -> {}): input of shape {}", in_feats_, out_feats_,
+                                  fmt::join(h_src.sizes(), "x")));
   }
   torch::Tensor h_dst = h_src.slice(0, 0, block.num_dst_nodes());
   // Aggregate the narrower side: project first when that shrinks the rows
@@ -121,14 +121,14 @@ dist::DistTensor SAGEImpl::inference(const dist::DistGraph& g, const dist::DistT
       torch::Tensor h = input[batch.input_nodes];
       if (h.scalar_type() != torch::kFloat32) h = h.to(torch::kFloat32);
       const dist::Block& block = batch.blocks[0];
-      torch::Tensor y = input_projected ? activate(l, layer->combine(block, h))
-                                        : forward_layer(l, block, h);
+      torch::Tensor y =
+          input_projected ? activate(l, layer->combine(block, h)) : forward_layer(l, block, h);
       output->set(batch.seeds, store_projection ? next->project(y) : y);
     }
     input_projected = store_projection;
     g.barrier();
-    spdlog::info("inference: layer {} of {} ({} of {} nodes here) in {:.2f} s", l + 1,
-                 num_layers(), nodes.size(0), g.num_nodes(), watch.Seconds());
+    spdlog::info("inference: layer {} of {} ({} of {} nodes here) in {:.2f} s", l + 1, num_layers(),
+                 nodes.size(0), g.num_nodes(), watch.Seconds());
     input = *output;
   }
   train(was_training);

@@ -4,10 +4,9 @@
 // include/tessera/parallel.h). The only translation unit that includes c10d.
 #include "include/tessera/parallel.h"
 
+#include <mutex>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
-#include <mutex>
 
 #include "fmt/format.h"
 #include "include/tessera/dist.h"
@@ -33,9 +32,9 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> Group() {
   g_group_made = true;
   if (ctx->world_size() == 1) return g_group;
   if (ctx->master_port() <= 0) {
-    throw Error(fmt::format(
-        "process group: trainer {} of {} has no MASTER_PORT; the launcher sets it",
-        ctx->rank(), ctx->world_size()));
+    throw Error(
+        fmt::format("process group: trainer {} of {} has no MASTER_PORT; the launcher sets it",
+                    ctx->rank(), ctx->world_size()));
   }
   Stopwatch watch;
   try {
@@ -50,13 +49,14 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> Group() {
     options->timeout = Ms(ctx->options().barrier_timeout_s);
     options->devices.push_back(
         c10d::ProcessGroupGloo::createDeviceForHostname(ctx->host_address()));
-    g_group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, ctx->rank(),
-                                                          ctx->world_size(), options);
+    g_group =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(store, ctx->rank(), ctx->world_size(), options);
   } catch (const std::exception& e) {
-    throw Error(fmt::format("process group: trainer {} of {} could not join the others at "
-                            "{}:{} (MASTER_ADDR:MASTER_PORT) from {}: {}",
-                            ctx->rank(), ctx->world_size(), ctx->master_addr(),
-                            ctx->master_port(), ctx->host_address(), e.what()));
+    throw Error(
+        fmt::format("process group: trainer {} of {} could not join the others at "
+                    "{}:{} (MASTER_ADDR:MASTER_PORT) from {}: {}",
+                    ctx->rank(), ctx->world_size(), ctx->master_addr(), ctx->master_port(),
+                    ctx->host_address(), e.what()));
   }
   spdlog::info("tessera: process group of {} trainers ready in {:.2f} s", ctx->world_size(),
                watch.Seconds());
@@ -91,8 +91,7 @@ void broadcast(torch::Tensor& tensor, int root) {
   std::vector<torch::Tensor> tensors = {tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  Wait(group->broadcast(tensors, options), initialize()->options().barrier_timeout_s,
-       "broadcast");
+  Wait(group->broadcast(tensors, options), initialize()->options().barrier_timeout_s, "broadcast");
 }
 
 // ------------------------------------------------------------ DDP
@@ -102,7 +101,7 @@ struct DistributedDataParallel::State {
     std::vector<int64_t> params;   // Indices into `params`.
     std::vector<int64_t> offsets;  // Of each parameter in `flat`.
     torch::Tensor flat;
-    int pending = 0;              // Gradients still to arrive this step.
+    int pending = 0;  // Gradients still to arrive this step.
     std::vector<bool> arrived;
     c10::intrusive_ptr<c10d::Work> work;
   };
@@ -139,12 +138,10 @@ struct DistributedDataParallel::State {
     Bucket& b = buckets[static_cast<size_t>(bucket)];
     if (b.arrived[static_cast<size_t>(slot)]) {
       // A second backward pass before synchronize(): add it in, as .grad does.
-      b.flat.narrow(0, b.offsets[static_cast<size_t>(slot)], grad.numel())
-          .add_(grad.reshape({-1}));
+      b.flat.narrow(0, b.offsets[static_cast<size_t>(slot)], grad.numel()).add_(grad.reshape({-1}));
       return;
     }
-    b.flat.narrow(0, b.offsets[static_cast<size_t>(slot)], grad.numel())
-        .copy_(grad.reshape({-1}));
+    b.flat.narrow(0, b.offsets[static_cast<size_t>(slot)], grad.numel()).copy_(grad.reshape({-1}));
     b.arrived[static_cast<size_t>(slot)] = true;
     if (--b.pending == 0) LaunchReady();
   }

@@ -257,8 +257,8 @@ TEST(Cli, DemoRunsAndCleansUp) {
   }
 
   TempDir dir;
-  CliRun cora = Tessera("demo --dataset " + TestDataDir() + "/cora --parts 3 --epochs 1 --workdir " +
-                        dir / "cora");
+  CliRun cora = Tessera("demo --dataset " + TestDataDir() +
+                        "/cora --parts 3 --epochs 1 --workdir " + dir / "cora");
   ASSERT_EQ(cora.exit_code, 0) << cora.output;
   EXPECT_NE(cora.output.find("1433 features, 7 classes"), std::string::npos) << cora.output;
   EXPECT_TRUE(PathExists(dir / "cora/parts/demo.json"));  // A named workdir is kept.

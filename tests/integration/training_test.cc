@@ -35,10 +35,22 @@ std::string Program(const std::string& name) {
 }
 
 // Flags for citation graphs (see examples/graphsage/train_dist.cpp).
-const std::vector<std::string> kCitationFlags = {
-    "--row-normalize", "--input-dropout", "0.5", "--lr", "0.01", "--weight-decay", "5e-4",
-    "--batch-size", "140", "--num-epochs", "200", "--eval-every", "200", "--log-every", "0",
-    "--json"};
+const std::vector<std::string> kCitationFlags = {"--row-normalize",
+                                                 "--input-dropout",
+                                                 "0.5",
+                                                 "--lr",
+                                                 "0.01",
+                                                 "--weight-decay",
+                                                 "5e-4",
+                                                 "--batch-size",
+                                                 "140",
+                                                 "--num-epochs",
+                                                 "200",
+                                                 "--eval-every",
+                                                 "200",
+                                                 "--log-every",
+                                                 "0",
+                                                 "--json"};
 
 nlohmann::json ResultIn(const std::string& output) {
   size_t at = output.rfind("RESULT ");
@@ -104,8 +116,13 @@ TEST(TrainingTest, CoraReachesPublishedAccuracyStandaloneAndDistributed) {
   double standalone = 0, distributed = 0;
   const std::vector<std::string> seeds = {"42", "1", "2"};  // Means over 3 seeds.
   for (const std::string& seed : seeds) {
-    std::vector<std::string> argv = {Program("graphsage_train_dist"), "--graph-name", "cora",
-                                     "--part-config", one, "--seed", seed};
+    std::vector<std::string> argv = {Program("graphsage_train_dist"),
+                                     "--graph-name",
+                                     "cora",
+                                     "--part-config",
+                                     one,
+                                     "--seed",
+                                     seed};
     argv.insert(argv.end(), kCitationFlags.begin(), kCitationFlags.end());
     int code = 0;
     std::string output = RunStandalone(argv, &code);
@@ -162,10 +179,10 @@ TEST(TrainingTest, CiteSeerReachesPublishedAccuracy) {
 TEST(TrainingTest, LearnedEmbeddingsBeatTheUntrainedModel) {
   testing::TempDir dir;
   std::string two = kv::testing::PartitionCora(dir / "two", 2);
-  JobRun job = RunJob(two, dir / "job", 1,
-                      {Program("embedding_train"), "--graph-name", "cora", "--part-config", two,
-                       "--num-epochs", "60", "--batch-size", "70", "--eval-every", "0",
-                       "--save-dir", dir.path(), "--json"});
+  JobRun job = RunJob(
+      two, dir / "job", 1,
+      {Program("embedding_train"), "--graph-name", "cora", "--part-config", two, "--num-epochs",
+       "60", "--batch-size", "70", "--eval-every", "0", "--save-dir", dir.path(), "--json"});
   ASSERT_TRUE(job.result.ok()) << job.result.first_failure << "\n" << job.logs[0];
   nlohmann::json r = ResultIn(job.logs[0]);
   ASSERT_FALSE(r.is_null()) << job.logs[0];
@@ -196,8 +213,15 @@ TEST(TrainingTest, AKilledTrainerStopsTheJob) {
   o.tessera_binary = testing::TesseraBinary();
   o.part_config = parts->config_path;
   o.workdir = dir / "job";
-  o.client_argv = {Program("graphsage_train_dist"), "--graph-name", "g", "--part-config",
-                   parts->config_path, "--num-epochs", "100000", "--batch-size", "100"};
+  o.client_argv = {Program("graphsage_train_dist"),
+                   "--graph-name",
+                   "g",
+                   "--part-config",
+                   parts->config_path,
+                   "--num-epochs",
+                   "100000",
+                   "--batch-size",
+                   "100"};
   o.client_log_dir = dir / "job";
   auto job = launcher::LocalJob::Start(o);
   ASSERT_TRUE(job.ok()) << job.status();
