@@ -78,7 +78,7 @@ class DistributedDataParallel {
  private:
   struct State;
   std::shared_ptr<torch::nn::Module> module_;
-  std::unique_ptr<State> state_;
+  std::shared_ptr<State> state_;  // Shared with the gradient hooks (weakly).
 };
 
 }  // namespace tessera::dist

@@ -464,5 +464,19 @@ TEST(NnTest, DdpWithOneTrainerIsTransparent) {
   dist::exit_client();
 }
 
+// The model outlives its DDP wrapper: later backward passes still work.
+TEST(NnTest, ModelOutlivesDdp) {
+  dist::initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
+  SAGEConv conv(3, 2);
+  { dist::DistributedDataParallel ddp(conv.ptr()); }
+  dist::Block b{.src_nodes = torch::tensor({1, 2}),
+                .indptr = torch::tensor({0, 1}),
+                .indices = torch::tensor({1}),
+                .eids = torch::tensor({0})};
+  conv->forward(b, torch::randn({2, 3})).sum().backward();
+  for (const auto& p : conv->parameters()) EXPECT_TRUE(p.grad().defined());
+  dist::exit_client();
+}
+
 }  // namespace
 }  // namespace tessera::nn

@@ -111,6 +111,7 @@ struct DistributedDataParallel::State {
   std::vector<std::pair<int64_t, int64_t>> where;  // Bucket and slot of each parameter.
   std::vector<Bucket> buckets;
   std::vector<std::vector<int64_t>> bucket_params;
+  std::vector<unsigned> hooks;  // Handle of each parameter's gradient hook.
   std::mutex mutex;
   size_t next_launch = 0;
 
@@ -149,7 +150,7 @@ struct DistributedDataParallel::State {
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Module> module,
                                                  DdpOptions options)
-    : module_(std::move(module)), state_(std::make_unique<State>()) {
+    : module_(std::move(module)), state_(std::make_shared<State>()) {
   if (!module_) throw Error("DistributedDataParallel: no module");
   State& s = *state_;
   s.options = options;
@@ -209,16 +210,20 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Modu
   s.Reset();
   if (!s.group) return;
   for (size_t i = 0; i < s.params.size(); ++i) {
-    State* raw = state_.get();
+    // Removed by the destructor; the weak reference keeps a backward pass
+    // running on another thread meanwhile from touching a freed state.
+    std::weak_ptr<State> weak = state_;
     int64_t index = static_cast<int64_t>(i);
-    s.params[i].register_hook(
-        [raw, index](const torch::Tensor& grad) { raw->OnGradient(index, grad); });
+    s.hooks.push_back(s.params[i].register_hook([weak, index](const torch::Tensor& grad) {
+      if (std::shared_ptr<State> state = weak.lock()) state->OnGradient(index, grad);
+    }));
   }
 }
 
 DistributedDataParallel::~DistributedDataParallel() {
   // Reductions still in flight write into our buckets: wait them out.
   if (!state_) return;
+  for (size_t i = 0; i < state_->hooks.size(); ++i) state_->params[i].remove_hook(state_->hooks[i]);
   for (auto& b : state_->buckets) {
     if (!b.work) continue;
     try {
