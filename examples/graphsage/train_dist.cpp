@@ -5,8 +5,8 @@
 // tessera's public API. The same binary runs standalone (one-part partition,
 // no launcher) and launched on a cluster:
 //
-//   graphsage_train_dist --graph-name cora --part-config parts/cora.json \
-//       --num-epochs 20 --batch-size 1000 --fan-out 10,25 --num-hidden 16
+//   graphsage_train_dist --graph-name cora --part-config parts/cora.json
+//       --num-epochs 20 --batch-size 1000 --fan-out 10,25 --num-hidden 16  (one line)
 //
 // Every trainer prints its epochs; trainer 0 prints the summary, and with
 // --json a last line "RESULT {...}" that tests and `tessera bench train` read.
