@@ -64,9 +64,10 @@ class DistributedDataParallel {
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
   torch::nn::Module& module() { return *module_; }
-  // loss.backward(), then synchronize(). One backward per step: gradients
-  // accumulated over several backward passes are not supported (the hooks
-  // reduce each pass's gradients on their own).
+  // loss.backward(), then synchronize(). One backward pass per
+  // synchronize(): a second one before it throws Error (its buckets may
+  // already be on the wire), so accumulating gradients over passes is not
+  // supported.
   SyncStats backward(const torch::Tensor& loss);
   // Waits for the bucket reductions started during the backward pass (and
   // starts those of parameters that got no gradient, as zeros), then writes

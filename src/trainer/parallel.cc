@@ -138,9 +138,10 @@ struct DistributedDataParallel::State {
     auto [bucket, slot] = where[static_cast<size_t>(index)];
     Bucket& b = buckets[static_cast<size_t>(bucket)];
     if (b.arrived[static_cast<size_t>(slot)]) {
-      // A second backward pass before synchronize(): add it in, as .grad does.
-      b.flat.narrow(0, b.offsets[static_cast<size_t>(slot)], grad.numel()).add_(grad.reshape({-1}));
-      return;
+      // The bucket may already be on the wire: adding into it would race.
+      throw Error(
+          "DistributedDataParallel: a second backward pass before synchronize(); call "
+          "synchronize() (or use ddp.backward(loss)) after every backward pass");
     }
     b.flat.narrow(0, b.offsets[static_cast<size_t>(slot)], grad.numel()).copy_(grad.reshape({-1}));
     b.arrived[static_cast<size_t>(slot)] = true;
