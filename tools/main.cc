@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   const std::vector<tessera::tools::Command> commands = {
       tessera::tools::RegisterPartition(app), tessera::tools::RegisterInspect(app),
       tessera::tools::RegisterGenerate(app),  tessera::tools::RegisterDemo(app),
-      tessera::tools::RegisterBench(app),     tessera::tools::RegisterServer(app)};
+      tessera::tools::RegisterBench(app),     tessera::tools::RegisterServer(app),
+      tessera::tools::RegisterLaunch(app),    tessera::tools::RegisterSupervise(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,10 +1,17 @@
 // File: src/launcher/job_env.cc
 #include "src/launcher/job_env.h"
 
+#include <random>
+
 #include "fmt/format.h"
 #include "src/base/strings.h"
 
 namespace tessera::launcher {
+
+std::string RandomToken() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+}
 
 std::vector<std::pair<std::string, std::string>> JobEnv::ToVariables() const {
   return {{"TESSERA_JOB_ID", job_id},

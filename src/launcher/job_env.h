@@ -46,6 +46,9 @@ struct JobEnv {
 
 using GetEnvFn = std::function<const char*(const char*)>;
 
+// A fresh job token (128 random bits, hex).
+std::string RandomToken();
+
 // nullopt when TESSERA_JOB_ID is unset (standalone); an error naming the
 // variable when one is present but malformed or inconsistent.
 StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv);

@@ -17,14 +17,6 @@
 #include "src/shm/segment.h"
 
 namespace tessera::launcher {
-namespace {
-
-std::string RandomToken() {
-  std::random_device rd;
-  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
-}
-
-}  // namespace
 
 bool JobResult::ok() const {
   for (int c : client_exit_codes) {

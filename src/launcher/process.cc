@@ -61,10 +61,14 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127);
     setpgid(0, 0);  // Own group: a terminal's Ctrl-C reaches the launcher only.
-    if (log_fd >= 0) {
+    if (options.output_fd >= 0) {
+      dup2(options.output_fd, STDOUT_FILENO);
+      dup2(options.output_fd, STDERR_FILENO);
+    } else if (log_fd >= 0) {
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
     }
+    if (options.stdin_fd >= 0) dup2(options.stdin_fd, STDIN_FILENO);
     if (options.inherit_fd >= 0) fcntl(options.inherit_fd, F_SETFD, 0);
     sigset_t none;
     sigemptyset(&none);

@@ -24,6 +24,8 @@ struct SpawnOptions {
   std::vector<std::pair<std::string, std::string>> env;  // Added to this process's.
   std::string log_path;      // Where stdout and stderr go; empty: inherited.
   int inherit_fd = -1;       // One extra descriptor the child keeps open.
+  int stdin_fd = -1;         // The child's stdin (default: inherited).
+  int output_fd = -1;        // The child's stdout and stderr (overrides log_path).
   double grace_seconds = 5;  // SIGTERM -> SIGKILL delay when stopping.
 };
 

@@ -1,0 +1,452 @@
+// `tessera launch`: runs a training job on the machines of an ip_config
+// (DGL's tools/launch.py, without its orphans and hangs):
+//
+//   tessera launch --workspace ~/work --num-trainers 2 --num-servers 1 \
+//       --part-config parts/g.json --ip-config ip_config.txt "build/bin/graphsage_train_dist ..."
+//
+// On every machine (directly when its address is this host's, else over
+// ssh) it starts S servers, waits until each reports ready, then T trainers
+// with the job environment (src/launcher/job_env.h). Every process runs
+// under `tessera supervise` (tools/cmd_supervise.cc), whose stdin is its
+// link to this launcher: closing it, or losing the ssh connection, stops
+// the process and removes the job's shared memory on that machine. Output
+// is streamed line by line, prefixed [machine/role/rank]. The first failure
+// (or SIGINT/SIGTERM) stops every process on every machine. The exit code
+// is 0 when all trainers succeed, else the failed process's.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <memory>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "src/base/strings.h"
+#include "src/base/time.h"
+#include "src/launcher/ip_config.h"
+#include "src/launcher/job_env.h"
+#include "src/launcher/process.h"
+#include "src/launcher/remote.h"
+#include "src/partition/partition_config.h"
+#include "src/shm/segment.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+namespace {
+
+struct LaunchFlags {
+  std::string workspace, part_config, ip_config, tessera;
+  int num_trainers = 1, num_samplers = 0, num_servers = 1;
+  int num_server_threads = 1, num_omp_threads = 0;
+  int ssh_port = 22, master_port = 0;
+  std::string ssh_username;
+  std::vector<std::string> extra_envs, ssh_options, command;
+  bool force_ssh = false;
+  double startup_timeout_s = 600, grace_s = 5, server_exit_timeout_s = 60;
+};
+
+std::atomic<int> g_signal{0};
+void OnSignal(int s) { g_signal.store(s); }
+
+// One process of the job and its link (stdin) and output pipes.
+struct Member {
+  int machine = 0;
+  bool server = false;
+  int rank = 0;  // Server id or trainer rank.
+  std::string host;
+  launcher::Process process;
+  int link_fd = -1, output_fd = -1;
+  std::string partial;
+  bool ready = false;
+  std::string Label() const {
+    return fmt::format("[{}/{}/{}]", machine, server ? "server" : "trainer", rank);
+  }
+  std::string Describe() const {
+    return fmt::format("{} {} on machine {} ({})", server ? "server" : "trainer", rank, machine,
+                       host);
+  }
+};
+
+class Launch {
+ public:
+  explicit Launch(LaunchFlags f) : f_(std::move(f)) {}
+  int Run();
+
+ private:
+  Status Check();
+  Status Start(Member& m, const std::vector<std::string>& argv,
+               const std::vector<std::pair<std::string, std::string>>& env);
+  // Reads and prints output for up to `millis`; marks servers ready.
+  void Pump(int millis);
+  void Print(Member& m, const std::string& line);
+  void Teardown();
+  std::string Path(const std::string& p) const {
+    return std::filesystem::path(p).is_absolute() ? p : f_.workspace + "/" + p;
+  }
+
+  LaunchFlags f_;
+  launcher::IpConfig ip_;
+  PartitionConfig config_;
+  std::vector<bool> local_;
+  launcher::SshOptions ssh_;
+  std::string job_id_, token_;
+  std::vector<std::unique_ptr<Member>> members_;
+};
+
+Status Launch::Check() {
+  if (f_.command.empty()) return absl::InvalidArgumentError("no command to launch");
+  if (!std::filesystem::is_directory(f_.workspace)) {
+    return absl::NotFoundError(fmt::format("--workspace {} is not a directory", f_.workspace));
+  }
+  ASSIGN_OR_RETURN(ip_, launcher::ReadIpConfig(Path(f_.ip_config)));
+  RETURN_IF_ERROR(launcher::CheckNoPortClash(ip_, f_.num_servers));
+  ASSIGN_OR_RETURN(config_, ReadPartitionConfig(Path(f_.part_config)));
+  if (config_.num_parts != ip_.num_machines()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} has {} partitions but {} lists {} machines: one machine serves one partition",
+        f_.part_config, config_.num_parts, f_.ip_config, ip_.num_machines()));
+  }
+  for (const std::string& kv : f_.extra_envs) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(fmt::format("--extra-envs '{}' is not KEY=VALUE", kv));
+    }
+  }
+  if (f_.tessera.empty()) f_.tessera = SelfExecutable();
+  ssh_.port = f_.ssh_port;
+  ssh_.user = f_.ssh_username;
+  ssh_.extra = f_.ssh_options;
+  for (const auto& machine : ip_.machines) {
+    local_.push_back(!f_.force_ssh && launcher::IsLocalAddress(machine.ip));
+  }
+  if (std::find(local_.begin(), local_.end(), false) != local_.end()) {
+    ASSIGN_OR_RETURN(ssh_.ssh, launcher::FindProgram("ssh"));
+  }
+  if (f_.master_port == 0) f_.master_port = ip_.machines[0].port + f_.num_servers;
+  return absl::OkStatus();
+}
+
+Status Launch::Start(Member& m, const std::vector<std::string>& program,
+                     const std::vector<std::pair<std::string, std::string>>& env) {
+  std::vector<std::string> wrapped = {f_.tessera,
+                                      "supervise",
+                                      "--cwd",
+                                      f_.workspace,
+                                      "--cleanup-job",
+                                      job_id_,
+                                      "--grace",
+                                      fmt::format("{}", f_.grace_s),
+                                      "--"};
+  wrapped.insert(wrapped.end(), program.begin(), program.end());
+  int link[2], output[2];
+  if (pipe2(link, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
+  if (pipe2(output, O_CLOEXEC) != 0) {
+    close(link[0]);
+    close(link[1]);
+    return absl::InternalError("pipe failed");
+  }
+  launcher::SpawnOptions spawn;
+  spawn.argv = local_[static_cast<size_t>(m.machine)]
+                   ? wrapped
+                   : launcher::SshArgv(ssh_, m.host, launcher::ShellCommand(wrapped));
+  spawn.stdin_fd = link[0];
+  spawn.output_fd = output[1];
+  spawn.grace_seconds = f_.grace_s + 5;
+  StatusOr<launcher::Process> p = launcher::Process::Spawn(spawn);
+  close(link[0]);
+  close(output[1]);
+  if (!p.ok()) {
+    close(link[1]);
+    close(output[0]);
+    return Annotate(p.status(), "start " + m.Describe());
+  }
+  m.process = std::move(*p);
+  m.link_fd = link[1];
+  m.output_fd = output[0];
+  std::string block;
+  for (const auto& [k, v] : env) block += k + "=" + v + "\n";
+  block += "\n";
+  if (write(m.link_fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
+    return absl::UnavailableError(fmt::format("{} did not take its environment", m.Describe()));
+  }
+  return absl::OkStatus();
+}
+
+void Launch::Print(Member& m, const std::string& line) {
+  int port = 0;
+  if (m.server && !m.ready && line.rfind("ready ", 0) == 0 &&
+      ParseInt64(line.substr(6), reinterpret_cast<int64_t*>(&port))) {
+    m.ready = true;
+    return;
+  }
+  std::string out = m.Label() + " " + line + "\n";
+  (void)!write(STDOUT_FILENO, out.data(), out.size());
+}
+
+void Launch::Pump(int millis) {
+  std::vector<pollfd> fds;
+  std::vector<Member*> owners;
+  for (auto& m : members_) {
+    if (m->output_fd >= 0) {
+      fds.push_back({m->output_fd, POLLIN, 0});
+      owners.push_back(m.get());
+    }
+  }
+  if (fds.empty()) {
+    usleep(static_cast<useconds_t>(millis) * 1000);
+    return;
+  }
+  if (poll(fds.data(), fds.size(), millis) <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    Member& m = *owners[i];
+    char buffer[65536];
+    ssize_t n = read(m.output_fd, buffer, sizeof(buffer));
+    if (n <= 0) {
+      if (!m.partial.empty()) Print(m, m.partial);
+      m.partial.clear();
+      close(m.output_fd);
+      m.output_fd = -1;
+      continue;
+    }
+    m.partial.append(buffer, static_cast<size_t>(n));
+    size_t start = 0, end;
+    while ((end = m.partial.find('\n', start)) != std::string::npos) {
+      Print(m, m.partial.substr(start, end - start));
+      start = end + 1;
+    }
+    m.partial.erase(0, start);
+  }
+}
+
+void Launch::Teardown() {
+  // Closing a process's link makes its supervisor stop it and remove the
+  // job's shared memory on its machine (over ssh: the channel closes).
+  for (auto& m : members_) {
+    if (m->link_fd >= 0) close(m->link_fd);
+    m->link_fd = -1;
+  }
+  Deadline deadline = Deadline::InSeconds(f_.grace_s + 10);
+  while (!deadline.Expired()) {
+    bool running = false;
+    for (auto& m : members_) running |= !m->process.Poll();
+    if (!running) break;
+    Pump(100);
+  }
+  for (auto& m : members_) {
+    if (!m->process.Poll()) {
+      spdlog::warn("launch: {} did not stop in time; killing it", m->Describe());
+      m->process.Stop();
+    }
+  }
+  Pump(0);
+  // This host's machines: anything a killed server left.
+  for (size_t machine = 0; machine < local_.size(); ++machine) {
+    if (local_[machine]) (void)shm::RemoveJobSegments(job_id_);
+  }
+}
+
+int Launch::Run() {
+  Status checked = Check();
+  if (!checked.ok()) return ReportError(checked);
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGINT, SIGTERM}) sigaction(s, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  job_id_ = shm::RandomJobId();
+  token_ = launcher::RandomToken();
+  const int M = ip_.num_machines(), S = f_.num_servers, T = f_.num_trainers;
+  const int world = M * T;
+  spdlog::info("launch: job {}: {} machine(s) x ({} server(s) + {} trainer(s)), workspace {}",
+               job_id_, M, S, T, f_.workspace);
+  Stopwatch watch;
+  std::string failure;
+  int failure_code = 0;
+  auto fail = [&](const std::string& why, int code) {
+    if (failure.empty()) {
+      failure = why;
+      failure_code = code == 0 ? 1 : code;
+    }
+  };
+  std::vector<std::pair<std::string, std::string>> extra;
+  for (const std::string& kv : f_.extra_envs) {
+    extra.emplace_back(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1));
+  }
+  // Servers.
+  for (int machine = 0; machine < M && failure.empty(); ++machine) {
+    for (int i = 0; i < S && failure.empty(); ++i) {
+      auto m = std::make_unique<Member>();
+      m->machine = machine;
+      m->server = true;
+      m->rank = machine * S + i;
+      m->host = ip_.machines[static_cast<size_t>(machine)].ip;
+      std::vector<std::string> argv = {
+          f_.tessera,      "server",          "--ip-config",   f_.ip_config,
+          "--part-config", f_.part_config,    "--server-id",   std::to_string(m->rank),
+          "--num-servers", std::to_string(S), "--num-clients", std::to_string(world),
+          "--job-id",      job_id_,           "--ready-fd",    "1"};
+      std::vector<std::pair<std::string, std::string>> env = {
+          {"TESSERA_JOB_TOKEN", token_},
+          {"OMP_NUM_THREADS", std::to_string(f_.num_server_threads)}};
+      env.insert(env.end(), extra.begin(), extra.end());
+      Status st = Start(*m, argv, env);
+      members_.push_back(std::move(m));
+      if (!st.ok()) fail(std::string(st.message()), 1);
+    }
+  }
+  // Wait until every server serves.
+  Deadline startup = Deadline::InSeconds(f_.startup_timeout_s);
+  while (failure.empty()) {
+    bool all_ready = true;
+    for (auto& m : members_) {
+      if (m->ready) continue;
+      all_ready = false;
+      if (m->process.Poll()) {
+        fail(fmt::format("{} exited (code {}) before it was ready", m->Describe(),
+                         m->process.exit_code()),
+             m->process.exit_code() < 0 ? 128 - m->process.exit_code() : m->process.exit_code());
+      }
+    }
+    if (all_ready) break;
+    if (g_signal.load() != 0) fail("interrupted while the servers started", 128 + g_signal.load());
+    if (startup.Expired()) fail("servers not ready within --startup-timeout", 1);
+    Pump(100);
+  }
+  if (failure.empty()) {
+    spdlog::info("launch: {} servers ready in {:.1f} s; starting {} trainers", M * S,
+                 watch.Seconds(), world);
+  }
+  // Trainers.
+  for (int machine = 0; machine < M && failure.empty(); ++machine) {
+    for (int t = 0; t < T && failure.empty(); ++t) {
+      auto m = std::make_unique<Member>();
+      m->machine = machine;
+      m->rank = machine * T + t;
+      m->host = ip_.machines[static_cast<size_t>(machine)].ip;
+      launcher::JobEnv env{.job_id = job_id_,
+                           .token = token_,
+                           .ip_config = f_.ip_config,
+                           .part_config = f_.part_config,
+                           .num_servers = S,
+                           .machine_id = machine,
+                           .rank = m->rank,
+                           .world_size = world,
+                           .local_rank = t,
+                           .master_addr = ip_.machines[0].ip,
+                           .master_port = f_.master_port,
+                           .num_samplers = f_.num_samplers};
+      auto vars = env.ToVariables();
+      if (f_.num_omp_threads > 0)
+        vars.emplace_back("OMP_NUM_THREADS", std::to_string(f_.num_omp_threads));
+      vars.insert(vars.end(), extra.begin(), extra.end());
+      Status st = Start(*m, {"/bin/sh", "-c", StrJoin(f_.command, " ")}, vars);
+      members_.push_back(std::move(m));
+      if (!st.ok()) fail(std::string(st.message()), 1);
+    }
+  }
+  // Supervise: the first failure stops everything.
+  Deadline servers_exit = Deadline::Infinite();
+  bool trainers_done = false;
+  while (failure.empty()) {
+    Pump(200);
+    if (g_signal.load() != 0) {
+      fail(fmt::format("interrupted (signal {})", g_signal.load()), 128 + g_signal.load());
+      break;
+    }
+    bool trainers_running = false, servers_running = false;
+    for (auto& m : members_) {
+      if (!m->process.Poll()) {
+        (m->server ? servers_running : trainers_running) = true;
+        continue;
+      }
+      int code = m->process.exit_code();
+      if (code == 0) continue;
+      fail(fmt::format("{} {}", m->Describe(),
+                       code < 0 ? fmt::format("was killed by signal {}", -code)
+                                : fmt::format("exited with code {}", code)),
+           code < 0 ? 128 - code : code);
+    }
+    if (!failure.empty()) break;
+    // (A server exits by itself, with code 0, only once every trainer has
+    // said goodbye: its trainers are finishing too.)
+    if (trainers_running) continue;
+    if (!trainers_done) {
+      trainers_done = true;
+      servers_exit = Deadline::InSeconds(f_.server_exit_timeout_s);
+      spdlog::info("launch: all {} trainers finished in {:.1f} s; waiting for the servers", world,
+                   watch.Seconds());
+    }
+    if (!servers_running) break;
+    if (servers_exit.Expired()) {
+      spdlog::warn("launch: servers still running {} s after the trainers left; stopping them",
+                   f_.server_exit_timeout_s);
+      break;
+    }
+  }
+  if (!failure.empty()) spdlog::error("launch: {}; stopping every process of the job", failure);
+  Teardown();
+  if (!failure.empty()) {
+    spdlog::error("launch: job {} failed after {:.1f} s: {}", job_id_, watch.Seconds(), failure);
+    return failure_code;
+  }
+  spdlog::info("launch: job {} succeeded in {:.1f} s", job_id_, watch.Seconds());
+  return 0;
+}
+
+}  // namespace
+
+Command RegisterLaunch(CLI::App& app) {
+  auto f = std::make_shared<LaunchFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "launch", "Run a training job on the machines of an ip_config (servers, then trainers)");
+  sub->add_option("--workspace", f->workspace,
+                  "Folder on every machine the processes run in; relative paths are relative to it")
+      ->required();
+  sub->add_option("--part-config,--part_config", f->part_config,
+                  "Partition config (relative to the workspace)")
+      ->required();
+  sub->add_option("--ip-config,--ip_config", f->ip_config,
+                  "ip_config: one 'IP [port]' line per machine (relative to the workspace)")
+      ->required();
+  sub->add_option("--num-trainers,--num_trainers", f->num_trainers, "Trainers per machine")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--num-samplers,--num_samplers", f->num_samplers,
+                  "Sampler threads per trainer (TESSERA_NUM_SAMPLERS)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  sub->add_option("--num-servers,--num_servers", f->num_servers, "Servers per machine")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--num-server-threads,--num_server_threads", f->num_server_threads,
+                  "OMP_NUM_THREADS of the servers")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--num-omp-threads,--num_omp_threads", f->num_omp_threads,
+                  "OMP_NUM_THREADS of the trainers (0: leave unset)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  sub->add_option("--ssh-port,--ssh_port", f->ssh_port)->capture_default_str();
+  sub->add_option("--ssh-username,--ssh_username", f->ssh_username);
+  sub->add_option("--ssh-option", f->ssh_options,
+                  "More ssh -o options, e.g. StrictHostKeyChecking=no");
+  sub->add_flag("--ssh", f->force_ssh, "Use ssh for local machines too");
+  sub->add_option("--extra-envs,--extra_envs", f->extra_envs, "KEY=VALUE for every process");
+  sub->add_option("--master-port,--master_port", f->master_port,
+                  "Trainer rendezvous port on machine 0 (default: its server port + num servers)");
+  sub->add_option("--tessera", f->tessera,
+                  "Path of the tessera program on every machine (default: this one's)");
+  sub->add_option("--startup-timeout", f->startup_timeout_s, "Seconds for the servers to start")
+      ->capture_default_str();
+  sub->add_option("--grace", f->grace_s, "Seconds between SIGTERM and SIGKILL when stopping")
+      ->capture_default_str();
+  sub->add_option("command", f->command, "The trainer command (one argument, run by /bin/sh)")
+      ->required();
+  return {sub, [f] { return Launch(*f).Run(); }};
+}
+
+}  // namespace tessera::tools
