@@ -28,6 +28,7 @@ Command RegisterBench(CLI::App& app);
 Command RegisterServer(CLI::App& app);
 Command RegisterLaunch(CLI::App& app);
 Command RegisterSupervise(CLI::App& app);
+Command RegisterCopyFiles(CLI::App& app);
 // Add `bench pull` / `bench sample` / `bench train` under `bench`; *run runs it.
 CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run);

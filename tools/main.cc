@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
       tessera::tools::RegisterPartition(app), tessera::tools::RegisterInspect(app),
       tessera::tools::RegisterGenerate(app),  tessera::tools::RegisterDemo(app),
       tessera::tools::RegisterBench(app),     tessera::tools::RegisterServer(app),
-      tessera::tools::RegisterLaunch(app),    tessera::tools::RegisterSupervise(app)};
+      tessera::tools::RegisterLaunch(app),    tessera::tools::RegisterSupervise(app),
+      tessera::tools::RegisterCopyFiles(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,177 @@
+// `tessera copy-files`: puts a partitioned graph and the training scripts on
+// the machines of an ip_config (DGL's tools/copy_files.py):
+//
+//   tessera copy-files --part-config parts/g.json --ip-config ip_config.txt \
+//       --workspace /home/me/work --rel-data-path data --script-folder scripts
+//
+// Machine i gets only partition i: <workspace>/<rel-data-path>/part<i>/,
+// plus the partition config (paths rewritten to that layout, relative to the
+// config) in <workspace>/<rel-data-path>/, the ip_config in <workspace>/,
+// and the script folder in <workspace>/. Local machines (see
+// src/launcher/remote.h) get plain copies, others go over ssh and scp.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/base/strings.h"
+#include "src/base/time.h"
+#include "src/launcher/ip_config.h"
+#include "src/launcher/remote.h"
+#include "tools/commands.h"
+#include "tools/subprocess.h"
+
+namespace tessera::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CopyFlags {
+  std::string part_config, ip_config, workspace, rel_data_path = ".", script_folder;
+  int ssh_port = 22;
+  std::string ssh_username;
+  std::vector<std::string> ssh_options;
+  bool force_ssh = false;
+  double timeout_s = 3600;
+};
+
+Status Run(const std::vector<std::string>& argv, const std::string& what, double timeout_s) {
+  ASSIGN_OR_RETURN(ChildResult r, RunChild(argv, Deadline::InSeconds(timeout_s)));
+  if (r.exit_code != 0) {
+    return absl::UnavailableError(
+        fmt::format("{} failed (exit code {}): {}", what, r.exit_code, StrJoin(argv, " ")));
+  }
+  return absl::OkStatus();
+}
+
+Status CopyLocal(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+  if (ec)
+    return absl::InternalError(
+        fmt::format("copy {} to {}: {}", from.string(), to.string(), ec.message()));
+  return absl::OkStatus();
+}
+
+Status CopyFiles(const CopyFlags& f) {
+  ASSIGN_OR_RETURN(launcher::IpConfig ip, launcher::ReadIpConfig(f.ip_config));
+  std::ifstream in(f.part_config);
+  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", f.part_config));
+  nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
+  if (config.is_discarded() || !config.contains("num_parts")) {
+    return absl::InvalidArgumentError(fmt::format("{} is not a partition config", f.part_config));
+  }
+  const int parts = config["num_parts"].get<int>();
+  if (parts != ip.num_machines()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} has {} partitions but {} lists {} machines: machine i gets partition i",
+                    f.part_config, parts, f.ip_config, ip.num_machines()));
+  }
+  if (!f.script_folder.empty() && !fs::is_directory(f.script_folder)) {
+    return absl::NotFoundError(fmt::format("--script-folder {} is not a folder", f.script_folder));
+  }
+  const fs::path config_dir = fs::absolute(f.part_config).parent_path();
+  // Each part's folder, and the config rewritten to part<i>/<name>.
+  std::vector<fs::path> part_dirs;
+  nlohmann::json remote_config = config;
+  for (int p = 0; p < parts; ++p) {
+    const std::string key = fmt::format("part-{}", p);
+    if (!config.contains(key)) {
+      return absl::InvalidArgumentError(fmt::format("{} has no '{}'", f.part_config, key));
+    }
+    fs::path dir;
+    for (auto& [field, value] : remote_config[key].items()) {
+      fs::path path = value.get<std::string>();
+      if (path.is_relative()) path = config_dir / path;
+      dir = path.parent_path();
+      value = fmt::format("part{}/{}", p, path.filename().string());
+    }
+    if (!fs::is_directory(dir)) {
+      return absl::NotFoundError(fmt::format("partition {} folder {} is missing", p, dir.string()));
+    }
+    part_dirs.push_back(dir);
+  }
+  const std::string config_name = fs::path(f.part_config).filename().string();
+  ScratchDir scratch = *ScratchDir::Open("", "tessera-copy-files");
+  const std::string rewritten = scratch.path() + "/" + config_name;
+  RETURN_IF_ERROR(WriteFileAtomic(rewritten, remote_config.dump(1) + "\n"));
+  launcher::SshOptions ssh{.port = f.ssh_port, .user = f.ssh_username, .extra = f.ssh_options};
+  std::string scp;
+  const fs::path data = fs::path(f.workspace) / f.rel_data_path;
+  for (int m = 0; m < ip.num_machines(); ++m) {
+    const std::string host = ip.machines[static_cast<size_t>(m)].ip;
+    Stopwatch watch;
+    if (!f.force_ssh && launcher::IsLocalAddress(host)) {
+      RETURN_IF_ERROR(
+          CopyLocal(part_dirs[static_cast<size_t>(m)], data / fmt::format("part{}", m)));
+      RETURN_IF_ERROR(CopyLocal(rewritten, data / config_name));
+      RETURN_IF_ERROR(
+          CopyLocal(f.ip_config, fs::path(f.workspace) / fs::path(f.ip_config).filename()));
+      if (!f.script_folder.empty()) {
+        RETURN_IF_ERROR(CopyLocal(f.script_folder,
+                                  fs::path(f.workspace) / fs::path(f.script_folder).filename()));
+      }
+    } else {
+      ASSIGN_OR_RETURN(ssh.ssh, launcher::FindProgram("ssh"));
+      ASSIGN_OR_RETURN(scp, launcher::FindProgram("scp"));
+      const std::string target = (f.ssh_username.empty() ? "" : f.ssh_username + "@") + host;
+      RETURN_IF_ERROR(
+          Run(launcher::SshArgv(ssh, host, launcher::ShellCommand({"mkdir", "-p", data.string()})),
+              fmt::format("mkdir on machine {} ({})", m, host), f.timeout_s));
+      std::vector<std::string> base = {scp, "-r", "-q", "-B", "-P", std::to_string(f.ssh_port)};
+      for (const std::string& o : f.ssh_options) base.insert(base.end(), {"-o", o});
+      auto copy = [&](const std::string& from, const std::string& to) {
+        std::vector<std::string> argv = base;
+        argv.insert(argv.end(), {from, target + ":" + to});
+        return Run(argv, fmt::format("scp to machine {} ({})", m, host), f.timeout_s);
+      };
+      // scp -r a/ into host:x/part<i> creates part<i> (it does not exist yet).
+      RETURN_IF_ERROR(Run(
+          launcher::SshArgv(
+              ssh, host,
+              launcher::ShellCommand({"rm", "-rf", (data / fmt::format("part{}", m)).string()})),
+          fmt::format("clean machine {} ({})", m, host), f.timeout_s));
+      RETURN_IF_ERROR(copy(part_dirs[static_cast<size_t>(m)].string(),
+                           (data / fmt::format("part{}", m)).string()));
+      RETURN_IF_ERROR(copy(rewritten, (data / config_name).string()));
+      RETURN_IF_ERROR(copy(f.ip_config, f.workspace + "/"));
+      if (!f.script_folder.empty()) RETURN_IF_ERROR(copy(f.script_folder, f.workspace + "/"));
+    }
+    spdlog::info("copy-files: machine {} ({}): partition {} and the config in {:.1f} s", m, host, m,
+                 watch.Seconds());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Command RegisterCopyFiles(CLI::App& app) {
+  auto f = std::make_shared<CopyFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "copy-files", "Copy partition i (and the config, ip_config, scripts) to machine i");
+  sub->add_option("--part-config,--part_config", f->part_config)->required();
+  sub->add_option("--ip-config,--ip_config", f->ip_config)->required();
+  sub->add_option("--workspace", f->workspace, "Folder on every machine")->required();
+  sub->add_option("--rel-data-path,--rel_data_path", f->rel_data_path,
+                  "Where the partition goes, relative to the workspace")
+      ->capture_default_str();
+  sub->add_option("--script-folder,--script_folder", f->script_folder,
+                  "Folder copied into the workspace");
+  sub->add_option("--ssh-port,--ssh_port", f->ssh_port)->capture_default_str();
+  sub->add_option("--ssh-username,--ssh_username", f->ssh_username);
+  sub->add_option("--ssh-option", f->ssh_options, "More ssh/scp -o options");
+  sub->add_flag("--ssh", f->force_ssh, "Use ssh for local machines too");
+  return {sub, [f] {
+            Stopwatch watch;
+            Status st = CopyFiles(*f);
+            if (!st.ok()) return ReportError(st);
+            ReportFinish("copy-files", watch.Seconds());
+            return 0;
+          }};
+}
+
+}  // namespace tessera::tools
