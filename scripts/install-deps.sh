@@ -17,7 +17,7 @@ packages="g++ cmake ninja-build ccache pkg-config
   libabsl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   zlib1g-dev libmetis-dev
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
-  libtorch-dev libopenblas0-openmp libgloo-dev iproute2
+  libtorch-dev libopenblas0-openmp libgloo-dev iproute2 openssh-client openssh-server
   libgtest-dev libgmock-dev"
 for arg in "$@"; do
   case "$arg" in

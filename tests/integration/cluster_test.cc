@@ -1,0 +1,269 @@
+// File: tests/integration/cluster_test.cc
+//
+// `tessera copy-files` and `tessera launch` on a real two-host cluster: two
+// network namespaces joined by a veth link, each with its own address and
+// its own sshd (key authentication, a key made for the test). The launcher
+// runs in the first namespace and reaches both hosts over ssh (--ssh), like
+// a launch from a head node. Then:
+//   * copy-files, then GraphSAGE training end to end across the hosts;
+//   * kill -9 of a trainer, kill -9 of a server, SIGINT to the launcher: each
+//     time the launcher exits non-zero within 30 s, and no process of the job
+//     and no shared-memory segment of it remains on either host.
+// The namespaces share this machine's file system, process table and
+// /dev/shm, so "on either host" is checked once for both. The test skips
+// (with the reason) where namespaces or sshd are unavailable, and removes
+// its namespaces whatever happens.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "src/base/test_util.h"
+#include "src/base/time.h"
+#include "src/kvstore/test_cluster.h"
+#include "src/launcher/process.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+int Shell(const std::string& command) {
+  int status = std::system((command + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Program(const std::string& name) {
+  return std::string(TESSERA_BINARY_DIR) + "/bin/" + name;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
+    if (!fs::exists("/usr/sbin/sshd")) GTEST_SKIP() << "sshd is not installed (openssh-server)";
+    const std::string tag = std::to_string(getpid() % 100000);
+    ns_ = {"tsa" + tag, "tsb" + tag};
+    subnet_ = "10.213." + std::to_string(getpid() % 250) + ".";
+    ip_ = {subnet_ + "1", subnet_ + "2"};
+    if (Shell("ip netns add " + ns_[0]) != 0) {
+      ns_.clear();
+      GTEST_SKIP() << "cannot create network namespaces here (ip netns add failed)";
+    }
+    created_ = 1;
+    ASSERT_EQ(Shell("ip netns add " + ns_[1]), 0);
+    created_ = 2;
+    const std::string va = "tva" + tag, vb = "tvb" + tag;
+    ASSERT_EQ(Shell("ip link add " + va + " netns " + ns_[0] + " type veth peer name " + vb +
+                    " netns " + ns_[1]),
+              0);
+    for (int h = 0; h < 2; ++h) {
+      const std::string exec = "ip netns exec " + ns_[h] + " ";
+      const std::string dev = h == 0 ? va : vb;
+      ASSERT_EQ(Shell(exec + "ip link set lo up"), 0);
+      ASSERT_EQ(Shell(exec + "ip addr add " + ip_[h] + "/24 dev " + dev), 0);
+      ASSERT_EQ(Shell(exec + "ip link set " + dev + " up"), 0);
+    }
+    // Keys and one sshd per host.
+    dir_ = std::make_unique<testing::TempDir>();
+    ASSERT_EQ(Shell("ssh-keygen -q -t ed25519 -N '' -f " + *dir_ / "host_key"), 0);
+    ASSERT_EQ(Shell("ssh-keygen -q -t ed25519 -N '' -f " + *dir_ / "id"), 0);
+    fs::copy_file(*dir_ / "id.pub", *dir_ / "authorized_keys");
+    fs::create_directories("/run/sshd");
+    for (int h = 0; h < 2; ++h) {
+      std::string config = *dir_ / ("sshd" + std::to_string(h) + ".conf");
+      std::ofstream(config) << "Port 22\nListenAddress " << ip_[h] << "\nHostKey "
+                            << *dir_ / "host_key"
+                            << "\nAuthorizedKeysFile " << *dir_ / "authorized_keys"
+                            << "\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                               "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                               "PidFile none\nLogLevel ERROR\nSubsystem sftp internal-sftp\n";
+      auto sshd =
+          launcher::Process::Spawn({.argv = {"/usr/sbin/ip", "netns", "exec", ns_[h],
+                                             "/usr/sbin/sshd", "-D", "-e", "-f", config},
+                                    .log_path = *dir_ / ("sshd" + std::to_string(h) + ".log")});
+      ASSERT_TRUE(sshd.ok()) << sshd.status();
+      sshd_.push_back(std::move(*sshd));
+    }
+    ssh_options_ = {
+        "--ssh-option", "IdentityFile=" + *dir_ / "id", "--ssh-option", "StrictHostKeyChecking=no",
+        "--ssh-option", "UserKnownHostsFile=/dev/null", "--ssh-option", "LogLevel=ERROR"};
+    // Wait until both sshds answer.
+    for (int h = 0; h < 2; ++h) {
+      Deadline deadline = Deadline::InSeconds(20);
+      while (Shell("ip netns exec " + ns_[0] + " ssh -o BatchMode=yes -o IdentityFile=" +
+                   *dir_ / "id" + " -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null " +
+                   ip_[h] + " true") != 0) {
+        ASSERT_FALSE(deadline.Expired())
+            << "sshd on " << ip_[h] << " does not answer: "
+            << testing::ReadAll(*dir_ / ("sshd" + std::to_string(h) + ".log"));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    // The job: Cora in 2 parts, copied to the hosts' workspace.
+    std::string parts = kv::testing::PartitionCora(*dir_ / "parts", 2);
+    std::ofstream(*dir_ / "ip_config.txt") << ip_[0] << " 30050\n" << ip_[1] << " 30050\n";
+    fs::create_directories(*dir_ / "scripts");
+    std::ofstream(*dir_ / "scripts/train.sh")
+        << "exec " << Program("graphsage_train_dist")
+        << " --graph-name cora --part-config data/cora.json --log-every 0 \"$@\"\n";
+    workspace_ = *dir_ / "workspace";
+    fs::create_directories(workspace_);
+    std::vector<std::string> copy = {TesseraArgv()[0],        "copy-files",  "--ssh",
+                                     "--part-config",         parts,         "--ip-config",
+                                     *dir_ / "ip_config.txt", "--workspace", workspace_,
+                                     "--rel-data-path",       "data",        "--script-folder",
+                                     *dir_ / "scripts"};
+    copy.insert(copy.end(), ssh_options_.begin(), ssh_options_.end());
+    launcher::SpawnOptions spawn{.argv = InNamespace(copy), .log_path = *dir_ / "copy.log"};
+    auto copier = launcher::Process::Spawn(spawn);
+    ASSERT_TRUE(copier.ok());
+    auto code = copier->Wait(Deadline::InSeconds(120));
+    ASSERT_TRUE(code.ok() && *code == 0) << testing::ReadAll(*dir_ / "copy.log");
+  }
+
+  void TearDown() override {
+    sshd_.clear();  // Stops them.
+    for (int h = 0; h < created_; ++h) Shell("ip netns del " + ns_[h]);
+  }
+
+  std::vector<std::string> TesseraArgv() const { return {testing::TesseraBinary()}; }
+  std::vector<std::string> InNamespace(std::vector<std::string> argv) const {
+    argv.insert(argv.begin(), {"/usr/sbin/ip", "netns", "exec", ns_[0]});
+    return argv;
+  }
+  // Starts `tessera launch` (in the first namespace) with trainer arguments.
+  launcher::Process StartLaunch(const std::string& train_args, const std::string& log) {
+    std::vector<std::string> argv = {
+        testing::TesseraBinary(), "launch",      "--ssh",         "--workspace", workspace_,
+        "--num-trainers",         "1",           "--num-servers", "1",           "--part-config",
+        "data/cora.json",         "--ip-config", "ip_config.txt", "--grace",     "2"};
+    argv.insert(argv.end(), ssh_options_.begin(), ssh_options_.end());
+    argv.push_back("sh scripts/train.sh " + train_args);
+    auto p = launcher::Process::Spawn({.argv = InNamespace(argv), .log_path = log});
+    EXPECT_TRUE(p.ok()) << p.status();
+    return std::move(*p);
+  }
+  // The job id the launcher printed.
+  static std::string JobOf(const std::string& log) {
+    std::string text = testing::ReadAll(log);
+    size_t at = text.find("launch: job ");
+    if (at == std::string::npos) return "";
+    return text.substr(at + 12, text.find(':', at + 12) - at - 12);
+  }
+  // Waits for `needle` in the log.
+  static bool WaitFor(const std::string& log, const std::string& needle, double seconds) {
+    Deadline deadline = Deadline::InSeconds(seconds);
+    while (testing::ReadAll(log).find(needle) == std::string::npos) {
+      if (deadline.Expired()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+  // A pgrep/pkill pattern for `regex` that does not match the shell running
+  // pgrep itself (whose command line contains the pattern): "[x]yz".
+  static std::string NotSelf(const std::string& regex) {
+    return "'[" + regex.substr(0, 1) + "]" + regex.substr(1) + "'";
+  }
+  // No process of the job and none of its shared memory remains.
+  static void ExpectNothingLeft(const std::string& job) {
+    ASSERT_FALSE(job.empty());
+    Deadline deadline = Deadline::InSeconds(10);
+    while (Shell("pgrep -f " + NotSelf(job)) == 0 && !deadline.Expired()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_NE(Shell("pgrep -f " + NotSelf(job)), 0) << "processes of job " << job << " remain";
+    for (const auto& entry : fs::directory_iterator("/dev/shm")) {
+      EXPECT_EQ(entry.path().filename().string().find(job), std::string::npos)
+          << entry.path() << " remains";
+    }
+  }
+  // Kills (SIGKILL) the processes of host `h` whose command line contains
+  // every one of `words`.
+  void KillOnHost(int h, const std::vector<std::string>& words) {
+    FILE* pipe = popen(("ip netns pids " + ns_[h]).c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    int pid = 0, killed = 0;
+    while (fscanf(pipe, "%d", &pid) == 1) {
+      std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      bool all = !cmdline.empty();
+      for (const std::string& w : words) all &= cmdline.find(w) != std::string::npos;
+      if (all && cmdline.find("supervise") == std::string::npos && kill(pid, SIGKILL) == 0) {
+        ++killed;
+      }
+    }
+    pclose(pipe);
+    ASSERT_GT(killed, 0) << "no process on host " << h << " matches";
+  }
+
+  std::vector<std::string> ns_, ip_, ssh_options_;
+  std::string subnet_, workspace_;
+  int created_ = 0;
+  std::unique_ptr<testing::TempDir> dir_;
+  std::vector<launcher::Process> sshd_;
+};
+
+TEST_F(ClusterTest, CopyFilesPutsEachPartitionOnItsMachine) {
+  EXPECT_TRUE(fs::exists(workspace_ + "/data/part0/graph"));
+  EXPECT_TRUE(fs::exists(workspace_ + "/data/part1/graph"));
+  EXPECT_TRUE(fs::exists(workspace_ + "/data/cora.json"));
+  EXPECT_TRUE(fs::exists(workspace_ + "/ip_config.txt"));
+  EXPECT_TRUE(fs::exists(workspace_ + "/scripts/train.sh"));
+  std::string config = testing::ReadAll(workspace_ + "/data/cora.json");
+  EXPECT_NE(config.find("\"part1/graph\""), std::string::npos) << config;
+}
+
+TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {
+  // 1. Training end to end, then a second launch right away (ports free).
+  for (int round = 0; round < 2; ++round) {
+    std::string log = *dir_ / ("ok" + std::to_string(round) + ".log");
+    launcher::Process launch = StartLaunch("--num-epochs 2 --batch-size 64", log);
+    auto code = launch.Wait(Deadline::InSeconds(180));
+    ASSERT_TRUE(code.ok()) << testing::ReadAll(log);
+    ASSERT_EQ(*code, 0) << testing::ReadAll(log);
+    std::string out = testing::ReadAll(log);
+    EXPECT_NE(out.find("[1/trainer/1]"), std::string::npos) << out;
+    EXPECT_NE(out.find("[0/trainer/0]"), std::string::npos) << out;
+    EXPECT_NE(out.find("process group of 2 trainers"), std::string::npos) << out;
+    EXPECT_NE(out.find("done: test accuracy"), std::string::npos) << out;
+    ExpectNothingLeft(JobOf(log));
+  }
+  // 2. kill -9 a trainer on host 1, 3. kill -9 a server on host 1,
+  // 4. SIGINT to the launcher.
+  for (const std::string what : {"trainer", "server", "sigint"}) {
+    SCOPED_TRACE(what);
+    std::string log = *dir_ / (what + ".log");
+    const std::string marker = "--seed 77" + std::to_string(what.size());
+    launcher::Process launch = StartLaunch("--num-epochs 100000 --batch-size 32 " + marker, log);
+    ASSERT_TRUE(WaitFor(log, "[1/trainer/1]", 120)) << testing::ReadAll(log);
+    ASSERT_TRUE(WaitFor(log, "epoch 0:", 120)) << testing::ReadAll(log);
+    std::string job = JobOf(log);
+    if (what == "trainer") {
+      KillOnHost(1, {"graphsage_train_dist", marker});
+    } else if (what == "server") {
+      KillOnHost(1, {" server ", "--job-id " + job});
+    } else {
+      launch.Signal(SIGINT);
+    }
+    Stopwatch watch;
+    auto code = launch.Wait(Deadline::InSeconds(60));
+    ASSERT_TRUE(code.ok()) << testing::ReadAll(log);
+    EXPECT_NE(*code, 0) << testing::ReadAll(log);
+    EXPECT_LT(watch.Seconds(), 30) << testing::ReadAll(log);
+    std::string out = testing::ReadAll(log);
+    if (what == "trainer") EXPECT_NE(out.find("trainer 1 on machine 1"), std::string::npos) << out;
+    if (what == "server") EXPECT_NE(out.find("server 1 on machine 1"), std::string::npos) << out;
+    if (what == "sigint") EXPECT_NE(out.find("interrupted"), std::string::npos) << out;
+    ExpectNothingLeft(job);
+  }
+}
+
+}  // namespace
+}  // namespace tessera
