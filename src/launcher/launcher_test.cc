@@ -7,6 +7,7 @@
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
 #include "src/launcher/process.h"
+#include "src/launcher/remote.h"
 
 namespace tessera::launcher {
 namespace {
@@ -97,6 +98,43 @@ TEST(ProcessTest, ExitCodesSignalsAndStop) {
   Stopwatch watch;
   EXPECT_EQ(stubborn->Stop(), -SIGKILL);
   EXPECT_LT(watch.Seconds(), 10);
+}
+
+TEST(RemoteTest, LocalAddresses) {
+  EXPECT_TRUE(IsLocalAddress("127.0.0.1"));
+  EXPECT_TRUE(IsLocalAddress("127.1.2.3"));
+  EXPECT_TRUE(IsLocalAddress("::1"));
+  EXPECT_TRUE(IsLocalAddress("localhost"));
+  EXPECT_FALSE(IsLocalAddress("192.0.2.77"));  // TEST-NET-1: never an address of ours.
+  EXPECT_FALSE(IsLocalAddress("not an address"));
+}
+
+// The quoted command survives a real shell unchanged, whatever it contains.
+TEST(RemoteTest, ShellQuotingRoundTrips) {
+  std::vector<std::string> argv = {"printf", "%s|",  "plain", "two words",  "it's",
+                                   "$HOME",  "a\"b", "",      "semi;colon", "`tick`"};
+  FILE* pipe = popen(("/bin/sh -c " + ShellQuote(ShellCommand(argv))).c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[256] = {};
+  size_t n = fread(buffer, 1, sizeof(buffer) - 1, pipe);
+  pclose(pipe);
+  EXPECT_EQ(std::string(buffer, n), "plain|two words|it's|$HOME|a\"b||semi;colon|`tick`|");
+  EXPECT_EQ(ShellQuote("simple-path/x.json"), "simple-path/x.json");
+}
+
+TEST(RemoteTest, SshNeverPrompts) {
+  auto argv =
+      SshArgv({.port = 2222, .user = "me", .extra = {"IdentityFile=/k"}}, "10.0.0.2", "true");
+  std::string joined;
+  for (const auto& a : argv) joined += a + " ";
+  EXPECT_NE(joined.find("BatchMode=yes"), std::string::npos);
+  EXPECT_NE(joined.find("-p 2222"), std::string::npos);
+  EXPECT_NE(joined.find("-l me"), std::string::npos);
+  EXPECT_NE(joined.find("-o IdentityFile=/k"), std::string::npos);
+  EXPECT_EQ(argv.back(), "true");
+  EXPECT_EQ(argv[argv.size() - 2], "10.0.0.2");
+  EXPECT_TRUE(FindProgram("sh").ok());
+  EXPECT_FALSE(FindProgram("no-such-program-here").ok());
 }
 
 }  // namespace

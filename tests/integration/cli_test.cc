@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <set>
 
@@ -13,6 +14,8 @@
 #include "nlohmann/json.hpp"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
+#include "src/kvstore/test_cluster.h"
+#include "src/launcher/ip_config.h"
 #include "src/partition/load_partition.h"
 #include "src/shm/segment.h"
 
@@ -340,6 +343,63 @@ TEST(Cli, BenchSampleReportsEveryFigure) {
   CliRun missing = Tessera("bench sample --workdir " + dir / "empty");
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.output.find("--graph"), std::string::npos) << missing.output;
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// `tessera launch` on this host (both machines on 127.0.0.1, no ssh):
+// flag checks fail before anything starts, a job runs to the end with
+// prefixed output, and a failing trainer stops everything with its code.
+TEST(Cli, LaunchLocallyChecksRunsAndStops) {
+  TempDir dir;
+  std::string parts = kv::testing::PartitionCora(dir / "ws/parts", 2);
+  {
+    // Free ports: servers at p and p + 1 (machine 0; p + 1 is also the
+    // rendezvous port), q (machine 1).
+    auto p = launcher::ProbeFreePortRange("127.0.0.1", 2);
+    auto q = launcher::ProbeFreePortRange("127.0.0.1", 1);
+    ASSERT_TRUE(p.ok() && q.ok());
+    std::ofstream(dir / "ws/ip_config.txt") << "127.0.0.1 " << *p << "\n127.0.0.1 " << *q << "\n";
+    std::ofstream(dir / "ws/one.txt") << "127.0.0.1 " << *q << "\n";
+  }
+  const std::string base = "launch --workspace " + dir / "ws" + " --part-config parts/cora.json ";
+  CliRun mismatch = Tessera(base + "--ip-config one.txt true");
+  EXPECT_NE(mismatch.exit_code, 0);
+  EXPECT_NE(mismatch.output.find("2 partitions but one.txt lists 1 machines"), std::string::npos)
+      << mismatch.output;
+  CliRun no_workspace = Tessera("launch --workspace " + dir / "nowhere" +
+                                " --part-config p.json --ip-config i.txt true");
+  EXPECT_NE(no_workspace.output.find("nowhere"), std::string::npos) << no_workspace.output;
+  CliRun bad_env = Tessera(base + "--ip-config ip_config.txt --extra-envs NOEQUALS true");
+  EXPECT_NE(bad_env.output.find("NOEQUALS"), std::string::npos) << bad_env.output;
+
+  const std::string trainer = std::string(TESSERA_BINARY_DIR) +
+                              "/bin/graphsage_train_dist --graph-name cora --part-config "
+                              "parts/cora.json --log-every 0 --num-epochs ";
+  CliRun ok = Tessera(base + "--ip-config ip_config.txt --num-trainers 2 --extra-envs X_TAG=7 '" +
+                      trainer + "1 && test \"$X_TAG\" = 7'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("[1/trainer/3]"), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("[0/server/0]"), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("succeeded"), std::string::npos) << ok.output;
+
+  // Trainer 1 fails at once: the others are stopped, the code is its own.
+  CliRun failed = Tessera(base + "--ip-config ip_config.txt --num-trainers 1 '" +
+                          "if [ $RANK = 1 ]; then exit 3; fi; " + trainer + "100000'");
+  EXPECT_EQ(failed.exit_code, 3) << failed.output;
+  EXPECT_NE(failed.output.find("trainer 1 on machine 1 (127.0.0.1) exited with code 3"),
+            std::string::npos)
+      << failed.output;
+  size_t at = failed.output.find("launch: job j");
+  ASSERT_NE(at, std::string::npos);
+  std::string job = failed.output.substr(at + 12, failed.output.find(':', at + 12) - at - 12);
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    EXPECT_EQ(entry.path().filename().string().find(job), std::string::npos) << entry.path();
+  }
 }
 
 }  // namespace
