@@ -258,9 +258,15 @@ TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {
     EXPECT_NE(*code, 0) << testing::ReadAll(log);
     EXPECT_LT(watch.Seconds(), 30) << testing::ReadAll(log);
     std::string out = testing::ReadAll(log);
-    if (what == "trainer") EXPECT_NE(out.find("trainer 1 on machine 1"), std::string::npos) << out;
-    if (what == "server") EXPECT_NE(out.find("server 1 on machine 1"), std::string::npos) << out;
-    if (what == "sigint") EXPECT_NE(out.find("interrupted"), std::string::npos) << out;
+    if (what == "trainer") {
+      EXPECT_NE(out.find("trainer 1 on machine 1"), std::string::npos) << out;
+    }
+    if (what == "server") {
+      EXPECT_NE(out.find("server 1 on machine 1"), std::string::npos) << out;
+    }
+    if (what == "sigint") {
+      EXPECT_NE(out.find("interrupted"), std::string::npos) << out;
+    }
     ExpectNothingLeft(job);
   }
 }
