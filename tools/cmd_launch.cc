@@ -176,9 +176,8 @@ Status Launch::Start(Member& m, const std::vector<std::string>& program,
 }
 
 void Launch::Print(Member& m, const std::string& line) {
-  int port = 0;
-  if (m.server && !m.ready && line.rfind("ready ", 0) == 0 &&
-      ParseInt64(line.substr(6), reinterpret_cast<int64_t*>(&port))) {
+  int64_t port = 0;
+  if (m.server && !m.ready && line.rfind("ready ", 0) == 0 && ParseInt64(line.substr(6), &port)) {
     m.ready = true;
     return;
   }
