@@ -1,7 +1,7 @@
 // `tessera copy-files`: puts a partitioned graph and the training scripts on
 // the machines of an ip_config (DGL's tools/copy_files.py):
 //
-//   tessera copy-files --part-config parts/g.json --ip-config ip_config.txt \
+//   tessera copy-files --part-config parts/g.json --ip-config ip_config.txt
 //       --workspace /home/me/work --rel-data-path data --script-folder scripts
 //
 // Machine i gets only partition i: <workspace>/<rel-data-path>/part<i>/,

@@ -1,7 +1,7 @@
 // `tessera launch`: runs a training job on the machines of an ip_config
 // (DGL's tools/launch.py, without its orphans and hangs):
 //
-//   tessera launch --workspace ~/work --num-trainers 2 --num-servers 1 \
+//   tessera launch --workspace ~/work --num-trainers 2 --num-servers 1
 //       --part-config parts/g.json --ip-config ip_config.txt "build/bin/graphsage_train_dist ..."
 //
 // On every machine (directly when its address is this host's, else over
