@@ -356,20 +356,38 @@ int Launch::Run() {
       fail(fmt::format("interrupted (signal {})", g_signal.load()), 128 + g_signal.load());
       break;
     }
-    bool trainers_running = false, servers_running = false;
+    bool trainers_running = false, servers_running = false, failed = false;
     for (auto& m : members_) {
       if (!m->process.Poll()) {
         (m->server ? servers_running : trainers_running) = true;
         continue;
       }
-      int code = m->process.exit_code();
-      if (code == 0) continue;
-      fail(fmt::format("{} {}", m->Describe(),
+      if (m->process.exit_code() != 0) failed = true;
+    }
+    if (failed) {
+      // One death makes its peers fail too (a closed Gloo connection, a
+      // dead server): let the exits of this moment arrive, then blame the
+      // process killed by a signal (exit code >= 128 through supervise)
+      // before those that merely exited with an error.
+      Deadline settle = Deadline::InSeconds(1);
+      while (!settle.Expired()) Pump(50);
+      const Member* root = nullptr;
+      for (auto& m : members_) {
+        if (!m->process.Poll() || m->process.exit_code() == 0) continue;
+        int code = m->process.exit_code();
+        bool signalled = code < 0 || code >= 128;
+        if (root == nullptr ||
+            (signalled && !(root->process.exit_code() < 0 || root->process.exit_code() >= 128))) {
+          root = m.get();
+        }
+      }
+      int code = root->process.exit_code();
+      fail(fmt::format("{} {}", root->Describe(),
                        code < 0 ? fmt::format("was killed by signal {}", -code)
                                 : fmt::format("exited with code {}", code)),
            code < 0 ? 128 - code : code);
+      break;
     }
-    if (!failure.empty()) break;
     // (A server exits by itself, with code 0, only once every trainer has
     // said goodbye: its trainers are finishing too.)
     if (trainers_running) continue;
