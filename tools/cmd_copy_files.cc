@@ -96,7 +96,7 @@ Status CopyFiles(const CopyFlags& f) {
     part_dirs.push_back(dir);
   }
   const std::string config_name = fs::path(f.part_config).filename().string();
-  ScratchDir scratch = *ScratchDir::Open("", "tessera-copy-files");
+  ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Open("", "tessera-copy-files"));
   const std::string rewritten = scratch.path() + "/" + config_name;
   RETURN_IF_ERROR(WriteFileAtomic(rewritten, remote_config.dump(1) + "\n"));
   launcher::SshOptions ssh{.port = f.ssh_port, .user = f.ssh_username, .extra = f.ssh_options};
@@ -116,8 +116,10 @@ Status CopyFiles(const CopyFlags& f) {
                                   fs::path(f.workspace) / fs::path(f.script_folder).filename()));
       }
     } else {
-      ASSIGN_OR_RETURN(ssh.ssh, launcher::FindProgram("ssh"));
-      ASSIGN_OR_RETURN(scp, launcher::FindProgram("scp"));
+      if (scp.empty()) {
+        ASSIGN_OR_RETURN(ssh.ssh, launcher::FindProgram("ssh"));
+        ASSIGN_OR_RETURN(scp, launcher::FindProgram("scp"));
+      }
       const std::string target = (f.ssh_username.empty() ? "" : f.ssh_username + "@") + host;
       RETURN_IF_ERROR(
           Run(launcher::SshArgv(ssh, host, launcher::ShellCommand({"mkdir", "-p", data.string()})),

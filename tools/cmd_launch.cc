@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -242,9 +243,10 @@ void Launch::Teardown() {
     }
   }
   Pump(0);
-  // This host's machines: anything a killed server left.
-  for (size_t machine = 0; machine < local_.size(); ++machine) {
-    if (local_[machine]) (void)shm::RemoveJobSegments(job_id_);
+  // This host's machines: anything a killed server left (one /dev/shm for
+  // all of them).
+  if (std::find(local_.begin(), local_.end(), true) != local_.end()) {
+    (void)shm::RemoveJobSegments(job_id_);
   }
 }
 

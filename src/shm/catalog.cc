@@ -281,21 +281,28 @@ void Catalog::LockStripe(Stripe& stripe) const {
   }
 }
 
-void Catalog::WriteRow(uint64_t array_id, int64_t row, void* base, size_t row_bytes,
-                       const void* src, DType dtype, bool add) const {
+template <typename Write>
+void Catalog::WriteLocked(uint64_t array_id, int64_t row, Write&& write) const {
   Stripe& stripe = StripeFor(array_id, row);
   LockStripe(stripe);
   uint64_t seq = stripe.seq.load(std::memory_order_relaxed);
   stripe.seq.store(seq + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  char* dst = static_cast<char*>(base) + static_cast<size_t>(row) * row_bytes;
-  if (add) {
-    AddElements(dtype, dst, src, row_bytes / DTypeSize(dtype));
-  } else {
-    std::memcpy(dst, src, row_bytes);
-  }
+  write();
   stripe.seq.store(seq + 2, std::memory_order_release);
   pthread_mutex_unlock(&stripe.mutex);
+}
+
+void Catalog::WriteRow(uint64_t array_id, int64_t row, void* base, size_t row_bytes,
+                       const void* src, DType dtype, bool add) const {
+  char* dst = static_cast<char*>(base) + static_cast<size_t>(row) * row_bytes;
+  WriteLocked(array_id, row, [&] {
+    if (add) {
+      AddElements(dtype, dst, src, row_bytes / DTypeSize(dtype));
+    } else {
+      std::memcpy(dst, src, row_bytes);
+    }
+  });
 }
 
 void Catalog::ReadRow(uint64_t array_id, int64_t row, const void* base, size_t row_bytes,
@@ -354,14 +361,9 @@ void Catalog::UpdateRows(const ArrayInfo& info, void* base, std::span<const int6
   const size_t row_bytes = info.row_bytes();
   for (size_t i = 0; i < ids.size(); ++i) {
     const int64_t row = ids[i] - first;
-    Stripe& stripe = StripeFor(info.id, row);
-    LockStripe(stripe);
-    uint64_t seq = stripe.seq.load(std::memory_order_relaxed);
-    stripe.seq.store(seq + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    update(i, static_cast<char*>(base) + static_cast<size_t>(row) * row_bytes);
-    stripe.seq.store(seq + 2, std::memory_order_release);
-    pthread_mutex_unlock(&stripe.mutex);
+    WriteLocked(info.id, row, [&] {
+      update(i, static_cast<char*>(base) + static_cast<size_t>(row) * row_bytes);
+    });
   }
 }
 

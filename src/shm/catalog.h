@@ -121,6 +121,10 @@ class Catalog {
   Stripe* stripes() const;
   Stripe& StripeFor(uint64_t array_id, int64_t row) const;
   void LockStripe(Stripe& stripe) const;
+  // Runs write() under the row's stripe lock, with the seqlock marking the
+  // row as being written (WriteRow, UpdateRows).
+  template <typename Write>
+  void WriteLocked(uint64_t array_id, int64_t row, Write&& write) const;
   void LockTable() const;
   void UnlockTable() const;
 
