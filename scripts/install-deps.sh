@@ -18,7 +18,8 @@ packages="g++ cmake ninja-build ccache pkg-config
   zlib1g-dev libmetis-dev
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
   libtorch-dev libopenblas0-openmp libgloo-dev iproute2 openssh-client openssh-server
-  libgtest-dev libgmock-dev"
+  libgtest-dev libgmock-dev
+  python3-dev python3-torch pybind11-dev python3-numpy python3-pytest"
 for arg in "$@"; do
   case "$arg" in
     --bench) packages="$packages python3-numpy" ;;

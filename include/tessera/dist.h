@@ -160,6 +160,9 @@ class DistTensor {
   const std::string& name() const;
   PartPolicy part_policy() const;
   const std::string& key() const;  // "node/<name>" or "edge/<name>".
+  // Whether this handle's construction created the tensor (exactly one of the
+  // trainers constructing it at once does), rather than attaching to it.
+  bool created() const;
   kv::KvStore& store() const;      // For embeddings and optimizers.
 
  private:

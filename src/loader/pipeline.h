@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "src/base/interrupt.h"
 #include "src/base/status.h"
 
 namespace tessera::loader {
@@ -61,7 +62,21 @@ class Pipeline {
     std::unique_lock<std::mutex> lock(mutex_);
     if (next_deliver_ >= count_) return std::optional<T>();
     int64_t index = next_deliver_;
-    bool ready = changed_.wait_for(lock, timeout_, [&] { return ready_.count(index) > 0; });
+    // Waits in slices so that an interrupt (Ctrl-C in a host program) ends
+    // the wait promptly; the batch stays queued for a later Next().
+    const auto give_up = std::chrono::steady_clock::now() + timeout_;
+    bool ready = false;
+    while (!ready && std::chrono::steady_clock::now() < give_up) {
+      auto slice = std::min<std::chrono::steady_clock::duration>(
+          std::chrono::milliseconds(100), give_up - std::chrono::steady_clock::now());
+      ready = changed_.wait_for(lock, slice, [&] { return ready_.count(index) > 0; });
+      if (!ready) {
+        lock.unlock();
+        Status interrupted = CheckInterrupt();
+        lock.lock();
+        if (!interrupted.ok()) return interrupted;
+      }
+    }
     if (!ready) {
       return absl::DeadlineExceededError(
           fmt::format("batch {} was not ready after {} s (sampler threads stuck?)", index,

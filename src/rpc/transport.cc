@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "fmt/format.h"
+#include "src/base/interrupt.h"
 #include "spdlog/spdlog.h"
 #include "zmq.hpp"
 
@@ -382,6 +383,7 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
               fmt::format("{}: cannot send {} (queue full or server unreachable)",
                           Describe(call.server), MethodName(h.method()))));
         }
+        if (Status st = CheckInterrupt(); !st.ok()) return finish(st);
         zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLOUT, 0};
         zmq::poll(&item, 1, std::min(kPollSlice, Millis(deadline.RemainingMillis())));
       }
@@ -414,6 +416,9 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
         }
         return finish(absl::DeadlineExceededError(fmt::format(
             "{} did not answer {} in time", fmt::join(late, ", "), MethodName(pending[0].method))));
+      }
+      if (Status s = CheckInterrupt(); !s.ok()) {
+        return finish(Annotate(s, fmt::format("waiting for {}", MethodName(pending[0].method))));
       }
       zmq::poll(items.data(), items.size(),
                 std::min(kPollSlice, Millis(std::max(1, deadline.RemainingMillis()))));

@@ -284,6 +284,7 @@ torch::Dtype DistTensor::dtype() const { return ToTorch(state_->dtype); }
 const std::string& DistTensor::name() const { return state_->name; }
 PartPolicy DistTensor::part_policy() const { return state_->policy; }
 const std::string& DistTensor::key() const { return state_->key; }
+bool DistTensor::created() const { return state_->owner; }
 kv::KvStore& DistTensor::store() const { return state_->store(); }
 
 // ------------------------------------------------------------ DistGraph

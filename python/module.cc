@@ -1,0 +1,750 @@
+// File: python/module.cc
+//
+// tessera._C: the Python face of the C++ trainer API (include/tessera/*.h).
+// The Python package (python/tessera/) gives it DGL's names and argument
+// conventions; this file only converts types, releases the GIL around every
+// call that can wait, and turns C++ errors into tessera.TesseraError.
+//
+// Ctrl-C. While a call waits with the GIL released, tessera's waits poll
+// CheckInterrupt() (src/base/interrupt.h). The check installed here asks the
+// interpreter, from the main thread only, whether a signal handler raised
+// (SIGINT's raises KeyboardInterrupt); the wait then ends and the Python
+// exception is raised in place of tessera's "interrupted" error.
+#include <torch/csrc/DynamicTypes.h>
+#include <torch/extension.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "fmt/format.h"
+#include "include/tessera/dist.h"
+#include "include/tessera/embedding.h"
+#include "include/tessera/nn.h"
+#include "include/tessera/partition.h"
+#include "src/base/interrupt.h"
+#include "src/base/logging.h"
+#include "src/kvstore/kv_store.h"
+
+namespace py = pybind11;
+namespace dist = tessera::dist;
+
+namespace {
+
+// ------------------------------------------------------------ errors and waits
+
+PyObject* g_error_type = nullptr;  // tessera.TesseraError
+std::thread::id g_main_thread;
+
+// The Python exception a signal handler raised during a wait (main thread
+// only), until the waiting call returns and re-raises it.
+PyObject* g_pending_type = nullptr;
+PyObject* g_pending_value = nullptr;
+PyObject* g_pending_tb = nullptr;
+
+tessera::Status PythonInterruptCheck() {
+  if (std::this_thread::get_id() != g_main_thread || !Py_IsInitialized()) {
+    return absl::OkStatus();
+  }
+  PyGILState_STATE state = PyGILState_Ensure();
+  bool raised = g_pending_type != nullptr;
+  if (!raised && PyErr_CheckSignals() != 0) {
+    PyErr_Fetch(&g_pending_type, &g_pending_value, &g_pending_tb);
+    raised = true;
+  }
+  PyGILState_Release(state);
+  return raised ? absl::CancelledError("interrupted by a signal (KeyboardInterrupt)")
+                : absl::OkStatus();
+}
+
+// With the GIL held: re-raises a signal handler's exception caught during a
+// wait, if any.
+void RaisePendingInterrupt() {
+  if (g_pending_type == nullptr) return;
+  PyErr_Restore(g_pending_type, g_pending_value, g_pending_tb);
+  g_pending_type = g_pending_value = g_pending_tb = nullptr;
+  throw py::error_already_set();
+}
+
+// Runs `f` with the GIL released; a signal's exception raised meanwhile wins
+// over whatever `f` returned or threw.
+template <typename F>
+auto Wait(F&& f) -> decltype(f()) {
+  using R = decltype(f());
+  std::exception_ptr error;
+  if constexpr (std::is_void_v<R>) {
+    {
+      py::gil_scoped_release release;
+      try {
+        f();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    RaisePendingInterrupt();
+    if (error) std::rethrow_exception(error);
+  } else {
+    std::optional<R> out;
+    {
+      py::gil_scoped_release release;
+      try {
+        out.emplace(f());
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    RaisePendingInterrupt();
+    if (error) std::rethrow_exception(error);
+    return std::move(*out);
+  }
+}
+
+void ThrowIfError(const tessera::Status& status, const std::string& what) {
+  if (!status.ok()) throw dist::Error(fmt::format("{}: {}", what, std::string(status.message())));
+}
+
+// ------------------------------------------------------------ conversions
+
+dist::PartPolicy ParsePolicy(const std::string& policy) {
+  if (policy.empty() || policy == "auto") return dist::PartPolicy::kAuto;
+  if (policy == "node" || policy.rfind("node~", 0) == 0) return dist::PartPolicy::kNode;
+  if (policy == "edge" || policy.rfind("edge~", 0) == 0) return dist::PartPolicy::kEdge;
+  throw dist::Error(
+      fmt::format("part_policy must be \"node\" or \"edge\" (or None), got \"{}\"", policy));
+}
+
+const char* PolicyName(dist::PartPolicy p) {
+  return p == dist::PartPolicy::kEdge ? "edge" : "node";
+}
+
+dist::Init MakeInit(const std::string& kind, double a, double b, uint64_t seed) {
+  if (kind == "zeros") return dist::Init::Zeros();
+  if (kind == "uniform") return dist::Init::Uniform(a, b, seed);
+  if (kind == "normal") return dist::Init::Normal(a, b, seed);
+  throw dist::Error(fmt::format("unknown init \"{}\" (zeros, uniform, normal)", kind));
+}
+
+py::tuple BlockTuple(const dist::Block& b) {
+  return py::make_tuple(b.src_nodes, b.indptr, b.indices, b.eids);
+}
+
+py::list BlockList(const std::vector<dist::Block>& blocks) {
+  py::list out;
+  for (const dist::Block& b : blocks) out.append(BlockTuple(b));
+  return out;
+}
+
+dist::Block BlockOf(const torch::Tensor& src_nodes, const torch::Tensor& indptr,
+                    const torch::Tensor& indices) {
+  dist::Block b;
+  b.src_nodes = src_nodes;
+  b.indptr = indptr;
+  b.indices = indices;
+  b.eids = torch::empty({0}, torch::kInt64);
+  return b;
+}
+
+tessera::DType ArrayDType(torch::ScalarType t, const std::string& what) {
+  switch (t) {
+    case torch::kBool: return tessera::DType::kBool;
+    case torch::kInt8: return tessera::DType::kInt8;
+    case torch::kUInt8: return tessera::DType::kUInt8;
+    case torch::kInt16: return tessera::DType::kInt16;
+    case torch::kInt32: return tessera::DType::kInt32;
+    case torch::kInt64: return tessera::DType::kInt64;
+    case torch::kFloat32: return tessera::DType::kFloat32;
+    case torch::kFloat64: return tessera::DType::kFloat64;
+    default:
+      throw dist::Error(fmt::format("{}: unsupported dtype {}", what, c10::toString(t)));
+  }
+}
+
+torch::ScalarType TorchDType(tessera::DType t) {
+  switch (t) {
+    case tessera::DType::kBool: return torch::kBool;
+    case tessera::DType::kInt8: return torch::kInt8;
+    case tessera::DType::kUInt8: return torch::kUInt8;
+    case tessera::DType::kInt16: return torch::kInt16;
+    case tessera::DType::kInt32: return torch::kInt32;
+    case tessera::DType::kInt64: return torch::kInt64;
+    case tessera::DType::kFloat32: return torch::kFloat32;
+    case tessera::DType::kFloat64: return torch::kFloat64;
+  }
+  return torch::kFloat32;
+}
+
+tessera::Array ToArray(const torch::Tensor& t, const std::string& what) {
+  torch::Tensor c = t.contiguous().cpu();
+  std::vector<int64_t> shape = c.sizes().vec();
+  tessera::Array a = tessera::Array::Empty(ArrayDType(c.scalar_type(), what), shape);
+  if (c.nbytes() > 0) std::memcpy(a.mutable_data(), c.data_ptr(), c.nbytes());
+  return a;
+}
+
+// A copy of `a` as a tensor (arrays may be memory-mapped files).
+torch::Tensor ToTensor(const tessera::Array& a) {
+  torch::Tensor t = torch::empty(a.shape(), torch::TensorOptions().dtype(TorchDType(a.dtype())));
+  if (a.nbytes() > 0) std::memcpy(t.data_ptr(), a.data(), a.nbytes());
+  return t;
+}
+
+// ------------------------------------------------------------ loaders
+
+// A Python object owned from C++ threads: released under the GIL.
+using PyItem = std::shared_ptr<py::object>;
+PyItem MakeItem(py::object o) {
+  return PyItem(new py::object(std::move(o)), [](py::object* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+// Iterates one epoch of a BatchLoader<T>; `convert` makes the Python value.
+template <typename Loader, typename T>
+class EpochIterator {
+ public:
+  using Convert = py::object (*)(const T&);
+  EpochIterator(std::shared_ptr<Loader> loader, Convert convert)
+      : loader_(std::move(loader)), convert_(convert) {}
+  py::object Next() {
+    if (done_) throw py::stop_iteration();
+    Wait([&] {
+      if (!it_) {
+        it_.emplace(loader_->begin());
+      } else {
+        ++*it_;
+      }
+    });
+    if (*it_ == loader_->end()) {
+      done_ = true;
+      it_.reset();
+      throw py::stop_iteration();
+    }
+    return convert_(**it_);
+  }
+
+ private:
+  std::shared_ptr<Loader> loader_;
+  Convert convert_;
+  std::optional<typename Loader::Iterator> it_;
+  bool done_ = false;
+};
+
+py::object ConvertNodeBatch(const dist::MiniBatch& b) {
+  return py::make_tuple(b.input_nodes, b.seeds, BlockList(b.blocks));
+}
+
+py::object ConvertEdgeBatch(const dist::EdgeMiniBatch& b) {
+  py::dict d;
+  d["input_nodes"] = b.input_nodes;
+  d["pair_nodes"] = b.pair_nodes;
+  d["eids"] = b.eids;
+  d["pos_src"] = b.pos_src;
+  d["pos_dst"] = b.pos_dst;
+  d["neg_src"] = b.neg_src;
+  d["neg_dst"] = b.neg_dst;
+  d["blocks"] = BlockList(b.blocks);
+  return d;
+}
+
+py::object ConvertItem(const PyItem& item) { return *item; }
+
+dist::LoaderOptions MakeLoaderOptions(int64_t batch_size, bool shuffle, bool drop_last,
+                                      uint64_t seed, int num_workers, int prefetch,
+                                      bool even_batches, double timeout_s) {
+  return {.batch_size = batch_size,
+          .shuffle = shuffle,
+          .drop_last = drop_last,
+          .seed = seed,
+          .num_workers = num_workers,
+          .prefetch = prefetch,
+          .even_batches = even_batches,
+          .timeout_s = timeout_s};
+}
+
+using PyDataLoader = dist::DistDataLoader<PyItem>;
+
+// The generic loader: batches of dataset positions, collated in Python (under
+// the GIL, in a sampler thread when num_workers > 0).
+std::shared_ptr<PyDataLoader> MakeDataLoader(int64_t length, py::object collate,
+                                             const dist::LoaderOptions& options) {
+  torch::Tensor positions = torch::arange(length, torch::kInt64);
+  auto shared_collate = MakeItem(std::move(collate));
+  auto fn = [shared_collate](const torch::Tensor& rows) -> PyItem {
+    py::gil_scoped_acquire gil;
+    try {
+      return MakeItem((*shared_collate)(rows));
+    } catch (py::error_already_set& e) {
+      throw dist::Error(fmt::format("collate_fn raised {}", e.what()));
+    }
+  };
+  return Wait([&] { return std::make_shared<PyDataLoader>(positions, fn, options); });
+}
+
+// ------------------------------------------------------------ partitioning
+
+tessera::Graph GraphFrom(int64_t num_nodes, const torch::Tensor& src, const torch::Tensor& dst,
+                         const std::map<std::string, torch::Tensor>& ndata,
+                         const std::map<std::string, torch::Tensor>& edata) {
+  tessera::Graph g;
+  g.num_nodes = num_nodes;
+  g.src = ToArray(src.to(torch::kInt64), "src");
+  g.dst = ToArray(dst.to(torch::kInt64), "dst");
+  for (const auto& [name, t] : ndata) g.node_data.emplace(name, ToArray(t, "ndata " + name));
+  for (const auto& [name, t] : edata) g.edge_data.emplace(name, ToArray(t, "edata " + name));
+  ThrowIfError(g.Validate("partition_graph input"), "partition_graph");
+  return g;
+}
+
+py::dict PartitionResultDict(const tessera::PartitionResult& r) {
+  py::dict d;
+  d["config_path"] = r.config_path;
+  d["edge_cut"] = r.edge_cut;
+  d["assign_seconds"] = r.assign_seconds;
+  d["reshuffle_seconds"] = r.reshuffle_seconds;
+  d["write_seconds"] = r.write_seconds;
+  py::list parts;
+  for (const auto& p : r.parts) {
+    py::dict pd;
+    pd["inner_nodes"] = p.inner_nodes;
+    pd["halo_nodes"] = p.halo_nodes;
+    pd["inner_edges"] = p.inner_edges;
+    pd["local_edges"] = p.local_edges;
+    pd["cut_edges"] = p.cut_edges;
+    parts.append(pd);
+  }
+  d["parts"] = parts;
+  return d;
+}
+
+tessera::PartitionOptions MakePartitionOptions(int num_hops, const std::string& part_method,
+                                               const std::string& balance_ntypes,
+                                               bool balance_edges, bool return_mapping,
+                                               int num_trainers_per_machine,
+                                               const std::string& objtype, uint64_t seed) {
+  tessera::PartitionOptions o;
+  auto method = tessera::ParsePartMethod(part_method);
+  ThrowIfError(method.status(), "partition_graph");
+  o.part_method = *method;
+  o.num_hops = num_hops;
+  o.balance_ntypes = balance_ntypes;
+  o.balance_edges = balance_edges;
+  o.return_mapping = return_mapping;
+  o.num_trainers_per_machine = num_trainers_per_machine;
+  o.objtype = objtype;
+  o.seed = seed;
+  return o;
+}
+
+py::dict ArraysDict(const std::map<std::string, tessera::Array>& arrays) {
+  py::dict d;
+  for (const auto& [name, a] : arrays) d[py::str(name)] = ToTensor(a);
+  return d;
+}
+
+torch::Tensor Offsets(const std::vector<int64_t>& v) {
+  return torch::tensor(v, torch::kInt64);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "tessera's C++ core (use the tessera package, not this module)";
+  g_main_thread = std::this_thread::get_id();
+  tessera::SetInterruptCheck(&PythonInterruptCheck);
+
+  static py::exception<dist::Error> error(m, "TesseraError", PyExc_RuntimeError);
+  g_error_type = error.ptr();
+  py::register_local_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const c10::Error& e) {
+      PyErr_SetString(g_error_type, e.what_without_backtrace());
+    } catch (const py::builtin_exception& e) {
+      e.set_error();
+    } catch (const std::exception& e) {
+      PyErr_SetString(g_error_type, e.what());
+    }
+  });
+
+  m.def("init_logging", [](const std::string& level) { tessera::InitLogging(level); });
+
+  // ---------------------------------------------------------- context
+  m.def(
+      "initialize",
+      [](const std::string& ip_config, double call_timeout_s, double connect_timeout_s,
+         double barrier_timeout_s) {
+        dist::InitOptions o;
+        o.call_timeout_s = call_timeout_s;
+        o.connect_timeout_s = connect_timeout_s;
+        o.barrier_timeout_s = barrier_timeout_s;
+        auto ctx = Wait([&] { return dist::initialize(ip_config, o); });
+        py::dict d;
+        d["standalone"] = ctx->standalone();
+        d["rank"] = ctx->rank();
+        d["world_size"] = ctx->world_size();
+        d["machine_id"] = ctx->machine_id();
+        d["num_samplers"] = ctx->num_samplers();
+        d["part_config"] = ctx->part_config();
+        d["master_addr"] = ctx->master_addr();
+        d["master_port"] = ctx->master_port();
+        d["host_address"] = ctx->host_address();
+        return d;
+      },
+      py::arg("ip_config") = "", py::arg("call_timeout_s") = 30.0,
+      py::arg("connect_timeout_s") = 600.0, py::arg("barrier_timeout_s") = 1800.0);
+  m.def("exit_client", [] { Wait([] { dist::exit_client(); }); });
+  m.def("manual_seed", &dist::manual_seed, py::arg("seed"));
+
+  // ---------------------------------------------------------- partition book
+  py::class_<tessera::PartitionBook>(m, "PartitionBook")
+      .def("num_partitions", &tessera::PartitionBook::num_partitions)
+      .def_property_readonly("partid", &tessera::PartitionBook::part_id)
+      .def("num_nodes", &tessera::PartitionBook::num_nodes)
+      .def("num_edges", &tessera::PartitionBook::num_edges)
+      .def("node_offsets",
+           [](const tessera::PartitionBook& b) { return Offsets(b.node_offsets()); })
+      .def("edge_offsets",
+           [](const tessera::PartitionBook& b) { return Offsets(b.edge_offsets()); });
+
+  // ---------------------------------------------------------- DistTensor
+  py::class_<dist::DistTensor>(m, "DistTensor")
+      .def(py::init([](std::vector<int64_t> shape, py::object dtype, const std::string& name,
+                       const std::string& init, double a, double b, uint64_t seed,
+                       const std::string& policy, bool persistent) {
+             torch::Dtype t = torch::python::detail::py_object_to_dtype(dtype);
+             return Wait([&] {
+               return dist::DistTensor(std::move(shape), t, name, MakeInit(init, a, b, seed),
+                                       ParsePolicy(policy), persistent);
+             });
+           }),
+           py::arg("shape"), py::arg("dtype"), py::arg("name") = "", py::arg("init") = "zeros",
+           py::arg("a") = 0.0, py::arg("b") = 1.0, py::arg("seed") = 0,
+           py::arg("policy") = "", py::arg("persistent") = false)
+      .def("pull",
+           [](const dist::DistTensor& t, const torch::Tensor& ids) {
+             return Wait([&] { return t[ids]; });
+           })
+      .def("set",
+           [](const dist::DistTensor& t, const torch::Tensor& ids, const torch::Tensor& rows) {
+             Wait([&] { t.set(ids, rows); });
+           })
+      .def("add",
+           [](const dist::DistTensor& t, const torch::Tensor& ids, const torch::Tensor& rows) {
+             Wait([&] { t.add(ids, rows); });
+           })
+      .def_property_readonly("shape", [](const dist::DistTensor& t) { return t.shape(); })
+      .def_property_readonly("dtype",
+                             [](const dist::DistTensor& t) {
+                               return py::reinterpret_borrow<py::object>(
+                                   reinterpret_cast<PyObject*>(torch::getTHPDtype(t.dtype())));
+                             })
+      .def_property_readonly("name", &dist::DistTensor::name)
+      .def_property_readonly("key", &dist::DistTensor::key)
+      .def_property_readonly("created", &dist::DistTensor::created)
+      .def_property_readonly("policy",
+                             [](const dist::DistTensor& t) { return PolicyName(t.part_policy()); })
+      .def("barrier",
+           [](const dist::DistTensor& t) {
+             Wait([&] { ThrowIfError(t.store().Barrier(), "barrier"); });
+           })
+      .def("book", [](const dist::DistTensor& t) { return t.store().book(); });
+
+  // ---------------------------------------------------------- DistGraph
+  auto schemes = [](const std::map<std::string, dist::AttrScheme>& s) {
+    py::dict d;
+    for (const auto& [name, scheme] : s) {
+      d[py::str(name)] = py::make_tuple(
+          scheme.shape, py::reinterpret_borrow<py::object>(
+                            reinterpret_cast<PyObject*>(torch::getTHPDtype(scheme.dtype))));
+    }
+    return d;
+  };
+  py::class_<dist::DistGraph>(m, "DistGraph")
+      .def(py::init([](const std::string& name, const std::string& part_config) {
+             return Wait([&] { return dist::DistGraph(name, part_config); });
+           }),
+           py::arg("graph_name"), py::arg("part_config") = "")
+      .def("num_nodes", &dist::DistGraph::num_nodes)
+      .def("num_edges", &dist::DistGraph::num_edges)
+      .def("graph_name", &dist::DistGraph::graph_name)
+      .def("ndata",
+           [](const dist::DistGraph& g, const std::string& name) {
+             return Wait([&] { return g.ndata(name); });
+           })
+      .def("edata",
+           [](const dist::DistGraph& g, const std::string& name) {
+             return Wait([&] { return g.edata(name); });
+           })
+      .def("node_attr_schemes",
+           [schemes](const dist::DistGraph& g) {
+             return schemes(Wait([&] { return g.node_attr_schemes(); }));
+           })
+      .def("edge_attr_schemes",
+           [schemes](const dist::DistGraph& g) {
+             return schemes(Wait([&] { return g.edge_attr_schemes(); }));
+           })
+      .def("partition_book", &dist::DistGraph::partition_book)
+      .def("rank", &dist::DistGraph::rank)
+      .def("barrier", [](const dist::DistGraph& g) { Wait([&] { g.barrier(); }); })
+      .def("find_edges",
+           [](const dist::DistGraph& g, const torch::Tensor& eids) {
+             return Wait([&] { return g.find_edges(eids); });
+           })
+      .def("in_degrees",
+           [](const dist::DistGraph& g, std::optional<torch::Tensor> nids) {
+             return Wait([&] { return g.in_degrees(nids.value_or(torch::Tensor())); });
+           })
+      .def("out_degrees", [](const dist::DistGraph& g, std::optional<torch::Tensor> nids) {
+        return Wait([&] { return g.out_degrees(nids.value_or(torch::Tensor())); });
+      });
+
+  // ---------------------------------------------------------- graph operations
+  m.def(
+      "sample_neighbors",
+      [](const dist::DistGraph& g, const torch::Tensor& seeds, int64_t fanout,
+         const std::string& edge_dir, const std::string& prob,
+         std::optional<torch::Tensor> exclude, bool replace, std::optional<uint64_t> seed) {
+        dist::SampleOptions o;
+        o.edge_dir = edge_dir;
+        o.prob = prob;
+        if (exclude) o.exclude_edges = *exclude;
+        o.replace = replace;
+        o.seed = seed;
+        dist::Subgraph s = Wait([&] { return dist::sample_neighbors(g, seeds, fanout, o); });
+        return py::make_tuple(s.src, s.dst, s.eids);
+      },
+      py::arg("g"), py::arg("seeds"), py::arg("fanout"), py::arg("edge_dir") = "in",
+      py::arg("prob") = "", py::arg("exclude_edges") = py::none(), py::arg("replace") = false,
+      py::arg("seed") = py::none());
+  m.def("in_subgraph", [](const dist::DistGraph& g, const torch::Tensor& nodes) {
+    dist::Subgraph s = Wait([&] { return dist::in_subgraph(g, nodes); });
+    return py::make_tuple(s.src, s.dst, s.eids);
+  });
+  m.def("edge_subgraph", [](const dist::DistGraph& g, const torch::Tensor& eids) {
+    dist::EdgeSubgraph s = Wait([&] { return dist::edge_subgraph(g, eids); });
+    return py::make_tuple(s.src, s.dst, s.nodes, s.eids);
+  });
+
+  // ---------------------------------------------------------- splitting work
+  auto split_options = [](bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
+                          int num_trainers) {
+    dist::SplitOptions o;
+    o.force_even = force_even;
+    if (trainer_ids) o.trainer_ids = *trainer_ids;
+    o.rank = rank;
+    o.num_trainers = num_trainers;
+    return o;
+  };
+  m.def("node_split",
+        [split_options](const torch::Tensor& nodes, const tessera::PartitionBook& book,
+                        bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
+                        int num_trainers) {
+          auto o = split_options(force_even, trainer_ids, rank, num_trainers);
+          return Wait([&] { return dist::node_split(nodes, book, o); });
+        });
+  m.def("node_split_dist",
+        [split_options](const dist::DistTensor& mask, const tessera::PartitionBook& book,
+                        bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
+                        int num_trainers) {
+          auto o = split_options(force_even, trainer_ids, rank, num_trainers);
+          return Wait([&] { return dist::node_split(mask, book, o); });
+        });
+  m.def("edge_split",
+        [split_options](const torch::Tensor& edges, const tessera::PartitionBook& book,
+                        bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
+                        int num_trainers) {
+          auto o = split_options(force_even, trainer_ids, rank, num_trainers);
+          return Wait([&] { return dist::edge_split(edges, book, o); });
+        });
+  m.def("edge_split_dist",
+        [split_options](const dist::DistTensor& mask, const tessera::PartitionBook& book,
+                        bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
+                        int num_trainers) {
+          auto o = split_options(force_even, trainer_ids, rank, num_trainers);
+          return Wait([&] { return dist::edge_split(mask, book, o); });
+        });
+
+  // ---------------------------------------------------------- loaders
+  using NodeIter = EpochIterator<dist::DistNodeDataLoader, dist::MiniBatch>;
+  using EdgeIter = EpochIterator<dist::DistEdgeDataLoader, dist::EdgeMiniBatch>;
+  using DataIter = EpochIterator<PyDataLoader, PyItem>;
+  py::class_<NodeIter>(m, "_NodeIterator").def("__next__", &NodeIter::Next);
+  py::class_<EdgeIter>(m, "_EdgeIterator").def("__next__", &EdgeIter::Next);
+  py::class_<DataIter>(m, "_DataIterator").def("__next__", &DataIter::Next);
+
+  auto sampler_of = [](std::vector<int64_t> fanouts, const std::string& edge_dir, bool replace,
+                       const std::string& prob) {
+    return dist::NeighborSampler{
+        .fanouts = std::move(fanouts), .edge_dir = edge_dir, .replace = replace, .prob = prob};
+  };
+  py::class_<dist::DistNodeDataLoader, std::shared_ptr<dist::DistNodeDataLoader>>(m,
+                                                                                 "NodeLoader")
+      .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& nids,
+                                 std::vector<int64_t> fanouts, const std::string& edge_dir,
+                                 bool replace, const std::string& prob, int64_t batch_size,
+                                 bool shuffle, bool drop_last, uint64_t seed, int num_workers,
+                                 int prefetch, bool even_batches, double timeout_s) {
+        auto sampler = sampler_of(std::move(fanouts), edge_dir, replace, prob);
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        return Wait([&] { return std::make_shared<dist::DistNodeDataLoader>(g, nids, sampler, o); });
+      }))
+      .def("__len__", &dist::DistNodeDataLoader::size)
+      .def("epoch", &dist::DistNodeDataLoader::epoch)
+      .def("__iter__", [](std::shared_ptr<dist::DistNodeDataLoader> self) {
+        return NodeIter(std::move(self), &ConvertNodeBatch);
+      });
+  py::class_<dist::DistEdgeDataLoader, std::shared_ptr<dist::DistEdgeDataLoader>>(m,
+                                                                                 "EdgeLoader")
+      .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& eids,
+                                 std::vector<int64_t> fanouts, const std::string& edge_dir,
+                                 bool replace, const std::string& prob, int64_t batch_size,
+                                 bool shuffle, bool drop_last, uint64_t seed, int num_workers,
+                                 int prefetch, bool even_batches, double timeout_s, int negatives,
+                                 const std::string& exclude,
+                                 std::optional<torch::Tensor> reverse_eids) {
+        auto sampler = sampler_of(std::move(fanouts), edge_dir, replace, prob);
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        dist::EdgeLoaderOptions e;
+        e.negatives = negatives;
+        e.exclude = exclude;
+        if (reverse_eids) e.reverse_eids = *reverse_eids;
+        return Wait(
+            [&] { return std::make_shared<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
+      }))
+      .def("__len__", &dist::DistEdgeDataLoader::size)
+      .def("epoch", &dist::DistEdgeDataLoader::epoch)
+      .def("__iter__", [](std::shared_ptr<dist::DistEdgeDataLoader> self) {
+        return EdgeIter(std::move(self), &ConvertEdgeBatch);
+      });
+  py::class_<PyDataLoader, std::shared_ptr<PyDataLoader>>(m, "DataLoader")
+      .def(py::init([](int64_t length, py::object collate, int64_t batch_size, bool shuffle,
+                       bool drop_last, uint64_t seed, int num_workers, int prefetch,
+                       bool even_batches, double timeout_s) {
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        return MakeDataLoader(length, std::move(collate), o);
+      }))
+      .def("__len__", &PyDataLoader::size)
+      .def("epoch", &PyDataLoader::epoch)
+      .def("__iter__", [](std::shared_ptr<PyDataLoader> self) {
+        return DataIter(std::move(self), &ConvertItem);
+      });
+
+  // ---------------------------------------------------------- nn kernels
+  m.def("mean_aggregate",
+        [](const torch::Tensor& indptr, const torch::Tensor& indices, const torch::Tensor& h_src) {
+          return tessera::nn::mean_aggregate(BlockOf(torch::empty({h_src.size(0)}, torch::kInt64),
+                                                     indptr, indices),
+                                             h_src);
+        });
+
+  // ---------------------------------------------------------- embeddings
+  py::class_<dist::DistEmbedding>(m, "DistEmbedding")
+      .def(py::init([](int64_t num, int64_t dim, const std::string& name, const std::string& init,
+                       double a, double b, uint64_t seed, const std::string& policy) {
+        return Wait([&] {
+          return dist::DistEmbedding(num, dim, name, MakeInit(init, a, b, seed),
+                                     ParsePolicy(policy));
+        });
+      }))
+      .def("forward",
+           [](dist::DistEmbedding& e, const torch::Tensor& ids) {
+             return Wait([&] { return e.forward(ids); });
+           })
+      .def("train", &dist::DistEmbedding::train)
+      .def_property_readonly("weight", &dist::DistEmbedding::weight)
+      .def_property_readonly("num_embeddings", &dist::DistEmbedding::num_embeddings)
+      .def_property_readonly("embedding_dim", &dist::DistEmbedding::embedding_dim)
+      .def_property_readonly("name", &dist::DistEmbedding::name)
+      .def("save", [](const dist::DistEmbedding& e,
+                      const std::string& path) { Wait([&] { e.save(path); }); })
+      .def("load", [](const dist::DistEmbedding& e, const std::string& path) {
+        Wait([&] { e.load(path); });
+      });
+  py::class_<dist::SparseOptimizer>(m, "SparseOptimizer")
+      .def("step", [](dist::SparseOptimizer& o) { Wait([&] { o.step(); }); })
+      .def("zero_grad", &dist::SparseOptimizer::zero_grad)
+      .def("save", [](const dist::SparseOptimizer& o,
+                      const std::string& prefix) { Wait([&] { o.save(prefix); }); })
+      .def("load", [](const dist::SparseOptimizer& o, const std::string& prefix) {
+        Wait([&] { o.load(prefix); });
+      });
+  py::class_<dist::SparseAdagrad, dist::SparseOptimizer>(m, "SparseAdagrad")
+      .def(py::init([](std::vector<dist::DistEmbedding> params, double lr, double eps) {
+        return Wait([&] { return std::make_unique<dist::SparseAdagrad>(params, lr, eps); });
+      }));
+  py::class_<dist::SparseAdam, dist::SparseOptimizer>(m, "SparseAdam")
+      .def(py::init([](std::vector<dist::DistEmbedding> params, double lr, double beta1,
+                       double beta2, double eps) {
+        return Wait([&] {
+          return std::make_unique<dist::SparseAdam>(params, lr, std::make_pair(beta1, beta2), eps);
+        });
+      }));
+
+  // ---------------------------------------------------------- partitioning
+  m.def("partition_graph_path",
+        [](const std::string& input, const std::string& graph_name, int num_parts,
+           const std::string& out_path, int num_hops, const std::string& part_method,
+           const std::string& balance_ntypes, bool balance_edges, bool return_mapping,
+           int num_trainers_per_machine, const std::string& objtype, uint64_t seed) {
+          auto o = MakePartitionOptions(num_hops, part_method, balance_ntypes, balance_edges,
+                                        return_mapping, num_trainers_per_machine, objtype, seed);
+          auto r = Wait([&] {
+            auto graph = tessera::read_graph(input);
+            ThrowIfError(graph.status(), "partition_graph: reading " + input);
+            auto result = tessera::partition_graph(*graph, graph_name, num_parts, out_path, o);
+            ThrowIfError(result.status(), "partition_graph");
+            return *std::move(result);
+          });
+          return PartitionResultDict(r);
+        });
+  m.def("partition_graph_arrays",
+        [](int64_t num_nodes, const torch::Tensor& src, const torch::Tensor& dst,
+           const std::map<std::string, torch::Tensor>& ndata,
+           const std::map<std::string, torch::Tensor>& edata, const std::string& graph_name,
+           int num_parts, const std::string& out_path, int num_hops,
+           const std::string& part_method, const std::string& balance_ntypes, bool balance_edges,
+           bool return_mapping, int num_trainers_per_machine, const std::string& objtype,
+           uint64_t seed) {
+          auto o = MakePartitionOptions(num_hops, part_method, balance_ntypes, balance_edges,
+                                        return_mapping, num_trainers_per_machine, objtype, seed);
+          tessera::Graph graph = GraphFrom(num_nodes, src, dst, ndata, edata);
+          auto r = Wait([&] {
+            auto result = tessera::partition_graph(graph, graph_name, num_parts, out_path, o);
+            ThrowIfError(result.status(), "partition_graph");
+            return *std::move(result);
+          });
+          return PartitionResultDict(r);
+        });
+  m.def("load_partition", [](const std::string& config, int part_id, bool load_feats) {
+    tessera::LoadOptions o;
+    o.load_feats = load_feats;
+    auto p = Wait([&] {
+      auto part = tessera::load_partition(config, part_id, o);
+      ThrowIfError(part.status(), "load_partition");
+      return *std::move(part);
+    });
+    py::dict d;
+    d["part_id"] = p.part_id;
+    d["graph_name"] = p.config.graph_name;
+    d["nid"] = ToTensor(p.nid);
+    d["inner_node"] = ToTensor(p.inner_node);
+    d["indptr"] = ToTensor(p.indptr);
+    d["indices"] = ToTensor(p.indices);
+    d["eid"] = ToTensor(p.eid);
+    d["inner_edge"] = ToTensor(p.inner_edge);
+    d["node_feats"] = ArraysDict(p.node_data);
+    d["edge_feats"] = ArraysDict(p.edge_data);
+    d["node_offsets"] = Offsets(p.book.node_offsets());
+    d["edge_offsets"] = Offsets(p.book.edge_offsets());
+    return d;
+  });
+}

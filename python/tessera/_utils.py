@@ -1,0 +1,27 @@
+"""Conversions shared by the package (not part of the API)."""
+import numbers
+
+import torch
+
+
+def as_ids(x, what, length=None):
+    """(int64 1-D tensor, was_scalar) from an int, list, numpy array, tensor or slice."""
+    if isinstance(x, slice):
+        if length is None:
+            raise TypeError(f"{what}: a slice needs a known length")
+        return torch.arange(*x.indices(length), dtype=torch.int64), False
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+        return torch.tensor([int(x)], dtype=torch.int64), True
+    if isinstance(x, (str, bytes, float)) or x is None:
+        raise TypeError(f"{what}: ids must be integers (a tensor, array, list or int), "
+                        f"got {type(x).__name__}")
+    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
+    if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+        raise TypeError(f"{what}: ids must have an integer dtype, got {t.dtype}")
+    if t.dim() == 0:
+        return t.reshape(1).to(torch.int64), True
+    return t.reshape(-1).to(torch.int64), False
+
+
+def as_tensor(x):
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(x)

@@ -1,0 +1,27 @@
+"""tessera.distributed: DGL's ``dgl.distributed`` API over tessera's C++ core.
+
+A DistDGL script runs with its imports changed::
+
+    import tessera.distributed as dgl_dist     # was: dgl.distributed
+    import tessera.dataloading                 # was: dgl.dataloading
+    import tessera.nn as dglnn                 # was: dgl.nn.pytorch
+
+Differences from DGL are deliberate and listed in docs/python.md.
+"""
+from tessera._C import TesseraError, manual_seed  # noqa: F401
+from tessera.distributed.context import exit_client, initialize  # noqa: F401
+from tessera.distributed.embedding import DistEmbedding  # noqa: F401
+from tessera.distributed.graph import (DistGraph, GraphPartitionBook, edge_split,  # noqa: F401
+                                       edge_subgraph, find_edges, in_subgraph, node_split,
+                                       sample_neighbors)
+from tessera.distributed.loader import (Block, DistDataLoader, DistEdgeDataLoader,  # noqa: F401
+                                        DistNodeDataLoader, NeighborSampler)
+from tessera.distributed.tensor import DistTensor, PartitionPolicy  # noqa: F401
+from tessera.distributed import optim  # noqa: F401
+from tessera.distributed import tensor as init  # noqa: F401  (init.uniform(a, b), ...)
+
+__all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbedding",
+           "GraphPartitionBook", "PartitionPolicy", "node_split", "edge_split",
+           "sample_neighbors", "in_subgraph", "edge_subgraph", "find_edges", "Block",
+           "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
+           "optim", "TesseraError"]

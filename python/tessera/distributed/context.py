@@ -1,0 +1,91 @@
+"""initialize / exit_client (dgl.distributed.initialize)."""
+import atexit
+import os
+import socket
+import struct
+
+from tessera import _C
+
+_state = {"info": None, "num_workers": None}
+
+
+def _interface_of(address):
+    """The name of the network interface that holds `address` (IPv4), or None."""
+    try:
+        import fcntl
+        packed = socket.inet_aton(address)
+    except (ImportError, OSError):
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                req = struct.pack("256s", name.encode()[:15])
+                res = fcntl.ioctl(s.fileno(), 0x8915, req)  # SIOCGIFADDR
+            except OSError:
+                continue
+            if res[20:24] == packed:
+                return name
+    return None
+
+
+def initialize(ip_config=None, max_queue_size=None, net_type=None, num_worker_threads=1,
+               use_graphbolt=False, num_workers=None, call_timeout=30.0,
+               connect_timeout=600.0, barrier_timeout=1800.0):
+    """Connects this trainer to the job's servers (or enters standalone mode).
+
+    Launched by ``tessera launch`` (or the local runner), the environment
+    names the job and this connects to every server, waiting up to
+    ``connect_timeout`` seconds for them; without that environment the
+    program is standalone and ``DistGraph`` loads a one-part partition.
+    ``ip_config`` overrides the launcher's. ``num_workers`` sets the default
+    number of sampler *threads* of the data loaders (default: the
+    launcher's ``--num-samplers``). ``max_queue_size``, ``net_type`` and
+    ``use_graphbolt`` are accepted for DGL compatibility and ignored.
+
+    It also points Gloo at this machine's ip_config address
+    (``GLOO_SOCKET_IFNAME``, unless set), so that
+    ``torch.distributed.init_process_group("gloo")`` works unchanged from the
+    launcher's MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE.
+    """
+    if use_graphbolt:
+        raise ValueError("initialize: use_graphbolt=True is not supported (tessera serves its "
+                         "own partition format)")
+    info = _C.initialize(ip_config or "", float(call_timeout), float(connect_timeout),
+                         float(barrier_timeout))
+    _state["info"] = info
+    _state["num_workers"] = num_workers
+    if not info["standalone"] and "GLOO_SOCKET_IFNAME" not in os.environ:
+        name = _interface_of(info["host_address"])
+        if name:
+            os.environ["GLOO_SOCKET_IFNAME"] = name
+    return None
+
+
+def exit_client():
+    """Says goodbye to the servers. Idempotent; also runs at interpreter exit."""
+    if _state["info"] is None:
+        return
+    _state["info"] = None
+    _C.exit_client()
+
+
+def _exit_quietly():
+    try:
+        exit_client()
+    except Exception as e:  # An exit path never raises; say what went wrong.
+        import sys
+        print(f"tessera: exit_client at interpreter exit: {e}", file=sys.stderr)
+
+
+atexit.register(_exit_quietly)
+
+
+def info():
+    """The process's job information (rank, world_size, machine_id, ...)."""
+    if _state["info"] is None:
+        raise _C.TesseraError("call tessera.distributed.initialize() first")
+    return dict(_state["info"])
+
+
+def default_num_workers():
+    return -1 if _state["num_workers"] is None else int(_state["num_workers"])

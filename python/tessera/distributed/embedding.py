@@ -1,0 +1,92 @@
+"""DistEmbedding (dgl.distributed.DistEmbedding)."""
+import itertools
+
+import torch
+
+from tessera import _C
+from tessera._utils import as_ids
+from tessera.distributed.tensor import (DistTensor, _BuiltinInit, _fill_with, _policy_kind)
+
+_anonymous = itertools.count()
+
+
+class DistEmbedding:
+    """Learnable rows sharded like the nodes (or edges), trained with
+    ``tessera.distributed.optim.SparseAdagrad`` / ``SparseAdam``:
+
+        emb = DistEmbedding(g.num_nodes(), 64, "node_emb")
+        opt = tessera.distributed.optim.SparseAdam([emb], lr=0.01)
+        h = emb(input_nodes)      # takes part in autograd
+        loss.backward(); opt.step()
+
+    As in DGL it is not an ``nn.Module``: lookups made while gradients are
+    enabled are recorded until the optimizer's next ``step()``. Rows start at
+    zero unless ``init_func(shape, dtype)`` fills them (called per partition by
+    the trainer whose call created the embedding; construction is collective).
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, name=None, init_func=None,
+                 part_policy=None):
+        if name is None:
+            name = f"embedding-{next(_anonymous)}"
+        if init_func is not None and not callable(init_func):
+            raise TypeError("DistEmbedding: init_func must be callable (shape, dtype) -> Tensor")
+        kind, a, b, seed = "zeros", 0.0, 1.0, 0
+        builtin = isinstance(init_func, _BuiltinInit)
+        if builtin:
+            kind, a, b, seed = init_func.kind, init_func.a, init_func.b, init_func.seed
+        self._e = _C.DistEmbedding(int(num_embeddings), int(embedding_dim), name, kind, a, b,
+                                   seed, _policy_kind(part_policy))
+        if init_func is not None and not builtin:
+            weight = self._e.weight
+            error = None
+            if weight.created:
+                try:
+                    _fill_with(weight, init_func)
+                except Exception as e:
+                    error = e
+            weight.barrier()
+            if error is not None:
+                raise error
+
+    def __call__(self, idx, device=torch.device("cpu")):
+        ids, _ = as_ids(idx, f"DistEmbedding '{self.name}'", self.num_embeddings)
+        if torch.device(device).type != "cpu":
+            raise _C.TesseraError(f"DistEmbedding: device must be the CPU, got {device}")
+        return self._e.forward(ids)
+
+    def reset_trace(self):
+        """Forgets the lookups recorded since the last step (DGL's reset_trace)."""
+        raise _C.TesseraError("DistEmbedding.reset_trace: call zero_grad() on its optimizer")
+
+    @property
+    def name(self):
+        return self._e.name
+
+    @property
+    def num_embeddings(self):
+        return self._e.num_embeddings
+
+    @property
+    def embedding_dim(self):
+        return self._e.embedding_dim
+
+    @property
+    def weight(self):
+        return DistTensor._wrap(self._e.weight)
+
+    def train(self, mode=True):
+        """Whether lookups are recorded for the optimizer (default on)."""
+        self._e.train(bool(mode))
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def save(self, path):
+        """Every row to ``path`` (.npy, [num, dim]). Collective."""
+        self._e.save(str(path))
+
+    def load(self, path):
+        """Every row from ``path`` (.npy written by save). Collective."""
+        self._e.load(str(path))

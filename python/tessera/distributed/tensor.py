@@ -1,0 +1,186 @@
+"""DistTensor and partition policies (dgl.distributed.DistTensor)."""
+import itertools
+
+import torch
+
+from tessera import _C
+from tessera._utils import as_ids
+
+
+class PartitionPolicy:
+    """How rows are sharded: like the nodes ("node") or the edges ("edge")."""
+
+    def __init__(self, policy_str, partition_book=None):
+        kind = policy_str.split("~")[0].split(":")[0]
+        if kind not in ("node", "edge"):
+            raise ValueError(f"PartitionPolicy: \"{policy_str}\" is neither a node nor an "
+                             "edge policy")
+        self.policy_str = "node~_N" if kind == "node" else "edge~_N:_E:_N"
+        self.kind = kind
+        self.partition_book = partition_book
+
+    @property
+    def type_name(self):
+        return "_N" if self.kind == "node" else "_N:_E:_N"
+
+    def __repr__(self):
+        return f"PartitionPolicy('{self.policy_str}')"
+
+    def __eq__(self, other):
+        return isinstance(other, PartitionPolicy) and other.kind == self.kind
+
+
+def _policy_kind(part_policy):
+    if part_policy is None:
+        return ""
+    if isinstance(part_policy, PartitionPolicy):
+        return part_policy.kind
+    if isinstance(part_policy, str):
+        return PartitionPolicy(part_policy).kind
+    raise TypeError(f"part_policy must be a PartitionPolicy, \"node\" or \"edge\", got "
+                    f"{type(part_policy).__name__}")
+
+
+# Built-in initialisers run where the rows live, without a Python call per
+# shard: pass tessera.distributed.init.uniform(a, b) etc. as init_func.
+class _BuiltinInit:
+    def __init__(self, kind, a=0.0, b=1.0, seed=0):
+        self.kind, self.a, self.b, self.seed = kind, float(a), float(b), int(seed)
+
+    def __call__(self, shape, dtype):
+        if self.kind == "zeros":
+            return torch.zeros(shape, dtype=dtype)
+        if self.kind == "uniform":
+            return torch.empty(shape, dtype=dtype).uniform_(self.a, self.b)
+        return torch.empty(shape, dtype=dtype).normal_(self.a, self.b)
+
+
+def zeros():
+    return _BuiltinInit("zeros")
+
+
+def uniform(low=-1.0, high=1.0, seed=0):
+    return _BuiltinInit("uniform", low, high, seed)
+
+
+def normal(mean=0.0, std=1.0, seed=0):
+    return _BuiltinInit("normal", mean, std, seed)
+
+
+def _fill_with(t, init_func):
+    """Creator only: every partition's rows from init_func(part_shape, dtype),
+    as DGL's servers do for their shard."""
+    book = t.book()
+    offsets = book.node_offsets() if t.policy == "node" else book.edge_offsets()
+    shape = list(t.shape)
+    for p in range(book.num_partitions()):
+        begin, end = int(offsets[p]), int(offsets[p + 1])
+        if end == begin:
+            continue
+        part_shape = tuple([end - begin] + shape[1:])
+        rows = init_func(part_shape, t.dtype)
+        if not isinstance(rows, torch.Tensor) or tuple(rows.shape) != part_shape:
+            got = tuple(rows.shape) if isinstance(rows, torch.Tensor) else type(rows).__name__
+            raise _C.TesseraError(f"DistTensor '{t.name}': init_func{part_shape} returned "
+                                  f"{got}, expected a tensor of shape {part_shape}")
+        t.set(torch.arange(begin, end, dtype=torch.int64), rows)
+
+
+_anonymous = itertools.count()
+
+
+class DistTensor:
+    """A tensor whose rows are sharded over the machines like the graph's nodes
+    (or edges). ``t[ids]`` reads rows, ``t[ids] = rows`` writes them.
+
+    Creating one with the name of an existing tensor (same shape and dtype)
+    attaches to it. ``init_func(shape, dtype) -> Tensor`` fills each
+    partition's rows (called once per partition, by the one trainer whose
+    call created the tensor); with an ``init_func`` construction is
+    collective: every trainer must construct the tensor, and all return once
+    it is filled. A non-persistent tensor is deleted when the handle that
+    created it is garbage collected.
+    """
+
+    def __init__(self, shape, dtype, name=None, init_func=None, part_policy=None,
+                 persistent=False, is_gdata=True, attach=True, _handle=None):
+        if _handle is not None:
+            self._t = _handle
+            return
+        try:
+            shape = [int(s) for s in shape]
+        except TypeError:
+            raise TypeError(f"DistTensor: shape must be a sequence of ints, got {shape!r}")
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"DistTensor: dtype must be a torch.dtype, got {dtype!r}")
+        if name is None and persistent:
+            raise _C.TesseraError("DistTensor: an anonymous tensor cannot be persistent")
+        if init_func is not None and not callable(init_func):
+            raise TypeError("DistTensor: init_func must be callable (shape, dtype) -> Tensor")
+        kind, a, b, seed = "zeros", 0.0, 1.0, 0
+        builtin = isinstance(init_func, _BuiltinInit)
+        if builtin:
+            kind, a, b, seed = init_func.kind, init_func.a, init_func.b, init_func.seed
+        self._t = _C.DistTensor(shape, dtype, name or "", kind, a, b, seed,
+                                _policy_kind(part_policy), bool(persistent))
+        if init_func is not None and not builtin:
+            error = None
+            if self._t.created:
+                try:
+                    _fill_with(self._t, init_func)
+                except Exception as e:  # Still meet the others at the barrier.
+                    error = e
+            self._t.barrier()
+            if error is not None:
+                raise error
+
+    @classmethod
+    def _wrap(cls, handle):
+        return cls(None, None, _handle=handle)
+
+    def __getitem__(self, idx):
+        ids, scalar = as_ids(idx, f"DistTensor '{self.name}'", len(self))
+        rows = self._t.pull(ids)
+        return rows[0] if scalar else rows
+
+    def __setitem__(self, idx, val):
+        ids, scalar = as_ids(idx, f"DistTensor '{self.name}'", len(self))
+        val = val if isinstance(val, torch.Tensor) else torch.as_tensor(val, dtype=self.dtype)
+        if scalar and val.dim() == len(self.shape) - 1:
+            val = val.unsqueeze(0)
+        self._t.set(ids, val)
+
+    def __len__(self):
+        return self._t.shape[0]
+
+    def __repr__(self):
+        return f"DistTensor(name='{self.name}', shape={self.shape}, dtype={self.dtype})"
+
+    @property
+    def shape(self):
+        return tuple(self._t.shape)
+
+    @property
+    def dtype(self):
+        return self._t.dtype
+
+    @property
+    def name(self):
+        return self._t.name
+
+    @property
+    def tensor_name(self):
+        return self._t.name
+
+    @property
+    def kvstore_key(self):
+        return self._t.key
+
+    @property
+    def part_policy(self):
+        return PartitionPolicy(self._t.policy)
+
+    def add_(self, idx, val):
+        """Adds rows element-wise (atomic per row); a tessera extension."""
+        ids, _ = as_ids(idx, f"DistTensor '{self.name}'", len(self))
+        self._t.add(ids, torch.as_tensor(val))

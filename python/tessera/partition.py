@@ -1,0 +1,124 @@
+"""partition_graph / load_partition (dgl.distributed), on tessera's partitioner
+(the engine of ``tessera partition``)."""
+import json
+import os
+
+import numpy as np
+import torch
+
+from tessera import _C, EID, NID
+
+
+def _graph_arrays(g):
+    """(num_nodes, src, dst, ndata, edata) from a DGLGraph-like object or a dict."""
+    if isinstance(g, dict):
+        src, dst = g["edges"]
+        return (int(g["num_nodes"]), torch.as_tensor(src), torch.as_tensor(dst),
+                dict(g.get("ndata", {})), dict(g.get("edata", {})))
+    if hasattr(g, "edges") and hasattr(g, "num_nodes"):
+        src, dst = g.edges()
+        return (int(g.num_nodes()), torch.as_tensor(src), torch.as_tensor(dst),
+                dict(getattr(g, "ndata", {})), dict(getattr(g, "edata", {})))
+    raise TypeError("partition_graph: g must be a graph folder path, a dict with 'edges' and "
+                    "'num_nodes', or a DGLGraph-like object with edges() and num_nodes()")
+
+
+def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method="metis",
+                    balance_ntypes=None, balance_edges=False, return_mapping=False,
+                    num_trainers_per_machine=1, objtype="cut", graph_formats=None,
+                    seed=0):
+    """Partitions ``g`` into ``num_parts`` parts under ``out_path``
+    (``<graph_name>.json`` + ``part<i>/``), like ``tessera partition``.
+
+    ``g`` is a graph folder (npy, CSV or OGB layout, as ``tessera partition
+    --input`` reads), a DGLGraph-like object (``edges()``, ``num_nodes()``,
+    ``ndata``, ``edata``) or ``{"edges": (src, dst), "num_nodes": n,
+    "ndata": {...}, "edata": {...}}``. ``balance_ntypes`` is the name of an
+    integer node array, or that array itself (it must then be one of the
+    graph's ndata). With ``return_mapping`` it returns ``(orig_nids,
+    orig_eids)``: the original id of each new id.
+    """
+    if not isinstance(graph_name, str) or not graph_name:
+        raise TypeError("partition_graph: graph_name must be a non-empty string")
+    out_path = str(out_path)
+    args = dict(num_hops=int(num_hops), part_method=str(part_method),
+                balance_edges=bool(balance_edges), return_mapping=bool(return_mapping),
+                num_trainers_per_machine=int(num_trainers_per_machine), objtype=str(objtype),
+                seed=int(seed))
+    if isinstance(g, (str, os.PathLike)):
+        if balance_ntypes is not None and not isinstance(balance_ntypes, str):
+            raise TypeError("partition_graph: with a graph folder, balance_ntypes is the name "
+                            "of a node array")
+        result = _C.partition_graph_path(str(g), graph_name, int(num_parts), out_path,
+                                         args["num_hops"], args["part_method"],
+                                         balance_ntypes or "", args["balance_edges"],
+                                         args["return_mapping"],
+                                         args["num_trainers_per_machine"], args["objtype"],
+                                         args["seed"])
+    else:
+        num_nodes, src, dst, ndata, edata = _graph_arrays(g)
+        ndata = {k: torch.as_tensor(v) for k, v in ndata.items() if k not in (NID,)}
+        edata = {k: torch.as_tensor(v) for k, v in edata.items() if k not in (EID,)}
+        balance = ""
+        if isinstance(balance_ntypes, str):
+            balance = balance_ntypes
+        elif balance_ntypes is not None:
+            bt = torch.as_tensor(balance_ntypes)
+            for name, arr in ndata.items():
+                if arr is balance_ntypes or (arr.shape == bt.shape and torch.equal(arr, bt)):
+                    balance = name
+                    break
+            else:
+                raise _C.TesseraError("partition_graph: balance_ntypes must be one of the "
+                                      "graph's node arrays (or its name)")
+        result = _C.partition_graph_arrays(num_nodes, src, dst, ndata, edata, graph_name,
+                                           int(num_parts), out_path, args["num_hops"],
+                                           args["part_method"], balance, args["balance_edges"],
+                                           args["return_mapping"],
+                                           args["num_trainers_per_machine"], args["objtype"],
+                                           args["seed"])
+    if return_mapping:
+        nids = torch.from_numpy(np.load(os.path.join(out_path, "orig_nids.npy")))
+        eids = torch.from_numpy(np.load(os.path.join(out_path, "orig_eids.npy")))
+        return nids, eids
+    return None
+
+
+class LocalPartitionGraph:
+    """One part's local graph: inner nodes first, then HALO nodes.
+    ``ndata[NID]`` / ``edata[EID]`` are global ids, ``ndata["inner_node"]`` /
+    ``edata["inner_edge"]`` mark what the part owns; edges are the in-edges
+    (CSC: ``indptr`` over local destinations, ``indices`` local sources)."""
+
+    def __init__(self, d):
+        self.indptr, self.indices = d["indptr"], d["indices"]
+        self.ndata = {NID: d["nid"], "inner_node": d["inner_node"]}
+        self.edata = {EID: d["eid"], "inner_edge": d["inner_edge"]}
+
+    def num_nodes(self):
+        return self.ndata[NID].numel()
+
+    def num_edges(self):
+        return self.indices.numel()
+
+    def edges(self):
+        deg = self.indptr[1:] - self.indptr[:-1]
+        dst = torch.repeat_interleave(torch.arange(self.num_nodes()), deg)
+        return self.indices, dst
+
+
+def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
+    """DGL's load_partition: ``(graph, node_feats, edge_feats, gpb, graph_name,
+    ntypes, etypes)``. Feature keys are DGL's ``"_N/<name>"`` and
+    ``"_N:_E:_N/<name>"``."""
+    from tessera.distributed.graph import GraphPartitionBook
+    if use_graphbolt:
+        raise ValueError("load_partition: use_graphbolt=True is not supported")
+    d = _C.load_partition(str(part_config), int(part_id), bool(load_feats))
+    node_feats = {f"_N/{k}": v for k, v in d["node_feats"].items()}
+    edge_feats = {f"_N:_E:_N/{k}": v for k, v in d["edge_feats"].items()}
+    gpb = GraphPartitionBook(None, d["node_offsets"], d["edge_offsets"], d["part_id"])
+    with open(part_config) as f:
+        name = json.load(f).get("graph_name", d["graph_name"])
+    return (LocalPartitionGraph(d), node_feats, edge_feats, gpb, name, {"_N": 0},
+            {("_N", "_E", "_N"): 0})
