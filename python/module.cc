@@ -14,6 +14,9 @@
 #include <torch/extension.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +68,12 @@ tessera::Status PythonInterruptCheck() {
 // With the GIL held: re-raises a signal handler's exception caught during a
 // wait, if any.
 void RaisePendingInterrupt() {
+  // A signal that arrived during the call but after its last check (or that
+  // made it fail, e.g. EINTR) wins over the call's own result too.
+  if (g_pending_type == nullptr && std::this_thread::get_id() == g_main_thread &&
+      PyErr_CheckSignals() != 0) {
+    throw py::error_already_set();
+  }
   if (g_pending_type == nullptr) return;
   PyErr_Restore(g_pending_type, g_pending_value, g_pending_tb);
   g_pending_type = g_pending_value = g_pending_tb = nullptr;
@@ -204,6 +213,59 @@ PyItem MakeItem(py::object o) {
   });
 }
 
+// Stops loaders' sampler threads off the caller's path: dropping an iterator
+// (e.g. while a KeyboardInterrupt unwinds a for loop) must not wait for the
+// batches in flight. One thread destroys what it is handed, in order; it is
+// joined at interpreter exit (Shutdown), after which handing over destroys
+// in place.
+class Reaper {
+ public:
+  void Add(std::shared_ptr<void> doomed) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!stopped_) {
+        if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+        queue_.push_back(std::move(doomed));
+        doomed.reset();
+      }
+    }
+    changed_.notify_one();
+    doomed.reset();  // Stopped: destroy here.
+  }
+  void Shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopped_ = true;
+    }
+    changed_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      changed_.wait(lock, [&] { return stopped_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      std::shared_ptr<void> next = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      next.reset();
+      lock.lock();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::shared_ptr<void>> queue_;
+  std::thread thread_;
+  bool stopped_ = false;
+};
+
+Reaper& TheReaper() {
+  static Reaper* reaper = new Reaper();  // Joined by Shutdown(); never destroyed.
+  return *reaper;
+}
+
 // Iterates one epoch of a BatchLoader<T>; `convert` makes the Python value.
 template <typename Loader, typename T>
 class EpochIterator {
@@ -211,15 +273,23 @@ class EpochIterator {
   using Convert = py::object (*)(const T&);
   EpochIterator(std::shared_ptr<Loader> loader, Convert convert)
       : loader_(std::move(loader)), convert_(convert) {}
+  // Python destroys iterators with the GIL held; stopping the pipeline joins
+  // sampler threads that may be waiting for the GIL (a Python collate_fn).
+  ~EpochIterator() {
+    if (it_) {
+      auto doomed = std::make_shared<typename Loader::Iterator>(std::move(*it_));
+      it_.reset();
+      py::gil_scoped_release release;
+      TheReaper().Add(std::move(doomed));
+    }
+  }
+  EpochIterator(const EpochIterator&) = delete;
+  EpochIterator& operator=(const EpochIterator&) = delete;
+  EpochIterator(EpochIterator&&) = default;
   py::object Next() {
     if (done_) throw py::stop_iteration();
-    Wait([&] {
-      if (!it_) {
-        it_.emplace(loader_->begin());
-      } else {
-        ++*it_;
-      }
-    });
+    if (!it_) it_.emplace(loader_->start());
+    Wait([&] { ++*it_; });
     if (*it_ == loader_->end()) {
       done_ = true;
       it_.reset();
@@ -372,6 +442,12 @@ PYBIND11_MODULE(_C, m) {
     }
   });
 
+  // At interpreter exit (registered by the package): every sampler thread of
+  // dropped loaders is joined.
+  m.def("_shutdown", [] {
+    py::gil_scoped_release release;
+    TheReaper().Shutdown();
+  });
   m.def("init_logging", [](const std::string& level) { tessera::InitLogging(level); });
 
   // ---------------------------------------------------------- context
@@ -574,9 +650,15 @@ PYBIND11_MODULE(_C, m) {
   using NodeIter = EpochIterator<dist::DistNodeDataLoader, dist::MiniBatch>;
   using EdgeIter = EpochIterator<dist::DistEdgeDataLoader, dist::EdgeMiniBatch>;
   using DataIter = EpochIterator<PyDataLoader, PyItem>;
-  py::class_<NodeIter>(m, "_NodeIterator").def("__next__", &NodeIter::Next);
-  py::class_<EdgeIter>(m, "_EdgeIterator").def("__next__", &EdgeIter::Next);
-  py::class_<DataIter>(m, "_DataIterator").def("__next__", &DataIter::Next);
+  py::class_<NodeIter>(m, "_NodeIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &NodeIter::Next);
+  py::class_<EdgeIter>(m, "_EdgeIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &EdgeIter::Next);
+  py::class_<DataIter>(m, "_DataIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &DataIter::Next);
 
   auto sampler_of = [](std::vector<int64_t> fanouts, const std::string& edge_dir, bool replace,
                        const std::string& prob) {

@@ -1,5 +1,9 @@
 #!/bin/sh
-# Configures (CMake + Ninja) and builds tessera into build/ (or $BUILD_DIR).
+# Configures (CMake + Ninja) and builds tessera into build/ (or $BUILD_DIR),
+# then installs the Python package `tessera` into Debian's python3
+# site-packages (/usr/local/lib/python3.X/dist-packages), so that
+# /usr/bin/python3 imports it without PYTHONPATH. Skipped with a message when
+# that folder is not writable (run as root, or set INSTALL_PYTHON=0).
 #   BUILD_TYPE=Release|RelWithDebInfo|Debug   (default RelWithDebInfo: -O3 -g)
 #   SANITIZE=1                                AddressSanitizer + UBSan
 set -eu
@@ -10,3 +14,12 @@ sanitize=OFF
 cmake -S . -B "$build_dir" -G Ninja \
   -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DTESSERA_SANITIZE="$sanitize" >/dev/null
 cmake --build "$build_dir"
+if [ "${INSTALL_PYTHON:-1}" = "1" ]; then
+  site=$(sed -n 's/^TESSERA_PYTHON_SITE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+  if mkdir -p "$site" 2>/dev/null && [ -w "$site" ]; then
+    cmake --install "$build_dir" --component python >/dev/null
+    echo "build.sh: Python package installed in $site/tessera"
+  else
+    echo "build.sh: $site is not writable: Python package not installed (use PYTHONPATH=$build_dir/python)"
+  fi
+fi

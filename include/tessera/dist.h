@@ -346,11 +346,18 @@ class BatchLoader {
   int64_t size() const { return num_batches_; }
   int64_t epoch() const { return epoch_; }  // Epochs started so far.
   Iterator begin() {
+    Iterator it = start();
+    it.Fetch();
+    return it;
+  }
+  // Starts the next epoch without waiting for its first batch: the first ++
+  // fetches it (begin() is start() plus that). The caller then owns the
+  // sampler threads even if that first wait fails or is interrupted.
+  Iterator start() {
     Iterator it;
     it.pipeline_ = std::make_shared<loader::Pipeline<T>>(
         num_batches_, make_epoch_(epoch_++), workers_, depth_,
         std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
-    it.Fetch();
     return it;
   }
   Iterator end() const { return Iterator(); }

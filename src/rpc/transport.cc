@@ -1,6 +1,7 @@
 // File: src/rpc/transport.cc
 #include "src/rpc/transport.h"
 
+#include <cerrno>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -344,6 +345,16 @@ zmq::socket_t& SocketFor(zmq::context_t& context,
   return *sockets[server];
 }
 
+// zmq::poll, except that a signal arriving meanwhile (EINTR) counts as a
+// timeout: the caller's loop then checks its deadline and CheckInterrupt().
+void PollOrSignal(zmq::pollitem_t* items, size_t count, Millis timeout) {
+  try {
+    zmq::poll(items, count, timeout);
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) throw;
+  }
+}
+
 }  // namespace
 
 StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Deadline deadline,
@@ -385,7 +396,7 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
         }
         if (Status st = CheckInterrupt(); !st.ok()) return finish(st);
         zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLOUT, 0};
-        zmq::poll(&item, 1, std::min(kPollSlice, Millis(deadline.RemainingMillis())));
+        PollOrSignal(&item, 1, std::min(kPollSlice, Millis(deadline.RemainingMillis())));
       }
     }
     if (between) between();
@@ -420,8 +431,8 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
       if (Status s = CheckInterrupt(); !s.ok()) {
         return finish(Annotate(s, fmt::format("waiting for {}", MethodName(pending[0].method))));
       }
-      zmq::poll(items.data(), items.size(),
-                std::min(kPollSlice, Millis(std::max(1, deadline.RemainingMillis()))));
+      PollOrSignal(items.data(), items.size(),
+                   std::min(kPollSlice, Millis(std::max(1, deadline.RemainingMillis()))));
       for (size_t k = 0; k < items.size(); ++k) {
         if (!(items[k].revents & ZMQ_POLLIN)) continue;
         int server = item_server[k];

@@ -78,6 +78,8 @@ def _exit_quietly():
 
 
 atexit.register(_exit_quietly)
+# Registered after: runs first, joining the sampler threads of dropped loaders.
+atexit.register(_C._shutdown)
 
 
 def info():

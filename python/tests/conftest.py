@@ -1,0 +1,75 @@
+"""Fixtures: Cora partitions, free ports, and `tessera launch` of Python trainers."""
+import os
+import re
+import socket
+import subprocess
+import sys
+
+import pytest
+
+SOURCE = os.environ.get("TESSERA_SOURCE_DIR",
+                        os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+BIN = os.environ.get("TESSERA_BIN", os.path.join(SOURCE, "build", "bin"))
+CORA = os.path.join(SOURCE, "testdata", "cora")
+PYTHON = sys.executable
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="session")
+def cora_parts(tmp_path_factory):
+    """{1: config of a 1-part Cora, 2: config of a 2-part (METIS) Cora}."""
+    import tessera
+    root = tmp_path_factory.mktemp("cora")
+    out = {}
+    for k in (1, 2):
+        tessera.partition_graph(CORA, "cora", k, str(root / f"p{k}"), return_mapping=True)
+        out[k] = str(root / f"p{k}" / "cora.json")
+    return out
+
+
+def free_port_pair():
+    """A port p with p and p+1 free on 127.0.0.1 (server and rendezvous)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            p = s.getsockname()[1]
+        if p > 65000:
+            continue
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", p))
+                b.bind(("127.0.0.1", p + 1))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair")
+
+
+def job_segments(job):
+    return [n for n in os.listdir("/dev/shm") if job in n]
+
+
+def launch(workspace, part_config, command, trainers=2, machines=2, timeout=600, extra=()):
+    """Runs `tessera launch` over `machines` loopback machines; returns
+    (exit code, output, job id) and checks nothing of the job is left."""
+    ports = [free_port_pair() for _ in range(machines)]
+    ip = os.path.join(workspace, "ip_config.txt")
+    with open(ip, "w") as f:
+        f.write("".join(f"127.0.0.1 {p}\n" for p in ports))
+    env = dict(os.environ)
+    argv = [os.path.join(BIN, "tessera"), "launch", "--workspace", str(workspace),
+            "--num-trainers", str(trainers), "--part-config", part_config, "--ip-config", ip,
+            "--startup-timeout", "120", *extra, command]
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout, env=env)
+    m = re.search(r"launch: job (j[0-9a-f]+)", r.stdout)
+    job = m.group(1) if m else None
+    if job:
+        assert job_segments(job) == [], f"shared memory of {job} left behind"
+        left = subprocess.run(["pgrep", "-f", job], stdout=subprocess.PIPE, text=True).stdout
+        assert left.strip() == "", f"processes of {job} left behind: {left}"
+    return r.returncode, r.stdout, job
+
+
+def python_cmd(script, *args):
+    return " ".join([PYTHON, os.path.join(HERE, script)] + [str(a) for a in args])

@@ -1,0 +1,163 @@
+"""Run by every trainer of a launched job (and standalone) by test_api.py:
+each check asserts real values and prints "CHECK <name> ok"."""
+import sys
+import threading
+import time
+
+import torch
+
+import tessera
+import tessera.distributed as dist
+
+part_config = sys.argv[1]
+dist.initialize()
+g = dist.DistGraph("cora", part_config=part_config)
+info = dist.context.info()
+rank, world = info["rank"], info["world_size"]
+book = g.get_partition_book()
+P = book.num_partitions()
+
+
+def ok(name):
+    print(f"CHECK {name} ok", flush=True)
+
+
+# Pulls equal the partition files row by row, for every part.
+for p in range(P):
+    part, node_feats, edge_feats, gpb, name, _, _ = tessera.load_partition(part_config, p)
+    ids = book.partid2nids(p)
+    assert torch.equal(g.ndata["feat"][ids], node_feats["_N/feat"]), f"feat of part {p}"
+    assert torch.equal(g.ndata["label"][ids], node_feats["_N/label"]), f"label of part {p}"
+    inner = part.ndata["inner_node"].bool()
+    assert torch.equal(part.ndata[tessera.NID][inner], ids)
+ok("pull_equals_files")
+
+# A Python init_func fills each partition's rows (called with its shape).
+t = dist.DistTensor((g.num_nodes(), 3), torch.float32, "init_by_python",
+                    init_func=lambda shape, dtype: torch.full(shape, float(shape[0]), dtype=dtype))
+for p in range(P):
+    ids = book.partid2nids(p)
+    assert torch.equal(t[ids], torch.full((len(ids), 3), float(len(ids))))
+ok("python_init_func")
+
+# Pushes: every trainer writes rows of its own ids; all see all writes.
+h = dist.DistTensor((g.num_nodes(), 2), torch.int64, "pushed", persistent=True)
+mine = torch.arange(rank, g.num_nodes(), world)
+h[mine] = torch.stack([mine * 10, torch.full_like(mine, rank)], 1)
+g.barrier()
+every = torch.arange(g.num_nodes())
+rows = h[every]
+assert torch.equal(rows[:, 0], every * 10) and torch.equal(rows[:, 1], every % world)
+ok("push_visible_everywhere")
+
+# Sparse Adam on a DistEmbedding: the formula, on rows only this trainer uses.
+emb = dist.DistEmbedding(g.num_nodes(), 4, "emb_checks",
+                         init_func=lambda shape, dtype: torch.ones(shape, dtype=dtype))
+opt = dist.optim.SparseAdam([emb], lr=0.1)
+ids = torch.tensor([rank, rank, world + rank])  # a duplicate: gradients summed
+coef = torch.tensor([[1.0, 2.0, -1.0, 0.5]])
+(emb(ids) * coef).sum().backward()
+opt.step()
+g.barrier()
+got = emb.weight[torch.tensor([rank, world + rank])]
+grads = torch.cat([2 * coef, coef])  # row `rank` appears twice
+m = 0.1 * grads
+v = 0.001 * grads * grads
+want = 1 - 0.1 * (m / 0.1) / (torch.sqrt(v / 0.001) + 1e-8)
+assert torch.allclose(got, want, atol=1e-6), (got, want)
+untouched = emb.weight[torch.tensor([2 * world + rank])]
+assert torch.equal(untouched, torch.ones(1, 4))
+ok("sparse_adam_formula")
+
+# Sampling: fanout -1 is exactly the in-edges; a fanout gives min(fanout, deg)
+# distinct in-edges per seed, the same for the same seed.
+seeds = torch.arange(0, g.num_nodes(), 7)
+full = dist.sample_neighbors(g, seeds, -1)
+src, dst = full.edges()
+deg = g.in_degrees(seeds)
+assert torch.equal(torch.bincount(dst, minlength=g.num_nodes())[seeds], deg)
+fsrc, fdst = g.find_edges(full.edata[tessera.EID])
+assert torch.equal(fsrc, src) and torch.equal(fdst, dst)
+a = dist.sample_neighbors(g, seeds, 3, seed=42)
+b = dist.sample_neighbors(g, seeds, 3, seed=42)
+assert torch.equal(a.edata[tessera.EID], b.edata[tessera.EID])
+counts = torch.bincount(a.edges()[1], minlength=g.num_nodes())[seeds]
+assert torch.equal(counts, torch.clamp(deg, max=3))
+assert set(a.edata[tessera.EID].tolist()) <= set(full.edata[tessera.EID].tolist())
+ok("sampling")
+
+# The node loader covers this trainer's ids once per epoch; blocks chain.
+train = dist.node_split(g.ndata["train_mask"], book)
+loader = dist.DistNodeDataLoader(g, train, dist.NeighborSampler([5, 10]), batch_size=16,
+                                 shuffle=True, num_workers=1)
+seen = []
+for input_nodes, seeds_b, blocks in loader:
+    assert torch.equal(blocks[0].srcdata[tessera.NID], input_nodes)
+    assert torch.equal(blocks[0].dstdata[tessera.NID], blocks[1].srcdata[tessera.NID])
+    assert torch.equal(blocks[1].dstdata[tessera.NID], seeds_b)
+    s, d = blocks[1].edges()
+    assert int(d.max()) < blocks[1].num_dst_nodes() and int(s.max()) < blocks[1].num_src_nodes()
+    seen.append(seeds_b)
+seen = torch.cat(seen)
+assert torch.equal(torch.unique(seen), torch.sort(train).values), "each training node once"
+ok("node_loader")
+
+# A Python collate_fn in a sampler thread.
+dl = dist.DistDataLoader(torch.arange(100), batch_size=10, shuffle=False,
+                         collate_fn=lambda rows: rows.sum().item(), num_workers=2)
+assert list(dl) == [sum(range(i, i + 10)) for i in range(0, 100, 10)]
+ok("python_collate")
+
+# The GIL is released during a wait: trainer 0 waits in a barrier that the
+# others join 1 s later; a Python thread keeps counting meanwhile.
+if world > 1:
+    count = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    if rank == 0:
+        th = threading.Thread(target=spin)
+        th.start()
+        time.sleep(0.05)
+        before = count[0]
+        t0 = time.time()
+        g.barrier()
+        waited = time.time() - t0
+        during = count[0] - before
+        stop.set()
+        th.join()
+        assert waited > 0.5, waited
+        assert during > 10000, f"the counting thread made {during} steps in {waited:.2f} s"
+    else:
+        time.sleep(1.0)
+        g.barrier()
+    ok("gil_released")
+
+# Bad input gives clear Python exceptions.
+try:
+    g.ndata["no_such_tensor"]
+    raise AssertionError("no error")
+except KeyError as e:
+    assert "no_such_tensor" in str(e)
+try:
+    g.ndata["feat"][torch.tensor([g.num_nodes() + 5])]
+    raise AssertionError("no error")
+except tessera.TesseraError as e:
+    assert "feat" in str(e), e
+try:
+    g.ndata["feat"]["abc"]
+    raise AssertionError("no error")
+except TypeError as e:
+    assert "ids" in str(e)
+try:
+    dist.DistTensor((g.num_nodes() + 1, 2), torch.float32, "wrong_rows")
+    raise AssertionError("no error")
+except tessera.TesseraError as e:
+    assert "neither the number of nodes" in str(e), e
+assert isinstance(tessera.TesseraError("x"), RuntimeError)
+ok("bad_input")
+g.barrier()
+print("ALL CHECKS PASSED", flush=True)

@@ -1,0 +1,28 @@
+"""Ctrl-C while waiting inside tessera raises KeyboardInterrupt within a
+second, and the process (or the whole launched job) ends leaving nothing."""
+import re
+import subprocess
+
+from conftest import HERE, PYTHON, launch, python_cmd
+
+
+def latency(out):
+    m = re.search(r"INTERRUPTED after ([0-9.]+) s", out)
+    assert m, out
+    return float(m.group(1))
+
+
+def test_interrupt_while_waiting_for_a_batch(cora_parts):
+    r = subprocess.run([PYTHON, f"{HERE}/interrupt_job.py", "loader", cora_parts[1]],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    assert "got a batch" not in r.stdout
+    assert latency(r.stdout) < 1.0
+
+
+def test_interrupt_while_waiting_in_a_barrier(cora_parts, tmp_path):
+    code, out, job = launch(tmp_path, cora_parts[2],
+                            python_cmd("interrupt_job.py", "barrier", cora_parts[2]),
+                            trainers=1)
+    assert code == 0, out
+    assert latency(out) < 1.0

@@ -1,0 +1,51 @@
+"""The ported DGL example trains Cora to the published accuracy, standalone and
+launched (2 machines x 2 trainers), with identical parameters everywhere."""
+import json
+import os
+import subprocess
+
+from conftest import PYTHON, SOURCE, launch
+
+EXAMPLE = os.path.join(SOURCE, "examples", "python", "graphsage", "node_classification.py")
+# GCN's preprocessing and DGL's full-graph settings for citation graphs
+# (the same as the C++ example's training test).
+CITATION = ["--row_normalize", "--input_dropout", "0.5", "--lr", "0.01", "--weight_decay",
+            "5e-4", "--batch_size", "140", "--num_epochs", "200", "--eval_every", "200",
+            "--log_every", "0", "--json"]
+SEEDS = [0, 1, 2]
+
+
+def results(out):
+    return [json.loads(line.split("RESULT ", 1)[1]) for line in out.splitlines()
+            if "RESULT " in line]
+
+
+def test_cora_standalone_and_two_by_two(cora_parts, tmp_path):
+    standalone = []
+    for seed in SEEDS:
+        r = subprocess.run([PYTHON, EXAMPLE, "--graph_name", "cora", "--part_config",
+                            cora_parts[1], "--seed", str(seed)] + CITATION,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=600)
+        assert r.returncode == 0, r.stdout
+        (res,) = results(r.stdout)
+        standalone.append(res["test_acc"])
+    mean_standalone = sum(standalone) / len(standalone)
+    assert mean_standalone >= 0.80, standalone
+
+    distributed = []
+    for seed in SEEDS:
+        cmd = " ".join([PYTHON, EXAMPLE, "--graph_name", "cora", "--part_config",
+                        cora_parts[2], "--seed", str(seed)] + CITATION)
+        code, out, job = launch(tmp_path, cora_parts[2], cmd, trainers=2)
+        assert code == 0, out
+        res = results(out)
+        assert len(res) == 4, out
+        # DDP keeps every trainer's parameters identical.
+        assert len({round(r["checksum"], 6) for r in res}) == 1, res
+        assert len({r["test_acc"] for r in res}) == 1, res
+        distributed.append(res[0]["test_acc"])
+    mean_distributed = sum(distributed) / len(distributed)
+    print(f"Cora test accuracy: standalone {standalone} (mean {mean_standalone:.4f}), "
+          f"2x2 {distributed} (mean {mean_distributed:.4f})")
+    assert abs(mean_distributed - mean_standalone) <= 0.01, (standalone, distributed)
