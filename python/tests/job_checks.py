@@ -67,6 +67,14 @@ want = 1 - 0.1 * (m / 0.1) / (torch.sqrt(v / 0.001) + 1e-8)
 assert torch.allclose(got, want, atol=1e-6), (got, want)
 untouched = emb.weight[torch.tensor([2 * world + rank])]
 assert torch.equal(untouched, torch.ones(1, 4))
+# DGL's order (zero_grad between forward and backward) still applies the step.
+before = emb.weight[torch.tensor([rank])]
+out = emb(torch.tensor([rank]))
+opt.zero_grad()
+out.sum().backward()
+opt.step()
+g.barrier()
+assert not torch.equal(emb.weight[torch.tensor([rank])], before), "zero_grad lost the step"
 ok("sparse_adam_formula")
 
 # Sampling: fanout -1 is exactly the in-edges; a fanout gives min(fanout, deg)

@@ -49,3 +49,33 @@ def test_cora_standalone_and_two_by_two(cora_parts, tmp_path):
     print(f"Cora test accuracy: standalone {standalone} (mean {mean_standalone:.4f}), "
           f"2x2 {distributed} (mean {mean_distributed:.4f})")
     assert abs(mean_distributed - mean_standalone) <= 0.01, (standalone, distributed)
+
+
+LINK = os.path.join(SOURCE, "examples", "python", "graphsage", "link_prediction.py")
+EMBED = os.path.join(SOURCE, "examples", "python", "embedding", "node_embedding.py")
+
+
+def test_link_prediction_beats_untrained(cora_parts, tmp_path):
+    cmd = " ".join([PYTHON, LINK, "--graph_name", "cora", "--part_config", cora_parts[2],
+                    "--num_epochs", "3", "--log_every", "0", "--json"])
+    code, out, job = launch(tmp_path, cora_parts[2], cmd, trainers=1)
+    assert code == 0, out
+    res = results(out)
+    assert len(res) == 2, out
+    for r in res:
+        assert r["trained_auc"] >= r["untrained_auc"] + 0.15, res
+        assert r["trained_auc"] >= 0.85, res
+
+
+def test_learned_embeddings_beat_untrained(cora_parts, tmp_path):
+    cmd = " ".join([PYTHON, EMBED, "--graph_name", "cora", "--part_config", cora_parts[2],
+                    "--num_epochs", "60", "--batch_size", "70", "--json",
+                    "--save_embedding", str(tmp_path / "emb.npy")])
+    code, out, job = launch(tmp_path, cora_parts[2], cmd, trainers=1)
+    assert code == 0, out
+    res = results(out)
+    assert len(res) == 2, out
+    assert res[0]["test_acc"] >= res[0]["untrained_acc"] + 0.2, res
+    import numpy as np
+    saved = np.load(tmp_path / "emb.npy")
+    assert saved.shape == (2708, 64)

@@ -20,7 +20,14 @@ class _SparseOptimizer:
         self._o.step()
 
     def zero_grad(self):
-        """Forgets the recorded lookups without applying them."""
+        """As in DGL: nothing to clear now. Every ``step()`` forgets the lookups
+        it applied, so the usual ``zero_grad(); loss.backward(); step()``
+        applies this step's gradients (dropping the lookups here, as the C++
+        ``SparseOptimizer::zero_grad`` does, would silently lose them)."""
+
+    def clear(self):
+        """Forgets the lookups recorded since the last step without applying
+        them (a tessera extension; C++ ``zero_grad``)."""
         self._o.zero_grad()
 
     def save(self, f):
