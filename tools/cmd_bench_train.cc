@@ -24,6 +24,9 @@ struct TrainFlags {
   std::string graph, workdir;
   std::vector<int> hidden = {16, 256};
   std::vector<std::string> modes = {"standalone", "distributed"};
+  // cpp: examples/graphsage/train_dist.cpp; python: the same model and loop
+  // in examples/python/graphsage/node_classification.py (PyTorch's DDP).
+  std::vector<std::string> programs = {"cpp", "python"};
   int epochs = 3;
   int samplers = 0;
   double timeout_s = 3600;
@@ -39,10 +42,11 @@ const std::map<std::string, DglTrain> kDgl = {{"standalone", {21.0, 18.5, 0.9919
 constexpr int64_t kMediumNodes = 600'000;
 
 StatusOr<nlohmann::json> RunOne(const TrainFlags& f, const BenchPartitions& parts,
-                                const std::string& mode, int hidden, const std::string& dir) {
+                                const std::string& program, const std::string& mode, int hidden,
+                                const std::string& dir) {
   TrainJobOptions o{.part_config = mode == "standalone" ? parts.one : parts.two,
                     .graph_name = "bench",
-                    .workdir = StrCat(dir, "/train-", mode, "-", hidden),
+                    .workdir = StrCat(dir, "/train-", program, "-", mode, "-", hidden),
                     .standalone = mode == "standalone",
                     .trainers_per_machine = 1,
                     .samplers = f.samplers,
@@ -57,8 +61,12 @@ StatusOr<nlohmann::json> RunOne(const TrainFlags& f, const BenchPartitions& part
             "--lr",         "0.003",
             "--dropout",    "0.5",
             "--log-every",  "0"};
-  spdlog::info("bench train: {} hidden {} ({} epochs, logs in {})", mode, hidden, f.epochs,
-               o.workdir);
+  if (program == "python") {
+    ASSIGN_OR_RETURN(o.program, PythonExample());
+    o.args.insert(o.args.end(), {"--batch-size-eval", "10000"});
+  }
+  spdlog::info("bench train: {} {} hidden {} ({} epochs, logs in {})", program, mode, hidden,
+               f.epochs, o.workdir);
   ASSIGN_OR_RETURN(nlohmann::json r, RunTrainJob(o));
   nlohmann::json split = {
       {"sample_s", 0.0}, {"pull_s", 0.0}, {"forward_backward_s", 0.0}, {"sync_s", 0.0}};
@@ -66,7 +74,8 @@ StatusOr<nlohmann::json> RunOne(const TrainFlags& f, const BenchPartitions& part
     for (auto& [key, value] : split.items()) value = value.get<double>() + e[key].get<double>();
   }
   for (auto& [key, value] : split.items()) value = value.get<double>() / f.epochs;
-  nlohmann::json run = {{"mode", mode},
+  nlohmann::json run = {{"program", program},
+                        {"mode", mode},
                         {"num_hidden", hidden},
                         {"trainers", r["world_size"]},
                         {"samplers", f.samplers},
@@ -86,13 +95,26 @@ StatusOr<nlohmann::json> RunOne(const TrainFlags& f, const BenchPartitions& part
 Status RunBenchTrain(const TrainFlags& f, const std::string& dir) {
   ASSIGN_OR_RETURN(BenchPartitions parts, EnsureBenchPartitions(f.graph, dir));
   nlohmann::json runs = nlohmann::json::array();
+  std::map<std::string, double> cpp_epoch;  // "<mode>/<hidden>" -> C++ epoch time.
+  for (const std::string& program : f.programs) {
+    if (program != "cpp" && program != "python") {
+      return absl::InvalidArgumentError(
+          StrCat("--programs: '", program, "' is neither cpp nor python"));
+    }
+  }
   for (int hidden : f.hidden) {
     for (const std::string& mode : f.modes) {
       if (mode != "standalone" && mode != "distributed") {
         return absl::InvalidArgumentError(
             StrCat("--modes: '", mode, "' is neither standalone nor distributed"));
       }
-      ASSIGN_OR_RETURN(nlohmann::json run, RunOne(f, parts, mode, hidden, dir));
+      for (const std::string& program : f.programs) {
+      ASSIGN_OR_RETURN(nlohmann::json run, RunOne(f, parts, program, mode, hidden, dir));
+      const std::string key = StrCat(mode, "/", hidden);
+      if (program == "cpp") cpp_epoch[key] = run["epoch_time_mean_s"].get<double>();
+      if (program == "python" && cpp_epoch.count(key)) {
+        run["epoch_time_vs_cpp"] = run["epoch_time_mean_s"].get<double>() / cpp_epoch[key];
+      }
       const DglTrain& dgl = kDgl.at(mode);
       ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(parts.one));
       if (config.num_nodes == kMediumNodes) {
@@ -102,10 +124,12 @@ Status RunBenchTrain(const TrainFlags& f, const std::string& dir) {
         run["epoch_time_vs_dgl"] = run["epoch_time_mean_s"].get<double>() / dgl.epoch_s;
         run["inference_vs_dgl"] = run["inference_s"].get<double>() / dgl.inference_s;
       }
-      spdlog::info("bench train: {} hidden {}: epoch {:.2f} s, inference {:.2f} s, test acc {:.4f}",
-                   mode, hidden, run["epoch_time_mean_s"].get<double>(),
-                   run["inference_s"].get<double>(), run["test_acc"].get<double>());
+      spdlog::info(
+          "bench train: {} {} hidden {}: epoch {:.2f} s, inference {:.2f} s, test acc {:.4f}",
+          program, mode, hidden, run["epoch_time_mean_s"].get<double>(),
+          run["inference_s"].get<double>(), run["test_acc"].get<double>());
       runs.push_back(std::move(run));
+      }
     }
   }
   nlohmann::json report = {{"benchmark", "train"},
@@ -135,6 +159,9 @@ CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run) {
                   "Scratch folder, reused across runs (default: temporary)");
   sub->add_option("--hidden", f->hidden, "Hidden sizes")->delimiter(',')->capture_default_str();
   sub->add_option("--modes", f->modes, "standalone and/or distributed")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--programs", f->programs, "cpp and/or python (the ported DGL example)")
       ->delimiter(',')
       ->capture_default_str();
   sub->add_option("--epochs", f->epochs)->capture_default_str()->check(CLI::Range(1, 1000));

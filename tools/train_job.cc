@@ -2,6 +2,7 @@
 #include "tools/train_job.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -68,19 +69,41 @@ StatusOr<std::string> TrainerProgram() {
   return path.string();
 }
 
+StatusOr<std::vector<std::string>> PythonExample() {
+  std::filesystem::path script =
+      std::filesystem::path(TESSERA_SOURCE_DIR) / "examples/python/graphsage/node_classification.py";
+  if (!std::filesystem::exists(script)) {
+    return absl::NotFoundError(StrCat(script.string(), " is missing"));
+  }
+  // This build's package first (the installed one may be older).
+  std::filesystem::path package =
+      std::filesystem::path(SelfExecutable()).parent_path().parent_path() / "python";
+  if (std::filesystem::exists(package / "tessera")) {
+    const char* old = std::getenv("PYTHONPATH");
+    std::string value = package.string() + (old && *old ? StrCat(":", old) : "");
+    setenv("PYTHONPATH", value.c_str(), 1);
+  }
+  return std::vector<std::string>{TESSERA_PYTHON, script.string()};
+}
+
 StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& o) {
   InstallCancelHandlers();
-  ASSIGN_OR_RETURN(std::string program, TrainerProgram());
+  std::vector<std::string> argv = o.program;
+  if (argv.empty()) {
+    ASSIGN_OR_RETURN(std::string program, TrainerProgram());
+    argv.push_back(program);
+  }
+  const auto program_len = static_cast<std::ptrdiff_t>(argv.size());
   RETURN_IF_ERROR(MakeDirs(o.workdir));
-  std::vector<std::string> argv = {program, "--graph-name", o.graph_name, "--part-config",
-                                   o.part_config};
+  argv.insert(argv.end(), {"--graph-name", o.graph_name, "--part-config", o.part_config});
   if (o.capture) argv.push_back("--json");
   argv.insert(argv.end(), o.args.begin(), o.args.end());
   const Deadline deadline = Deadline::InSeconds(o.timeout_s);
   if (o.standalone) {
     std::string log = o.capture ? o.workdir + "/standalone.log" : "";
     launcher::SpawnOptions spawn{.argv = argv, .log_path = log};
-    spawn.argv.insert(spawn.argv.begin() + 1, {"--num-workers", std::to_string(o.samplers)});
+    spawn.argv.insert(spawn.argv.begin() + program_len,
+                      {"--num-workers", std::to_string(o.samplers)});
     ASSIGN_OR_RETURN(launcher::Process trainer, launcher::Process::Spawn(spawn));
     while (!trainer.Poll()) {
       if (g_cancel.load()) {

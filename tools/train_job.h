@@ -25,6 +25,9 @@ struct TrainJobOptions {
   int trainers_per_machine = 1;
   int samplers = 0;               // Sampler threads per trainer.
   std::vector<std::string> args;  // Flags for graphsage_train_dist.
+  // The trainer's command before the flags; empty: graphsage_train_dist.
+  // The Python example is {python3, node_classification.py} (PythonExample()).
+  std::vector<std::string> program;
   bool capture = false;           // Logs to <workdir>/... instead of the terminal.
   double timeout_s = 3600;
 };
@@ -36,6 +39,10 @@ StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& options);
 // Path of graphsage_train_dist (next to this executable); NotFound with a
 // hint when it is missing.
 StatusOr<std::string> TrainerProgram();
+
+// {python3, examples/python/graphsage/node_classification.py} of this source
+// tree, with PYTHONPATH set to this build's package; NotFound when missing.
+StatusOr<std::vector<std::string>> PythonExample();
 
 // Stops the running job on SIGINT / SIGTERM (installed by RunTrainJob).
 void InstallCancelHandlers();

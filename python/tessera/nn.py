@@ -80,7 +80,8 @@ class SAGEConv(nn.Module):
         _check_block(graph, "SAGEConv")
         h_src, h_dst = _split_feat(graph, feat)
         _check_rows(graph, h_src, self._in_src_feats, "SAGEConv")
-        h_src, h_dst = self.feat_drop(h_src), self.feat_drop(h_dst)
+        if self.feat_drop.p > 0:
+            h_src, h_dst = self.feat_drop(h_src), self.feat_drop(h_dst)
         if self._aggre_type == "mean":
             if self._in_src_feats > self._out_feats:  # Aggregate the narrower side.
                 h_neigh = mean_aggregate(graph, self.fc_neigh(h_src))

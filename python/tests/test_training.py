@@ -79,3 +79,18 @@ def test_learned_embeddings_beat_untrained(cora_parts, tmp_path):
     import numpy as np
     saved = np.load(tmp_path / "emb.npy")
     assert saved.shape == (2708, 64)
+
+
+def test_demo_python_on_cora():
+    """`tessera demo --python --dataset cora`: the Python example end to end,
+    with settings that reach Cora's published accuracy without tuning."""
+    import re
+    from conftest import BIN, CORA
+    r = subprocess.run([os.path.join(BIN, "tessera"), "demo", "--python", "--dataset", CORA],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout
+    assert "Python example" in r.stdout and "200 epochs" in r.stdout, r.stdout
+    accs = [float(a) for a in re.findall(r"Test Acc ([0-9.]+)", r.stdout)]
+    assert accs and min(accs) >= 0.78, r.stdout
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith("tessera.")], os.listdir(
+        "/dev/shm")

@@ -10,6 +10,7 @@ Launched:    tessera launch ... "python3 node_classification.py --graph_name cor
 import argparse
 import json
 import os
+import resource
 import socket
 import time
 
@@ -23,6 +24,8 @@ import torch.optim as optim
 import tessera
 import tessera.distributed as dist
 import tessera.nn as dglnn
+
+START = time.time()
 
 
 class DistSAGE(nn.Module):
@@ -106,7 +109,8 @@ def run(args, device, data):
         if args.row_normalize else None
     sampler = dist.NeighborSampler([int(fanout) for fanout in args.fan_out.split(",")])
     dataloader = dist.DistNodeDataLoader(g, train_nid, sampler, batch_size=args.batch_size,
-                                         shuffle=True, drop_last=False)
+                                         shuffle=True, drop_last=False,
+                                         num_workers=args.num_workers)
     model = DistSAGE(in_feats, args.num_hidden, n_classes, args.num_layers, F.relu,
                      args.dropout, args.input_dropout).to(device)
     if th.distributed.is_initialized():
@@ -115,8 +119,8 @@ def run(args, device, data):
     loss_fcn = nn.CrossEntropyLoss().to(device)
     optimizer = optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
 
-    epoch_time, test_acc, val_acc = [], 0.0, 0.0
-    splits = []
+    epoch_time, test_acc, val_acc, inference_s = [], 0.0, 0.0, 0.0
+    splits, batches = [], 0
     for epoch in range(1, args.num_epochs + 1):
         tic = time.time()
         sample_time = pull_time = forward_time = backward_time = update_time = 0.0
@@ -159,18 +163,29 @@ def run(args, device, data):
               f"#inputs: {num_inputs}, loss {loss_all / max(seen_all, 1):.4f}, "
               f"train acc {correct_all / max(seen_all, 1):.4f}", flush=True)
         epoch_time.append(toc - tic)
-        splits.append([sample_time, pull_time, forward_time, backward_time, update_time])
+        batches = step + 1
+        # The bench's keys (tools/cmd_bench_train.cc); PyTorch's DDP averages
+        # gradients inside backward, so its sync time is part of backward.
+        splits.append({"epoch": epoch - 1, "time_s": toc - tic, "sample_s": sample_time,
+                       "pull_s": pull_time,
+                       "forward_backward_s": forward_time + backward_time + update_time,
+                       "sync_s": 0.0, "loss": loss_all / max(seen_all, 1),
+                       "train_acc": correct_all / max(seen_all, 1)})
         if args.eval_every and (epoch % args.eval_every == 0 or epoch == args.num_epochs):
             start = time.time()
+            inference_tic = time.time()
             val_acc, test_acc = evaluate(module, g, g.ndata[args.feat_name],
                                          g.ndata[args.label_name], val_nid, test_nid,
                                          args.batch_size_eval, device, transform)
+            inference_s = time.time() - inference_tic
             print(f"Part {g.rank()}, Val Acc {val_acc:.4f}, Test Acc {test_acc:.4f}, "
                   f"time: {time.time() - start:.4f}", flush=True)
     tail = epoch_time[-max(1, int(args.num_epochs * 0.8)):]
     checksum = sum(float(p.detach().double().sum()) for p in module.parameters())
     print(f"Part {g.rank()}, Params checksum {checksum:.10e}", flush=True)
-    return float(np.mean(tail)), val_acc, test_acc, checksum, splits
+    return dict(tail_mean=float(np.mean(tail)), val_acc=val_acc, test_acc=test_acc,
+                checksum=checksum, epochs=splits, inference_s=inference_s,
+                epoch_time_mean_s=float(np.mean(epoch_time)), batches_per_epoch=batches)
 
 
 def main(args):
@@ -205,13 +220,16 @@ def main(args):
     print(f"Number of classes: {n_classes}", flush=True)
     in_feats = g.ndata[args.feat_name].shape[1]
     data = train_nid, val_nid, test_nid, in_feats, n_classes, g
-    epoch_time, val_acc, test_acc, checksum, splits = run(args, device, data)
+    r = run(args, device, data)
     print(f"Summary of node classification(GraphSAGE): GraphName {args.graph_name} | "
-          f"TrainEpochTime(mean) {epoch_time:.4f} | TestAccuracy {test_acc:.4f}", flush=True)
+          f"TrainEpochTime(mean) {r['tail_mean']:.4f} | TestAccuracy {r['test_acc']:.4f}",
+          flush=True)
     if args.json:
-        print("RESULT " + json.dumps({"rank": g.rank(), "epoch_time": epoch_time,
-                                      "val_acc": val_acc, "test_acc": test_acc,
-                                      "checksum": checksum, "splits": splits}), flush=True)
+        info = dist.context.info()
+        r.update(rank=g.rank(), world_size=info["world_size"],
+                 peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                 total_s=time.time() - START)
+        print("RESULT " + json.dumps(r), flush=True)
 
 
 if __name__ == "__main__":
@@ -244,6 +262,8 @@ if __name__ == "__main__":
                         help="node feature tensor (DGL's example uses 'features')")
     parser.add_argument("--label_name", default="label")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--num_workers", "--num-workers", type=int, default=None,
+                        help="sampler threads (default: the launcher's --num-samplers)")
     parser.add_argument("--json", action="store_true", help="print a RESULT json line")
     args = parser.parse_args()
     if args.num_gpus:

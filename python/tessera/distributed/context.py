@@ -54,11 +54,29 @@ def initialize(ip_config=None, max_queue_size=None, net_type=None, num_worker_th
                          float(barrier_timeout))
     _state["info"] = info
     _state["num_workers"] = num_workers
+    if info["standalone"]:
+        _match_cxx_threads()
     if not info["standalone"] and "GLOO_SOCKET_IFNAME" not in os.environ:
         name = _interface_of(info["host_address"])
         if name:
             os.environ["GLOO_SOCKET_IFNAME"] = name
     return None
+
+
+def _match_cxx_threads():
+    """Standalone (one process owns the machine): Debian's torch starts with
+    one intra-op thread when OMP_NUM_THREADS is unset, where LibTorch in a C++
+    trainer uses every core; give the Python trainer the same. Launched
+    trainers share their machine with servers and other trainers, so they
+    keep torch's default (measured: 2 threads each on a 2-core machine with
+    two loopback machines made epochs 1.9x slower); OMP_NUM_THREADS (e.g.
+    ``tessera launch --num-omp-threads``) decides when set."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return
+    import torch
+    cores = len(os.sched_getaffinity(0))
+    if torch.get_num_threads() < cores:
+        torch.set_num_threads(cores)
 
 
 def exit_client():
