@@ -5,7 +5,8 @@ import torch
 
 from tessera import _C
 from tessera._utils import as_ids
-from tessera.distributed.tensor import (DistTensor, _BuiltinInit, _fill_with, _policy_kind)
+from tessera.distributed.tensor import (DistTensor, _BuiltinInit, _init_collectively, _init_kind,
+                                        _policy_kind)
 
 _anonymous = itertools.count()
 
@@ -31,23 +32,11 @@ class DistEmbedding:
             name = f"embedding-{next(_anonymous)}"
         if init_func is not None and not callable(init_func):
             raise TypeError("DistEmbedding: init_func must be callable (shape, dtype) -> Tensor")
-        kind, a, b, seed = "zeros", 0.0, 1.0, 0
-        builtin = isinstance(init_func, _BuiltinInit)
-        if builtin:
-            kind, a, b, seed = init_func.kind, init_func.a, init_func.b, init_func.seed
+        kind, a, b, seed = _init_kind(init_func)
         self._e = _C.DistEmbedding(int(num_embeddings), int(embedding_dim), name, kind, a, b,
                                    seed, _policy_kind(part_policy))
-        if init_func is not None and not builtin:
-            weight = self._e.weight
-            error = None
-            if weight.created:
-                try:
-                    _fill_with(weight, init_func)
-                except Exception as e:
-                    error = e
-            weight.barrier()
-            if error is not None:
-                raise error
+        if init_func is not None and not isinstance(init_func, _BuiltinInit):
+            _init_collectively(self._e.weight, init_func)
 
     def __call__(self, idx, device=torch.device("cpu")):
         ids, _ = as_ids(idx, f"DistEmbedding '{self.name}'", self.num_embeddings)

@@ -76,6 +76,16 @@ def _blocks(raw):
     return [Block(*b) for b in raw]
 
 
+def _each(native_loader):
+    """The batches of one epoch of a C++ loader (a generator)."""
+    it = iter(native_loader)
+    while True:
+        try:
+            yield next(it)
+        except StopIteration:
+            return
+
+
 class PairGraph:
     """The positive (or negative) node pairs of an edge batch over the batch's
     compacted nodes: ``edges()`` in those local ids, ``ndata[NID]`` their global
@@ -194,12 +204,7 @@ class DistNodeDataLoader:
         return len(self._loader)
 
     def __iter__(self):
-        it = iter(self._loader)
-        while True:
-            try:
-                input_nodes, seeds, raw = next(it)
-            except StopIteration:
-                return
+        for input_nodes, seeds, raw in _each(self._loader):
             yield input_nodes, seeds, _blocks(raw)
 
 
@@ -232,12 +237,7 @@ class DistEdgeDataLoader:
         return len(self._loader)
 
     def __iter__(self):
-        it = iter(self._loader)
-        while True:
-            try:
-                b = next(it)
-            except StopIteration:
-                return
+        for b in _each(self._loader):
             pos = PairGraph(b["pos_src"], b["pos_dst"], b["pair_nodes"], b["eids"])
             blocks = _blocks(b["blocks"])
             if self._negatives:
@@ -248,9 +248,12 @@ class DistEdgeDataLoader:
 
 
 def _default_collate(items):
+    """A tensor dataset's rows as they are; items of a sequence through
+    PyTorch's default_collate (numbers and tensors stacked)."""
     if isinstance(items, torch.Tensor):
         return items
-    return items
+    from torch.utils.data import default_collate
+    return default_collate(items)
 
 
 class DistDataLoader:

@@ -86,6 +86,28 @@ def _fill_with(t, init_func):
         t.set(torch.arange(begin, end, dtype=torch.int64), rows)
 
 
+def _init_collectively(handle, init_func):
+    """Every trainer: the one whose construction created the tensor fills it
+    from init_func; all meet at a barrier (also when the fill failed, so that
+    nobody waits forever), then the creator re-raises its error."""
+    error = None
+    if handle.created:
+        try:
+            _fill_with(handle, init_func)
+        except Exception as e:  # Still meet the others at the barrier.
+            error = e
+    handle.barrier()
+    if error is not None:
+        raise error
+
+
+def _init_kind(init_func):
+    """(kind, a, b, seed) for the C++ initialiser; Python callables start at zero."""
+    if isinstance(init_func, _BuiltinInit):
+        return init_func.kind, init_func.a, init_func.b, init_func.seed
+    return "zeros", 0.0, 1.0, 0
+
+
 _anonymous = itertools.count()
 
 
@@ -117,22 +139,11 @@ class DistTensor:
             raise _C.TesseraError("DistTensor: an anonymous tensor cannot be persistent")
         if init_func is not None and not callable(init_func):
             raise TypeError("DistTensor: init_func must be callable (shape, dtype) -> Tensor")
-        kind, a, b, seed = "zeros", 0.0, 1.0, 0
-        builtin = isinstance(init_func, _BuiltinInit)
-        if builtin:
-            kind, a, b, seed = init_func.kind, init_func.a, init_func.b, init_func.seed
+        kind, a, b, seed = _init_kind(init_func)
         self._t = _C.DistTensor(shape, dtype, name or "", kind, a, b, seed,
                                 _policy_kind(part_policy), bool(persistent))
-        if init_func is not None and not builtin:
-            error = None
-            if self._t.created:
-                try:
-                    _fill_with(self._t, init_func)
-                except Exception as e:  # Still meet the others at the barrier.
-                    error = e
-            self._t.barrier()
-            if error is not None:
-                raise error
+        if init_func is not None and not isinstance(init_func, _BuiltinInit):
+            _init_collectively(self._t, init_func)
 
     @classmethod
     def _wrap(cls, handle):
