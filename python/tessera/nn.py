@@ -5,6 +5,8 @@ features (or a ``(src, dst)`` pair) and returns one row per destination.
 The mean aggregation runs in tessera's C++ kernel; autograd flows through
 every layer.
 """
+import warnings
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -170,7 +172,9 @@ def edge_softmax(block, scores):
     index = dst.view(-1, *([1] * len(heads))).expand_as(scores)
     fill = torch.full((block.num_dst_nodes(),) + tuple(heads), float("-inf"),
                       dtype=scores.dtype)
-    peak = fill.scatter_reduce(0, index, scores.detach(), reduce="amax", include_self=True)
+    with warnings.catch_warnings():  # torch 1.13 calls scatter_reduce "beta".
+        warnings.simplefilter("ignore", UserWarning)
+        peak = fill.scatter_reduce(0, index, scores.detach(), reduce="amax", include_self=True)
     e = torch.exp(scores - peak.index_select(0, dst))
     total = scores.new_zeros(fill.shape).index_add(0, dst, e)
     return e / total.index_select(0, dst)

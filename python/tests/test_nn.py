@@ -1,0 +1,106 @@
+"""tessera.nn layers on a hand-drawn block, against their formulas.
+
+Block (destinations are the first 3 sources):
+
+    src 0 -> dst 0      src 3 -> dst 0
+    src 1 -> dst 0      src 0 -> dst 1
+    src 4 -> dst 1      (dst 2: no in-edges)
+"""
+import pytest
+import torch
+
+import tessera
+from tessera.distributed import Block
+import tessera.nn as tnn
+
+SRC = torch.tensor([0, 1, 3, 0, 4])  # CSR over destinations: dst 0 has 3 edges, dst 1 has 2
+INDPTR = torch.tensor([0, 3, 5, 5])
+
+
+def block():
+    return Block(torch.arange(10, 15), INDPTR, SRC, torch.arange(100, 105))
+
+
+def test_block_views():
+    b = block()
+    assert b.num_src_nodes() == 5 and b.num_dst_nodes() == 3 and b.num_edges() == 5
+    s, d = b.edges()
+    assert s.tolist() == [0, 1, 3, 0, 4] and d.tolist() == [0, 0, 0, 1, 1]
+    assert b.in_degrees().tolist() == [3, 2, 0]
+    assert b.out_degrees().tolist() == [2, 1, 0, 1, 1]
+    assert b.dstdata[tessera.NID].tolist() == [10, 11, 12]
+    assert b.edata[tessera.EID].tolist() == [100, 101, 102, 103, 104]
+
+
+def test_mean_and_sum_aggregate():
+    h = torch.arange(10, dtype=torch.float32).view(5, 2)
+    mean = tnn.mean_aggregate(block(), h)
+    assert torch.allclose(mean[0], (h[0] + h[1] + h[3]) / 3)
+    assert torch.allclose(mean[1], (h[0] + h[4]) / 2)
+    assert torch.equal(mean[2], torch.zeros(2))
+    total = tnn.sum_aggregate(block(), h)
+    assert torch.allclose(total[1], h[0] + h[4])
+
+
+@pytest.mark.parametrize("in_feats,out_feats", [(4, 3), (2, 6)])
+def test_sageconv_formula_and_gradients(in_feats, out_feats):
+    torch.manual_seed(0)
+    conv = tnn.SAGEConv(in_feats, out_feats, "mean")
+    torch.nn.init.normal_(conv.bias)
+    h = torch.randn(5, in_feats, requires_grad=True)
+    out = conv(block(), h)
+    neigh = torch.stack([(h[0] + h[1] + h[3]) / 3, (h[0] + h[4]) / 2, torch.zeros(in_feats)])
+    want = h[:3] @ conv.fc_self.weight.T + neigh @ conv.fc_neigh.weight.T + conv.bias
+    assert torch.allclose(out, want, atol=1e-5)
+    out.sum().backward()
+    assert h.grad is not None and h.grad[2].abs().sum() > 0 and h.grad[4].abs().sum() > 0
+    assert conv.fc_neigh.weight.grad.abs().sum() > 0
+
+
+def test_graphconv_both_norm():
+    torch.manual_seed(0)
+    conv = tnn.GraphConv(2, 3, norm="both", allow_zero_in_degree=True)
+    h = torch.randn(5, 2)
+    out = conv(block(), h)
+    out_deg = torch.tensor([2, 1, 0, 1, 1.0]).clamp(min=1)
+    in_deg = torch.tensor([3, 2, 0.0]).clamp(min=1)
+    hs = h / out_deg.sqrt().unsqueeze(1)
+    agg = torch.stack([hs[0] + hs[1] + hs[3], hs[0] + hs[4], torch.zeros(2)])
+    want = (agg / in_deg.sqrt().unsqueeze(1)) @ conv.weight + conv.bias
+    assert torch.allclose(out, want, atol=1e-5)
+
+
+def test_zero_in_degree_is_an_error():
+    with pytest.raises(tessera.TesseraError, match="no in-edges"):
+        tnn.GraphConv(2, 3)(block(), torch.randn(5, 2))
+    with pytest.raises(tessera.TesseraError, match="no in-edges"):
+        tnn.GATConv(2, 3, num_heads=2)(block(), torch.randn(5, 2))
+
+
+def test_gatconv_attention_is_a_softmax_per_destination():
+    torch.manual_seed(0)
+    conv = tnn.GATConv(2, 3, num_heads=2, allow_zero_in_degree=True)
+    h = torch.randn(5, 2, requires_grad=True)
+    out, att = conv(block(), h, get_attention=True)
+    assert out.shape == (3, 2, 3) and att.shape == (5, 2)
+    assert torch.allclose(att[:3].sum(0), torch.ones(2)) and torch.allclose(att[3:].sum(0),
+                                                                            torch.ones(2))
+    # Destination 1 by hand: softmax over its edges from sources 0 and 4.
+    f = conv.fc(h).view(5, 2, 3)
+    el = (f * conv.attn_l).sum(-1)
+    er = (f[:3] * conv.attn_r).sum(-1)
+    e = torch.nn.functional.leaky_relu(torch.stack([el[0] + er[1], el[4] + er[1]]), 0.2)
+    a = torch.softmax(e, 0)
+    want = a[0].unsqueeze(-1) * f[0] + a[1].unsqueeze(-1) * f[4] + conv.bias.view(2, 3)
+    assert torch.allclose(out[1], want, atol=1e-5)
+    out.sum().backward()
+    assert conv.attn_l.grad.abs().sum() > 0
+
+
+def test_wrong_input_shapes():
+    with pytest.raises(tessera.TesseraError, match="source rows"):
+        tnn.SAGEConv(2, 3)(block(), torch.randn(4, 2))
+    with pytest.raises(tessera.TesseraError, match="features"):
+        tnn.SAGEConv(2, 3)(block(), torch.randn(5, 7))
+    with pytest.raises(tessera.TesseraError, match="aggregator_type"):
+        tnn.SAGEConv(2, 3, "lstm")
