@@ -14,6 +14,7 @@
 #include <torch/extension.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -50,10 +51,22 @@ PyObject* g_pending_type = nullptr;
 PyObject* g_pending_value = nullptr;
 PyObject* g_pending_tb = nullptr;
 
+// Calls of this thread inside Wait(): only they may take a signal's exception
+// (a wait elsewhere, e.g. a destructor's RPC, leaves it to the interpreter).
+thread_local int t_wait_depth = 0;
+
 tessera::Status PythonInterruptCheck() {
-  if (std::this_thread::get_id() != g_main_thread || !Py_IsInitialized()) {
+  if (t_wait_depth == 0 || std::this_thread::get_id() != g_main_thread || !Py_IsInitialized()) {
     return absl::OkStatus();
   }
+  if (g_pending_type != nullptr) {
+    return absl::CancelledError("interrupted by a signal (KeyboardInterrupt)");
+  }
+  // At most every 50 ms: each check takes the GIL from Python threads.
+  thread_local std::chrono::steady_clock::time_point last;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last < std::chrono::milliseconds(50)) return absl::OkStatus();
+  last = now;
   PyGILState_STATE state = PyGILState_Ensure();
   bool raised = g_pending_type != nullptr;
   if (!raised && PyErr_CheckSignals() != 0) {
@@ -82,10 +95,16 @@ void RaisePendingInterrupt() {
 
 // Runs `f` with the GIL released; a signal's exception raised meanwhile wins
 // over whatever `f` returned or threw.
+struct WaitDepth {
+  WaitDepth() { ++t_wait_depth; }
+  ~WaitDepth() { --t_wait_depth; }
+};
+
 template <typename F>
 auto Wait(F&& f) -> decltype(f()) {
   using R = decltype(f());
   std::exception_ptr error;
+  WaitDepth depth;
   if constexpr (std::is_void_v<R>) {
     {
       py::gil_scoped_release release;
@@ -111,6 +130,21 @@ auto Wait(F&& f) -> decltype(f()) {
     if (error) std::rethrow_exception(error);
     return std::move(*out);
   }
+}
+
+// A shared_ptr whose deleter releases the GIL: destroying a DistTensor that
+// created its tensor deletes it cluster-wide (an RPC), destroying the last
+// graph closes the connections; neither may wait holding the GIL.
+template <typename T, typename... Args>
+std::shared_ptr<T> MakeReleasing(Args&&... args) {
+  return std::shared_ptr<T>(new T(std::forward<Args>(args)...), [](T* p) {
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      py::gil_scoped_release release;
+      delete p;
+    } else {
+      delete p;
+    }
+  });
 }
 
 void ThrowIfError(const tessera::Status& status, const std::string& what) {
@@ -204,14 +238,22 @@ torch::Tensor ToTensor(const tessera::Array& a) {
 
 // ------------------------------------------------------------ loaders
 
-// A Python object owned from C++ threads: released under the GIL.
-using PyItem = std::shared_ptr<py::object>;
-PyItem MakeItem(py::object o) {
-  return PyItem(new py::object(std::move(o)), [](py::object* p) {
+// A Python object owned from C++ threads: released under the GIL (not at
+// all once the interpreter is finalizing).
+using PyObjectPtr = std::shared_ptr<py::object>;
+PyObjectPtr MakeObject(py::object o) {
+  return PyObjectPtr(new py::object(std::move(o)), [](py::object* p) {
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // Leaked, harmlessly.
     py::gil_scoped_acquire gil;
     delete p;
   });
 }
+
+// A generic loader's batch: collate_fn's value, or the exception it raised
+// (re-raised as it is when the batch is delivered, KeyboardInterrupt included).
+struct PyItem {
+  PyObjectPtr value, error;
+};
 
 // Stops loaders' sampler threads off the caller's path: dropping an iterator
 // (e.g. while a KeyboardInterrupt unwinds a for loop) must not wait for the
@@ -288,6 +330,12 @@ class EpochIterator {
   EpochIterator(EpochIterator&&) = default;
   py::object Next() {
     if (done_) throw py::stop_iteration();
+    if (busy_) throw py::value_error("this loader iterator is already running in another thread");
+    busy_ = true;
+    struct Done {
+      bool& flag;
+      ~Done() { flag = false; }
+    } done{busy_};
     if (!it_) it_.emplace(loader_->start());
     Wait([&] { ++*it_; });
     if (*it_ == loader_->end()) {
@@ -303,6 +351,7 @@ class EpochIterator {
   Convert convert_;
   std::optional<typename Loader::Iterator> it_;
   bool done_ = false;
+  bool busy_ = false;  // A __next__ is waiting (with the GIL released).
 };
 
 py::object ConvertNodeBatch(const dist::MiniBatch& b) {
@@ -322,7 +371,14 @@ py::object ConvertEdgeBatch(const dist::EdgeMiniBatch& b) {
   return d;
 }
 
-py::object ConvertItem(const PyItem& item) { return *item; }
+py::object ConvertItem(const PyItem& item) {
+  if (item.error) {
+    PyObject* e = item.error->ptr();
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(e)), e);
+    throw py::error_already_set();
+  }
+  return *item.value;
+}
 
 dist::LoaderOptions MakeLoaderOptions(int64_t batch_size, bool shuffle, bool drop_last,
                                       uint64_t seed, int num_workers, int prefetch,
@@ -344,16 +400,16 @@ using PyDataLoader = dist::DistDataLoader<PyItem>;
 std::shared_ptr<PyDataLoader> MakeDataLoader(int64_t length, py::object collate,
                                              const dist::LoaderOptions& options) {
   torch::Tensor positions = torch::arange(length, torch::kInt64);
-  auto shared_collate = MakeItem(std::move(collate));
+  auto shared_collate = MakeObject(std::move(collate));
   auto fn = [shared_collate](const torch::Tensor& rows) -> PyItem {
     py::gil_scoped_acquire gil;
     try {
-      return MakeItem((*shared_collate)(rows));
+      return {MakeObject((*shared_collate)(rows)), nullptr};
     } catch (py::error_already_set& e) {
-      throw dist::Error(fmt::format("collate_fn raised {}", e.what()));
+      return {nullptr, MakeObject(e.value())};
     }
   };
-  return Wait([&] { return std::make_shared<PyDataLoader>(positions, fn, options); });
+  return Wait([&] { return MakeReleasing<PyDataLoader>(positions, fn, options); });
 }
 
 // ------------------------------------------------------------ partitioning
@@ -489,14 +545,15 @@ PYBIND11_MODULE(_C, m) {
            [](const tessera::PartitionBook& b) { return Offsets(b.edge_offsets()); });
 
   // ---------------------------------------------------------- DistTensor
-  py::class_<dist::DistTensor>(m, "DistTensor")
+  py::class_<dist::DistTensor, std::shared_ptr<dist::DistTensor>>(m, "DistTensor")
       .def(py::init([](std::vector<int64_t> shape, py::object dtype, const std::string& name,
                        const std::string& init, double a, double b, uint64_t seed,
                        const std::string& policy, bool persistent) {
              torch::Dtype t = torch::python::detail::py_object_to_dtype(dtype);
              return Wait([&] {
-               return dist::DistTensor(std::move(shape), t, name, MakeInit(init, a, b, seed),
-                                       ParsePolicy(policy), persistent);
+               return MakeReleasing<dist::DistTensor>(std::move(shape), t, name,
+                                                      MakeInit(init, a, b, seed),
+                                                      ParsePolicy(policy), persistent);
              });
            }),
            py::arg("shape"), py::arg("dtype"), py::arg("name") = "", py::arg("init") = "zeros",
@@ -541,9 +598,9 @@ PYBIND11_MODULE(_C, m) {
     }
     return d;
   };
-  py::class_<dist::DistGraph>(m, "DistGraph")
+  py::class_<dist::DistGraph, std::shared_ptr<dist::DistGraph>>(m, "DistGraph")
       .def(py::init([](const std::string& name, const std::string& part_config) {
-             return Wait([&] { return dist::DistGraph(name, part_config); });
+             return Wait([&] { return MakeReleasing<dist::DistGraph>(name, part_config); });
            }),
            py::arg("graph_name"), py::arg("part_config") = "")
       .def("num_nodes", &dist::DistGraph::num_nodes)
@@ -675,7 +732,7 @@ PYBIND11_MODULE(_C, m) {
         auto sampler = sampler_of(std::move(fanouts), edge_dir, replace, prob);
         auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
                                    even_batches, timeout_s);
-        return Wait([&] { return std::make_shared<dist::DistNodeDataLoader>(g, nids, sampler, o); });
+        return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
       }))
       .def("__len__", &dist::DistNodeDataLoader::size)
       .def("epoch", &dist::DistNodeDataLoader::epoch)
@@ -699,7 +756,7 @@ PYBIND11_MODULE(_C, m) {
         e.exclude = exclude;
         if (reverse_eids) e.reverse_eids = *reverse_eids;
         return Wait(
-            [&] { return std::make_shared<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
+            [&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
       }))
       .def("__len__", &dist::DistEdgeDataLoader::size)
       .def("epoch", &dist::DistEdgeDataLoader::epoch)

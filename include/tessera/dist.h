@@ -299,7 +299,7 @@ struct LoaderOptions {
   int num_workers = -1;      // Sampler threads; -1: the launcher's --num-samplers (else 0).
   int prefetch = 0;          // Batches sampled ahead; 0: two per worker.
   bool even_batches = true;  // Every trainer gets the batch count of the largest.
-  double timeout_s = 600;    // Longest wait for one batch.
+  double timeout_s = 600;    // Longest wait for one batch (<= 0: no limit).
 };
 
 struct EdgeLoaderOptions {

@@ -109,7 +109,7 @@ class LocalPartitionGraph:
 
 def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     """DGL's load_partition: ``(graph, node_feats, edge_feats, gpb, graph_name,
-    ntypes, etypes)``. Feature keys are DGL's ``"_N/<name>"`` and
+    ntypes_list, etypes_list)``. Feature keys are DGL's ``"_N/<name>"`` and
     ``"_N:_E:_N/<name>"``."""
     from tessera.distributed.graph import GraphPartitionBook
     if use_graphbolt:
@@ -120,5 +120,5 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     gpb = GraphPartitionBook(None, d["node_offsets"], d["edge_offsets"], d["part_id"])
     with open(part_config) as f:
         name = json.load(f).get("graph_name", d["graph_name"])
-    return (LocalPartitionGraph(d), node_feats, edge_feats, gpb, name, {"_N": 0},
-            {("_N", "_E", "_N"): 0})
+    return (LocalPartitionGraph(d), node_feats, edge_feats, gpb, name, ["_N"],
+            [("_N", "_E", "_N")])

@@ -31,9 +31,10 @@ def slow_collate(rows):
     return rows
 
 
-if mode == "loader":
+if mode in ("loader", "loader0"):
+    # loader: the batch is made in a sampler thread; loader0: in this thread.
     loader = dist.DistDataLoader(torch.arange(10), batch_size=5, collate_fn=slow_collate,
-                                 num_workers=1)
+                                 num_workers=1 if mode == "loader" else 0)
     threading.Thread(target=interrupt_soon, daemon=True).start()
     try:
         for batch in loader:

@@ -97,7 +97,7 @@ ok("sampling")
 # The node loader covers this trainer's ids once per epoch; blocks chain.
 train = dist.node_split(g.ndata["train_mask"], book)
 loader = dist.DistNodeDataLoader(g, train, dist.NeighborSampler([5, 10]), batch_size=16,
-                                 shuffle=True, num_workers=1)
+                                 shuffle=True, num_workers=1, even_batches=False)
 seen = []
 for input_nodes, seeds_b, blocks in loader:
     assert torch.equal(blocks[0].srcdata[tessera.NID], input_nodes)
@@ -107,13 +107,73 @@ for input_nodes, seeds_b, blocks in loader:
     assert int(d.max()) < blocks[1].num_dst_nodes() and int(s.max()) < blocks[1].num_src_nodes()
     seen.append(seeds_b)
 seen = torch.cat(seen)
-assert torch.equal(torch.unique(seen), torch.sort(train).values), "each training node once"
+assert seen.numel() == train.numel(), (seen.numel(), train.numel())
+assert torch.equal(torch.sort(seen).values, torch.sort(train).values), "each training node once"
+
+# Edge batches: k negatives per edge, the batch's own edges never in its
+# blocks (exclude="self"), pairs in pair-node ids matching find_edges.
+eids = dist.edge_split(torch.ones(g.num_edges(), dtype=torch.bool), book)
+assert eids.numel() > 0
+counts = torch.tensor([eids.numel()], dtype=torch.float64)
+edge_loader = dist.DistEdgeDataLoader(g, eids, dist.NeighborSampler([5, 5]), exclude="self",
+                                      negative_sampler=tessera.dataloading.negative_sampler
+                                      .Uniform(2), batch_size=64, shuffle=True)
+batches = 0
+for input_nodes, pos, neg, blocks in edge_loader:
+    batch_eids = pos.edata[tessera.EID]
+    in_blocks = torch.cat([b.edata[tessera.EID] for b in blocks])
+    assert not bool(torch.isin(in_blocks, batch_eids).any()), "a batch edge was sampled"
+    assert neg.num_edges() == 2 * pos.num_edges()
+    nodes = pos.ndata[tessera.NID]
+    s_, d_ = pos.edges()
+    fs, fd = g.find_edges(batch_eids)
+    assert torch.equal(nodes[s_], fs) and torch.equal(nodes[d_], fd)
+    assert torch.equal(blocks[-1].dstdata[tessera.NID], nodes)
+    batches += 1
+assert batches == len(edge_loader) > 0
+ok("edge_loader")
+
+# in_subgraph equals fanout -1; edge_subgraph relabels.
+sub = dist.in_subgraph(g, seeds)
+assert torch.equal(torch.sort(sub.edata[tessera.EID]).values,
+                   torch.sort(full.edata[tessera.EID]).values)
+es = dist.edge_subgraph(g, full.edata[tessera.EID][:20])
+src_r, dst_r = es.edges()
+fs, fd = g.find_edges(es.edata[tessera.EID])
+assert torch.equal(es.ndata[tessera.NID][src_r], fs) and torch.equal(es.ndata[tessera.NID][dst_r], fd)
+ok("subgraphs")
+
+# An integer 0/1 mask is a mask (as in DGL), not ids.
+int_mask = g.ndata["train_mask"][torch.arange(g.num_nodes())].long()
+assert torch.equal(dist.node_split(int_mask, book), dist.node_split(int_mask.bool(), book))
+ok("int_mask_split")
 ok("node_loader")
 
 # A Python collate_fn in a sampler thread.
 dl = dist.DistDataLoader(torch.arange(100), batch_size=10, shuffle=False,
                          collate_fn=lambda rows: rows.sum().item(), num_workers=2)
 assert list(dl) == [sum(range(i, i + 10)) for i in range(0, 100, 10)]
+
+
+class Odd(ValueError):
+    pass
+
+
+def failing(rows):
+    if int(rows[0]) == 20:
+        raise Odd("batch at 20")
+    return rows
+
+
+for workers in (0, 2):
+    got = []
+    try:
+        for b in dist.DistDataLoader(torch.arange(40), batch_size=10, collate_fn=failing,
+                                     num_workers=workers):
+            got.append(int(b[0]))
+        raise AssertionError("no error")
+    except Odd as e:  # The collate's own exception, as it was raised.
+        assert "batch at 20" in str(e) and got == [0, 10], (got, e)
 ok("python_collate")
 
 # The GIL is released during a wait: trainer 0 waits in a barrier that the

@@ -3,6 +3,8 @@ second, and the process (or the whole launched job) ends leaving nothing."""
 import re
 import subprocess
 
+import pytest
+
 from conftest import HERE, PYTHON, launch, python_cmd
 
 
@@ -12,8 +14,9 @@ def latency(out):
     return float(m.group(1))
 
 
-def test_interrupt_while_waiting_for_a_batch(cora_parts):
-    r = subprocess.run([PYTHON, f"{HERE}/interrupt_job.py", "loader", cora_parts[1]],
+@pytest.mark.parametrize("mode", ["loader", "loader0"])
+def test_interrupt_while_waiting_for_a_batch(cora_parts, mode):
+    r = subprocess.run([PYTHON, f"{HERE}/interrupt_job.py", mode, cora_parts[1]],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     assert r.returncode == 0, r.stdout
     assert "got a batch" not in r.stdout

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cxxabi.h>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -55,7 +56,10 @@ class Pipeline {
   StatusOr<std::optional<T>> Next() {
     if (workers_.empty()) {
       if (next_deliver_ >= count_) return std::optional<T>();
-      Result item = Call(next_deliver_++);
+      Result item = Call(next_deliver_);
+      // An interrupted batch is produced again by the next call.
+      if (absl::IsCancelled(item.status)) return item.status;
+      ++next_deliver_;
       if (!item.status.ok()) return item.status;
       return std::move(item.value);
     }
@@ -63,9 +67,11 @@ class Pipeline {
     if (next_deliver_ >= count_) return std::optional<T>();
     int64_t index = next_deliver_;
     // Waits in slices so that an interrupt (Ctrl-C in a host program) ends
-    // the wait promptly; the batch stays queued for a later Next().
-    const auto give_up = std::chrono::steady_clock::now() + timeout_;
-    bool ready = false;
+    // the wait promptly; the batch stays queued for a later Next(). A timeout
+    // <= 0 waits without limit.
+    const auto give_up = timeout_.count() > 0 ? std::chrono::steady_clock::now() + timeout_
+                                              : std::chrono::steady_clock::time_point::max();
+    bool ready = ready_.count(index) > 0;
     while (!ready && std::chrono::steady_clock::now() < give_up) {
       auto slice = std::min<std::chrono::steady_clock::duration>(
           std::chrono::milliseconds(100), give_up - std::chrono::steady_clock::now());
@@ -106,6 +112,8 @@ class Pipeline {
       } else {
         result.status = item.status();
       }
+    } catch (abi::__forced_unwind&) {
+      throw;  // Thread cancellation (e.g. pthread_exit) must unwind.
     } catch (const std::exception& e) {
       result.status = absl::InternalError(fmt::format("batch {}: {}", index, e.what()));
     } catch (...) {

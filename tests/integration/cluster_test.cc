@@ -112,6 +112,12 @@ class ClusterTest : public ::testing::Test {
     std::ofstream(*dir_ / "scripts/train.sh")
         << "exec " << Program("graphsage_train_dist")
         << " --graph-name cora --part-config data/cora.json --log-every 0 \"$@\"\n";
+    // The Python example (tessera.distributed + PyTorch DDP), with this build's package.
+    std::ofstream(*dir_ / "scripts/train_py.sh")
+        << "export PYTHONPATH=" << TESSERA_BINARY_DIR << "/python\n"
+        << "exec /usr/bin/python3 " << TESSERA_SOURCE_DIR
+        << "/examples/python/graphsage/node_classification.py --graph_name cora "
+           "--part_config data/cora.json --log_every 0 \"$@\"\n";
     workspace_ = *dir_ / "workspace";
     fs::create_directories(workspace_);
     std::vector<std::string> copy = {TesseraArgv()[0],        "copy-files",  "--ssh",
@@ -138,13 +144,14 @@ class ClusterTest : public ::testing::Test {
     return argv;
   }
   // Starts `tessera launch` (in the first namespace) with trainer arguments.
-  launcher::Process StartLaunch(const std::string& train_args, const std::string& log) {
+  launcher::Process StartLaunch(const std::string& train_args, const std::string& log,
+                                const std::string& script = "scripts/train.sh") {
     std::vector<std::string> argv = {
         testing::TesseraBinary(), "launch",      "--ssh",         "--workspace", workspace_,
         "--num-trainers",         "1",           "--num-servers", "1",           "--part-config",
         "data/cora.json",         "--ip-config", "ip_config.txt", "--grace",     "2"};
     argv.insert(argv.end(), ssh_options_.begin(), ssh_options_.end());
-    argv.push_back("sh scripts/train.sh " + train_args);
+    argv.push_back("sh " + script + " " + train_args);
     auto p = launcher::Process::Spawn({.argv = InNamespace(argv), .log_path = log});
     EXPECT_TRUE(p.ok()) << p.status();
     return std::move(*p);
@@ -218,6 +225,30 @@ TEST_F(ClusterTest, CopyFilesPutsEachPartitionOnItsMachine) {
   EXPECT_TRUE(fs::exists(workspace_ + "/scripts/train.sh"));
   std::string config = testing::ReadAll(workspace_ + "/data/cora.json");
   EXPECT_NE(config.find("\"part1/graph\""), std::string::npos) << config;
+}
+
+TEST_F(ClusterTest, PythonExampleTrainsAcrossHosts) {
+  // DGL's example ported to tessera.distributed, its gradients averaged by
+  // PyTorch's DistributedDataParallel over Gloo between the two hosts.
+  std::string log = *dir_ / "python.log";
+  launcher::Process launch = StartLaunch("--num_epochs 3 --batch_size 64", log,
+                                         "scripts/train_py.sh");
+  auto code = launch.Wait(Deadline::InSeconds(300));
+  ASSERT_TRUE(code.ok()) << testing::ReadAll(log);
+  ASSERT_EQ(*code, 0) << testing::ReadAll(log);
+  std::string out = testing::ReadAll(log);
+  for (const char* line : {"[0/trainer/0] Part 0, Val Acc", "[1/trainer/1] Part 1, Val Acc"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << out;
+  }
+  // Both trainers end with the same parameters.
+  std::vector<std::string> sums;
+  for (size_t at = out.find("Params checksum "); at != std::string::npos;
+       at = out.find("Params checksum ", at + 1)) {
+    sums.push_back(out.substr(at + 16, out.find('\n', at) - at - 16));
+  }
+  ASSERT_EQ(sums.size(), 2u) << out;
+  EXPECT_EQ(sums[0], sums[1]) << out;
+  ExpectNothingLeft(JobOf(log));
 }
 
 TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {

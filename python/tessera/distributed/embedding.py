@@ -44,10 +44,6 @@ class DistEmbedding:
             raise _C.TesseraError(f"DistEmbedding: device must be the CPU, got {device}")
         return self._e.forward(ids)
 
-    def reset_trace(self):
-        """Forgets the lookups recorded since the last step (DGL's reset_trace)."""
-        raise _C.TesseraError("DistEmbedding.reset_trace: call zero_grad() on its optimizer")
-
     @property
     def name(self):
         return self._e.name

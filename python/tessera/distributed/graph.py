@@ -27,6 +27,12 @@ class GraphPartitionBook:
     def partid(self):
         return self._partid
 
+    def num_nodes(self):
+        return int(self._nodes[-1])
+
+    def num_edges(self):
+        return int(self._edges[-1])
+
     def num_partitions(self):
         return self._nodes.numel() - 1
 
@@ -368,8 +374,14 @@ def _split(kind, items, partition_book, rank, force_even, trainer_ids):
         return native_dist(items._t, book, bool(force_even), trainer_ids, r, -1)
     if partition_book is None:
         raise _C.TesseraError(f"{kind}_split: pass partition_book with a local tensor")
-    return native(as_tensor(items), partition_book._native(), bool(force_even), trainer_ids, r,
-                  -1)
+    items = as_tensor(items)
+    total = (partition_book.num_nodes() if kind == "node" else partition_book.num_edges())
+    # DGL reads a local tensor as a mask: an integer 0/1 vector of one entry per
+    # node (edge) is one, not ids.
+    if (items.dim() == 1 and items.numel() == total and not items.is_floating_point()
+            and items.dtype != torch.bool and bool(((items == 0) | (items == 1)).all())):
+        items = items.bool()
+    return native(items, partition_book._native(), bool(force_even), trainer_ids, r, -1)
 
 
 def node_split(nodes, partition_book=None, ntype="_N", rank=None, force_even=True,

@@ -189,7 +189,8 @@ class DistTensor:
 
     @property
     def part_policy(self):
-        return PartitionPolicy(self._t.policy)
+        from tessera.distributed.graph import GraphPartitionBook
+        return PartitionPolicy(self._t.policy, GraphPartitionBook(self._t.book()))
 
     def add_(self, idx, val):
         """Adds rows element-wise (atomic per row); a tessera extension."""
