@@ -3,8 +3,13 @@
 function(tessera_cc_library)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
   add_library(${ARG_NAME} STATIC ${ARG_SRCS})
-  target_include_directories(${ARG_NAME} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+  # In the tree: "src/..." and "tessera/..." (include/); installed: only
+  # <prefix>/include, which holds tessera/ (the public headers).
+  target_include_directories(${ARG_NAME} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:include>)
   target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS})
+  set_property(GLOBAL APPEND PROPERTY TESSERA_LIBRARIES ${ARG_NAME})
 endfunction()
 
 # tessera_cc_test(NAME name SRCS ... DEPS ... LABEL unit|integration|slow [TIMEOUT s])

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "include/tessera/dist.h"
-#include "include/tessera/parallel.h"
-#include "src/base/strings.h"
+#include "tessera/dist.h"
+#include "tessera/parallel.h"
+#include "tessera/core/strings.h"
 
 namespace tessera::examples {
 

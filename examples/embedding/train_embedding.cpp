@@ -17,13 +17,13 @@
 
 #include "CLI/CLI.hpp"
 #include "examples/common.h"
-#include "include/tessera/dist.h"
-#include "include/tessera/embedding.h"
-#include "include/tessera/nn.h"
-#include "include/tessera/parallel.h"
+#include "tessera/dist.h"
+#include "tessera/embedding.h"
+#include "tessera/nn.h"
+#include "tessera/parallel.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/time.h"
+#include "tessera/core/time.h"
 
 namespace {
 

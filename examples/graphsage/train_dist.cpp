@@ -20,15 +20,15 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "include/tessera/dist.h"
-#include "include/tessera/nn.h"
-#include "include/tessera/parallel.h"
+#include "tessera/dist.h"
+#include "tessera/nn.h"
+#include "tessera/parallel.h"
 #include "examples/common.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
-#include "src/base/time.h"
+#include "tessera/core/resource.h"
+#include "tessera/core/strings.h"
+#include "tessera/core/time.h"
 
 namespace {
 

@@ -43,9 +43,9 @@
 #include <utility>
 #include <vector>
 
-#include "src/loader/epoch.h"
-#include "src/loader/pipeline.h"
-#include "src/partition/partition_book.h"
+#include "tessera/core/epoch.h"
+#include "tessera/core/pipeline.h"
+#include "tessera/core/partition_book.h"
 
 namespace tessera {
 namespace kv {

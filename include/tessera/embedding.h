@@ -29,8 +29,8 @@
 #include <utility>
 #include <vector>
 
-#include "include/tessera/dist.h"
-#include "src/kvstore/sparse_optimizer.h"
+#include "tessera/dist.h"
+#include "tessera/core/sparse_optimizer_spec.h"
 
 namespace tessera::dist {
 

@@ -20,7 +20,7 @@
 
 #include <vector>
 
-#include "include/tessera/dist.h"
+#include "tessera/dist.h"
 
 namespace tessera::nn {
 

@@ -17,9 +17,9 @@
 
 #include <string>
 
-#include "src/graph/readers.h"
-#include "src/partition/load_partition.h"
-#include "src/partition/partition.h"
+#include "tessera/core/readers.h"
+#include "tessera/core/load_partition.h"
+#include "tessera/core/partition_graph.h"
 
 namespace tessera {
 

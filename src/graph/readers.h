@@ -1,48 +1,5 @@
 // File: src/graph/readers.h
 //
-// Graph input. Three layouts, one result type (Graph):
-//  (a) npy directory: src.npy, dst.npy (int32/int64), node arrays <name>.npy
-//      (first dimension = num_nodes), edge arrays edge_feat/<name>.npy, and an
-//      optional meta.json with "num_nodes";
-//  (b) an edge list file: CSV or TSV (or space separated), optionally gzip
-//      compressed, "#" comment lines, an optional header line, an optional
-//      third numeric column stored as edge array "weight";
-//  (c) the OGB node-property-prediction layout (raw/*.csv.gz plus
-//      split/<name>/{train,valid,test}.csv.gz -> train_mask, val_mask,
-//      test_mask).
-// Every error names the file (and the line for text input) and the cause.
-#ifndef TESSERA_SRC_GRAPH_READERS_H_
-#define TESSERA_SRC_GRAPH_READERS_H_
-
-#include <string>
-
-#include "src/base/status.h"
-#include "src/graph/graph.h"
-
-namespace tessera {
-
-enum class GraphFormat { kAuto, kNpy, kEdgeList, kOgb };
-StatusOr<GraphFormat> ParseGraphFormat(const std::string& name);
-
-struct ReadOptions {
-  GraphFormat format = GraphFormat::kAuto;
-  // OGB split name; empty = "public" if present, else the only split.
-  std::string split;
-  // Edge list: number of nodes; -1 = max id + 1.
-  int64_t num_nodes = -1;
-  // Transformations, applied in this order after reading.
-  bool remove_self_loops = false;
-  bool add_reverse_edges = false;  // Make the graph undirected.
-  bool remove_duplicate_edges = false;
-};
-
-// Reads any supported layout (auto-detected unless options.format says).
-StatusOr<Graph> ReadGraph(const std::string& path, const ReadOptions& options = {});
-
-StatusOr<Graph> ReadNpyDirectory(const std::string& dir);
-StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes = -1);
-StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split = "");
-
-}  // namespace tessera
-
-#endif  // TESSERA_SRC_GRAPH_READERS_H_
+// Moved to include/tessera/core/readers.h: it is part of the installed API (the public headers
+// include it). This forwarding header keeps the project's includes as they were.
+#include "tessera/core/readers.h"  // IWYU pragma: export

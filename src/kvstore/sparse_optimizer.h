@@ -19,17 +19,9 @@
 
 #include "src/base/status.h"
 #include "src/kvstore/shard_map.h"
+#include "tessera/core/sparse_optimizer_spec.h"
 
 namespace tessera::kv {
-
-enum class SparseOptimizerKind { kAdagrad = 1, kAdam = 2 };
-
-struct SparseOptimizerSpec {
-  SparseOptimizerKind kind = SparseOptimizerKind::kAdagrad;
-  double lr = 0.01;
-  double eps = 1e-10;
-  double beta1 = 0.9, beta2 = 0.999;  // Adam.
-};
 
 // InvalidArgument naming the bad hyper-parameter.
 Status ValidateSparseSpec(const SparseOptimizerSpec& spec);

@@ -1,0 +1,65 @@
+// File: include/tessera/core/partition_config.h
+//
+// The partition config: "<out>/<graph_name>.json", with DGL's keys
+// (graph_name, num_nodes, num_edges, part_method, num_parts, halo_hops,
+// node_map, edge_map, ntypes, etypes, part-<i>) so that DGL users and tools
+// can read it, plus a "tessera" object with what tessera adds (array names,
+// trainers per machine, balance options, seed). Paths inside are relative to
+// the JSON's folder. See docs/partition-format.md.
+#ifndef TESSERA_INCLUDE_TESSERA_CORE_PARTITION_CONFIG_H_
+#define TESSERA_INCLUDE_TESSERA_CORE_PARTITION_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/core/status.h"
+#include "tessera/core/partition_book.h"
+
+namespace tessera {
+
+struct PartitionConfig {
+  struct PartFiles {
+    std::string part_graph;  // Relative to dir, e.g. "part0/graph".
+    std::string node_feats;
+    std::string edge_feats;
+  };
+
+  std::string graph_name;
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;
+  std::string part_method;
+  int num_parts = 0;
+  int halo_hops = 1;
+  std::vector<int64_t> node_offsets;  // K+1 range boundaries.
+  std::vector<int64_t> edge_offsets;
+  std::vector<PartFiles> parts;
+  // tessera extras.
+  int num_trainers_per_machine = 1;
+  std::vector<std::string> node_feat_names;
+  std::vector<std::string> edge_feat_names;
+  std::string balance_ntypes;
+  bool balance_edges = false;
+  uint64_t seed = 0;
+
+  // Folder of the JSON file (set by ReadPartitionConfig); parts' paths are
+  // relative to it.
+  std::string dir;
+
+  std::string PartGraphDir(int p) const { return dir + "/" + parts[p].part_graph; }
+  std::string NodeFeatDir(int p) const { return dir + "/" + parts[p].node_feats; }
+  std::string EdgeFeatDir(int p) const { return dir + "/" + parts[p].edge_feats; }
+  StatusOr<PartitionBook> Book(int part_id) const {
+    return PartitionBook::Create(node_offsets, edge_offsets, part_id);
+  }
+};
+
+// Serialises to the JSON text (pretty, deterministic key order).
+std::string PartitionConfigToJson(const PartitionConfig& config);
+// Reads and validates a config; accepts DGL's legacy node_map form (a list of
+// range ends). Errors name the file and the key.
+StatusOr<PartitionConfig> ReadPartitionConfig(const std::string& path);
+
+}  // namespace tessera
+
+#endif  // TESSERA_INCLUDE_TESSERA_CORE_PARTITION_CONFIG_H_
