@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/core/strings.h"
 #include "tessera/dist.h"
 #include "tessera/parallel.h"
-#include "tessera/core/strings.h"
 
 namespace tessera::examples {
 

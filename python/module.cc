@@ -17,8 +17,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -194,14 +194,22 @@ dist::Block BlockOf(const torch::Tensor& src_nodes, const torch::Tensor& indptr,
 
 tessera::DType ArrayDType(torch::ScalarType t, const std::string& what) {
   switch (t) {
-    case torch::kBool: return tessera::DType::kBool;
-    case torch::kInt8: return tessera::DType::kInt8;
-    case torch::kUInt8: return tessera::DType::kUInt8;
-    case torch::kInt16: return tessera::DType::kInt16;
-    case torch::kInt32: return tessera::DType::kInt32;
-    case torch::kInt64: return tessera::DType::kInt64;
-    case torch::kFloat32: return tessera::DType::kFloat32;
-    case torch::kFloat64: return tessera::DType::kFloat64;
+    case torch::kBool:
+      return tessera::DType::kBool;
+    case torch::kInt8:
+      return tessera::DType::kInt8;
+    case torch::kUInt8:
+      return tessera::DType::kUInt8;
+    case torch::kInt16:
+      return tessera::DType::kInt16;
+    case torch::kInt32:
+      return tessera::DType::kInt32;
+    case torch::kInt64:
+      return tessera::DType::kInt64;
+    case torch::kFloat32:
+      return tessera::DType::kFloat32;
+    case torch::kFloat64:
+      return tessera::DType::kFloat64;
     default:
       throw dist::Error(fmt::format("{}: unsupported dtype {}", what, c10::toString(t)));
   }
@@ -209,14 +217,22 @@ tessera::DType ArrayDType(torch::ScalarType t, const std::string& what) {
 
 torch::ScalarType TorchDType(tessera::DType t) {
   switch (t) {
-    case tessera::DType::kBool: return torch::kBool;
-    case tessera::DType::kInt8: return torch::kInt8;
-    case tessera::DType::kUInt8: return torch::kUInt8;
-    case tessera::DType::kInt16: return torch::kInt16;
-    case tessera::DType::kInt32: return torch::kInt32;
-    case tessera::DType::kInt64: return torch::kInt64;
-    case tessera::DType::kFloat32: return torch::kFloat32;
-    case tessera::DType::kFloat64: return torch::kFloat64;
+    case tessera::DType::kBool:
+      return torch::kBool;
+    case tessera::DType::kInt8:
+      return torch::kInt8;
+    case tessera::DType::kUInt8:
+      return torch::kUInt8;
+    case tessera::DType::kInt16:
+      return torch::kInt16;
+    case tessera::DType::kInt32:
+      return torch::kInt32;
+    case tessera::DType::kInt64:
+      return torch::kInt64;
+    case tessera::DType::kFloat32:
+      return torch::kFloat32;
+    case tessera::DType::kFloat64:
+      return torch::kFloat64;
   }
   return torch::kFloat32;
 }
@@ -473,9 +489,7 @@ py::dict ArraysDict(const std::map<std::string, tessera::Array>& arrays) {
   return d;
 }
 
-torch::Tensor Offsets(const std::vector<int64_t>& v) {
-  return torch::tensor(v, torch::kInt64);
-}
+torch::Tensor Offsets(const std::vector<int64_t>& v) { return torch::tensor(v, torch::kInt64); }
 
 }  // namespace
 
@@ -557,20 +571,14 @@ PYBIND11_MODULE(_C, m) {
              });
            }),
            py::arg("shape"), py::arg("dtype"), py::arg("name") = "", py::arg("init") = "zeros",
-           py::arg("a") = 0.0, py::arg("b") = 1.0, py::arg("seed") = 0,
-           py::arg("policy") = "", py::arg("persistent") = false)
-      .def("pull",
-           [](const dist::DistTensor& t, const torch::Tensor& ids) {
-             return Wait([&] { return t[ids]; });
-           })
-      .def("set",
-           [](const dist::DistTensor& t, const torch::Tensor& ids, const torch::Tensor& rows) {
-             Wait([&] { t.set(ids, rows); });
-           })
-      .def("add",
-           [](const dist::DistTensor& t, const torch::Tensor& ids, const torch::Tensor& rows) {
-             Wait([&] { t.add(ids, rows); });
-           })
+           py::arg("a") = 0.0, py::arg("b") = 1.0, py::arg("seed") = 0, py::arg("policy") = "",
+           py::arg("persistent") = false)
+      .def("pull", [](const dist::DistTensor& t,
+                      const torch::Tensor& ids) { return Wait([&] { return t[ids]; }); })
+      .def("set", [](const dist::DistTensor& t, const torch::Tensor& ids,
+                     const torch::Tensor& rows) { Wait([&] { t.set(ids, rows); }); })
+      .def("add", [](const dist::DistTensor& t, const torch::Tensor& ids,
+                     const torch::Tensor& rows) { Wait([&] { t.add(ids, rows); }); })
       .def_property_readonly("shape", [](const dist::DistTensor& t) { return t.shape(); })
       .def_property_readonly("dtype",
                              [](const dist::DistTensor& t) {
@@ -606,14 +614,10 @@ PYBIND11_MODULE(_C, m) {
       .def("num_nodes", &dist::DistGraph::num_nodes)
       .def("num_edges", &dist::DistGraph::num_edges)
       .def("graph_name", &dist::DistGraph::graph_name)
-      .def("ndata",
-           [](const dist::DistGraph& g, const std::string& name) {
-             return Wait([&] { return g.ndata(name); });
-           })
-      .def("edata",
-           [](const dist::DistGraph& g, const std::string& name) {
-             return Wait([&] { return g.edata(name); });
-           })
+      .def("ndata", [](const dist::DistGraph& g,
+                       const std::string& name) { return Wait([&] { return g.ndata(name); }); })
+      .def("edata", [](const dist::DistGraph& g,
+                       const std::string& name) { return Wait([&] { return g.edata(name); }); })
       .def("node_attr_schemes",
            [schemes](const dist::DistGraph& g) {
              return schemes(Wait([&] { return g.node_attr_schemes(); }));
@@ -641,8 +645,8 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "sample_neighbors",
       [](const dist::DistGraph& g, const torch::Tensor& seeds, int64_t fanout,
-         const std::string& edge_dir, const std::string& prob,
-         std::optional<torch::Tensor> exclude, bool replace, std::optional<uint64_t> seed) {
+         const std::string& edge_dir, const std::string& prob, std::optional<torch::Tensor> exclude,
+         bool replace, std::optional<uint64_t> seed) {
         dist::SampleOptions o;
         o.edge_dir = edge_dir;
         o.prob = prob;
@@ -722,8 +726,7 @@ PYBIND11_MODULE(_C, m) {
     return dist::NeighborSampler{
         .fanouts = std::move(fanouts), .edge_dir = edge_dir, .replace = replace, .prob = prob};
   };
-  py::class_<dist::DistNodeDataLoader, std::shared_ptr<dist::DistNodeDataLoader>>(m,
-                                                                                 "NodeLoader")
+  py::class_<dist::DistNodeDataLoader, std::shared_ptr<dist::DistNodeDataLoader>>(m, "NodeLoader")
       .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& nids,
                                  std::vector<int64_t> fanouts, const std::string& edge_dir,
                                  bool replace, const std::string& prob, int64_t batch_size,
@@ -739,8 +742,7 @@ PYBIND11_MODULE(_C, m) {
       .def("__iter__", [](std::shared_ptr<dist::DistNodeDataLoader> self) {
         return NodeIter(std::move(self), &ConvertNodeBatch);
       });
-  py::class_<dist::DistEdgeDataLoader, std::shared_ptr<dist::DistEdgeDataLoader>>(m,
-                                                                                 "EdgeLoader")
+  py::class_<dist::DistEdgeDataLoader, std::shared_ptr<dist::DistEdgeDataLoader>>(m, "EdgeLoader")
       .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& eids,
                                  std::vector<int64_t> fanouts, const std::string& edge_dir,
                                  bool replace, const std::string& prob, int64_t batch_size,
@@ -780,9 +782,8 @@ PYBIND11_MODULE(_C, m) {
   // ---------------------------------------------------------- nn kernels
   m.def("mean_aggregate",
         [](const torch::Tensor& indptr, const torch::Tensor& indices, const torch::Tensor& h_src) {
-          return tessera::nn::mean_aggregate(BlockOf(torch::empty({h_src.size(0)}, torch::kInt64),
-                                                     indptr, indices),
-                                             h_src);
+          return tessera::nn::mean_aggregate(
+              BlockOf(torch::empty({h_src.size(0)}, torch::kInt64), indptr, indices), h_src);
         });
 
   // ---------------------------------------------------------- embeddings
@@ -794,10 +795,8 @@ PYBIND11_MODULE(_C, m) {
                                      ParsePolicy(policy));
         });
       }))
-      .def("forward",
-           [](dist::DistEmbedding& e, const torch::Tensor& ids) {
-             return Wait([&] { return e.forward(ids); });
-           })
+      .def("forward", [](dist::DistEmbedding& e,
+                         const torch::Tensor& ids) { return Wait([&] { return e.forward(ids); }); })
       .def("train", &dist::DistEmbedding::train)
       .def_property_readonly("weight", &dist::DistEmbedding::weight)
       .def_property_readonly("num_embeddings", &dist::DistEmbedding::num_embeddings)
@@ -849,10 +848,9 @@ PYBIND11_MODULE(_C, m) {
         [](int64_t num_nodes, const torch::Tensor& src, const torch::Tensor& dst,
            const std::map<std::string, torch::Tensor>& ndata,
            const std::map<std::string, torch::Tensor>& edata, const std::string& graph_name,
-           int num_parts, const std::string& out_path, int num_hops,
-           const std::string& part_method, const std::string& balance_ntypes, bool balance_edges,
-           bool return_mapping, int num_trainers_per_machine, const std::string& objtype,
-           uint64_t seed) {
+           int num_parts, const std::string& out_path, int num_hops, const std::string& part_method,
+           const std::string& balance_ntypes, bool balance_edges, bool return_mapping,
+           int num_trainers_per_machine, const std::string& objtype, uint64_t seed) {
           auto o = MakePartitionOptions(num_hops, part_method, balance_ntypes, balance_edges,
                                         return_mapping, num_trainers_per_machine, objtype, seed);
           tessera::Graph graph = GraphFrom(num_nodes, src, dst, ndata, edata);

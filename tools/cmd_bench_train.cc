@@ -109,26 +109,26 @@ Status RunBenchTrain(const TrainFlags& f, const std::string& dir) {
             StrCat("--modes: '", mode, "' is neither standalone nor distributed"));
       }
       for (const std::string& program : f.programs) {
-      ASSIGN_OR_RETURN(nlohmann::json run, RunOne(f, parts, program, mode, hidden, dir));
-      const std::string key = StrCat(mode, "/", hidden);
-      if (program == "cpp") cpp_epoch[key] = run["epoch_time_mean_s"].get<double>();
-      if (program == "python" && cpp_epoch.count(key)) {
-        run["epoch_time_vs_cpp"] = run["epoch_time_mean_s"].get<double>() / cpp_epoch[key];
-      }
-      const DglTrain& dgl = kDgl.at(mode);
-      ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(parts.one));
-      if (config.num_nodes == kMediumNodes) {
-        run["dgl_hidden16"] = {{"epoch_time_s", dgl.epoch_s},
-                               {"inference_s", dgl.inference_s},
-                               {"test_acc", dgl.test_acc}};
-        run["epoch_time_vs_dgl"] = run["epoch_time_mean_s"].get<double>() / dgl.epoch_s;
-        run["inference_vs_dgl"] = run["inference_s"].get<double>() / dgl.inference_s;
-      }
-      spdlog::info(
-          "bench train: {} {} hidden {}: epoch {:.2f} s, inference {:.2f} s, test acc {:.4f}",
-          program, mode, hidden, run["epoch_time_mean_s"].get<double>(),
-          run["inference_s"].get<double>(), run["test_acc"].get<double>());
-      runs.push_back(std::move(run));
+        ASSIGN_OR_RETURN(nlohmann::json run, RunOne(f, parts, program, mode, hidden, dir));
+        const std::string key = StrCat(mode, "/", hidden);
+        if (program == "cpp") cpp_epoch[key] = run["epoch_time_mean_s"].get<double>();
+        if (program == "python" && cpp_epoch.count(key)) {
+          run["epoch_time_vs_cpp"] = run["epoch_time_mean_s"].get<double>() / cpp_epoch[key];
+        }
+        const DglTrain& dgl = kDgl.at(mode);
+        ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(parts.one));
+        if (config.num_nodes == kMediumNodes) {
+          run["dgl_hidden16"] = {{"epoch_time_s", dgl.epoch_s},
+                                 {"inference_s", dgl.inference_s},
+                                 {"test_acc", dgl.test_acc}};
+          run["epoch_time_vs_dgl"] = run["epoch_time_mean_s"].get<double>() / dgl.epoch_s;
+          run["inference_vs_dgl"] = run["inference_s"].get<double>() / dgl.inference_s;
+        }
+        spdlog::info(
+            "bench train: {} {} hidden {}: epoch {:.2f} s, inference {:.2f} s, test acc {:.4f}",
+            program, mode, hidden, run["epoch_time_mean_s"].get<double>(),
+            run["inference_s"].get<double>(), run["test_acc"].get<double>());
+        runs.push_back(std::move(run));
       }
     }
   }

@@ -77,8 +77,8 @@ Status RunDemo(const DemoFlags& f, const std::string& workdir) {
   if (f.python) {
     ASSIGN_OR_RETURN(job.program, PythonExample());
   }
-  job.args = {"--num-epochs", std::to_string(epochs), "--eval-every", std::to_string(epochs),
-              "--log-every", "0"};
+  job.args = {"--num-epochs",         std::to_string(epochs), "--eval-every",
+              std::to_string(epochs), "--log-every",          "0"};
   if (f.dataset.empty()) {
     job.args.insert(job.args.end(), {"--lr", "0.01"});
   } else {

@@ -2,8 +2,8 @@
 #include "tools/train_job.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -70,8 +70,8 @@ StatusOr<std::string> TrainerProgram() {
 }
 
 StatusOr<std::vector<std::string>> PythonExample() {
-  std::filesystem::path script =
-      std::filesystem::path(TESSERA_SOURCE_DIR) / "examples/python/graphsage/node_classification.py";
+  std::filesystem::path script = std::filesystem::path(TESSERA_SOURCE_DIR) /
+                                 "examples/python/graphsage/node_classification.py";
   if (!std::filesystem::exists(script)) {
     return absl::NotFoundError(StrCat(script.string(), " is missing"));
   }

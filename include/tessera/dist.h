@@ -44,8 +44,8 @@
 #include <vector>
 
 #include "tessera/core/epoch.h"
-#include "tessera/core/pipeline.h"
 #include "tessera/core/partition_book.h"
+#include "tessera/core/pipeline.h"
 
 namespace tessera {
 namespace kv {
@@ -163,7 +163,7 @@ class DistTensor {
   // Whether this handle's construction created the tensor (exactly one of the
   // trainers constructing it at once does), rather than attaching to it.
   bool created() const;
-  kv::KvStore& store() const;      // For embeddings and optimizers.
+  kv::KvStore& store() const;  // For embeddings and optimizers.
 
  private:
   friend class DistGraph;

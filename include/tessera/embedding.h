@@ -29,8 +29,8 @@
 #include <utility>
 #include <vector>
 
-#include "tessera/dist.h"
 #include "tessera/core/sparse_optimizer_spec.h"
+#include "tessera/dist.h"
 
 namespace tessera::dist {
 

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "fmt/format.h"
-#include "src/base/interrupt.h"
 #include "spdlog/spdlog.h"
+#include "src/base/interrupt.h"
 #include "zmq.hpp"
 
 namespace tessera::rpc {

@@ -231,8 +231,8 @@ TEST_F(ClusterTest, PythonExampleTrainsAcrossHosts) {
   // DGL's example ported to tessera.distributed, its gradients averaged by
   // PyTorch's DistributedDataParallel over Gloo between the two hosts.
   std::string log = *dir_ / "python.log";
-  launcher::Process launch = StartLaunch("--num_epochs 3 --batch_size 64", log,
-                                         "scripts/train_py.sh");
+  launcher::Process launch =
+      StartLaunch("--num_epochs 3 --batch_size 64", log, "scripts/train_py.sh");
   auto code = launch.Wait(Deadline::InSeconds(300));
   ASSERT_TRUE(code.ok()) << testing::ReadAll(log);
   ASSERT_EQ(*code, 0) << testing::ReadAll(log);

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "tessera/core/status.h"
 #include "tessera/core/array.h"
+#include "tessera/core/status.h"
 
 namespace tessera {
 

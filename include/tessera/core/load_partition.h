@@ -13,10 +13,10 @@
 #include <span>
 #include <string>
 
-#include "tessera/core/status.h"
 #include "tessera/core/array.h"
 #include "tessera/core/partition_book.h"
 #include "tessera/core/partition_config.h"
+#include "tessera/core/status.h"
 
 namespace tessera {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "tessera/core/status.h"
 #include "tessera/core/partition_book.h"
+#include "tessera/core/status.h"
 
 namespace tessera {
 

@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "tessera/core/status.h"
 #include "tessera/core/graph.h"
+#include "tessera/core/status.h"
 
 namespace tessera {
 

@@ -10,9 +10,10 @@
 #ifndef TESSERA_INCLUDE_TESSERA_CORE_PIPELINE_H_
 #define TESSERA_INCLUDE_TESSERA_CORE_PIPELINE_H_
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <chrono>
-#include <cxxabi.h>
 #include <condition_variable>
 #include <exception>
 #include <functional>

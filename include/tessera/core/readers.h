@@ -16,8 +16,8 @@
 
 #include <string>
 
-#include "tessera/core/status.h"
 #include "tessera/core/graph.h"
+#include "tessera/core/status.h"
 
 namespace tessera {
 
