@@ -59,3 +59,61 @@ def test_installed_package_is_this_build():
             return hashlib.sha256(f.read()).hexdigest()
     assert digest(installed) == digest(tessera._C.__file__), (
         f"{installed} differs from this build's {tessera._C.__file__}: run scripts/build.sh")
+
+
+def test_dead_server_is_a_clear_python_error(cora_parts, tmp_path):
+    """A server killed under a trainer: the next pull raises TesseraError
+    naming the dead server (never a hang or a crash)."""
+    import os
+    import secrets
+    import signal
+    import socket
+    import time
+
+    from conftest import BIN, free_port_pair, job_segments
+    ports = [free_port_pair(), free_port_pair()]
+    ip = tmp_path / "ip_config.txt"
+    ip.write_text("".join(f"127.0.0.1 {p}\n" for p in ports))
+    job = "jt" + secrets.token_hex(6)
+    env = dict(os.environ, TESSERA_JOB_ID=job, TESSERA_JOB_TOKEN=secrets.token_hex(16))
+    servers = [subprocess.Popen([f"{BIN}/tessera", "server", "--ip-config", str(ip),
+                                 "--part-config", cora_parts[2], "--server-id", str(i),
+                                 "--num-clients", "1", "--job-id", job],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+               for i in range(2)]
+    trainer = None
+    try:
+        for p in ports:  # Both servers listen.
+            end = time.time() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", p), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.time() < end, f"server on port {p} never listened"
+                    time.sleep(0.1)
+        tenv = dict(env, TESSERA_IP_CONFIG=str(ip), TESSERA_PART_CONFIG=cora_parts[2],
+                    TESSERA_NUM_SERVERS="1", TESSERA_MACHINE_ID="0", RANK="0", WORLD_SIZE="1",
+                    LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port_pair()))
+        trainer = subprocess.Popen([PYTHON, f"{HERE}/dead_server_job.py", cora_parts[2]],
+                                   env=tenv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True)
+        first = trainer.stdout.readline()
+        while first and "READY" not in first:
+            first = trainer.stdout.readline()
+        assert "READY" in first, first
+        servers[1].send_signal(signal.SIGKILL)
+        out, _ = trainer.communicate(timeout=120)
+        assert trainer.returncode == 0, out
+        assert "ERROR TesseraError" in out, out
+        assert "server 1" in out, out
+        print([line for line in out.splitlines() if "ERROR" in line][0])
+    finally:
+        for p in servers + ([trainer] if trainer else []):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        # The killed server could not remove its shared memory; in a real job
+        # its supervisor does (tested by the launcher's tests).
+        for name in job_segments(job):
+            os.unlink(f"/dev/shm/{name}")
