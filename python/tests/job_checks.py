@@ -77,6 +77,21 @@ g.barrier()
 assert not torch.equal(emb.weight[torch.tensor([rank])], before), "zero_grad lost the step"
 ok("sparse_adam_formula")
 
+# Sparse Adagrad: sum += g^2; w -= lr * g / (sqrt(sum) + eps).
+emb2 = dist.DistEmbedding(g.num_nodes(), 2, "emb_adagrad",
+                          init_func=lambda shape, dtype: torch.full(shape, 2.0, dtype=dtype))
+opt2 = dist.optim.SparseAdagrad([emb2], lr=0.5)
+row = torch.tensor([rank])
+for step_coef in (torch.tensor([[1.0, -3.0]]), torch.tensor([[2.0, 1.0]])):
+    (emb2(row) * step_coef).sum().backward()
+    opt2.step()
+g.barrier()
+g1, g2 = torch.tensor([1.0, -3.0]), torch.tensor([2.0, 1.0])
+w = 2.0 - 0.5 * g1 / (torch.sqrt(g1 * g1) + 1e-10)
+w = w - 0.5 * g2 / (torch.sqrt(g1 * g1 + g2 * g2) + 1e-10)
+assert torch.allclose(emb2.weight[row][0], w, atol=1e-6), (emb2.weight[row], w)
+ok("sparse_adagrad_formula")
+
 # Sampling: fanout -1 is exactly the in-edges; a fanout gives min(fanout, deg)
 # distinct in-edges per seed, the same for the same seed.
 seeds = torch.arange(0, g.num_nodes(), 7)

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
@@ -118,6 +119,13 @@ class ClusterTest : public ::testing::Test {
         << "exec /usr/bin/python3 " << TESSERA_SOURCE_DIR
         << "/examples/python/graphsage/node_classification.py --graph_name cora "
            "--part_config data/cora.json --log_every 0 \"$@\"\n";
+    for (const char* name : {"graphsage/link_prediction", "embedding/node_embedding"}) {
+      std::string file = std::string(name).substr(std::string(name).find('/') + 1);
+      std::ofstream(*dir_ / ("scripts/" + file + ".sh"))
+          << "export PYTHONPATH=" << TESSERA_BINARY_DIR << "/python\n"
+          << "exec /usr/bin/python3 " << TESSERA_SOURCE_DIR << "/examples/python/" << name
+          << ".py --graph_name cora --part_config data/cora.json --json \"$@\"\n";
+    }
     workspace_ = *dir_ / "workspace";
     fs::create_directories(workspace_);
     std::vector<std::string> copy = {TesseraArgv()[0],        "copy-files",  "--ssh",
@@ -249,6 +257,22 @@ TEST_F(ClusterTest, PythonExampleTrainsAcrossHosts) {
   ASSERT_EQ(sums.size(), 2u) << out;
   EXPECT_EQ(sums[0], sums[1]) << out;
   ExpectNothingLeft(JobOf(log));
+  // The other two examples across the hosts: they finish and print results.
+  for (const auto& [script, args, needle] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"scripts/link_prediction.sh", "--num_epochs 1 --log_every 0", "trained AUC"},
+           {"scripts/node_embedding.sh", "--num_epochs 5", "test accuracy"}}) {
+    SCOPED_TRACE(script);
+    std::string elog = *dir_ / (script.substr(8) + ".log");
+    launcher::Process run = StartLaunch(args, elog, script);
+    auto done = run.Wait(Deadline::InSeconds(300));
+    ASSERT_TRUE(done.ok()) << testing::ReadAll(elog);
+    ASSERT_EQ(*done, 0) << testing::ReadAll(elog);
+    std::string text = testing::ReadAll(elog);
+    EXPECT_NE(text.find("[1/trainer/1] Part 1, " + needle), std::string::npos) << text;
+    EXPECT_NE(text.find("RESULT"), std::string::npos) << text;
+    ExpectNothingLeft(JobOf(elog));
+  }
 }
 
 TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {
