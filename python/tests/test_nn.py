@@ -104,3 +104,48 @@ def test_wrong_input_shapes():
         tnn.SAGEConv(2, 3)(block(), torch.randn(5, 7))
     with pytest.raises(tessera.TesseraError, match="aggregator_type"):
         tnn.SAGEConv(2, 3, "lstm")
+
+
+def test_partition_graph_from_arrays_round_trip(tmp_path):
+    """partition_graph on an in-memory graph (as DGL takes a DGLGraph): with the
+    returned mappings, every edge is in exactly one part, with its endpoints,
+    and node data follows its nodes.
+
+        0 -> 1 -> 2 -> 3 -> 4 -> 5, 5 -> 0, 2 -> 5, 3 -> 0
+    """
+    src = torch.tensor([0, 1, 2, 3, 4, 5, 2, 3])
+    dst = torch.tensor([1, 2, 3, 4, 5, 0, 5, 0])
+    feat = torch.arange(12, dtype=torch.float32).view(6, 2)
+    graph = {"edges": (src, dst), "num_nodes": 6, "ndata": {"feat": feat},
+             "edata": {"w": torch.arange(8, dtype=torch.float32)}}
+    orig_nids, orig_eids = tessera.partition_graph(graph, "tiny", 2, str(tmp_path),
+                                                   part_method="random",
+                                                   return_mapping=True)
+    assert sorted(orig_nids.tolist()) == list(range(6))
+    assert sorted(orig_eids.tolist()) == list(range(8))
+    seen = []
+    for p in range(2):
+        part, node_feats, edge_feats, gpb, name, ntypes, etypes = tessera.load_partition(
+            str(tmp_path / "tiny.json"), p)
+        assert name == "tiny" and ntypes == ["_N"] and gpb.num_partitions() == 2
+        nid = part.ndata[tessera.NID]
+        inner_nodes = gpb.partid2nids(p)
+        assert torch.equal(node_feats["_N/feat"], feat[orig_nids[inner_nodes]])
+        s_local, d_local = part.edges()
+        inner = part.edata["inner_edge"].bool()
+        for s_, d_, e in zip(nid[s_local][inner].tolist(), nid[d_local][inner].tolist(),
+                             part.edata[tessera.EID][inner].tolist()):
+            o = int(orig_eids[e])
+            assert (int(orig_nids[s_]), int(orig_nids[d_])) == (int(src[o]), int(dst[o]))
+            seen.append(o)
+        assert torch.equal(edge_feats["_N:_E:_N/w"],
+                           torch.arange(8, dtype=torch.float32)[orig_eids[gpb.partid2eids(p)]])
+    assert sorted(seen) == list(range(8)), "every edge exactly once"
+
+
+def test_partition_graph_bad_input(tmp_path):
+    with pytest.raises(tessera.TesseraError):
+        tessera.partition_graph({"edges": (torch.tensor([0]), torch.tensor([9])),
+                                 "num_nodes": 3}, "bad", 1, str(tmp_path))
+    with pytest.raises(TypeError):
+        tessera.partition_graph(42, "bad", 1, str(tmp_path))
