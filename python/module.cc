@@ -34,6 +34,7 @@
 #include "src/base/interrupt.h"
 #include "src/base/logging.h"
 #include "src/kvstore/kv_store.h"
+#include "src/trainer/torch_dtype.h"
 
 namespace py = pybind11;
 namespace dist = tessera::dist;
@@ -192,62 +193,17 @@ dist::Block BlockOf(const torch::Tensor& src_nodes, const torch::Tensor& indptr,
   return b;
 }
 
-tessera::DType ArrayDType(torch::ScalarType t, const std::string& what) {
-  switch (t) {
-    case torch::kBool:
-      return tessera::DType::kBool;
-    case torch::kInt8:
-      return tessera::DType::kInt8;
-    case torch::kUInt8:
-      return tessera::DType::kUInt8;
-    case torch::kInt16:
-      return tessera::DType::kInt16;
-    case torch::kInt32:
-      return tessera::DType::kInt32;
-    case torch::kInt64:
-      return tessera::DType::kInt64;
-    case torch::kFloat32:
-      return tessera::DType::kFloat32;
-    case torch::kFloat64:
-      return tessera::DType::kFloat64;
-    default:
-      throw dist::Error(fmt::format("{}: unsupported dtype {}", what, c10::toString(t)));
-  }
-}
-
-torch::ScalarType TorchDType(tessera::DType t) {
-  switch (t) {
-    case tessera::DType::kBool:
-      return torch::kBool;
-    case tessera::DType::kInt8:
-      return torch::kInt8;
-    case tessera::DType::kUInt8:
-      return torch::kUInt8;
-    case tessera::DType::kInt16:
-      return torch::kInt16;
-    case tessera::DType::kInt32:
-      return torch::kInt32;
-    case tessera::DType::kInt64:
-      return torch::kInt64;
-    case tessera::DType::kFloat32:
-      return torch::kFloat32;
-    case tessera::DType::kFloat64:
-      return torch::kFloat64;
-  }
-  return torch::kFloat32;
-}
-
 tessera::Array ToArray(const torch::Tensor& t, const std::string& what) {
   torch::Tensor c = t.contiguous().cpu();
   std::vector<int64_t> shape = c.sizes().vec();
-  tessera::Array a = tessera::Array::Empty(ArrayDType(c.scalar_type(), what), shape);
+  tessera::Array a = tessera::Array::Empty(dist::ToDType(c.scalar_type(), what), shape);
   if (c.nbytes() > 0) std::memcpy(a.mutable_data(), c.data_ptr(), c.nbytes());
   return a;
 }
 
 // A copy of `a` as a tensor (arrays may be memory-mapped files).
 torch::Tensor ToTensor(const tessera::Array& a) {
-  torch::Tensor t = torch::empty(a.shape(), torch::TensorOptions().dtype(TorchDType(a.dtype())));
+  torch::Tensor t = torch::empty(a.shape(), torch::TensorOptions().dtype(dist::ToTorch(a.dtype())));
   if (a.nbytes() > 0) std::memcpy(t.data_ptr(), a.data(), a.nbytes());
   return t;
 }
@@ -491,6 +447,22 @@ py::dict ArraysDict(const std::map<std::string, tessera::Array>& arrays) {
 
 torch::Tensor Offsets(const std::vector<int64_t>& v) { return torch::tensor(v, torch::kInt64); }
 
+// Binds node_split / edge_split over a local tensor or a DistTensor mask.
+template <typename Items>
+void DefSplit(py::module_& m, const char* name,
+              torch::Tensor (*split)(const Items&, const tessera::PartitionBook&,
+                                     const dist::SplitOptions&)) {
+  m.def(name, [split](const Items& items, const tessera::PartitionBook& book, bool force_even,
+                      std::optional<torch::Tensor> trainer_ids, int rank, int num_trainers) {
+    dist::SplitOptions o;
+    o.force_even = force_even;
+    if (trainer_ids) o.trainer_ids = *trainer_ids;
+    o.rank = rank;
+    o.num_trainers = num_trainers;
+    return Wait([&] { return split(items, book, o); });
+  });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -669,43 +641,10 @@ PYBIND11_MODULE(_C, m) {
   });
 
   // ---------------------------------------------------------- splitting work
-  auto split_options = [](bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
-                          int num_trainers) {
-    dist::SplitOptions o;
-    o.force_even = force_even;
-    if (trainer_ids) o.trainer_ids = *trainer_ids;
-    o.rank = rank;
-    o.num_trainers = num_trainers;
-    return o;
-  };
-  m.def("node_split",
-        [split_options](const torch::Tensor& nodes, const tessera::PartitionBook& book,
-                        bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
-                        int num_trainers) {
-          auto o = split_options(force_even, trainer_ids, rank, num_trainers);
-          return Wait([&] { return dist::node_split(nodes, book, o); });
-        });
-  m.def("node_split_dist",
-        [split_options](const dist::DistTensor& mask, const tessera::PartitionBook& book,
-                        bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
-                        int num_trainers) {
-          auto o = split_options(force_even, trainer_ids, rank, num_trainers);
-          return Wait([&] { return dist::node_split(mask, book, o); });
-        });
-  m.def("edge_split",
-        [split_options](const torch::Tensor& edges, const tessera::PartitionBook& book,
-                        bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
-                        int num_trainers) {
-          auto o = split_options(force_even, trainer_ids, rank, num_trainers);
-          return Wait([&] { return dist::edge_split(edges, book, o); });
-        });
-  m.def("edge_split_dist",
-        [split_options](const dist::DistTensor& mask, const tessera::PartitionBook& book,
-                        bool force_even, std::optional<torch::Tensor> trainer_ids, int rank,
-                        int num_trainers) {
-          auto o = split_options(force_even, trainer_ids, rank, num_trainers);
-          return Wait([&] { return dist::edge_split(mask, book, o); });
-        });
+  DefSplit<torch::Tensor>(m, "node_split", &dist::node_split);
+  DefSplit<dist::DistTensor>(m, "node_split_dist", &dist::node_split);
+  DefSplit<torch::Tensor>(m, "edge_split", &dist::edge_split);
+  DefSplit<dist::DistTensor>(m, "edge_split_dist", &dist::edge_split);
 
   // ---------------------------------------------------------- loaders
   using NodeIter = EpochIterator<dist::DistNodeDataLoader, dist::MiniBatch>;

@@ -20,6 +20,7 @@
 #include "src/launcher/job_env.h"
 #include "src/loader/minibatch.h"
 #include "src/partition/work_split.h"
+#include "src/trainer/torch_dtype.h"
 
 namespace tessera::dist {
 namespace {
@@ -39,51 +40,6 @@ T ValueOrThrow(StatusOr<T> value, const std::string& what) {
 }
 
 rpc::Millis Ms(double seconds) { return rpc::Millis(static_cast<int64_t>(seconds * 1000)); }
-
-DType ToDType(torch::Dtype dtype) {
-  switch (dtype) {
-    case torch::kBool:
-      return DType::kBool;
-    case torch::kInt8:
-      return DType::kInt8;
-    case torch::kUInt8:
-      return DType::kUInt8;
-    case torch::kInt16:
-      return DType::kInt16;
-    case torch::kInt32:
-      return DType::kInt32;
-    case torch::kInt64:
-      return DType::kInt64;
-    case torch::kFloat32:
-      return DType::kFloat32;
-    case torch::kFloat64:
-      return DType::kFloat64;
-    default:
-      throw Error(fmt::format("dtype {} is not supported by DistTensor", c10::toString(dtype)));
-  }
-}
-
-torch::Dtype ToTorch(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-      return torch::kBool;
-    case DType::kInt8:
-      return torch::kInt8;
-    case DType::kUInt8:
-      return torch::kUInt8;
-    case DType::kInt16:
-      return torch::kInt16;
-    case DType::kInt32:
-      return torch::kInt32;
-    case DType::kInt64:
-      return torch::kInt64;
-    case DType::kFloat32:
-      return torch::kFloat32;
-    case DType::kFloat64:
-      return torch::kFloat64;
-  }
-  return torch::kFloat32;
-}
 
 // Ids as a contiguous int64 CPU tensor (integer dtypes only).
 torch::Tensor AsIds(const torch::Tensor& ids, const std::string& what) {

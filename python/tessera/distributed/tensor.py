@@ -1,6 +1,4 @@
 """DistTensor and partition policies (dgl.distributed.DistTensor)."""
-import itertools
-
 import torch
 
 from tessera import _C
@@ -108,7 +106,6 @@ def _init_kind(init_func):
     return "zeros", 0.0, 1.0, 0
 
 
-_anonymous = itertools.count()
 
 
 class DistTensor:
