@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <cerrno>
+#include <limits>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -88,11 +89,21 @@ std::string_view PolicyName(Policy policy) {
 
 size_t ArrayInfo::row_bytes() const {
   size_t n = DTypeSize(dtype);
-  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
+  for (size_t i = 1; i < shape.size(); ++i) {
+    if (shape[i] < 0 || __builtin_mul_overflow(n, static_cast<size_t>(shape[i]), &n)) {
+      return std::numeric_limits<size_t>::max();
+    }
+  }
   return n;
 }
 
-size_t ArrayInfo::nbytes() const { return row_bytes() * static_cast<size_t>(rows()); }
+size_t ArrayInfo::nbytes() const {
+  size_t n = 0;
+  if (rows() < 0 || __builtin_mul_overflow(row_bytes(), static_cast<size_t>(rows()), &n)) {
+    return std::numeric_limits<size_t>::max();
+  }
+  return n;
+}
 
 Catalog::Header* Catalog::header() const { return static_cast<Header*>(segment_.data()); }
 
@@ -182,6 +193,11 @@ Status Catalog::Add(ArrayInfo* info) {
   if (info->shape.empty() || info->shape.size() > kMaxDims) {
     return absl::InvalidArgumentError(
         fmt::format("array '{}' must have 1 to {} dimensions", info->name, kMaxDims));
+  }
+  if (info->nbytes() == std::numeric_limits<size_t>::max()) {
+    return absl::InvalidArgumentError(
+        fmt::format("array '{}': shape [{}] has a negative dimension or too many bytes",
+                    info->name, fmt::join(info->shape, ", ")));
   }
   LockTable();
   Entry* free_entry = nullptr;

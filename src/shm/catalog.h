@@ -47,6 +47,8 @@ struct ArrayInfo {
   std::string segment;  // Shared-memory name of the data.
   int slot = -1;        // Catalog entry index (set by Add and List).
 
+  // Sizes in bytes; SIZE_MAX when the shape is negative or its size does
+  // not fit in size_t (no allocation of that size can succeed).
   size_t nbytes() const;
   size_t row_bytes() const;
   int64_t rows() const { return shape.empty() ? 1 : shape[0]; }

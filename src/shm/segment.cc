@@ -5,18 +5,45 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <fstream>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "fmt/format.h"
+#include "src/base/resource.h"
 
 namespace tessera::shm {
 namespace {
 
 constexpr std::string_view kPrefix = "tessera.";
+constexpr const char* kShmDir = "/dev/shm";
+
+// MemAvailable + SwapFree of /proc/meminfo, in bytes; max() if unreadable.
+uint64_t MemoryAvailable() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0, total = 0;
+  int found = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:" || key == "SwapFree:") {
+      total += kib;
+      ++found;
+    }
+    in.ignore(64, '\n');
+  }
+  return found == 0 ? std::numeric_limits<uint64_t>::max() : total * 1024;
+}
+
+// The error for a reservation that does not fit.
+Status NoSpace(const std::string& name, uint64_t need, uint64_t shm_free) {
+  return CheckSharedMemorySpace(name, need, shm_free, MemoryAvailable());
+}
 
 StatusOr<void*> MapFd(int fd, size_t size, bool writable, const std::string& name) {
   if (size == 0) return nullptr;
@@ -34,10 +61,37 @@ StatusOr<SharedSegment> SharedSegment::Create(const std::string& name, size_t si
   SharedSegment segment;
   segment.name_ = name;
   segment.owner_ = true;  // From here on the destructor unlinks the name.
+  if (size > static_cast<size_t>(std::numeric_limits<off_t>::max())) {
+    close(fd);
+    return NoSpace(name, size, 0);
+  }
+  // Refuse up front what cannot fit: on tmpfs, posix_fallocate would take
+  // pages until it runs out and only then give them back.
+  if (StatusOr<uint64_t> free_bytes = SharedMemoryFree(); free_bytes.ok()) {
+    if (Status s = CheckSharedMemorySpace(name, size, *free_bytes, MemoryAvailable()); !s.ok()) {
+      close(fd);
+      return s;
+    }
+  }
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     int e = errno;
     close(fd);
     return ErrnoError(fmt::format("size shared memory {} to {} bytes", name, size), e);
+  }
+  // Reserve the pages now: a sparse segment would kill with SIGBUS whoever
+  // first touches a page that /dev/shm has no room for.
+  if (size > 0) {
+    int e;
+    do {
+      e = posix_fallocate(fd, 0, static_cast<off_t>(size));
+    } while (e == EINTR);
+    if (e != 0) {
+      close(fd);
+      if (e == ENOSPC) return NoSpace(name, size, SharedMemoryFree().value_or(0));
+      return ErrnoError(fmt::format("reserve {} of shared memory for {}",
+                                    FormatBytes(static_cast<int64_t>(size)), name),
+                        e);
+    }
   }
   StatusOr<void*> p = MapFd(fd, size, /*writable=*/true, name);
   close(fd);
@@ -102,6 +156,28 @@ void SharedSegment::Reset() {
   data_ = nullptr;
   size_ = 0;
   name_.clear();
+}
+
+StatusOr<uint64_t> SharedMemoryFree() {
+  struct statvfs st {};
+  if (statvfs(kShmDir, &st) != 0) return ErrnoError(fmt::format("statvfs {}", kShmDir), errno);
+  return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
+}
+
+Status CheckSharedMemorySpace(std::string_view what, uint64_t need, uint64_t shm_free,
+                              uint64_t memory_available) {
+  uint64_t have = std::min(shm_free, memory_available);
+  if (need <= have) return absl::OkStatus();
+  auto bytes = [](uint64_t n) {
+    return n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+               ? fmt::format("{} B", n)
+               : FormatBytes(static_cast<int64_t>(n));
+  };
+  std::string limit =
+      have == shm_free ? fmt::format("free in {}", kShmDir)
+                       : fmt::format("of memory available ({} free in {})", bytes(shm_free), kShmDir);
+  return absl::ResourceExhaustedError(fmt::format(
+      "not enough shared memory for {}: need {}, have {} {}", what, bytes(need), bytes(have), limit));
 }
 
 std::string SegmentName(std::string_view job, std::string_view what) {

@@ -17,8 +17,10 @@
 #define TESSERA_SRC_SHM_SEGMENT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/base/status.h"
 
@@ -28,7 +30,11 @@ class SharedSegment {
  public:
   SharedSegment() = default;
   // Creates and maps a new zero-filled segment of `size` bytes (size 0 is
-  // allowed: nothing is mapped). AlreadyExists if the name is taken.
+  // allowed: nothing is mapped). AlreadyExists if the name is taken;
+  // ResourceExhausted ("not enough shared memory ... need X, have Y") if
+  // /dev/shm (or the machine's memory) has no room for it. The pages are
+  // reserved here, so touching them later never fails with SIGBUS. On error
+  // nothing is left behind.
   static StatusOr<SharedSegment> Create(const std::string& name, size_t size);
   // Maps an existing segment, all of it. NotFound if there is none.
   static StatusOr<SharedSegment> Open(const std::string& name, bool writable);
@@ -55,6 +61,16 @@ class SharedSegment {
   size_t size_ = 0;
   bool owner_ = false;
 };
+
+// Free bytes of /dev/shm (statvfs) now.
+StatusOr<uint64_t> SharedMemoryFree();
+
+// OK if `need` bytes fit in the smaller of `shm_free` (free space of
+// /dev/shm) and `memory_available` (RAM and swap the kernel can give; tmpfs
+// may be larger than RAM); else ResourceExhausted "not enough shared memory
+// for <what>: need X, have Y ...".
+Status CheckSharedMemorySpace(std::string_view what, uint64_t need, uint64_t shm_free,
+                              uint64_t memory_available);
 
 // "/tessera.<job>.<what>". `job` must be a valid job id (ValidateJobId);
 // `what` is made of [A-Za-z0-9_.-] by the callers.

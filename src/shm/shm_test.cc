@@ -1,8 +1,12 @@
 // File: src/shm/shm_test.cc
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -144,6 +148,73 @@ TEST(CatalogTest, DeadLockHolderDoesNotBlockOthers) {
   catalog->WriteRow(info.id, 0, data->data(), 8, &one, DType::kInt64, true);
   catalog->ReadRow(info.id, 0, data->data(), 8, &value);
   EXPECT_GT(value, 1);
+}
+
+// Segments hold their pages from the start: no SIGBUS on first touch.
+TEST(SegmentTest, CreateReservesThePages) {
+  std::string job = RandomJobId();
+  std::string name = SegmentName(job, "r");
+  auto created = SharedSegment::Create(name, size_t{1} << 20);
+  ASSERT_TRUE(created.ok()) << created.status();
+  struct stat st {};
+  ASSERT_EQ(stat(("/dev/shm" + name).c_str(), &st), 0);
+  EXPECT_GE(static_cast<int64_t>(st.st_blocks) * 512, int64_t{1} << 20);
+}
+
+// A segment larger than /dev/shm is refused at once (before any page is
+// taken), with the sizes in the message, and leaves no name behind.
+TEST(SegmentTest, SegmentLargerThanSharedMemoryIsRefusedClearly) {
+  struct statvfs st {};
+  ASSERT_EQ(statvfs("/dev/shm", &st), 0);
+  uint64_t total = static_cast<uint64_t>(st.f_blocks) * st.f_frsize;
+  std::string job = RandomJobId();
+  auto start = std::chrono::steady_clock::now();
+  auto created = SharedSegment::Create(SegmentName(job, "big"), 2 * total + 4096);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(created.status().message().find("not enough shared memory"), std::string::npos)
+      << created.status();
+  EXPECT_NE(created.status().message().find("need "), std::string::npos) << created.status();
+  EXPECT_TRUE(ListJobSegments(job).empty());
+  // Sizes past what off_t holds, too.
+  created = SharedSegment::Create(SegmentName(job, "huge"), std::numeric_limits<size_t>::max());
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(ListJobSegments(job).empty());
+}
+
+TEST(SegmentTest, SpaceCheckNamesWhatIsNeededAndWhatIsFree) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  EXPECT_TRUE(CheckSharedMemorySpace("x", kGiB, 2 * kGiB, 4 * kGiB).ok());
+  Status s = CheckSharedMemorySpace("'node/feat'", 10 * kGiB, kGiB, 64 * kGiB);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "not enough shared memory for 'node/feat': need 10.00 GiB, have 1.00 GiB free in "
+            "/dev/shm");
+  // tmpfs may be larger than the memory there is: the smaller figure counts.
+  s = CheckSharedMemorySpace("x", 10 * kGiB, 64 * kGiB, 2 * kGiB);
+  EXPECT_EQ(s.message(),
+            "not enough shared memory for x: need 10.00 GiB, have 2.00 GiB of memory available "
+            "(64.00 GiB free in /dev/shm)");
+}
+
+// Shapes whose byte size wraps around 2^64 (or is negative) saturate and
+// are refused by the catalog.
+TEST(CatalogTest, ShapesThatOverflowAreRefused) {
+  ArrayInfo info{.name = "w", .dtype = DType::kFloat32, .shape = {4, int64_t{1} << 62, 8}};
+  EXPECT_EQ(info.row_bytes(), std::numeric_limits<size_t>::max());
+  EXPECT_EQ(info.nbytes(), std::numeric_limits<size_t>::max());
+  info.shape = {int64_t{1} << 62, 8};
+  EXPECT_EQ(info.row_bytes(), 32u);
+  EXPECT_EQ(info.nbytes(), std::numeric_limits<size_t>::max());
+  info.shape = {4, -1};
+  EXPECT_EQ(info.nbytes(), std::numeric_limits<size_t>::max());
+  std::string job = RandomJobId();
+  auto catalog = Catalog::Create(job, 0);
+  ASSERT_TRUE(catalog.ok());
+  EXPECT_EQ(catalog->Add(&info).code(), absl::StatusCode::kInvalidArgument);
+  info.shape = {4, 3};
+  EXPECT_EQ(info.nbytes(), 48u);
+  EXPECT_TRUE(catalog->Add(&info).ok());
 }
 
 }  // namespace
