@@ -126,6 +126,7 @@ StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::stri
   ASSIGN_OR_RETURN(b.client,
                    kv::KvClient::Connect({.job_id = env.job_id,
                                           .token = env.token,
+                                          .curve_secret_key = env.curve_secret_key,
                                           .client_id = 0,
                                           .machine_id = 0,
                                           .servers = b.job->ip_config().ServerEndpoints(1),

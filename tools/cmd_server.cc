@@ -17,6 +17,7 @@
 #include "src/base/time.h"
 #include "src/kvstore/kv_server.h"
 #include "src/launcher/ip_config.h"
+#include "src/launcher/job_env.h"
 #include "src/partition/partition_config.h"
 #include "src/rpc/transport.h"
 #include "src/shm/segment.h"
@@ -43,7 +44,8 @@ struct ServerFlags {
   double heartbeat_timeout = 30;
   double startup_timeout = 600;
   int ready_fd = -1;
-  int64_t max_message_bytes = int64_t{16} << 30;
+  int64_t max_message_bytes = rpc::kDefaultMaxMessageBytes;
+  double handshake_timeout = 10;
 };
 
 Status RunServer(const ServerFlags& flags) {
@@ -54,10 +56,9 @@ Status RunServer(const ServerFlags& flags) {
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaction(s, &action, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  const char* token = std::getenv("TESSERA_JOB_TOKEN");
-  if (token == nullptr || *token == '\0') {
-    return absl::InvalidArgumentError("TESSERA_JOB_TOKEN is not set (the launcher sets it)");
-  }
+  std::string token, key;
+  RETURN_IF_ERROR(launcher::ParseCredentials(std::getenv, &token, &key));
+  spdlog::debug("descriptor limit: {}", RaiseDescriptorLimit());
   std::string job_id = flags.job_id;
   if (job_id.empty()) {
     const char* env_job = std::getenv("TESSERA_JOB_ID");
@@ -93,11 +94,13 @@ Status RunServer(const ServerFlags& flags) {
           {.host = address.ip,
            .port = address.port + options.local_index,
            .token = token,
+           .curve_secret_key = key,
            .name = name,
            .heartbeat_timeout = rpc::Millis(static_cast<int64_t>(flags.heartbeat_timeout * 1000)),
            .startup_timeout = rpc::Millis(static_cast<int64_t>(flags.startup_timeout * 1000)),
            .expected_clients = flags.num_clients,
-           .max_message_bytes = flags.max_message_bytes}));
+           .max_message_bytes = flags.max_message_bytes,
+           .handshake_timeout = rpc::Millis(static_cast<int64_t>(flags.handshake_timeout * 1000))}));
   std::unique_ptr<kv::KvServer> kv;
   if (options.local_index == 0) {
     ASSIGN_OR_RETURN(kv, kv::KvServer::Load(options, g_stop));
@@ -153,9 +156,14 @@ Command RegisterServer(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-message-bytes", flags->max_message_bytes,
-                  "larger messages are refused (their connection is dropped)")
+                  "larger message frames are refused (their connection is dropped); clients "
+                  "send pieces of at most 1 MiB, or one row when a row is larger")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{4096}, int64_t{1} << 40));
+  cmd->add_option("--handshake-timeout", flags->handshake_timeout,
+                  "seconds a connection may take to prove it holds the job's key")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
   cmd->add_option("--ready-fd", flags->ready_fd, "descriptor to write 'ready <port>' to");
   return {cmd, [flags] {
             Status s = RunServer(*flags);

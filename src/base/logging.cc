@@ -41,4 +41,27 @@ double Progress::Done() {
   return elapsed;
 }
 
+void LogLimiter::Warn(std::string message) {
+  double now = clock_.Seconds();
+  if (now - window_start_s_ < interval_s_) {
+    ++suppressed_;
+    last_ = std::move(message);
+    return;
+  }
+  Flush();
+  spdlog::warn("{}", message);
+  window_start_s_ = now;
+}
+
+void LogLimiter::Flush() {
+  if (suppressed_ == 0) return;
+  double now = clock_.Seconds();
+  if (now - window_start_s_ < interval_s_) return;
+  spdlog::warn("{} more like it in {:.0f} s; the last: {}", suppressed_,
+               now - window_start_s_, last_);
+  suppressed_ = 0;
+  last_.clear();
+  window_start_s_ = now;
+}
+
 }  // namespace tessera

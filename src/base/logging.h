@@ -46,6 +46,27 @@ class Progress {
   Stopwatch watch_;
 };
 
+// Warnings that a peer can trigger (a hostile client can trigger millions),
+// at most one line per `interval_s`: the first of a window is logged at once,
+// later ones are counted and summarised ("N more like it; last: ...") once
+// the window is over, by the next Warn or by Flush. Call Flush on a timer so
+// that a summary is never held back until the next event. Not thread-safe.
+class LogLimiter {
+ public:
+  explicit LogLimiter(double interval_s = 10) : interval_s_(interval_s) {}
+
+  void Warn(std::string message);
+  void Flush();
+  uint64_t suppressed() const { return suppressed_; }
+
+ private:
+  double interval_s_;
+  Stopwatch clock_;
+  double window_start_s_ = -1e300;
+  uint64_t suppressed_ = 0;
+  std::string last_;
+};
+
 }  // namespace tessera
 
 #endif  // TESSERA_SRC_BASE_LOGGING_H_

@@ -44,6 +44,7 @@ namespace tessera::kv {
 struct KvClientOptions {
   std::string job_id;
   std::string token;
+  std::string curve_secret_key;  // The job's key (Z85); empty: no encryption.
   int client_id = 0;
   int machine_id = -1;               // The machine this client runs on; -1: none.
   std::vector<std::string> servers;  // Endpoints in server-id order (machine * S + i).

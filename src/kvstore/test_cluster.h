@@ -18,6 +18,7 @@
 #include "src/graph/readers.h"
 #include "src/kvstore/kv_client.h"
 #include "src/kvstore/kv_server.h"
+#include "src/rpc/security.h"
 #include "src/partition/partition.h"
 
 namespace tessera::kv::testing {
@@ -37,7 +38,10 @@ class TestCluster {
  public:
   TestCluster(const std::string& config, int machines, int servers_per_machine,
               rpc::Millis heartbeat_timeout = rpc::Millis(30000), int expected_clients = 1 << 20)
-      : job_(shm::RandomJobId()), machines_(machines), S_(servers_per_machine) {
+      : job_(shm::RandomJobId()),
+        key_(rpc::NewCurveSecretKey().value()),
+        machines_(machines),
+        S_(servers_per_machine) {
     for (int m = 0; m < machines; ++m) {
       for (int i = 0; i < S_; ++i) {
         KvServerOptions o{.job_id = job_,
@@ -49,6 +53,7 @@ class TestCluster {
         EXPECT_TRUE(kv.ok()) << kv.status();
         auto rpc = rpc::RpcServer::Bind({.host = "127.0.0.1",
                                          .token = "t",
+                                         .curve_secret_key = key_,
                                          .name = "server " + std::to_string(m * S_ + i),
                                          .heartbeat_timeout = heartbeat_timeout,
                                          .expected_clients = expected_clients});
@@ -73,6 +78,7 @@ class TestCluster {
   KvClientOptions ClientOptions(int client_id, int machine_id, int num_clients = 1) const {
     return {.job_id = job_,
             .token = "t",
+            .curve_secret_key = key_,
             .client_id = client_id,
             .machine_id = machine_id,
             .servers = endpoints_,
@@ -86,6 +92,7 @@ class TestCluster {
     return c.ok() ? std::move(*c) : nullptr;
   }
   const std::string& job() const { return job_; }
+  const std::string& key() const { return key_; }
   const std::vector<std::string>& endpoints() const { return endpoints_; }
 
  private:
@@ -96,6 +103,7 @@ class TestCluster {
     Status result;
   };
   std::string job_;
+  std::string key_;  // The job's CURVE key: the tests run encrypted, as jobs do.
   int machines_, S_;
   std::atomic<bool> stop_{false};
   std::vector<std::string> endpoints_;

@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "src/base/strings.h"
+#include "src/rpc/security.h"
 
 namespace tessera::launcher {
 
@@ -13,9 +14,48 @@ std::string RandomToken() {
   return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
 }
 
+std::vector<std::pair<std::string, std::string>> CredentialVariables(const std::string& token,
+                                                                      const std::string& key) {
+  if (key.empty()) return {{"TESSERA_JOB_TOKEN", token}, {"TESSERA_JOB_ENCRYPTION", "off"}};
+  return {{"TESSERA_JOB_TOKEN", token}, {"TESSERA_JOB_KEY", key}};
+}
+
+Status ParseCredentials(const GetEnvFn& getenv, std::string* token, std::string* key) {
+  const char* t = getenv("TESSERA_JOB_TOKEN");
+  if (t == nullptr || *t == '\0') {
+    return absl::InvalidArgumentError(
+        "TESSERA_JOB_TOKEN is not set: start job processes with `tessera launch`");
+  }
+  *token = t;
+  const char* k = getenv("TESSERA_JOB_KEY");
+  const char* encryption = getenv("TESSERA_JOB_ENCRYPTION");
+  bool off = encryption != nullptr && std::string_view(encryption) == "off";
+  if (encryption != nullptr && *encryption != '\0' && !off) {
+    return absl::InvalidArgumentError(fmt::format(
+        "TESSERA_JOB_ENCRYPTION='{}': the only value is 'off' (unset: encrypted)", encryption));
+  }
+  if (off) {
+    if (k != nullptr && *k != '\0') {
+      return absl::InvalidArgumentError(
+          "both TESSERA_JOB_KEY and TESSERA_JOB_ENCRYPTION=off are set: choose one");
+    }
+    key->clear();
+    return absl::OkStatus();
+  }
+  if (k == nullptr || *k == '\0') {
+    return absl::InvalidArgumentError(
+        "TESSERA_JOB_KEY is not set: start job processes with `tessera launch` (which makes the "
+        "job's key), or set TESSERA_JOB_ENCRYPTION=off for a job without encryption");
+  }
+  RETURN_IF_ERROR(rpc::ValidateCurveSecretKey(k, "TESSERA_JOB_KEY"));
+  *key = k;
+  return absl::OkStatus();
+}
+
 std::vector<std::pair<std::string, std::string>> JobEnv::ToVariables() const {
-  return {{"TESSERA_JOB_ID", job_id},
-          {"TESSERA_JOB_TOKEN", token},
+  std::vector<std::pair<std::string, std::string>> vars = {{"TESSERA_JOB_ID", job_id}};
+  for (auto& v : CredentialVariables(token, curve_secret_key)) vars.push_back(std::move(v));
+  std::vector<std::pair<std::string, std::string>> rest = {
           {"TESSERA_IP_CONFIG", ip_config},
           {"TESSERA_PART_CONFIG", part_config},
           {"TESSERA_NUM_SERVERS", std::to_string(num_servers)},
@@ -26,6 +66,8 @@ std::vector<std::pair<std::string, std::string>> JobEnv::ToVariables() const {
           {"MASTER_ADDR", master_addr},
           {"MASTER_PORT", std::to_string(master_port)},
           {"TESSERA_NUM_SAMPLERS", std::to_string(num_samplers)}};
+  for (auto& v : rest) vars.push_back(std::move(v));
+  return vars;
 }
 
 StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv) {
@@ -58,7 +100,7 @@ StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv) {
     *out = static_cast<int>(v);
     return absl::OkStatus();
   };
-  RETURN_IF_ERROR(text("TESSERA_JOB_TOKEN", &env.token, true));
+  RETURN_IF_ERROR(ParseCredentials(getenv, &env.token, &env.curve_secret_key));
   RETURN_IF_ERROR(text("TESSERA_IP_CONFIG", &env.ip_config, true));
   RETURN_IF_ERROR(text("TESSERA_PART_CONFIG", &env.part_config, false));
   RETURN_IF_ERROR(number("TESSERA_NUM_SERVERS", &env.num_servers, 1, false));

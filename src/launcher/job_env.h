@@ -5,6 +5,8 @@
 //
 //   TESSERA_JOB_ID       job id: scopes shared memory; standalone when unset
 //   TESSERA_JOB_TOKEN    secret every request must carry
+//   TESSERA_JOB_KEY      the job's CURVE secret key (Z85): the wire is encrypted
+//   TESSERA_JOB_ENCRYPTION=off  instead of a key: no encryption (launch --no-encryption)
 //   TESSERA_IP_CONFIG    ip_config path
 //   TESSERA_PART_CONFIG  partition config path (as seen on this machine)
 //   TESSERA_NUM_SERVERS  servers per machine (S)
@@ -30,6 +32,7 @@ namespace tessera::launcher {
 struct JobEnv {
   std::string job_id;
   std::string token;
+  std::string curve_secret_key;  // Empty: encryption off.
   std::string ip_config;
   std::string part_config;
   int num_servers = 1;
@@ -48,6 +51,13 @@ using GetEnvFn = std::function<const char*(const char*)>;
 
 // A fresh job token (128 random bits, hex).
 std::string RandomToken();
+
+// The variables carrying the job's credentials: TESSERA_JOB_TOKEN, and
+// TESSERA_JOB_KEY or TESSERA_JOB_ENCRYPTION=off.
+std::vector<std::pair<std::string, std::string>> CredentialVariables(const std::string& token,
+                                                                      const std::string& key);
+// Reads them (as servers and trainers do); an error names what is missing.
+Status ParseCredentials(const GetEnvFn& getenv, std::string* token, std::string* key);
 
 // nullopt when TESSERA_JOB_ID is unset (standalone); an error naming the
 // variable when one is present but malformed or inconsistent.

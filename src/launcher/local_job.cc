@@ -14,6 +14,7 @@
 #include "spdlog/spdlog.h"
 #include "src/base/file.h"
 #include "src/partition/partition_config.h"
+#include "src/rpc/security.h"
 #include "src/shm/segment.h"
 
 namespace tessera::launcher {
@@ -48,6 +49,9 @@ StatusOr<std::unique_ptr<LocalJob>> LocalJob::Start(const LocalJobOptions& optio
   JobEnv& env = job->env_;
   env.job_id = shm::RandomJobId();
   env.token = RandomToken();
+  if (options.encryption) {
+    ASSIGN_OR_RETURN(env.curve_secret_key, rpc::NewCurveSecretKey());
+  }
   env.ip_config = options.workdir + "/ip_config.txt";
   env.part_config = options.part_config;
   env.num_servers = S;
@@ -99,7 +103,7 @@ Status LocalJob::StartServers() {
         "--ready-fd",
         std::to_string(fds[1])};
     for (const std::string& a : options_.server_args) spawn.argv.push_back(a);
-    spawn.env = {{"TESSERA_JOB_TOKEN", env_.token}};
+    spawn.env = CredentialVariables(env_.token, env_.curve_secret_key);
     spawn.log_path = ServerLog(id);
     spawn.inherit_fd = fds[1];
     StatusOr<Process> p = Process::Spawn(spawn);

@@ -37,6 +37,7 @@ struct LocalJobOptions {
   std::vector<std::string> server_args;  // Extra flags for every server.
   std::string client_log_dir;            // Empty: clients inherit stdout/stderr.
   int num_clients = -1;                  // Clients the servers wait for; -1: those started here.
+  bool encryption = true;                // false: like `tessera launch --no-encryption`.
   double startup_timeout_s = 300;
 };
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "fmt/format.h"
+#include "src/rpc/security.h"
 
 namespace tessera::rpc {
 
@@ -37,6 +38,21 @@ Message MakeResponse(const wire::Header& request, const Status& status) {
   m.header.set_status_code(static_cast<int>(status.code()));
   m.header.set_status_message(std::string(status.message()));
   return m;
+}
+
+Message MakeTokenRefusal(uint64_t request_id) {
+  Message m;
+  m.header.set_request_id(request_id);
+  m.header.set_is_response(true);
+  m.header.set_status_code(static_cast<int>(absl::StatusCode::kPermissionDenied));
+  m.header.set_status_message("wrong job token");
+  return m;
+}
+
+bool IsTokenRefusal(const wire::Header& header) {
+  return header.is_response() && header.version() == 0 &&
+         header.status_code() == static_cast<int>(absl::StatusCode::kPermissionDenied) &&
+         header.arrays_size() == 0;
 }
 
 Status ResponseStatus(const wire::Header& header) {
@@ -102,13 +118,18 @@ StatusOr<Message> ParseMessage(std::vector<Blob> frames, std::string_view token)
   if (!m.header.ParseFromArray(head.data, static_cast<int>(head.size))) {
     return absl::InvalidArgumentError(fmt::format("malformed header ({} bytes)", head.size));
   }
+  // The token first: a peer without it learns nothing, not even the version.
+  if (!token.empty()) {  // A server reading a request.
+    if (!ConstantTimeEquals(m.header.token(), token)) {
+      return absl::PermissionDeniedError("wrong job token");
+    }
+    if (m.header.is_response()) return absl::InvalidArgumentError("a response was sent to a server");
+  }
   if (m.header.version() != kWireVersion) {
+    if (IsTokenRefusal(m.header) && frames.size() == 1) return m;
     return absl::FailedPreconditionError(
         fmt::format("wire version {} is not supported (this program speaks version {})",
                     m.header.version(), kWireVersion));
-  }
-  if (!m.header.is_response() && !token.empty() && m.header.token() != token) {
-    return absl::PermissionDeniedError("wrong job token");
   }
   // Responses to unparseable requests carry METHOD_UNSPECIFIED.
   if (!wire::Method_IsValid(m.header.method()) ||

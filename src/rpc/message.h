@@ -76,6 +76,10 @@ struct Message {
 Message MakeRequest(wire::Method method);
 // A response to `request` carrying `status`.
 Message MakeResponse(const wire::Header& request, const Status& status);
+// The answer to a request with a wrong token: only its request id and
+// "permission denied", no version or method (the peer is not trusted).
+Message MakeTokenRefusal(uint64_t request_id);
+bool IsTokenRefusal(const wire::Header& header);
 // The status a response carries (OK, or the server's error).
 Status ResponseStatus(const wire::Header& header);
 
@@ -85,7 +89,9 @@ std::string_view MethodName(wire::Method method);
 std::string EncodeHeader(Message& message);
 
 // Parses and validates frames[0] as a header and frames[1..] as its arrays.
-// `token` is checked for requests (empty: not checked).
+// With a `token` (servers), the message must be a request carrying it,
+// checked in constant time before anything else. A token refusal (MakeTokenRefusal) is the one
+// response accepted without this program's wire version.
 StatusOr<Message> ParseMessage(std::vector<Blob> frames, std::string_view token);
 
 }  // namespace tessera::rpc

@@ -1,17 +1,31 @@
 // File: src/rpc/rpc_test.cc
 //
 // RpcServer and RpcClient over real loopback sockets (port 0), with the
-// server running in a thread of the test process.
+// server running in a thread of the test process. Servers and clients use a
+// job key (encrypted, as jobs run) unless a test says otherwise.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "src/rpc/security.h"
 #include "src/rpc/transport.h"
 #include "zmq.hpp"
 
 namespace tessera::rpc {
 namespace {
+
+const std::string& Key() {
+  static const std::string key = NewCurveSecretKey().value();
+  return key;
+}
 
 // PULL echoes its ids back doubled; a request named "fail" gets an error;
 // one named "slow" is never answered.
@@ -35,7 +49,9 @@ class EchoService : public Service {
 };
 
 struct ServerThread {
-  explicit ServerThread(ServerOptions options) {
+  // `encrypted`: the server uses the job key Key().
+  explicit ServerThread(ServerOptions options, bool encrypted = true) {
+    if (encrypted) options.curve_secret_key = Key();
     auto bound = RpcServer::Bind(options);
     EXPECT_TRUE(bound.ok()) << bound.status();
     server = std::move(*bound);
@@ -55,7 +71,7 @@ struct ServerThread {
 };
 
 ClientOptions Client(const std::string& endpoint, int id = 0) {
-  return {.token = "secret", .client_id = id, .servers = {endpoint}};
+  return {.token = "secret", .curve_secret_key = Key(), .client_id = id, .servers = {endpoint}};
 }
 
 TEST(RpcTest, RequestResponseWithArraysAndErrors) {
@@ -100,6 +116,7 @@ TEST(RpcTest, WrongTokenIsRejectedAndServerKeepsServing) {
   ASSERT_TRUE(intruder.ok());
   auto denied = (*intruder)->CallOne(0, MakeRequest(wire::LIST_DATA), Deadline::InSeconds(10));
   EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(std::string(denied.status().message()).find("wrong job token"), std::string::npos);
   auto good = RpcClient::Create(Client(st.endpoint));
   EXPECT_TRUE((*good)->CallOne(0, MakeRequest(wire::LIST_DATA), Deadline::InSeconds(10)).ok());
   EXPECT_EQ(st.server->requests_rejected(), 1u);
@@ -109,7 +126,7 @@ TEST(RpcTest, NoServerMeansDeadlineNotHang) {
   // Bind and close a socket to get a port nobody listens on.
   int port;
   {
-    auto s = RpcServer::Bind({.host = "127.0.0.1"});
+    auto s = RpcServer::Bind({.host = "127.0.0.1", .token = "secret"});
     port = (*s)->port();
   }
   auto client = RpcClient::Create(Client("tcp://127.0.0.1:" + std::to_string(port)));
@@ -123,6 +140,7 @@ TEST(RpcTest, NoServerMeansDeadlineNotHang) {
 TEST(RpcTest, ServerExitsWhenClientsLeaveOrGoSilent) {
   auto bound = RpcServer::Bind({.host = "127.0.0.1",
                                 .token = "secret",
+                                .curve_secret_key = Key(),
                                 .heartbeat_timeout = Millis(300),
                                 .expected_clients = 2});
   ASSERT_TRUE(bound.ok());
@@ -132,11 +150,11 @@ TEST(RpcTest, ServerExitsWhenClientsLeaveOrGoSilent) {
   Status result = absl::UnknownError("not run");
   std::thread serving([&] { result = (*bound)->Serve(service, stop); });
   {
-    ClientOptions quiet = Client(endpoint, 1);
+    ClientOptions quiet = Client(endpoint, 0);
     quiet.heartbeat_timeout = Millis(0);  // Sends no heartbeats: will be lost.
     auto a = RpcClient::Create(quiet);
     ASSERT_TRUE((*a)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
-    ClientOptions chatty = Client(endpoint, 2);
+    ClientOptions chatty = Client(endpoint, 1);
     chatty.heartbeat_interval = Millis(50);
     auto b = RpcClient::Create(chatty);
     ASSERT_TRUE((*b)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
@@ -171,6 +189,7 @@ TEST(RpcTest, GarbageNeverStopsTheServer) {
   zmq::context_t context;
   zmq::socket_t raw(context, zmq::socket_type::dealer);
   raw.set(zmq::sockopt::linger, 0);
+  ASSERT_TRUE(SecureClientSocket(raw, {"secret", Key()}).ok());  // A job member gone rogue.
   raw.connect(st.endpoint);
   std::mt19937_64 rng(7);
   for (int i = 0; i < 3000; ++i) {
@@ -206,6 +225,235 @@ TEST(RpcTest, GarbageNeverStopsTheServer) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_GT(st.server->requests_rejected(), 1000u);
+}
+
+// Forwards TCP connections to a server and records every byte both ways:
+// what anyone on the network path sees.
+class RecordingProxy {
+ public:
+  explicit RecordingProxy(int target_port) : target_port_(target_port) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(listen_fd_, 16), 0);
+    socklen_t len = sizeof(addr);
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~RecordingProxy() {
+    stop_ = true;
+    thread_.join();
+    close(listen_fd_);
+  }
+  std::string endpoint() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
+  std::string recorded() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return recorded_;
+  }
+
+ private:
+  void Run() {
+    std::vector<std::pair<int, int>> links;  // (accepted, upstream)
+    while (!stop_) {
+      std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
+      for (auto [a, b] : links) {
+        fds.push_back({a, POLLIN, 0});
+        fds.push_back({b, POLLIN, 0});
+      }
+      if (poll(fds.data(), fds.size(), 50) <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        int a = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(static_cast<uint16_t>(target_port_));
+        if (a >= 0 && connect(b, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+          links.push_back({a, b});
+        } else {
+          if (a >= 0) close(a);
+          close(b);
+        }
+        continue;
+      }
+      char buffer[65536];
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
+        auto [a, b] = links[(i - 1) / 2];
+        int from = i % 2 == 1 ? a : b, to = i % 2 == 1 ? b : a;
+        ssize_t n = read(from, buffer, sizeof(buffer));
+        if (n <= 0) continue;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          recorded_.append(buffer, static_cast<size_t>(n));
+        }
+        for (ssize_t done = 0; done < n;) {
+          ssize_t w = write(to, buffer + done, static_cast<size_t>(n - done));
+          if (w <= 0) break;
+          done += w;
+        }
+      }
+    }
+    for (auto [a, b] : links) {
+      close(a);
+      close(b);
+    }
+  }
+
+  int target_port_, listen_fd_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::string recorded_;
+  std::thread thread_;
+};
+
+// What a pull looks like on the wire, with and without encryption.
+std::string WireBytesOfOneCall(bool encrypted) {
+  ServerThread st({.host = "127.0.0.1", .token = "token-in-the-clear"}, encrypted);
+  RecordingProxy proxy(st.server->port());
+  ClientOptions options{.token = "token-in-the-clear",
+                        .curve_secret_key = encrypted ? Key() : "",
+                        .servers = {proxy.endpoint()},
+                        .heartbeat_timeout = Millis(0)};
+  auto client = RpcClient::Create(options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  Message pull = MakeRequest(wire::PULL);
+  pull.header.set_name("secret-tensor-name");
+  pull.arrays.push_back(MakeWireArray(std::vector<int64_t>{0x0123456789abcdef}));
+  auto r = (*client)->CallOne(0, std::move(pull), Deadline::InSeconds(20));
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (r.ok()) EXPECT_EQ(r->arrays[0].span<int64_t>()[0], 2 * 0x0123456789abcdef);
+  return proxy.recorded();
+}
+
+TEST(RpcSecurityTest, EncryptionHidesTokenNamesAndData) {
+  const int64_t doubled = 2 * 0x0123456789abcdef;
+  std::string answer(reinterpret_cast<const char*>(&doubled), sizeof(doubled));
+  std::string clear = WireBytesOfOneCall(/*encrypted=*/false);
+  EXPECT_NE(clear.find("token-in-the-clear"), std::string::npos);  // The proxy works...
+  EXPECT_NE(clear.find("secret-tensor-name"), std::string::npos);
+  EXPECT_NE(clear.find(answer), std::string::npos);
+  std::string hidden = WireBytesOfOneCall(/*encrypted=*/true);
+  EXPECT_GT(hidden.size(), 200u);  // ...and saw the encrypted exchange.
+  EXPECT_EQ(hidden.find("token-in-the-clear"), std::string::npos);
+  EXPECT_EQ(hidden.find("secret-tensor-name"), std::string::npos);
+  EXPECT_EQ(hidden.find(answer), std::string::npos);
+  EXPECT_NE(hidden.find("CURVE"), std::string::npos);
+}
+
+TEST(RpcSecurityTest, PeersWithoutTheJobKeyAreRefusedInTheHandshake) {
+  ServerThread st({.host = "127.0.0.1", .token = "secret"});
+  ClientOptions other = Client(st.endpoint);
+  other.curve_secret_key = NewCurveSecretKey().value();  // Another job's key.
+  ClientOptions plain = Client(st.endpoint);
+  plain.curve_secret_key.clear();  // No encryption, right token.
+  for (const ClientOptions& options : {other, plain}) {
+    auto intruder = RpcClient::Create(options);
+    ASSERT_TRUE(intruder.ok());
+    auto r = (*intruder)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(1));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_NE(std::string(r.status().message()).find("same job key"), std::string::npos)
+        << r.status();
+  }
+  // A peer that knows the server's public key (public keys are not meant to
+  // be secret) but has its own key pair gets past the key exchange; the ZAP
+  // handler refuses it.
+  char public_z85[41] = {}, secret_z85[41] = {}, server_z85[41] = {};
+  ASSERT_EQ(zmq_curve_keypair(public_z85, secret_z85), 0);
+  ASSERT_EQ(zmq_curve_public(server_z85, Key().c_str()), 0);
+  zmq::context_t context;
+  zmq::socket_t raw(context, zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.set(zmq::sockopt::rcvtimeo, 1000);
+  raw.set(zmq::sockopt::curve_serverkey, std::string(server_z85));
+  raw.set(zmq::sockopt::curve_publickey, std::string(public_z85));
+  raw.set(zmq::sockopt::curve_secretkey, std::string(secret_z85));
+  raw.connect(st.endpoint);
+  Message hello = MakeRequest(wire::HELLO);
+  hello.header.set_token("secret");  // Even with the token.
+  raw.send(zmq::buffer(EncodeHeader(hello)), zmq::send_flags::none);
+  zmq::message_t reply;
+  EXPECT_FALSE(raw.recv(reply));
+  EXPECT_GE(st.server->connections_refused(), 1u);
+  EXPECT_EQ(st.server->requests_served() + st.server->requests_rejected(), 0u);  // No frame.
+  auto good = RpcClient::Create(Client(st.endpoint));
+  EXPECT_TRUE((*good)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
+}
+
+TEST(RpcSecurityTest, WithoutEncryptionTheTokenIsCheckedInTheHandshake) {
+  ServerThread st({.host = "127.0.0.1", .token = "secret"}, /*encrypted=*/false);
+  ClientOptions bad = Client(st.endpoint);
+  bad.curve_secret_key.clear();
+  bad.token = "guess";
+  auto intruder = RpcClient::Create(bad);
+  auto r = (*intruder)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(1));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_GE(st.server->connections_refused(), 1u);
+  EXPECT_EQ(st.server->requests_served() + st.server->requests_rejected(), 0u);
+  ClientOptions good_options = Client(st.endpoint);
+  good_options.curve_secret_key.clear();
+  auto good = RpcClient::Create(good_options);
+  EXPECT_TRUE((*good)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
+}
+
+TEST(RpcSecurityTest, WrongTokenLearnsNothingButTheRefusal) {
+  ServerThread st({.host = "127.0.0.1", .token = "secret"});
+  zmq::context_t context;
+  zmq::socket_t raw(context, zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.set(zmq::sockopt::rcvtimeo, 10000);
+  ASSERT_TRUE(SecureClientSocket(raw, {"secret", Key()}).ok());
+  raw.connect(st.endpoint);
+  for (uint32_t version : {kWireVersion, 99u}) {
+    Message m = MakeRequest(wire::LIST_DATA);
+    m.header.set_token("guess");
+    m.header.set_version(version);
+    raw.send(zmq::buffer(m.header.SerializeAsString()), zmq::send_flags::none);
+    zmq::message_t reply;
+    ASSERT_TRUE(raw.recv(reply));
+    EXPECT_FALSE(reply.more());
+    wire::Header h;
+    ASSERT_TRUE(h.ParseFromArray(reply.data(), static_cast<int>(reply.size())));
+    EXPECT_EQ(h.version(), 0u);  // Not even the wire version.
+    EXPECT_EQ(h.method(), wire::METHOD_UNSPECIFIED);
+    EXPECT_EQ(h.request_id(), m.header.request_id());
+    EXPECT_EQ(h.status_code(), static_cast<int>(absl::StatusCode::kPermissionDenied));
+    EXPECT_EQ(h.status_message(), "wrong job token");
+  }
+}
+
+TEST(RpcSecurityTest, ClientIdsOutsideTheJobAreRejected) {
+  ServerThread st({.host = "127.0.0.1", .token = "secret", .expected_clients = 4});
+  for (int id : {-1, 4, 20000}) {
+    auto client = RpcClient::Create(Client(st.endpoint, id));
+    auto r = (*client)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << id;
+    EXPECT_NE(std::string(r.status().message()).find("outside 0..3"), std::string::npos)
+        << r.status();
+  }
+  auto client = RpcClient::Create(Client(st.endpoint, 3));
+  EXPECT_TRUE((*client)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
+}
+
+TEST(RpcSecurityTest, KeysAndTokensAreChecked) {
+  EXPECT_FALSE(RpcServer::Bind({.host = "127.0.0.1"}).ok());  // No token.
+  EXPECT_FALSE(RpcServer::Bind({.host = "127.0.0.1", .token = "t", .curve_secret_key = "short"})
+                   .ok());
+  EXPECT_FALSE(RpcClient::Create({.token = "t", .curve_secret_key = std::string(40, '~'),
+                                  .servers = {"tcp://127.0.0.1:1"}})
+                   .ok());
+  Status invalid = ValidateCurveSecretKey("abc", "TESSERA_JOB_KEY");
+  EXPECT_NE(std::string(invalid.message()).find("TESSERA_JOB_KEY"), std::string::npos);
+  EXPECT_EQ(std::string(invalid.message()).find("abc"), std::string::npos);  // Never echoed.
+  std::string a = NewCurveSecretKey().value(), b = NewCurveSecretKey().value();
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(ValidateCurveSecretKey(a, "key").ok());
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abcd"));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // File: src/rpc/transport.cc
 #include "src/rpc/transport.h"
 
+#include <malloc.h>
+
 #include <cerrno>
 #include <condition_variable>
 #include <map>
@@ -10,6 +12,8 @@
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 #include "src/base/interrupt.h"
+#include "src/base/logging.h"
+#include "src/rpc/security.h"
 #include "zmq.hpp"
 
 namespace tessera::rpc {
@@ -17,6 +21,9 @@ namespace {
 
 constexpr size_t kMaxFrames = 64;
 constexpr Millis kPollSlice{100};
+// Heap freed after a bad peer (e.g. a message of many frames) goes back to
+// the system at most this often.
+constexpr int64_t kTrimIntervalMs = 1000;
 
 int64_t NowMillis() {
   return std::chrono::duration_cast<Millis>(Clock::now().time_since_epoch()).count();
@@ -85,7 +92,9 @@ void ConfigureSocket(zmq::socket_t& socket) {
 // ---------------------------------------------------------------- server
 
 struct RpcServer::State {
+  // Destroyed in reverse: the socket, then the ZAP handler, then the context.
   zmq::context_t context{1};
+  std::unique_ptr<ZapHandler> zap;
   zmq::socket_t socket{context, zmq::socket_type::router};
   struct Client {
     int64_t last_seen_ms = 0;
@@ -93,10 +102,11 @@ struct RpcServer::State {
   };
   std::map<int, Client> clients;
   int registered = 0;
-  // Rate-limited logging of rejected messages.
-  int64_t reject_window_start_ms = 0;
-  uint64_t rejects_in_window = 0;
-  std::string last_reject;
+  // Everything a peer can trigger is logged rate-limited.
+  LogLimiter reject_log;
+  LogLimiter lost_log;
+  bool trim_due = false;
+  int64_t last_trim_ms = 0;
 };
 
 RpcServer::RpcServer(ServerOptions options)
@@ -105,11 +115,24 @@ RpcServer::RpcServer(ServerOptions options)
 RpcServer::~RpcServer() = default;
 
 StatusOr<std::unique_ptr<RpcServer>> RpcServer::Bind(const ServerOptions& options) {
+  if (options.token.empty()) {
+    return absl::InvalidArgumentError(fmt::format("{}: no job token", options.name));
+  }
   std::unique_ptr<RpcServer> server(new RpcServer(options));
+  JobCredentials credentials{options.token, options.curve_secret_key};
+  State& st = *server->state_;
+  ASSIGN_OR_RETURN(st.zap, ZapHandler::Start(st.context, credentials, options.name));
   try {
-    zmq::socket_t& s = server->state_->socket;
+    zmq::socket_t& s = st.socket;
     ConfigureSocket(s);
+    RETURN_IF_ERROR(SecureServerSocket(s, credentials));
     s.set(zmq::sockopt::maxmsgsize, options.max_message_bytes);
+    s.set(zmq::sockopt::handshake_ivl, static_cast<int>(options.handshake_timeout.count()));
+    if (options.connection_heartbeat.count() > 0) {
+      int ivl = static_cast<int>(options.connection_heartbeat.count());
+      s.set(zmq::sockopt::heartbeat_ivl, ivl);
+      s.set(zmq::sockopt::heartbeat_timeout, 3 * ivl);
+    }
     std::string port = options.port == 0 ? "*" : std::to_string(options.port);
     s.bind(fmt::format("tcp://{}:{}", options.host, port));
     std::string endpoint = s.get(zmq::sockopt::last_endpoint);
@@ -121,9 +144,17 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Bind(const ServerOptions& option
   return server;
 }
 
+uint64_t RpcServer::connections_refused() const {
+  return state_->zap ? state_->zap->refused() : 0;
+}
+
 void RpcServer::Reply(const Peer& peer, Message response) {
   response.header.set_is_response(true);
   response.header.set_version(kWireVersion);
+  Send(peer, response);
+}
+
+void RpcServer::Send(const Peer& peer, Message& response) {
   try {
     // ROUTER drops messages for vanished peers or full queues; it never blocks.
     SendMessage(state_->socket, &peer.routing_id, response);
@@ -138,28 +169,28 @@ void RpcServer::HandleFrames(Service& service, std::vector<Blob>& frames) {
                          std::make_move_iterator(frames.end()));
   StatusOr<Message> parsed = body.empty() ? absl::InvalidArgumentError("no header frame")
                                           : ParseMessage(body, options_.token);
-  if (parsed.ok() && parsed->header.is_response()) {
-    parsed = absl::InvalidArgumentError("a response was sent to a server");
+  if (parsed.ok() && !parsed->header.is_response()) {
+    // Client ids name trainers: 0..num_clients-1 of the job.
+    int id = parsed->header.client_id();
+    int limit = options_.expected_clients > 0 ? options_.expected_clients : kMaxClients;
+    if (id < 0 || id >= limit) {
+      parsed = absl::InvalidArgumentError(
+          fmt::format("client id {} is outside 0..{} (the job's trainers)", id, limit - 1));
+    }
   }
   if (!parsed.ok()) {
     ++rejected_;
-    State& st = *state_;
-    int64_t now = NowMillis();
-    st.last_reject = std::string(parsed.status().message());
-    if (rejected_ <= 5) {
-      spdlog::warn("{}: rejected a message: {}", options_.name, st.last_reject);
-    } else {
-      ++st.rejects_in_window;
-      if (now - st.reject_window_start_ms > 10000) {
-        spdlog::warn("{}: rejected {} more messages (last: {})", options_.name,
-                     st.rejects_in_window, st.last_reject);
-        st.rejects_in_window = 0;
-        st.reject_window_start_ms = now;
-      }
-    }
+    state_->trim_due = true;
+    state_->reject_log.Warn(
+        fmt::format("{}: rejected a message: {}", options_.name, std::string(parsed.status().message())));
     wire::Header best_effort;
     if (!body.empty() && body[0].size <= kMaxHeaderBytes) {
       (void)best_effort.ParseFromArray(body[0].data, static_cast<int>(body[0].size));
+    }
+    if (parsed.status().code() == absl::StatusCode::kPermissionDenied) {
+      Message refusal = MakeTokenRefusal(best_effort.request_id());
+      Send(peer, refusal);
+      return;
     }
     best_effort.set_method(wire::METHOD_UNSPECIFIED);
     Reply(peer, MakeResponse(best_effort, parsed.status()));
@@ -168,9 +199,32 @@ void RpcServer::HandleFrames(Service& service, std::vector<Blob>& frames) {
   Message& request = *parsed;
   ++requests_;
   peer.client_id = request.header.client_id();
+  std::optional<Message> response;
+  try {
+    response = Dispatch(service, peer, request);
+  } catch (const std::bad_alloc&) {
+    state_->trim_due = true;
+    response = MakeResponse(request.header,
+                            absl::ResourceExhaustedError(fmt::format(
+                                "{}: out of memory answering {}", options_.name,
+                                MethodName(request.header.method()))));
+  } catch (const std::exception& e) {
+    response = MakeResponse(request.header,
+                            absl::InternalError(fmt::format("{}: {} failed: {}", options_.name,
+                                                            MethodName(request.header.method()),
+                                                            e.what())));
+  } catch (...) {
+    response = MakeResponse(request.header,
+                            absl::InternalError(fmt::format("{}: {} failed", options_.name,
+                                                            MethodName(request.header.method()))));
+  }
+  if (response) Reply(peer, std::move(*response));
+}
+
+std::optional<Message> RpcServer::Dispatch(Service& service, const Peer& peer,
+                                           Message& request) {
   auto it = state_->clients.find(peer.client_id);
   if (it != state_->clients.end() && !it->second.gone) it->second.last_seen_ms = NowMillis();
-
   std::optional<Message> response;
   switch (request.header.method()) {
     case wire::HEARTBEAT:
@@ -185,11 +239,6 @@ void RpcServer::HandleFrames(Service& service, std::vector<Blob>& frames) {
       response = MakeResponse(request.header, absl::OkStatus());
       break;
     case wire::HELLO:
-      if (peer.client_id < 0) {
-        response = MakeResponse(request.header,
-                                absl::InvalidArgumentError("hello with a negative client id"));
-        break;
-      }
       if (it == state_->clients.end() || it->second.gone) {
         if (it == state_->clients.end()) ++state_->registered;
         state_->clients[peer.client_id] = {NowMillis(), false};
@@ -199,7 +248,7 @@ void RpcServer::HandleFrames(Service& service, std::vector<Blob>& frames) {
     default:
       response = service.Handle(peer, request);
   }
-  if (response) Reply(peer, std::move(*response));
+  return response;
 }
 
 void RpcServer::CheckClients(Service& service) {
@@ -207,9 +256,19 @@ void RpcServer::CheckClients(Service& service) {
   for (auto& [id, client] : state_->clients) {
     if (client.gone || now - client.last_seen_ms <= options_.heartbeat_timeout.count()) continue;
     client.gone = true;
-    spdlog::warn("{}: client {} not heard from for {:.1f} s; treating it as dead", options_.name,
-                 id, (now - client.last_seen_ms) / 1000.0);
+    state_->trim_due = true;
+    state_->lost_log.Warn(fmt::format("{}: client {} not heard from for {:.1f} s; treating it as dead",
+                                      options_.name, id, (now - client.last_seen_ms) / 1000.0));
     service.OnClientGone(id, /*lost=*/true);
+  }
+  state_->reject_log.Flush();
+  state_->lost_log.Flush();
+  if (state_->trim_due && now - state_->last_trim_ms >= kTrimIntervalMs) {
+    // What a bad peer made the server (or ZeroMQ's I/O thread) allocate
+    // goes back to the system, not only to malloc's free lists.
+    malloc_trim(0);
+    state_->trim_due = false;
+    state_->last_trim_ms = now;
   }
 }
 
@@ -225,6 +284,9 @@ Status RpcServer::Serve(Service& service, const std::atomic<bool>& stop) {
       for (int i = 0; i < 256 && ReceiveFrames(st.socket, frames, overflow); ++i) {
         if (overflow) {
           ++rejected_;
+          st.trim_due = true;
+          st.reject_log.Warn(fmt::format("{}: dropped a message of more than {} frames",
+                                         options_.name, kMaxFrames));
           continue;
         }
         if (frames.size() >= 1) HandleFrames(service, frames);
@@ -282,6 +344,10 @@ RpcClient::RpcClient(ClientOptions options)
 
 StatusOr<std::unique_ptr<RpcClient>> RpcClient::Create(const ClientOptions& options) {
   if (options.servers.empty()) return absl::InvalidArgumentError("no servers to connect to");
+  if (options.token.empty()) return absl::InvalidArgumentError("no job token");
+  if (!options.curve_secret_key.empty()) {
+    RETURN_IF_ERROR(ValidateCurveSecretKey(options.curve_secret_key, "the job key"));
+  }
   std::unique_ptr<RpcClient> client(new RpcClient(options));
   client->shared_->health = std::make_unique<Shared::ServerHealth[]>(options.servers.size());
   if (options.heartbeat_timeout.count() > 0) {
@@ -334,13 +400,20 @@ Status RpcClient::ServerStatus(int server) const {
 
 namespace {
 
+// The socket to `server` in `sockets`, connected on first use.
 zmq::socket_t& SocketFor(zmq::context_t& context,
                          std::vector<std::unique_ptr<zmq::socket_t>>& sockets, int server,
-                         const std::string& endpoint) {
+                         const ClientOptions& options) {
   if (!sockets[server]) {
-    sockets[server] = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
-    ConfigureSocket(*sockets[server]);
-    sockets[server]->connect(endpoint);
+    auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
+    ConfigureSocket(*socket);
+    Status secured =
+        SecureClientSocket(*socket, JobCredentials{options.token, options.curve_secret_key});
+    // The key was checked in Create(): only ZeroMQ itself can fail here,
+    // and zmq::error_t reports its errno.
+    if (!secured.ok()) throw zmq::error_t();
+    socket->connect(options.servers[server]);
+    sockets[server] = std::move(socket);
   }
   return *sockets[server];
 }
@@ -387,7 +460,7 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
       h.set_timeout_ms(static_cast<uint32_t>(deadline.RemainingMillis()));
       pending.push_back({call.server, h.request_id(), h.method()});
       zmq::socket_t& s =
-          SocketFor(shared_->context, set->sockets, call.server, options_.servers[call.server]);
+          SocketFor(shared_->context, set->sockets, call.server, options_);
       while (!SendMessage(s, nullptr, call.request)) {
         if (deadline.Expired()) {
           return finish(absl::DeadlineExceededError(
@@ -425,8 +498,15 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
         for (size_t i = 0; i < pending.size(); ++i) {
           if (!answered[i]) late.push_back(Describe(pending[i].server));
         }
+        bool never = false;
+        for (size_t i = 0; i < pending.size(); ++i) {
+          never |= !answered[i] && !shared_->health[pending[i].server].contacted.load();
+        }
         return finish(absl::DeadlineExceededError(fmt::format(
-            "{} did not answer {} in time", fmt::join(late, ", "), MethodName(pending[0].method))));
+            "{} did not answer {} in time{}", fmt::join(late, ", "), MethodName(pending[0].method),
+            never ? " (never answered this process: is it running, and do both sides use the "
+                    "same job key and encryption setting?)"
+                  : "")));
       }
       if (Status s = CheckInterrupt(); !s.ok()) {
         return finish(Annotate(s, fmt::format("waiting for {}", MethodName(pending[0].method))));
@@ -496,7 +576,7 @@ void RpcClient::HeartbeatLoop() {
       for (int s = 0; s < num_servers(); ++s) {
         Shared::ServerHealth& h = shared_->health[s];
         if (!h.contacted.load() || h.dead.load()) continue;
-        zmq::socket_t& socket = SocketFor(shared_->context, sockets, s, options_.servers[s]);
+        zmq::socket_t& socket = SocketFor(shared_->context, sockets, s, options_);
         bool overflow = false;
         while (ReceiveFrames(socket, frames, overflow)) {
           StatusOr<Message> parsed = ParseMessage(std::move(frames), "");

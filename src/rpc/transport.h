@@ -2,6 +2,9 @@
 //
 // The ZeroMQ transport, the only user of libzmq in tessera.
 //
+// Peers authenticate in the ZeroMQ handshake, before they can send a frame,
+// and the wire is encrypted unless turned off (src/rpc/security.h).
+//
 // RpcServer owns one ROUTER socket, used only by the thread that runs
 // Serve(). It validates every message (ParseMessage), answers heartbeats,
 // keeps track of its clients (HELLO registers, GOODBYE leaves, silence longer
@@ -51,16 +54,31 @@ class Service {
   virtual void OnClientGone(int client_id, bool lost) {}
 };
 
+// The largest message frame a server accepts by default: clients send ids
+// and rows in pieces of at most 1 MiB (4096 seeds for graph requests); a
+// push of a single row larger than this needs a larger limit on the servers.
+inline constexpr int64_t kDefaultMaxMessageBytes = int64_t{8} << 20;
+
 struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 0;  // 0: any free port; see RpcServer::port().
   std::string token;
+  std::string curve_secret_key;  // Z85; empty: no encryption (security.h).
   std::string name = "server";      // For log messages.
   Millis heartbeat_timeout{30000};  // A client silent this long is dead.
   Millis startup_timeout{600000};   // Give up if no client says hello.
   int expected_clients = 0;         // 0: unknown; exit when all known left.
-  int64_t max_message_bytes = int64_t{16} << 30;
+  // Larger frames drop their connection, handshake included.
+  int64_t max_message_bytes = kDefaultMaxMessageBytes;
+  // A connection that has not completed its handshake by then is closed.
+  Millis handshake_timeout{10000};
+  // ZeroMQ pings every connection this often and closes one whose peer
+  // stays silent for three intervals (dead hosts, half-open connections).
+  Millis connection_heartbeat{5000};
 };
+
+// Client ids a server accepts when it does not know the job's size.
+inline constexpr int kMaxClients = 1 << 16;
 
 class RpcServer {
  public:
@@ -81,11 +99,16 @@ class RpcServer {
   // Safe to read from any thread.
   uint64_t requests_served() const { return requests_.load(); }
   uint64_t requests_rejected() const { return rejected_.load(); }
+  // Connections refused in the handshake (no job key or token).
+  uint64_t connections_refused() const;
 
  private:
   struct State;
   explicit RpcServer(ServerOptions options);
   void HandleFrames(Service& service, std::vector<Blob>& frames);
+  void Send(const Peer& peer, Message& response);
+  // The response to a validated request (nullopt: answered later).
+  std::optional<Message> Dispatch(Service& service, const Peer& peer, Message& request);
   void CheckClients(Service& service);
 
   ServerOptions options_;
@@ -97,6 +120,7 @@ class RpcServer {
 
 struct ClientOptions {
   std::string token;
+  std::string curve_secret_key;  // Z85; empty: no encryption (security.h).
   int client_id = 0;
   std::vector<std::string> servers;  // ZeroMQ endpoints; index = server id.
   Millis heartbeat_interval{1000};

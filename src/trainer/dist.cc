@@ -185,6 +185,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   ctx->host_address_ = ip.machines[static_cast<size_t>(env->machine_id)].ip;
   kv::KvClientOptions kv_options{.job_id = env->job_id,
                                  .token = env->token,
+                                 .curve_secret_key = env->curve_secret_key,
                                  .client_id = env->rank,
                                  .machine_id = env->machine_id,
                                  .servers = ip.ServerEndpoints(env->num_servers),

@@ -14,6 +14,7 @@
 #include "src/base/test_util.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/local_job.h"
+#include "src/rpc/security.h"
 #include "src/shm/segment.h"
 #include "zmq.hpp"
 
@@ -200,6 +201,7 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
   std::vector<std::string> endpoints = (*job)->ip_config().ServerEndpoints(1);
   auto client = kv::KvClient::Connect({.job_id = env.job_id,
                                        .token = env.token,
+                                       .curve_secret_key = env.curve_secret_key,
                                        .client_id = 0,
                                        .machine_id = -1,
                                        .servers = endpoints,
@@ -213,6 +215,8 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
   zmq::socket_t raw(context, zmq::socket_type::dealer);
   raw.set(zmq::sockopt::linger, 0);
   raw.set(zmq::sockopt::rcvtimeo, 10000);
+  // A job member gone rogue: it holds the job's key and token.
+  ASSERT_TRUE(rpc::SecureClientSocket(raw, {env.token, env.curve_secret_key}).ok());
   raw.connect(endpoints[0]);
   std::mt19937_64 rng(123);
   auto random_bytes = [&](size_t n) {

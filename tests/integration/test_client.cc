@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   kv::KvClientOptions options{
       .job_id = job.job_id,
       .token = job.token,
+      .curve_secret_key = job.curve_secret_key,
       .client_id = job.rank,
       .machine_id = job.machine_id,
       .servers = ip->ServerEndpoints(job.num_servers),

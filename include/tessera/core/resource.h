@@ -24,6 +24,11 @@ std::string FormatBytes(int64_t bytes);
 // memory then stays in RSS up to the process's peak. Idempotent.
 void RetainFreedMemory();
 
+// Raises this process's soft limit on open descriptors to its hard limit
+// (servers: connections beyond the default 1024 or less must not starve the
+// job's own). Returns the limit now in force.
+int64_t RaiseDescriptorLimit();
+
 }  // namespace tessera
 
 #endif  // TESSERA_INCLUDE_TESSERA_CORE_RESOURCE_H_
