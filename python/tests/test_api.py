@@ -75,7 +75,8 @@ def test_dead_server_is_a_clear_python_error(cora_parts, tmp_path):
     ip = tmp_path / "ip_config.txt"
     ip.write_text("".join(f"127.0.0.1 {p}\n" for p in ports))
     job = "jt" + secrets.token_hex(6)
-    env = dict(os.environ, TESSERA_JOB_ID=job, TESSERA_JOB_TOKEN=secrets.token_hex(16))
+    env = dict(os.environ, TESSERA_JOB_ID=job, TESSERA_JOB_TOKEN=secrets.token_hex(16),
+               TESSERA_JOB_ENCRYPTION="off")
     servers = [subprocess.Popen([f"{BIN}/tessera", "server", "--ip-config", str(ip),
                                  "--part-config", cora_parts[2], "--server-id", str(i),
                                  "--num-clients", "1", "--job-id", job],
