@@ -76,7 +76,15 @@ TEST(PartitionConfig, ReadsDglLegacyMapsAndRejectsJunk) {
       {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1, "halo_hops": 1,
            "node_map": [[0, 9]], "edge_map": [[0, 2]], "tessera": {"node_feats": 5},
            "part-0": {"part_graph": "a", "node_feats": "b", "edge_feats": "c"}})",
-       "type"},
+       "'tessera'.'node_feats' must be a list of array names"},
+      {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1, "halo_hops": 1,
+           "node_map": [[0, 9]], "edge_map": [[0, 2]], "tessera": {"node_feats": ["../x"]},
+           "part-0": {"part_graph": "a", "node_feats": "b", "edge_feats": "c"}})",
+       "has the array name '../x'"},
+      {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1, "halo_hops": 1,
+           "node_map": [[0, 9]], "edge_map": [[0, 2]],
+           "part-0": {"part_graph": "a/../../b", "node_feats": "b", "edge_feats": "c"}})",
+       "'part-0'.'part_graph' = 'a/../../b' leaves the config's folder"},
   };
   for (const auto& [json, reason] : bad) {
     testing::WriteAll(dir / "bad.json", json);

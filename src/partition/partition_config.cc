@@ -86,6 +86,64 @@ std::string PartitionConfigToJson(const PartitionConfig& c) {
 
 namespace {
 
+// `text` with NUL and other control characters shown as \xNN, for messages.
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      out += StrCat("\\x", "0123456789abcdef"[(ch >> 4) & 0xf], "0123456789abcdef"[ch & 0xf]);
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out;
+}
+
+// A part's path must stay inside the config's folder: relative, and no ".."
+// that climbs out of it (symbolic links inside the folder are the user's
+// business).
+Status CheckPartPath(const std::string& value, const std::string& key, const std::string& field,
+                     const std::string& path) {
+  const std::filesystem::path rel = std::filesystem::path(value).lexically_normal();
+  const bool escapes = !rel.empty() && *rel.begin() == "..";
+  if (value.find('\0') != std::string::npos || rel.is_absolute() || escapes) {
+    return absl::InvalidArgumentError(
+        StrCat(path, ": '", key, "'.'", field, "' = '", Printable(value),
+               "' leaves the config's folder: paths in a partition config must be relative to "
+               "it and stay inside it"));
+  }
+  return absl::OkStatus();
+}
+
+// Array names become the files <folder>/<name>.npy: a name must be a plain
+// file name (no '/', not "." or "..", no NUL, not empty).
+StatusOr<std::vector<std::string>> ParseArrayNames(const json& t, const char* field,
+                                                   const std::string& path) {
+  std::vector<std::string> names;
+  if (!t.contains(field)) return names;
+  const json& list = t[field];
+  if (!list.is_array()) {
+    return absl::InvalidArgumentError(
+        StrCat(path, ": 'tessera'.'", field, "' must be a list of array names"));
+  }
+  for (const json& item : list) {
+    if (!item.is_string()) {
+      return absl::InvalidArgumentError(
+          StrCat(path, ": 'tessera'.'", field, "' must be a list of array names, found ",
+                 item.dump()));
+    }
+    std::string name = item.get<std::string>();
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+        name.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(StrCat(
+          path, ": 'tessera'.'", field, "' has the array name '", Printable(name),
+          "': an array name must be a plain file name (not empty, no '/', '..' or NUL)"));
+    }
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
 StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
   auto missing = [&](const char* key) {
     return absl::InvalidArgumentError(StrCat(path, ": missing or invalid key '", key, "'"));
@@ -127,14 +185,15 @@ StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
         return absl::InvalidArgumentError(StrCat(path, ": '", key, "' lacks '", name, "'"));
       }
       *field = files[name];
+      RETURN_IF_ERROR(CheckPartPath(*field, key, name, path));
     }
     c.parts.push_back(std::move(f));
   }
   if (j.contains("tessera") && j["tessera"].is_object()) {
     const json& t = j["tessera"];
     c.num_trainers_per_machine = t.value("num_trainers_per_machine", 1);
-    c.node_feat_names = t.value("node_feats", std::vector<std::string>{});
-    c.edge_feat_names = t.value("edge_feats", std::vector<std::string>{});
+    ASSIGN_OR_RETURN(c.node_feat_names, ParseArrayNames(t, "node_feats", path));
+    ASSIGN_OR_RETURN(c.edge_feat_names, ParseArrayNames(t, "edge_feats", path));
     c.balance_ntypes = t.value("balance_ntypes", "");
     c.balance_edges = t.value("balance_edges", false);
     c.seed = t.value("seed", uint64_t{0});

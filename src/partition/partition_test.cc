@@ -1,10 +1,12 @@
 #include "src/partition/partition.h"
 
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <tuple>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "src/base/test_util.h"
 #include "src/graph/generator.h"
 #include "src/graph/npy.h"
@@ -448,6 +450,71 @@ TEST(LoadPartition, RejectsCorruptParts) {
   // A missing feature file.
   ASSERT_TRUE(RemoveAll(dir / "part1/graph").ok());
   EXPECT_EQ(LoadPartition(r->config_path, 1).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A config may only name files inside its own folder: an array name or a
+// part path that climbs out of it is refused, naming the file and the name,
+// even when the file it points at exists and has the right shape.
+TEST(LoadPartition, RefusesNamesAndPathsOutsideTheConfigFolder) {
+  Graph g = HandDrawn();
+  TempDir dir;
+  auto r = PartitionGraph(g, "g", 2, dir / "parts", {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto lp = LoadPartition(r->config_path, 0);
+  ASSERT_TRUE(lp.ok()) << lp.status();
+  // A "secret" outside the partition folder, shaped like a node array of part 0.
+  ASSERT_TRUE(WriteNpy(dir / "secret.npy",
+                       Array::Zeros(DType::kFloat32, {lp->num_inner_nodes(), 2}))
+                  .ok());
+  const std::string original = ReadAll(r->config_path);
+  auto rewrite = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = nlohmann::json::parse(original);
+    edit(j);
+    testing::WriteAll(r->config_path, j.dump(2));
+  };
+  struct Case {
+    std::string name;
+    std::function<void(nlohmann::json&)> edit;
+    std::string expect;
+  };
+  const std::vector<Case> bad = {
+      {"name climbing out",
+       [](nlohmann::json& j) { j["tessera"]["node_feats"].push_back("../../../secret"); },
+       "'tessera'.'node_feats' has the array name '../../../secret'"},
+      {"name with a slash",
+       [](nlohmann::json& j) { j["tessera"]["edge_feats"].push_back("sub/w"); },
+       "'tessera'.'edge_feats' has the array name 'sub/w'"},
+      {"dot dot", [](nlohmann::json& j) { j["tessera"]["node_feats"].push_back(".."); },
+       "array name '..'"},
+      {"empty name", [](nlohmann::json& j) { j["tessera"]["node_feats"].push_back(""); },
+       "array name ''"},
+      {"NUL in a name",
+       [](nlohmann::json& j) { j["tessera"]["node_feats"].push_back(std::string("x\0y", 3)); },
+       "array name 'x\\x00y'"},
+      {"name of the wrong type", [](nlohmann::json& j) { j["tessera"]["node_feats"].push_back(7); },
+       "'tessera'.'node_feats' must be a list of array names, found 7"},
+      {"part path climbing out",
+       [](nlohmann::json& j) { j["part-0"]["node_feats"] = "part0/../../.."; },
+       "'part-0'.'node_feats' = 'part0/../../..' leaves the config's folder"},
+      {"absolute part path", [](nlohmann::json& j) { j["part-1"]["part_graph"] = "/etc"; },
+       "'part-1'.'part_graph' = '/etc' leaves the config's folder"},
+  };
+  for (const Case& c : bad) {
+    SCOPED_TRACE(c.name);
+    rewrite(c.edit);
+    Status st = LoadPartition(r->config_path, 0).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_NE(std::string(st.message()).find(r->config_path + ": "), std::string::npos) << st;
+    EXPECT_NE(std::string(st.message()).find(c.expect), std::string::npos) << st;
+  }
+  // Paths that wander but stay inside are fine.
+  rewrite([](nlohmann::json& j) {
+    j["part-0"]["part_graph"] = "part1/../part0/./graph";
+    j["part-0"]["node_feats"] = "./part0/node_feat/";
+  });
+  lp = LoadPartition(r->config_path, 0);
+  ASSERT_TRUE(lp.ok()) << lp.status();
+  EXPECT_EQ(lp->node_data.count("x"), 1u);
 }
 
 TEST(PublicApi, DglNamesRoundTrip) {
