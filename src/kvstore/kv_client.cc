@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -68,13 +69,19 @@ Status UnpackSample(const Message& response, std::span<const int64_t> seeds, int
   bool ok = a.size() == 3 && IsIdArray(a[0]) && IsIdArray(a[1]) && a[0].shape == a[1].shape &&
             a[2].dtype == DType::kInt64 && a[2].shape.size() == 1 &&
             a[2].shape[0] == static_cast<int64_t>(seeds.size());
+  // Every count is checked against what is left before it is added: forged
+  // counts must neither wrap the sum nor point past the arrays.
   int64_t total = 0;
   if (ok) {
+    const int64_t edges = a[0].shape[0];
     for (int64_t c : a[2].span<int64_t>()) {
-      ok &= c >= 0;
+      if (c < 0 || c > edges - total) {
+        ok = false;
+        break;
+      }
       total += c;
     }
-    ok &= total == a[0].shape[0];
+    ok &= total == edges;
   }
   if (!ok) {
     return absl::DataLossError(fmt::format(
@@ -192,8 +199,20 @@ Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book) {
         fmt::format("tensor '{}': shape[0] must be the number of {}s ({}), with 1 to {} dimensions",
                     spec.name, shm::PolicyName(spec.policy), rows, int{shm::Catalog::kMaxDims}));
   }
+  // The size in bytes, checked: a wrapped product would pass every later
+  // test with a buffer far too small.
+  uint64_t bytes = DTypeSize(spec.dtype);
   for (int64_t d : spec.shape) {
-    if (d < 0) return absl::InvalidArgumentError("negative dimension");
+    if (d < 0) {
+      return absl::InvalidArgumentError(fmt::format("tensor '{}': negative dimension in [{}]",
+                                                    spec.name, fmt::join(spec.shape, ", ")));
+    }
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes) ||
+        bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return absl::InvalidArgumentError(
+          fmt::format("tensor '{}': shape [{}] of {} is more than 2^63 bytes", spec.name,
+                      fmt::join(spec.shape, ", "), DTypeName(spec.dtype)));
+    }
   }
   return absl::OkStatus();
 }
@@ -360,6 +379,19 @@ StatusOr<std::vector<TensorMeta>> KvClient::List() {
     out.push_back(std::move(meta));
   }
   return out;
+    // Buffers are sized from this shape: it must be one a tensor can have.
+    uint64_t row_bytes = DTypeSize(meta.dtype);
+    bool valid = meta.shape.size() <= shm::Catalog::kMaxDims;
+    for (size_t i = 0; valid && i < meta.shape.size(); ++i) {
+      valid = meta.shape[i] >= 0 &&
+              (i == 0 || !__builtin_mul_overflow(row_bytes, static_cast<uint64_t>(meta.shape[i]),
+                                                 &row_bytes));
+    }
+    if (!valid || row_bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return absl::DataLossError(fmt::format("{} lists '{}' with an impossible shape [{}]",
+                                             rpc_->endpoint(server), meta.key,
+                                             fmt::join(meta.shape, ", ")));
+    }
 }
 
 StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, const std::string& what,

@@ -23,6 +23,16 @@ using rpc::WireArray;
 
 constexpr size_t kCopyChunk = size_t{64} << 20;
 
+// Barriers of more clients than this are refused even when the job size is
+// unknown: each waiting client holds an entry until the barrier completes.
+constexpr int kMaxBarrierClients = 1 << 16;
+
+std::string Bytes(uint64_t n) {
+  return n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+             ? fmt::format("{} B", n)
+             : FormatBytes(static_cast<int64_t>(n));
+}
+
 }  // namespace
 
 KvServer::KvServer(KvServerOptions options, PartitionBook book, std::string graph_name,
@@ -58,6 +68,10 @@ StatusOr<std::unique_ptr<KvServer>> KvServer::Load(const KvServerOptions& option
   for (const auto& [name, array] : part.edge_data) arrays.push_back({"edge/" + name, &array});
   int64_t total = 0;
   for (const auto& entry : arrays) total += static_cast<int64_t>(entry.second->nbytes());
+  RETURN_IF_ERROR(
+      Annotate(shm::CheckSharedMemoryRoom(fmt::format("partition {}", options.machine_id),
+                                          static_cast<uint64_t>(total)),
+               what));
   Progress progress(fmt::format("{}: copying partition to shared memory", what), total, "bytes");
   int64_t done = 0;
   shm::Catalog& cat = server->shards_->mutable_catalog();
@@ -71,8 +85,12 @@ StatusOr<std::unique_ptr<KvServer>> KvServer::Load(const KvServerOptions& option
                   : name.rfind("node/", 0) == 0 ? shm::Policy::kNode
                                                 : shm::Policy::kEdge;
     info.id = cat.ReserveId(&info.segment);
-    ASSIGN_OR_RETURN(shm::SharedSegment segment,
-                     shm::SharedSegment::Create(info.segment, array->nbytes()));
+    StatusOr<shm::SharedSegment> created = shm::SharedSegment::Create(info.segment, array->nbytes());
+    if (!created.ok()) {
+      return Annotate(created.status(), fmt::format("{}: loading '{}' of partition {}", what, name,
+                                                    options.machine_id));
+    }
+    shm::SharedSegment segment = std::move(*created);
     const char* src = static_cast<const char*>(array->data());
     char* dst = static_cast<char*>(segment.data());
     for (size_t off = 0; off < array->nbytes(); off += kCopyChunk) {
@@ -120,6 +138,32 @@ Status KvServer::EnsureCatalog() {
 }
 
 std::optional<Message> KvServer::Handle(const rpc::Peer& peer, Message& request) {
+  try {
+    return Dispatch(peer, request);
+  } catch (const std::bad_alloc&) {
+    return rpc::MakeResponse(
+        request.header, absl::ResourceExhaustedError(fmt::format(
+                            "server {}: out of memory while serving {}", server_id(),
+                            rpc::MethodName(request.header.method()))));
+  } catch (const std::exception& e) {
+    return rpc::MakeResponse(request.header,
+                             absl::InternalError(fmt::format(
+                                 "server {}: {} failed: {}", server_id(),
+                                 rpc::MethodName(request.header.method()), e.what())));
+  }
+}
+
+Status KvServer::CheckSize(std::string_view what, uint64_t count, uint64_t item_bytes) const {
+  uint64_t bytes = 0;
+  bool overflow = __builtin_mul_overflow(count, item_bytes, &bytes);
+  if (!overflow && bytes <= options_.max_response_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(fmt::format(
+      "{}: {} x {} bytes = {} is more than one request may move ({}); send smaller requests",
+      what, count, item_bytes, overflow ? std::string("more than 2^64 bytes") : Bytes(bytes),
+      Bytes(options_.max_response_bytes)));
+}
+
+std::optional<Message> KvServer::Dispatch(const rpc::Peer& peer, Message& request) {
   StatusOr<Message> response = absl::InternalError("unhandled");
   Status ready = EnsureCatalog();
   if (!ready.ok()) return rpc::MakeResponse(request.header, ready);
@@ -211,8 +255,10 @@ StatusOr<Message> KvServer::Pull(const Message& request) {
     return absl::InvalidArgumentError("pull takes exactly one array (the ids)");
   }
   ASSIGN_OR_RETURN(Shard shard, shards_->Get(request.header.name()));
-  ASSIGN_OR_RETURN(std::vector<int64_t> rows, ToLocalRows(shard, request.arrays[0]));
   size_t row_bytes = shard.info.row_bytes();
+  RETURN_IF_ERROR(CheckSize(fmt::format("pull of '{}'", shard.info.name),
+                            static_cast<uint64_t>(request.arrays[0].rows()), row_bytes));
+  ASSIGN_OR_RETURN(std::vector<int64_t> rows, ToLocalRows(shard, request.arrays[0]));
   void* dst = nullptr;
   rpc::Blob blob = rpc::Blob::Allocate(rows.size() * row_bytes, &dst);
   shards_->catalog().ReadRows(shard.info, shard.data(), rows, 0, nullptr, dst);
@@ -236,6 +282,9 @@ StatusOr<Message> KvServer::Push(const Message& request) {
         fmt::format("unknown push mode {}", request.header.push_mode()));
   }
   ASSIGN_OR_RETURN(Shard shard, shards_->Get(request.header.name()));
+  RETURN_IF_ERROR(CheckSize(fmt::format("push to '{}'", shard.info.name),
+                            static_cast<uint64_t>(request.arrays[0].rows()),
+                            shard.info.row_bytes()));
   ASSIGN_OR_RETURN(std::vector<int64_t> rows, ToLocalRows(shard, request.arrays[0]));
   const WireArray& values = request.arrays[1];
   if (values.dtype != shard.info.dtype || values.row_bytes() != shard.info.row_bytes() ||
@@ -263,6 +312,9 @@ StatusOr<Message> KvServer::SparseUpdate(const Message& request) {
                            .beta1 = args.beta1(),
                            .beta2 = args.beta2()};
   ASSIGN_OR_RETURN(Shard shard, shards_->Get(request.header.name()));
+  RETURN_IF_ERROR(CheckSize(fmt::format("sparse update of '{}'", shard.info.name),
+                            static_cast<uint64_t>(request.arrays[0].rows()),
+                            shard.info.row_bytes()));
   ASSIGN_OR_RETURN(std::vector<int64_t> rows, ToLocalRows(shard, request.arrays[0]));
   const WireArray& grads = request.arrays[1];
   if (grads.dtype != DType::kFloat32 || grads.shape.size() != 2 ||
@@ -316,8 +368,13 @@ StatusOr<Message> KvServer::InitData(const Message& request) {
   }
   shm::Catalog& catalog = shards_->mutable_catalog();
   info.id = catalog.ReserveId(&info.segment);
-  ASSIGN_OR_RETURN(shm::SharedSegment segment,
-                   shm::SharedSegment::Create(info.segment, info.nbytes()));
+  StatusOr<shm::SharedSegment> created = shm::SharedSegment::Create(info.segment, info.nbytes());
+  if (!created.ok()) {
+    return Annotate(created.status(),
+                    fmt::format("server {}: creating '{}' {} [{}]", server_id(), key,
+                                DTypeName(spec.dtype), fmt::join(info.shape, ", ")));
+  }
+  shm::SharedSegment segment = std::move(*created);
   size_t row_elems = info.row_bytes() / DTypeSize(spec.dtype);
   FillInit(spec, segment.data(), row_elems * static_cast<size_t>(info.shape[0]),
            static_cast<uint64_t>(first_row) * row_elems);
@@ -385,6 +442,30 @@ WireArray CompactIds(std::vector<int64_t> ids, int64_t limit) {
 
 }  // namespace
 
+Status KvServer::CheckSampleSize(const sampling::LocalGraph& graph,
+                                 std::span<const int64_t> seeds,
+                                 const SampleRequest& sample) const {
+  // The counts alone: one int64 per seed.
+  RETURN_IF_ERROR(CheckSize("sample", seeds.size(), sizeof(int64_t)));
+  std::vector<int64_t> degrees(seeds.size());
+  RETURN_IF_ERROR(sample.dir == sampling::EdgeDir::kIn ? graph.InDegrees(seeds, degrees.data())
+                                                       : graph.OutDegrees(seeds, degrees.data()));
+  // At most this many edges (exclusions only remove some), each a
+  // neighbour and an edge id of up to 8 bytes.
+  uint64_t edges = static_cast<uint64_t>(seeds.size());  // Room for the counts.
+  bool overflow = false;
+  for (int64_t degree : degrees) {
+    uint64_t d = static_cast<uint64_t>(degree);
+    uint64_t f = static_cast<uint64_t>(sample.fanout);
+    uint64_t picked = sample.fanout < 0 ? d : sample.replace ? (d > 0 ? f : 0) : std::min(d, f);
+    overflow |= __builtin_add_overflow(edges, picked, &edges);
+  }
+  if (overflow) edges = std::numeric_limits<uint64_t>::max();
+  return CheckSize(fmt::format("sample of {} seeds with fanout {}{}", seeds.size(), sample.fanout,
+                               sample.replace ? " (with replacement)" : ""),
+                   edges, 2 * sizeof(int64_t));
+}
+
 StatusOr<Message> KvServer::Sample(const Message& request) {
   if (request.arrays.empty() || request.arrays.size() > 2) {
     return absl::InvalidArgumentError("sample takes the seeds and, optionally, excluded edges");
@@ -404,6 +485,7 @@ StatusOr<Message> KvServer::Sample(const Message& request) {
     return absl::InvalidArgumentError(fmt::format("fanout {} (use -1 for all)", sample.fanout));
   }
   ASSIGN_OR_RETURN(const sampling::LocalGraph* graph, Graph());
+  RETURN_IF_ERROR(CheckSampleSize(*graph, seeds, sample));
   WeightsShard weights;
   if (!args.prob().empty()) {
     std::string key = "edge/" + args.prob();
@@ -426,6 +508,7 @@ StatusOr<Message> KvServer::Sample(const Message& request) {
 StatusOr<Message> KvServer::Degrees(const Message& request) {
   if (request.arrays.size() != 1) return absl::InvalidArgumentError("degrees take one array");
   ASSIGN_OR_RETURN(std::span<const int64_t> nids, IdsArg(request, 0, "node ids"));
+  RETURN_IF_ERROR(CheckSize("degrees", nids.size(), sizeof(int64_t)));
   ASSIGN_OR_RETURN(const sampling::LocalGraph* graph, Graph());
   std::vector<int64_t> degrees(nids.size());
   if (request.header.method() == wire::IN_DEGREES) {
@@ -441,6 +524,7 @@ StatusOr<Message> KvServer::Degrees(const Message& request) {
 StatusOr<Message> KvServer::FindEdges(const Message& request) {
   if (request.arrays.size() != 1) return absl::InvalidArgumentError("find_edges takes one array");
   ASSIGN_OR_RETURN(std::span<const int64_t> eids, IdsArg(request, 0, "edge ids"));
+  RETURN_IF_ERROR(CheckSize("find_edges", eids.size(), 2 * sizeof(int64_t)));
   ASSIGN_OR_RETURN(const sampling::LocalGraph* graph, Graph());
   std::vector<int64_t> src(eids.size()), dst(eids.size());
   RETURN_IF_ERROR(graph->FindEdges(eids, src.data(), dst.data()));
@@ -456,13 +540,31 @@ std::optional<Message> KvServer::Barrier(const rpc::Peer& peer, const Message& r
                              absl::FailedPreconditionError("barriers are served by server 0"));
   }
   int expected = request.header.barrier().num_clients();
-  if (expected <= 0) {
-    return rpc::MakeResponse(request.header,
-                             absl::InvalidArgumentError("barrier needs num_clients > 0"));
+  int limit = options_.num_clients > 0 ? std::min(options_.num_clients, kMaxBarrierClients)
+                                       : kMaxBarrierClients;
+  if (expected <= 0 || expected > limit) {
+    return rpc::MakeResponse(
+        request.header,
+        absl::InvalidArgumentError(fmt::format(
+            "barrier of {} clients: num_clients must be 1 to {}{}", expected, limit,
+            options_.num_clients > 0 ? " (the clients of this job)" : "")));
   }
   // A client retrying after its own timeout replaces its earlier entry.
   std::erase_if(barrier_.waiting,
                 [&](const auto& w) { return w.first.client_id == peer.client_id; });
+  // Every participant of a round must agree on its size, so the table never
+  // holds more than that many entries (one per client).
+  if (!barrier_.waiting.empty()) {
+    int current = barrier_.waiting.front().second.barrier().num_clients();
+    if (expected != current) {
+      return rpc::MakeResponse(
+          request.header,
+          absl::InvalidArgumentError(fmt::format(
+              "barrier of {} clients from client {} while a barrier of {} clients is in "
+              "progress ({} waiting): every client must pass the same num_clients",
+              expected, peer.client_id, current, barrier_.waiting.size())));
+    }
+  }
   barrier_.waiting.emplace_back(peer, request.header);
   // Fail once it cannot complete: everyone has shown up at some point, but
   // fewer than `expected` are still here.

@@ -13,7 +13,10 @@
 // / DELETE_DATA (main servers), LIST_DATA, BARRIER (global server 0 only),
 // and the graph operations SAMPLE, IN_DEGREES, OUT_DEGREES and FIND_EDGES on
 // the nodes and edges of this machine's partition.
-// Every argument is validated; a bad one is an error response.
+// Every argument is validated; a bad one is an error response, and so is a
+// request whose answer would exceed options.max_response_bytes. No request
+// throws out of Handle: an exception (std::bad_alloc included) becomes an
+// error response.
 //
 // Not thread-safe: driven by the one thread that runs RpcServer::Serve.
 #ifndef TESSERA_SRC_KVSTORE_KV_SERVER_H_
@@ -24,10 +27,13 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/kvstore/kv_store.h"
 #include "src/kvstore/shard_map.h"
 #include "src/partition/partition_book.h"
 #include "src/rpc/transport.h"
@@ -40,6 +46,12 @@ struct KvServerOptions {
   int machine_id = 0;       // = partition served.
   int local_index = 0;      // 0: the main server, which loads the data.
   int servers_per_machine = 1;
+  // Clients of the whole job (0: unknown). Barriers of more are refused.
+  int num_clients = 0;
+  // Largest answer (and largest rows payload of a push) one request may
+  // cause, in bytes: larger requests are refused with ResourceExhausted
+  // naming the sizes. Clients send 1 MiB / 4096-seed pieces.
+  size_t max_response_bytes = size_t{256} << 20;
 };
 
 class KvServer : public rpc::Service {
@@ -66,6 +78,10 @@ class KvServer : public rpc::Service {
  private:
   KvServer(KvServerOptions options, PartitionBook book, std::string graph_name, int halo_hops);
   Status EnsureCatalog();
+  std::optional<rpc::Message> Dispatch(const rpc::Peer& peer, rpc::Message& request);
+  // ResourceExhausted unless `count` items of `item_bytes` bytes stay within
+  // options_.max_response_bytes.
+  Status CheckSize(std::string_view what, uint64_t count, uint64_t item_bytes) const;
   StatusOr<rpc::Message> Hello(const rpc::Message& request);
   StatusOr<rpc::Message> Pull(const rpc::Message& request);
   StatusOr<rpc::Message> Push(const rpc::Message& request);
@@ -77,6 +93,9 @@ class KvServer : public rpc::Service {
   StatusOr<rpc::Message> Degrees(const rpc::Message& request);
   StatusOr<rpc::Message> FindEdges(const rpc::Message& request);
   StatusOr<const sampling::LocalGraph*> Graph();
+  // ResourceExhausted if sampling `seeds` may answer more than the limit.
+  Status CheckSampleSize(const sampling::LocalGraph& graph, std::span<const int64_t> seeds,
+                         const SampleRequest& sample) const;
   std::optional<rpc::Message> Barrier(const rpc::Peer& peer, const rpc::Message& request);
   // Local rows of `ids` (global ids of `shard`'s policy); error if any id is
   // not owned by this machine.
