@@ -113,7 +113,8 @@ std::shared_ptr<Context> initialize(const std::string& ip_config = "",
                                     const InitOptions& options = {});
 // Says goodbye to the servers and forgets the context (DistGraphs and
 // DistTensors still holding it keep it alive until they go). Idempotent;
-// also happens at exit.
+// also happens at exit. Never throws: a goodbye a server does not answer in
+// time (a loaded or stopped server) is logged as a warning.
 void exit_client();
 
 enum class PartPolicy { kAuto, kNode, kEdge };

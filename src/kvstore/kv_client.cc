@@ -331,9 +331,13 @@ KvClient::~KvClient() {
   // A failed Connect() says no goodbyes (servers that answered it notice the
   // silence); waiting on unreachable servers would only delay the error.
   if (rpc_ && connected_) {
-    Status s = Close();
-    if (!s.ok())
-      spdlog::debug("client {}: goodbye: {}", options_.client_id, std::string(s.message()));
+    try {
+      Status s = Close();
+      if (!s.ok())
+        spdlog::warn("client {}: goodbye: {}", options_.client_id, std::string(s.message()));
+    } catch (const std::exception& e) {  // Nothing leaves a destructor.
+      spdlog::warn("client {}: goodbye: {}", options_.client_id, e.what());
+    }
   }
 }
 
@@ -860,7 +864,15 @@ Status KvClient::Close() {
     calls.push_back({s, rpc::MakeRequest(wire::GOODBYE)});
   }
   if (calls.empty()) return absl::OkStatus();
-  return rpc_->CallMany(std::move(calls), Deadline::InSeconds(5)).status();
+  // The client's work is done: a goodbye that is late (a loaded server) or
+  // fails (a stopped one) is worth a warning, never the program's error; a
+  // server also notices a client that left by its missing heartbeats.
+  Status said = rpc_->CallMany(std::move(calls), Deadline::InSeconds(5)).status();
+  if (!said.ok()) {
+    spdlog::warn("client {}: goodbye not confirmed ({}); closing anyway", options_.client_id,
+                 std::string(said.message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tessera::kv

@@ -89,7 +89,9 @@ class KvClient : public KvStore {
   // Waits until all options.num_clients clients called Barrier.
   Status Barrier() override;
   StatusOr<int64_t> BarrierMax(int64_t value) override;
-  // Says goodbye to every server. Idempotent.
+  // Says goodbye to every server. Idempotent. A goodbye that times out or
+  // fails is logged as a warning naming the servers, and Close() still
+  // returns OK: ending the client never masks the program's result.
   Status Close() override;
 
   StatusOr<sampling::SampledEdges> SampleNeighbors(std::span<const int64_t> seeds,

@@ -147,11 +147,22 @@ std::shared_ptr<Context> CurrentContext() {
 
 }  // namespace
 
-Context::~Context() {
-  if (store_) {
-    Status s = store_->Close();
-    if (!s.ok()) spdlog::warn("closing the key-value store: {}", std::string(s.message()));
+namespace {
+
+// Says goodbye for a context that ends; an exit path: logs, never throws.
+void CloseQuietly(kv::KvStore& store, const char* what) {
+  try {
+    Status s = store.Close();
+    if (!s.ok()) spdlog::warn("{}: closing the key-value store: {}", what, std::string(s.message()));
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: closing the key-value store: {}", what, e.what());
   }
+}
+
+}  // namespace
+
+Context::~Context() {
+  if (store_) CloseQuietly(*store_, "tessera");
 }
 
 std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOptions& options) {
@@ -211,9 +222,10 @@ void exit_client() {
     std::lock_guard<std::mutex> lock(g_mutex);
     ctx = std::move(g_context);
   }
-  if (ctx && ctx->store_ && ctx.use_count() == 1) {
-    ThrowIfError(ctx->store_->Close(), "exit_client");
-  }
+  // The program's work is done: a goodbye that fails is a warning (logged
+  // by Close()), never an exception that would end the program in
+  // std::terminate and lose its buffered output.
+  if (ctx && ctx->store_ && ctx.use_count() == 1) CloseQuietly(*ctx->store_, "exit_client");
 }
 
 // ------------------------------------------------------------ DistTensor
@@ -230,8 +242,12 @@ struct DistTensor::State {
 
   ~State() {
     if (!owner || persistent || !context->store_) return;
-    Status s = context->store_->DeleteData(key);
-    if (!s.ok()) spdlog::warn("deleting DistTensor '{}': {}", name, std::string(s.message()));
+    try {
+      Status s = context->store_->DeleteData(key);
+      if (!s.ok()) spdlog::warn("deleting DistTensor '{}': {}", name, std::string(s.message()));
+    } catch (const std::exception& e) {  // Nothing leaves a destructor.
+      spdlog::warn("deleting DistTensor '{}': {}", name, e.what());
+    }
   }
   kv::KvStore& store() const {
     if (!context->store_) throw Error("standalone mode: create a DistGraph before DistTensors");

@@ -6,8 +6,10 @@
 // sockets and shared memory) serving a two-part Cora partition.
 #include "include/tessera/dist.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "gtest/gtest.h"
 #include "include/tessera/embedding.h"
@@ -15,6 +17,8 @@
 #include "include/tessera/parallel.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/partition/load_partition.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 
 namespace tessera::dist {
 namespace {
@@ -349,6 +353,7 @@ TEST(DistTest, Distributed) {
   }
   std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", cluster.job()},
                                             {"TESSERA_JOB_TOKEN", "t"},
+                                            {"TESSERA_JOB_KEY", cluster.key()},
                                             {"TESSERA_IP_CONFIG", ip_config},
                                             {"TESSERA_PART_CONFIG", config},
                                             {"TESSERA_NUM_SERVERS", "1"},
@@ -366,6 +371,53 @@ TEST(DistTest, Distributed) {
   CheckInference(config);
   EXPECT_THROW(DistGraph("citeseer", config), Error);
   exit_client();
+}
+
+// Ending a job never masks its result: servers that stopped (or are too
+// loaded to answer the goodbye in time) make exit_client() log a warning
+// naming them, not throw, which would end a finished program in
+// std::terminate.
+TEST(DistTest, ExitClientWarnsWhenServersDoNotAnswerGoodbye) {
+  tessera::testing::TempDir dir;
+  std::string config = kv::testing::PartitionCora(dir.path(), 2);
+  auto cluster = std::make_unique<kv::testing::TestCluster>(config, 2, 1);
+  std::string ip_config = dir / "ip_config.txt";
+  {
+    std::ofstream out(ip_config);
+    for (const std::string& e : cluster->endpoints()) {
+      out << "127.0.0.1 " << e.substr(e.rfind(':') + 1) << "\n";
+    }
+  }
+  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", cluster->job()},
+                                            {"TESSERA_JOB_TOKEN", "t"},
+                                            {"TESSERA_JOB_KEY", cluster->key()},
+                                            {"TESSERA_IP_CONFIG", ip_config},
+                                            {"TESSERA_PART_CONFIG", config},
+                                            {"TESSERA_NUM_SERVERS", "1"},
+                                            {"TESSERA_MACHINE_ID", "0"},
+                                            {"RANK", "0"},
+                                            {"WORLD_SIZE", "1"}};
+  // Heartbeats would not notice the servers' end before the goodbye.
+  EXPECT_FALSE(initialize("", {.heartbeat_timeout_s = 120,
+                               .getenv = [&](const char* n) -> const char* {
+                                 auto it = env.find(n);
+                                 return it == env.end() ? nullptr : it->second.c_str();
+                               }})
+                   ->standalone());
+  cluster.reset();  // Every server stops; the client does not know yet.
+
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  sink->set_pattern("%l %v");
+  spdlog::default_logger()->sinks().push_back(sink);
+  EXPECT_NO_THROW(exit_client());
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+  EXPECT_NE(log.str().find("warning client 0: goodbye not confirmed (server 0"),
+            std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("did not answer goodbye in time"), std::string::npos) << log.str();
+  EXPECT_NO_THROW(exit_client());  // Idempotent.
 }
 
 }  // namespace
