@@ -21,7 +21,9 @@ struct BenchJob {
   std::unique_ptr<kv::KvClient> client;
 };
 
-StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir);
+// `encryption`: the wire is encrypted (the default of real jobs).
+StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir,
+                                 bool encryption = true);
 
 // The benchmark graph's partitions (graph name "bench"): one part
 // (<workdir>/one, for standalone runs) and two METIS parts (<workdir>/two),

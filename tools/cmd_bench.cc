@@ -115,12 +115,14 @@ Status RunBench(const BenchFlags& f, const std::string& workdir) {
 
 }  // namespace
 
-StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir) {
+StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir,
+                                 bool encryption) {
   BenchJob b;
   launcher::LocalJobOptions options{.tessera_binary = SelfExecutable(),
                                     .part_config = part_config,
-                                    .workdir = workdir + "/job",
-                                    .num_clients = 1};
+                                    .workdir = workdir + (encryption ? "/job" : "/job-plain"),
+                                    .num_clients = 1,
+                                    .encryption = encryption};
   ASSIGN_OR_RETURN(b.job, launcher::LocalJob::Start(options));
   const launcher::JobEnv& env = b.job->base_env();
   ASSIGN_OR_RETURN(b.client,

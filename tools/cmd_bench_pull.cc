@@ -5,6 +5,9 @@
 // machine 0), printed as JSON with the machine's own limits measured in the
 // same run: single-thread random row gather from the same shared memory, and
 // a ZeroMQ loopback exchange of the same size as a remote pull's answer.
+// The job is encrypted, as jobs are by default; a second job without
+// encryption runs beside it, and each round times the same remote pull on
+// both, for the cost of encryption.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -78,6 +81,7 @@ StatusOr<std::string> PrepareGraph(const PullFlags& f, const std::string& dir) {
 Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   ASSIGN_OR_RETURN(std::string config, PrepareGraph(f, dir));
   ASSIGN_OR_RETURN(BenchJob bench, StartBenchJob(config, dir));
+  ASSIGN_OR_RETURN(BenchJob plain, StartBenchJob(config, dir, /*encryption=*/false));
   std::unique_ptr<launcher::LocalJob>& job = bench.job;
   std::unique_ptr<kv::KvClient>& client = bench.client;
   if (client->num_machines() != 2) {
@@ -101,7 +105,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   };
   std::vector<double> gather_s, local_s, zmq_s, zmq_one_s, zmq_best_s, remote_s, mixed_s;
   std::vector<double> local_ratio, remote_ratio, remote_best_ratio, remote_unique_ratio,
-      remote_unique_s;
+      remote_unique_s, remote_plain_s, encryption_ratio;
   for (int r = 0; r < f.rounds; ++r) {
     // Limit 1: single-thread random row gather from the same shared memory.
     std::vector<int64_t> ids = RandomIds(rng, book.NodeRange(0), f.batch);
@@ -132,8 +136,13 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     zmq_one_s.push_back(one[0]);
     zmq_s.push_back(eight);
     zmq_best_s.push_back(best);
-    ASSIGN_OR_RETURN(double remote, time_pull(RandomIds(rng, book.NodeRange(1), f.batch)));
+    std::vector<int64_t> remote_ids = RandomIds(rng, book.NodeRange(1), f.batch);
+    ASSIGN_OR_RETURN(double remote, time_pull(remote_ids));
     remote_s.push_back(remote);
+    Stopwatch plain_watch;
+    RETURN_IF_ERROR(plain.client->PullInto("node/feat", remote_ids, out.data()));
+    remote_plain_s.push_back(plain_watch.Seconds());
+    encryption_ratio.push_back(remote_plain_s.back() / remote);
     remote_ratio.push_back(zmq_s.back() / remote);
     remote_best_ratio.push_back(zmq_best_s.back() / remote);
     // The same without repeated ids (nothing for deduplication to save).
@@ -171,6 +180,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   }
   RETURN_IF_ERROR(client->DeleteData("node/bench_push"));
   RETURN_IF_ERROR(client->Close());
+  RETURN_IF_ERROR(plain.client->Close());
 
   double gather = gbps(Median(gather_s)), zmq = gbps(Median(zmq_s));
   double local = gbps(Median(local_s)), remote = gbps(Median(remote_s));
@@ -194,6 +204,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
        {{"local", local},
         {"remote", remote},
         {"remote_unique_ids", gbps(Median(remote_unique_s))},
+        {"remote_without_encryption", gbps(Median(remote_plain_s))},
         {"mixed_uniform", gbps(Median(mixed_s))}}},
       {"pull_rows_per_s",
        {{"local", f.batch / Median(local_s)}, {"remote", f.batch / Median(remote_s)}}},
@@ -204,7 +215,10 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
         {"remote_over_zeromq_limit_per_round", ratios_text(remote_ratio)},
         {"remote_over_zeromq_best", Median(remote_best_ratio)},
         {"remote_unique_ids_over_zeromq_limit", Median(remote_unique_ratio)},
-        {"local_over_dgl", local / 0.844}}},
+        {"local_over_dgl", local / 0.844},
+        // Below 1: encryption's cost (throughput with / without).
+        {"remote_encrypted_over_unencrypted", Median(encryption_ratio)},
+        {"remote_encrypted_over_unencrypted_per_round", ratios_text(encryption_ratio)}}},
       {"latency_100_ids_us",
        {{"local_p50", Median(lat_local) * 1e6},
         {"local_p99", Percentile(lat_local, 0.99) * 1e6},
@@ -217,7 +231,9 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
       {"targets", {{"local_over_gather_limit", 0.8}, {"remote_over_zeromq_limit", 0.7}}}};
   std::fputs((report.dump(1) + "\n").c_str(), stdout);
   auto result = job->Wait(Deadline::InSeconds(60), nullptr, 30);
-  return result.status();
+  auto plain_result = plain.job->Wait(Deadline::InSeconds(60), nullptr, 30);
+  RETURN_IF_ERROR(result.status());
+  return plain_result.status();
 }
 
 }  // namespace
