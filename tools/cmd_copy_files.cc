@@ -10,7 +10,6 @@
 // and the script folder in <workspace>/. Local machines (see
 // src/launcher/remote.h) get plain copies, others go over ssh and scp.
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "fmt/format.h"
@@ -21,6 +20,7 @@
 #include "src/base/time.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/remote.h"
+#include "src/partition/partition_config.h"
 #include "tools/commands.h"
 #include "tools/subprocess.h"
 
@@ -59,13 +59,16 @@ Status CopyLocal(const fs::path& from, const fs::path& to) {
 
 Status CopyFiles(const CopyFlags& f) {
   ASSIGN_OR_RETURN(launcher::IpConfig ip, launcher::ReadIpConfig(f.ip_config));
-  std::ifstream in(f.part_config);
-  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", f.part_config));
-  nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
-  if (config.is_discarded() || !config.contains("num_parts")) {
-    return absl::InvalidArgumentError(fmt::format("{} is not a partition config", f.part_config));
+  // The reader's checks first: a clear error naming the file and the key for
+  // a missing or wrong-typed field, and no path that leaves the config's
+  // folder.
+  ASSIGN_OR_RETURN(PartitionConfig checked, ReadPartitionConfig(f.part_config));
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(f.part_config));
+  nlohmann::json config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) {
+    return absl::InvalidArgumentError(fmt::format("{}: not a valid JSON object", f.part_config));
   }
-  const int parts = config["num_parts"].get<int>();
+  const int parts = checked.num_parts;
   if (parts != ip.num_machines()) {
     return absl::InvalidArgumentError(
         fmt::format("{} has {} partitions but {} lists {} machines: machine i gets partition i",
@@ -80,11 +83,15 @@ Status CopyFiles(const CopyFlags& f) {
   nlohmann::json remote_config = config;
   for (int p = 0; p < parts; ++p) {
     const std::string key = fmt::format("part-{}", p);
-    if (!config.contains(key)) {
-      return absl::InvalidArgumentError(fmt::format("{} has no '{}'", f.part_config, key));
+    if (!config.contains(key) || !config[key].is_object()) {
+      return absl::InvalidArgumentError(fmt::format("{}: missing key '{}'", f.part_config, key));
     }
     fs::path dir;
     for (auto& [field, value] : remote_config[key].items()) {
+      if (!value.is_string()) {
+        return absl::InvalidArgumentError(fmt::format("{}: '{}'.'{}' must be a path, found {}",
+                                                      f.part_config, key, field, value.dump()));
+      }
       fs::path path = value.get<std::string>();
       if (path.is_relative()) path = config_dir / path;
       dir = path.parent_path();
@@ -165,11 +172,18 @@ Command RegisterCopyFiles(CLI::App& app) {
                   "Folder copied into the workspace");
   sub->add_option("--ssh-port,--ssh_port", f->ssh_port)->capture_default_str();
   sub->add_option("--ssh-username,--ssh_username", f->ssh_username);
-  sub->add_option("--ssh-option", f->ssh_options, "More ssh/scp -o options");
+  sub->add_option("--ssh-option", f->ssh_options,
+                  "More ssh/scp -o options, e.g. StrictHostKeyChecking=accept-new (trusts a "
+                  "machine's host key on first contact, still refuses a changed one)");
   sub->add_flag("--ssh", f->force_ssh, "Use ssh for local machines too");
   return {sub, [f] {
             Stopwatch watch;
-            Status st = CopyFiles(*f);
+            Status st;
+            try {
+              st = CopyFiles(*f);
+            } catch (const std::exception& e) {  // A safety net: an error, never an abort.
+              st = absl::InternalError(fmt::format("copy-files: {}", e.what()));
+            }
             if (!st.ok()) return ReportError(st);
             ReportFinish("copy-files", watch.Seconds());
             return 0;

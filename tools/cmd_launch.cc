@@ -19,14 +19,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <filesystem>
 #include <memory>
+#include <string_view>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 #include "src/base/strings.h"
 #include "src/base/time.h"
+#include "src/launcher/env_var.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
 #include "src/launcher/process.h"
@@ -62,6 +65,9 @@ struct Member {
   int link_fd = -1, output_fd = -1;
   std::string partial;
   bool ready = false;
+  // Its last output line that looks like an error, and its last non-empty
+  // line: the cause a failure message quotes.
+  std::string last_error, last_line;
   std::string Label() const {
     return fmt::format("[{}/{}/{}]", machine, server ? "server" : "trainer", rank);
   }
@@ -69,7 +75,37 @@ struct Member {
     return fmt::format("{} {} on machine {} ({})", server ? "server" : "trainer", rank, machine,
                        host);
   }
+  void Remember(const std::string& line);
+  // ": <last error line>", else "; last output: <last line>", or "" when it
+  // printed nothing.
+  std::string Cause() const {
+    if (!last_error.empty()) return ": " + last_error;
+    return last_line.empty() ? "" : "; last output: " + last_line;
+  }
 };
+
+// tessera's own tools print "error: ...", spdlog "[error]", C++ "what():",
+// Python "...Error: ..." as the last line of a traceback.
+bool LooksLikeError(std::string_view line) {
+  std::string lower(line);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower.find("traceback (most recent call last)") != std::string::npos) return false;
+  for (std::string_view word : {"error", "what():", "exception", "fatal", "terminate called"}) {
+    if (lower.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+void Member::Remember(const std::string& line) {
+  std::string_view text = StripWhitespace(line);
+  if (text.empty()) return;
+  constexpr size_t kMaxCause = 400;  // Enough for a message; no log-sized lines.
+  std::string kept(text.substr(0, kMaxCause));
+  if (text.size() > kMaxCause) kept += "...";
+  if (LooksLikeError(text)) last_error = kept;
+  last_line = std::move(kept);
+}
 
 class Launch {
  public:
@@ -83,6 +119,8 @@ class Launch {
   // Reads and prints output for up to `millis`; marks servers ready.
   void Pump(int millis);
   void Print(Member& m, const std::string& line);
+  // Pumps until `m`'s output ends (it exited) or `millis` pass: its last lines.
+  void Drain(const Member& m, int millis);
   void Teardown();
   std::string Path(const std::string& p) const {
     return std::filesystem::path(p).is_absolute() ? p : f_.workspace + "/" + p;
@@ -95,10 +133,16 @@ class Launch {
   launcher::SshOptions ssh_;
   std::string job_id_, token_;
   std::vector<std::unique_ptr<Member>> members_;
+  std::vector<std::pair<std::string, std::string>> extra_envs_;  // Checked --extra-envs.
 };
 
 Status Launch::Check() {
   if (f_.command.empty()) return absl::InvalidArgumentError("no command to launch");
+  for (const std::string& kv : f_.extra_envs) {
+    StatusOr<std::pair<std::string, std::string>> var = launcher::ParseEnvAssignment(kv);
+    if (!var.ok()) return Annotate(var.status(), "--extra-envs");
+    extra_envs_.push_back(std::move(*var));
+  }
   if (!std::filesystem::is_directory(f_.workspace)) {
     return absl::NotFoundError(fmt::format("--workspace {} is not a directory", f_.workspace));
   }
@@ -109,12 +153,6 @@ Status Launch::Check() {
     return absl::InvalidArgumentError(fmt::format(
         "{} has {} partitions but {} lists {} machines: one machine serves one partition",
         f_.part_config, config_.num_parts, f_.ip_config, ip_.num_machines()));
-  }
-  for (const std::string& kv : f_.extra_envs) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(fmt::format("--extra-envs '{}' is not KEY=VALUE", kv));
-    }
   }
   if (f_.tessera.empty()) f_.tessera = SelfExecutable();
   ssh_.port = f_.ssh_port;
@@ -132,6 +170,15 @@ Status Launch::Check() {
 
 Status Launch::Start(Member& m, const std::vector<std::string>& program,
                      const std::vector<std::pair<std::string, std::string>>& env) {
+  std::string block;  // The environment, for the supervisor's stdin.
+  for (const auto& [k, v] : env) {
+    // Flags end up in values too (--part-config, --ip-config): none may add a variable.
+    if (Status st = launcher::CheckEnvVariable(k, v); !st.ok()) {
+      return Annotate(st, "environment of " + m.Describe());
+    }
+    block += k + "=" + v + "\n";
+  }
+  block += "\n";
   std::vector<std::string> wrapped = {f_.tessera,
                                       "supervise",
                                       "--cwd",
@@ -167,9 +214,6 @@ Status Launch::Start(Member& m, const std::vector<std::string>& program,
   m.process = std::move(*p);
   m.link_fd = link[1];
   m.output_fd = output[0];
-  std::string block;
-  for (const auto& [k, v] : env) block += k + "=" + v + "\n";
-  block += "\n";
   if (write(m.link_fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
     return absl::UnavailableError(fmt::format("{} did not take its environment", m.Describe()));
   }
@@ -182,6 +226,7 @@ void Launch::Print(Member& m, const std::string& line) {
     m.ready = true;
     return;
   }
+  m.Remember(line);
   std::string out = m.Label() + " " + line + "\n";
   (void)!write(STDOUT_FILENO, out.data(), out.size());
 }
@@ -220,6 +265,11 @@ void Launch::Pump(int millis) {
     }
     m.partial.erase(0, start);
   }
+}
+
+void Launch::Drain(const Member& m, int millis) {
+  Deadline deadline = Deadline::InSeconds(millis / 1000.0);
+  while (m.output_fd >= 0 && !deadline.Expired()) Pump(50);
 }
 
 void Launch::Teardown() {
@@ -273,10 +323,7 @@ int Launch::Run() {
       failure_code = code == 0 ? 1 : code;
     }
   };
-  std::vector<std::pair<std::string, std::string>> extra;
-  for (const std::string& kv : f_.extra_envs) {
-    extra.emplace_back(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1));
-  }
+  const std::vector<std::pair<std::string, std::string>>& extra = extra_envs_;
   // Servers.
   for (int machine = 0; machine < M && failure.empty(); ++machine) {
     for (int i = 0; i < S && failure.empty(); ++i) {
@@ -307,8 +354,9 @@ int Launch::Run() {
       if (m->ready) continue;
       all_ready = false;
       if (m->process.Poll()) {
-        fail(fmt::format("{} exited (code {}) before it was ready", m->Describe(),
-                         m->process.exit_code()),
+        Drain(*m, 1000);
+        fail(fmt::format("{} exited (code {}) before it was ready{}", m->Describe(),
+                         m->process.exit_code(), m->Cause()),
              m->process.exit_code() < 0 ? 128 - m->process.exit_code() : m->process.exit_code());
       }
     }
@@ -383,10 +431,12 @@ int Launch::Run() {
           root = m.get();
         }
       }
+      Drain(*root, 1000);
       int code = root->process.exit_code();
-      fail(fmt::format("{} {}", root->Describe(),
+      fail(fmt::format("{} {}{}", root->Describe(),
                        code < 0 ? fmt::format("was killed by signal {}", -code)
-                                : fmt::format("exited with code {}", code)),
+                                : fmt::format("exited with code {}", code),
+                       root->Cause()),
            code < 0 ? 128 - code : code);
       break;
     }
@@ -452,7 +502,9 @@ Command RegisterLaunch(CLI::App& app) {
   sub->add_option("--ssh-port,--ssh_port", f->ssh_port)->capture_default_str();
   sub->add_option("--ssh-username,--ssh_username", f->ssh_username);
   sub->add_option("--ssh-option", f->ssh_options,
-                  "More ssh -o options, e.g. StrictHostKeyChecking=no");
+                  "More ssh -o options, e.g. StrictHostKeyChecking=accept-new: it trusts a "
+                  "machine's host key on first contact but still refuses a changed key (a man in "
+                  "the middle), where =no would accept any key");
   sub->add_flag("--ssh", f->force_ssh, "Use ssh for local machines too");
   sub->add_option("--extra-envs,--extra_envs", f->extra_envs, "KEY=VALUE for every process");
   sub->add_option("--master-port,--master_port", f->master_port,

@@ -27,6 +27,7 @@
 
 #include "spdlog/spdlog.h"
 #include "src/base/time.h"
+#include "src/launcher/env_var.h"
 #include "src/shm/segment.h"
 #include "tools/commands.h"
 
@@ -39,7 +40,8 @@ struct SuperviseFlags {
   std::vector<std::string> argv;
 };
 
-// Reads "KEY=VALUE" lines from fd 0 up to an empty line (or EOF).
+// Reads "KEY=VALUE" lines from fd 0 up to an empty line; keys must be
+// variable names and values free of NUL (src/launcher/env_var.h).
 StatusOr<std::vector<std::string>> ReadEnvironment(Deadline deadline) {
   std::vector<std::string> env;
   std::string line;
@@ -56,9 +58,8 @@ StatusOr<std::vector<std::string>> ReadEnvironment(Deadline deadline) {
       continue;
     }
     if (line.empty()) return env;
-    if (line.find('=') == std::string::npos || line.front() == '=') {
-      return absl::InvalidArgumentError("environment line without KEY=: '" + line + "'");
-    }
+    StatusOr<std::pair<std::string, std::string>> var = launcher::ParseEnvAssignment(line);
+    if (!var.ok()) return Annotate(var.status(), "environment from the launcher");
     env.push_back(line);
     line.clear();
   }

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
+#include "src/launcher/env_var.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
 #include "src/launcher/process.h"
@@ -70,6 +71,32 @@ TEST(JobEnvTest, StandaloneWhenUnsetAndStrictWhenSet) {
   vars.erase("TESSERA_JOB_TOKEN");
   EXPECT_NE(std::string(ParseJobEnv(getenv).status().message()).find("TESSERA_JOB_TOKEN"),
             std::string::npos);
+}
+
+// --extra-envs and the supervisor's stdin carry one KEY=VALUE per line: a
+// newline in a value would add a variable, a NUL would cut it short.
+TEST(EnvVarTest, KeysAreNamesAndValuesStayOnOneLine) {
+  auto ok = ParseEnvAssignment("X_TAG=a=b c");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->first, "X_TAG");
+  EXPECT_EQ(ok->second, "a=b c");
+  EXPECT_TRUE(ParseEnvAssignment("_x9=").ok());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"A=1\nB=2", "the value of A ('1\\nB=2') contains a newline"},
+      {std::string("A=1\0B", 5), "the value of A ('1\\x00B') contains a NUL character"},
+      {"NOEQUALS", "'NOEQUALS' is not KEY=VALUE"},
+      {"=1", "'' is not a variable name"},
+      {"9A=1", "'9A' is not a variable name"},
+      {"A-B=1", "'A-B' is not a variable name"},
+      {"A B=1", "'A B' is not a variable name"},
+      {"A\nB=1", "'A\\nB' is not a variable name"},
+  };
+  for (const auto& [text, expect] : bad) {
+    auto r = ParseEnvAssignment(text);
+    ASSERT_FALSE(r.ok()) << EscapeForMessage(text);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(r.status().message()).find(expect), std::string::npos) << r.status();
+  }
 }
 
 TEST(ProcessTest, ExitCodesSignalsAndStop) {

@@ -231,6 +231,123 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_NE(inspect.output.find("/nonexistent/g.json"), std::string::npos);
 }
 
+// A partition config may only name files inside its folder: an array name
+// that climbs out ("../../../secret") makes every command that reads the
+// config fail with an error naming the config and the name, before any file
+// outside is read or any process started.
+TEST(Cli, ConfigNamesOutsideItsFolderAreRefused) {
+  TempDir dir;
+  ASSERT_TRUE(MakeDirs(dir / "in").ok());
+  WriteRing(dir / "in");
+  CliRun part = Tessera("partition --input " + dir / "in" +
+                        " --graph-name g --num-parts 1 --out " + dir / "ws/parts");
+  ASSERT_EQ(part.exit_code, 0) << part.output;
+  // The secret has the shape of a node array of the part: only the name check stops it.
+  ASSERT_TRUE(WriteNpy(dir / "secret.npy", Array::Zeros(DType::kFloat32, {4, 3})).ok());
+  const std::string config = dir / "ws/parts/g.json";
+  nlohmann::json j = nlohmann::json::parse(testing::ReadAll(config));
+  j["tessera"]["node_feats"].push_back("../../../../secret");
+  testing::WriteAll(config, j.dump(2));
+  testing::WriteAll(dir / "ws/ip_config.txt", "127.0.0.1 1\n");
+  const std::string expect = config +
+                             ": 'tessera'.'node_feats' has the array name '../../../../secret': "
+                             "an array name must be a plain file name";
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"server", "env TESSERA_JOB_TOKEN=t TESSERA_JOB_ENCRYPTION=off " + TesseraBinary() +
+                     " server --ip-config " + dir / "ws/ip_config.txt" + " --part-config " +
+                     config + " --server-id 0 --num-clients 1 --job-id jclitest"},
+      {"inspect", TesseraBinary() + " inspect " + config},
+      {"launch", TesseraBinary() + " launch --workspace " + dir / "ws" +
+                     " --part-config parts/g.json --ip-config ip_config.txt true"},
+      {"copy-files", TesseraBinary() + " copy-files --part-config " + config +
+                         " --ip-config " + dir / "ws/ip_config.txt" + " --workspace " +
+                         dir / "copy"},
+  };
+  for (const auto& [name, command] : commands) {
+    SCOPED_TRACE(name);
+    // Tessera() prefixes the binary; these need an environment first.
+    FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string output;
+    std::array<char, 4096> buffer;
+    size_t n;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+    int status = ::pclose(pipe);
+    ASSERT_TRUE(WIFEXITED(status)) << output;
+    EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+    EXPECT_NE(output.find("error: " + expect), std::string::npos) << output;
+    EXPECT_EQ(output.find("launch: job"), std::string::npos) << output;
+  }
+  EXPECT_FALSE(PathExists(dir / "copy"));
+}
+
+// --extra-envs travels as KEY=VALUE lines: a newline in a value would add
+// variables to every process. Refused before anything starts.
+TEST(Cli, LaunchRefusesExtraEnvsThatInjectVariables) {
+  TempDir dir;
+  ASSERT_TRUE(MakeDirs(dir / "ws").ok());
+  const std::string base = "launch --workspace " + dir / "ws" +
+                           " --part-config p.json --ip-config i.txt --extra-envs ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"'A=1\nB=2'", "error: --extra-envs: the value of A ('1\\nB=2') contains a newline"},
+      {"'1A=x'", "error: --extra-envs: '1A' is not a variable name"},
+      {"'A B=x'", "error: --extra-envs: 'A B' is not a variable name"},
+      {"NOEQUALS", "error: --extra-envs: 'NOEQUALS' is not KEY=VALUE"},
+  };
+  for (const auto& [value, expect] : cases) {
+    SCOPED_TRACE(value);
+    CliRun run = Tessera(base + value + " true");
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_NE(run.output.find(expect), std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("launch: job"), std::string::npos) << run.output;
+  }
+  // The supervisor, too, refuses a variable that is not a name.
+  testing::WriteAll(dir / "env.txt", "A=1\nB-C=2\n\n");
+  CliRun supervise = Tessera("supervise -- true < " + dir / "env.txt");
+  EXPECT_EQ(supervise.exit_code, 1) << supervise.output;
+  EXPECT_NE(supervise.output.find(
+                "error: environment from the launcher: 'B-C' is not a variable name"),
+            std::string::npos)
+      << supervise.output;
+}
+
+// A malformed config is an error naming the file and the field (exit code 1),
+// never an uncaught JSON exception.
+TEST(Cli, CopyFilesGivesAClearErrorForAMalformedConfig) {
+  TempDir dir;
+  testing::WriteAll(dir / "ip_config.txt", "127.0.0.1\n");
+  const std::string good_part =
+      R"("part-0": {"part_graph": "part0/graph", "node_feats": "part0/node_feat",
+                    "edge_feats": "part0/edge_feat"})";
+  const std::string maps = R"("node_map": [[0, 4]], "edge_map": [[0, 4]])";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"graph_name": "g", "num_nodes": 4, "num_edges": 4, "num_parts": "1", )" + maps +
+           ", " + good_part + "}",
+       "missing or invalid key 'num_parts'"},
+      {R"({"graph_name": "g", "num_nodes": 4, "num_edges": 4, "num_parts": 1, )" + maps +
+           R"(, "part-0": {"part_graph": 5, "node_feats": "a", "edge_feats": "b"}})",
+       "'part-0' lacks 'part_graph'"},
+      {R"({"graph_name": "g", "num_nodes": 4, "num_edges": 4, "num_parts": 1, )" + maps +
+           R"(, "part-0": {"part_graph": "a", "node_feats": "b", "edge_feats": "c", "x": []}})",
+       "'part-0'.'x' must be a path, found []"},
+      {R"({"graph_name": "g", "num_nodes": 4, "num_edges": 4, "num_parts": 1, )" + maps +
+           R"(, "part-0": {"part_graph": "../a", "node_feats": "b", "edge_feats": "c"}})",
+       "'part-0'.'part_graph' = '../a' leaves the config's folder"},
+      {R"([1, 2])", "not a valid JSON object"},
+  };
+  for (const auto& [json, expect] : cases) {
+    SCOPED_TRACE(json);
+    testing::WriteAll(dir / "g.json", json);
+    CliRun run = Tessera("copy-files --part-config " + dir / "g.json" + " --ip-config " +
+                         dir / "ip_config.txt" + " --workspace " + dir / "copy");
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_NE(run.output.find("error: " + dir / "g.json" + ": " + expect), std::string::npos)
+        << run.output;
+    EXPECT_EQ(run.output.find("terminate"), std::string::npos) << run.output;
+    EXPECT_FALSE(PathExists(dir / "copy"));
+  }
+}
+
 // Folders /tmp/tessera-demo-* that exist now.
 std::set<std::string> DemoFolders() {
   std::set<std::string> names;
@@ -387,11 +504,16 @@ TEST(Cli, LaunchLocallyChecksRunsAndStops) {
   EXPECT_NE(ok.output.find("[0/server/0]"), std::string::npos) << ok.output;
   EXPECT_NE(ok.output.find("succeeded"), std::string::npos) << ok.output;
 
-  // Trainer 1 fails at once: the others are stopped, the code is its own.
+  // Trainer 1 fails at once: the others are stopped, the code is its own,
+  // and the message quotes its last error line (not merely its last line).
   CliRun failed = Tessera(base + "--ip-config ip_config.txt --num-trainers 1 '" +
-                          "if [ $RANK = 1 ]; then exit 3; fi; " + trainer + "100000'");
+                          "if [ $RANK = 1 ]; then echo starting; echo \"error: disk on fire\" >&2; "
+                          "echo last words; exit 3; fi; " +
+                          trainer + "100000'");
   EXPECT_EQ(failed.exit_code, 3) << failed.output;
-  EXPECT_NE(failed.output.find("trainer 1 on machine 1 (127.0.0.1) exited with code 3"),
+  EXPECT_NE(failed.output.find("failed after"), std::string::npos) << failed.output;
+  EXPECT_NE(failed.output.find("trainer 1 on machine 1 (127.0.0.1) exited with code 3: "
+                               "error: disk on fire"),
             std::string::npos)
       << failed.output;
   size_t at = failed.output.find("launch: job j");
