@@ -85,7 +85,8 @@ Status RunServer(const ServerFlags& flags) {
                               .part_config = flags.part_config,
                               .machine_id = flags.server_id / S,
                               .local_index = flags.server_id % S,
-                              .servers_per_machine = S};
+                              .servers_per_machine = S,
+                              .num_clients = flags.num_clients};
   const launcher::MachineAddress& address = ip.machines[options.machine_id];
   std::string name = fmt::format("server {}", flags.server_id);
   ASSIGN_OR_RETURN(
