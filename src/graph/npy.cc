@@ -142,6 +142,13 @@ StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, const std::
       return Bad(path, "shape is implausibly large");
     }
   }
+  // Elements are read in place from the (page-aligned) map: a misaligned
+  // element would be undefined behaviour. numpy pads the header to 64 bytes.
+  if (header.data_offset % DTypeSize(header.dtype) != 0) {
+    return Bad(path, StrCat("data starts at byte ", header.data_offset, ", not a multiple of the ",
+                            DTypeSize(header.dtype), "-byte ", DTypeName(header.dtype),
+                            " element (numpy pads the header to 64 bytes)"));
+  }
   if (fortran_order && header.shape.size() > 1) {
     return absl::InvalidArgumentError(
         StrCat(path, ": Fortran-ordered arrays are not supported; save with np.ascontiguousarray"));
@@ -160,6 +167,18 @@ StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, const std::
 StatusOr<Array> ReadNpy(const std::string& path) {
   ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
   ASSIGN_OR_RETURN(NpyHeader header, ParseNpyHeader(file.data(), file.size(), path));
+  if (header.dtype == DType::kBool) {
+    // Reading any other byte as a bool is undefined behaviour (numpy only
+    // ever writes 0 and 1).
+    const uint8_t* bytes = file.data() + header.data_offset;
+    const size_t n = file.size() - header.data_offset;
+    for (size_t i = 0; i < n; ++i) {
+      if (bytes[i] > 1) {
+        return Bad(path, StrCat("bool element ", i, " is the byte ", static_cast<int>(bytes[i]),
+                                " (expected 0 or 1)"));
+      }
+    }
+  }
   return Array::FromMapped(header.dtype, std::move(header.shape), std::move(file),
                            header.data_offset);
 }

@@ -113,6 +113,17 @@ TEST(Npy, RejectsBadFilesWithTheReason) {
        "implausibly large"},
       {"header_overrun.npy", std::string("\x93NUMPY\x01\x00\xff\x7f{'descr'", 17),
        "truncated header"},
+      // Found by fuzz/npy_fuzz.cc: reading the byte 32 as a bool was undefined behaviour.
+      {"bool_byte.npy",
+       NpyBytes("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
+                std::string("\1\0 ", 3)),
+       "bool element 2 is the byte 32 (expected 0 or 1)"},
+      // Found while writing fuzz/npy_fuzz.cc: data at byte 73 was read as int64 in place
+      // (misaligned, undefined behaviour).
+      {"misaligned.npy",
+       std::string("\x93NUMPY\x01\x00\x3f\x00", 10) +
+           "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }     \n" + std::string(8, 'x'),
+       "data starts at byte 73, not a multiple of the 8-byte int64 element"},
   };
   for (const Case& c : cases) {
     WriteAll(dir / c.name, c.bytes);
