@@ -167,9 +167,10 @@ StatusOr<Message> ParseMessage(std::vector<Blob> frames, std::string_view token)
                       frames[i + 1].size));
     }
     a.blob = std::move(frames[i + 1]);
-    if (reinterpret_cast<uintptr_t>(a.blob.data) % 8 != 0) {
+    if (a.blob.size > 0 && reinterpret_cast<uintptr_t>(a.blob.data) % 8 != 0) {
       // Small frames can sit at any offset of ZeroMQ's receive buffer; give
-      // typed readers an aligned copy.
+      // typed readers an aligned copy (an empty frame has nothing to read:
+      // its copy would be a null vector, and memcpy to null is UB).
       auto copy = std::make_shared<std::vector<uint64_t>>((a.blob.size + 7) / 8);
       std::memcpy(copy->data(), a.blob.data, a.blob.size);
       a.blob = Blob{copy->data(), a.blob.size, copy};

@@ -74,6 +74,27 @@ ClientOptions Client(const std::string& endpoint, int id = 0) {
   return {.token = "secret", .curve_secret_key = Key(), .client_id = id, .servers = {endpoint}};
 }
 
+// Found by fuzz/wire_fuzz.cc: an empty array frame at an address that is not
+// 8-byte aligned made ParseMessage memcpy zero bytes to a null pointer (UB).
+TEST(MessageTest, EmptyArrayFrameAtAnyAddressParses) {
+  Message request = MakeRequest(wire::PULL);
+  request.header.set_token("secret");
+  request.arrays.push_back(MakeWireArray(std::vector<int64_t>{7, 8}));
+  request.arrays.push_back(MakeWireArray(std::vector<int64_t>{}));
+  std::string header = EncodeHeader(request);
+  alignas(8) static const uint64_t buffer[4] = {7, 8, 0, 0};
+  const char* bytes = reinterpret_cast<const char*>(buffer);
+  for (size_t offset : {0, 1, 3, 8}) {
+    std::vector<Blob> frames = {Blob::Borrow(header.data(), header.size()),
+                                Blob::Borrow(buffer, 16), Blob::Borrow(bytes + offset, 0)};
+    auto parsed = ParseMessage(std::move(frames), "secret");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    ASSERT_EQ(parsed->arrays.size(), 2u);
+    EXPECT_EQ(parsed->arrays[0].span<int64_t>()[1], 8);
+    EXPECT_TRUE(parsed->arrays[1].span<int64_t>().empty());
+  }
+}
+
 TEST(RpcTest, RequestResponseWithArraysAndErrors) {
   ServerThread st({.host = "127.0.0.1", .token = "secret"});
   auto client = RpcClient::Create(Client(st.endpoint));
