@@ -50,9 +50,9 @@ inline Status CheckEnvVariable(std::string_view key, std::string_view value) {
                "' is not a variable name (letters, digits and '_', not starting with a digit)"));
   }
   if (value.find('\n') != std::string_view::npos) {
-    return absl::InvalidArgumentError(StrCat(
-        "the value of ", key, " ('", EscapeForMessage(value),
-        "') contains a newline, which would pass further variables to every process"));
+    return absl::InvalidArgumentError(
+        StrCat("the value of ", key, " ('", EscapeForMessage(value),
+               "') contains a newline, which would pass further variables to every process"));
   }
   if (value.find('\0') != std::string_view::npos) {
     return absl::InvalidArgumentError(StrCat("the value of ", key, " ('", EscapeForMessage(value),
@@ -65,8 +65,7 @@ inline Status CheckEnvVariable(std::string_view key, std::string_view value) {
 inline StatusOr<std::pair<std::string, std::string>> ParseEnvAssignment(std::string_view text) {
   const size_t eq = text.find('=');
   if (eq == std::string_view::npos) {
-    return absl::InvalidArgumentError(
-        StrCat("'", EscapeForMessage(text), "' is not KEY=VALUE"));
+    return absl::InvalidArgumentError(StrCat("'", EscapeForMessage(text), "' is not KEY=VALUE"));
   }
   std::string key(text.substr(0, eq)), value(text.substr(eq + 1));
   RETURN_IF_ERROR(CheckEnvVariable(key, value));

@@ -128,16 +128,15 @@ StatusOr<std::vector<std::string>> ParseArrayNames(const json& t, const char* fi
   }
   for (const json& item : list) {
     if (!item.is_string()) {
-      return absl::InvalidArgumentError(
-          StrCat(path, ": 'tessera'.'", field, "' must be a list of array names, found ",
-                 item.dump()));
+      return absl::InvalidArgumentError(StrCat(
+          path, ": 'tessera'.'", field, "' must be a list of array names, found ", item.dump()));
     }
     std::string name = item.get<std::string>();
     if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
         name.find('\0') != std::string::npos) {
-      return absl::InvalidArgumentError(StrCat(
-          path, ": 'tessera'.'", field, "' has the array name '", Printable(name),
-          "': an array name must be a plain file name (not empty, no '/', '..' or NUL)"));
+      return absl::InvalidArgumentError(
+          StrCat(path, ": 'tessera'.'", field, "' has the array name '", Printable(name),
+                 "': an array name must be a plain file name (not empty, no '/', '..' or NUL)"));
     }
     names.push_back(std::move(name));
   }

@@ -463,9 +463,8 @@ TEST(LoadPartition, RefusesNamesAndPathsOutsideTheConfigFolder) {
   auto lp = LoadPartition(r->config_path, 0);
   ASSERT_TRUE(lp.ok()) << lp.status();
   // A "secret" outside the partition folder, shaped like a node array of part 0.
-  ASSERT_TRUE(WriteNpy(dir / "secret.npy",
-                       Array::Zeros(DType::kFloat32, {lp->num_inner_nodes(), 2}))
-                  .ok());
+  ASSERT_TRUE(
+      WriteNpy(dir / "secret.npy", Array::Zeros(DType::kFloat32, {lp->num_inner_nodes(), 2})).ok());
   const std::string original = ReadAll(r->config_path);
   auto rewrite = [&](const std::function<void(nlohmann::json&)>& edit) {
     nlohmann::json j = nlohmann::json::parse(original);

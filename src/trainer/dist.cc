@@ -153,7 +153,8 @@ namespace {
 void CloseQuietly(kv::KvStore& store, const char* what) {
   try {
     Status s = store.Close();
-    if (!s.ok()) spdlog::warn("{}: closing the key-value store: {}", what, std::string(s.message()));
+    if (!s.ok())
+      spdlog::warn("{}: closing the key-value store: {}", what, std::string(s.message()));
   } catch (const std::exception& e) {
     spdlog::warn("{}: closing the key-value store: {}", what, e.what());
   }

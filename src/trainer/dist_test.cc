@@ -15,10 +15,10 @@
 #include "include/tessera/embedding.h"
 #include "include/tessera/nn.h"
 #include "include/tessera/parallel.h"
-#include "src/kvstore/test_cluster.h"
-#include "src/partition/load_partition.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
+#include "src/kvstore/test_cluster.h"
+#include "src/partition/load_partition.h"
 
 namespace tessera::dist {
 namespace {
@@ -413,8 +413,7 @@ TEST(DistTest, ExitClientWarnsWhenServersDoNotAnswerGoodbye) {
   EXPECT_NO_THROW(exit_client());
   auto& sinks = spdlog::default_logger()->sinks();
   sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
-  EXPECT_NE(log.str().find("warning client 0: goodbye not confirmed (server 0"),
-            std::string::npos)
+  EXPECT_NE(log.str().find("warning client 0: goodbye not confirmed (server 0"), std::string::npos)
       << log.str();
   EXPECT_NE(log.str().find("did not answer goodbye in time"), std::string::npos) << log.str();
   EXPECT_NO_THROW(exit_client());  // Idempotent.

@@ -239,8 +239,8 @@ TEST(Cli, ConfigNamesOutsideItsFolderAreRefused) {
   TempDir dir;
   ASSERT_TRUE(MakeDirs(dir / "in").ok());
   WriteRing(dir / "in");
-  CliRun part = Tessera("partition --input " + dir / "in" +
-                        " --graph-name g --num-parts 1 --out " + dir / "ws/parts");
+  CliRun part = Tessera("partition --input " + dir / "in" + " --graph-name g --num-parts 1 --out " +
+                        dir / "ws/parts");
   ASSERT_EQ(part.exit_code, 0) << part.output;
   // The secret has the shape of a node array of the part: only the name check stops it.
   ASSERT_TRUE(WriteNpy(dir / "secret.npy", Array::Zeros(DType::kFloat32, {4, 3})).ok());
@@ -259,9 +259,8 @@ TEST(Cli, ConfigNamesOutsideItsFolderAreRefused) {
       {"inspect", TesseraBinary() + " inspect " + config},
       {"launch", TesseraBinary() + " launch --workspace " + dir / "ws" +
                      " --part-config parts/g.json --ip-config ip_config.txt true"},
-      {"copy-files", TesseraBinary() + " copy-files --part-config " + config +
-                         " --ip-config " + dir / "ws/ip_config.txt" + " --workspace " +
-                         dir / "copy"},
+      {"copy-files", TesseraBinary() + " copy-files --part-config " + config + " --ip-config " +
+                         dir / "ws/ip_config.txt" + " --workspace " + dir / "copy"},
   };
   for (const auto& [name, command] : commands) {
     SCOPED_TRACE(name);
@@ -271,7 +270,8 @@ TEST(Cli, ConfigNamesOutsideItsFolderAreRefused) {
     std::string output;
     std::array<char, 4096> buffer;
     size_t n;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+      output.append(buffer.data(), n);
     int status = ::pclose(pipe);
     ASSERT_TRUE(WIFEXITED(status)) << output;
     EXPECT_EQ(WEXITSTATUS(status), 1) << output;
@@ -286,8 +286,8 @@ TEST(Cli, ConfigNamesOutsideItsFolderAreRefused) {
 TEST(Cli, LaunchRefusesExtraEnvsThatInjectVariables) {
   TempDir dir;
   ASSERT_TRUE(MakeDirs(dir / "ws").ok());
-  const std::string base = "launch --workspace " + dir / "ws" +
-                           " --part-config p.json --ip-config i.txt --extra-envs ";
+  const std::string base =
+      "launch --workspace " + dir / "ws" + " --part-config p.json --ip-config i.txt --extra-envs ";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"'A=1\nB=2'", "error: --extra-envs: the value of A ('1\\nB=2') contains a newline"},
       {"'1A=x'", "error: --extra-envs: '1A' is not a variable name"},
@@ -305,9 +305,9 @@ TEST(Cli, LaunchRefusesExtraEnvsThatInjectVariables) {
   testing::WriteAll(dir / "env.txt", "A=1\nB-C=2\n\n");
   CliRun supervise = Tessera("supervise -- true < " + dir / "env.txt");
   EXPECT_EQ(supervise.exit_code, 1) << supervise.output;
-  EXPECT_NE(supervise.output.find(
-                "error: environment from the launcher: 'B-C' is not a variable name"),
-            std::string::npos)
+  EXPECT_NE(
+      supervise.output.find("error: environment from the launcher: 'B-C' is not a variable name"),
+      std::string::npos)
       << supervise.output;
 }
 
@@ -321,8 +321,8 @@ TEST(Cli, CopyFilesGivesAClearErrorForAMalformedConfig) {
                     "edge_feats": "part0/edge_feat"})";
   const std::string maps = R"("node_map": [[0, 4]], "edge_map": [[0, 4]])";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"graph_name": "g", "num_nodes": 4, "num_edges": 4, "num_parts": "1", )" + maps +
-           ", " + good_part + "}",
+      {R"({"graph_name": "g", "num_nodes": 4, "num_edges": 4, "num_parts": "1", )" + maps + ", " +
+           good_part + "}",
        "missing or invalid key 'num_parts'"},
       {R"({"graph_name": "g", "num_nodes": 4, "num_edges": 4, "num_parts": 1, )" + maps +
            R"(, "part-0": {"part_graph": 5, "node_feats": "a", "edge_feats": "b"}})",
