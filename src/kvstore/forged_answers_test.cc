@@ -119,15 +119,14 @@ class ForgedAnswersTest : public ::testing::Test {
     ASSERT_TRUE(rpc.ok()) << rpc.status();
     rpc_ = std::move(*rpc);
     thread_ = std::thread([this] { (void)rpc_->Serve(fake_, stop_); });
-    auto client =
-        KvClient::Connect({.job_id = job_,
-                           .token = "t",
-                           .client_id = 0,
-                           .machine_id = -1,
-                           .servers = {"tcp://127.0.0.1:" + std::to_string(rpc_->port())},
-                           .num_clients = 1,
-                           .call_timeout = rpc::Millis(10000),
-                           .connect_timeout = rpc::Millis(10000)});
+    auto client = KvClient::Connect({.job_id = job_,
+                                     .token = "t",
+                                     .client_id = 0,
+                                     .machine_id = -1,
+                                     .servers = {"tcp://127.0.0.1:" + std::to_string(rpc_->port())},
+                                     .num_clients = 1,
+                                     .call_timeout = rpc::Millis(10000),
+                                     .connect_timeout = rpc::Millis(10000)});
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::move(*client);
   }
@@ -136,9 +135,7 @@ class ForgedAnswersTest : public ::testing::Test {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
-  void ExpectDataLoss(const Status& s) {
-    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
-  }
+  void ExpectDataLoss(const Status& s) { EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s; }
 
   std::string job_ = shm::RandomJobId();
   FakeServer fake_{job_};
@@ -187,8 +184,7 @@ TEST_F(ForgedAnswersTest, PullAnswersAndTensorShapesAreChecked) {
   fake_.forge = Forge::kBadShape;
   auto list = client_->List();
   ExpectDataLoss(list.status());
-  EXPECT_NE(list.status().message().find("'node/wrap' with an impossible shape"),
-            std::string::npos)
+  EXPECT_NE(list.status().message().find("'node/wrap' with an impossible shape"), std::string::npos)
       << list.status();
 }
 

@@ -85,7 +85,8 @@ StatusOr<std::unique_ptr<KvServer>> KvServer::Load(const KvServerOptions& option
                   : name.rfind("node/", 0) == 0 ? shm::Policy::kNode
                                                 : shm::Policy::kEdge;
     info.id = cat.ReserveId(&info.segment);
-    StatusOr<shm::SharedSegment> created = shm::SharedSegment::Create(info.segment, array->nbytes());
+    StatusOr<shm::SharedSegment> created =
+        shm::SharedSegment::Create(info.segment, array->nbytes());
     if (!created.ok()) {
       return Annotate(created.status(), fmt::format("{}: loading '{}' of partition {}", what, name,
                                                     options.machine_id));
@@ -142,14 +143,14 @@ std::optional<Message> KvServer::Handle(const rpc::Peer& peer, Message& request)
     return Dispatch(peer, request);
   } catch (const std::bad_alloc&) {
     return rpc::MakeResponse(
-        request.header, absl::ResourceExhaustedError(fmt::format(
-                            "server {}: out of memory while serving {}", server_id(),
-                            rpc::MethodName(request.header.method()))));
+        request.header, absl::ResourceExhaustedError(
+                            fmt::format("server {}: out of memory while serving {}", server_id(),
+                                        rpc::MethodName(request.header.method()))));
   } catch (const std::exception& e) {
-    return rpc::MakeResponse(request.header,
-                             absl::InternalError(fmt::format(
-                                 "server {}: {} failed: {}", server_id(),
-                                 rpc::MethodName(request.header.method()), e.what())));
+    return rpc::MakeResponse(
+        request.header,
+        absl::InternalError(fmt::format("server {}: {} failed: {}", server_id(),
+                                        rpc::MethodName(request.header.method()), e.what())));
   }
 }
 
@@ -158,8 +159,8 @@ Status KvServer::CheckSize(std::string_view what, uint64_t count, uint64_t item_
   bool overflow = __builtin_mul_overflow(count, item_bytes, &bytes);
   if (!overflow && bytes <= options_.max_response_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(fmt::format(
-      "{}: {} x {} bytes = {} is more than one request may move ({}); send smaller requests",
-      what, count, item_bytes, overflow ? std::string("more than 2^64 bytes") : Bytes(bytes),
+      "{}: {} x {} bytes = {} is more than one request may move ({}); send smaller requests", what,
+      count, item_bytes, overflow ? std::string("more than 2^64 bytes") : Bytes(bytes),
       Bytes(options_.max_response_bytes)));
 }
 
@@ -442,8 +443,7 @@ WireArray CompactIds(std::vector<int64_t> ids, int64_t limit) {
 
 }  // namespace
 
-Status KvServer::CheckSampleSize(const sampling::LocalGraph& graph,
-                                 std::span<const int64_t> seeds,
+Status KvServer::CheckSampleSize(const sampling::LocalGraph& graph, std::span<const int64_t> seeds,
                                  const SampleRequest& sample) const {
   // The counts alone: one int64 per seed.
   RETURN_IF_ERROR(CheckSize("sample", seeds.size(), sizeof(int64_t)));
@@ -544,10 +544,9 @@ std::optional<Message> KvServer::Barrier(const rpc::Peer& peer, const Message& r
                                        : kMaxBarrierClients;
   if (expected <= 0 || expected > limit) {
     return rpc::MakeResponse(
-        request.header,
-        absl::InvalidArgumentError(fmt::format(
-            "barrier of {} clients: num_clients must be 1 to {}{}", expected, limit,
-            options_.num_clients > 0 ? " (the clients of this job)" : "")));
+        request.header, absl::InvalidArgumentError(fmt::format(
+                            "barrier of {} clients: num_clients must be 1 to {}{}", expected, limit,
+                            options_.num_clients > 0 ? " (the clients of this job)" : "")));
   }
   // A client retrying after its own timeout replaces its earlier entry.
   std::erase_if(barrier_.waiting,

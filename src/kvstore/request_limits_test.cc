@@ -146,8 +146,8 @@ TEST_F(RequestLimitsTest, PushesAndSparseUpdatesLargerThanTheLimitAreRefused) {
   for (wire::Method method : {wire::PUSH, wire::SPARSE_UPDATE}) {
     rpc::Message m = IdsRequest(method, std::vector<int64_t>(n, first), "node/feat");
     std::vector<float> rows(n * 1433, 1.0f);
-    m.arrays.push_back({DType::kFloat32, {static_cast<int64_t>(n), 1433},
-                        rpc::Blob::FromVector(std::move(rows))});
+    m.arrays.push_back(
+        {DType::kFloat32, {static_cast<int64_t>(n), 1433}, rpc::Blob::FromVector(std::move(rows))});
     ExpectError(Call(*server_, std::move(m)), absl::StatusCode::kResourceExhausted,
                 "46 x 5732 bytes");
   }
@@ -177,22 +177,22 @@ TEST_F(RequestLimitsTest, GraphRequestsLargerThanTheLimitAreRefused) {
   ExpectError(Sample(*server_, all, std::numeric_limits<int64_t>::max(), true),
               absl::StatusCode::kResourceExhausted, "more than 2^64 bytes");
   // Without replacement a fanout is capped by the degree: fine.
-  EXPECT_TRUE(rpc::ResponseStatus(
-                  Sample(*server_, all, std::numeric_limits<int64_t>::max(), false).header)
-                  .ok());
+  EXPECT_TRUE(
+      rpc::ResponseStatus(Sample(*server_, all, std::numeric_limits<int64_t>::max(), false).header)
+          .ok());
   // Degrees: 8 bytes per id; find_edges: 16.
-  ExpectError(Call(*server_, IdsRequest(wire::IN_DEGREES,
-                                        std::vector<int64_t>(kLimit / 8 + 1, begin))),
-              absl::StatusCode::kResourceExhausted, "degrees: 32769 x 8 bytes");
-  EXPECT_TRUE(rpc::ResponseStatus(
-                  Call(*server_, IdsRequest(wire::OUT_DEGREES,
-                                            std::vector<int64_t>(kLimit / 8, begin)))
-                      .header)
-                  .ok());
+  ExpectError(
+      Call(*server_, IdsRequest(wire::IN_DEGREES, std::vector<int64_t>(kLimit / 8 + 1, begin))),
+      absl::StatusCode::kResourceExhausted, "degrees: 32769 x 8 bytes");
+  EXPECT_TRUE(
+      rpc::ResponseStatus(
+          Call(*server_, IdsRequest(wire::OUT_DEGREES, std::vector<int64_t>(kLimit / 8, begin)))
+              .header)
+          .ok());
   int64_t edge = book_.EdgeRange(0).first;
-  ExpectError(Call(*server_, IdsRequest(wire::FIND_EDGES,
-                                        std::vector<int64_t>(kLimit / 16 + 1, edge))),
-              absl::StatusCode::kResourceExhausted, "find_edges: 16385 x 16 bytes");
+  ExpectError(
+      Call(*server_, IdsRequest(wire::FIND_EDGES, std::vector<int64_t>(kLimit / 16 + 1, edge))),
+      absl::StatusCode::kResourceExhausted, "find_edges: 16385 x 16 bytes");
   // The server samples as before.
   rpc::Message again = Sample(*server_, all, -1, false);
   ASSERT_TRUE(rpc::ResponseStatus(again.header).ok());
@@ -262,7 +262,8 @@ uint64_t VirtualBytes() {
 // With no answer limit, an allocation that fails (std::bad_alloc) becomes
 // an error answer, not a dead server.
 TEST_F(RequestLimitsTest, AllocationFailureIsAnErrorAnswer) {
-  std::unique_ptr<KvServer> unlimited = Load(std::numeric_limits<size_t>::max(), shm::RandomJobId());
+  std::unique_ptr<KvServer> unlimited =
+      Load(std::numeric_limits<size_t>::max(), shm::RandomJobId());
   ASSERT_TRUE(unlimited);
   std::vector<int64_t> ids(200000, book_.NodeRange(0).first);  // 1.07 GiB of rows.
   rpc::Message request = IdsRequest(wire::PULL, ids, "node/feat");
@@ -274,8 +275,7 @@ TEST_F(RequestLimitsTest, AllocationFailureIsAnErrorAnswer) {
   std::optional<rpc::Message> response = unlimited->Handle({"peer", 0}, request);
   ASSERT_EQ(setrlimit(RLIMIT_AS, &old), 0);
   ASSERT_TRUE(response.has_value());
-  ExpectError(*response, absl::StatusCode::kResourceExhausted,
-              "out of memory while serving pull");
+  ExpectError(*response, absl::StatusCode::kResourceExhausted, "out of memory while serving pull");
   rpc::Message again = Pull(*unlimited, owned_);
   ASSERT_TRUE(rpc::ResponseStatus(again.header).ok());
   EXPECT_EQ(std::memcmp(again.arrays[0].blob.data, reference_.arrays[0].blob.data,

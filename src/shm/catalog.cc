@@ -196,8 +196,8 @@ Status Catalog::Add(ArrayInfo* info) {
   }
   if (info->nbytes() == std::numeric_limits<size_t>::max()) {
     return absl::InvalidArgumentError(
-        fmt::format("array '{}': shape [{}] has a negative dimension or too many bytes",
-                    info->name, fmt::join(info->shape, ", ")));
+        fmt::format("array '{}': shape [{}] has a negative dimension or too many bytes", info->name,
+                    fmt::join(info->shape, ", ")));
   }
   LockTable();
   Entry* free_entry = nullptr;

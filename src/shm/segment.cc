@@ -67,11 +67,9 @@ StatusOr<SharedSegment> SharedSegment::Create(const std::string& name, size_t si
   }
   // Refuse up front what cannot fit: on tmpfs, posix_fallocate would take
   // pages until it runs out and only then give them back.
-  if (StatusOr<uint64_t> free_bytes = SharedMemoryFree(); free_bytes.ok()) {
-    if (Status s = CheckSharedMemorySpace(name, size, *free_bytes, MemoryAvailable()); !s.ok()) {
-      close(fd);
-      return s;
-    }
+  if (Status s = CheckSharedMemoryRoom(name, size); !s.ok()) {
+    close(fd);
+    return s;
   }
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     int e = errno;
@@ -164,6 +162,12 @@ StatusOr<uint64_t> SharedMemoryFree() {
   return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
 }
 
+Status CheckSharedMemoryRoom(std::string_view what, uint64_t need) {
+  StatusOr<uint64_t> shm_free = SharedMemoryFree();
+  if (!shm_free.ok()) return absl::OkStatus();  // Let the reservation decide.
+  return CheckSharedMemorySpace(what, need, *shm_free, MemoryAvailable());
+}
+
 Status CheckSharedMemorySpace(std::string_view what, uint64_t need, uint64_t shm_free,
                               uint64_t memory_available) {
   uint64_t have = std::min(shm_free, memory_available);
@@ -173,11 +177,12 @@ Status CheckSharedMemorySpace(std::string_view what, uint64_t need, uint64_t shm
                ? fmt::format("{} B", n)
                : FormatBytes(static_cast<int64_t>(n));
   };
-  std::string limit =
-      have == shm_free ? fmt::format("free in {}", kShmDir)
-                       : fmt::format("of memory available ({} free in {})", bytes(shm_free), kShmDir);
-  return absl::ResourceExhaustedError(fmt::format(
-      "not enough shared memory for {}: need {}, have {} {}", what, bytes(need), bytes(have), limit));
+  std::string limit = have == shm_free ? fmt::format("free in {}", kShmDir)
+                                       : fmt::format("of memory available ({} free in {})",
+                                                     bytes(shm_free), kShmDir);
+  return absl::ResourceExhaustedError(
+      fmt::format("not enough shared memory for {}: need {}, have {} {}", what, bytes(need),
+                  bytes(have), limit));
 }
 
 std::string SegmentName(std::string_view job, std::string_view what) {

@@ -72,6 +72,10 @@ StatusOr<uint64_t> SharedMemoryFree();
 Status CheckSharedMemorySpace(std::string_view what, uint64_t need, uint64_t shm_free,
                               uint64_t memory_available);
 
+// CheckSharedMemorySpace with the figures of this moment (OK when
+// /dev/shm cannot be inspected: the reservation itself will tell).
+Status CheckSharedMemoryRoom(std::string_view what, uint64_t need);
+
 // "/tessera.<job>.<what>". `job` must be a valid job id (ValidateJobId);
 // `what` is made of [A-Za-z0-9_.-] by the callers.
 std::string SegmentName(std::string_view job, std::string_view what);

@@ -75,8 +75,8 @@ class HostileRequestsTest : public ::testing::Test {
     ASSERT_TRUE(hostile.ok()) << hostile.status();
     hostile_ = std::move(*hostile);
     for (int server = 0; server < 2; ++server) {  // Registers client 1 with both servers.
-      ASSERT_TRUE(hostile_->CallOne(server, rpc::MakeRequest(wire::HELLO), Deadline::InSeconds(30))
-                      .ok());
+      ASSERT_TRUE(
+          hostile_->CallOne(server, rpc::MakeRequest(wire::HELLO), Deadline::InSeconds(30)).ok());
     }
     reference_.resize(ids_.size() * 1433);
     ASSERT_TRUE(client_->PullInto("node/feat", ids_, reference_.data()).ok());
@@ -188,8 +188,8 @@ TEST_F(HostileRequestsTest, PullOfTwentyMillionIds) {
   EXPECT_LE(rss, baseline + (int64_t{64} << 20)) << "baseline " << baseline;
   client_.reset();
   for (int server = 0; server < 2; ++server) {
-    EXPECT_TRUE(hostile_->CallOne(server, rpc::MakeRequest(wire::GOODBYE), Deadline::InSeconds(30))
-                    .ok());
+    EXPECT_TRUE(
+        hostile_->CallOne(server, rpc::MakeRequest(wire::GOODBYE), Deadline::InSeconds(30)).ok());
   }
   hostile_.reset();
   std::string job_id = job_->job_id();
