@@ -35,6 +35,7 @@
 #include "src/launcher/process.h"
 #include "src/launcher/remote.h"
 #include "src/partition/partition_config.h"
+#include "src/rpc/security.h"
 #include "src/shm/segment.h"
 #include "tools/commands.h"
 
@@ -49,6 +50,7 @@ struct LaunchFlags {
   std::string ssh_username;
   std::vector<std::string> extra_envs, ssh_options, command;
   bool force_ssh = false;
+  bool no_encryption = false;
   double startup_timeout_s = 600, grace_s = 5, server_exit_timeout_s = 60;
 };
 
@@ -131,7 +133,7 @@ class Launch {
   PartitionConfig config_;
   std::vector<bool> local_;
   launcher::SshOptions ssh_;
-  std::string job_id_, token_;
+  std::string job_id_, token_, key_;
   std::vector<std::unique_ptr<Member>> members_;
   std::vector<std::pair<std::string, std::string>> extra_envs_;  // Checked --extra-envs.
 };
@@ -310,10 +312,19 @@ int Launch::Run() {
   signal(SIGPIPE, SIG_IGN);
   job_id_ = shm::RandomJobId();
   token_ = launcher::RandomToken();
+  if (!f_.no_encryption) {
+    StatusOr<std::string> key = rpc::NewCurveSecretKey();
+    if (!key.ok()) return ReportError(key.status());
+    key_ = *key;
+  }
   const int M = ip_.num_machines(), S = f_.num_servers, T = f_.num_trainers;
   const int world = M * T;
   spdlog::info("launch: job {}: {} machine(s) x ({} server(s) + {} trainer(s)), workspace {}",
                job_id_, M, S, T, f_.workspace);
+  if (key_.empty()) {
+    spdlog::warn("launch: --no-encryption: the job's traffic, its token included, is readable "
+                 "by anyone on the network path");
+  }
   Stopwatch watch;
   std::string failure;
   int failure_code = 0;
@@ -337,9 +348,9 @@ int Launch::Run() {
           "--part-config", f_.part_config,    "--server-id",   std::to_string(m->rank),
           "--num-servers", std::to_string(S), "--num-clients", std::to_string(world),
           "--job-id",      job_id_,           "--ready-fd",    "1"};
-      std::vector<std::pair<std::string, std::string>> env = {
-          {"TESSERA_JOB_TOKEN", token_},
-          {"OMP_NUM_THREADS", std::to_string(f_.num_server_threads)}};
+      std::vector<std::pair<std::string, std::string>> env =
+          launcher::CredentialVariables(token_, key_);
+      env.emplace_back("OMP_NUM_THREADS", std::to_string(f_.num_server_threads));
       env.insert(env.end(), extra.begin(), extra.end());
       Status st = Start(*m, argv, env);
       members_.push_back(std::move(m));
@@ -378,6 +389,7 @@ int Launch::Run() {
       m->host = ip_.machines[static_cast<size_t>(machine)].ip;
       launcher::JobEnv env{.job_id = job_id_,
                            .token = token_,
+                           .curve_secret_key = key_,
                            .ip_config = f_.ip_config,
                            .part_config = f_.part_config,
                            .num_servers = S,
@@ -506,6 +518,10 @@ Command RegisterLaunch(CLI::App& app) {
                   "machine's host key on first contact but still refuses a changed key (a man in "
                   "the middle), where =no would accept any key");
   sub->add_flag("--ssh", f->force_ssh, "Use ssh for local machines too");
+  sub->add_flag("--no-encryption", f->no_encryption,
+                "Send everything in clear text (trusted networks only): peers still prove the "
+                "job token before they can send anything, but anyone on the path can read the "
+                "token and the data (docs/runtime.md)");
   sub->add_option("--extra-envs,--extra_envs", f->extra_envs, "KEY=VALUE for every process");
   sub->add_option("--master-port,--master_port", f->master_port,
                   "Trainer rendezvous port on machine 0 (default: its server port + num servers)");
