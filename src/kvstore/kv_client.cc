@@ -378,11 +378,6 @@ StatusOr<std::vector<TensorMeta>> KvClient::List() {
     meta.policy = static_cast<shm::Policy>(d.policy());
     meta.persistent = d.persistent();
     if (meta.shape.empty()) continue;
-    meta.shape[0] = meta.policy == shm::Policy::kNode ? book_.num_nodes() : book_.num_edges();
-    meta_cache_[meta.key] = meta;
-    out.push_back(std::move(meta));
-  }
-  return out;
     // Buffers are sized from this shape: it must be one a tensor can have.
     uint64_t row_bytes = DTypeSize(meta.dtype);
     bool valid = meta.shape.size() <= shm::Catalog::kMaxDims;
@@ -396,6 +391,11 @@ StatusOr<std::vector<TensorMeta>> KvClient::List() {
                                              rpc_->endpoint(server), meta.key,
                                              fmt::join(meta.shape, ", ")));
     }
+    meta.shape[0] = meta.policy == shm::Policy::kNode ? book_.num_nodes() : book_.num_edges();
+    meta_cache_[meta.key] = meta;
+    out.push_back(std::move(meta));
+  }
+  return out;
 }
 
 StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, const std::string& what,
