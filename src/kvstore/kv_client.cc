@@ -270,6 +270,7 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
   }
   std::unique_ptr<KvClient> client(new KvClient(options));
   rpc::ClientOptions rpc_options{.token = options.token,
+                                 .curve_secret_key = options.curve_secret_key,
                                  .client_id = options.client_id,
                                  .servers = options.servers,
                                  .heartbeat_interval = options.heartbeat_interval,

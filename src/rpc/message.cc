@@ -1,6 +1,7 @@
 // File: src/rpc/message.cc
 #include "src/rpc/message.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "fmt/format.h"
@@ -14,8 +15,13 @@ Blob Blob::FromArray(Array array) {
 }
 
 size_t WireArray::row_bytes() const {
+  // Parsed arrays cannot overflow (ParseMessage); others saturate.
   size_t n = DTypeSize(dtype);
-  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
+  for (size_t i = 1; i < shape.size(); ++i) {
+    if (shape[i] < 0 || __builtin_mul_overflow(n, static_cast<size_t>(shape[i]), &n)) {
+      return SIZE_MAX;
+    }
+  }
   return n;
 }
 
@@ -153,10 +159,14 @@ StatusOr<Message> ParseMessage(std::vector<Blob> frames, std::string_view token)
     }
     WireArray a;
     a.dtype = static_cast<DType>(meta.dtype());
-    uint64_t bytes = DTypeSize(a.dtype);
+    // The product of the non-zero dimensions must fit too: row_bytes() of
+    // an array of 0 rows multiplies the others.
+    uint64_t bytes = DTypeSize(a.dtype), nonzero = DTypeSize(a.dtype);
     for (int64_t d : meta.shape()) {
       if (d < 0) return absl::InvalidArgumentError(fmt::format("array {}: negative dimension", i));
-      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) {
+      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes) ||
+          (d > 0 && __builtin_mul_overflow(nonzero, static_cast<uint64_t>(d), &nonzero)) ||
+          nonzero > (uint64_t{1} << 62)) {
         return absl::InvalidArgumentError(fmt::format("array {}: shape too large", i));
       }
       a.shape.push_back(d);

@@ -95,6 +95,21 @@ TEST(MessageTest, EmptyArrayFrameAtAnyAddressParses) {
   }
 }
 
+TEST(MessageTest, ShapesOfZeroRowsMustStillFit) {
+  Message request = MakeRequest(wire::PUSH);
+  request.header.set_token("secret");
+  auto* meta = request.header.add_arrays();
+  meta->set_dtype(static_cast<uint32_t>(DType::kFloat32));
+  for (int64_t d : {int64_t{0}, int64_t{1} << 40, int64_t{1} << 40}) meta->add_shape(d);
+  std::string header = request.header.SerializeAsString();
+  std::vector<Blob> frames = {Blob::Borrow(header.data(), header.size()), Blob::Borrow("", 0)};
+  auto parsed = ParseMessage(std::move(frames), "secret");
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(parsed.status().message()).find("shape too large"), std::string::npos);
+  WireArray unchecked{DType::kFloat64, {0, int64_t{1} << 40, int64_t{1} << 40}, {}};
+  EXPECT_EQ(unchecked.row_bytes(), SIZE_MAX);
+}
+
 TEST(RpcTest, RequestResponseWithArraysAndErrors) {
   ServerThread st({.host = "127.0.0.1", .token = "secret"});
   auto client = RpcClient::Create(Client(st.endpoint));

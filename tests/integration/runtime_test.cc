@@ -183,7 +183,7 @@ TEST_F(RuntimeTest, ServerErrorsAreClearAndLeaveNothing) {
   EXPECT_EQ(code, 1);
   EXPECT_NE(log.find("1 machines but"), std::string::npos) << log;
   // Port already taken.
-  auto holder = rpc::RpcServer::Bind({.host = "127.0.0.1", .port = *port});
+  auto holder = rpc::RpcServer::Bind({.host = "127.0.0.1", .port = *port, .token = "t"});
   ASSERT_TRUE(holder.ok());
   std::tie(code, log) = run("ip.txt", {"--part-config", *config_, "--server-id", "0"}, "c.log");
   EXPECT_EQ(code, 1);

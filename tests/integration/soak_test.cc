@@ -1,0 +1,306 @@
+// File: tests/integration/soak_test.cc
+//
+// The bounded soak of issue 13: 2 machines x 2 trainers train GraphSAGE on
+// Cora (examples/graphsage, 200 epochs, fixed seed) job after job for at
+// least TESSERA_SOAK_SECONDS (default 300) while a hostile client attacks
+// every server: first without the job's key (raw TCP garbage, frames
+// announcing gigabytes, ZeroMQ peers without or with a foreign key), then
+// with the key and token (malformed requests, pulls of a million ids,
+// absurd tensors, out-of-range ids and client ids, wrong tokens). Every job
+// must succeed with the accuracy of an unattacked reference run, and each
+// server's memory at the end must match the reference run's.
+#include <atomic>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "src/base/resource.h"
+#include "src/base/test_util.h"
+#include "src/kvstore/test_cluster.h"
+#include "src/launcher/local_job.h"
+#include "src/rpc/message.h"
+#include "src/rpc/security.h"
+#include "tests/integration/attack_util.h"
+#include "zmq.hpp"
+
+namespace tessera {
+namespace {
+
+using namespace testing::attack;  // NOLINT
+
+std::string Program(const std::string& name) {
+  return std::string(TESSERA_BINARY_DIR) + "/bin/" + name;
+}
+
+// Attacks every endpoint in turn from its own thread until stopped.
+class Hostile {
+ public:
+  Hostile(std::vector<std::string> endpoints, rpc::JobCredentials credentials, int first_bad_id)
+      : endpoints_(std::move(endpoints)),
+        credentials_(std::move(credentials)),
+        bad_id_(first_bad_id),
+        thread_([this] { Run(); }) {}
+  ~Hostile() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  uint64_t sent() const { return sent_.load(); }
+  uint64_t answered() const { return answered_.load(); }
+
+ private:
+  std::string RandomBytes(size_t n) {
+    std::string s(n, '\0');
+    for (char& c : s) c = static_cast<char>(rng_());
+    return s;
+  }
+
+  // Without the key: nothing of this may reach the server's queues.
+  void Unauthenticated(const std::string& endpoint) {
+    int fd = TcpConnect(PortOf(endpoint));
+    if (fd >= 0) {
+      std::string bytes = rng_() % 2 ? RandomBytes(rng_() % 4096) : Greeting("CURVE");
+      if (rng_() % 2) {
+        bytes.push_back(0x06);
+        for (int i = 0; i < 8; ++i) bytes.push_back(i == 3 ? 0x04 : 0);  // 16 GiB.
+        bytes += RandomBytes(1 << 16);
+      }
+      (void)SendAll(fd, bytes);
+      close(fd);
+    }
+    zmq::socket_t raw(context_, zmq::socket_type::dealer);
+    raw.set(zmq::sockopt::linger, 0);
+    if (rng_() % 2) {
+      char pub[41] = {}, sec[41] = {}, server[41] = {};
+      zmq_curve_keypair(pub, sec);
+      zmq_curve_public(server, credentials_.curve_secret_key.c_str());
+      raw.set(zmq::sockopt::curve_serverkey, std::string(server));
+      raw.set(zmq::sockopt::curve_publickey, std::string(pub));
+      raw.set(zmq::sockopt::curve_secretkey, std::string(sec));
+    }
+    raw.connect(endpoint);
+    for (int i = 0; i < 1000; ++i) raw.send(zmq::buffer(RandomBytes(16)), zmq::send_flags::sndmore);
+    raw.send(zmq::message_t(), zmq::send_flags::dontwait);
+    sent_ += 1001;
+  }
+
+  // With the key and token: well-formed ZeroMQ, malformed requests.
+  void Authenticated(zmq::socket_t& socket) {
+    rpc::Message m = rpc::MakeRequest(static_cast<wire::Method>(4 + rng_() % 11));
+    m.header.set_token(credentials_.token);
+    m.header.set_client_id(bad_id_);
+    std::vector<std::string> arrays;
+    bool random_header = false;
+    auto ids = [&](size_t n, bool huge) {
+      std::vector<int64_t> v(n);
+      for (auto& x : v) x = huge ? static_cast<int64_t>(rng_()) : static_cast<int64_t>(rng_() % 1000);
+      auto* meta = m.header.add_arrays();
+      meta->set_dtype(static_cast<uint32_t>(DType::kInt64));
+      meta->add_shape(static_cast<int64_t>(n));
+      arrays.emplace_back(reinterpret_cast<const char*>(v.data()), n * 8);
+    };
+    switch (rng_() % 10) {
+      case 0:  // A million ids (just under the frame limit): the answer would be 5.7 GB.
+        m.header.set_method(wire::PULL);
+        m.header.set_name("node/feat");
+        ids((1 << 20) - 1024, false);
+        break;
+      case 1:  // Ids nobody owns.
+        m.header.set_method(rng_() % 2 ? wire::PUSH : wire::PULL);
+        m.header.set_name("node/feat");
+        ids(64, true);
+        break;
+      case 2: {  // A tensor whose size wraps around 2^64, or larger than /dev/shm.
+        m.header.set_method(wire::INIT_DATA);
+        auto* init = m.header.mutable_init_data();
+        init->set_name("x" + std::to_string(rng_() % 100));
+        init->set_dtype(static_cast<uint32_t>(DType::kFloat32));
+        init->add_shape(2708);
+        init->add_shape(rng_() % 2 ? (int64_t{1} << 62) : (int64_t{1} << 36));
+        break;
+      }
+      case 3:  // Sampling with absurd arguments.
+        m.header.set_method(wire::SAMPLE);
+        m.header.mutable_sample()->set_fanout(static_cast<int64_t>(rng_() % 5) - 3);
+        m.header.mutable_sample()->set_prob(RandomBytes(6));
+        ids(16, rng_() % 2);
+        break;
+      case 4:  // Wrong token.
+        m.header.set_token(RandomBytes(16));
+        break;
+      case 5:  // A client id outside the job.
+        m.header.set_client_id(static_cast<int32_t>(rng_() % 100000) + 1000);
+        break;
+      case 6:  // A shape that lies about its frame.
+        ids(8, false);
+        arrays.back().resize(rng_() % 64);
+        break;
+      case 7:  // Random header bytes.
+        random_header = true;
+        break;
+      default:  // Random everything else.
+        m.header.set_name(RandomBytes(rng_() % 12));
+        ids(rng_() % 32, rng_() % 2);
+    }
+    std::string head = random_header ? RandomBytes(rng_() % 200) : m.header.SerializeAsString();
+    bool more = !arrays.empty();
+    socket.send(zmq::buffer(head), more ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      socket.send(zmq::buffer(arrays[i]),
+                  i + 1 < arrays.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+    ++sent_;
+    zmq::message_t reply;
+    if (socket.recv(reply)) {  // Every message of this kind gets an (error) answer.
+      ++answered_;
+      while (reply.more()) (void)socket.recv(reply);
+    }
+  }
+
+  void Run() {
+    std::vector<std::unique_ptr<zmq::socket_t>> members;
+    for (const std::string& endpoint : endpoints_) {
+      auto s = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
+      s->set(zmq::sockopt::linger, 0);
+      s->set(zmq::sockopt::rcvtimeo, 5000);
+      (void)rpc::SecureClientSocket(*s, credentials_);
+      s->connect(endpoint);
+      members.push_back(std::move(s));
+    }
+    for (uint64_t round = 0; !stop_; ++round) {
+      size_t target = round % endpoints_.size();
+      try {
+        if (round % 8 == 0) {
+          Unauthenticated(endpoints_[target]);
+        } else {
+          Authenticated(*members[target]);
+        }
+      } catch (const zmq::error_t&) {
+        // A full queue to a busy server: try the next.
+      }
+    }
+  }
+
+  std::vector<std::string> endpoints_;
+  rpc::JobCredentials credentials_;
+  int bad_id_;
+  std::mt19937_64 rng_{2024};
+  zmq::context_t context_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> sent_{0}, answered_{0};
+  std::thread thread_;
+};
+
+struct JobOutcome {
+  bool ok = false;
+  double test_acc = -1;
+  std::vector<int64_t> server_rss;  // At the end of training, servers still up.
+  double seconds = 0;
+  uint64_t hostile_sent = 0, hostile_answered = 0;
+};
+
+// One 2 x 2 training job. The test holds one extra client slot (id 4) so the
+// servers stay up after the trainers leave, to measure their memory.
+JobOutcome RunJob(const std::string& config, const std::string& workdir, bool attack) {
+  JobOutcome out;
+  launcher::LocalJobOptions o;
+  o.tessera_binary = testing::TesseraBinary();
+  o.part_config = config;
+  o.workdir = workdir;
+  o.clients_per_machine = 2;
+  o.num_clients = 5;
+  o.client_log_dir = workdir;
+  o.startup_timeout_s = 60;
+  auto job = launcher::LocalJob::Start(o);
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return out;
+  const launcher::JobEnv& env = (*job)->base_env();
+  std::vector<std::string> endpoints = (*job)->ip_config().ServerEndpoints(1);
+  auto holder = kv::KvClient::Connect({.job_id = env.job_id,
+                                       .token = env.token,
+                                       .curve_secret_key = env.curve_secret_key,
+                                       .client_id = 4,
+                                       .machine_id = -1,
+                                       .servers = endpoints,
+                                       .num_clients = 5});
+  EXPECT_TRUE(holder.ok()) << holder.status();
+  if (!holder.ok()) return out;
+  std::unique_ptr<Hostile> hostile;
+  if (attack) {
+    hostile = std::make_unique<Hostile>(endpoints, rpc::JobCredentials{env.token,
+                                                                       env.curve_secret_key},
+                                        /*first_bad_id=*/4);
+  }
+  Stopwatch watch;
+  std::vector<std::string> argv = {
+      Program("graphsage_train_dist"), "--graph-name", "cora", "--part-config", config,
+      "--seed", "42", "--row-normalize", "--input-dropout", "0.5", "--lr", "0.01",
+      "--weight-decay", "5e-4", "--batch-size", "140", "--num-epochs", "200",
+      "--eval-every", "200", "--log-every", "0", "--json"};
+  EXPECT_TRUE((*job)->StartClients(argv).ok());
+  bool running = true;
+  Deadline deadline = Deadline::InSeconds(900);
+  while (running && !deadline.Expired()) {
+    running = false;
+    for (auto& c : (*job)->clients()) running |= !c.Poll();
+    for (auto& s : (*job)->servers()) EXPECT_FALSE(s.Poll()) << "a server died under attack";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  out.seconds = watch.Seconds();
+  if (hostile) {
+    hostile->Stop();
+    out.hostile_sent = hostile->sent();
+    out.hostile_answered = hostile->answered();
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // Trims run within a second.
+  for (auto& s : (*job)->servers()) out.server_rss.push_back(RssBytes(s.pid()));
+  (void)(*holder)->Close();
+  holder->reset();
+  auto result = (*job)->Wait(Deadline::InSeconds(60));
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return out;
+  out.ok = result->ok();
+  std::string log = testing::ReadAll(workdir + "/client-0.log");
+  size_t at = log.rfind("RESULT ");
+  EXPECT_NE(at, std::string::npos) << log;
+  if (at == std::string::npos) return out;
+  auto r = nlohmann::json::parse(log.substr(at + 7, log.find('\n', at) - at - 7));
+  out.test_acc = r["test_acc"].get<double>();
+  return out;
+}
+
+TEST(SoakTest, TrainingUnderAttackKeepsItsAccuracyAndMemory) {
+  double soak_seconds = 300;
+  if (const char* s = std::getenv("TESSERA_SOAK_SECONDS")) soak_seconds = std::atof(s);
+  testing::TempDir dir;
+  std::string config = kv::testing::PartitionCora(dir / "parts", 2);
+  JobOutcome reference = RunJob(config, dir / "reference", /*attack=*/false);
+  ASSERT_TRUE(reference.ok);
+  std::printf("reference: test accuracy %.4f in %.1f s, server RSS %s / %s\n", reference.test_acc,
+              reference.seconds, FormatBytes(reference.server_rss[0]).c_str(),
+              FormatBytes(reference.server_rss[1]).c_str());
+  Stopwatch soak;
+  for (int run = 0; soak.Seconds() < soak_seconds; ++run) {
+    JobOutcome attacked = RunJob(config, dir / ("attacked" + std::to_string(run)), true);
+    std::printf(
+        "attacked run %d: test accuracy %.4f in %.1f s, server RSS %s / %s, %llu hostile "
+        "messages (%llu answered)\n",
+        run, attacked.test_acc, attacked.seconds, FormatBytes(attacked.server_rss[0]).c_str(),
+        FormatBytes(attacked.server_rss[1]).c_str(),
+        static_cast<unsigned long long>(attacked.hostile_sent),
+        static_cast<unsigned long long>(attacked.hostile_answered));
+    std::fflush(stdout);
+    ASSERT_TRUE(attacked.ok) << "run " << run;
+    EXPECT_GT(attacked.hostile_answered, 100u);
+    EXPECT_NEAR(attacked.test_acc, reference.test_acc, 0.005) << "run " << run;
+    for (size_t s = 0; s < 2; ++s) {
+      EXPECT_LT(attacked.server_rss[s], reference.server_rss[s] + (int64_t{48} << 20))
+          << "server " << s << " of run " << run;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera
