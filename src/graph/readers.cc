@@ -1,6 +1,7 @@
 #include "src/graph/readers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string_view>
 #include <vector>
@@ -242,8 +243,9 @@ StatusOr<Array> ReadMatrix(const std::string& path, int64_t rows) {
         }
         if (!ok) {  // Integral values written as floats ("3.0").
           float f = 0;
-          ok = ParseFloat(fields[j], &f) && f == static_cast<float>(static_cast<int64_t>(f));
-          slot = static_cast<int64_t>(f);
+          // Range first: casting NaN, infinity or |f| >= 2^63 to int64 is UB.
+          ok = ParseFloat(fields[j], &f) && std::fabs(f) < 0x1p62f && f == std::trunc(f);
+          if (ok) slot = static_cast<int64_t>(f);
         }
       }
       if (!ok) {

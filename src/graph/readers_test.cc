@@ -243,5 +243,26 @@ TEST(ReadOgb, ChoosesTheOnlySplitOrAsks) {
       << st;
 }
 
+// Found by fuzz/text_readers_fuzz.cc: a label that parses as a float but is
+// NaN, infinite or beyond int64 was cast to int64 (undefined behaviour).
+TEST(ReadOgb, LabelsMustBeIntegers) {
+  TempDir dir;
+  ASSERT_TRUE(MakeDirs(dir / "raw").ok());
+  WriteGz(dir / "raw/num-node-list.csv.gz", "2\n");
+  WriteGz(dir / "raw/edge.csv.gz", "0,1\n");
+  WriteGz(dir / "raw/node-label.csv.gz", "3.0\n-2\n");
+  auto g = ReadOgb(dir.path());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->node_data.at("label").span<int64_t>()[0], 3);
+  for (const char* bad : {"-nan", "inf", "1e30", "2.5"}) {
+    WriteGz(dir / "raw/node-label.csv.gz", std::string("1\n") + bad + "\n");
+    Status st = ReadOgb(dir.path()).status();
+    EXPECT_NE(MessageOf(st).find("node-label.csv.gz:2: value 1 '" + std::string(bad) +
+                                 "' is not a number"),
+              std::string::npos)
+        << st;
+  }
+}
+
 }  // namespace
 }  // namespace tessera
