@@ -7,8 +7,11 @@
 
 namespace tessera {
 namespace {
+// The buffer starts small (many inputs are tiny: OGB split files, configs)
+// and doubles before every read up to kChunk, the read size for large files.
+constexpr size_t kFirstChunk = 32 << 10;
 constexpr size_t kChunk = 4 << 20;
-}
+}  // namespace
 
 StatusOr<std::unique_ptr<TextReader>> TextReader::Open(const std::string& path) {
   errno = 0;
@@ -21,7 +24,7 @@ StatusOr<std::unique_ptr<TextReader>> TextReader::Open(const std::string& path) 
 }
 
 TextReader::TextReader(gzFile file, std::string path) : file_(file), path_(std::move(path)) {
-  buffer_.resize(kChunk);
+  buffer_.resize(kFirstChunk);
 }
 
 TextReader::~TextReader() { gzclose(file_); }
@@ -32,7 +35,7 @@ Status TextReader::Fill() {
   if (begin_ > 0) std::memmove(buffer_.data(), buffer_.data() + begin_, tail);
   begin_ = 0;
   end_ = tail;
-  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+  if (end_ == buffer_.size() || buffer_.size() < kChunk) buffer_.resize(buffer_.size() * 2);
   int n = gzread(file_, buffer_.data() + end_, static_cast<unsigned>(buffer_.size() - end_));
   int errnum = 0;
   const char* msg = gzerror(file_, &errnum);
