@@ -6,6 +6,9 @@
 # that folder is not writable (run as root, or set INSTALL_PYTHON=0).
 #   BUILD_TYPE=Release|RelWithDebInfo|Debug   (default RelWithDebInfo: -O3 -g)
 #   SANITIZE=1                                AddressSanitizer + UBSan
+# When clang++ is installed it also builds the libFuzzer targets of fuzz/
+# into <build>/fuzz (clang++, ASan + UBSan; CTest runs them, label "fuzz");
+# FUZZ=0 skips them.
 set -eu
 cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build}"
@@ -14,6 +17,11 @@ sanitize=OFF
 cmake -S . -B "$build_dir" -G Ninja \
   -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DTESSERA_SANITIZE="$sanitize" >/dev/null
 cmake --build "$build_dir"
+if [ "${FUZZ:-1}" = "1" ] && command -v clang++ >/dev/null 2>&1; then
+  cmake -S . -B "$build_dir/fuzz" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=Debug -DTESSERA_FUZZ=ON >/dev/null
+  cmake --build "$build_dir/fuzz"
+fi
 if [ "${INSTALL_PYTHON:-1}" = "1" ]; then
   site=$(sed -n 's/^TESSERA_PYTHON_SITE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
   if mkdir -p "$site" 2>/dev/null && [ -w "$site" ]; then

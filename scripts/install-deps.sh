@@ -8,6 +8,9 @@
 #   scripts/install-deps.sh --dev     also clang-format (scripts/format.sh)
 set -eu
 
+# clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes; only a
+# Recommends of clang): the fuzz targets in fuzz/ (scripts/build.sh, CTest).
+#
 # libopenblas0-openmp: libtorch-dev pulls in the reference BLAS (netlib
 # libblas3), whose GEMM made a GraphSAGE step on CiteSeer 94 ms; OpenBLAS
 # (OpenMP build, the same libgomp as LibTorch) takes over libblas.so.3
@@ -18,7 +21,7 @@ packages="g++ cmake ninja-build ccache pkg-config
   zlib1g-dev libmetis-dev
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
   libtorch-dev libopenblas0-openmp libgloo-dev iproute2 openssh-client openssh-server
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev
   python3-dev python3-torch pybind11-dev python3-numpy python3-pytest"
 for arg in "$@"; do
   case "$arg" in

@@ -1,0 +1,81 @@
+// File: fuzz/text_readers_fuzz.cc
+//
+// Fuzzes the text graph readers through ReadGraph: the CSV/TSV edge list and
+// the OGB node-property-prediction layout.
+//
+// Input: one flags byte, then the files.
+//   flags bit 0: 0 = edge list, 1 = OGB directory;
+//   bits 1-3: ReadOptions remove_self_loops, add_reverse_edges,
+//             remove_duplicate_edges; bit 4 (edge list): num_nodes = 64.
+// Edge list: the rest is the file. OGB: the rest is split at each "\n|||\n"
+// into raw/num-node-list, raw/edge, raw/node-feat, raw/node-label,
+// raw/edge-feat, split/public/{train,valid,test} (all "*.csv.gz"; plain text
+// is read as is, gzip by content). A missing section, or one that is exactly
+// "-", leaves that file out.
+//
+// ReadGraph must fail with a Status or return a graph that Validate accepts.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzz/fuzz_util.h"
+#include "src/graph/readers.h"
+
+namespace tessera {
+namespace {
+
+constexpr std::string_view kSeparator = "\n|||\n";
+constexpr const char* kOgbFiles[] = {"raw/num-node-list.csv.gz",  "raw/edge.csv.gz",
+                                     "raw/node-feat.csv.gz",      "raw/node-label.csv.gz",
+                                     "raw/edge-feat.csv.gz",      "split/public/train.csv.gz",
+                                     "split/public/valid.csv.gz", "split/public/test.csv.gz"};
+
+void WriteOgb(const std::string& dir, std::string_view rest) {
+  FUZZ_ASSERT(RemoveAll(dir).ok());
+  FUZZ_ASSERT(MakeDirs(dir + "/raw").ok() && MakeDirs(dir + "/split/public").ok());
+  for (const char* name : kOgbFiles) {
+    if (rest.data() == nullptr) break;
+    size_t end = rest.find(kSeparator);
+    std::string_view section = rest.substr(0, end);
+    rest =
+        end == std::string_view::npos ? std::string_view() : rest.substr(end + kSeparator.size());
+    if (section != "-") fuzz::WriteFile(dir + "/" + name, section);
+  }
+}
+
+}  // namespace
+}  // namespace tessera
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  tessera::fuzz::Quiet();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace tessera;
+  if (size < 1) return 0;
+  static const std::string edges = fuzz::ScratchFolder() + "/edges.csv";
+  static const std::string ogb = fuzz::ScratchFolder() + "/ogb";
+  const uint8_t flags = data[0];
+  std::string_view rest = fuzz::AsText(data + 1, size - 1);
+  ReadOptions options;
+  options.remove_self_loops = flags & 2;
+  options.add_reverse_edges = flags & 4;
+  options.remove_duplicate_edges = flags & 8;
+  std::string path;
+  if (flags & 1) {
+    options.format = GraphFormat::kOgb;
+    WriteOgb(ogb, rest);
+    path = ogb;
+  } else {
+    options.format = GraphFormat::kEdgeList;
+    if (flags & 16) options.num_nodes = 64;
+    fuzz::WriteFile(edges, rest);
+    path = edges;
+  }
+  auto graph = ReadGraph(path, options);
+  fuzz::Report("ReadGraph", graph.status());
+  if (graph.ok()) FUZZ_ASSERT(graph->Validate(path).ok());
+  return 0;
+}
