@@ -30,6 +30,7 @@ struct TrainFlags {
   int epochs = 3;
   int samplers = 0;
   double timeout_s = 3600;
+  bool no_encryption = false;
 };
 
 // DGL 1.1.3, hidden 16, 3 epochs on the 600k-node graph (shared/baselines.md
@@ -52,6 +53,7 @@ StatusOr<nlohmann::json> RunOne(const TrainFlags& f, const BenchPartitions& part
                     .samplers = f.samplers,
                     .capture = true,
                     .timeout_s = f.timeout_s};
+  o.encryption = !f.no_encryption;
   o.args = {"--num-epochs", std::to_string(f.epochs),
             "--eval-every", std::to_string(f.epochs),
             "--batch-size", "1000",
@@ -134,6 +136,7 @@ Status RunBenchTrain(const TrainFlags& f, const std::string& dir) {
   }
   nlohmann::json report = {{"benchmark", "train"},
                            {"epochs", f.epochs},
+                           {"encrypted", !f.no_encryption},
                            {"hardware_threads", std::thread::hardware_concurrency()},
                            {"config",
                             {{"layers", 2},
@@ -169,6 +172,8 @@ CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run) {
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")->capture_default_str();
+  sub->add_flag("--no-encryption", f->no_encryption,
+                "Distributed runs without encryption (`tessera launch --no-encryption`)");
   *run = [f] {
     auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-train");
     if (!workdir.ok()) return ReportError(workdir.status());

@@ -26,6 +26,7 @@ struct DemoFlags {
   bool keep = false;
   bool python = false;      // Train with examples/python/graphsage/node_classification.py.
   bool epochs_set = false;  // --epochs given (otherwise: what fits the dataset).
+  bool no_encryption = false;
   std::vector<std::string> train_args;
 };
 
@@ -73,7 +74,8 @@ Status RunDemo(const DemoFlags& f, const std::string& workdir) {
                       .workdir = workdir + "/job",
                       .standalone = false,
                       .trainers_per_machine = f.trainers,
-                      .samplers = f.samplers};
+                      .samplers = f.samplers,
+                      .encryption = !f.no_encryption};
   if (f.python) {
     ASSIGN_OR_RETURN(job.program, PythonExample());
   }
@@ -125,6 +127,8 @@ Command RegisterDemo(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{1} << 40));
   sub->add_option("--workdir", f->workdir, "Where to write (default: a temporary folder)");
+  sub->add_flag("--no-encryption", f->no_encryption,
+                "Run the job's wire unencrypted, as `tessera launch --no-encryption`");
   sub->add_flag("--keep", f->keep, "Keep the files written");
   sub->add_option("--train-args", f->train_args,
                   "More flags for graphsage_train_dist, e.g. --train-args=--num-hidden,64")

@@ -132,7 +132,8 @@ StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& o) {
                                         .clients_per_machine = o.trainers_per_machine,
                                         .num_samplers = o.samplers,
                                         .client_argv = argv,
-                                        .client_log_dir = o.capture ? o.workdir : ""};
+                                        .client_log_dir = o.capture ? o.workdir : "",
+                                        .encryption = o.encryption};
   ASSIGN_OR_RETURN(std::unique_ptr<launcher::LocalJob> job, launcher::LocalJob::Start(job_options));
   spdlog::info("job {}: {} machine(s) ready, {} trainer(s) each", job->job_id(),
                job->num_machines(), o.trainers_per_machine);

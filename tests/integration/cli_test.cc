@@ -497,9 +497,25 @@ TEST(Cli, LaunchLocallyChecksRunsAndStops) {
   const std::string trainer = std::string(TESSERA_BINARY_DIR) +
                               "/bin/graphsage_train_dist --graph-name cora --part-config "
                               "parts/cora.json --log-every 0 --num-epochs ";
+  // Encrypted by default: every trainer has the job key, and no process of
+  // the machine has it on its command line.
+  std::ofstream(dir / "ws/check_key.sh")
+      << "[ -n \"$TESSERA_JOB_KEY\" ] || { echo 'no job key'; exit 8; }\n"
+         "for f in /proc/[0-9]*/cmdline; do\n"
+         "  case \"$(tr '\\0' ' ' < \"$f\" 2>/dev/null)\" in\n"
+         "    *\"$TESSERA_JOB_KEY\"*) echo \"error: the job key is in $f\"; exit 9;;\n"
+         "  esac\n"
+         "done\n";
+  std::ofstream(dir / "ws/check_plain.sh")
+      << "[ \"$TESSERA_JOB_ENCRYPTION\" = off ] && [ -z \"$TESSERA_JOB_KEY\" ]\n";
   CliRun ok = Tessera(base + "--ip-config ip_config.txt --num-trainers 2 --extra-envs X_TAG=7 '" +
-                      trainer + "1 && test \"$X_TAG\" = 7'");
+                      "sh check_key.sh && " + trainer + "1 && test \"$X_TAG\" = 7'");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  CliRun plain = Tessera(base + "--ip-config ip_config.txt --no-encryption '" +
+                         "sh check_plain.sh && " + trainer + "1'");
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_NE(plain.output.find("--no-encryption: the job's traffic"), std::string::npos)
+      << plain.output;
   EXPECT_NE(ok.output.find("[1/trainer/3]"), std::string::npos) << ok.output;
   EXPECT_NE(ok.output.find("[0/server/0]"), std::string::npos) << ok.output;
   EXPECT_NE(ok.output.find("succeeded"), std::string::npos) << ok.output;
