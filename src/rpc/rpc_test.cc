@@ -12,9 +12,12 @@
 #include <atomic>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "src/rpc/security.h"
 #include "src/rpc/transport.h"
 #include "zmq.hpp"
@@ -472,6 +475,50 @@ TEST(RpcSecurityTest, ClientIdsOutsideTheJobAreRejected) {
   }
   auto client = RpcClient::Create(Client(st.endpoint, 3));
   EXPECT_TRUE((*client)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
+}
+
+// 20,000 hellos with client ids outside the job (once 20,001 "clients" that
+// then left, and as many unthrottled warnings): all rejected, one log line.
+TEST(RpcSecurityTest, FakeClientIdsAreRejectedWithOneLogLine) {
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  sink->set_pattern("%v");
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured", sink));
+  {
+    ServerThread st({.host = "127.0.0.1", .token = "secret", .expected_clients = 2});
+    zmq::context_t context;
+    zmq::socket_t raw(context, zmq::socket_type::dealer);
+    raw.set(zmq::sockopt::linger, 0);
+    raw.set(zmq::sockopt::rcvtimeo, 10000);
+    ASSERT_TRUE(SecureClientSocket(raw, {"secret", Key()}).ok());
+    raw.connect(st.endpoint);
+    // In batches: a ROUTER drops answers beyond its send queue (1000).
+    for (int first = 2; first < 20002; first += 500) {
+      for (int id = first; id < first + 500; ++id) {
+        Message hello = MakeRequest(wire::HELLO);
+        hello.header.set_token("secret");
+        hello.header.set_client_id(id);
+        raw.send(zmq::buffer(EncodeHeader(hello)), zmq::send_flags::none);
+      }
+      for (int i = 0; i < 500; ++i) {
+        zmq::message_t reply;
+        ASSERT_TRUE(raw.recv(reply)) << first + i;
+      }
+    }
+    EXPECT_EQ(st.server->requests_rejected(), 20000u);
+    auto client = RpcClient::Create(Client(st.endpoint, 1));
+    EXPECT_TRUE((*client)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
+  }
+  spdlog::set_default_logger(previous);
+  std::string text = captured.str();
+  size_t rejected_lines = 0;
+  for (size_t at = text.find("rejected a message"); at != std::string::npos;
+       at = text.find("rejected a message", at + 1)) {
+    ++rejected_lines;
+  }
+  EXPECT_EQ(rejected_lines, 1u) << text;
+  EXPECT_EQ(text.find("treating it as dead"), std::string::npos) << text;
 }
 
 TEST(RpcSecurityTest, KeysAndTokensAreChecked) {
