@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 
 #include "src/base/strings.h"
 
@@ -145,23 +146,27 @@ void AddReverseEdges(Graph* graph) {
 }
 
 int64_t RemoveDuplicateEdges(Graph* graph) {
-  // Group by source (CSR rows hold destinations in eid order), then sort each
-  // row by (destination, eid) and keep the first of every run.
-  CompressedGraph csr = BuildCsr(*graph);
-  std::vector<uint8_t> keep(static_cast<size_t>(graph->num_edges()), 1);
+  // Sort the edges by (source, destination, eid) and keep the first of every
+  // run. Memory is O(edges) whatever num_nodes is: ids read from a file may
+  // be few but huge (a CSR needed num_nodes + 1 offsets; a 28-byte edge list
+  // with the id 137333002583881 asked for a petabyte).
+  struct Edge {
+    int64_t src, dst, eid;
+    bool operator<(const Edge& o) const {
+      return std::tie(src, dst, eid) < std::tie(o.src, o.dst, o.eid);
+    }
+  };
+  auto src = graph->src_ids();
+  auto dst = graph->dst_ids();
+  std::vector<Edge> edges(src.size());
+  for (size_t e = 0; e < src.size(); ++e) edges[e] = {src[e], dst[e], static_cast<int64_t>(e)};
+  std::sort(edges.begin(), edges.end());
+  std::vector<uint8_t> keep(src.size(), 1);
   int64_t removed = 0;
-  std::vector<std::pair<int64_t, int64_t>> row;
-  for (int64_t r = 0; r < csr.num_rows; ++r) {
-    int64_t begin = csr.indptr[r], end = csr.indptr[r + 1];
-    if (end - begin < 2) continue;
-    row.clear();
-    for (int64_t k = begin; k < end; ++k) row.emplace_back(csr.indices[k], csr.eid[k]);
-    std::sort(row.begin(), row.end());
-    for (size_t k = 1; k < row.size(); ++k) {
-      if (row[k].first == row[k - 1].first) {
-        keep[row[k].second] = 0;
-        ++removed;
-      }
+  for (size_t k = 1; k < edges.size(); ++k) {
+    if (edges[k].src == edges[k - 1].src && edges[k].dst == edges[k - 1].dst) {
+      keep[edges[k].eid] = 0;
+      ++removed;
     }
   }
   if (removed > 0) KeepEdges(graph, keep);

@@ -48,6 +48,17 @@ TEST(Graph, RemoveDuplicatesKeepsTheFirst) {
   EXPECT_EQ(std::vector<float>(w.begin(), w.end()), (std::vector<float>{0, 1, 2, 4, 5}));
 }
 
+// Found by fuzz/text_readers_fuzz.cc: with a huge node id the CSR that
+// RemoveDuplicateEdges built asked for num_nodes + 1 offsets (a petabyte).
+TEST(Graph, RemoveDuplicatesNeedsNoNodeSizedMemory) {
+  Graph g;
+  g.num_nodes = int64_t{1} << 60;
+  g.src = Array::From(std::vector<int64_t>{0, g.num_nodes - 1, 0, g.num_nodes - 1});
+  g.dst = Array::From(std::vector<int64_t>{g.num_nodes - 1, 5, g.num_nodes - 1, 6});
+  EXPECT_EQ(RemoveDuplicateEdges(&g), 1);
+  EXPECT_EQ(V(g.dst_ids()), (std::vector<int64_t>{g.num_nodes - 1, 5, 6}));
+}
+
 TEST(Graph, AddReverseEdgesMirrorsEdgeData) {
   Graph g = Sample();
   AddReverseEdges(&g);
