@@ -264,5 +264,19 @@ TEST(ReadOgb, LabelsMustBeIntegers) {
   }
 }
 
+// Found by fuzz/text_readers_fuzz.cc: node-label was allocated for the node
+// count num-node-list claims before a line was read (here 640 GB).
+TEST(ReadOgb, AHugeNodeCountIsCheckedAgainstTheLinesNotAllocated) {
+  TempDir dir;
+  ASSERT_TRUE(MakeDirs(dir / "raw").ok());
+  WriteGz(dir / "raw/num-node-list.csv.gz", "85603363343\n");
+  WriteGz(dir / "raw/edge.csv.gz", "0,1\n");
+  WriteGz(dir / "raw/node-label.csv.gz", "0\n1\n");
+  Status st = ReadOgb(dir.path()).status();
+  EXPECT_NE(MessageOf(st).find("has 2 lines but the graph has 85603363343 nodes"),
+            std::string::npos)
+      << st;
+}
+
 }  // namespace
 }  // namespace tessera
