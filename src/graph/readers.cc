@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -46,6 +47,15 @@ int64_t MaxId(const Array& ids) {
   int64_t max_id = -1;
   for (int64_t v : ids.span<int64_t>()) max_id = std::max(max_id, v);
   return max_id;
+}
+
+// max(src, dst) + 1, for inputs that do not say how many nodes there are.
+StatusOr<int64_t> NodesFromIds(const Graph& graph, const std::string& source) {
+  int64_t max_id = std::max(MaxId(graph.src), MaxId(graph.dst));
+  if (max_id == std::numeric_limits<int64_t>::max()) {  // + 1 would overflow.
+    return absl::InvalidArgumentError(StrCat(source, ": node id ", max_id, " is too large"));
+  }
+  return max_id + 1;
 }
 
 }  // namespace
@@ -106,7 +116,9 @@ StatusOr<Graph> ReadNpyDirectory(const std::string& dir) {
     }
     graph.node_data.emplace(name, std::move(array));
   }
-  if (num_nodes < 0) num_nodes = std::max(MaxId(graph.src), MaxId(graph.dst)) + 1;
+  if (num_nodes < 0) {
+    ASSIGN_OR_RETURN(num_nodes, NodesFromIds(graph, dir));
+  }
   graph.num_nodes = num_nodes;
 
   std::string edge_dir = dir + "/edge_feat";
@@ -173,7 +185,9 @@ StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes) {
   Graph graph;
   graph.src = Array::From(src);
   graph.dst = Array::From(dst);
-  if (num_nodes < 0) num_nodes = std::max(MaxId(graph.src), MaxId(graph.dst)) + 1;
+  if (num_nodes < 0) {
+    ASSIGN_OR_RETURN(num_nodes, NodesFromIds(graph, path));
+  }
   graph.num_nodes = num_nodes;
   if (columns == 3) graph.edge_data.emplace("weight", Array::From(weight));
   if (graph.num_edges() == 0) {

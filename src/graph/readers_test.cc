@@ -264,6 +264,15 @@ TEST(ReadOgb, LabelsMustBeIntegers) {
   }
 }
 
+// Found while reviewing fuzz/text_readers_fuzz.cc: max id + 1 overflowed.
+TEST(ReadEdgeList, TheLargestIdIsAnErrorNotAnOverflow) {
+  TempDir dir;
+  WriteAll(dir / "max.csv", "0 9223372036854775807\n");
+  Status st = ReadEdgeList(dir / "max.csv").status();
+  EXPECT_NE(MessageOf(st).find("node id 9223372036854775807 is too large"), std::string::npos)
+      << st;
+}
+
 // Found by fuzz/text_readers_fuzz.cc: node-label was allocated for the node
 // count num-node-list claims before a line was read (here 640 GB).
 TEST(ReadOgb, AHugeNodeCountIsCheckedAgainstTheLinesNotAllocated) {
