@@ -53,15 +53,19 @@ void LogLimiter::Warn(std::string message) {
   window_start_s_ = now;
 }
 
-void LogLimiter::Flush() {
+void LogLimiter::Flush(bool now) {
   if (suppressed_ == 0) return;
-  double now = clock_.Seconds();
-  if (now - window_start_s_ < interval_s_) return;
-  spdlog::warn("{} more like it in {:.0f} s; the last: {}", suppressed_,
-               now - window_start_s_, last_);
+  double t = clock_.Seconds();
+  if (!now && t - window_start_s_ < interval_s_) return;
+  try {
+    spdlog::warn("{} more like it in {:.0f} s; the last: {}", suppressed_, t - window_start_s_,
+                 last_);
+  } catch (...) {
+    // Out of memory while formatting: the summary is lost, not the process.
+  }
   suppressed_ = 0;
   last_.clear();
-  window_start_s_ = now;
+  window_start_s_ = t;
 }
 
 }  // namespace tessera

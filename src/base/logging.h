@@ -56,7 +56,9 @@ class LogLimiter {
   explicit LogLimiter(double interval_s = 10) : interval_s_(interval_s) {}
 
   void Warn(std::string message);
-  void Flush();
+  // Summarises what was held back once the window is over (`now`: at
+  // once, e.g. before the process exits). Never throws.
+  void Flush(bool now = false);
   uint64_t suppressed() const { return suppressed_; }
 
  private:

@@ -1,13 +1,17 @@
 // File: src/base/test_util.h
 //
 // Helpers for tests only: a temporary folder removed on destruction, the path
-// of the bundled test datasets, and file tampering helpers.
+// of the bundled test datasets, file tampering helpers, and log capture.
 #ifndef TESSERA_SRC_BASE_TEST_UTIL_H_
 #define TESSERA_SRC_BASE_TEST_UTIL_H_
 
+#include <memory>
+#include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "src/base/file.h"
 
 namespace tessera::testing {
@@ -44,6 +48,35 @@ inline std::string ReadAll(const std::string& path) {
 inline void WriteAll(const std::string& path, const std::string& contents) {
   ASSERT_TRUE(WriteFileAtomic(path, contents).ok()) << path;
 }
+
+// Captures what spdlog's default logger prints while alive, one message per
+// line ("%v", or `pattern`). spdlog's default logger must not be replaced
+// while another thread logs: create this before, and destroy it after,
+// every thread that may log.
+class CapturedLog {
+ public:
+  explicit CapturedLog(const std::string& pattern = "%v") : previous_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
+    sink->set_pattern(pattern);
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured", sink));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+
+  std::string text() const { return stream_.str(); }
+  // Lines that start with `prefix` (all lines when empty).
+  int CountLines(const std::string& prefix = "") const {
+    std::istringstream lines(stream_.str());
+    int n = 0;
+    for (std::string line; std::getline(lines, line);) n += line.rfind(prefix, 0) == 0;
+    return n;
+  }
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+  std::ostringstream stream_;
+};
 
 }  // namespace tessera::testing
 

@@ -49,14 +49,15 @@ inline Status CheckEnvVariable(std::string_view key, std::string_view value) {
         StrCat("'", EscapeForMessage(key),
                "' is not a variable name (letters, digits and '_', not starting with a digit)"));
   }
-  if (value.find('\n') != std::string_view::npos) {
+  // Values are not quoted back: they may be secrets.
+  if (size_t at = value.find('\n'); at != std::string_view::npos) {
     return absl::InvalidArgumentError(
-        StrCat("the value of ", key, " ('", EscapeForMessage(value),
-               "') contains a newline, which would pass further variables to every process"));
+        StrCat("the value of ", key, " contains a newline (character ", at + 1,
+               "), which would pass further variables to every process"));
   }
-  if (value.find('\0') != std::string_view::npos) {
-    return absl::InvalidArgumentError(StrCat("the value of ", key, " ('", EscapeForMessage(value),
-                                             "') contains a NUL character"));
+  if (size_t at = value.find('\0'); at != std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        StrCat("the value of ", key, " contains a NUL character (character ", at + 1, ")"));
   }
   return absl::OkStatus();
 }

@@ -46,18 +46,17 @@ Message MakeResponse(const wire::Header& request, const Status& status) {
   return m;
 }
 
-Message MakeTokenRefusal(uint64_t request_id) {
+Message MakeRefusal(uint64_t request_id, const Status& status) {
   Message m;
   m.header.set_request_id(request_id);
   m.header.set_is_response(true);
-  m.header.set_status_code(static_cast<int>(absl::StatusCode::kPermissionDenied));
-  m.header.set_status_message("wrong job token");
+  m.header.set_status_code(static_cast<int>(status.code()));
+  m.header.set_status_message(std::string(status.message()));
   return m;
 }
 
-bool IsTokenRefusal(const wire::Header& header) {
-  return header.is_response() && header.version() == 0 &&
-         header.status_code() == static_cast<int>(absl::StatusCode::kPermissionDenied) &&
+bool IsRefusal(const wire::Header& header) {
+  return header.is_response() && header.version() == 0 && header.status_code() != 0 &&
          header.arrays_size() == 0;
 }
 
@@ -132,7 +131,7 @@ StatusOr<Message> ParseMessage(std::vector<Blob> frames, std::string_view token)
     if (m.header.is_response()) return absl::InvalidArgumentError("a response was sent to a server");
   }
   if (m.header.version() != kWireVersion) {
-    if (IsTokenRefusal(m.header) && frames.size() == 1) return m;
+    if (IsRefusal(m.header) && frames.size() == 1) return m;
     return absl::FailedPreconditionError(
         fmt::format("wire version {} is not supported (this program speaks version {})",
                     m.header.version(), kWireVersion));

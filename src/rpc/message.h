@@ -76,10 +76,12 @@ struct Message {
 Message MakeRequest(wire::Method method);
 // A response to `request` carrying `status`.
 Message MakeResponse(const wire::Header& request, const Status& status);
-// The answer to a request with a wrong token: only its request id and
-// "permission denied", no version or method (the peer is not trusted).
-Message MakeTokenRefusal(uint64_t request_id);
-bool IsTokenRefusal(const wire::Header& header);
+// The answer to a message from a peer that has not shown the job token (a
+// wrong token, or a header too malformed to hold one): only the request id
+// and the error, without the wire version or a method: such a peer learns
+// nothing about the server.
+Message MakeRefusal(uint64_t request_id, const Status& status);
+bool IsRefusal(const wire::Header& header);
 // The status a response carries (OK, or the server's error).
 Status ResponseStatus(const wire::Header& header);
 
@@ -90,8 +92,8 @@ std::string EncodeHeader(Message& message);
 
 // Parses and validates frames[0] as a header and frames[1..] as its arrays.
 // With a `token` (servers), the message must be a request carrying it,
-// checked in constant time before anything else. A token refusal (MakeTokenRefusal) is the one
-// response accepted without this program's wire version.
+// checked in constant time before anything else. A refusal (MakeRefusal) is
+// the one response accepted without this program's wire version.
 StatusOr<Message> ParseMessage(std::vector<Blob> frames, std::string_view token);
 
 }  // namespace tessera::rpc

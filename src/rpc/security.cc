@@ -22,27 +22,45 @@ constexpr char kZapEndpoint[] = "inproc://zeromq.zap.01";
 constexpr char kPlainUser[] = "tessera";
 constexpr int kZapPollMillis = 100;
 
-// The job's public key (binary) from its secret key (Z85).
-StatusOr<std::array<uint8_t, kKeyBytes>> PublicKeyOf(const std::string& secret_z85) {
-  char public_z85[kZ85KeyChars + 1] = {};
-  if (zmq_curve_public(public_z85, secret_z85.c_str()) != 0) {
-    return absl::InvalidArgumentError(
-        fmt::format("cannot derive the CURVE public key: {}", zmq_strerror(zmq_errno())));
-  }
-  std::array<uint8_t, kKeyBytes> key{};
-  if (zmq_z85_decode(key.data(), public_z85) == nullptr) {
-    return absl::InternalError("cannot decode the CURVE public key");
-  }
-  return key;
+Status CheckCurveSupport() {
+  if (zmq_has("curve")) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "this libzmq has no CURVE support (it needs libsodium): encryption is impossible; run the "
+      "job with --no-encryption on a trusted network");
 }
 
+// The job's public key (Z85) from its secret key (Z85).
 StatusOr<std::string> PublicKeyZ85(const std::string& secret_z85) {
+  RETURN_IF_ERROR(CheckCurveSupport());
   char public_z85[kZ85KeyChars + 1] = {};
   if (zmq_curve_public(public_z85, secret_z85.c_str()) != 0) {
     return absl::InvalidArgumentError(
         fmt::format("cannot derive the CURVE public key: {}", zmq_strerror(zmq_errno())));
   }
   return std::string(public_z85, kZ85KeyChars);
+}
+
+// The same, binary (as ZAP requests carry it).
+StatusOr<std::array<uint8_t, kKeyBytes>> PublicKeyOf(const std::string& secret_z85) {
+  ASSIGN_OR_RETURN(std::string z85, PublicKeyZ85(secret_z85));
+  std::array<uint8_t, kKeyBytes> key{};
+  if (zmq_z85_decode(key.data(), z85.c_str()) == nullptr) {
+    return absl::InternalError("cannot decode the CURVE public key");
+  }
+  return key;
+}
+
+// socket.send, retried when a signal interrupts it (a REP socket left
+// between a request and its full reply would refuse every later request).
+void SendRetrying(zmq::socket_t& socket, std::string_view data, zmq::send_flags flags) {
+  while (true) {
+    try {
+      socket.send(zmq::buffer(data), flags);
+      return;
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
 }
 
 }  // namespace
@@ -57,11 +75,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 }
 
 StatusOr<std::string> NewCurveSecretKey() {
-  if (!zmq_has("curve")) {
-    return absl::FailedPreconditionError(
-        "this libzmq has no CURVE support (it needs libsodium); run the job with "
-        "--no-encryption on a trusted network");
-  }
+  RETURN_IF_ERROR(CheckCurveSupport());
   std::array<uint8_t, kKeyBytes> secret{};
   size_t filled = 0;
   while (filled < secret.size()) {
@@ -166,21 +180,40 @@ StatusOr<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
 ZapHandler::~ZapHandler() {
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
+  if (state_) state_->refusals.Flush(/*now=*/true);
   state_.reset();
+}
+
+bool ZapHandler::Judge(const std::vector<zmq::message_t>& frames) const {
+  const State& st = *state_;
+  // RFC 27: version, request id, domain, address, identity, mechanism,
+  // credentials (CURVE: the client's public key; PLAIN: user, password).
+  if (frames.size() < 6 || frames[0].to_string_view() != "1.0") return false;
+  std::string_view mechanism = frames[5].to_string_view();
+  if (mechanism == "CURVE" && st.credentials.encrypted() && frames.size() == 7 &&
+      frames[6].size() == kKeyBytes) {
+    return ConstantTimeEquals(
+        frames[6].to_string_view(),
+        std::string_view(reinterpret_cast<const char*>(st.public_key.data()), kKeyBytes));
+  }
+  if (mechanism == "PLAIN" && !st.credentials.encrypted() && frames.size() == 8) {
+    return ConstantTimeEquals(frames[7].to_string_view(), st.credentials.token);
+  }
+  return false;
 }
 
 void ZapHandler::Loop() {
   State& st = *state_;
   while (!stop_.load()) {
+    std::vector<zmq::message_t> frames;
+    bool answered = true;
     try {
       zmq::pollitem_t item{st.socket.handle(), 0, ZMQ_POLLIN, 0};
       if (zmq::poll(&item, 1, std::chrono::milliseconds(kZapPollMillis)) == 0) {
         st.refusals.Flush();
         continue;
       }
-      // RFC 27: version, request id, domain, address, identity, mechanism,
-      // credentials...
-      std::vector<zmq::message_t> frames;
+      frames.reserve(16);
       while (true) {
         zmq::message_t frame;
         if (!st.socket.recv(frame, zmq::recv_flags::dontwait)) break;
@@ -189,40 +222,43 @@ void ZapHandler::Loop() {
         if (!more) break;
       }
       if (frames.empty()) continue;
-      auto text = [&](size_t i) {
-        return i < frames.size() ? frames[i].to_string() : std::string();
-      };
-      std::string mechanism = text(5);
-      bool ok = false;
-      if (frames.size() >= 6 && text(0) == "1.0") {
-        if (mechanism == "CURVE" && st.credentials.encrypted() && frames.size() == 7 &&
-            frames[6].size() == kKeyBytes) {
-          ok = ConstantTimeEquals(
-              frames[6].to_string_view(),
-              std::string_view(reinterpret_cast<const char*>(st.public_key.data()), kKeyBytes));
-        } else if (mechanism == "PLAIN" && !st.credentials.encrypted() && frames.size() == 8) {
-          ok = ConstantTimeEquals(frames[7].to_string_view(), st.credentials.token);
-        }
+      answered = false;  // From here on the REP socket owes a reply.
+      bool ok = Judge(frames);
+      std::string_view request_id = frames.size() > 1 ? frames[1].to_string_view() : "";
+      // Reply: version, request id, status code, status text, user id, metadata.
+      std::array<std::string_view, 6> reply = {"1.0", request_id, ok ? "200" : "400",
+                                               ok ? "OK" : "", ok ? "job" : "", ""};
+      for (size_t i = 0; i < reply.size(); ++i) {
+        SendRetrying(st.socket, reply[i],
+                     i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
       }
+      answered = true;
       if (ok) {
         ++accepted_;
-      } else {
-        ++refused_;
-        st.refusals.Warn(fmt::format("{}: refused a connection from {} ({} handshake without the "
-                                     "job's {})",
-                                     st.name, text(3), mechanism.empty() ? "malformed" : mechanism,
-                                     st.credentials.encrypted() ? "key" : "token"));
+        continue;
       }
-      // Reply: version, request id, status code, status text, user id, metadata.
-      std::array<std::string, 6> reply = {"1.0",         text(1), ok ? "200" : "400",
-                                          ok ? "OK" : "", ok ? "job" : "", ""};
-      for (size_t i = 0; i < reply.size(); ++i) {
-        st.socket.send(zmq::buffer(reply[i]),
-                       i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-      }
+      ++refused_;
+      std::string_view mechanism = frames.size() > 5 ? frames[5].to_string_view() : "";
+      st.refusals.Warn(fmt::format(
+          "{}: refused a connection from {} ({} handshake without the job's {})", st.name,
+          frames.size() > 3 ? frames[3].to_string() : "?",
+          mechanism.empty() ? "malformed" : std::string(mechanism),
+          st.credentials.encrypted() ? "key" : "token"));
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
       if (e.num() != EINTR) spdlog::warn("{}: authentication handler: {}", st.name, e.what());
+    } catch (...) {
+      ++refused_;  // Out of memory while judging: refuse, below.
+    }
+    if (!answered) {
+      // Whatever failed, the peer is refused and the socket can take the next
+      // request: a REP socket without its reply would refuse all later ones.
+      // (ZeroMQ takes a malformed reply as a refusal.)
+      try {
+        SendRetrying(st.socket, "", zmq::send_flags::none);
+      } catch (...) {
+        // The socket is gone: the context is shutting down.
+      }
     }
   }
 }

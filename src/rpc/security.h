@@ -23,11 +23,13 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "src/base/status.h"
 
 namespace zmq {
 class context_t;
+class message_t;
 class socket_t;
 }  // namespace zmq
 
@@ -81,6 +83,8 @@ class ZapHandler {
   struct State;
   ZapHandler() = default;
   void Loop();
+  // Whether a ZAP request's credentials are the job's.
+  bool Judge(const std::vector<zmq::message_t>& frames) const;
 
   std::unique_ptr<State> state_;
   std::atomic<bool> stop_{false};

@@ -181,14 +181,14 @@ void RpcServer::HandleFrames(Service& service, std::vector<Blob>& frames) {
   if (!parsed.ok()) {
     ++rejected_;
     state_->trim_due = true;
-    state_->reject_log.Warn(
-        fmt::format("{}: rejected a message: {}", options_.name, std::string(parsed.status().message())));
+    state_->reject_log.Warn(fmt::format("{}: rejected a message: {}", options_.name,
+                                        std::string(parsed.status().message())));
     wire::Header best_effort;
-    if (!body.empty() && body[0].size <= kMaxHeaderBytes) {
-      (void)best_effort.ParseFromArray(body[0].data, static_cast<int>(body[0].size));
-    }
-    if (parsed.status().code() == absl::StatusCode::kPermissionDenied) {
-      Message refusal = MakeTokenRefusal(best_effort.request_id());
+    bool parsed_header = !body.empty() && body[0].size <= kMaxHeaderBytes &&
+                         best_effort.ParseFromArray(body[0].data, static_cast<int>(body[0].size));
+    if (!parsed_header || !ConstantTimeEquals(best_effort.token(), options_.token)) {
+      // Not shown the token: the peer learns nothing but the refusal.
+      Message refusal = MakeRefusal(best_effort.request_id(), parsed.status());
       Send(peer, refusal);
       return;
     }
@@ -202,6 +202,10 @@ void RpcServer::HandleFrames(Service& service, std::vector<Blob>& frames) {
   std::optional<Message> response;
   try {
     response = Dispatch(service, peer, request);
+    if (response && response->header.status_code() ==
+                        static_cast<int>(absl::StatusCode::kResourceExhausted)) {
+      state_->trim_due = true;  // A request too large to answer: its memory goes back.
+    }
   } catch (const std::bad_alloc&) {
     state_->trim_due = true;
     response = MakeResponse(request.header,
@@ -233,6 +237,7 @@ std::optional<Message> RpcServer::Dispatch(Service& service, const Peer& peer,
     case wire::GOODBYE:
       if (it != state_->clients.end() && !it->second.gone) {
         it->second.gone = true;
+        state_->trim_due = true;
         spdlog::debug("{}: client {} said goodbye", options_.name, peer.client_id);
         service.OnClientGone(peer.client_id, /*lost=*/false);
       }
@@ -272,6 +277,33 @@ void RpcServer::CheckClients(Service& service) {
   }
 }
 
+void RpcServer::FlushLogs() {
+  state_->reject_log.Flush(/*now=*/true);
+  state_->lost_log.Flush(/*now=*/true);
+}
+
+template <typename F>
+void RpcServer::Survive(const char* what, F&& f) {
+  // Anything but the socket's own errors (handled by Serve) is this one
+  // message's problem, never the server's end.
+  try {
+    f();
+  } catch (const zmq::error_t&) {
+    throw;
+  } catch (const std::exception& e) {
+    ++rejected_;
+    state_->trim_due = true;
+    try {
+      state_->reject_log.Warn(fmt::format("{}: {}: {}", options_.name, what, e.what()));
+    } catch (...) {
+      // No memory even to say so.
+    }
+  } catch (...) {
+    ++rejected_;
+    state_->trim_due = true;
+  }
+}
+
 Status RpcServer::Serve(Service& service, const std::atomic<bool>& stop) {
   Stopwatch since_start;
   State& st = *state_;
@@ -289,28 +321,34 @@ Status RpcServer::Serve(Service& service, const std::atomic<bool>& stop) {
                                          options_.name, kMaxFrames));
           continue;
         }
-        if (frames.size() >= 1) HandleFrames(service, frames);
+        if (frames.size() >= 1) {
+          Survive("answering a message", [&] { HandleFrames(service, frames); });
+        }
       }
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) {
+        FlushLogs();
         return absl::InternalError(fmt::format("{}: socket error: {}", options_.name, e.what()));
       }
     }
-    CheckClients(service);
+    Survive("checking clients", [&] { CheckClients(service); });
     bool any_active = false;
     for (const auto& [id, client] : st.clients) any_active |= !client.gone;
     if (st.registered > 0 && !any_active &&
         (options_.expected_clients == 0 || st.registered >= options_.expected_clients)) {
+      FlushLogs();
       spdlog::info("{}: all {} clients left; {} requests served, {} rejected", options_.name,
                    st.registered, requests_.load(), rejected_.load());
       return absl::OkStatus();
     }
     if (st.registered == 0 && since_start.Seconds() * 1000 > options_.startup_timeout.count()) {
+      FlushLogs();
       return absl::DeadlineExceededError(fmt::format("{}: no client connected within {:.0f} s",
                                                      options_.name,
                                                      options_.startup_timeout.count() / 1000.0));
     }
   }
+  FlushLogs();
   spdlog::info("{}: stopping; {} requests served, {} rejected", options_.name, requests_.load(),
                rejected_.load());
   return absl::OkStatus();
@@ -349,6 +387,12 @@ StatusOr<std::unique_ptr<RpcClient>> RpcClient::Create(const ClientOptions& opti
     RETURN_IF_ERROR(ValidateCurveSecretKey(options.curve_secret_key, "the job key"));
   }
   std::unique_ptr<RpcClient> client(new RpcClient(options));
+  {
+    // A socket that cannot be secured fails here, clearly, not in a call.
+    zmq::socket_t probe(client->shared_->context, zmq::socket_type::dealer);
+    probe.set(zmq::sockopt::linger, 0);
+    RETURN_IF_ERROR(SecureClientSocket(probe, {options.token, options.curve_secret_key}));
+  }
   client->shared_->health = std::make_unique<Shared::ServerHealth[]>(options.servers.size());
   if (options.heartbeat_timeout.count() > 0) {
     client->shared_->heartbeat = std::thread([c = client.get()] { c->HeartbeatLoop(); });

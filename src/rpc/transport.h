@@ -106,6 +106,10 @@ class RpcServer {
   struct State;
   explicit RpcServer(ServerOptions options);
   void HandleFrames(Service& service, std::vector<Blob>& frames);
+  // Runs `f`; an exception other than the socket's is counted and logged.
+  template <typename F>
+  void Survive(const char* what, F&& f);
+  void FlushLogs();
   void Send(const Peer& peer, Message& response);
   // The response to a validated request (nullopt: answered later).
   std::optional<Message> Dispatch(Service& service, const Peer& peer, Message& request);

@@ -64,6 +64,8 @@ inline std::pair<std::string, std::string> DescriptorLimits(pid_t pid) {
 inline int TcpConnect(int port, bool wait = true) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (wait ? 0 : SOCK_NONBLOCK), 0);
   if (fd < 0) return -1;
+  timeval timeout{5, 0};  // A server that stops reading cannot hang a test.
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

@@ -289,7 +289,7 @@ TEST(Cli, LaunchRefusesExtraEnvsThatInjectVariables) {
   const std::string base =
       "launch --workspace " + dir / "ws" + " --part-config p.json --ip-config i.txt --extra-envs ";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"'A=1\nB=2'", "error: --extra-envs: the value of A ('1\\nB=2') contains a newline"},
+      {"'A=1\nB=2'", "error: --extra-envs: the value of A contains a newline (character 2)"},
       {"'1A=x'", "error: --extra-envs: '1A' is not a variable name"},
       {"'A B=x'", "error: --extra-envs: 'A B' is not a variable name"},
       {"NOEQUALS", "error: --extra-envs: 'NOEQUALS' is not KEY=VALUE"},
