@@ -12,6 +12,7 @@
 #include "spdlog/spdlog.h"
 #include "src/base/file.h"
 #include "src/base/logging.h"
+#include "src/base/resource.h"
 #include "src/base/strings.h"
 #include "src/graph/npy.h"
 #include "src/graph/text_reader.h"
@@ -58,9 +59,38 @@ StatusOr<int64_t> NodesFromIds(const Graph& graph, const std::string& source) {
   return max_id + 1;
 }
 
+// Bytes per node that a graph's node count commits its consumers to at the
+// least: one int64 CSR offset (BuildCsr, BuildCsc, partitioning).
+constexpr int64_t kCsrBytesPerNode = 8;
+
+// OK if `count` nodes, a count that `source` claims, may be given
+// `bytes_per_node` bytes each for `purpose`: at most `max_bytes` (when > 0)
+// and at most the memory available now. Called before allocating.
+Status CheckClaimedNodes(const std::string& source, int64_t count, int64_t bytes_per_node,
+                         std::string_view purpose, int64_t max_bytes) {
+  int64_t need = 0;
+  const bool overflow = __builtin_mul_overflow(count, bytes_per_node, &need);
+  const std::string need_text = overflow ? "more than 8 EiB" : FormatBytes(need);
+  std::string limit;
+  if (max_bytes > 0 && (overflow || need > max_bytes)) {
+    limit = StrCat("the reader's limit of ", FormatBytes(max_bytes), " (max_claimed_bytes)");
+  } else if (int64_t available = AvailableMemoryBytes(); overflow || need > available) {
+    limit = StrCat("the ", FormatBytes(available), " of memory available");
+  } else {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(StrCat(source, ": ", count, " nodes would need ", need_text,
+                                             " for ", purpose, ", more than ", limit));
+}
+
+Status CheckGraphNodes(const std::string& source, int64_t num_nodes, int64_t max_bytes) {
+  return CheckClaimedNodes(source, num_nodes, kCsrBytesPerNode,
+                           "the graph's CSR offsets (8 bytes per node)", max_bytes);
+}
+
 }  // namespace
 
-StatusOr<Graph> ReadNpyDirectory(const std::string& dir) {
+StatusOr<Graph> ReadNpyDirectory(const std::string& dir, int64_t max_claimed_bytes) {
   if (!IsDirectory(dir)) {
     return absl::NotFoundError(StrCat(dir, ": not a directory"));
   }
@@ -118,7 +148,9 @@ StatusOr<Graph> ReadNpyDirectory(const std::string& dir) {
   }
   if (num_nodes < 0) {
     ASSIGN_OR_RETURN(num_nodes, NodesFromIds(graph, dir));
+    num_nodes_source = dir;
   }
+  RETURN_IF_ERROR(CheckGraphNodes(num_nodes_source, num_nodes, max_claimed_bytes));
   graph.num_nodes = num_nodes;
 
   std::string edge_dir = dir + "/edge_feat";
@@ -137,7 +169,8 @@ StatusOr<Graph> ReadNpyDirectory(const std::string& dir) {
   return graph;
 }
 
-StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes) {
+StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes,
+                             int64_t max_claimed_bytes) {
   ASSIGN_OR_RETURN(auto reader, TextReader::Open(path));
   std::vector<int64_t> src, dst;
   std::vector<float> weight;
@@ -188,6 +221,7 @@ StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes) {
   if (num_nodes < 0) {
     ASSIGN_OR_RETURN(num_nodes, NodesFromIds(graph, path));
   }
+  RETURN_IF_ERROR(CheckGraphNodes(path, num_nodes, max_claimed_bytes));
   graph.num_nodes = num_nodes;
   if (columns == 3) graph.edge_data.emplace("weight", Array::From(weight));
   if (graph.num_edges() == 0) {
@@ -279,7 +313,8 @@ StatusOr<Array> ReadMatrix(const std::string& path, int64_t rows) {
   return out;
 }
 
-StatusOr<Array> ReadMask(const std::string& path, int64_t num_nodes) {
+StatusOr<Array> ReadMask(const std::string& path, int64_t num_nodes, int64_t max_claimed_bytes) {
+  RETURN_IF_ERROR(CheckClaimedNodes(path, num_nodes, 1, "the mask", max_claimed_bytes));
   ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadIntColumn(path));
   Array mask = Array::Zeros(DType::kBool, {num_nodes});
   auto m = mask.mutable_span<bool>();
@@ -295,7 +330,8 @@ StatusOr<Array> ReadMask(const std::string& path, int64_t num_nodes) {
 
 }  // namespace
 
-StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split) {
+StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split,
+                        int64_t max_claimed_bytes) {
   const std::string raw = dir + "/raw";
   for (const char* name : {"num-node-list.csv.gz", "edge.csv.gz"}) {
     if (!PathExists(StrCat(raw, "/", name))) {
@@ -309,7 +345,9 @@ StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split) {
                "graphs are not supported)"));
   }
   const int64_t num_nodes = counts[0];
-  ASSIGN_OR_RETURN(Graph graph, ReadEdgeList(raw + "/edge.csv.gz", num_nodes));
+  // Before reading anything else: every later allocation per node trusts it.
+  RETURN_IF_ERROR(CheckGraphNodes(raw + "/num-node-list.csv.gz", num_nodes, max_claimed_bytes));
+  ASSIGN_OR_RETURN(Graph graph, ReadEdgeList(raw + "/edge.csv.gz", num_nodes, max_claimed_bytes));
   graph.edge_data.clear();  // OGB edge.csv has exactly two columns; weights come from edge-feat.
   if (PathExists(raw + "/node-feat.csv.gz")) {
     ASSIGN_OR_RETURN(Array feat, ReadMatrix<float>(raw + "/node-feat.csv.gz", num_nodes));
@@ -351,7 +389,7 @@ StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split) {
     for (const auto& [file, name] : masks) {
       std::string path = StrCat(dir, "/split/", chosen, "/", file, ".csv.gz");
       if (!PathExists(path)) return absl::NotFoundError(StrCat(path, ": missing"));
-      ASSIGN_OR_RETURN(Array mask, ReadMask(path, num_nodes));
+      ASSIGN_OR_RETURN(Array mask, ReadMask(path, num_nodes, max_claimed_bytes));
       graph.node_data.emplace(name, std::move(mask));
     }
   }
@@ -380,13 +418,13 @@ StatusOr<Graph> ReadGraph(const std::string& path, const ReadOptions& options) {
   StatusOr<Graph> graph;
   switch (format) {
     case GraphFormat::kNpy:
-      graph = ReadNpyDirectory(path);
+      graph = ReadNpyDirectory(path, options.max_claimed_bytes);
       break;
     case GraphFormat::kEdgeList:
-      graph = ReadEdgeList(path, options.num_nodes);
+      graph = ReadEdgeList(path, options.num_nodes, options.max_claimed_bytes);
       break;
     case GraphFormat::kOgb:
-      graph = ReadOgb(path, options.split);
+      graph = ReadOgb(path, options.split, options.max_claimed_bytes);
       break;
     case GraphFormat::kAuto:
       break;

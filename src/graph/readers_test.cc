@@ -3,6 +3,8 @@
 #include <zlib.h>
 
 #include "gtest/gtest.h"
+#include "src/base/resource.h"
+#include "src/base/strings.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
 
@@ -274,7 +276,8 @@ TEST(ReadEdgeList, TheLargestIdIsAnErrorNotAnOverflow) {
 }
 
 // Found by fuzz/text_readers_fuzz.cc: node-label was allocated for the node
-// count num-node-list claims before a line was read (here 640 GB).
+// count num-node-list claims before a line was read (here 640 GB). It is now
+// refused before anything is read; with a count that fits, the lines decide.
 TEST(ReadOgb, AHugeNodeCountIsCheckedAgainstTheLinesNotAllocated) {
   TempDir dir;
   ASSERT_TRUE(MakeDirs(dir / "raw").ok());
@@ -282,7 +285,106 @@ TEST(ReadOgb, AHugeNodeCountIsCheckedAgainstTheLinesNotAllocated) {
   WriteGz(dir / "raw/edge.csv.gz", "0,1\n");
   WriteGz(dir / "raw/node-label.csv.gz", "0\n1\n");
   Status st = ReadOgb(dir.path()).status();
-  EXPECT_NE(MessageOf(st).find("has 2 lines but the graph has 85603363343 nodes"),
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_NE(MessageOf(st).find("num-node-list.csv.gz: 85603363343 nodes would need 637.79 GiB"),
+            std::string::npos)
+      << st;
+  WriteGz(dir / "raw/num-node-list.csv.gz", "5\n");
+  st = ReadOgb(dir.path()).status();
+  EXPECT_NE(MessageOf(st).find("has 2 lines but the graph has 5 nodes"), std::string::npos) << st;
+}
+
+// An OGB folder whose num-node-list claims 10^12 nodes, with split files and
+// no feature file (found by fuzz/text_readers_fuzz.cc: the split masks were
+// allocated for every claimed node, and ASan reported the out-of-memory as a
+// crash): a clear error naming the file and the count, and nothing large is
+// allocated (the peak RSS stays where it was).
+//
+//   0 -> 1      num-node-list: 1000000000000
+TEST(ReadOgb, AClaimedNodeCountBeyondMemoryIsRefusedBeforeAllocating) {
+  TempDir dir;
+  ASSERT_TRUE(MakeDirs(dir / "raw").ok());
+  ASSERT_TRUE(MakeDirs(dir / "split/public").ok());
+  WriteGz(dir / "raw/num-node-list.csv.gz", "1000000000000\n");
+  WriteGz(dir / "raw/edge.csv.gz", "0,1\n");
+  for (const char* file : {"train", "valid", "test"}) {
+    WriteGz(dir / StrCat("split/public/", file, ".csv.gz"), "0\n");
+  }
+  const int64_t peak_before = PeakRssBytes();
+  Status st = ReadGraph(dir.path()).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_NE(MessageOf(st).find(dir / "raw/num-node-list.csv.gz: 1000000000000 nodes would need "
+                                     "7.28 TiB for the graph's CSR offsets (8 bytes per node), "
+                                     "more than the "),
+            std::string::npos)
+      << st;
+  EXPECT_NE(MessageOf(st).find("of memory available"), std::string::npos) << st;
+  EXPECT_LT(PeakRssBytes() - peak_before, int64_t{64} << 20);
+}
+
+// The same folder with a count that fits in memory reads, unless the caller
+// bounds what a file may claim (ReadOptions::max_claimed_bytes).
+//
+//   0 -> 1      num-node-list: 1000000 (8 MB of CSR offsets, three 1 MB masks)
+TEST(ReadOgb, MaxClaimedBytesBoundsTheNodeCount) {
+  TempDir dir;
+  ASSERT_TRUE(MakeDirs(dir / "raw").ok());
+  ASSERT_TRUE(MakeDirs(dir / "split/public").ok());
+  WriteGz(dir / "raw/num-node-list.csv.gz", "1000000\n");
+  WriteGz(dir / "raw/edge.csv.gz", "0,1\n");
+  for (const char* file : {"train", "valid", "test"}) {
+    WriteGz(dir / StrCat("split/public/", file, ".csv.gz"), "1\n");
+  }
+  auto g = ReadGraph(dir.path());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->num_nodes, 1000000);
+  EXPECT_EQ(g->node_data.at("train_mask").rows(), 1000000);
+
+  ReadOptions options;
+  options.max_claimed_bytes = 4 << 20;
+  Status st = ReadGraph(dir.path(), options).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_NE(MessageOf(st).find("num-node-list.csv.gz: 1000000 nodes would need 7.63 MiB for the "
+                               "graph's CSR offsets (8 bytes per node), more than the reader's "
+                               "limit of 4.00 MiB (max_claimed_bytes)"),
+            std::string::npos)
+      << st;
+  options.max_claimed_bytes = 8 << 20;
+  EXPECT_TRUE(ReadGraph(dir.path(), options).ok());
+}
+
+// An edge list's largest id + 1 (or a given node count) is a claim too: the
+// graph's consumers build a CSR of that many nodes.
+//
+//   0 -> 999999999999999
+TEST(ReadEdgeList, AHugeIdOrNodeCountIsRefused) {
+  TempDir dir;
+  WriteAll(dir / "huge.csv", "0 999999999999999\n");
+  Status st = ReadEdgeList(dir / "huge.csv").status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_NE(MessageOf(st).find("huge.csv: 1000000000000000 nodes would need 7275.96 TiB"),
+            std::string::npos)
+      << st;
+  WriteAll(dir / "small.csv", "0 1\n");
+  st = ReadEdgeList(dir / "small.csv", int64_t{1} << 50).status();
+  EXPECT_NE(MessageOf(st).find("small.csv: 1125899906842624 nodes would need"), std::string::npos)
+      << st;
+  st = ReadEdgeList(dir / "small.csv", 1000, /*max_claimed_bytes=*/4000).status();
+  EXPECT_NE(MessageOf(st).find("reader's limit of 3.91 KiB"), std::string::npos) << st;
+  EXPECT_TRUE(ReadEdgeList(dir / "small.csv", 1000, /*max_claimed_bytes=*/8000).ok());
+}
+
+// meta.json's num_nodes is a claim: the error names meta.json.
+//
+//   0 -> 1 -> 2 -> 0   meta.json: {"num_nodes": 1000000000000}
+TEST(ReadNpyDirectory, AHugeNumNodesInMetaIsRefused) {
+  TempDir dir;
+  ASSERT_TRUE(WriteNpy(dir / "src.npy", Array::From(std::vector<int64_t>{0, 1, 2})).ok());
+  ASSERT_TRUE(WriteNpy(dir / "dst.npy", Array::From(std::vector<int64_t>{1, 2, 0})).ok());
+  WriteAll(dir / "meta.json", R"({"num_nodes": 1000000000000})");
+  Status st = ReadNpyDirectory(dir.path()).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_NE(MessageOf(st).find("meta.json: 1000000000000 nodes would need 7.28 TiB"),
             std::string::npos)
       << st;
 }

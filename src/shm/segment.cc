@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
 #include <limits>
 #include <random>
 #include <vector>
@@ -24,21 +23,9 @@ namespace {
 constexpr std::string_view kPrefix = "tessera.";
 constexpr const char* kShmDir = "/dev/shm";
 
-// MemAvailable + SwapFree of /proc/meminfo, in bytes; max() if unreadable.
-uint64_t MemoryAvailable() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0, total = 0;
-  int found = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:" || key == "SwapFree:") {
-      total += kib;
-      ++found;
-    }
-    in.ignore(64, '\n');
-  }
-  return found == 0 ? std::numeric_limits<uint64_t>::max() : total * 1024;
-}
+// RAM and swap this process can still get, cgroup v2 limit included
+// (tmpfs pages are charged to the cgroup of whoever allocates them).
+uint64_t MemoryAvailable() { return static_cast<uint64_t>(AvailableMemoryBytes()); }
 
 // The error for a reservation that does not fit.
 Status NoSpace(const std::string& name, uint64_t need, uint64_t shm_free) {

@@ -72,8 +72,10 @@ StatusOr<uint64_t> SharedMemoryFree();
 Status CheckSharedMemorySpace(std::string_view what, uint64_t need, uint64_t shm_free,
                               uint64_t memory_available);
 
-// CheckSharedMemorySpace with the figures of this moment (OK when
-// /dev/shm cannot be inspected: the reservation itself will tell).
+// CheckSharedMemorySpace with the figures of this moment: statvfs of
+// /dev/shm and AvailableMemoryBytes (RAM, swap and this process's cgroup v2
+// limit, which tmpfs pages are charged to). OK when /dev/shm cannot be
+// inspected: the reservation itself will tell.
 Status CheckSharedMemoryRoom(std::string_view what, uint64_t need);
 
 // "/tessera.<job>.<what>". `job` must be a valid job id (ValidateJobId);

@@ -11,6 +11,17 @@
 //      split/<name>/{train,valid,test}.csv.gz -> train_mask, val_mask,
 //      test_mask).
 // Every error names the file (and the line for text input) and the cause.
+//
+// Sizes a file claims rather than holds -- the node count of
+// num-node-list.csv.gz or meta.json, an edge list's largest id + 1, or
+// ReadOptions::num_nodes -- are checked before anything is allocated for
+// them: the per-node arrays the reader builds (OGB split masks, 1 byte per
+// node) and the graph's CSR offsets that every consumer builds (8 bytes per
+// node) must each fit in the memory available (AvailableMemoryBytes:
+// RAM, swap and the cgroup v2 limit) and in max_claimed_bytes when that is
+// set. Else ResourceExhausted naming the file, the count and the bytes.
+// Arrays read from .npy files are mapped, and their shape must match the
+// file's size, so they hold what they claim.
 #ifndef TESSERA_INCLUDE_TESSERA_CORE_READERS_H_
 #define TESSERA_INCLUDE_TESSERA_CORE_READERS_H_
 
@@ -34,14 +45,21 @@ struct ReadOptions {
   bool remove_self_loops = false;
   bool add_reverse_edges = false;  // Make the graph undirected.
   bool remove_duplicate_edges = false;
+  // Bound, in bytes, on any one allocation sized by a count that a file
+  // claims (see above); 0 = no bound but the memory available. For callers
+  // with a memory budget of their own, such as the fuzz harness.
+  int64_t max_claimed_bytes = 0;
 };
 
 // Reads any supported layout (auto-detected unless options.format says).
 StatusOr<Graph> ReadGraph(const std::string& path, const ReadOptions& options = {});
 
-StatusOr<Graph> ReadNpyDirectory(const std::string& dir);
-StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes = -1);
-StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split = "");
+// One layout each; max_claimed_bytes as in ReadOptions.
+StatusOr<Graph> ReadNpyDirectory(const std::string& dir, int64_t max_claimed_bytes = 0);
+StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes = -1,
+                             int64_t max_claimed_bytes = 0);
+StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split = "",
+                        int64_t max_claimed_bytes = 0);
 
 }  // namespace tessera
 
