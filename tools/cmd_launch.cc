@@ -322,8 +322,9 @@ int Launch::Run() {
   spdlog::info("launch: job {}: {} machine(s) x ({} server(s) + {} trainer(s)), workspace {}",
                job_id_, M, S, T, f_.workspace);
   if (key_.empty()) {
-    spdlog::warn("launch: --no-encryption: the job's traffic, its token included, is readable "
-                 "by anyone on the network path");
+    spdlog::warn(
+        "launch: --no-encryption: the job's traffic, its token included, is readable "
+        "by anyone on the network path");
   }
   Stopwatch watch;
   std::string failure;

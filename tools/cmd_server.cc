@@ -101,7 +101,8 @@ Status RunServer(const ServerFlags& flags) {
            .startup_timeout = rpc::Millis(static_cast<int64_t>(flags.startup_timeout * 1000)),
            .expected_clients = flags.num_clients,
            .max_message_bytes = flags.max_message_bytes,
-           .handshake_timeout = rpc::Millis(static_cast<int64_t>(flags.handshake_timeout * 1000))}));
+           .handshake_timeout =
+               rpc::Millis(static_cast<int64_t>(flags.handshake_timeout * 1000))}));
   std::unique_ptr<kv::KvServer> kv;
   if (options.local_index == 0) {
     ASSIGN_OR_RETURN(kv, kv::KvServer::Load(options, g_stop));

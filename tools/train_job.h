@@ -28,7 +28,7 @@ struct TrainJobOptions {
   // The trainer's command before the flags; empty: graphsage_train_dist.
   // The Python example is {python3, node_classification.py} (PythonExample()).
   std::vector<std::string> program;
-  bool capture = false;  // Logs to <workdir>/... instead of the terminal.
+  bool capture = false;    // Logs to <workdir>/... instead of the terminal.
   bool encryption = true;  // false: the job's wire is not encrypted (--no-encryption).
   double timeout_s = 3600;
 };

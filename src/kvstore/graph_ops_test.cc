@@ -225,11 +225,10 @@ TEST_F(GraphOpsTest, FindEdgesAndDegreesInCallerOrder) {
 // the problem, and the server keeps serving.
 TEST_F(GraphOpsTest, HostileGraphRequestsGetErrorsAndTheServerGoesOn) {
   TestCluster cluster(*config_, 3, 1);
-  auto rpc =
-      rpc::RpcClient::Create({.token = "t",
-                              .curve_secret_key = cluster.key(),
-                              .client_id = 77,
-                              .servers = cluster.endpoints()});
+  auto rpc = rpc::RpcClient::Create({.token = "t",
+                                     .curve_secret_key = cluster.key(),
+                                     .client_id = 77,
+                                     .servers = cluster.endpoints()});
   ASSERT_TRUE(rpc.ok()) << rpc.status();
   auto call = [&](wire::Method method, std::vector<rpc::WireArray> arrays,
                   wire::SampleArgs args = {}) {

@@ -217,11 +217,10 @@ TEST_F(KvStoreTest, BadSparseUpdatesAreRefused) {
          "betas");
   expect(c->SparseUpdate("node/emb", {{5000}}, grads.data(), adagrad), "5000");
   // Straight on the wire: unknown kind, wrong gradient shape, foreign ids.
-  auto rpc =
-      rpc::RpcClient::Create({.token = "t",
-                              .curve_secret_key = cluster.key(),
-                              .client_id = 77,
-                              .servers = cluster.endpoints()});
+  auto rpc = rpc::RpcClient::Create({.token = "t",
+                                     .curve_secret_key = cluster.key(),
+                                     .client_id = 77,
+                                     .servers = cluster.endpoints()});
   ASSERT_TRUE(rpc.ok()) << rpc.status();
   ASSERT_TRUE(c->InitData({.name = "emb.adagrad_sum", .shape = {2708, 2}}).ok());
   auto call = [&](uint32_t kind, std::vector<rpc::WireArray> arrays) {

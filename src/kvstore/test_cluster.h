@@ -18,8 +18,8 @@
 #include "src/graph/readers.h"
 #include "src/kvstore/kv_client.h"
 #include "src/kvstore/kv_server.h"
-#include "src/rpc/security.h"
 #include "src/partition/partition.h"
+#include "src/rpc/security.h"
 
 namespace tessera::kv::testing {
 

@@ -15,7 +15,7 @@ std::string RandomToken() {
 }
 
 std::vector<std::pair<std::string, std::string>> CredentialVariables(const std::string& token,
-                                                                      const std::string& key) {
+                                                                     const std::string& key) {
   if (key.empty()) return {{"TESSERA_JOB_TOKEN", token}, {"TESSERA_JOB_ENCRYPTION", "off"}};
   return {{"TESSERA_JOB_TOKEN", token}, {"TESSERA_JOB_KEY", key}};
 }
@@ -56,16 +56,16 @@ std::vector<std::pair<std::string, std::string>> JobEnv::ToVariables() const {
   std::vector<std::pair<std::string, std::string>> vars = {{"TESSERA_JOB_ID", job_id}};
   for (auto& v : CredentialVariables(token, curve_secret_key)) vars.push_back(std::move(v));
   std::vector<std::pair<std::string, std::string>> rest = {
-          {"TESSERA_IP_CONFIG", ip_config},
-          {"TESSERA_PART_CONFIG", part_config},
-          {"TESSERA_NUM_SERVERS", std::to_string(num_servers)},
-          {"TESSERA_MACHINE_ID", std::to_string(machine_id)},
-          {"RANK", std::to_string(rank)},
-          {"WORLD_SIZE", std::to_string(world_size)},
-          {"LOCAL_RANK", std::to_string(local_rank)},
-          {"MASTER_ADDR", master_addr},
-          {"MASTER_PORT", std::to_string(master_port)},
-          {"TESSERA_NUM_SAMPLERS", std::to_string(num_samplers)}};
+      {"TESSERA_IP_CONFIG", ip_config},
+      {"TESSERA_PART_CONFIG", part_config},
+      {"TESSERA_NUM_SERVERS", std::to_string(num_servers)},
+      {"TESSERA_MACHINE_ID", std::to_string(machine_id)},
+      {"RANK", std::to_string(rank)},
+      {"WORLD_SIZE", std::to_string(world_size)},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"MASTER_ADDR", master_addr},
+      {"MASTER_PORT", std::to_string(master_port)},
+      {"TESSERA_NUM_SAMPLERS", std::to_string(num_samplers)}};
   for (auto& v : rest) vars.push_back(std::move(v));
   return vars;
 }

@@ -55,7 +55,7 @@ std::string RandomToken();
 // The variables carrying the job's credentials: TESSERA_JOB_TOKEN, and
 // TESSERA_JOB_KEY or TESSERA_JOB_ENCRYPTION=off.
 std::vector<std::pair<std::string, std::string>> CredentialVariables(const std::string& token,
-                                                                      const std::string& key);
+                                                                     const std::string& key);
 // Reads them (as servers and trainers do); an error names what is missing.
 Status ParseCredentials(const GetEnvFn& getenv, std::string* token, std::string* key);
 

@@ -128,7 +128,8 @@ StatusOr<Message> ParseMessage(std::vector<Blob> frames, std::string_view token)
     if (!ConstantTimeEquals(m.header.token(), token)) {
       return absl::PermissionDeniedError("wrong job token");
     }
-    if (m.header.is_response()) return absl::InvalidArgumentError("a response was sent to a server");
+    if (m.header.is_response())
+      return absl::InvalidArgumentError("a response was sent to a server");
   }
   if (m.header.version() != kWireVersion) {
     if (IsRefusal(m.header) && frames.size() == 1) return m;

@@ -402,8 +402,7 @@ TEST(RpcSecurityTest, EncryptionHidesTokenNamesAndData) {
 // A peer whose host vanished (its connection open, nothing answering the
 // server's ZMTP pings) is disconnected after three heartbeat intervals.
 TEST(RpcSecurityTest, ServerDropsConnectionsThatStopAnsweringPings) {
-  ServerThread st(
-      {.host = "127.0.0.1", .token = "secret", .connection_heartbeat = Millis(200)});
+  ServerThread st({.host = "127.0.0.1", .token = "secret", .connection_heartbeat = Millis(200)});
   RecordingProxy proxy(st.server->port());
   ClientOptions options = Client(proxy.endpoint());
   options.heartbeat_timeout = Millis(0);  // Only ZeroMQ's own pings.
@@ -456,7 +455,7 @@ TEST(RpcSecurityTest, PeersWithoutTheJobKeyAreRefusedInTheHandshake) {
   }
   EXPECT_GE(st.server->connections_refused(), 1u);
   zmq::message_t reply;
-  EXPECT_FALSE(raw.recv(reply));  // Never an answer.
+  EXPECT_FALSE(raw.recv(reply));                                                 // Never an answer.
   EXPECT_EQ(st.server->requests_served() + st.server->requests_rejected(), 0u);  // No frame.
   auto good = RpcClient::Create(Client(st.endpoint));
   EXPECT_TRUE((*good)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
@@ -549,9 +548,9 @@ TEST(RpcSecurityTest, FakeClientIdsAreRejectedWithOneLogLine) {
   std::string text = log->text();
   // One line of its own; a slow run may add one summary ("N more like it").
   EXPECT_EQ(log->CountLines("server: rejected a message"), 1) << text;
-  EXPECT_LE(log->CountLines() - log->CountLines("server: rejected") -
-                log->CountLines("server: stopping"),
-            1)
+  EXPECT_LE(
+      log->CountLines() - log->CountLines("server: rejected") - log->CountLines("server: stopping"),
+      1)
       << text;
   log.reset();
   EXPECT_EQ(text.find("treating it as dead"), std::string::npos) << text;
@@ -559,9 +558,10 @@ TEST(RpcSecurityTest, FakeClientIdsAreRejectedWithOneLogLine) {
 
 TEST(RpcSecurityTest, KeysAndTokensAreChecked) {
   EXPECT_FALSE(RpcServer::Bind({.host = "127.0.0.1"}).ok());  // No token.
-  EXPECT_FALSE(RpcServer::Bind({.host = "127.0.0.1", .token = "t", .curve_secret_key = "short"})
-                   .ok());
-  EXPECT_FALSE(RpcClient::Create({.token = "t", .curve_secret_key = std::string(40, '~'),
+  EXPECT_FALSE(
+      RpcServer::Bind({.host = "127.0.0.1", .token = "t", .curve_secret_key = "short"}).ok());
+  EXPECT_FALSE(RpcClient::Create({.token = "t",
+                                  .curve_secret_key = std::string(40, '~'),
                                   .servers = {"tcp://127.0.0.1:1"}})
                    .ok());
   Status invalid = ValidateCurveSecretKey("abc", "TESSERA_JOB_KEY");

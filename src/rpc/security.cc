@@ -226,7 +226,7 @@ void ZapHandler::Loop() {
       bool ok = Judge(frames);
       std::string_view request_id = frames.size() > 1 ? frames[1].to_string_view() : "";
       // Reply: version, request id, status code, status text, user id, metadata.
-      std::array<std::string_view, 6> reply = {"1.0", request_id, ok ? "200" : "400",
+      std::array<std::string_view, 6> reply = {"1.0",          request_id,      ok ? "200" : "400",
                                                ok ? "OK" : "", ok ? "job" : "", ""};
       for (size_t i = 0; i < reply.size(); ++i) {
         SendRetrying(st.socket, reply[i],
@@ -239,11 +239,11 @@ void ZapHandler::Loop() {
       }
       ++refused_;
       std::string_view mechanism = frames.size() > 5 ? frames[5].to_string_view() : "";
-      st.refusals.Warn(fmt::format(
-          "{}: refused a connection from {} ({} handshake without the job's {})", st.name,
-          frames.size() > 3 ? frames[3].to_string() : "?",
-          mechanism.empty() ? "malformed" : std::string(mechanism),
-          st.credentials.encrypted() ? "key" : "token"));
+      st.refusals.Warn(
+          fmt::format("{}: refused a connection from {} ({} handshake without the job's {})",
+                      st.name, frames.size() > 3 ? frames[3].to_string() : "?",
+                      mechanism.empty() ? "malformed" : std::string(mechanism),
+                      st.credentials.encrypted() ? "key" : "token"));
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
       if (e.num() != EINTR) spdlog::warn("{}: authentication handler: {}", st.name, e.what());

@@ -144,9 +144,7 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Bind(const ServerOptions& option
   return server;
 }
 
-uint64_t RpcServer::connections_refused() const {
-  return state_->zap ? state_->zap->refused() : 0;
-}
+uint64_t RpcServer::connections_refused() const { return state_->zap ? state_->zap->refused() : 0; }
 
 void RpcServer::Reply(const Peer& peer, Message response) {
   response.header.set_is_response(true);
@@ -202,21 +200,19 @@ void RpcServer::HandleFrames(Service& service, std::vector<Blob>& frames) {
   std::optional<Message> response;
   try {
     response = Dispatch(service, peer, request);
-    if (response && response->header.status_code() ==
-                        static_cast<int>(absl::StatusCode::kResourceExhausted)) {
+    if (response &&
+        response->header.status_code() == static_cast<int>(absl::StatusCode::kResourceExhausted)) {
       state_->trim_due = true;  // A request too large to answer: its memory goes back.
     }
   } catch (const std::bad_alloc&) {
     state_->trim_due = true;
-    response = MakeResponse(request.header,
-                            absl::ResourceExhaustedError(fmt::format(
-                                "{}: out of memory answering {}", options_.name,
-                                MethodName(request.header.method()))));
+    response = MakeResponse(request.header, absl::ResourceExhaustedError(fmt::format(
+                                                "{}: out of memory answering {}", options_.name,
+                                                MethodName(request.header.method()))));
   } catch (const std::exception& e) {
-    response = MakeResponse(request.header,
-                            absl::InternalError(fmt::format("{}: {} failed: {}", options_.name,
-                                                            MethodName(request.header.method()),
-                                                            e.what())));
+    response = MakeResponse(request.header, absl::InternalError(fmt::format(
+                                                "{}: {} failed: {}", options_.name,
+                                                MethodName(request.header.method()), e.what())));
   } catch (...) {
     response = MakeResponse(request.header,
                             absl::InternalError(fmt::format("{}: {} failed", options_.name,
@@ -225,8 +221,7 @@ void RpcServer::HandleFrames(Service& service, std::vector<Blob>& frames) {
   if (response) Reply(peer, std::move(*response));
 }
 
-std::optional<Message> RpcServer::Dispatch(Service& service, const Peer& peer,
-                                           Message& request) {
+std::optional<Message> RpcServer::Dispatch(Service& service, const Peer& peer, Message& request) {
   auto it = state_->clients.find(peer.client_id);
   if (it != state_->clients.end() && !it->second.gone) it->second.last_seen_ms = NowMillis();
   std::optional<Message> response;
@@ -262,8 +257,9 @@ void RpcServer::CheckClients(Service& service) {
     if (client.gone || now - client.last_seen_ms <= options_.heartbeat_timeout.count()) continue;
     client.gone = true;
     state_->trim_due = true;
-    state_->lost_log.Warn(fmt::format("{}: client {} not heard from for {:.1f} s; treating it as dead",
-                                      options_.name, id, (now - client.last_seen_ms) / 1000.0));
+    state_->lost_log.Warn(
+        fmt::format("{}: client {} not heard from for {:.1f} s; treating it as dead", options_.name,
+                    id, (now - client.last_seen_ms) / 1000.0));
     service.OnClientGone(id, /*lost=*/true);
   }
   state_->reject_log.Flush();
@@ -503,8 +499,7 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
       h.set_client_id(options_.client_id);
       h.set_timeout_ms(static_cast<uint32_t>(deadline.RemainingMillis()));
       pending.push_back({call.server, h.request_id(), h.method()});
-      zmq::socket_t& s =
-          SocketFor(shared_->context, set->sockets, call.server, options_);
+      zmq::socket_t& s = SocketFor(shared_->context, set->sockets, call.server, options_);
       while (!SendMessage(s, nullptr, call.request)) {
         if (deadline.Expired()) {
           return finish(absl::DeadlineExceededError(

@@ -63,7 +63,7 @@ struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 0;  // 0: any free port; see RpcServer::port().
   std::string token;
-  std::string curve_secret_key;  // Z85; empty: no encryption (security.h).
+  std::string curve_secret_key;     // Z85; empty: no encryption (security.h).
   std::string name = "server";      // For log messages.
   Millis heartbeat_timeout{30000};  // A client silent this long is dead.
   Millis startup_timeout{600000};   // Give up if no client says hello.

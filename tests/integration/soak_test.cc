@@ -108,7 +108,8 @@ class Hostile {
     bool random_header = false;
     auto ids = [&](size_t n, bool huge) {
       std::vector<int64_t> v(n);
-      for (auto& x : v) x = huge ? static_cast<int64_t>(rng_()) : static_cast<int64_t>(rng_() % 1000);
+      for (auto& x : v)
+        x = huge ? static_cast<int64_t>(rng_()) : static_cast<int64_t>(rng_() % 1000);
       auto* meta = m.header.add_arrays();
       meta->set_dtype(static_cast<uint32_t>(DType::kInt64));
       meta->add_shape(static_cast<int64_t>(n));
@@ -252,11 +253,29 @@ JobOutcome RunJob(const std::string& config, const std::string& workdir, int epo
         /*keyless_s=*/attack_s / 2);
   }
   Stopwatch watch;
-  std::vector<std::string> argv = {
-      Program("graphsage_train_dist"), "--graph-name", "cora", "--part-config", config,
-      "--seed", "42", "--row-normalize", "--input-dropout", "0.5", "--lr", "0.01",
-      "--weight-decay", "5e-4", "--batch-size", "140", "--num-epochs", std::to_string(epochs),
-      "--eval-every", std::to_string(epochs), "--log-every", "0", "--json"};
+  std::vector<std::string> argv = {Program("graphsage_train_dist"),
+                                   "--graph-name",
+                                   "cora",
+                                   "--part-config",
+                                   config,
+                                   "--seed",
+                                   "42",
+                                   "--row-normalize",
+                                   "--input-dropout",
+                                   "0.5",
+                                   "--lr",
+                                   "0.01",
+                                   "--weight-decay",
+                                   "5e-4",
+                                   "--batch-size",
+                                   "140",
+                                   "--num-epochs",
+                                   std::to_string(epochs),
+                                   "--eval-every",
+                                   std::to_string(epochs),
+                                   "--log-every",
+                                   "0",
+                                   "--json"};
   EXPECT_TRUE((*job)->StartClients(argv).ok());
   bool running = true;
   Deadline deadline = Deadline::InSeconds(900);
@@ -299,8 +318,7 @@ TEST(SoakTest, TrainingUnderAttackKeepsItsAccuracyAndMemory) {
   JobOutcome calibration = RunJob(config, dir / "calibration", 200, 0);
   ASSERT_TRUE(calibration.ok);
   int epochs = 200 * std::max(1, static_cast<int>(std::ceil(soak_seconds / calibration.seconds)));
-  JobOutcome reference =
-      epochs == 200 ? calibration : RunJob(config, dir / "reference", epochs, 0);
+  JobOutcome reference = epochs == 200 ? calibration : RunJob(config, dir / "reference", epochs, 0);
   ASSERT_TRUE(reference.ok);
   std::printf("reference: %d epochs, test accuracy %.4f in %.1f s, server RSS %s / %s\n", epochs,
               reference.test_acc, reference.seconds, FormatBytes(reference.server_rss[0]).c_str(),
