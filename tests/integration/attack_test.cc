@@ -34,73 +34,8 @@ namespace tessera {
 namespace {
 
 using namespace testing::attack;  // NOLINT
-using launcher::LocalJob;
-using launcher::LocalJobOptions;
 
-class AttackTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    config_ = new std::string(kv::testing::PartitionCora(dir_->path(), 2));
-  }
-  static void TearDownTestSuite() {
-    delete config_;
-    delete dir_;
-  }
-
-  // A servers-only job (2 machines x 1 server) and a valid client of it.
-  void StartJob(std::vector<std::string> server_args = {}) {
-    LocalJobOptions o;
-    o.tessera_binary = testing::TesseraBinary();
-    o.part_config = *config_;
-    o.workdir = work_.path();
-    o.num_clients = 2;  // This test's client and the one a test may add.
-    o.server_args = std::move(server_args);
-    o.startup_timeout_s = 60;
-    auto job = LocalJob::Start(o);
-    ASSERT_TRUE(job.ok()) << job.status();
-    job_ = std::move(*job);
-    const launcher::JobEnv& env = job_->base_env();
-    endpoints_ = job_->ip_config().ServerEndpoints(1);
-    client_options_ = {.job_id = env.job_id,
-                       .token = env.token,
-                       .curve_secret_key = env.curve_secret_key,
-                       .client_id = 0,
-                       .machine_id = -1,
-                       .servers = endpoints_,
-                       .num_clients = 2,
-                       .connect_timeout = rpc::Millis(30000)};
-    auto client = kv::KvClient::Connect(client_options_);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-    reference_ = Pull();
-    ASSERT_EQ(reference_.size(), 3u * 1433);
-  }
-  // Rows of nodes on both machines, as the valid client sees them.
-  std::vector<float> Pull() {
-    std::vector<int64_t> ids = {0, 1, 2700};
-    std::vector<float> out(3 * 1433);
-    Status s = client_->PullInto("node/feat", ids, out.data());
-    EXPECT_TRUE(s.ok()) << s;
-    return s.ok() ? out : std::vector<float>();
-  }
-  pid_t ServerPid(int i) { return job_->servers()[static_cast<size_t>(i)].pid(); }
-  void ExpectServersRunning() {
-    for (auto& s : job_->servers()) EXPECT_FALSE(s.Poll()) << s.name() << " exited";
-  }
-
-  static testing::TempDir* dir_;
-  static std::string* config_;
-  testing::TempDir work_;
-  std::unique_ptr<LocalJob> job_;
-  std::vector<std::string> endpoints_;
-  kv::KvClientOptions client_options_;
-  std::unique_ptr<kv::KvClient> client_;
-  std::vector<float> reference_;
-};
-
-testing::TempDir* AttackTest::dir_ = nullptr;
-std::string* AttackTest::config_ = nullptr;
+using AttackTest = CoraServersTest;
 
 // Two connections without the key announce 15 GiB frames and stream data:
 // the server drops them at the frame header (the limit applies in the
@@ -127,7 +62,7 @@ TEST_F(AttackTest, HugeFrameAnnouncementsWithoutTheKeyCostNothing) {
     EXPECT_LT(sent, int64_t{64} << 20);  // Socket buffers at most.
   }
   EXPECT_LT(RssBytes(server), baseline + (int64_t{16} << 20));
-  EXPECT_EQ(Pull(), reference_);
+  EXPECT_EQ(PullRows(), reference_);
   ExpectServersRunning();
 }
 
@@ -165,7 +100,7 @@ TEST_F(AttackTest, ManyFramesWithoutTheKeyNeverReachTheServer) {
     }
   }
   EXPECT_LT(RssBytes(server), baseline + (int64_t{16} << 20));
-  EXPECT_EQ(Pull(), reference_);
+  EXPECT_EQ(PullRows(), reference_);
   std::string log = testing::ReadAll(job_->ServerLog(0));
   EXPECT_EQ(log.find("rejected"), std::string::npos) << log;  // No message got in.
   ExpectServersRunning();
@@ -193,7 +128,7 @@ TEST_F(AttackTest, AMemberSendingAMillionFramesLeavesNoMemoryBehind) {
   EXPECT_TRUE(WaitFor(10, [&] { return RssBytes(server) < baseline + (int64_t{16} << 20); }))
       << "RSS " << FormatBytes(RssBytes(server)) << ", baseline " << FormatBytes(baseline)
       << ", peak " << FormatBytes(peak);
-  EXPECT_EQ(Pull(), reference_);
+  EXPECT_EQ(PullRows(), reference_);
   ExpectServersRunning();
 }
 
@@ -217,7 +152,7 @@ TEST_F(AttackTest, IdleConnectionFloodIsDroppedAndTheJobIsServed) {
   EXPECT_TRUE(WaitFor(30, [&] { return CountDescriptors(server) > baseline + 100; }))
       << "the flood did not arrive";
   // Served while the flood is open, on new connections too.
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(Pull(), reference_);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(PullRows(), reference_);
   Stopwatch watch;
   kv::KvClientOptions second = client_options_;
   second.client_id = 1;
@@ -229,7 +164,7 @@ TEST_F(AttackTest, IdleConnectionFloodIsDroppedAndTheJobIsServed) {
   EXPECT_TRUE(WaitFor(20, [&] { return CountDescriptors(server) <= baseline + 10; }))
       << CountDescriptors(server) << " descriptors, baseline " << baseline;
   for (int fd : fds) close(fd);
-  EXPECT_EQ(Pull(), reference_);
+  EXPECT_EQ(PullRows(), reference_);
   ExpectServersRunning();
 }
 

@@ -1,6 +1,7 @@
 // File: tests/integration/attack_util.h
 //
-// What the attack tests use to watch a server process (/proc) and to speak
+// What the attack tests use: a fixture with real servers on Cora and a
+// valid client of them, ways to watch a server process (/proc) and to speak
 // to it as a hostile peer would: raw TCP, ZMTP greetings and frame headers.
 #ifndef TESSERA_TESTS_INTEGRATION_ATTACK_UTIL_H_
 #define TESSERA_TESTS_INTEGRATION_ATTACK_UTIL_H_
@@ -21,7 +22,11 @@
 #include <thread>
 #include <utility>
 
+#include "gtest/gtest.h"
+#include "src/base/test_util.h"
 #include "src/base/time.h"
+#include "src/kvstore/test_cluster.h"
+#include "src/launcher/local_job.h"
 
 namespace tessera::testing::attack {
 
@@ -110,6 +115,70 @@ inline bool WaitFor(double seconds, const std::function<bool()>& done) {
   }
   return done();
 }
+
+// Cora in two partitions (once per suite), a servers-only job of it on
+// loopback (2 machines x 1 server, client ids 0 and 1) and a valid client 0
+// whose pull of rows of both machines is the reference.
+class CoraServersTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    config_ = new std::string(kv::testing::PartitionCora(dir_->path(), 2));
+  }
+  static void TearDownTestSuite() {
+    delete config_;
+    delete dir_;
+  }
+
+  void StartJob(std::vector<std::string> server_args = {}) {
+    launcher::LocalJobOptions o;
+    o.tessera_binary = TesseraBinary();
+    o.part_config = *config_;
+    o.workdir = work_.path();
+    o.num_clients = 2;
+    o.server_args = std::move(server_args);
+    o.startup_timeout_s = 60;
+    auto job = launcher::LocalJob::Start(o);
+    ASSERT_TRUE(job.ok()) << job.status();
+    job_ = std::move(*job);
+    const launcher::JobEnv& env = job_->base_env();
+    endpoints_ = job_->ip_config().ServerEndpoints(1);
+    client_options_ = {.job_id = env.job_id,
+                       .token = env.token,
+                       .curve_secret_key = env.curve_secret_key,
+                       .client_id = 0,
+                       .machine_id = -1,
+                       .servers = endpoints_,
+                       .num_clients = 1,  // Barriers: this client alone.
+                       .connect_timeout = rpc::Millis(30000)};
+    auto client = kv::KvClient::Connect(client_options_);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+    reference_ = PullRows();
+    ASSERT_EQ(reference_.size(), ids_.size() * 1433);
+  }
+  // The rows of ids_, as the valid client sees them (empty on an error).
+  std::vector<float> PullRows() {
+    std::vector<float> out(ids_.size() * 1433);
+    Status s = client_->PullInto("node/feat", ids_, out.data());
+    EXPECT_TRUE(s.ok()) << s;
+    return s.ok() ? out : std::vector<float>();
+  }
+  pid_t ServerPid(int i) { return job_->servers()[static_cast<size_t>(i)].pid(); }
+  void ExpectServersRunning(const std::string& after = "") {
+    for (auto& s : job_->servers()) EXPECT_FALSE(s.Poll()) << s.name() << " exited " << after;
+  }
+
+  inline static TempDir* dir_ = nullptr;
+  inline static std::string* config_ = nullptr;
+  TempDir work_;
+  std::unique_ptr<launcher::LocalJob> job_;
+  std::vector<std::string> endpoints_;
+  kv::KvClientOptions client_options_;
+  std::unique_ptr<kv::KvClient> client_;
+  std::vector<int64_t> ids_ = {0, 1, 1500, 2700};  // Rows of both machines.
+  std::vector<float> reference_;
+};
 
 }  // namespace tessera::testing::attack
 

@@ -16,70 +16,29 @@
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/local_job.h"
 #include "src/shm/segment.h"
+#include "tests/integration/attack_util.h"
 
 namespace tessera {
 namespace {
 
-using launcher::LocalJob;
-using launcher::LocalJobOptions;
+using testing::attack::RssBytes;
 
-// Resident memory of process `pid`, in bytes (VmRSS).
-int64_t RssBytes(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  int64_t kib = 0;
-  while (in >> key) {
-    if (key == "VmRSS:" && in >> kib) return kib * 1024;
-    in.ignore(1 << 10, '\n');
-  }
-  return -1;
-}
-
-class HostileRequestsTest : public ::testing::Test {
+class HostileRequestsTest : public testing::attack::CoraServersTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    config_ = new std::string(kv::testing::PartitionCora(dir_->path(), 2));
-  }
-  static void TearDownTestSuite() {
-    delete config_;
-    delete dir_;
-  }
-  // A job of two servers (no client processes) and a valid client 0; the
-  // hostile requests come from client 1.
+  // The job, and a hostile member: client 1, registered with both servers.
   void Start(std::vector<std::string> server_args = {}) {
-    LocalJobOptions o;
-    o.tessera_binary = testing::TesseraBinary();
-    o.part_config = *config_;
-    o.workdir = work_.path();
-    o.server_args = std::move(server_args);
-    o.startup_timeout_s = 60;
-    auto job = LocalJob::Start(o);
-    ASSERT_TRUE(job.ok()) << job.status();
-    job_ = std::move(*job);
+    ASSERT_NO_FATAL_FAILURE(StartJob(std::move(server_args)));
     const launcher::JobEnv& env = job_->base_env();
-    std::vector<std::string> endpoints = job_->ip_config().ServerEndpoints(1);
-    auto client = kv::KvClient::Connect({.job_id = env.job_id,
-                                         .token = env.token,
-                                         .curve_secret_key = env.curve_secret_key,
-                                         .client_id = 0,
-                                         .machine_id = -1,
-                                         .servers = endpoints,
-                                         .num_clients = 1});
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
     auto hostile = rpc::RpcClient::Create({.token = env.token,
                                            .curve_secret_key = env.curve_secret_key,
                                            .client_id = 1,
-                                           .servers = endpoints});
+                                           .servers = endpoints_});
     ASSERT_TRUE(hostile.ok()) << hostile.status();
     hostile_ = std::move(*hostile);
-    for (int server = 0; server < 2; ++server) {  // Registers client 1 with both servers.
+    for (int server = 0; server < 2; ++server) {
       ASSERT_TRUE(
           hostile_->CallOne(server, rpc::MakeRequest(wire::HELLO), Deadline::InSeconds(30)).ok());
     }
-    reference_.resize(ids_.size() * 1433);
-    ASSERT_TRUE(client_->PullInto("node/feat", ids_, reference_.data()).ok());
     segments_ = Segments();
   }
   std::vector<std::string> Segments() const {
@@ -99,11 +58,8 @@ class HostileRequestsTest : public ::testing::Test {
   }
   // Both servers are up and serve the valid client correctly.
   void ExpectServing(const std::string& after) {
-    for (auto& s : job_->servers()) EXPECT_FALSE(s.Poll()) << "a server stopped after " << after;
-    std::vector<float> out(reference_.size());
-    Status s = client_->PullInto("node/feat", ids_, out.data());
-    ASSERT_TRUE(s.ok()) << after << ": " << s;
-    EXPECT_EQ(out, reference_) << after;
+    ExpectServersRunning(after);
+    EXPECT_EQ(PullRows(), reference_) << after;
     EXPECT_EQ(Segments(), segments_) << after;
   }
   static void ExpectError(const Status& s, absl::StatusCode code, const std::string& part) {
@@ -111,18 +67,9 @@ class HostileRequestsTest : public ::testing::Test {
     EXPECT_NE(s.message().find(part), std::string::npos) << s;
   }
 
-  static testing::TempDir* dir_;
-  static std::string* config_;
-  testing::TempDir work_;
-  std::unique_ptr<LocalJob> job_;
-  std::unique_ptr<kv::KvClient> client_;
   std::unique_ptr<rpc::RpcClient> hostile_;
-  std::vector<int64_t> ids_ = {0, 1, 1500, 2700};  // Rows of both machines.
-  std::vector<float> reference_;
   std::vector<std::string> segments_;
 };
-testing::TempDir* HostileRequestsTest::dir_ = nullptr;
-std::string* HostileRequestsTest::config_ = nullptr;
 
 TEST_F(HostileRequestsTest, RequestsThatAskTooMuchGetClearErrors) {
   Start();
