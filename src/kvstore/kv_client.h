@@ -106,7 +106,11 @@ class KvClient : public KvStore {
   // data is incomplete, so every call fails at once, naming that server.
   Status JobHealth() const;
   Deadline CallDeadline() const { return Deadline::In(options_.call_timeout); }
-  struct Split;
+  // Ids grouped by owning machine, with their positions in the caller's order.
+  struct Split {
+    std::vector<std::vector<int64_t>> ids;        // Per machine.
+    std::vector<std::vector<int64_t>> positions;  // Per machine.
+  };
   // Rows of `meta`'s tensor to their owners: remote machines get requests
   // (fill() sets the method and its arguments; name, ids and rows are added)
   // in pieces of kChunkBytes, this machine's rows go to local() meanwhile.
