@@ -45,7 +45,7 @@ struct ServerFlags {
   double startup_timeout = 600;
   int ready_fd = -1;
   int64_t max_message_bytes = rpc::kDefaultMaxMessageBytes;
-  double handshake_timeout = 10;
+  double handshake_timeout = 5;
 };
 
 Status RunServer(const ServerFlags& flags) {
@@ -58,7 +58,14 @@ Status RunServer(const ServerFlags& flags) {
 
   std::string token, key;
   RETURN_IF_ERROR(launcher::ParseCredentials(std::getenv, &token, &key));
-  spdlog::debug("descriptor limit: {}", RaiseDescriptorLimit());
+  // Connections that never finish a handshake hold a descriptor each for
+  // --handshake-timeout: a low limit lets a flood starve the job's own.
+  if (int64_t limit = RaiseDescriptorLimit(); limit < 16384) {
+    spdlog::warn(
+        "open-file limit {} (hard limit): a flood of connections could keep this server's "
+        "clients out for up to --handshake-timeout; raise it (ulimit -Hn, LimitNOFILE)",
+        limit);
+  }
   std::string job_id = flags.job_id;
   if (job_id.empty()) {
     const char* env_job = std::getenv("TESSERA_JOB_ID");
@@ -86,7 +93,8 @@ Status RunServer(const ServerFlags& flags) {
                               .machine_id = flags.server_id / S,
                               .local_index = flags.server_id % S,
                               .servers_per_machine = S,
-                              .num_clients = flags.num_clients};
+                              .num_clients = flags.num_clients,
+                              .max_message_bytes = flags.max_message_bytes};
   const launcher::MachineAddress& address = ip.machines[options.machine_id];
   std::string name = fmt::format("server {}", flags.server_id);
   ASSIGN_OR_RETURN(

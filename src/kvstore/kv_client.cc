@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 #include "src/base/random.h"
+#include "src/base/resource.h"
 
 namespace tessera::kv {
 
@@ -98,8 +99,13 @@ void FillInit(const InitSpec& spec, void* dst, size_t count, uint64_t first) {
 }
 
 Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book) {
-  if (spec.name.empty() || spec.name.find('/') != std::string::npos) {
-    return absl::InvalidArgumentError(fmt::format("bad tensor name '{}'", spec.name));
+  // Printable characters only: a NUL would cut the name short in the
+  // catalog (a second tensor under an existing name), others garble logs.
+  bool printable =
+      std::all_of(spec.name.begin(), spec.name.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (spec.name.empty() || spec.name.find('/') != std::string::npos || !printable) {
+    return absl::InvalidArgumentError(
+        fmt::format("bad tensor name {:?}: printable ASCII without '/'", spec.name));
   }
   if (spec.policy != shm::Policy::kNode && spec.policy != shm::Policy::kEdge) {
     return absl::InvalidArgumentError("policy must be node or edge");
@@ -194,6 +200,7 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
   ASSIGN_OR_RETURN(client->rpc_, rpc::RpcClient::Create(rpc_options));
   // Main servers first: backups can only answer once their main server has
   // published the partition.
+  int64_t frame_limit = std::numeric_limits<int64_t>::max();
   Deadline deadline = Deadline::In(options.connect_timeout);
   int num_machines = static_cast<int>(options.servers.size()) / S;
   for (int pass = 0; pass < 2; ++pass) {
@@ -220,6 +227,9 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
             info.servers_per_machine(), info.node_offsets_size() - 1, expected_id, options.job_id,
             S, num_machines));
       }
+      if (info.max_message_bytes() > 0) {
+        frame_limit = std::min(frame_limit, info.max_message_bytes());
+      }
       if (pass == 0 && i == 0) {
         client->graph_name_ = info.graph_name();
         client->halo_hops_ = info.halo_hops();
@@ -231,6 +241,7 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
       }
     }
   }
+  if (frame_limit != std::numeric_limits<int64_t>::max()) client->max_frame_bytes_ = frame_limit;
   if (options.machine_id >= 0 && options.machine_id < num_machines) {
     StatusOr<shm::Catalog> catalog = shm::Catalog::Open(options.job_id, options.machine_id);
     if (catalog.ok()) {
@@ -256,6 +267,19 @@ KvClient::~KvClient() {
       spdlog::warn("client {}: goodbye: {}", options_.client_id, e.what());
     }
   }
+}
+
+Status KvClient::CheckFrameFits(size_t bytes, const std::string& what) const {
+  // A little room for CURVE's framing.
+  if (static_cast<int64_t>(bytes) + 64 <= max_frame_bytes_) return absl::OkStatus();
+  return absl::InvalidArgumentError(fmt::format(
+      "{} is {} in one message, more than the servers accept ({}): raise tessera server "
+      "--max-message-bytes",
+      what, FormatBytes(static_cast<int64_t>(bytes)), FormatBytes(max_frame_bytes_)));
+}
+
+Status KvClient::CheckRowFits(const TensorMeta& meta) const {
+  return CheckFrameFits(meta.row_bytes(), fmt::format("a row of '{}'", meta.key));
 }
 
 int KvClient::PickServer(int machine) {
@@ -366,7 +390,8 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
     size_t begin;  // Into grouped[part].ids.
   };
   std::vector<Piece> pieces;
-  size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max<size_t>(1, row_bytes));
+  // Both the rows and their int64 ids stay within a piece.
+  size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max(sizeof(int64_t), row_bytes));
   for (int p = 0; p < book_.num_partitions(); ++p) {
     if (p == local_part || split.ids[p].empty()) continue;
     grouped[p] = GroupIds(split.ids[p], split.positions[p], IdRange(book_, meta.policy, p));
@@ -434,9 +459,11 @@ Status KvClient::ScatterRows(const TensorMeta& meta, std::span<const int64_t> id
   const char* src = static_cast<const char*>(rows);
   int local_part = local_ ? book_.part_id() : -1;
   std::vector<rpc::Call> calls;
-  size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max<size_t>(1, row_bytes));
+  // Both the rows and their int64 ids stay within a piece.
+  size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max(sizeof(int64_t), row_bytes));
   for (int p = 0; p < book_.num_partitions(); ++p) {
     if (p == local_part || split.ids[p].empty()) continue;
+    RETURN_IF_ERROR(CheckRowFits(meta));  // Pieces hold at least one row.
     const auto& positions = split.positions[p];
     const auto& ids_p = split.ids[p];
     for (size_t begin = 0; begin < positions.size(); begin += chunk_rows) {

@@ -105,6 +105,9 @@ class KvClient : public KvStore {
   // OK while every server of the job is alive: once one is dead the job's
   // data is incomplete, so every call fails at once, naming that server.
   Status JobHealth() const;
+  // OK if a frame of `bytes` (`what`, for the error) fits the servers' limit.
+  Status CheckFrameFits(size_t bytes, const std::string& what) const;
+  Status CheckRowFits(const TensorMeta& meta) const;
   Deadline CallDeadline() const { return Deadline::In(options_.call_timeout); }
   // Ids grouped by owning machine, with their positions in the caller's order.
   struct Split {
@@ -150,6 +153,9 @@ class KvClient : public KvStore {
   std::string graph_name_;
   std::unique_ptr<ShardMap> local_;
   int halo_hops_ = 1;
+  // The smallest frame limit of the servers (ServerInfo): larger frames
+  // would drop the connection, so they are refused here with a clear error.
+  int64_t max_frame_bytes_ = rpc::kDefaultMaxMessageBytes;
   std::mutex graph_mutex_;
   std::shared_ptr<const sampling::LocalGraph> graph_;  // This machine's, built on first use.
   std::mutex meta_mutex_;

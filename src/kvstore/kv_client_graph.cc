@@ -160,6 +160,10 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
   std::vector<std::vector<sampling::SampledEdges>> parts(book_.num_partitions());
   for (int p = 0; p < book_.num_partitions(); ++p) {
     parts[p].resize((split.ids[p].size() + kGraphChunk - 1) / kGraphChunk);
+    if (p == local_part() || split.ids[p].empty()) continue;
+    // Every request to machine p carries its excluded edges.
+    RETURN_IF_ERROR(CheckFrameFits(exclude_for(p).size() * sizeof(int64_t),
+                                   fmt::format("the list of edges excluded on machine {}", p)));
   }
   auto make_request = [&](std::span<const int64_t> ids) {
     int p = book_.NodeOwner(ids[0]);

@@ -221,6 +221,7 @@ StatusOr<Message> KvServer::Hello(const Message& request) {
   info->set_graph_name(graph_name_);
   info->set_job_id(options_.job_id);
   info->set_halo_hops(halo_hops_);
+  info->set_max_message_bytes(options_.max_message_bytes);
   for (int64_t v : book_.node_offsets()) info->add_node_offsets(v);
   for (int64_t v : book_.edge_offsets()) info->add_edge_offsets(v);
   return response;

@@ -52,6 +52,9 @@ struct KvServerOptions {
   // cause, in bytes: larger requests are refused with ResourceExhausted
   // naming the sizes. Clients send 1 MiB / 4096-seed pieces.
   size_t max_response_bytes = size_t{256} << 20;
+  // The transport's frame limit (--max-message-bytes), told to clients so
+  // that they refuse to send larger frames with a clear error.
+  int64_t max_message_bytes = rpc::kDefaultMaxMessageBytes;
 };
 
 class KvServer : public rpc::Service {

@@ -94,6 +94,12 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
   EXPECT_EQ(b->InitData(spec).status().code(), absl::StatusCode::kAlreadyExists);
   spec.shape = {100, 4};
   EXPECT_EQ(b->InitData(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  // A NUL would cut the name short in the catalog: a second "node/emb".
+  InitSpec nul{.name = std::string("emb\0x", 5), .dtype = DType::kInt8, .shape = {2708}};
+  auto refused = b->InitData(nul);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("bad tensor name \"emb\\x00x\""), std::string::npos)
+      << refused.status();
 
   std::vector<int64_t> all(2708);
   std::iota(all.begin(), all.end(), 0);
@@ -122,6 +128,27 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
 
 // Four clients add to the same 16 rows through both servers of each machine
 // and through the local shared-memory path; no update may be lost.
+// A row larger than the servers take in one message cannot be pushed
+// remotely (it would drop the connection): a clear error instead. Pulls of
+// it work: answers are not limited.
+TEST_F(KvStoreTest, RowsLargerThanTheServersMessageLimitAreNotPushed) {
+  TestCluster cluster(*config_, 2, 1, rpc::Millis(30000), 1 << 20, /*max_message_bytes=*/16 << 10);
+  auto a = cluster.Connect(0, 0);
+  ASSERT_TRUE(a);
+  InitSpec wide{.name = "wide", .dtype = DType::kFloat32, .shape = {2708, 8192}};  // 32 KiB rows.
+  ASSERT_TRUE(a->InitData(wide).ok());
+  std::vector<float> row(8192, 1.0f);
+  std::vector<int64_t> local_id = {0}, remote_id = {2700};  // Machine 0's, machine 1's.
+  EXPECT_TRUE(a->Push("node/wide", local_id, row.data(), PushMode::kAssign).ok());
+  Status pushed = a->Push("node/wide", remote_id, row.data(), PushMode::kAssign);
+  EXPECT_EQ(pushed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(pushed.message().find("a row of 'node/wide' is 32.00 KiB in one message, more than "
+                                  "the servers accept (16.00 KiB)"),
+            std::string::npos)
+      << pushed;
+  EXPECT_TRUE(a->PullInto("node/wide", remote_id, row.data()).ok());
+}
+
 TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
   TestCluster cluster(*config_, 2, 2);
   {

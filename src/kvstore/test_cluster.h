@@ -37,7 +37,8 @@ inline std::string PartitionCora(const std::string& dir, int parts) {
 class TestCluster {
  public:
   TestCluster(const std::string& config, int machines, int servers_per_machine,
-              rpc::Millis heartbeat_timeout = rpc::Millis(30000), int expected_clients = 1 << 20)
+              rpc::Millis heartbeat_timeout = rpc::Millis(30000), int expected_clients = 1 << 20,
+              int64_t max_message_bytes = rpc::kDefaultMaxMessageBytes)
       : job_(shm::RandomJobId()),
         key_(rpc::NewCurveSecretKey().value()),
         machines_(machines),
@@ -48,7 +49,8 @@ class TestCluster {
                           .part_config = config,
                           .machine_id = m,
                           .local_index = i,
-                          .servers_per_machine = S_};
+                          .servers_per_machine = S_,
+                          .max_message_bytes = max_message_bytes};
         auto kv = i == 0 ? KvServer::Load(o, stop_) : KvServer::Attach(o);
         EXPECT_TRUE(kv.ok()) << kv.status();
         auto rpc = rpc::RpcServer::Bind({.host = "127.0.0.1",
@@ -56,7 +58,8 @@ class TestCluster {
                                          .curve_secret_key = key_,
                                          .name = "server " + std::to_string(m * S_ + i),
                                          .heartbeat_timeout = heartbeat_timeout,
-                                         .expected_clients = expected_clients});
+                                         .expected_clients = expected_clients,
+                                         .max_message_bytes = max_message_bytes});
         EXPECT_TRUE(rpc.ok()) << rpc.status();
         if (!kv.ok() || !rpc.ok()) return;
         auto node = std::make_unique<Node>();

@@ -38,6 +38,11 @@ class EchoService : public Service {
       return MakeResponse(request.header, absl::NotFoundError("no tensor named 'fail'"));
     }
     if (request.header.name() == "slow") return std::nullopt;
+    if (request.header.name() == "big") {  // 4 MiB.
+      Message big = MakeResponse(request.header, absl::OkStatus());
+      big.arrays.push_back(MakeWireArray(std::vector<int64_t>(size_t{1} << 19, 7)));
+      return big;
+    }
     Message response = MakeResponse(request.header, absl::OkStatus());
     if (!request.arrays.empty()) {
       std::vector<int64_t> out;
@@ -554,6 +559,52 @@ TEST(RpcSecurityTest, FakeClientIdsAreRejectedWithOneLogLine) {
       << text;
   log.reset();
   EXPECT_EQ(text.find("treating it as dead"), std::string::npos) << text;
+}
+
+// A member that asks for big answers and never reads them: ZeroMQ would
+// hold every answer; past the limit they become errors, and once the
+// answers are read the server answers in full again.
+TEST(RpcSecurityTest, UnreadAnswersAreBounded) {
+  ServerThread st({.host = "127.0.0.1", .token = "secret", .max_queued_reply_bytes = 32 << 20});
+  zmq::context_t context;
+  zmq::socket_t raw(context, zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.set(zmq::sockopt::rcvhwm, 1);
+  raw.set(zmq::sockopt::rcvbuf, 64 << 10);
+  raw.set(zmq::sockopt::rcvtimeo, 20000);
+  ASSERT_TRUE(SecureClientSocket(raw, {"secret", Key()}).ok());
+  raw.connect(st.endpoint);
+  const int kRequests = 40;  // 160 MiB of answers.
+  for (int i = 0; i < kRequests; ++i) {
+    Message m = MakeRequest(wire::PULL);
+    m.header.set_token("secret");
+    m.header.set_name("big");
+    raw.send(zmq::buffer(EncodeHeader(m)), zmq::send_flags::none);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // Nothing read meanwhile.
+  int full = 0, refused = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    zmq::message_t head;
+    ASSERT_TRUE(raw.recv(head)) << i;
+    wire::Header h;
+    ASSERT_TRUE(h.ParseFromArray(head.data(), static_cast<int>(head.size())));
+    while (head.more()) ASSERT_TRUE(raw.recv(head));
+    if (h.status_code() == 0) {
+      ++full;
+    } else {
+      ++refused;
+      EXPECT_NE(h.status_message().find("answers are waiting for their clients"), std::string::npos)
+          << h.status_message();
+    }
+  }
+  EXPECT_GT(refused, 0);
+  // At most the limit, plus what the kernel's socket buffers took.
+  EXPECT_LE(full, 16) << refused << " refused";
+  auto client = RpcClient::Create(Client(st.endpoint));
+  Message big = MakeRequest(wire::PULL);
+  big.header.set_name("big");
+  auto r = (*client)->CallOne(0, std::move(big), Deadline::InSeconds(20));
+  EXPECT_TRUE(r.ok()) << r.status();
 }
 
 TEST(RpcSecurityTest, KeysAndTokensAreChecked) {

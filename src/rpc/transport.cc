@@ -13,6 +13,7 @@
 #include "spdlog/spdlog.h"
 #include "src/base/interrupt.h"
 #include "src/base/logging.h"
+#include "src/base/resource.h"
 #include "src/rpc/security.h"
 #include "zmq.hpp"
 
@@ -24,24 +25,44 @@ constexpr Millis kPollSlice{100};
 // Heap freed after a bad peer (e.g. a message of many frames) goes back to
 // the system at most this often.
 constexpr int64_t kTrimIntervalMs = 1000;
+// Free heap kept for reuse (sampling answers reuse their buffers); beyond it
+// the heap is trimmed.
+constexpr size_t kMaxFreeHeapBytes = size_t{256} << 20;
 
 int64_t NowMillis() {
   return std::chrono::duration_cast<Millis>(Clock::now().time_since_epoch()).count();
 }
 
+// Bytes of frames handed to ZeroMQ and not yet released by it (sent to the
+// kernel or dropped).
+using QueuedBytes = std::shared_ptr<std::atomic<int64_t>>;
+
+// What a zero-copy frame keeps alive until ZeroMQ releases it.
+struct FrameHold {
+  std::shared_ptr<const void> owner;
+  QueuedBytes queued;  // May be null.
+  int64_t bytes = 0;
+};
+
 void FreeBlobOwner(void* /*data*/, void* hint) {
-  delete static_cast<std::shared_ptr<const void>*>(hint);
+  auto* hold = static_cast<FrameHold*>(hint);
+  if (hold->queued) hold->queued->fetch_sub(hold->bytes);
+  delete hold;
 }
 
-zmq::message_t ZeroCopyFrame(const Blob& blob) {
+zmq::message_t ZeroCopyFrame(const Blob& blob, const QueuedBytes& queued = nullptr) {
   if (blob.size == 0) return zmq::message_t();
-  auto* keep = new std::shared_ptr<const void>(blob.owner);
-  return zmq::message_t(const_cast<void*>(blob.data), blob.size, &FreeBlobOwner, keep);
+  auto bytes = static_cast<int64_t>(blob.size);
+  auto* hold = new FrameHold{blob.owner, queued, bytes};
+  if (queued) queued->fetch_add(bytes);
+  return zmq::message_t(const_cast<void*>(blob.data), blob.size, &FreeBlobOwner, hold);
 }
 
 // Sends `message` (preceded by `routing_id` on ROUTER sockets). Returns false
-// when the socket would block (DEALER with a full queue).
-bool SendMessage(zmq::socket_t& socket, const std::string* routing_id, Message& message) {
+// when the socket would block (DEALER with a full queue). Array bytes count
+// in `queued` until ZeroMQ releases them.
+bool SendMessage(zmq::socket_t& socket, const std::string* routing_id, Message& message,
+                 const QueuedBytes& queued = nullptr) {
   std::string head = EncodeHeader(message);
   size_t n = message.arrays.size();
   if (routing_id != nullptr) {
@@ -55,7 +76,7 @@ bool SendMessage(zmq::socket_t& socket, const std::string* routing_id, Message& 
   if (!socket.send(zmq::message_t(head.data(), head.size()), more(n == 0))) return false;
   for (size_t i = 0; i < n; ++i) {
     // Later frames of a multipart message never block once the first went.
-    (void)socket.send(ZeroCopyFrame(message.arrays[i].blob), more(i + 1 == n));
+    (void)socket.send(ZeroCopyFrame(message.arrays[i].blob, queued), more(i + 1 == n));
   }
   return true;
 }
@@ -93,6 +114,9 @@ void ConfigureSocket(zmq::socket_t& socket) {
 
 struct RpcServer::State {
   // Destroyed in reverse: the socket, then the ZAP handler, then the context.
+  // Answers' bytes ZeroMQ still holds (clients that do not read them);
+  // shared with the frames, which may be released after the State is gone.
+  QueuedBytes queued = std::make_shared<std::atomic<int64_t>>(0);
   zmq::context_t context{1};
   std::unique_ptr<ZapHandler> zap;
   zmq::socket_t socket{context, zmq::socket_type::router};
@@ -147,6 +171,21 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Bind(const ServerOptions& option
 uint64_t RpcServer::connections_refused() const { return state_->zap ? state_->zap->refused() : 0; }
 
 void RpcServer::Reply(const Peer& peer, Message response) {
+  int64_t bytes = 0;
+  for (const WireArray& a : response.arrays) bytes += static_cast<int64_t>(a.blob.size);
+  int64_t queued = state_->queued->load();
+  if (bytes > 0 && queued + bytes > options_.max_queued_reply_bytes) {
+    // Clients that send requests and never read the answers must not make
+    // the server hold them all.
+    response = MakeResponse(
+        response.header,
+        absl::ResourceExhaustedError(fmt::format(
+            "{}: {} of answers are waiting for their clients to take them; this {} answer would "
+            "pass the limit of {}",
+            options_.name, FormatBytes(queued), FormatBytes(bytes),
+            FormatBytes(options_.max_queued_reply_bytes))));
+    state_->reject_log.Warn(std::string(response.header.status_message()));
+  }
   response.header.set_is_response(true);
   response.header.set_version(kWireVersion);
   Send(peer, response);
@@ -155,7 +194,7 @@ void RpcServer::Reply(const Peer& peer, Message response) {
 void RpcServer::Send(const Peer& peer, Message& response) {
   try {
     // ROUTER drops messages for vanished peers or full queues; it never blocks.
-    SendMessage(state_->socket, &peer.routing_id, response);
+    SendMessage(state_->socket, &peer.routing_id, response, state_->queued);
   } catch (const zmq::error_t& e) {
     spdlog::warn("{}: cannot answer client {}: {}", options_.name, peer.client_id, e.what());
   }
@@ -264,6 +303,11 @@ void RpcServer::CheckClients(Service& service) {
   }
   state_->reject_log.Flush();
   state_->lost_log.Flush();
+  if (now - state_->last_trim_ms >= kTrimIntervalMs && mallinfo2().fordblks > kMaxFreeHeapBytes) {
+    // Freed memory beyond what reuse needs, whatever freed it (a peer's
+    // handshake buffers are freed by ZeroMQ's thread, unseen here).
+    state_->trim_due = true;
+  }
   if (state_->trim_due && now - state_->last_trim_ms >= kTrimIntervalMs) {
     // What a bad peer made the server (or ZeroMQ's I/O thread) allocate
     // goes back to the system, not only to malloc's free lists.

@@ -57,7 +57,9 @@ class Service {
 // The largest message frame a server accepts by default: clients send ids
 // and rows in pieces of at most 1 MiB (4096 seeds for graph requests); a
 // push of a single row larger than this needs a larger limit on the servers.
-inline constexpr int64_t kDefaultMaxMessageBytes = int64_t{8} << 20;
+// Before authentication a peer can make a server buffer up to this much per
+// connection for the handshake timeout.
+inline constexpr int64_t kDefaultMaxMessageBytes = int64_t{4} << 20;
 
 struct ServerOptions {
   std::string host = "0.0.0.0";
@@ -71,7 +73,10 @@ struct ServerOptions {
   // Larger frames drop their connection, handshake included.
   int64_t max_message_bytes = kDefaultMaxMessageBytes;
   // A connection that has not completed its handshake by then is closed.
-  Millis handshake_timeout{10000};
+  Millis handshake_timeout{5000};
+  // Answers ZeroMQ may hold for clients that do not read them; beyond it,
+  // answers with data become errors.
+  int64_t max_queued_reply_bytes = int64_t{2} << 30;
   // ZeroMQ pings every connection this often and closes one whose peer
   // stays silent for three intervals (dead hosts, half-open connections).
   Millis connection_heartbeat{5000};

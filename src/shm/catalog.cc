@@ -186,9 +186,10 @@ uint64_t Catalog::ReserveId(std::string* segment) {
 }
 
 Status Catalog::Add(ArrayInfo* info) {
-  if (info->name.empty() || info->name.size() > kMaxNameLength) {
-    return absl::InvalidArgumentError(
-        fmt::format("array name '{}' must have 1 to {} characters", info->name, kMaxNameLength));
+  if (info->name.empty() || info->name.size() > kMaxNameLength ||
+      info->name.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(fmt::format(
+        "array name {:?} must have 1 to {} characters, no NUL", info->name, kMaxNameLength));
   }
   if (info->shape.empty() || info->shape.size() > kMaxDims) {
     return absl::InvalidArgumentError(

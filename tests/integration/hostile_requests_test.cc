@@ -73,9 +73,10 @@ class HostileRequestsTest : public testing::attack::CoraServersTest {
 
 TEST_F(HostileRequestsTest, RequestsThatAskTooMuchGetClearErrors) {
   Start();
-  // A million ids fit in one message (8 MB), their rows (5.3 GiB) in no answer.
-  ExpectError(Send(Pull(1000000, 0)), absl::StatusCode::kResourceExhausted,
-              "pull of 'node/feat': 1000000 x 5732 bytes = 5.34 GiB is more than one request "
+  // Half a million ids fit in one message (4 MB), their rows (2.7 GiB) in no
+  // answer.
+  ExpectError(Send(Pull(500000, 0)), absl::StatusCode::kResourceExhausted,
+              "pull of 'node/feat': 500000 x 5732 bytes = 2.67 GiB is more than one request "
               "may move (256.00 MiB)");
   ExpectServing("a pull of a million rows");
   // 2^40 edges per seed, with replacement.

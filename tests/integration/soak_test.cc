@@ -116,10 +116,10 @@ class Hostile {
       arrays.emplace_back(reinterpret_cast<const char*>(v.data()), n * 8);
     };
     switch (rng_() % 10) {
-      case 0:  // A million ids (just under the frame limit): the answer would be 5.7 GB.
+      case 0:  // Half a million ids (just under the frame limit): the answer would be 2.9 GB.
         m.header.set_method(wire::PULL);
         m.header.set_name("node/feat");
-        ids((1 << 20) - 1024, false);
+        ids((1 << 19) - 1024, false);
         break;
       case 1:  // Ids nobody owns.
         m.header.set_method(rng_() % 2 ? wire::PUSH : wire::PULL);
