@@ -196,7 +196,8 @@ void RpcServer::Send(const Peer& peer, Message& response) {
     // ROUTER drops messages for vanished peers or full queues; it never blocks.
     SendMessage(state_->socket, &peer.routing_id, response, state_->queued);
   } catch (const zmq::error_t& e) {
-    spdlog::warn("{}: cannot answer client {}: {}", options_.name, peer.client_id, e.what());
+    state_->reject_log.Warn(
+        fmt::format("{}: cannot answer client {}: {}", options_.name, peer.client_id, e.what()));
   }
 }
 

@@ -317,7 +317,9 @@ TEST(SoakTest, TrainingUnderAttackKeepsItsAccuracyAndMemory) {
   // 200 epochs tell how many make the soak long enough on this machine.
   JobOutcome calibration = RunJob(config, dir / "calibration", 200, 0);
   ASSERT_TRUE(calibration.ok);
-  int epochs = 200 * std::max(1, static_cast<int>(std::ceil(soak_seconds / calibration.seconds)));
+  // A quarter more: epochs of a long run are quicker than those of a short one.
+  int epochs =
+      200 * std::max(1, static_cast<int>(std::ceil(1.25 * soak_seconds / calibration.seconds)));
   JobOutcome reference = epochs == 200 ? calibration : RunJob(config, dir / "reference", epochs, 0);
   ASSERT_TRUE(reference.ok);
   std::printf("reference: %d epochs, test accuracy %.4f in %.1f s, server RSS %s / %s\n", epochs,
@@ -334,7 +336,7 @@ TEST(SoakTest, TrainingUnderAttackKeepsItsAccuracyAndMemory) {
       static_cast<unsigned long long>(attacked.hostile_sent),
       static_cast<unsigned long long>(attacked.hostile_answered));
   ASSERT_TRUE(attacked.ok);
-  EXPECT_GE(attacked.seconds, soak_seconds * 0.8);
+  EXPECT_GE(attacked.seconds, soak_seconds);
   EXPECT_GT(attacked.keyless_sent, 1000u);
   EXPECT_GT(attacked.hostile_answered, 100u);
   EXPECT_EQ(attacked.test_acc, reference.test_acc);  // Deterministic for the seed.
