@@ -77,6 +77,18 @@ struct ServerThread {
   std::thread thread;
 };
 
+// A raw DEALER socket of a job member (key, token "secret") connected to
+// `endpoint`, for messages RpcClient would never send.
+std::unique_ptr<zmq::socket_t> RawMember(zmq::context_t& context, const std::string& endpoint,
+                                         int receive_timeout_ms = 10000) {
+  auto raw = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
+  raw->set(zmq::sockopt::linger, 0);
+  raw->set(zmq::sockopt::rcvtimeo, receive_timeout_ms);
+  EXPECT_TRUE(SecureClientSocket(*raw, {"secret", Key()}).ok());
+  raw->connect(endpoint);
+  return raw;
+}
+
 ClientOptions Client(const std::string& endpoint, int id = 0) {
   return {.token = "secret", .curve_secret_key = Key(), .client_id = id, .servers = {endpoint}};
 }
@@ -230,10 +242,8 @@ TEST(RpcTest, ClientNoticesDeadServerThroughHeartbeats) {
 TEST(RpcTest, GarbageNeverStopsTheServer) {
   ServerThread st({.host = "127.0.0.1", .token = "secret", .max_message_bytes = 1 << 20});
   zmq::context_t context;
-  zmq::socket_t raw(context, zmq::socket_type::dealer);
-  raw.set(zmq::sockopt::linger, 0);
-  ASSERT_TRUE(SecureClientSocket(raw, {"secret", Key()}).ok());  // A job member gone rogue.
-  raw.connect(st.endpoint);
+  auto member = RawMember(context, st.endpoint);  // A job member gone rogue.
+  zmq::socket_t& raw = *member;
   std::mt19937_64 rng(7);
   for (int i = 0; i < 3000; ++i) {
     int frames = 1 + static_cast<int>(rng() % 4);
@@ -485,11 +495,8 @@ TEST(RpcSecurityTest, WithoutEncryptionTheTokenIsCheckedInTheHandshake) {
 TEST(RpcSecurityTest, WrongTokenLearnsNothingButTheRefusal) {
   ServerThread st({.host = "127.0.0.1", .token = "secret"});
   zmq::context_t context;
-  zmq::socket_t raw(context, zmq::socket_type::dealer);
-  raw.set(zmq::sockopt::linger, 0);
-  raw.set(zmq::sockopt::rcvtimeo, 10000);
-  ASSERT_TRUE(SecureClientSocket(raw, {"secret", Key()}).ok());
-  raw.connect(st.endpoint);
+  auto member = RawMember(context, st.endpoint);
+  zmq::socket_t& raw = *member;
   for (uint32_t version : {kWireVersion, 99u}) {
     Message m = MakeRequest(wire::LIST_DATA);
     m.header.set_token("guess");
@@ -528,11 +535,8 @@ TEST(RpcSecurityTest, FakeClientIdsAreRejectedWithOneLogLine) {
   {
     ServerThread st({.host = "127.0.0.1", .token = "secret", .expected_clients = 2});
     zmq::context_t context;
-    zmq::socket_t raw(context, zmq::socket_type::dealer);
-    raw.set(zmq::sockopt::linger, 0);
-    raw.set(zmq::sockopt::rcvtimeo, 10000);
-    ASSERT_TRUE(SecureClientSocket(raw, {"secret", Key()}).ok());
-    raw.connect(st.endpoint);
+    auto member = RawMember(context, st.endpoint);
+    zmq::socket_t& raw = *member;
     // In batches: a ROUTER drops answers beyond its send queue (1000).
     for (int first = 2; first < 20002; first += 500) {
       for (int id = first; id < first + 500; ++id) {

@@ -130,7 +130,7 @@ struct RpcServer::State {
   LogLimiter reject_log;
   LogLimiter lost_log;
   bool trim_due = false;
-  int64_t last_trim_ms = 0;
+  int64_t last_heap_check_ms = 0;
 };
 
 RpcServer::RpcServer(ServerOptions options)
@@ -304,18 +304,15 @@ void RpcServer::CheckClients(Service& service) {
   }
   state_->reject_log.Flush();
   state_->lost_log.Flush();
-  if (now - state_->last_trim_ms >= kTrimIntervalMs && mallinfo2().fordblks > kMaxFreeHeapBytes) {
-    // Freed memory beyond what reuse needs, whatever freed it (a peer's
-    // handshake buffers are freed by ZeroMQ's thread, unseen here).
-    state_->trim_due = true;
-  }
-  if (state_->trim_due && now - state_->last_trim_ms >= kTrimIntervalMs) {
-    // What a bad peer made the server (or ZeroMQ's I/O thread) allocate
-    // goes back to the system, not only to malloc's free lists.
-    malloc_trim(0);
-    state_->trim_due = false;
-    state_->last_trim_ms = now;
-  }
+  // Once a second at most (this runs every turn of the serving loop): what
+  // a bad peer made the server allocate goes back to the system, not only to
+  // malloc's free lists; so does free heap beyond what reuse needs, whatever
+  // freed it (a keyless peer's handshake buffers are freed by ZeroMQ's
+  // thread, unseen here).
+  if (now - state_->last_heap_check_ms < kTrimIntervalMs) return;
+  state_->last_heap_check_ms = now;
+  if (state_->trim_due || mallinfo2().fordblks > kMaxFreeHeapBytes) malloc_trim(0);
+  state_->trim_due = false;
 }
 
 void RpcServer::FlushLogs() {
