@@ -9,6 +9,146 @@
 
 namespace tessera {
 
+StatusOr<EdgeType> ParseEdgeType(const std::string& text) {
+  size_t a = text.find(':');
+  size_t b = a == std::string::npos ? a : text.find(':', a + 1);
+  if (b == std::string::npos || text.find(':', b + 1) != std::string::npos) {
+    return absl::InvalidArgumentError(
+        StrCat("edge type '", text, "' is not a canonical type 'src:rel:dst'"));
+  }
+  EdgeType t{text.substr(0, a), text.substr(a + 1, b - a - 1), text.substr(b + 1)};
+  RETURN_IF_ERROR(CheckTypeName(t.src_type, StrCat("source type of '", text, "'")));
+  RETURN_IF_ERROR(CheckTypeName(t.relation, StrCat("relation of '", text, "'")));
+  RETURN_IF_ERROR(CheckTypeName(t.dst_type, StrCat("destination type of '", text, "'")));
+  return t;
+}
+
+Status CheckTypeName(const std::string& name, const std::string& what) {
+  bool ok = !name.empty() && name != "." && name != "..";
+  for (char ch : name) {
+    ok = ok && ch != '/' && ch != ':' && static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f;
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        StrCat(what, " '", name, "' is not a valid type name (non-empty, printable, without '/' ",
+               "or ':')"));
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<int> Graph::NodeTypeId(const std::string& ntype) const {
+  if (!is_hetero()) {
+    if (ntype == "_N") return 0;
+    return absl::NotFoundError(StrCat("no node type '", ntype, "' (the graph has one: _N)"));
+  }
+  for (size_t t = 0; t < ntypes.size(); ++t) {
+    if (ntypes[t] == ntype) return static_cast<int>(t);
+  }
+  return absl::NotFoundError(
+      StrCat("no node type '", ntype, "' (the graph has: ", StrJoin(ntypes, ", "), ")"));
+}
+
+StatusOr<int> Graph::EdgeTypeId(const std::string& etype) const {
+  if (!is_hetero()) {
+    if (etype == "_E" || etype == "_N:_E:_N") return 0;
+    return absl::NotFoundError(StrCat("no edge type '", etype, "' (the graph has one: _N:_E:_N)"));
+  }
+  std::vector<std::string> names;
+  std::vector<int> matches;
+  for (size_t r = 0; r < etypes.size(); ++r) {
+    names.push_back(etypes[r].Canonical());
+    if (names.back() == etype) return static_cast<int>(r);
+    if (etypes[r].relation == etype) matches.push_back(static_cast<int>(r));
+  }
+  if (matches.size() == 1) return matches[0];
+  if (matches.size() > 1) {
+    std::vector<std::string> which;
+    for (int r : matches) which.push_back(names[r]);
+    return absl::InvalidArgumentError(StrCat("edge type '", etype, "' is ambiguous: it names ",
+                                             StrJoin(which, ", "),
+                                             "; use the canonical 'src:rel:dst' form"));
+  }
+  return absl::NotFoundError(
+      StrCat("no edge type '", etype, "' (the graph has: ", StrJoin(names, ", "), ")"));
+}
+
+namespace {
+
+Status ValidateTypes(const Graph& g, const std::string& source) {
+  auto bad = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(StrCat(source, ": ", parts...));
+  };
+  const size_t nt = g.ntypes.size(), et = g.etypes.size();
+  if (nt > 32767) return bad(nt, " node types; at most 32767 are supported");
+  if (et == 0) return bad("a heterogeneous graph needs at least one relation");
+  if (g.ntype_offsets.size() != nt + 1 || g.etype_offsets.size() != et + 1 ||
+      g.ntype_data.size() != nt || g.etype_data.size() != et) {
+    return bad("type tables do not match the ", nt, " node types and ", et, " relations");
+  }
+  for (size_t t = 0; t < nt; ++t) {
+    RETURN_IF_ERROR(CheckTypeName(g.ntypes[t], StrCat(source, ": node type")));
+    for (size_t u = 0; u < t; ++u) {
+      if (g.ntypes[u] == g.ntypes[t]) return bad("node type '", g.ntypes[t], "' appears twice");
+    }
+  }
+  auto check_offsets = [&](const std::vector<int64_t>& off, int64_t total, const char* what) {
+    if (off.front() != 0 || off.back() != total) {
+      return bad(what, " offsets must run from 0 to ", total);
+    }
+    for (size_t i = 0; i + 1 < off.size(); ++i) {
+      if (off[i + 1] < off[i]) return bad(what, " offsets must not decrease");
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(check_offsets(g.ntype_offsets, g.num_nodes, "node type"));
+  RETURN_IF_ERROR(check_offsets(g.etype_offsets, g.num_edges(), "relation"));
+  auto src = g.src_ids();
+  auto dst = g.dst_ids();
+  for (size_t r = 0; r < et; ++r) {
+    const EdgeType& e = g.etypes[r];
+    const std::string name = e.Canonical();
+    for (size_t u = 0; u < r; ++u) {
+      if (g.etypes[u] == e) return bad("relation '", name, "' appears twice");
+    }
+    RETURN_IF_ERROR(CheckTypeName(e.relation, StrCat(source, ": relation")));
+    auto s = g.NodeTypeId(e.src_type);
+    auto d = g.NodeTypeId(e.dst_type);
+    if (!s.ok() || !d.ok()) {
+      return bad("relation '", name, "' connects node type '", s.ok() ? e.dst_type : e.src_type,
+                 "', which the graph does not have (node types: ", StrJoin(g.ntypes, ", "), ")");
+    }
+    const int64_t s0 = g.ntype_offsets[*s], s1 = g.ntype_offsets[*s + 1];
+    const int64_t d0 = g.ntype_offsets[*d], d1 = g.ntype_offsets[*d + 1];
+    for (int64_t k = g.etype_offsets[r]; k < g.etype_offsets[r + 1]; ++k) {
+      if (src[k] < s0 || src[k] >= s1 || dst[k] < d0 || dst[k] >= d1) {
+        return bad("edge ", k - g.etype_offsets[r], " of relation '", name,
+                   "' does not go from a '", e.src_type, "' node to a '", e.dst_type, "' node");
+      }
+    }
+  }
+  for (size_t t = 0; t < nt + et; ++t) {
+    const bool node = t < nt;
+    const size_t i = node ? t : t - nt;
+    const auto& arrays = node ? g.ntype_data[i] : g.etype_data[i];
+    const auto& off = node ? g.ntype_offsets : g.etype_offsets;
+    const int64_t rows = off[i + 1] - off[i];
+    const std::string type = node ? g.ntypes[i] : g.etypes[i].Canonical();
+    for (const auto& [name, array] : arrays) {
+      if (array.ndim() < 1 || array.rows() != rows) {
+        return bad(node ? "node" : "edge", " array '", type, "/", name, "' is ", array.Describe(),
+                   " but the graph has ", rows, " ", node ? "'" + type + "' nodes" :
+                   "'" + type + "' edges");
+      }
+    }
+  }
+  if (!g.node_data.empty() || !g.edge_data.empty()) {
+    return bad("a heterogeneous graph keeps its arrays per type (ntype_data / etype_data)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 Status Graph::Validate(const std::string& source) const {
   if (src.dtype() != DType::kInt64 || dst.dtype() != DType::kInt64 || src.ndim() != 1 ||
       dst.ndim() != 1) {
@@ -44,6 +184,12 @@ Status Graph::Validate(const std::string& source) const {
                                                array.Describe(), " but the graph has ", num_edges(),
                                                " edges"));
     }
+  }
+  if (is_hetero()) return ValidateTypes(*this, source);
+  if (!etypes.empty() || !ntype_offsets.empty() || !etype_offsets.empty() ||
+      !ntype_data.empty() || !etype_data.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat(source, ": relations or type tables without node types"));
   }
   return absl::OkStatus();
 }
