@@ -1,9 +1,6 @@
 #include "src/graph/readers.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <filesystem>
 #include <limits>
 #include <string_view>
 #include <vector>
@@ -12,13 +9,11 @@
 #include "spdlog/spdlog.h"
 #include "src/base/file.h"
 #include "src/base/logging.h"
-#include "src/base/resource.h"
 #include "src/base/strings.h"
 #include "src/graph/npy.h"
-#include "src/graph/text_reader.h"
+#include "src/graph/reader_util.h"
 
 namespace tessera {
-namespace fs = std::filesystem;
 
 StatusOr<GraphFormat> ParseGraphFormat(const std::string& name) {
   if (name == "auto") return GraphFormat::kAuto;
@@ -30,19 +25,6 @@ StatusOr<GraphFormat> ParseGraphFormat(const std::string& name) {
 }
 
 namespace {
-
-// Sorted *.npy names (without extension) in `dir`.
-std::vector<std::string> NpyNames(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".npy") {
-      names.push_back(entry.path().stem().string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 int64_t MaxId(const Array& ids) {
   int64_t max_id = -1;
@@ -57,35 +39,6 @@ StatusOr<int64_t> NodesFromIds(const Graph& graph, const std::string& source) {
     return absl::InvalidArgumentError(StrCat(source, ": node id ", max_id, " is too large"));
   }
   return max_id + 1;
-}
-
-// Bytes per node that a graph's node count commits its consumers to at the
-// least: one int64 CSR offset (BuildCsr, BuildCsc, partitioning).
-constexpr int64_t kCsrBytesPerNode = 8;
-
-// OK if `count` nodes, a count that `source` claims, may be given
-// `bytes_per_node` bytes each for `purpose`: at most `max_bytes` (when > 0)
-// and at most the memory available now. Called before allocating.
-Status CheckClaimedNodes(const std::string& source, int64_t count, int64_t bytes_per_node,
-                         std::string_view purpose, int64_t max_bytes) {
-  int64_t need = 0;
-  const bool overflow = __builtin_mul_overflow(count, bytes_per_node, &need);
-  const std::string need_text = overflow ? "more than 8 EiB" : FormatBytes(need);
-  std::string limit;
-  if (max_bytes > 0 && (overflow || need > max_bytes)) {
-    limit = StrCat("the reader's limit of ", FormatBytes(max_bytes), " (max_claimed_bytes)");
-  } else if (int64_t available = AvailableMemoryBytes(); overflow || need > available) {
-    limit = StrCat("the ", FormatBytes(available), " of memory available");
-  } else {
-    return absl::OkStatus();
-  }
-  return absl::ResourceExhaustedError(StrCat(source, ": ", count, " nodes would need ", need_text,
-                                             " for ", purpose, ", more than ", limit));
-}
-
-Status CheckGraphNodes(const std::string& source, int64_t num_nodes, int64_t max_bytes) {
-  return CheckClaimedNodes(source, num_nodes, kCsrBytesPerNode,
-                           "the graph's CSR offsets (8 bytes per node)", max_bytes);
 }
 
 }  // namespace
@@ -171,164 +124,22 @@ StatusOr<Graph> ReadNpyDirectory(const std::string& dir, int64_t max_claimed_byt
 
 StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes,
                              int64_t max_claimed_bytes) {
-  ASSIGN_OR_RETURN(auto reader, TextReader::Open(path));
-  std::vector<int64_t> src, dst;
-  std::vector<float> weight;
-  std::vector<std::string_view> fields;
-  std::string_view line;
-  bool header_seen = false;
-  size_t columns = 0;  // Fixed by the first data line.
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, reader->NextLine(&line));
-    if (!more) break;
-    size_t start = line.find_first_not_of(" \t");
-    if (start == std::string_view::npos || line[start] == '#') continue;
-    SplitFields(line, &fields);
-    int64_t s = 0, d = 0;
-    bool ok = fields.size() >= 2 && ParseInt64(fields[0], &s) && ParseInt64(fields[1], &d);
-    if (columns == 0) {
-      // Before any data line, a line whose first field is not a number is a header.
-      if (!ok && fields.size() >= 2 && !ParseInt64(fields[0], &s) && !header_seen) {
-        header_seen = true;
-        continue;
-      }
-      columns = fields.size();
-      if (columns < 2 || columns > 3) {
-        return reader->LineError(
-            StrCat("expected 2 or 3 columns (src, dst[, weight]), got ", columns));
-      }
-    }
-    if (!ok || fields.size() != columns) {
-      return reader->LineError(StrCat("expected ", columns == 3 ? "src, dst, weight" : "src, dst",
-                                      " (", columns, " columns of integer node ids",
-                                      columns == 3 ? " and a number" : "", "), got '",
-                                      line.substr(0, 80), "'"));
-    }
-    if (s < 0 || d < 0) return reader->LineError("negative node id");
-    if (columns == 3) {
-      float w = 0;
-      if (!ParseFloat(fields[2], &w)) {
-        return reader->LineError(StrCat("weight '", fields[2], "' is not a number"));
-      }
-      weight.push_back(w);
-    }
-    src.push_back(s);
-    dst.push_back(d);
-  }
+  ASSIGN_OR_RETURN(EdgeColumns columns, ReadEdgeColumns(path));
   Graph graph;
-  graph.src = Array::From(src);
-  graph.dst = Array::From(dst);
+  graph.src = Array::From(columns.src);
+  graph.dst = Array::From(columns.dst);
   if (num_nodes < 0) {
     ASSIGN_OR_RETURN(num_nodes, NodesFromIds(graph, path));
   }
   RETURN_IF_ERROR(CheckGraphNodes(path, num_nodes, max_claimed_bytes));
   graph.num_nodes = num_nodes;
-  if (columns == 3) graph.edge_data.emplace("weight", Array::From(weight));
+  if (columns.columns == 3) graph.edge_data.emplace("weight", Array::From(columns.weight));
   if (graph.num_edges() == 0) {
     return absl::InvalidArgumentError(StrCat(path, ": contains no edges"));
   }
   RETURN_IF_ERROR(graph.Validate(path));
   return graph;
 }
-
-namespace {
-
-// Reads one integer per line.
-StatusOr<std::vector<int64_t>> ReadIntColumn(const std::string& path) {
-  ASSIGN_OR_RETURN(auto reader, TextReader::Open(path));
-  std::vector<int64_t> values;
-  std::string_view line;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, reader->NextLine(&line));
-    if (!more) break;
-    if (line.empty()) continue;
-    int64_t v = 0;
-    if (!ParseInt64(line, &v)) {
-      return reader->LineError(StrCat("expected an integer, got '", line.substr(0, 80), "'"));
-    }
-    values.push_back(v);
-  }
-  return values;
-}
-
-// Reads a dense numeric matrix with `rows` lines; the width is the first
-// line's field count. T is float (features) or int64_t (labels; "nan" -> -1).
-template <typename T>
-StatusOr<Array> ReadMatrix(const std::string& path, int64_t rows) {
-  ASSIGN_OR_RETURN(auto reader, TextReader::Open(path));
-  std::vector<std::string_view> fields;
-  std::string_view line;
-  // Grown line by line, so memory follows the file, not the node count that
-  // num-node-list claims (85603363343 nodes once asked for 640 GB up front).
-  std::vector<T> values;
-  int64_t width = -1;
-  int64_t row = 0;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, reader->NextLine(&line));
-    if (!more) break;
-    SplitFields(line, &fields);
-    if (width < 0) {
-      width = static_cast<int64_t>(fields.size());
-      if (width == 0) return reader->LineError("no values");
-    }
-    if (row >= rows) {
-      return reader->LineError(StrCat("more lines than the ", rows, " nodes"));
-    }
-    if (static_cast<int64_t>(fields.size()) != width) {
-      return reader->LineError(StrCat("expected ", width, " values, got ", fields.size()));
-    }
-    for (int64_t j = 0; j < width; ++j) {
-      T& slot = values.emplace_back();
-      bool ok;
-      if constexpr (std::is_same_v<T, float>) {
-        ok = ParseFloat(fields[j], &slot);
-      } else {
-        ok = ParseInt64(fields[j], &slot);
-        if (!ok && (fields[j] == "nan" || fields[j] == "NaN")) {
-          slot = -1;  // OGB marks unlabelled nodes with NaN.
-          ok = true;
-        }
-        if (!ok) {  // Integral values written as floats ("3.0").
-          float f = 0;
-          // Range first: casting NaN, infinity or |f| >= 2^63 to int64 is UB.
-          ok = ParseFloat(fields[j], &f) && std::fabs(f) < 0x1p62f && f == std::trunc(f);
-          if (ok) slot = static_cast<int64_t>(f);
-        }
-      }
-      if (!ok) {
-        return reader->LineError(
-            StrCat("value ", j + 1, " '", fields[j].substr(0, 40), "' is not a number"));
-      }
-    }
-    ++row;
-  }
-  if (row != rows) {
-    return absl::InvalidArgumentError(
-        StrCat(path, ": has ", row, " lines but the graph has ", rows, " nodes"));
-  }
-  std::vector<int64_t> shape = {rows};
-  if (width > 1) shape.push_back(width);
-  Array out = Array::Empty(DTypeOf<T>(), std::move(shape));
-  if (!values.empty()) std::memcpy(out.mutable_data(), values.data(), values.size() * sizeof(T));
-  return out;
-}
-
-StatusOr<Array> ReadMask(const std::string& path, int64_t num_nodes, int64_t max_claimed_bytes) {
-  RETURN_IF_ERROR(CheckClaimedNodes(path, num_nodes, 1, "the mask", max_claimed_bytes));
-  ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadIntColumn(path));
-  Array mask = Array::Zeros(DType::kBool, {num_nodes});
-  auto m = mask.mutable_span<bool>();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= num_nodes) {
-      return absl::OutOfRangeError(
-          StrCat(path, ":", i + 1, ": node id ", ids[i], " is out of range [0, ", num_nodes, ")"));
-    }
-    m[ids[i]] = true;
-  }
-  return mask;
-}
-
-}  // namespace
 
 StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split,
                         int64_t max_claimed_bytes) {
@@ -341,8 +152,8 @@ StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split,
   ASSIGN_OR_RETURN(std::vector<int64_t> counts, ReadIntColumn(raw + "/num-node-list.csv.gz"));
   if (counts.size() != 1 || counts[0] <= 0) {
     return absl::InvalidArgumentError(
-        StrCat(raw, "/num-node-list.csv.gz: expected one positive node count (heterogeneous OGB ",
-               "graphs are not supported)"));
+        StrCat(raw, "/num-node-list.csv.gz: expected one positive node count (a heterogeneous ",
+               "OGB folder has raw/num-node-dict.csv.gz instead)"));
   }
   const int64_t num_nodes = counts[0];
   // Before reading anything else: every later allocation per node trusts it.
@@ -363,26 +174,7 @@ StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split,
   }
 
   // The split: by name, else "public", else the only one.
-  std::vector<std::string> splits;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir + "/split", ec)) {
-    if (entry.is_directory()) splits.push_back(entry.path().filename().string());
-  }
-  std::sort(splits.begin(), splits.end());
-  std::string chosen = split;
-  if (chosen.empty()) {
-    if (std::find(splits.begin(), splits.end(), "public") != splits.end()) {
-      chosen = "public";
-    } else if (splits.size() == 1) {
-      chosen = splits[0];
-    } else if (splits.size() > 1) {
-      return absl::InvalidArgumentError(
-          StrCat(dir, ": several splits (", StrJoin(splits, ", "), "); choose one with --split"));
-    }
-  } else if (std::find(splits.begin(), splits.end(), chosen) == splits.end()) {
-    return absl::NotFoundError(
-        StrCat(dir, "/split/", chosen, ": no such split (have: ", StrJoin(splits, ", "), ")"));
-  }
+  ASSIGN_OR_RETURN(std::string chosen, ChooseSplit(dir, split));
   if (!chosen.empty()) {
     const std::pair<const char*, const char*> masks[] = {
         {"train", "train_mask"}, {"valid", "val_mask"}, {"test", "test_mask"}};
@@ -397,39 +189,80 @@ StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split,
   return graph;
 }
 
+namespace {
+
+// ReadOptions' transformations are defined on one edge list; a heterograph
+// carries its reverse relations explicitly.
+Status CheckNoTransforms(const std::string& path, const ReadOptions& options) {
+  std::vector<std::string> asked;
+  if (options.remove_self_loops) asked.push_back("remove_self_loops (--remove-self-loops)");
+  if (options.add_reverse_edges) asked.push_back("add_reverse_edges (--undirected)");
+  if (options.remove_duplicate_edges) {
+    asked.push_back("remove_duplicate_edges (--remove-duplicates)");
+  }
+  if (asked.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat(path, ": is a heterogeneous graph, but ", StrJoin(asked, ", "),
+             " apply to homogeneous graphs only (a heterogeneous input carries its reverse ",
+             "relations explicitly, e.g. paper:rev-writes:author)"));
+}
+
+}  // namespace
+
 StatusOr<Graph> ReadGraph(const std::string& path, const ReadOptions& options) {
   Progress progress(StrCat("read ", path), 0, "");
   GraphFormat format = options.format;
+  const bool ogb_hetero = PathExists(path + "/raw/num-node-dict.csv.gz");
   if (format == GraphFormat::kAuto) {
     if (!PathExists(path)) return absl::NotFoundError(StrCat(path, ": no such file or directory"));
     if (IsDirectory(path)) {
-      if (PathExists(path + "/raw/edge.csv.gz")) {
+      if (ogb_hetero || PathExists(path + "/raw/edge.csv.gz")) {
         format = GraphFormat::kOgb;
-      } else if (PathExists(path + "/src.npy") || PathExists(path + "/dst.npy")) {
+      } else if (IsHeteroNpyDirectory(path) || PathExists(path + "/src.npy") ||
+                 PathExists(path + "/dst.npy")) {
         format = GraphFormat::kNpy;
       } else {
-        return absl::InvalidArgumentError(StrCat(
-            path, ": not a graph directory (expected src.npy and dst.npy, or raw/edge.csv.gz)"));
+        return absl::InvalidArgumentError(
+            StrCat(path, ": not a graph directory (expected src.npy and dst.npy, a meta.json ",
+                   "with \"ntypes\", raw/edge.csv.gz or raw/num-node-dict.csv.gz)"));
       }
     } else {
       format = GraphFormat::kEdgeList;
     }
   }
+  const bool hetero = (format == GraphFormat::kNpy && IsHeteroNpyDirectory(path)) ||
+                      (format == GraphFormat::kOgb && ogb_hetero);
+  if (hetero) RETURN_IF_ERROR(CheckNoTransforms(path, options));
   StatusOr<Graph> graph;
   switch (format) {
     case GraphFormat::kNpy:
-      graph = ReadNpyDirectory(path, options.max_claimed_bytes);
+      graph = hetero ? ReadHeteroNpyDirectory(path, options.max_claimed_bytes)
+                     : ReadNpyDirectory(path, options.max_claimed_bytes);
       break;
     case GraphFormat::kEdgeList:
       graph = ReadEdgeList(path, options.num_nodes, options.max_claimed_bytes);
       break;
     case GraphFormat::kOgb:
-      graph = ReadOgb(path, options.split, options.max_claimed_bytes);
+      graph = hetero ? ReadOgbHetero(path, options.split, options.max_claimed_bytes)
+                     : ReadOgb(path, options.split, options.max_claimed_bytes);
       break;
     case GraphFormat::kAuto:
       break;
   }
   if (!graph.ok()) return graph.status();
+  if (graph->is_hetero()) {
+    RETURN_IF_ERROR(CheckNoTransforms(path, options));
+    size_t node_arrays = 0, edge_arrays = 0;
+    for (const auto& arrays : graph->ntype_data) node_arrays += arrays.size();
+    for (const auto& arrays : graph->etype_data) edge_arrays += arrays.size();
+    progress.Done();
+    spdlog::info(
+        "graph: {} nodes of {} types, {} edges of {} relations, {} node arrays, {} edge "
+        "arrays",
+        graph->num_nodes, graph->ntypes.size(), graph->num_edges(), graph->etypes.size(),
+        node_arrays, edge_arrays);
+    return graph;
+  }
   if (options.remove_self_loops) {
     spdlog::info("removed {} self loops", RemoveSelfLoops(&*graph));
   }

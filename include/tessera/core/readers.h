@@ -1,6 +1,6 @@
 // File: include/tessera/core/readers.h
 //
-// Graph input. Three layouts, one result type (Graph):
+// Graph input. Five layouts, one result type (Graph):
 //  (a) npy directory: src.npy, dst.npy (int32/int64), node arrays <name>.npy
 //      (first dimension = num_nodes), edge arrays edge_feat/<name>.npy, and an
 //      optional meta.json with "num_nodes";
@@ -9,7 +9,19 @@
 //      third numeric column stored as edge array "weight";
 //  (c) the OGB node-property-prediction layout (raw/*.csv.gz plus
 //      split/<name>/{train,valid,test}.csv.gz -> train_mask, val_mask,
-//      test_mask).
+//      test_mask);
+//  (d) heterogeneous npy folder (docs/hetero-input.md): meta.json with
+//      "ntypes" (name -> count, in type-id order) and "etypes" (canonical
+//      "src:rel:dst" relations, in relation-id order), node arrays
+//      nodes/<ntype>/<name>.npy, and per relation
+//      edges/<src>__<rel>__<dst>/{src,dst}.npy (per-type ids) plus edge arrays
+//      <name>.npy in the same folder;
+//  (e) the OGB heterogeneous layout (ogbn-mag): raw/num-node-dict.csv.gz,
+//      raw/relations/<src>___<rel>___<dst>/edge.csv.gz,
+//      raw/{node-feat,node-label,node_year}/<ntype>/*.csv.gz -> feat, label,
+//      year, split/<name>/<ntype>/{train,valid,test}.csv.gz -> masks.
+// (d) and (e) give a heterogeneous Graph (graph.h): node ids grouped by type
+// in type-id order, edges grouped by relation, arrays per type.
 // Every error names the file (and the line for text input) and the cause.
 //
 // Sizes a file claims rather than holds -- the node count of
@@ -19,7 +31,9 @@
 // node) and the graph's CSR offsets that every consumer builds (8 bytes per
 // node) must each fit in the memory available (AvailableMemoryBytes:
 // RAM, swap and the cgroup v2 limit) and in max_claimed_bytes when that is
-// set. Else ResourceExhausted naming the file, the count and the bytes.
+// set. Else ResourceExhausted naming the file, the count and the bytes. The
+// per-type counts of meta.json (d) and num-node-dict.csv.gz (e) are claims
+// too: their sum is checked the same way.
 // Arrays read from .npy files are mapped, and their shape must match the
 // file's size, so they hold what they claim.
 #ifndef TESSERA_INCLUDE_TESSERA_CORE_READERS_H_
@@ -32,6 +46,7 @@
 
 namespace tessera {
 
+// kNpy covers (a) and (d), kOgb covers (c) and (e); the folder decides.
 enum class GraphFormat { kAuto, kNpy, kEdgeList, kOgb };
 StatusOr<GraphFormat> ParseGraphFormat(const std::string& name);
 
@@ -41,7 +56,8 @@ struct ReadOptions {
   std::string split;
   // Edge list: number of nodes; -1 = max id + 1.
   int64_t num_nodes = -1;
-  // Transformations, applied in this order after reading.
+  // Transformations, applied in this order after reading. Homogeneous graphs
+  // only: asking for any on a heterogeneous input is InvalidArgument.
   bool remove_self_loops = false;
   bool add_reverse_edges = false;  // Make the graph undirected.
   bool remove_duplicate_edges = false;
@@ -51,7 +67,9 @@ struct ReadOptions {
   int64_t max_claimed_bytes = 0;
 };
 
-// Reads any supported layout (auto-detected unless options.format says).
+// Reads any supported layout (auto-detected unless options.format says):
+// raw/num-node-dict.csv.gz -> (e), raw/edge.csv.gz -> (c), a meta.json with
+// an "ntypes" key -> (d), src.npy or dst.npy -> (a), a file -> (b).
 StatusOr<Graph> ReadGraph(const std::string& path, const ReadOptions& options = {});
 
 // One layout each; max_claimed_bytes as in ReadOptions.
@@ -60,6 +78,13 @@ StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes = -1,
                              int64_t max_claimed_bytes = 0);
 StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split = "",
                         int64_t max_claimed_bytes = 0);
+StatusOr<Graph> ReadHeteroNpyDirectory(const std::string& dir, int64_t max_claimed_bytes = 0);
+StatusOr<Graph> ReadOgbHetero(const std::string& dir, const std::string& split = "",
+                              int64_t max_claimed_bytes = 0);
+
+// True if `dir` holds a meta.json that parses as a JSON object with an
+// "ntypes" key (layout (d)).
+bool IsHeteroNpyDirectory(const std::string& dir);
 
 }  // namespace tessera
 
