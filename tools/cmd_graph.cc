@@ -6,6 +6,7 @@
 #include "src/base/strings.h"
 #include "src/base/time.h"
 #include "src/graph/generator.h"
+#include "src/graph/hetero_generator.h"
 #include "src/graph/readers.h"
 #include "src/partition/inspect.h"
 #include "src/partition/partition.h"
@@ -114,33 +115,90 @@ Command RegisterInspect(CLI::App& app) {
 Command RegisterGenerate(CLI::App& app) {
   struct Flags {
     GenerateOptions options;
+    HeteroGenerateOptions hetero_options;
     std::string out;
+    bool hetero = false;
+    double test_fraction = 0;
   };
   auto f = std::make_shared<Flags>();
   GenerateOptions& o = f->options;
   CLI::App* sub = app.add_subcommand(
-      "generate", "Write a synthetic node-classification graph (degree-corrected SBM, npy layout)");
+      "generate",
+      "Write a synthetic node-classification graph (degree-corrected SBM, npy layout; with "
+      "--hetero an ogbn-mag shaped heterograph, see docs/hetero-input.md)");
   sub->add_option("--out,-o", f->out, "Output folder")->required();
-  sub->add_option("--nodes", o.num_nodes, "Number of nodes")->capture_default_str();
-  sub->add_option("--edges", o.num_undirected_edges,
-                  "Number of undirected edges (each is stored in both directions)")
-      ->capture_default_str();
-  sub->add_option("--feat-dim", o.feat_dim, "Feature dimension")->capture_default_str();
-  sub->add_option("--classes", o.num_classes, "Number of classes")->capture_default_str();
-  sub->add_option("--homophily", o.homophily, "Probability an edge stays inside its class")
-      ->capture_default_str();
-  sub->add_option("--noise", o.noise, "Feature noise standard deviation")->capture_default_str();
-  sub->add_option("--power-law", o.power_law_exponent, "Pareto shape of node weights")
-      ->capture_default_str();
-  sub->add_option("--train-frac", o.train_fraction, "Fraction of training nodes")
-      ->capture_default_str();
-  sub->add_option("--val-frac", o.val_fraction, "Fraction of validation nodes")
-      ->capture_default_str();
-  sub->add_option("--seed", o.seed, "Random seed")->capture_default_str();
-  sub->add_option("--threads", o.num_threads, "Worker threads (0 = all cores)")
-      ->capture_default_str();
-  return {sub, [f] {
-            auto stats = GenerateSbmGraph(f->options, f->out);
+  sub->add_flag("--hetero", f->hetero,
+                "Heterogeneous graph shaped like ogbn-mag (paper, author, institution, "
+                "field_of_study; 4 relations and their reverses); the defaults below marked "
+                "[hetero] apply");
+  CLI::Option* nodes =
+      sub->add_option("--nodes,--num-nodes", o.num_nodes,
+                      "Number of nodes (all types; [hetero] default 1939743 = ogbn-mag)")
+          ->capture_default_str();
+  CLI::Option* edges = sub->add_option("--edges", o.num_undirected_edges,
+                                       "Number of undirected edges (each is stored in both "
+                                       "directions; not with --hetero: edges follow --num-nodes)")
+                           ->capture_default_str();
+  CLI::Option* feat_dim =
+      sub->add_option("--feat-dim", o.feat_dim, "Feature dimension ([hetero] 128)")
+          ->capture_default_str();
+  CLI::Option* classes =
+      sub->add_option("--classes,--num-classes", o.num_classes, "Number of classes ([hetero] 64)")
+          ->capture_default_str();
+  CLI::Option* homophily =
+      sub->add_option("--homophily", o.homophily,
+                      "Probability an edge stays inside its class ([hetero] 0.5, every relation)")
+          ->capture_default_str();
+  CLI::Option* noise =
+      sub->add_option("--noise", o.noise, "Feature noise standard deviation ([hetero] 6)")
+          ->capture_default_str();
+  CLI::Option* power_law =
+      sub->add_option("--power-law", o.power_law_exponent, "Pareto shape of node weights")
+          ->capture_default_str();
+  CLI::Option* train =
+      sub->add_option("--train-frac", o.train_fraction, "Fraction of training nodes ([hetero] 0.6)")
+          ->capture_default_str();
+  CLI::Option* val =
+      sub->add_option("--val-frac", o.val_fraction, "Fraction of validation nodes ([hetero] 0.1)")
+          ->capture_default_str();
+  CLI::Option* test = sub->add_option("--test-frac", f->test_fraction,
+                                      "[hetero only] Fraction of test papers (default 0.1; "
+                                      "without --hetero the test nodes are the rest)");
+  CLI::Option* seed = sub->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  CLI::Option* threads =
+      sub->add_option("--threads", o.num_threads, "Worker threads (0 = all cores)")
+          ->capture_default_str();
+  return {sub, [=] {
+            StatusOr<GenerateStats> stats;
+            if (f->hetero) {
+              if (edges->count() > 0) {
+                return ReportError(absl::InvalidArgumentError(
+                    "--edges does not apply with --hetero: each relation's edge count follows "
+                    "--num-nodes (docs/hetero-input.md)"));
+              }
+              // Flags given override the heterogeneous defaults.
+              const GenerateOptions& o = f->options;
+              HeteroGenerateOptions& h = f->hetero_options;
+              if (nodes->count() > 0) h.num_nodes = o.num_nodes;
+              if (feat_dim->count() > 0) h.feat_dim = o.feat_dim;
+              if (classes->count() > 0) h.num_classes = o.num_classes;
+              if (homophily->count() > 0) h.homophily = o.homophily;
+              if (noise->count() > 0) h.noise = o.noise;
+              if (power_law->count() > 0) h.power_law_exponent = o.power_law_exponent;
+              if (train->count() > 0) h.train_fraction = o.train_fraction;
+              if (val->count() > 0) h.val_fraction = o.val_fraction;
+              if (test->count() > 0) h.test_fraction = f->test_fraction;
+              if (seed->count() > 0) h.seed = o.seed;
+              if (threads->count() > 0) h.num_threads = o.num_threads;
+              stats = GenerateMagGraph(h, f->out);
+            } else {
+              if (test->count() > 0) {
+                return ReportError(absl::InvalidArgumentError(
+                    "--test-frac applies with --hetero only (without it the test nodes are the "
+                    "rest)"));
+              }
+              stats = GenerateSbmGraph(f->options, f->out);
+            }
             if (!stats.ok()) return ReportError(stats.status());
             spdlog::info("wrote {} nodes, {} edges, {} to {}", stats->num_nodes, stats->num_edges,
                          FormatBytes(stats->bytes_written), f->out);

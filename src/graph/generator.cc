@@ -1,11 +1,7 @@
 #include "src/graph/generator.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <mutex>
-#include <numeric>
-#include <thread>
 #include <vector>
 
 #include "nlohmann/json.hpp"
@@ -14,6 +10,7 @@
 #include "src/base/logging.h"
 #include "src/base/random.h"
 #include "src/base/strings.h"
+#include "src/graph/generator_util.h"
 #include "src/graph/npy.h"
 
 namespace tessera {
@@ -22,44 +19,6 @@ namespace {
 // Random streams; fixed forever so that outputs stay reproducible.
 enum Stream : uint64_t { kLabels = 1, kWeights, kCentroids, kEdges, kFeatures, kSplit };
 constexpr int64_t kEdgeChunk = 1 << 20;
-constexpr int64_t kFeatureChunkRows = 1 << 14;
-
-// Walker's alias method over a weight vector: O(1) samples.
-class AliasTable {
- public:
-  explicit AliasTable(std::span<const double> weights)
-      : prob_(weights.size()), alias_(weights.size()) {
-    const size_t n = weights.size();
-    double total = std::accumulate(weights.begin(), weights.end(), 0.0);
-    std::vector<double> scaled(n);
-    std::vector<uint32_t> small, large;
-    for (size_t i = 0; i < n; ++i) {
-      scaled[i] = weights[i] * static_cast<double>(n) / total;
-      (scaled[i] < 1.0 ? small : large).push_back(static_cast<uint32_t>(i));
-    }
-    while (!small.empty() && !large.empty()) {
-      uint32_t s = small.back(), l = large.back();
-      small.pop_back();
-      prob_[s] = static_cast<float>(scaled[s]);
-      alias_[s] = l;
-      scaled[l] -= 1.0 - scaled[s];
-      if (scaled[l] < 1.0) {
-        large.pop_back();
-        small.push_back(l);
-      }
-    }
-    for (uint32_t i : large) prob_[i] = 1.0f, alias_[i] = i;
-    for (uint32_t i : small) prob_[i] = 1.0f, alias_[i] = i;  // Rounding leftovers.
-  }
-  uint32_t Sample(Rng& rng) const {
-    uint32_t i = static_cast<uint32_t>(rng.Below(prob_.size()));
-    return rng.Uniform() < prob_[i] ? i : alias_[i];
-  }
-
- private:
-  std::vector<float> prob_;
-  std::vector<uint32_t> alias_;
-};
 
 Status CheckOptions(const GenerateOptions& o) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
@@ -80,33 +39,6 @@ Status CheckOptions(const GenerateOptions& o) {
   return absl::OkStatus();
 }
 
-// Runs fn(chunk) for chunk in [0, num_chunks) on `threads` threads; returns
-// the first error. fn must be safe to run concurrently for distinct chunks.
-template <typename Fn>
-Status ParallelChunks(int64_t num_chunks, int threads, Progress* progress, Fn fn) {
-  std::atomic<int64_t> next{0}, done{0};
-  std::mutex mu;
-  Status first_error;
-  auto worker = [&] {
-    while (true) {
-      int64_t chunk = next.fetch_add(1);
-      if (chunk >= num_chunks) return;
-      Status st = fn(chunk);
-      std::lock_guard<std::mutex> lock(mu);
-      if (!st.ok()) {
-        if (first_error.ok()) first_error = st;
-        next.store(num_chunks);
-      }
-      progress->Update(++done);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  return first_error;
-}
-
 }  // namespace
 
 StatusOr<GenerateStats> GenerateSbmGraph(const GenerateOptions& o, const std::string& out_dir) {
@@ -114,8 +46,7 @@ StatusOr<GenerateStats> GenerateSbmGraph(const GenerateOptions& o, const std::st
   RETURN_IF_ERROR(MakeDirs(out_dir));
   Stopwatch watch;
   const int64_t n = o.num_nodes, m = o.num_undirected_edges, c = o.num_classes, dim = o.feat_dim;
-  const int threads =
-      o.num_threads > 0 ? o.num_threads : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = ResolveThreads(o.num_threads);
   spdlog::info("generate: {} nodes, {} directed edges, {} classes, {}-dim features into {}", n,
                2 * m, c, dim, out_dir);
 
@@ -176,48 +107,21 @@ StatusOr<GenerateStats> GenerateSbmGraph(const GenerateOptions& o, const std::st
 
   // Features: class centroid + noise.
   if (dim > 0) {
-    std::vector<float> centroid(c * dim);
-    Rng centroid_rng(o.seed, kCentroids);
-    for (float& x : centroid) x = static_cast<float>(centroid_rng.Normal());
-    ASSIGN_OR_RETURN(auto feat_out, NpyWriter::Create(out_dir + "/feat.npy", DType::kFloat32,
-                                                      {n, dim}, NpyWriter::Mode::kPositional));
-    const int64_t chunks = (n + kFeatureChunkRows - 1) / kFeatureChunkRows;
-    Progress progress("generate features", chunks, "chunks");
-    RETURN_IF_ERROR(ParallelChunks(chunks, threads, &progress, [&](int64_t chunk) -> Status {
-      Rng rng(o.seed, kFeatures, static_cast<uint64_t>(chunk));
-      const int64_t begin = chunk * kFeatureChunkRows, end = std::min(n, begin + kFeatureChunkRows);
-      std::vector<float> rows((end - begin) * dim);
-      for (int64_t i = begin; i < end; ++i) {
-        const float* mu = &centroid[label[i] * dim];
-        float* row = &rows[(i - begin) * dim];
-        for (int64_t j = 0; j < dim; ++j) {
-          row[j] = mu[j] + static_cast<float>(o.noise * rng.Normal());
-        }
-      }
-      return feat_out.WriteRowsAt(begin, rows.data(), end - begin);
-    }));
-    RETURN_IF_ERROR(feat_out.Close());
-    progress.Done();
+    RETURN_IF_ERROR(WriteClassFeatures(out_dir + "/feat.npy", label,
+                                       ClassCentroids(c, dim, o.seed, kCentroids), dim, o.noise,
+                                       o.seed, kFeatures, threads));
   }
 
   // Labels and the train/val/test split (a random permutation).
   RETURN_IF_ERROR(WriteNpy(out_dir + "/label.npy", Array::From(label)));
   {
-    std::vector<uint32_t> perm(n);
-    std::iota(perm.begin(), perm.end(), 0u);
-    Rng rng(o.seed, kSplit);
-    for (int64_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.Below(i + 1)]);
     const int64_t num_train = static_cast<int64_t>(n * o.train_fraction);
     const int64_t num_val = static_cast<int64_t>(n * o.val_fraction);
-    Array masks[3] = {Array::Zeros(DType::kBool, {n}), Array::Zeros(DType::kBool, {n}),
-                      Array::Zeros(DType::kBool, {n})};
-    for (int64_t i = 0; i < n; ++i) {
-      int which = i < num_train ? 0 : (i < num_train + num_val ? 1 : 2);
-      masks[which].mutable_span<bool>()[perm[i]] = true;
-    }
-    RETURN_IF_ERROR(WriteNpy(out_dir + "/train_mask.npy", masks[0]));
-    RETURN_IF_ERROR(WriteNpy(out_dir + "/val_mask.npy", masks[1]));
-    RETURN_IF_ERROR(WriteNpy(out_dir + "/test_mask.npy", masks[2]));
+    SplitMasks masks =
+        MakeSplitMasks(n, num_train, num_val, n - num_train - num_val, o.seed, kSplit);
+    RETURN_IF_ERROR(WriteNpy(out_dir + "/train_mask.npy", masks.train));
+    RETURN_IF_ERROR(WriteNpy(out_dir + "/val_mask.npy", masks.val));
+    RETURN_IF_ERROR(WriteNpy(out_dir + "/test_mask.npy", masks.test));
   }
   nlohmann::json meta = {{"num_nodes", n},           {"num_edges", 2 * m},
                          {"feat_dim", dim},          {"num_classes", c},

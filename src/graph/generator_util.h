@@ -1,0 +1,95 @@
+// File: src/graph/generator_util.h
+//
+// Pieces the synthetic graph generators share (generator.cc: the homogeneous
+// degree-corrected SBM; hetero_generator.cc: the ogbn-mag shaped
+// heterograph): alias sampling, deterministic chunked parallel work, class
+// centroid features and random split masks. Every random number comes from
+// an Rng derived from (seed, stream, chunk), so results never depend on the
+// number of threads. Internal to src/graph.
+#ifndef TESSERA_SRC_GRAPH_GENERATOR_UTIL_H_
+#define TESSERA_SRC_GRAPH_GENERATOR_UTIL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/base/logging.h"
+#include "src/base/random.h"
+#include "src/base/status.h"
+#include "src/graph/array.h"
+
+namespace tessera {
+
+// Walker's alias method over a weight vector: O(1) samples. Precondition:
+// weights non-empty, non-negative, with a positive sum; fewer than 2^32.
+class AliasTable {
+ public:
+  explicit AliasTable(std::span<const double> weights);
+  uint32_t Sample(Rng& rng) const {
+    uint32_t i = static_cast<uint32_t>(rng.Below(prob_.size()));
+    return rng.Uniform() < prob_[i] ? i : alias_[i];
+  }
+  size_t size() const { return prob_.size(); }
+
+ private:
+  std::vector<float> prob_;
+  std::vector<uint32_t> alias_;
+};
+
+// Runs fn(chunk) for chunk in [0, num_chunks) on `threads` threads; returns
+// the first error (later chunks are then skipped). fn must be safe to run
+// concurrently for distinct chunks. Progress counts finished chunks.
+template <typename Fn>
+Status ParallelChunks(int64_t num_chunks, int threads, Progress* progress, Fn fn) {
+  std::atomic<int64_t> next{0}, done{0};
+  std::mutex mu;
+  Status first_error;
+  auto worker = [&] {
+    while (true) {
+      int64_t chunk = next.fetch_add(1);
+      if (chunk >= num_chunks) return;
+      Status st = fn(chunk);
+      std::lock_guard<std::mutex> lock(mu);
+      if (!st.ok()) {
+        if (first_error.ok()) first_error = st;
+        next.store(num_chunks);
+      }
+      progress->Update(++done);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  return first_error;
+}
+
+// `threads` if positive, else the hardware concurrency (at least 1).
+int ResolveThreads(int threads);
+
+// num_classes x dim class centroids, N(0, 1) each, from Rng(seed, stream).
+std::vector<float> ClassCentroids(int64_t num_classes, int64_t dim, uint64_t seed, uint64_t stream);
+
+// Writes `path`: float32 [labels.size(), dim], row i = the centroid of
+// labels[i] + N(0, noise^2) per dimension; rows in chunks of 2^14, chunk k
+// drawn from Rng(seed, stream, k). Memory: one chunk per thread.
+Status WriteClassFeatures(const std::string& path, std::span<const int64_t> labels,
+                          std::span<const float> centroids, int64_t dim, double noise,
+                          uint64_t seed, uint64_t stream, int threads);
+
+// Train/val/test masks (bool [n]) from a random permutation (Rng(seed,
+// stream)): its first num_train entries train, the next num_val val, the
+// next num_test test, the rest none. Precondition: the three sum to <= n.
+struct SplitMasks {
+  Array train, val, test;
+};
+SplitMasks MakeSplitMasks(int64_t n, int64_t num_train, int64_t num_val, int64_t num_test,
+                          uint64_t seed, uint64_t stream);
+
+}  // namespace tessera
+
+#endif  // TESSERA_SRC_GRAPH_GENERATOR_UTIL_H_
