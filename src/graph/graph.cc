@@ -36,11 +36,7 @@ Status CheckTypeName(const std::string& name, const std::string& what) {
   return absl::OkStatus();
 }
 
-StatusOr<int> Graph::NodeTypeId(const std::string& ntype) const {
-  if (!is_hetero()) {
-    if (ntype == "_N") return 0;
-    return absl::NotFoundError(StrCat("no node type '", ntype, "' (the graph has one: _N)"));
-  }
+StatusOr<int> FindNodeType(const std::vector<std::string>& ntypes, const std::string& ntype) {
   for (size_t t = 0; t < ntypes.size(); ++t) {
     if (ntypes[t] == ntype) return static_cast<int>(t);
   }
@@ -48,11 +44,7 @@ StatusOr<int> Graph::NodeTypeId(const std::string& ntype) const {
       StrCat("no node type '", ntype, "' (the graph has: ", StrJoin(ntypes, ", "), ")"));
 }
 
-StatusOr<int> Graph::EdgeTypeId(const std::string& etype) const {
-  if (!is_hetero()) {
-    if (etype == "_E" || etype == "_N:_E:_N") return 0;
-    return absl::NotFoundError(StrCat("no edge type '", etype, "' (the graph has one: _N:_E:_N)"));
-  }
+StatusOr<int> FindEdgeType(const std::vector<EdgeType>& etypes, const std::string& etype) {
   std::vector<std::string> names;
   std::vector<int> matches;
   for (size_t r = 0; r < etypes.size(); ++r) {
@@ -70,6 +62,14 @@ StatusOr<int> Graph::EdgeTypeId(const std::string& etype) const {
   }
   return absl::NotFoundError(
       StrCat("no edge type '", etype, "' (the graph has: ", StrJoin(names, ", "), ")"));
+}
+
+StatusOr<int> Graph::NodeTypeId(const std::string& ntype) const {
+  return is_hetero() ? FindNodeType(ntypes, ntype) : FindNodeType({"_N"}, ntype);
+}
+
+StatusOr<int> Graph::EdgeTypeId(const std::string& etype) const {
+  return is_hetero() ? FindEdgeType(etypes, etype) : FindEdgeType({{"_N", "_E", "_N"}}, etype);
 }
 
 namespace {
@@ -122,7 +122,8 @@ Status ValidateTypes(const Graph& g, const std::string& source) {
     for (int64_t k = g.etype_offsets[r]; k < g.etype_offsets[r + 1]; ++k) {
       if (src[k] < s0 || src[k] >= s1 || dst[k] < d0 || dst[k] >= d1) {
         return bad("edge ", k - g.etype_offsets[r], " of relation '", name,
-                   "' does not go from a '", e.src_type, "' node to a '", e.dst_type, "' node");
+                   "' does not go from a node of type '", e.src_type, "' to one of type '",
+                   e.dst_type, "'");
       }
     }
   }

@@ -67,11 +67,38 @@ Status ValidateGraph(const LocalPartition& lp, const std::string& dir) {
   return absl::OkStatus();
 }
 
-StatusOr<std::map<std::string, Array>> ReadArrays(const std::string& dir,
-                                                  const std::vector<std::string>& names,
-                                                  int64_t rows) {
+// The type arrays agree with the partition book's ranges.
+Status ValidateTypes(const LocalPartition& lp, const std::string& dir) {
+  auto nid = lp.nids();
+  auto ntype = lp.ntype.span<int16_t>();
+  for (size_t i = 0; i < nid.size(); ++i) {
+    if (ntype[i] != lp.book.MapToPerNtype(nid[i]).first) {
+      return Corrupt(dir + "/ntype.npy", StrCat("entry ", i, " = ", ntype[i], " is not the type ",
+                                                "the node map gives node ", nid[i]));
+    }
+  }
+  auto eid = lp.eids();
+  auto etype = lp.etype.span<int32_t>();
+  for (size_t k = 0; k < eid.size(); ++k) {
+    if (etype[k] != lp.book.MapToPerEtype(eid[k]).first) {
+      return Corrupt(dir + "/etype.npy", StrCat("entry ", k, " = ", etype[k], " is not the ",
+                                                "relation the edge map gives edge ", eid[k]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Rows the part holds of an array: its nodes (edges) of the array's type.
+StatusOr<std::map<std::string, Array>> ReadArrays(const LocalPartition& lp, bool node,
+                                                  const std::string& dir,
+                                                  const std::vector<std::string>& names) {
   std::map<std::string, Array> arrays;
   for (const std::string& name : names) {
+    auto type = node ? lp.config.NodeArrayType(name) : lp.config.EdgeArrayType(name);
+    RETURN_IF_ERROR(type.status());
+    const int t = type->first, p = lp.part_id;
+    const int64_t rows = node ? lp.book.NodeTypeRange(t, p).second - lp.book.NodeTypeRange(t, p).first
+                              : lp.book.EdgeTypeRange(t, p).second - lp.book.EdgeTypeRange(t, p).first;
     std::string path = StrCat(dir, "/", name, ".npy");
     ASSIGN_OR_RETURN(Array array, ReadNpy(path));
     if (array.ndim() < 1 || array.rows() != rows) {
@@ -105,12 +132,16 @@ StatusOr<LocalPartition> LoadPartition(const std::string& config_path, int part_
   ASSIGN_OR_RETURN(lp.eid, ReadTyped(dir + "/eid.npy", DType::kInt64, m_local));
   ASSIGN_OR_RETURN(lp.inner_edge, ReadTyped(dir + "/inner_edge.npy", DType::kUInt8, m_local));
   RETURN_IF_ERROR(ValidateGraph(lp, dir));
+  if (lp.config.typed()) {
+    ASSIGN_OR_RETURN(lp.ntype, ReadTyped(dir + "/ntype.npy", DType::kInt16, n_local));
+    ASSIGN_OR_RETURN(lp.etype, ReadTyped(dir + "/etype.npy", DType::kInt32, m_local));
+    RETURN_IF_ERROR(ValidateTypes(lp, dir));
+  }
   if (options.load_feats) {
-    ASSIGN_OR_RETURN(lp.node_data, ReadArrays(lp.config.NodeFeatDir(part_id),
-                                              lp.config.node_feat_names, lp.num_inner_nodes()));
-    ASSIGN_OR_RETURN(lp.edge_data,
-                     ReadArrays(lp.config.EdgeFeatDir(part_id), lp.config.edge_feat_names,
-                                lp.book.NumEdgesOf(part_id)));
+    ASSIGN_OR_RETURN(lp.node_data, ReadArrays(lp, true, lp.config.NodeFeatDir(part_id),
+                                              lp.config.node_feat_names));
+    ASSIGN_OR_RETURN(lp.edge_data, ReadArrays(lp, false, lp.config.EdgeFeatDir(part_id),
+                                              lp.config.edge_feat_names));
   }
   return lp;
 }

@@ -62,72 +62,113 @@ Status CheckArguments(const Graph& graph, const std::string& graph_name, int num
   if (o.objtype != "cut" && o.objtype != "vol") {
     return bad("objtype must be 'cut' or 'vol', got '", o.objtype, "'");
   }
-  if (o.num_trainers_per_machine > 1 &&
-      (graph.node_data.count("trainer_id") || graph.edge_data.count("trainer_id"))) {
-    return bad("the input already has an array 'trainer_id', which num_trainers_per_machine > 1 ",
-               "would overwrite");
+  std::vector<const std::map<std::string, Array>*> node_arrays, edge_arrays;
+  if (graph.is_hetero()) {
+    for (const auto& arrays : graph.ntype_data) node_arrays.push_back(&arrays);
+    for (const auto& arrays : graph.etype_data) edge_arrays.push_back(&arrays);
+  } else {
+    node_arrays = {&graph.node_data};
+    edge_arrays = {&graph.edge_data};
   }
-  for (const auto* arrays : {&graph.node_data, &graph.edge_data}) {
-    for (const auto& [name, array] : *arrays) {
-      if (!SafeName(name)) return bad("array name '", name, "' is not a safe file name");
+  for (const auto* arrays : node_arrays) {
+    if (o.num_trainers_per_machine > 1 && arrays->count("trainer_id")) {
+      return bad("the input already has a node array 'trainer_id', which ",
+                 "num_trainers_per_machine > 1 would overwrite");
+    }
+  }
+  for (const auto* arrays : edge_arrays) {
+    if (o.num_trainers_per_machine > 1 && arrays->count("trainer_id")) {
+      return bad("the input already has an edge array 'trainer_id', which ",
+                 "num_trainers_per_machine > 1 would overwrite");
+    }
+  }
+  for (const auto& list : {node_arrays, edge_arrays}) {
+    for (const auto* arrays : list) {
+      for (const auto& [name, array] : *arrays) {
+        if (!SafeName(name)) return bad("array name '", name, "' is not a safe file name");
+      }
     }
   }
   if (!o.balance_ntypes.empty()) {
-    auto it = graph.node_data.find(o.balance_ntypes);
-    if (it == graph.node_data.end()) {
-      std::vector<std::string> names;
-      for (const auto& [name, array] : graph.node_data) names.push_back(name);
+    std::vector<std::string> names;
+    bool found = false;
+    for (size_t t = 0; t < node_arrays.size(); ++t) {
+      for (const auto& [name, array] : *node_arrays[t]) {
+        names.push_back(graph.is_hetero() ? graph.ntypes[t] + "/" + name : name);
+        if (name != o.balance_ntypes) continue;
+        found = true;
+        if (array.ndim() != 1 || IsFloating(array.dtype())) {
+          return bad("balance_ntypes: node array '", names.back(), "' is ", array.Describe(),
+                     "; it must be a 1-D integer or bool array");
+        }
+      }
+    }
+    if (!found) {
       return bad("balance_ntypes: no node array named '", o.balance_ntypes,
                  "' (have: ", StrJoin(names, ", "), ")");
-    }
-    if (it->second.ndim() != 1 || IsFloating(it->second.dtype())) {
-      return bad("balance_ntypes: node array '", o.balance_ntypes, "' is ", it->second.Describe(),
-                 "; it must be a 1-D integer or bool array");
     }
   }
   return absl::OkStatus();
 }
 
-// Row-major vertex weights for METIS: one indicator column per distinct value
-// of the balance array, then (with balance_edges) one in-degree column per
-// value -- or [1, in-degree] without a balance array.
-StatusOr<MetisOptions> BalanceWeights(const Graph& graph, const PartitionOptions& o) {
-  MetisOptions metis;
-  if (o.balance_ntypes.empty() && !o.balance_edges) return metis;
-  const int64_t n = graph.num_nodes;
-  std::vector<int32_t> type(n, 0);
-  int num_types = 1;
-  if (!o.balance_ntypes.empty()) {
-    const Array& array = graph.node_data.at(o.balance_ntypes);
-    ASSIGN_OR_RETURN(Array values, ToInt64Ids(array.Clone(), o.balance_ntypes, false));
+// The balance class of every node: with a balance array, one class per
+// distinct value; on a heterograph one class per node type (DGL balances
+// node types by default), split by the values of the balance array on the
+// types that have it. Returns the number of classes.
+StatusOr<int> BalanceClasses(const Graph& graph, const PartitionOptions& o,
+                             std::vector<int32_t>* classes) {
+  classes->assign(graph.num_nodes, 0);
+  int num_classes = 0;
+  for (int t = 0; t < graph.num_ntypes(); ++t) {
+    const auto& arrays = graph.is_hetero() ? graph.ntype_data[t] : graph.node_data;
+    const int64_t base = graph.is_hetero() ? graph.ntype_offsets[t] : 0;
+    const int64_t end = graph.is_hetero() ? graph.ntype_offsets[t + 1] : graph.num_nodes;
+    auto it = o.balance_ntypes.empty() ? arrays.end() : arrays.find(o.balance_ntypes);
+    if (it == arrays.end()) {
+      std::fill(classes->begin() + base, classes->begin() + end, num_classes++);
+      continue;
+    }
+    ASSIGN_OR_RETURN(Array values, ToInt64Ids(it->second.Clone(), o.balance_ntypes, false));
     auto v = values.span<int64_t>();
     std::vector<int64_t> distinct(v.begin(), v.end());
     std::sort(distinct.begin(), distinct.end());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-    if (distinct.size() > kMaxBalanceTypes) {
-      return absl::InvalidArgumentError(StrCat("balance_ntypes: '", o.balance_ntypes, "' has ",
-                                               distinct.size(), " distinct values; at most ",
-                                               kMaxBalanceTypes, " can be balanced"));
+    if (num_classes + distinct.size() > kMaxBalanceTypes) {
+      return absl::InvalidArgumentError(
+          StrCat("balance_ntypes: '", o.balance_ntypes, "' makes more than ", kMaxBalanceTypes,
+                 " balance classes (distinct values", graph.is_hetero() ? " per node type" : "",
+                 "); at most ", kMaxBalanceTypes, " can be balanced"));
     }
-    num_types = static_cast<int>(distinct.size());
-    for (int64_t i = 0; i < n; ++i) {
-      type[i] = static_cast<int32_t>(std::lower_bound(distinct.begin(), distinct.end(), v[i]) -
-                                     distinct.begin());
+    for (int64_t i = 0; i < end - base; ++i) {
+      (*classes)[base + i] = num_classes + static_cast<int32_t>(std::lower_bound(
+                                               distinct.begin(), distinct.end(), v[i]) -
+                                           distinct.begin());
     }
+    num_classes += static_cast<int>(distinct.size());
   }
+  return num_classes;
+}
+
+// Row-major vertex weights for METIS: one indicator column per balance class,
+// then (with balance_edges) one in-degree column per class.
+StatusOr<MetisOptions> BalanceWeights(const Graph& graph, const PartitionOptions& o) {
+  MetisOptions metis;
+  std::vector<int32_t> classes;
+  ASSIGN_OR_RETURN(int num_classes, BalanceClasses(graph, o, &classes));
+  if (num_classes == 1 && !o.balance_edges) return metis;
+  const int64_t n = graph.num_nodes;
   std::vector<int32_t> in_degree;
   if (o.balance_edges) {
     in_degree.assign(n, 0);
     for (int64_t d : graph.dst_ids()) ++in_degree[d];
   }
-  const bool typed = !o.balance_ntypes.empty();
-  const int ncon = (typed ? num_types : 1) + (o.balance_edges ? num_types : 0);
+  const int ncon = num_classes * (o.balance_edges ? 2 : 1);
   metis.num_constraints = ncon;
   metis.vertex_weights.assign(static_cast<size_t>(n) * ncon, 0);
   for (int64_t i = 0; i < n; ++i) {
     int32_t* w = &metis.vertex_weights[static_cast<size_t>(i) * ncon];
-    w[typed ? type[i] : 0] = 1;
-    if (o.balance_edges) w[(typed ? num_types : 1) + (typed ? type[i] : 0)] = in_degree[i];
+    w[classes[i]] = 1;
+    if (o.balance_edges) w[num_classes + classes[i]] = in_degree[i];
   }
   return metis;
 }
@@ -153,11 +194,22 @@ struct Reshuffled {
   std::vector<int64_t> node_offsets, edge_offsets;  // K+1 each.
   std::vector<int64_t> orig_nids;                   // new node id -> original.
   std::vector<int64_t> new_of_old;                  // original node id -> new.
-  std::vector<int64_t> in_ptr;                      // CSC over new ids; entry k = new eid k.
-  std::vector<int64_t> new_src;                     // new eid -> new source id.
-  std::vector<int64_t> orig_eids;                   // new eid -> original edge id.
+  std::vector<int64_t> in_ptr;                      // CSC over new ids, rows by original eid.
+  std::vector<int64_t> new_src;                     // CSC entry -> new source id.
+  std::vector<int64_t> orig_eids;                   // CSC entry -> original edge id.
+  // CSC entry -> new eid; empty when they are equal (one relation).
+  std::vector<int64_t> in_eid;
   std::vector<int64_t> out_ptr, out_dst, out_eid;   // CSR over new ids (HALO only).
+  std::vector<int64_t> node_counts, edge_counts;    // K x T and K x R (TypeLayout).
+  int64_t EidOf(int64_t k) const { return in_eid.empty() ? k : in_eid[k]; }
 };
+
+// Type of an id of the input (its ids are grouped by type).
+int TypeOf(const std::vector<int64_t>& type_offsets, int64_t id) {
+  if (type_offsets.size() <= 2) return 0;
+  return static_cast<int>(std::upper_bound(type_offsets.begin() + 1, type_offsets.end(), id) -
+                          type_offsets.begin()) - 1;
+}
 
 Reshuffled Reshuffle(const Graph& graph, std::span<const int32_t> part, int num_parts,
                      bool need_out_edges) {
@@ -190,6 +242,34 @@ Reshuffled Reshuffle(const Graph& graph, std::span<const int32_t> part, int num_
   for (int64_t k = 0; k < m; ++k) r.new_src[k] = r.new_of_old[src[r.orig_eids[k]]];
   r.edge_offsets.resize(num_parts + 1);
   for (int p = 0; p <= num_parts; ++p) r.edge_offsets[p] = r.in_ptr[r.node_offsets[p]];
+  // Types: nodes of a part are already grouped by type (new ids follow the
+  // original ones, which are grouped by type). Edges of a part are ordered by
+  // relation, then destination, then original id: each relation one block.
+  const int num_ntypes = graph.num_ntypes(), num_etypes = graph.num_etypes();
+  r.node_counts.assign(static_cast<size_t>(num_parts) * num_ntypes, 0);
+  r.edge_counts.assign(static_cast<size_t>(num_parts) * num_etypes, 0);
+  for (int p = 0; p < num_parts; ++p) {
+    for (int64_t v = r.node_offsets[p]; v < r.node_offsets[p + 1]; ++v) {
+      ++r.node_counts[p * num_ntypes + TypeOf(graph.ntype_offsets, r.orig_nids[v])];
+    }
+    for (int64_t k = r.edge_offsets[p]; k < r.edge_offsets[p + 1]; ++k) {
+      ++r.edge_counts[p * num_etypes + TypeOf(graph.etype_offsets, r.orig_eids[k])];
+    }
+  }
+  if (num_etypes > 1) {
+    r.in_eid.resize(m);
+    for (int p = 0; p < num_parts; ++p) {
+      std::vector<int64_t> next(num_etypes);
+      int64_t start = r.edge_offsets[p];
+      for (int t = 0; t < num_etypes; ++t) {
+        next[t] = start;
+        start += r.edge_counts[p * num_etypes + t];
+      }
+      for (int64_t k = r.edge_offsets[p]; k < r.edge_offsets[p + 1]; ++k) {
+        r.in_eid[k] = next[TypeOf(graph.etype_offsets, r.orig_eids[k])]++;
+      }
+    }
+  }
   graph.src.ReleasePages();  // The input edge list is not read again.
   graph.dst.ReleasePages();
   if (need_out_edges) {
@@ -203,7 +283,7 @@ Reshuffled Reshuffle(const Graph& graph, std::span<const int32_t> part, int num_
       for (int64_t k = r.in_ptr[v]; k < r.in_ptr[v + 1]; ++k) {
         int64_t pos = cursor[r.new_src[k]]++;
         r.out_dst[pos] = v;
-        r.out_eid[pos] = k;
+        r.out_eid[pos] = r.EidOf(k);
       }
     }
   }
@@ -254,7 +334,7 @@ LocalGraph BuildLocalGraph(const Reshuffled& r, int p, int num_hops,
         if (num_hops == 0) continue;
       }
       g.indices.push_back(local(u, /*expand=*/true));
-      g.eid.push_back(k);
+      g.eid.push_back(r.EidOf(k));
     }
     g.indptr.push_back(static_cast<int64_t>(g.indices.size()));
   }
@@ -281,7 +361,7 @@ LocalGraph BuildLocalGraph(const Reshuffled& r, int p, int num_hops,
           int64_t u = r.new_src[k];
           if (inner(u)) continue;  // Already stored as an out-edge of the part.
           int64_t src_local = local(u, /*expand=*/true);
-          halo_edges.push_back({local_of[h], src_local, k});
+          halo_edges.push_back({local_of[h], src_local, r.EidOf(k)});
         }
       }
     }
@@ -303,12 +383,38 @@ LocalGraph BuildLocalGraph(const Reshuffled& r, int p, int num_hops,
   return g;
 }
 
+// More than one node type or relation: type arrays in the local graph and
+// array names "<type>/<name>" (docs/partition-format.md).
+bool TypedLayout(const Graph& graph) {
+  return graph.num_ntypes() > 1 || graph.num_etypes() > 1;
+}
+
+// The arrays of node type t (relation r), named as the partition names them.
+std::vector<std::pair<std::string, const Array*>> TypeArrays(const Graph& graph, bool node,
+                                                             int t) {
+  std::vector<std::pair<std::string, const Array*>> out;
+  const auto& arrays = !graph.is_hetero() ? (node ? graph.node_data : graph.edge_data)
+                                          : (node ? graph.ntype_data[t] : graph.etype_data[t]);
+  const std::string prefix =
+      !TypedLayout(graph) ? "" : (node ? graph.ntypes[t] : graph.etypes[t].Canonical()) + "/";
+  for (const auto& [name, array] : arrays) out.emplace_back(prefix + name, &array);
+  return out;
+}
+
 Status WritePart(const Graph& graph, const Reshuffled& r, const LocalGraph& g, int p,
                  const std::string& part_dir, std::span<const int32_t> trainer) {
   const std::string graph_dir = part_dir + "/graph";
   const std::string node_dir = part_dir + "/node_feat";
   const std::string edge_dir = part_dir + "/edge_feat";
+  const bool typed = TypedLayout(graph);
+  const int num_ntypes = graph.num_ntypes(), num_etypes = graph.num_etypes();
   for (const std::string& dir : {graph_dir, node_dir, edge_dir}) RETURN_IF_ERROR(MakeDirs(dir));
+  if (typed) {
+    for (int t = 0; t < num_ntypes; ++t) RETURN_IF_ERROR(MakeDirs(node_dir + "/" + graph.ntypes[t]));
+    for (int t = 0; t < num_etypes; ++t) {
+      RETURN_IF_ERROR(MakeDirs(edge_dir + "/" + graph.etypes[t].Canonical()));
+    }
+  }
   std::vector<uint8_t> inner_node(g.nid.size(), 0);
   std::fill(inner_node.begin(), inner_node.begin() + g.num_inner, 1);
   RETURN_IF_ERROR(WriteNpy(graph_dir + "/nid.npy", Array::From(g.nid)));
@@ -317,27 +423,84 @@ Status WritePart(const Graph& graph, const Reshuffled& r, const LocalGraph& g, i
   RETURN_IF_ERROR(WriteNpy(graph_dir + "/indices.npy", Array::From(g.indices)));
   RETURN_IF_ERROR(WriteNpy(graph_dir + "/eid.npy", Array::From(g.eid)));
   RETURN_IF_ERROR(WriteNpy(graph_dir + "/inner_edge.npy", Array::From(g.inner_edge)));
-
-  const int64_t a = r.node_offsets[p], b = r.node_offsets[p + 1];
-  const int64_t ea = r.edge_offsets[p], eb = r.edge_offsets[p + 1];
-  std::span<const int64_t> node_rows(r.orig_nids.data() + a, b - a);
-  std::span<const int64_t> edge_rows(r.orig_eids.data() + ea, eb - ea);
-  for (const auto& [name, array] : graph.node_data) {
-    RETURN_IF_ERROR(WriteGatheredRows(StrCat(node_dir, "/", name, ".npy"), array, node_rows));
+  if (typed) {  // DGL's _TYPE arrays: int16 per local node, int32 per local edge.
+    std::vector<int16_t> ntype(g.nid.size());
+    for (size_t i = 0; i < g.nid.size(); ++i) {
+      ntype[i] = static_cast<int16_t>(TypeOf(graph.ntype_offsets, r.orig_nids[g.nid[i]]));
+    }
+    RETURN_IF_ERROR(WriteNpy(graph_dir + "/ntype.npy", Array::From(ntype)));
+    std::vector<int32_t> etype(g.eid.size());
+    for (size_t k = 0; k < g.eid.size(); ++k) {
+      // The relation of a new eid: its position among its part's blocks.
+      const int owner = static_cast<int>(
+          std::upper_bound(r.edge_offsets.begin() + 1, r.edge_offsets.end(), g.eid[k]) -
+          r.edge_offsets.begin()) - 1;
+      int64_t at = r.edge_offsets[owner];
+      int t = 0;
+      while (t + 1 < num_etypes && g.eid[k] >= at + r.edge_counts[owner * num_etypes + t]) {
+        at += r.edge_counts[owner * num_etypes + t++];
+      }
+      etype[k] = t;
+    }
+    RETURN_IF_ERROR(WriteNpy(graph_dir + "/etype.npy", Array::From(etype)));
   }
-  for (const auto& [name, array] : graph.edge_data) {
-    RETURN_IF_ERROR(WriteGatheredRows(StrCat(edge_dir, "/", name, ".npy"), array, edge_rows));
+
+  // Node arrays: type t's rows of this part are new ids [start, end), in order.
+  const int64_t a = r.node_offsets[p], ea = r.edge_offsets[p], eb = r.edge_offsets[p + 1];
+  std::vector<int64_t> rows;
+  int64_t start = a;
+  for (int t = 0; t < num_ntypes; ++t) {
+    const int64_t end = start + r.node_counts[p * num_ntypes + t];
+    const int64_t base = graph.is_hetero() ? graph.ntype_offsets[t] : 0;
+    rows.resize(end - start);
+    for (int64_t v = start; v < end; ++v) rows[v - start] = r.orig_nids[v] - base;
+    for (const auto& [name, array] : TypeArrays(graph, true, t)) {
+      RETURN_IF_ERROR(WriteGatheredRows(StrCat(node_dir, "/", name, ".npy"), *array, rows));
+    }
+    start = end;
+  }
+  // Edge arrays: relation t's edges of this part, in new-id order, which is
+  // their order in the part's CSC rows.
+  for (int t = 0; t < num_etypes; ++t) {
+    const auto arrays = TypeArrays(graph, false, t);
+    if (arrays.empty()) continue;
+    const int64_t base = graph.is_hetero() ? graph.etype_offsets[t] : 0;
+    rows.clear();
+    for (int64_t k = ea; k < eb; ++k) {
+      if (TypeOf(graph.etype_offsets, r.orig_eids[k]) == t) rows.push_back(r.orig_eids[k] - base);
+    }
+    for (const auto& [name, array] : arrays) {
+      RETURN_IF_ERROR(WriteGatheredRows(StrCat(edge_dir, "/", name, ".npy"), *array, rows));
+    }
   }
   if (!trainer.empty()) {
-    std::vector<int64_t> node_trainer(b - a), edge_trainer(eb - ea);
-    for (int64_t v = a; v < b; ++v) {
+    // Every node and edge of the part, by new id; then cut per type.
+    std::vector<int64_t> node_trainer(r.node_offsets[p + 1] - a), edge_trainer(eb - ea);
+    for (int64_t v = a; v < r.node_offsets[p + 1]; ++v) {
       node_trainer[v - a] = trainer[r.orig_nids[v]];
       for (int64_t k = r.in_ptr[v]; k < r.in_ptr[v + 1]; ++k) {
-        edge_trainer[k - ea] = node_trainer[v - a];
+        edge_trainer[r.EidOf(k) - ea] = node_trainer[v - a];
       }
     }
-    RETURN_IF_ERROR(WriteNpy(node_dir + "/trainer_id.npy", Array::From(node_trainer)));
-    RETURN_IF_ERROR(WriteNpy(edge_dir + "/trainer_id.npy", Array::From(edge_trainer)));
+    int64_t n0 = 0, e0 = 0;
+    for (int t = 0; t < std::max(num_ntypes, num_etypes); ++t) {
+      if (t < num_ntypes) {
+        const int64_t c = r.node_counts[p * num_ntypes + t];
+        const std::string prefix = typed ? graph.ntypes[t] + "/" : "";
+        std::vector<int64_t> part(node_trainer.begin() + n0, node_trainer.begin() + n0 + c);
+        RETURN_IF_ERROR(
+            WriteNpy(StrCat(node_dir, "/", prefix, "trainer_id.npy"), Array::From(part)));
+        n0 += c;
+      }
+      if (t < num_etypes) {
+        const int64_t c = r.edge_counts[p * num_etypes + t];
+        const std::string prefix = typed ? graph.etypes[t].Canonical() + "/" : "";
+        std::vector<int64_t> part(edge_trainer.begin() + e0, edge_trainer.begin() + e0 + c);
+        RETURN_IF_ERROR(
+            WriteNpy(StrCat(edge_dir, "/", prefix, "trainer_id.npy"), Array::From(part)));
+        e0 += c;
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -453,7 +616,13 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
   }
   if (o.return_mapping) {
     Status st = WriteNpy(out_path + "/orig_nids.npy", Array::From(r.orig_nids));
-    if (st.ok()) st = WriteNpy(out_path + "/orig_eids.npy", Array::From(r.orig_eids));
+    if (st.ok() && r.in_eid.empty()) {
+      st = WriteNpy(out_path + "/orig_eids.npy", Array::From(r.orig_eids));
+    } else if (st.ok()) {
+      std::vector<int64_t> by_eid(r.orig_eids.size());
+      for (size_t k = 0; k < by_eid.size(); ++k) by_eid[r.in_eid[k]] = r.orig_eids[k];
+      st = WriteNpy(out_path + "/orig_eids.npy", Array::From(by_eid));
+    }
     if (!st.ok()) return cleanup(st);
   }
 
@@ -466,16 +635,37 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
   config.halo_hops = o.num_hops;
   config.node_offsets = r.node_offsets;
   config.edge_offsets = r.edge_offsets;
+  if (graph.is_hetero()) {
+    config.layout.ntypes = graph.ntypes;
+    config.layout.etypes = graph.etypes;
+  } else {
+    config.layout.ntypes = {"_N"};
+    config.layout.etypes = {{"_N", "_E", "_N"}};
+  }
+  config.layout.node_counts = r.node_counts;
+  config.layout.edge_counts = r.edge_counts;
   for (int p = 0; p < num_parts; ++p) {
     config.parts.push_back({StrCat(PartName(p), "/graph"), StrCat(PartName(p), "/node_feat"),
                             StrCat(PartName(p), "/edge_feat")});
   }
   config.num_trainers_per_machine = trainers;
-  for (const auto& [name, array] : graph.node_data) config.node_feat_names.push_back(name);
-  for (const auto& [name, array] : graph.edge_data) config.edge_feat_names.push_back(name);
-  if (trainers > 1) {
-    config.node_feat_names.push_back("trainer_id");
-    config.edge_feat_names.push_back("trainer_id");
+  for (int t = 0; t < graph.num_ntypes(); ++t) {
+    for (const auto& [name, array] : TypeArrays(graph, true, t)) {
+      config.node_feat_names.push_back(name);
+    }
+    if (trainers > 1) {
+      config.node_feat_names.push_back(
+          TypedLayout(graph) ? graph.ntypes[t] + "/trainer_id" : "trainer_id");
+    }
+  }
+  for (int t = 0; t < graph.num_etypes(); ++t) {
+    for (const auto& [name, array] : TypeArrays(graph, false, t)) {
+      config.edge_feat_names.push_back(name);
+    }
+    if (trainers > 1) {
+      config.edge_feat_names.push_back(
+          TypedLayout(graph) ? graph.etypes[t].Canonical() + "/trainer_id" : "trainer_id");
+    }
   }
   config.balance_ntypes = o.balance_ntypes;
   config.balance_edges = o.balance_edges;

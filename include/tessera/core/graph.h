@@ -36,6 +36,13 @@ StatusOr<EdgeType> ParseEdgeType(const std::string& text);
 // (type names become file names and "src:rel:dst" keys). `what` names it.
 Status CheckTypeName(const std::string& name, const std::string& what);
 
+// Looks a type up by name: a node type by its name; a relation by its
+// canonical "src:rel:dst" or by its relation name when that is unambiguous.
+// NotFound naming the choices, or InvalidArgument naming the candidates of an
+// ambiguous relation name.
+StatusOr<int> FindNodeType(const std::vector<std::string>& ntypes, const std::string& ntype);
+StatusOr<int> FindEdgeType(const std::vector<EdgeType>& etypes, const std::string& etype);
+
 struct Graph {
   int64_t num_nodes = 0;
   Array src = Array::Empty(DType::kInt64, {0});  // int64 [num_edges]

@@ -31,7 +31,12 @@ struct LocalPartition {
   Array indices;     // int64 [num_local_edges]: local id of each in-edge's source.
   Array eid;         // int64 [num_local_edges]: new global edge id.
   Array inner_edge;  // uint8 [num_local_edges]
-  // part<i>/node_feat and edge_feat arrays (inner rows, new-id order).
+  // Typed layout only (config.typed()), else empty: DGL's _TYPE arrays.
+  Array ntype;  // int16 [num_local]: node type of each local node.
+  Array etype;  // int32 [num_local_edges]: relation of each stored edge.
+  // part<i>/node_feat and edge_feat arrays (inner rows, new-id order), keyed
+  // by the config's names ("feat", or "paper/feat" in the typed layout; a
+  // typed array has a row for each of the part's nodes of its type).
   std::map<std::string, Array> node_data;
   std::map<std::string, Array> edge_data;
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/core/partition_book.h"
@@ -31,11 +32,20 @@ struct PartitionConfig {
   std::string part_method;
   int num_parts = 0;
   int halo_hops = 1;
-  std::vector<int64_t> node_offsets;  // K+1 range boundaries.
+  // Types and their counts per partition ("ntypes", "etypes", "node_map",
+  // "edge_map"); node_offsets / edge_offsets are the K+1 partition
+  // boundaries they imply.
+  TypeLayout layout;
+  std::vector<int64_t> node_offsets;
   std::vector<int64_t> edge_offsets;
   std::vector<PartFiles> parts;
   // tessera extras.
   int num_trainers_per_machine = 1;
+  // Array names, which are also their files' paths under a part's node_feats
+  // / edge_feats folder (+ ".npy"). The typed layout (more than one node type
+  // or relation) prefixes the type, as DGL's feature keys do:
+  // "paper/feat", "author:writes:paper/weight"; the homogeneous layout has
+  // plain names ("feat").
   std::vector<std::string> node_feat_names;
   std::vector<std::string> edge_feat_names;
   std::string balance_ntypes;
@@ -50,8 +60,16 @@ struct PartitionConfig {
   std::string NodeFeatDir(int p) const { return dir + "/" + parts[p].node_feats; }
   std::string EdgeFeatDir(int p) const { return dir + "/" + parts[p].edge_feats; }
   StatusOr<PartitionBook> Book(int part_id) const {
-    return PartitionBook::Create(node_offsets, edge_offsets, part_id);
+    return PartitionBook::CreateTyped(layout, part_id);
   }
+  // More than one node type or relation: the local graphs carry type arrays
+  // and array names carry their type.
+  bool typed() const { return layout.ntypes.size() != 1 || layout.etypes.size() != 1; }
+  // The type index of an array name, and the name without the type: for the
+  // homogeneous layout, type 0 and the name itself. InvalidArgument for a
+  // typed name of an unknown type.
+  StatusOr<std::pair<int, std::string>> NodeArrayType(const std::string& name) const;
+  StatusOr<std::pair<int, std::string>> EdgeArrayType(const std::string& name) const;
 };
 
 // Serialises to the JSON text (pretty, deterministic key order).
