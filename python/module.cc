@@ -583,8 +583,8 @@ PYBIND11_MODULE(_C, m) {
              return Wait([&] { return MakeReleasing<dist::DistGraph>(name, part_config); });
            }),
            py::arg("graph_name"), py::arg("part_config") = "")
-      .def("num_nodes", &dist::DistGraph::num_nodes)
-      .def("num_edges", &dist::DistGraph::num_edges)
+      .def("num_nodes", [](const dist::DistGraph& g) { return g.num_nodes(); })
+      .def("num_edges", [](const dist::DistGraph& g) { return g.num_edges(); })
       .def("graph_name", &dist::DistGraph::graph_name)
       .def("ndata", [](const dist::DistGraph& g,
                        const std::string& name) { return Wait([&] { return g.ndata(name); }); })

@@ -144,9 +144,15 @@ class DistTensor {
   // empty name makes an anonymous tensor (every trainer must then create its
   // anonymous tensors in the same order). A non-persistent tensor is deleted
   // cluster-wide when the last copy of the handle that created it goes.
+  //
+  // Heterogeneous graphs (DGL's NodePartitionPolicy(gpb, ntype) /
+  // EdgePartitionPolicy(gpb, etype)): `type` names the node type or relation
+  // (a relation name or canonical "src:rel:dst") whose per-type ids address
+  // the rows; shape[0] must be that type's count. Empty: the graph's only
+  // type, or (kAuto) the one type whose count is shape[0] (Error if several).
   DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::string name = "",
              Init init = Init::Zeros(), PartPolicy policy = PartPolicy::kAuto,
-             bool persistent = false);
+             bool persistent = false, const std::string& type = "");
 
   // Rows `ids` (any integer tensor of global ids), in order: [n, shape[1:]...].
   torch::Tensor operator[](const torch::Tensor& ids) const;
@@ -160,7 +166,11 @@ class DistTensor {
   torch::Dtype dtype() const;
   const std::string& name() const;
   PartPolicy part_policy() const;
-  const std::string& key() const;  // "node/<name>" or "edge/<name>".
+  // The node type or canonical relation of its rows ("_N" / "_N:_E:_N" on a
+  // homogeneous graph).
+  const std::string& type_name() const;
+  // "node/<name>" or "edge/<name>" ("node/<ntype>/<name>" on a heterograph).
+  const std::string& key() const;
   // Whether this handle's construction created the tensor (exactly one of the
   // trainers constructing it at once does), rather than attaching to it.
   bool created() const;
@@ -187,10 +197,49 @@ class DistGraph {
   int64_t num_nodes() const;
   int64_t num_edges() const;
   // The node / edge data of the partition, and tensors created at run time.
+  // On a heterograph with several node types (relations), ndata (edata) is
+  // an Error naming them: use nodes(ntype).data(name), as in DGL.
   DistTensor ndata(const std::string& name) const;
   DistTensor edata(const std::string& name) const;
   std::map<std::string, AttrScheme> node_attr_schemes() const;
   std::map<std::string, AttrScheme> edge_attr_schemes() const;
+
+  // ---- Types (DGL's DistGraph on heterographs). A homogeneous graph has the
+  // node type "_N" and the relation "_N:_E:_N".
+  const std::vector<std::string>& ntypes() const;
+  std::vector<std::string> etypes() const;  // Relation names, in id order.
+  const std::vector<EdgeType>& canonical_etypes() const;
+  // Node count of a type; edge count of a relation (name or "src:rel:dst";
+  // an ambiguous name is an Error naming the candidates).
+  int64_t num_nodes(const std::string& ntype) const;
+  int64_t num_edges(const std::string& etype) const;
+  int get_ntype_id(const std::string& ntype) const;
+  int get_etype_id(const std::string& etype) const;
+  EdgeType to_canonical_etype(const std::string& etype) const;
+  // The arrays of one node type or relation: g.nodes("paper").data("feat"),
+  // rows addressed by per-type ids.
+  class TypeView {
+   public:
+    DistTensor data(const std::string& name) const;
+    std::map<std::string, AttrScheme> schemes() const;
+    const std::string& type_name() const { return type_name_; }
+
+   private:
+    friend class DistGraph;
+    TypeView(const DistGraph* graph, bool node, int type, std::string type_name)
+        : graph_(graph), node_(node), type_(type), type_name_(std::move(type_name)) {}
+    const DistGraph* graph_;
+    bool node_;
+    int type_;
+    std::string type_name_;
+  };
+  TypeView nodes(const std::string& ntype) const;
+  TypeView edges(const std::string& etype) const;
+  // Homogeneous ids <-> (type id, per-type id), for every element.
+  std::pair<torch::Tensor, torch::Tensor> map_to_per_ntype(const torch::Tensor& nids) const;
+  std::pair<torch::Tensor, torch::Tensor> map_to_per_etype(const torch::Tensor& eids) const;
+  torch::Tensor map_to_homo_nid(const torch::Tensor& ids, const std::string& ntype) const;
+  torch::Tensor map_to_homo_eid(const torch::Tensor& ids, const std::string& etype) const;
   const PartitionBook& partition_book() const;
   const std::string& graph_name() const { return graph_name_; }
   // This trainer's rank among all trainers.
@@ -208,7 +257,9 @@ class DistGraph {
 
  private:
   DistTensor Data(const std::string& prefix, const std::string& name) const;
+  DistTensor TypeData(bool node, int type, const std::string& name) const;
   std::map<std::string, AttrScheme> Schemes(const std::string& prefix) const;
+  std::map<std::string, AttrScheme> TypeSchemes(bool node, int type) const;
   std::shared_ptr<Context> context_;
   std::string graph_name_;
 };
@@ -440,6 +491,10 @@ struct SplitOptions {
   torch::Tensor trainer_ids;
   int rank = -1;          // Default: this trainer's rank.
   int num_trainers = -1;  // Default: the number of trainers of the job.
+  // DGL's ntype / etype: the node type (relation) the mask or ids are of;
+  // the result is per-type ids. Empty: the graph's only type. A DistTensor
+  // mask brings its own type.
+  std::string type;
 };
 
 // This trainer's share of the nodes selected by `nodes` (a bool/uint8 mask

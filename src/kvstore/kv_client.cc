@@ -103,13 +103,20 @@ Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book) {
   // catalog (a second tensor under an existing name), others garble logs.
   bool printable =
       std::all_of(spec.name.begin(), spec.name.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-  if (spec.name.empty() || spec.name.find('/') != std::string::npos || !printable) {
-    return absl::InvalidArgumentError(
-        fmt::format("bad tensor name {:?}: printable ASCII without '/'", spec.name));
+  const size_t slash = spec.name.find('/');
+  const std::string_view plain =
+      book.is_homogeneous() || slash == std::string::npos
+          ? std::string_view(spec.name)
+          : std::string_view(spec.name).substr(slash + 1);
+  if (plain.empty() || plain.find('/') != std::string::npos || !printable) {
+    return absl::InvalidArgumentError(fmt::format(
+        "bad tensor name {:?}: printable ASCII without '/'{}", spec.name,
+        book.is_homogeneous() ? "" : " after its type (\"<type>/<name>\")"));
   }
   if (spec.policy != shm::Policy::kNode && spec.policy != shm::Policy::kEdge) {
     return absl::InvalidArgumentError("policy must be node or edge");
   }
+  ASSIGN_OR_RETURN(int type, TensorType(book, spec.policy, spec.name));
   if (static_cast<uint32_t>(spec.dtype) > static_cast<uint32_t>(DType::kFloat64)) {
     return absl::InvalidArgumentError(
         fmt::format("unknown dtype {}", static_cast<uint32_t>(spec.dtype)));
@@ -121,11 +128,17 @@ Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book) {
   if ((spec.init == Init::kUniform || spec.init == Init::kNormal) && !IsFloating(spec.dtype)) {
     return absl::InvalidArgumentError("uniform and normal initialisers need a float dtype");
   }
-  int64_t rows = spec.policy == shm::Policy::kNode ? book.num_nodes() : book.num_edges();
+  int64_t rows = NumIds(book, spec.policy, type);
   if (spec.shape.empty() || spec.shape.size() > shm::Catalog::kMaxDims || spec.shape[0] != rows) {
-    return absl::InvalidArgumentError(
-        fmt::format("tensor '{}': shape[0] must be the number of {}s ({}), with 1 to {} dimensions",
-                    spec.name, shm::PolicyName(spec.policy), rows, int{shm::Catalog::kMaxDims}));
+    return absl::InvalidArgumentError(fmt::format(
+        "tensor '{}': shape[0] must be the number of {}s{} ({}), with 1 to {} dimensions",
+        spec.name, shm::PolicyName(spec.policy),
+        book.is_homogeneous()
+            ? ""
+            : fmt::format(" of type '{}'", spec.policy == shm::Policy::kNode
+                                                ? book.ntypes()[type]
+                                                : book.etypes()[type].Canonical()),
+        rows, int{shm::Catalog::kMaxDims}));
   }
   // The size in bytes, checked: a wrapped product would pass every later
   // test with a buffer far too small.
@@ -149,8 +162,78 @@ std::string TensorKey(const InitSpec& spec) {
   return fmt::format("{}/{}", shm::PolicyName(spec.policy), spec.name);
 }
 
-std::pair<int64_t, int64_t> IdRange(const PartitionBook& book, shm::Policy policy, int part) {
-  return policy == shm::Policy::kNode ? book.NodeRange(part) : book.EdgeRange(part);
+namespace {
+
+// The book a server describes in HELLO: its type layout (or, from a server
+// without one, the homogeneous offsets), checked against the offsets.
+StatusOr<PartitionBook> BookOf(const wire::ServerInfo& info, int part) {
+  std::vector<int64_t> nodes(info.node_offsets().begin(), info.node_offsets().end());
+  std::vector<int64_t> edges(info.edge_offsets().begin(), info.edge_offsets().end());
+  if (info.ntypes().empty()) return PartitionBook::Create(nodes, edges, part);
+  TypeLayout layout;
+  layout.ntypes.assign(info.ntypes().begin(), info.ntypes().end());
+  for (const std::string& e : info.etypes()) {
+    ASSIGN_OR_RETURN(EdgeType parsed, ParseEdgeType(e));
+    layout.etypes.push_back(std::move(parsed));
+  }
+  for (const std::string& t : layout.ntypes) RETURN_IF_ERROR(CheckTypeName(t, "node type"));
+  layout.node_counts.assign(info.node_type_counts().begin(), info.node_type_counts().end());
+  layout.edge_counts.assign(info.edge_type_counts().begin(), info.edge_type_counts().end());
+  ASSIGN_OR_RETURN(PartitionBook book, PartitionBook::CreateTyped(std::move(layout), part));
+  if (book.node_offsets() != nodes || book.edge_offsets() != edges) {
+    return absl::DataLossError("type counts disagree with the partition offsets");
+  }
+  return book;
+}
+
+}  // namespace
+
+StatusOr<int> TensorType(const PartitionBook& book, shm::Policy policy, std::string_view name) {
+  if (book.is_homogeneous()) return 0;
+  const size_t slash = name.find('/');
+  const std::string type(name.substr(0, slash));
+  if (slash != std::string::npos) {
+    if (policy == shm::Policy::kNode) {
+      for (int t = 0; t < book.num_ntypes(); ++t) {
+        if (book.ntypes()[t] == type) return t;
+      }
+    } else {
+      for (int r = 0; r < book.num_etypes(); ++r) {
+        if (book.etypes()[r].Canonical() == type) return r;
+      }
+    }
+  }
+  std::vector<std::string> types;
+  if (policy == shm::Policy::kNode) {
+    types = book.ntypes();
+  } else {
+    for (const EdgeType& e : book.etypes()) types.push_back(e.Canonical());
+  }
+  return absl::InvalidArgumentError(fmt::format(
+      "{} tensor '{}' of a heterogeneous graph must be named '<type>/<name>' with one of its {} "
+      "({})",
+      shm::PolicyName(policy), name,
+      policy == shm::Policy::kNode ? "node types" : "canonical relations", fmt::join(types, ", ")));
+}
+
+int64_t NumIds(const PartitionBook& book, shm::Policy policy, int type) {
+  if (type == kAllTypes) return policy == shm::Policy::kNode ? book.num_nodes() : book.num_edges();
+  return policy == shm::Policy::kNode ? book.NumNodesOfType(type) : book.NumEdgesOfType(type);
+}
+
+namespace {
+const std::vector<int64_t>& Offsets(const PartitionBook& book, shm::Policy policy, int type) {
+  if (type == kAllTypes) {
+    return policy == shm::Policy::kNode ? book.node_offsets() : book.edge_offsets();
+  }
+  return policy == shm::Policy::kNode ? book.TypedNodeOffsets(type) : book.TypedEdgeOffsets(type);
+}
+}  // namespace
+
+std::pair<int64_t, int64_t> IdRange(const PartitionBook& book, shm::Policy policy, int type,
+                                    int part) {
+  const std::vector<int64_t>& o = Offsets(book, policy, type);
+  return {o[part], o[part + 1]};
 }
 
 Status CheckTensorKey(const std::string& key) {
@@ -233,11 +316,15 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
       if (pass == 0 && i == 0) {
         client->graph_name_ = info.graph_name();
         client->halo_hops_ = info.halo_hops();
-        std::vector<int64_t> nodes(info.node_offsets().begin(), info.node_offsets().end());
-        std::vector<int64_t> edges(info.edge_offsets().begin(), info.edge_offsets().end());
         int part =
             options.machine_id >= 0 && options.machine_id < num_machines ? options.machine_id : 0;
-        ASSIGN_OR_RETURN(client->book_, PartitionBook::Create(nodes, edges, part));
+        StatusOr<PartitionBook> book = BookOf(info, part);
+        if (!book.ok()) {
+          return absl::DataLossError(fmt::format("{} sent a bad partition book: {}",
+                                                 client->rpc_->endpoint(expected_id),
+                                                 std::string(book.status().message())));
+        }
+        client->book_ = std::move(*book);
       }
     }
   }
@@ -332,21 +419,29 @@ StatusOr<std::vector<TensorMeta>> KvClient::List() {
                                              rpc_->endpoint(server), meta.key,
                                              fmt::join(meta.shape, ", ")));
     }
-    meta.shape[0] = meta.policy == shm::Policy::kNode ? book_.num_nodes() : book_.num_edges();
+    StatusOr<int> type = TensorType(book_, meta.policy, std::string_view(meta.key).substr(5));
+    if (!type.ok()) {
+      return absl::DataLossError(fmt::format("{} lists '{}': {}", rpc_->endpoint(server), meta.key,
+                                             std::string(type.status().message())));
+    }
+    meta.type = *type;
+    meta.shape[0] = NumIds(book_, meta.policy, meta.type);
     meta_cache_[meta.key] = meta;
     out.push_back(std::move(meta));
   }
   return out;
 }
 
-StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, const std::string& what,
+StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, int type,
+                                             const std::string& what,
                                              std::span<const int64_t> ids) const {
   Split split;
   int K = book_.num_partitions();
   split.ids.resize(K);
   split.positions.resize(K);
   bool node = policy == shm::Policy::kNode;
-  int64_t limit = node ? book_.num_nodes() : book_.num_edges();
+  int64_t limit = NumIds(book_, policy, type);
+  const std::vector<int64_t>& offsets = Offsets(book_, policy, type);
   // Two passes (owners, then exact-size fills) instead of growing vectors.
   std::vector<int32_t> owners(ids.size());
   std::vector<size_t> counts(K, 0);
@@ -357,7 +452,8 @@ StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, const std::stri
           fmt::format("id {} (position {}) is out of range for {} ({} {}s)", id, i, what, limit,
                       node ? "node" : "edge"));
     }
-    owners[i] = node ? book_.NodeOwner(id) : book_.EdgeOwner(id);
+    owners[i] = static_cast<int32_t>(std::upper_bound(offsets.begin() + 1, offsets.end(), id) -
+                                     offsets.begin()) - 1;
     ++counts[owners[i]];
   }
   for (int p = 0; p < K; ++p) {
@@ -377,7 +473,7 @@ StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, const std::stri
 Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, void* out) {
   RETURN_IF_ERROR(JobHealth());
   ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
-  ASSIGN_OR_RETURN(Split split, SplitIds(meta.policy, fmt::format("'{}'", meta.key), ids));
+  ASSIGN_OR_RETURN(Split split, SplitIds(meta.policy, meta.type, fmt::format("'{}'", meta.key), ids));
   size_t row_bytes = meta.row_bytes();
   char* dst = static_cast<char*>(out);
   int local_part = local_ ? book_.part_id() : -1;
@@ -394,7 +490,7 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
   size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max(sizeof(int64_t), row_bytes));
   for (int p = 0; p < book_.num_partitions(); ++p) {
     if (p == local_part || split.ids[p].empty()) continue;
-    grouped[p] = GroupIds(split.ids[p], split.positions[p], IdRange(book_, meta.policy, p));
+    grouped[p] = GroupIds(split.ids[p], split.positions[p], IdRange(book_, meta.policy, meta.type, p));
     const std::vector<int64_t>& ids_p = grouped[p].ids;
     for (size_t begin = 0; begin < ids_p.size(); begin += chunk_rows) {
       size_t end = std::min(ids_p.size(), begin + chunk_rows);
@@ -414,7 +510,7 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
       local_status = shard.status();
       return;
     }
-    int64_t first = IdRange(book_, meta.policy, local_part).first;
+    int64_t first = IdRange(book_, meta.policy, meta.type, local_part).first;
     local_->catalog().ReadRows(shard->info, shard->data(), split.ids[local_part], first,
                                split.positions[local_part].data(), dst);
   };
@@ -454,7 +550,7 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
 
 Status KvClient::ScatterRows(const TensorMeta& meta, std::span<const int64_t> ids, const void* rows,
                              const std::function<void(Message*)>& fill, const LocalRows& local) {
-  ASSIGN_OR_RETURN(Split split, SplitIds(meta.policy, fmt::format("'{}'", meta.key), ids));
+  ASSIGN_OR_RETURN(Split split, SplitIds(meta.policy, meta.type, fmt::format("'{}'", meta.key), ids));
   size_t row_bytes = meta.row_bytes();
   const char* src = static_cast<const char*>(rows);
   int local_part = local_ ? book_.part_id() : -1;
@@ -494,7 +590,7 @@ Status KvClient::ScatterRows(const TensorMeta& meta, std::span<const int64_t> id
       local_status = shard.status();
       return;
     }
-    int64_t first = IdRange(book_, meta.policy, local_part).first;
+    int64_t first = IdRange(book_, meta.policy, meta.type, local_part).first;
     local_status = local(*shard, split.ids[local_part], split.positions[local_part].data(), first);
   };
   if (calls.empty()) {

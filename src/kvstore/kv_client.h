@@ -121,7 +121,7 @@ class KvClient : public KvStore {
                                          const int64_t* positions, int64_t first)>;
   Status ScatterRows(const TensorMeta& meta, std::span<const int64_t> ids, const void* rows,
                      const std::function<void(rpc::Message*)>& fill, const LocalRows& local);
-  StatusOr<Split> SplitIds(shm::Policy policy, const std::string& what,
+  StatusOr<Split> SplitIds(shm::Policy policy, int type, const std::string& what,
                            std::span<const int64_t> ids) const;
   // A graph operation over ids split by owner: each remote machine gets
   // make_request(part, ids) in pieces of at most kGraphChunk ids, answered

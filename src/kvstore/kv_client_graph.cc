@@ -148,7 +148,7 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
     ASSIGN_OR_RETURN(TensorMeta meta, Meta("edge/" + request.prob));
     RETURN_IF_ERROR(CheckWeightArray(meta.key, meta.dtype, meta.shape));
   }
-  ASSIGN_OR_RETURN(Split split, SplitIds(shm::Policy::kNode, "sample_neighbors", seeds));
+  ASSIGN_OR_RETURN(Split split, SplitIds(shm::Policy::kNode, kAllTypes, "sample_neighbors", seeds));
   // The edges a machine may pick are its own in-edges, or any out-edges.
   auto exclude_for = [&](int p) {
     if (request.dir == sampling::EdgeDir::kOut) return request.exclude;
@@ -231,7 +231,7 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
 
 Status KvClient::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) {
   RETURN_IF_ERROR(JobHealth());
-  ASSIGN_OR_RETURN(Split split, SplitIds(shm::Policy::kEdge, "find_edges", eids));
+  ASSIGN_OR_RETURN(Split split, SplitIds(shm::Policy::kEdge, kAllTypes, "find_edges", eids));
   auto scatter = [&](int p, size_t begin, std::span<const int64_t> s, std::span<const int64_t> d) {
     const std::vector<int64_t>& positions = split.positions[p];
     for (size_t i = 0; i < s.size(); ++i) {
@@ -264,7 +264,7 @@ Status KvClient::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, i
   RETURN_IF_ERROR(JobHealth());
   bool in = dir == sampling::EdgeDir::kIn;
   ASSIGN_OR_RETURN(Split split,
-                   SplitIds(shm::Policy::kNode, in ? "in_degrees" : "out_degrees", nids));
+                   SplitIds(shm::Policy::kNode, kAllTypes, in ? "in_degrees" : "out_degrees", nids));
   auto scatter = [&](int p, size_t begin, std::span<const int64_t> degrees) {
     for (size_t i = 0; i < degrees.size(); ++i) out[split.positions[p][begin + i]] = degrees[i];
   };

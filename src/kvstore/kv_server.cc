@@ -224,6 +224,11 @@ StatusOr<Message> KvServer::Hello(const Message& request) {
   info->set_max_message_bytes(options_.max_message_bytes);
   for (int64_t v : book_.node_offsets()) info->add_node_offsets(v);
   for (int64_t v : book_.edge_offsets()) info->add_edge_offsets(v);
+  const TypeLayout& layout = book_.layout();
+  for (const std::string& t : layout.ntypes) info->add_ntypes(t);
+  for (const EdgeType& e : layout.etypes) info->add_etypes(e.Canonical());
+  for (int64_t c : layout.node_counts) info->add_node_type_counts(c);
+  for (int64_t c : layout.edge_counts) info->add_edge_type_counts(c);
   return response;
 }
 
@@ -232,7 +237,9 @@ StatusOr<std::vector<int64_t>> KvServer::ToLocalRows(const Shard& shard,
   if (ids.dtype != DType::kInt64 || ids.shape.size() != 1) {
     return absl::InvalidArgumentError("ids must be a 1-d int64 array");
   }
-  auto [begin, end] = IdRange(book_, shard.info.policy, options_.machine_id);
+  ASSIGN_OR_RETURN(int type, TensorType(book_, shard.info.policy,
+                                        std::string_view(shard.info.name).substr(5)));
+  auto [begin, end] = IdRange(book_, shard.info.policy, type, options_.machine_id);
   if (end - begin != shard.info.rows()) {
     return absl::InternalError(fmt::format("'{}' has {} rows but partition {} owns {} ids",
                                            shard.info.name, shard.info.rows(), options_.machine_id,
@@ -349,7 +356,8 @@ StatusOr<Message> KvServer::InitData(const Message& request) {
                 .persistent = args.persistent()};
   RETURN_IF_ERROR(ValidateInitSpec(spec, book_));
   std::string key = TensorKey(spec);
-  auto [first_row, end_row] = IdRange(book_, spec.policy, options_.machine_id);
+  ASSIGN_OR_RETURN(int type, TensorType(book_, spec.policy, spec.name));
+  auto [first_row, end_row] = IdRange(book_, spec.policy, type, options_.machine_id);
   shm::ArrayInfo info;
   info.name = key;
   info.dtype = spec.dtype;

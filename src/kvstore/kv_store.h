@@ -21,11 +21,12 @@
 namespace tessera::kv {
 
 struct TensorMeta {
-  std::string key;  // "node/feat"
+  std::string key;  // "node/feat", or "node/paper/feat" in the typed layout.
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;  // Global shape.
   shm::Policy policy = shm::Policy::kNode;
   bool persistent = true;
+  int type = 0;  // Node type or relation (TensorType); rows are per-type ids.
   size_t row_bytes() const;
 };
 
@@ -118,8 +119,21 @@ Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book);
 // "node/<name>" or "edge/<name>".
 std::string TensorKey(const InitSpec& spec);
 
-// The global ids [begin, end) partition `part` owns under `policy`.
-std::pair<int64_t, int64_t> IdRange(const PartitionBook& book, shm::Policy policy, int part);
+// The node type (relation) whose ids address a tensor's rows. In the
+// homogeneous layout every tensor has type 0 and global ids; in the typed
+// layout (book.is_homogeneous() false) a tensor's name (without "node/" or
+// "edge/") is "<type>/<name>" -- a node type, or a canonical relation
+// "src:rel:dst" -- and its rows are that type's per-type ids, as DGL's
+// "node~paper~feat". InvalidArgument naming the types otherwise.
+StatusOr<int> TensorType(const PartitionBook& book, shm::Policy policy, std::string_view name);
+// The type that stands for the homogeneous id space (graph operations).
+inline constexpr int kAllTypes = -1;
+// The number of rows of a tensor of that type (its type's node / edge count;
+// all of them for kAllTypes).
+int64_t NumIds(const PartitionBook& book, shm::Policy policy, int type);
+// The ids [begin, end) partition `part` owns under `policy` and type.
+std::pair<int64_t, int64_t> IdRange(const PartitionBook& book, shm::Policy policy, int type,
+                                    int part);
 
 // InvalidArgument unless `key` names a node or edge tensor ("node/...", "edge/...").
 Status CheckTensorKey(const std::string& key);

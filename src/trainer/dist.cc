@@ -238,6 +238,8 @@ struct DistTensor::State {
   std::vector<int64_t> shape;
   DType dtype = DType::kFloat32;
   PartPolicy policy = PartPolicy::kNode;
+  int type = 0;
+  std::string type_name;
   bool owner = false;
   bool persistent = true;
 
@@ -256,34 +258,85 @@ struct DistTensor::State {
   }
 };
 
+namespace {
+
+std::string TypeName(const PartitionBook& book, bool node, int type) {
+  return node ? book.ntypes()[type] : book.etypes()[type].Canonical();
+}
+
+// The policy and type of a new tensor (DGL's choice of partition policy).
+std::pair<PartPolicy, int> ChoosePolicy(const PartitionBook& book, const std::string& name,
+                                        int64_t rows, PartPolicy policy,
+                                        const std::string& type) {
+  if (!type.empty()) {
+    if (policy == PartPolicy::kAuto) {
+      auto n = book.NodeTypeId(type);
+      auto e = book.EdgeTypeId(type);
+      if (n.ok() == e.ok()) {
+        throw Error(fmt::format("DistTensor '{}': '{}' is {} a node type and a relation; pass "
+                                "PartPolicy::kNode or kEdge",
+                                name, type, n.ok() ? "both" : "neither"));
+      }
+      policy = n.ok() ? PartPolicy::kNode : PartPolicy::kEdge;
+    }
+    const bool node = policy == PartPolicy::kNode;
+    int t = ValueOrThrow(node ? book.NodeTypeId(type) : book.EdgeTypeId(type),
+                         fmt::format("DistTensor '{}'", name));
+    return {policy, t};
+  }
+  // Candidates: every (policy, type) whose count is `rows`.
+  std::vector<std::pair<PartPolicy, int>> fits;
+  std::vector<std::string> sizes;
+  for (PartPolicy p : {PartPolicy::kNode, PartPolicy::kEdge}) {
+    if (policy != PartPolicy::kAuto && policy != p) continue;
+    const bool node = p == PartPolicy::kNode;
+    const int num_types = node ? book.num_ntypes() : book.num_etypes();
+    for (int t = 0; t < num_types; ++t) {
+      const int64_t count = node ? book.NumNodesOfType(t) : book.NumEdgesOfType(t);
+      sizes.push_back(fmt::format("{} '{}': {}", node ? "nodes" : "edges", TypeName(book, node, t),
+                                  count));
+      if (count == rows) fits.push_back({p, t});
+    }
+  }
+  if (fits.size() == 1) return fits[0];
+  if (fits.empty()) {
+    throw Error(fmt::format("DistTensor '{}': shape[0] = {} is not the count of any {} ({})", name,
+                            rows,
+                            policy == PartPolicy::kAuto   ? "node type or relation"
+                            : policy == PartPolicy::kNode ? "node type"
+                                                          : "relation",
+                            fmt::join(sizes, ", ")));
+  }
+  throw Error(fmt::format("DistTensor '{}': shape[0] = {} fits several types ({}); pass the policy "
+                          "and the type",
+                          name, rows, fmt::join(sizes, ", ")));
+}
+
+}  // namespace
+
 DistTensor::DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::string name, Init init,
-                       PartPolicy policy, bool persistent) {
+                       PartPolicy policy, bool persistent, const std::string& type) {
   auto state = std::make_shared<State>();
   state->context = CurrentContext();
   kv::KvStore& store = state->store();
   if (shape.empty()) throw Error("DistTensor: shape must have at least one dimension");
-  int64_t nodes = store.book().num_nodes(), edges = store.book().num_edges();
-  if (policy == PartPolicy::kAuto) {
-    bool node = shape[0] == nodes, edge = shape[0] == edges;
-    if (node && edge) {
-      throw Error(
-          fmt::format("DistTensor '{}': shape[0] = {} is both the number of nodes and of "
-                      "edges; pass PartPolicy::kNode or kEdge",
-                      name, shape[0]));
-    }
-    if (!node && !edge) {
-      throw Error(
-          fmt::format("DistTensor '{}': shape[0] = {} is neither the number of nodes ({}) "
-                      "nor of edges ({})",
-                      name, shape[0], nodes, edges));
-    }
-    policy = node ? PartPolicy::kNode : PartPolicy::kEdge;
+  const PartitionBook& book = store.book();
+  auto [chosen, type_id] = ChoosePolicy(book, name, shape[0], policy, type);
+  policy = chosen;
+  const bool node = policy == PartPolicy::kNode;
+  const int64_t rows = node ? book.NumNodesOfType(type_id) : book.NumEdgesOfType(type_id);
+  if (shape[0] != rows) {
+    throw Error(fmt::format("DistTensor '{}': shape[0] = {} but {} '{}' has {} {}", name, shape[0],
+                            node ? "node type" : "relation", TypeName(book, node, type_id), rows,
+                            node ? "nodes" : "edges"));
   }
   if (name.empty()) {
     if (persistent) throw Error("DistTensor: an anonymous tensor cannot be persistent");
     name = fmt::format("anonymous-{}", g_anonymous.fetch_add(1));
   }
-  kv::InitSpec spec{.name = name,
+  const std::string stored =
+      book.is_homogeneous() ? name : TypeName(book, node, type_id) + "/" + name;
+  kv::InitSpec spec{.name = stored,
                     .dtype = ToDType(dtype),
                     .shape = shape,
                     .policy = policy == PartPolicy::kNode ? shm::Policy::kNode : shm::Policy::kEdge,
@@ -293,8 +346,10 @@ DistTensor::DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::stri
                     .seed = init.seed,
                     .persistent = persistent};
   bool created = ValueOrThrow(store.InitData(spec), fmt::format("DistTensor '{}'", name));
-  state->key = fmt::format("{}/{}", shm::PolicyName(spec.policy), name);
+  state->key = fmt::format("{}/{}", shm::PolicyName(spec.policy), stored);
   state->name = name;
+  state->type = type_id;
+  state->type_name = TypeName(book, node, type_id);
   state->shape = std::move(shape);
   state->dtype = spec.dtype;
   state->policy = policy;
@@ -346,6 +401,7 @@ torch::Dtype DistTensor::dtype() const { return ToTorch(state_->dtype); }
 const std::string& DistTensor::name() const { return state_->name; }
 PartPolicy DistTensor::part_policy() const { return state_->policy; }
 const std::string& DistTensor::key() const { return state_->key; }
+const std::string& DistTensor::type_name() const { return state_->type_name; }
 bool DistTensor::created() const { return state_->owner; }
 kv::KvStore& DistTensor::store() const { return state_->store(); }
 
@@ -380,9 +436,30 @@ int DistGraph::rank() const { return context_->rank_; }
 void DistGraph::barrier() const { ThrowIfError(context_->store_->Barrier(), "barrier"); }
 
 DistTensor DistGraph::Data(const std::string& prefix, const std::string& name) const {
-  std::string key = prefix + "/" + name;
-  kv::TensorMeta meta = ValueOrThrow(context_->store_->Meta(key),
-                                     fmt::format("{}data", prefix[0] == 'n' ? "n" : "e"));
+  const PartitionBook& book = partition_book();
+  const bool node = prefix == "node";
+  if (!book.is_homogeneous()) {
+    const int count = node ? book.num_ntypes() : book.num_etypes();
+    if (count != 1) {
+      std::vector<std::string> types;
+      for (int t = 0; t < count; ++t) types.push_back(TypeName(book, node, t));
+      throw Error(fmt::format("{}data: the graph has {} {} ({}); use {}(type).data(\"{}\")",
+                              node ? "n" : "e", count, node ? "node types" : "relations",
+                              fmt::join(types, ", "), node ? "nodes" : "edges", name));
+    }
+  }
+  return TypeData(node, 0, name);
+}
+
+DistTensor DistGraph::TypeData(bool node, int type, const std::string& name) const {
+  const PartitionBook& book = partition_book();
+  const std::string type_name = TypeName(book, node, type);
+  const std::string stored = book.is_homogeneous() ? name : type_name + "/" + name;
+  std::string key = fmt::format("{}/{}", node ? "node" : "edge", stored);
+  kv::TensorMeta meta = ValueOrThrow(
+      context_->store_->Meta(key),
+      book.is_homogeneous() ? fmt::format("{}data", node ? "n" : "e")
+                            : fmt::format("{}('{}').data", node ? "nodes" : "edges", type_name));
   auto state = std::make_shared<DistTensor::State>();
   state->context = context_;
   state->key = key;
@@ -390,6 +467,8 @@ DistTensor DistGraph::Data(const std::string& prefix, const std::string& name) c
   state->shape = meta.shape;
   state->dtype = meta.dtype;
   state->policy = meta.policy == shm::Policy::kNode ? PartPolicy::kNode : PartPolicy::kEdge;
+  state->type = type;
+  state->type_name = type_name;
   return DistTensor(std::move(state));
 }
 
@@ -397,7 +476,9 @@ DistTensor DistGraph::ndata(const std::string& name) const { return Data("node",
 DistTensor DistGraph::edata(const std::string& name) const { return Data("edge", name); }
 
 std::map<std::string, AttrScheme> DistGraph::Schemes(const std::string& prefix) const {
-  std::map<std::string, AttrScheme> out;
+  const PartitionBook& book = partition_book();
+  if (book.is_homogeneous()) return TypeSchemes(prefix == "node", 0);
+  std::map<std::string, AttrScheme> out;  // "<type>/<name>" on a heterograph.
   for (const kv::TensorMeta& meta : ValueOrThrow(context_->store_->List(), "attribute schemes")) {
     if (meta.key.rfind(prefix + "/", 0) != 0) continue;
     out[meta.key.substr(prefix.size() + 1)] = {
@@ -406,8 +487,134 @@ std::map<std::string, AttrScheme> DistGraph::Schemes(const std::string& prefix) 
   return out;
 }
 
+std::map<std::string, AttrScheme> DistGraph::TypeSchemes(bool node, int type) const {
+  const PartitionBook& book = partition_book();
+  const std::string prefix =
+      fmt::format("{}/{}", node ? "node" : "edge",
+                  book.is_homogeneous() ? "" : TypeName(book, node, type) + "/");
+  std::map<std::string, AttrScheme> out;
+  for (const kv::TensorMeta& meta : ValueOrThrow(context_->store_->List(), "attribute schemes")) {
+    if (meta.key.rfind(prefix, 0) != 0) continue;
+    out[meta.key.substr(prefix.size())] = {
+        std::vector<int64_t>(meta.shape.begin() + 1, meta.shape.end()), ToTorch(meta.dtype)};
+  }
+  return out;
+}
+
 std::map<std::string, AttrScheme> DistGraph::node_attr_schemes() const { return Schemes("node"); }
 std::map<std::string, AttrScheme> DistGraph::edge_attr_schemes() const { return Schemes("edge"); }
+
+const std::vector<std::string>& DistGraph::ntypes() const { return partition_book().ntypes(); }
+
+std::vector<std::string> DistGraph::etypes() const {
+  std::vector<std::string> out;
+  for (const EdgeType& e : partition_book().etypes()) out.push_back(e.relation);
+  return out;
+}
+
+const std::vector<EdgeType>& DistGraph::canonical_etypes() const {
+  return partition_book().etypes();
+}
+
+int DistGraph::get_ntype_id(const std::string& ntype) const {
+  return ValueOrThrow(partition_book().NodeTypeId(ntype), "DistGraph");
+}
+
+int DistGraph::get_etype_id(const std::string& etype) const {
+  return ValueOrThrow(partition_book().EdgeTypeId(etype), "DistGraph");
+}
+
+EdgeType DistGraph::to_canonical_etype(const std::string& etype) const {
+  return partition_book().etypes()[get_etype_id(etype)];
+}
+
+int64_t DistGraph::num_nodes(const std::string& ntype) const {
+  return partition_book().NumNodesOfType(get_ntype_id(ntype));
+}
+
+int64_t DistGraph::num_edges(const std::string& etype) const {
+  return partition_book().NumEdgesOfType(get_etype_id(etype));
+}
+
+DistGraph::TypeView DistGraph::nodes(const std::string& ntype) const {
+  int t = get_ntype_id(ntype);
+  return TypeView(this, true, t, ntypes()[t]);
+}
+
+DistGraph::TypeView DistGraph::edges(const std::string& etype) const {
+  int r = get_etype_id(etype);
+  return TypeView(this, false, r, canonical_etypes()[r].Canonical());
+}
+
+DistTensor DistGraph::TypeView::data(const std::string& name) const {
+  return graph_->TypeData(node_, type_, name);
+}
+
+std::map<std::string, AttrScheme> DistGraph::TypeView::schemes() const {
+  return graph_->TypeSchemes(node_, type_);
+}
+
+namespace {
+
+std::pair<torch::Tensor, torch::Tensor> ToPerType(const PartitionBook& book, const torch::Tensor& ids,
+                                                  bool node) {
+  torch::Tensor flat = AsIds(ids, node ? "map_to_per_ntype" : "map_to_per_etype");
+  const int64_t n = flat.size(0), limit = node ? book.num_nodes() : book.num_edges();
+  torch::Tensor types = torch::empty({n}, torch::kInt64);
+  torch::Tensor per = torch::empty({n}, torch::kInt64);
+  const int64_t* in = flat.data_ptr<int64_t>();
+  int64_t* t = types.data_ptr<int64_t>();
+  int64_t* o = per.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (in[i] < 0 || in[i] >= limit) {
+      throw Error(fmt::format("{}: id {} (position {}) is not in [0, {})",
+                              node ? "map_to_per_ntype" : "map_to_per_etype", in[i], i, limit));
+    }
+    auto [type, id] = node ? book.MapToPerNtype(in[i]) : book.MapToPerEtype(in[i]);
+    t[i] = type;
+    o[i] = id;
+  }
+  return {types, per};
+}
+
+torch::Tensor ToHomo(const PartitionBook& book, const torch::Tensor& ids, bool node, int type,
+                     const std::string& type_name) {
+  torch::Tensor flat = AsIds(ids, node ? "map_to_homo_nid" : "map_to_homo_eid");
+  const int64_t n = flat.size(0);
+  const int64_t limit = node ? book.NumNodesOfType(type) : book.NumEdgesOfType(type);
+  torch::Tensor out = torch::empty({n}, torch::kInt64);
+  const int64_t* in = flat.data_ptr<int64_t>();
+  int64_t* o = out.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (in[i] < 0 || in[i] >= limit) {
+      throw Error(fmt::format("{}: id {} (position {}) is not a '{}' id (there are {})",
+                              node ? "map_to_homo_nid" : "map_to_homo_eid", in[i], i, type_name,
+                              limit));
+    }
+    o[i] = node ? book.MapToHomoNid(type, in[i]) : book.MapToHomoEid(type, in[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> DistGraph::map_to_per_ntype(const torch::Tensor& nids) const {
+  return ToPerType(partition_book(), nids, true);
+}
+
+std::pair<torch::Tensor, torch::Tensor> DistGraph::map_to_per_etype(const torch::Tensor& eids) const {
+  return ToPerType(partition_book(), eids, false);
+}
+
+torch::Tensor DistGraph::map_to_homo_nid(const torch::Tensor& ids, const std::string& ntype) const {
+  int t = get_ntype_id(ntype);
+  return ToHomo(partition_book(), ids, true, t, ntypes()[t]);
+}
+
+torch::Tensor DistGraph::map_to_homo_eid(const torch::Tensor& ids, const std::string& etype) const {
+  int r = get_etype_id(etype);
+  return ToHomo(partition_book(), ids, false, r, canonical_etypes()[r].Canonical());
+}
 
 // ------------------------------------------------------------ graph operations
 
@@ -714,28 +921,61 @@ std::vector<int64_t> SelectedFromDist(const DistTensor& mask, int64_t total, con
 
 }  // namespace
 
+namespace {
+
+// The type a split is of: options.type, else the only one.
+int SplitType(const PartitionBook& book, bool node, const std::string& type, const char* what) {
+  if (!type.empty()) {
+    return ValueOrThrow(node ? book.NodeTypeId(type) : book.EdgeTypeId(type), what);
+  }
+  const int count = node ? book.num_ntypes() : book.num_etypes();
+  if (count == 1) return 0;
+  std::vector<std::string> types;
+  for (int t = 0; t < count; ++t) types.push_back(TypeName(book, node, t));
+  throw Error(fmt::format("{}: the graph has {} {} ({}); say which in SplitOptions::type", what,
+                          count, node ? "node types" : "relations", fmt::join(types, ", ")));
+}
+
+torch::Tensor SplitTyped(const torch::Tensor* ids, const DistTensor* mask,
+                         const PartitionBook& book, const SplitOptions& options, bool node) {
+  const char* what = node ? "node_split" : "edge_split";
+  int t = 0;
+  if (mask) {
+    t = node ? book.NodeTypeId(mask->type_name()).value_or(0)
+             : book.EdgeTypeId(mask->type_name()).value_or(0);
+    if (!options.type.empty() && SplitType(book, node, options.type, what) != t) {
+      throw Error(fmt::format("{}: the mask '{}' is of type '{}', not '{}'", what, mask->name(),
+                              mask->type_name(), options.type));
+    }
+  } else {
+    t = SplitType(book, node, options.type, what);
+  }
+  const std::vector<int64_t>& offsets = node ? book.TypedNodeOffsets(t) : book.TypedEdgeOffsets(t);
+  const int64_t total = offsets.back();
+  return Split(mask ? SelectedFromDist(*mask, total, what) : Selected(*ids, total, what), offsets,
+               total, options, what);
+}
+
+}  // namespace
+
 torch::Tensor node_split(const torch::Tensor& nodes, const PartitionBook& book,
                          const SplitOptions& options) {
-  return Split(Selected(nodes, book.num_nodes(), "node_split"), book.node_offsets(),
-               book.num_nodes(), options, "node_split");
+  return SplitTyped(&nodes, nullptr, book, options, true);
 }
 
 torch::Tensor edge_split(const torch::Tensor& edges, const PartitionBook& book,
                          const SplitOptions& options) {
-  return Split(Selected(edges, book.num_edges(), "edge_split"), book.edge_offsets(),
-               book.num_edges(), options, "edge_split");
+  return SplitTyped(&edges, nullptr, book, options, false);
 }
 
 torch::Tensor node_split(const DistTensor& mask, const PartitionBook& book,
                          const SplitOptions& options) {
-  return Split(SelectedFromDist(mask, book.num_nodes(), "node_split"), book.node_offsets(),
-               book.num_nodes(), options, "node_split");
+  return SplitTyped(nullptr, &mask, book, options, true);
 }
 
 torch::Tensor edge_split(const DistTensor& mask, const PartitionBook& book,
                          const SplitOptions& options) {
-  return Split(SelectedFromDist(mask, book.num_edges(), "edge_split"), book.edge_offsets(),
-               book.num_edges(), options, "edge_split");
+  return SplitTyped(nullptr, &mask, book, options, false);
 }
 
 }  // namespace tessera::dist

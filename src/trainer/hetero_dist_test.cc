@@ -1,0 +1,195 @@
+// File: src/trainer/hetero_dist_test.cc
+//
+// The trainer API on a heterogeneous graph (a small generated ogbn-mag
+// shape), standalone on a one-part partition and distributed against two KV
+// servers (threads of this process, real sockets and shared memory) serving
+// a two-part partition: types, per-type counts, nodes(ntype).data / edges,
+// typed DistTensors, per-type node_split and the id mappings, each checked
+// against the partition's files.
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "include/tessera/dist.h"
+#include "src/base/test_util.h"
+#include "src/graph/hetero_generator.h"
+#include "src/graph/npy.h"
+#include "src/graph/readers.h"
+#include "src/kvstore/test_cluster.h"
+#include "src/partition/load_partition.h"
+
+namespace tessera::dist {
+namespace {
+
+struct MagFixture {
+  std::string config;
+  Graph graph;  // The input, for reference.
+  std::vector<int64_t> orig_nids;
+};
+
+// Generates a 3000-node mag-shaped graph and partitions it into `parts`.
+MagFixture MakeMag(const std::string& dir, int parts) {
+  MagFixture f;
+  HeteroGenerateOptions o;
+  o.num_nodes = 3000;
+  o.feat_dim = 8;
+  o.num_classes = 5;
+  o.num_threads = 1;
+  auto stats = GenerateMagGraph(o, dir + "/mag");
+  EXPECT_TRUE(stats.ok()) << stats.status();
+  auto graph = ReadGraph(dir + "/mag");
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  PartitionOptions po;
+  po.return_mapping = true;
+  auto result = PartitionGraph(*graph, "mag", parts, dir + "/parts", po);
+  EXPECT_TRUE(result.ok()) << result.status();
+  f.config = result.ok() ? result->config_path : "";
+  f.graph = std::move(*graph);
+  auto nids = ReadNpy(dir + "/parts/orig_nids.npy");
+  EXPECT_TRUE(nids.ok());
+  auto s = nids->span<int64_t>();
+  f.orig_nids.assign(s.begin(), s.end());
+  return f;
+}
+
+void Check(const MagFixture& f, int rank, int world) {
+  DistGraph g("mag", f.config);
+  const Graph& in = f.graph;
+  EXPECT_EQ(g.ntypes(), in.ntypes);
+  ASSERT_EQ(g.canonical_etypes(), in.etypes);
+  EXPECT_EQ(g.etypes()[0], in.etypes[0].relation);
+  EXPECT_EQ(g.num_nodes(), in.num_nodes);
+  for (size_t t = 0; t < in.ntypes.size(); ++t) {
+    EXPECT_EQ(g.num_nodes(in.ntypes[t]), in.ntype_offsets[t + 1] - in.ntype_offsets[t]);
+  }
+  for (size_t r = 0; r < in.etypes.size(); ++r) {
+    EXPECT_EQ(g.num_edges(in.etypes[r].Canonical()), in.etype_offsets[r + 1] - in.etype_offsets[r]);
+  }
+  EXPECT_EQ(g.num_edges("writes"), g.num_edges("author:writes:paper"));
+  EXPECT_EQ(g.to_canonical_etype("cites").Canonical(), "paper:cites:paper");
+  EXPECT_THROW(g.num_nodes("venue"), Error);
+  try {
+    g.ndata("feat");
+    FAIL() << "ndata on a heterograph";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the graph has 4 node types"), std::string::npos)
+        << e.what();
+  }
+
+  // Paper features by per-type id equal the input's rows of the same paper.
+  const int paper = g.get_ntype_id("paper");
+  auto schemes = g.nodes("paper").schemes();
+  ASSERT_TRUE(schemes.count("feat"));
+  EXPECT_EQ(schemes["feat"].shape, (std::vector<int64_t>{8}));
+  EXPECT_TRUE(g.nodes("author").schemes().empty());
+  const int64_t papers = g.num_nodes("paper");
+  torch::Tensor ids = torch::tensor({int64_t{0}, papers - 1, papers / 2, int64_t{3}});
+  torch::Tensor feat = g.nodes("paper").data("feat")[ids];
+  torch::Tensor homo = g.map_to_homo_nid(ids, "paper");
+  const Array& input_feat = in.ntype_data[paper].at("feat");
+  for (int64_t i = 0; i < ids.size(0); ++i) {
+    const int64_t orig = f.orig_nids[homo[i].item<int64_t>()] - in.ntype_offsets[paper];
+    torch::Tensor want = torch::from_blob(
+        const_cast<float*>(input_feat.span<float>().data() + orig * 8), {8}, torch::kFloat32);
+    EXPECT_TRUE(torch::equal(feat[i], want)) << "paper " << ids[i].item<int64_t>();
+  }
+  auto [types, per] = g.map_to_per_ntype(homo);
+  EXPECT_TRUE(torch::equal(types, torch::full({4}, paper, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(per, ids));
+  EXPECT_THROW(g.map_to_homo_nid(torch::tensor({papers}), "paper"), Error);
+
+  // A learned embedding for the featureless authors (DGL's DistEmbedding on
+  // ogbn-mag): a typed tensor addressed by author ids.
+  const int64_t authors = g.num_nodes("author");
+  {
+    DistTensor emb({authors, 4}, torch::kFloat32, "emb", Init::Uniform(-1, 1, 3), PartPolicy::kAuto,
+                   false, "author");
+    EXPECT_EQ(emb.type_name(), "author");
+    EXPECT_EQ(emb.key(), "node/author/emb");
+    torch::Tensor rows = torch::full({2, 4}, 7.0f);
+    if (rank == 0) emb.set(torch::tensor({int64_t{0}, authors - 1}), rows);
+    g.barrier();
+    EXPECT_TRUE(torch::equal(emb[torch::tensor({authors - 1, int64_t{0}})], rows));
+    EXPECT_THROW(emb[torch::tensor({authors})], Error);
+    // Shape must match the type; a count that fits no type is an error.
+    EXPECT_THROW(DistTensor({authors + 1, 4}, torch::kFloat32, "bad", Init::Zeros(),
+                            PartPolicy::kNode, false, "author"),
+                 Error);
+    EXPECT_THROW(DistTensor({7, 4}, torch::kFloat32, "bad"), Error);
+    // An edge tensor of one relation, found by its count when unique.
+    DistTensor w({g.num_edges("paper:has_topic:field_of_study")}, torch::kFloat32, "w",
+                 Init::Zeros(), PartPolicy::kEdge, false, "has_topic");
+    EXPECT_EQ(w.key(), "edge/paper:has_topic:field_of_study/w");
+    g.barrier();
+  }
+
+  // Per-type node_split: every training paper goes to exactly one trainer.
+  torch::Tensor mask = g.nodes("paper").data("train_mask")[torch::arange(papers)];
+  SplitOptions so;
+  so.type = "paper";
+  so.rank = rank;
+  so.num_trainers = world;
+  torch::Tensor mine = node_split(mask, g.partition_book(), so);
+  EXPECT_GT(mine.size(0), 0);
+  EXPECT_TRUE(mask.index_select(0, mine).to(torch::kBool).all().item<bool>());
+  int64_t total = mask.to(torch::kInt64).sum().item<int64_t>();
+  int64_t count = 0;
+  for (int r = 0; r < world; ++r) {
+    so.rank = r;
+    count += node_split(mask, g.partition_book(), so).size(0);
+  }
+  EXPECT_EQ(count, total);
+  so.type = "";
+  EXPECT_THROW(node_split(mask, g.partition_book(), so), Error);  // Which type?
+  SplitOptions from_dist;
+  from_dist.rank = rank;
+  from_dist.num_trainers = world;
+  torch::Tensor same = node_split(g.nodes("paper").data("train_mask"), g.partition_book(),
+                                  from_dist);
+  EXPECT_TRUE(torch::equal(same, mine));
+}
+
+std::function<const char*(const char*)> NoEnv() {
+  return [](const char*) -> const char* { return nullptr; };
+}
+
+TEST(HeteroDistTest, Standalone) {
+  tessera::testing::TempDir dir;
+  MagFixture f = MakeMag(dir.path(), 1);
+  initialize("", {.getenv = NoEnv()});
+  Check(f, 0, 1);
+  exit_client();
+}
+
+TEST(HeteroDistTest, Distributed) {
+  tessera::testing::TempDir dir;
+  MagFixture f = MakeMag(dir.path(), 2);
+  kv::testing::TestCluster cluster(f.config, 2, 1);
+  std::string ip_config = dir / "ip_config.txt";
+  {
+    std::ofstream out(ip_config);
+    for (const std::string& e : cluster.endpoints()) {
+      out << "127.0.0.1 " << e.substr(e.rfind(':') + 1) << "\n";
+    }
+  }
+  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", cluster.job()},
+                                            {"TESSERA_JOB_TOKEN", "t"},
+                                            {"TESSERA_JOB_KEY", cluster.key()},
+                                            {"TESSERA_IP_CONFIG", ip_config},
+                                            {"TESSERA_PART_CONFIG", f.config},
+                                            {"TESSERA_NUM_SERVERS", "1"},
+                                            {"TESSERA_MACHINE_ID", "0"},
+                                            {"RANK", "0"},
+                                            {"WORLD_SIZE", "1"}};
+  auto ctx = initialize("", {.getenv = [&](const char* n) -> const char* {
+                          auto it = env.find(n);
+                          return it == env.end() ? nullptr : it->second.c_str();
+                        }});
+  ASSERT_FALSE(ctx->standalone());
+  Check(f, 0, 2);
+  exit_client();
+}
+
+}  // namespace
+}  // namespace tessera::dist
