@@ -45,6 +45,8 @@ StatusOr<Inspection> InspectPartitions(const std::string& config_path) {
   in.num_edges = config.num_edges;
   in.halo_hops = config.halo_hops;
   in.balanced_array = config.balance_ntypes;
+  in.ntypes = config.layout.ntypes;
+  for (const EdgeType& e : config.layout.etypes) in.etypes.push_back(e.Canonical());
   for (int p = 0; p < config.num_parts; ++p) {
     ASSIGN_OR_RETURN(LocalPartition lp, LoadPartition(config_path, p, {.load_feats = true}));
     PartInspection part;
@@ -54,10 +56,30 @@ StatusOr<Inspection> InspectPartitions(const std::string& config_path) {
     part.local_edges = lp.num_local_edges();
     auto indptr = lp.indptrs();
     auto src = lp.src_locals();
-    for (int64_t k = 0; k < indptr[part.inner_nodes]; ++k)
-      part.cut_edges += src[k] >= part.inner_nodes;
-    if (!in.balanced_array.empty() && lp.node_data.count(in.balanced_array)) {
-      part.balanced_count = CountNonZero(lp.node_data.at(in.balanced_array));
+    const int nt = static_cast<int>(in.ntypes.size()), et = static_cast<int>(in.etypes.size());
+    for (int t = 0; t < nt; ++t) {
+      auto [a, b] = lp.book.NodeTypeRange(t, p);
+      part.type_nodes.push_back(b - a);
+    }
+    for (int r = 0; r < et; ++r) {
+      auto [a, b] = lp.book.EdgeTypeRange(r, p);
+      part.type_edges.push_back(b - a);
+    }
+    part.type_cut_edges.assign(et, 0);
+    std::span<const int32_t> etype;
+    if (config.typed()) etype = lp.etype.span<int32_t>();
+    for (int64_t k = 0; k < indptr[part.inner_nodes]; ++k) {
+      const bool cut = src[k] >= part.inner_nodes;
+      part.cut_edges += cut;
+      part.type_cut_edges[etype.empty() ? 0 : etype[k]] += cut;
+    }
+    if (!in.balanced_array.empty()) {
+      for (const auto& [name, array] : lp.node_data) {  // "<type>/<name>" on a heterograph.
+        auto type = config.NodeArrayType(name);
+        if (type.ok() && type->second == in.balanced_array) {
+          part.balanced_count += CountNonZero(array);
+        }
+      }
     }
     part.bytes_on_disk = DirectorySize(config.dir + "/" + StrCat("part", p));
     in.edge_cut += part.cut_edges;
@@ -84,6 +106,25 @@ std::string Inspection::ToText() const {
                        FormatBytes(x.bytes_on_disk),
                        balanced_array.empty() ? "" : fmt::format(" {:>12}", x.balanced_count));
   }
+  if (ntypes.size() > 1 || etypes.size() > 1) {
+    out += "inner nodes / edges per type and part (max/mean)\n";
+    for (size_t t = 0; t < ntypes.size() + etypes.size(); ++t) {
+      const bool node = t < ntypes.size();
+      const size_t i = node ? t : t - ntypes.size();
+      std::vector<int64_t> counts;
+      for (const auto& x : parts) counts.push_back(node ? x.type_nodes[i] : x.type_edges[i]);
+      int64_t cut = 0;
+      for (const auto& x : parts) cut += node ? 0 : x.type_cut_edges[i];
+      double sum = 0, max = 0;
+      for (int64_t c : counts) {
+        sum += static_cast<double>(c);
+        max = std::max(max, static_cast<double>(c));
+      }
+      out += fmt::format("  {:<40} {} ({:.3f}){}\n", node ? ntypes[i] : etypes[i],
+                         fmt::join(counts, " "), sum > 0 ? max / (sum / counts.size()) : 1.0,
+                         node ? "" : fmt::format(", cut {}", cut));
+    }
+  }
   out += fmt::format("edge cut: {} ({:.2f}% of edges)\n", edge_cut, 100 * edge_cut_fraction());
   out += fmt::format("balance (max/mean): nodes {:.3f}, edges {:.3f}", node_balance, edge_balance);
   if (!balanced_array.empty())
@@ -101,6 +142,9 @@ std::string Inspection::ToJson() const {
                           {"local_edges", x.local_edges},
                           {"cut_edges", x.cut_edges},
                           {"balanced_count", x.balanced_count},
+                          {"type_nodes", x.type_nodes},
+                          {"type_edges", x.type_edges},
+                          {"type_cut_edges", x.type_cut_edges},
                           {"bytes_on_disk", x.bytes_on_disk}});
   }
   nlohmann::json j = {{"graph_name", graph_name},
@@ -115,6 +159,8 @@ std::string Inspection::ToJson() const {
                       {"balanced_array", balanced_array},
                       {"balanced_array_balance", balanced_array_balance},
                       {"bytes_on_disk", bytes_on_disk},
+                      {"ntypes", ntypes},
+                      {"etypes", etypes},
                       {"parts", parts_json}};
   return j.dump(1);
 }

@@ -23,6 +23,10 @@ struct PartInspection {
   int64_t cut_edges = 0;       // Inner edges whose source is a HALO node.
   int64_t balanced_count = 0;  // Non-zero entries of the balanced array.
   int64_t bytes_on_disk = 0;
+  // Per node type / relation (one entry each on a homogeneous graph).
+  std::vector<int64_t> type_nodes;     // Inner nodes of each type.
+  std::vector<int64_t> type_edges;     // Inner edges of each relation.
+  std::vector<int64_t> type_cut_edges; // Of those, with a HALO source.
 };
 
 struct Inspection {
@@ -39,6 +43,8 @@ struct Inspection {
   double edge_balance = 0;
   double balanced_array_balance = 0;
   int64_t bytes_on_disk = 0;
+  std::vector<std::string> ntypes;  // Type-id order.
+  std::vector<std::string> etypes;  // Canonical, relation-id order.
 
   double edge_cut_fraction() const { return num_edges ? double(edge_cut) / num_edges : 0; }
   // A human-readable table.

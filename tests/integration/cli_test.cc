@@ -106,6 +106,38 @@ TEST(Cli, GenerateWritesTheRequestedGraph) {
   EXPECT_EQ(ReadNpyHeader(dir / "g/src.npy")->shape, (std::vector<int64_t>{40000}));
 }
 
+TEST(Cli, HeteroGraphGeneratePartitionInspect) {
+  TempDir dir;
+  CliRun gen = Tessera("generate --hetero --num-nodes 6000 --feat-dim 4 --out " + dir / "mag");
+  ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  CliRun part = Tessera("partition --input " + dir / "mag" +
+                        " --graph-name mag --num-parts 2 --balance-ntypes train_mask --out " +
+                        dir / "parts");
+  ASSERT_EQ(part.exit_code, 0) << part.output;
+  for (int p = 0; p < 2; ++p) {
+    auto lp = LoadPartition(dir / "parts/mag.json", p);
+    ASSERT_TRUE(lp.ok()) << lp.status();
+    EXPECT_TRUE(lp->config.typed());
+    EXPECT_EQ(lp->config.layout.ntypes,
+              (std::vector<std::string>{"paper", "author", "institution", "field_of_study"}));
+    EXPECT_TRUE(lp->node_data.count("paper/feat"));
+    EXPECT_EQ(lp->etype.rows(), lp->num_local_edges());
+  }
+  CliRun inspect = Tessera("inspect " + dir / "parts/mag.json");
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
+  EXPECT_NE(inspect.output.find("author:writes:paper"), std::string::npos) << inspect.output;
+  EXPECT_NE(inspect.output.find("field_of_study"), std::string::npos) << inspect.output;
+  CliRun json = Tessera("inspect --json " + dir / "parts/mag.json");
+  ASSERT_EQ(json.exit_code, 0);
+  EXPECT_NE(json.output.find("\"type_cut_edges\""), std::string::npos);
+  // The homogeneous transformations do not apply to typed input.
+  CliRun undirected = Tessera("partition --input " + dir / "mag" +
+                              " --graph-name mag --num-parts 2 --undirected --out " +
+                              dir / "parts2");
+  EXPECT_NE(undirected.exit_code, 0);
+  EXPECT_FALSE(PathExists(dir / "parts2/mag.json"));
+}
+
 // Each bad input: the message must contain `expect`, the exit code must be
 // non-zero, and no partition config may exist afterwards.
 struct BadCase {
