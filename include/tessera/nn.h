@@ -87,6 +87,57 @@ class SAGEImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SAGE);
 
+// ---------------------------------------------------------------- R-GCN
+
+// The relation of every edge of a block (DGL's block.edata[dgl.ETYPE]):
+// int64 [num_edges], relation ids of `g`'s partition book.
+torch::Tensor block_etypes(const dist::DistGraph& g, const dist::Block& block);
+
+// DGL's RelGraphConv with the basis regulariser and a self loop (Schlichtkrull
+// et al.): h_dst' = sum over in-edges e = (s -> d) of relation r of
+// norm_e * W_r h_src[s] + W_self h_dst + b, where W_r = sum_k coeff[r, k] V_k
+// (num_bases in [1, num_rels); num_bases <= 0 or >= num_rels gives every
+// relation its own weight) and norm_e = 1 / (d's in-edges of relation r), the
+// per-relation mean of DGL's entity-classification example.
+class RelGraphConvImpl : public torch::nn::Module {
+ public:
+  RelGraphConvImpl(int64_t in_feats, int64_t out_feats, int64_t num_rels, int64_t num_bases = -1,
+                   bool self_loop = true, bool bias = true);
+  // h_src: [block.num_src_nodes(), in_feats] (destinations first); etypes:
+  // int64 [block.num_edges()] in [0, num_rels). Returns [num_dst, out_feats].
+  torch::Tensor forward(const dist::Block& block, const torch::Tensor& h_src,
+                        const torch::Tensor& etypes);
+  // The weight of every relation, [num_rels, in_feats, out_feats].
+  torch::Tensor relation_weights() const;
+  int64_t in_feats() const { return in_feats_; }
+  int64_t out_feats() const { return out_feats_; }
+
+ private:
+  int64_t in_feats_, out_feats_, num_rels_, num_bases_;
+  torch::Tensor bases_;   // [num_bases, in, out]
+  torch::Tensor coeff_;   // [num_rels, num_bases]; identity without a regulariser.
+  torch::Tensor bias_;    // [out] or undefined.
+  torch::nn::Linear self_loop_{nullptr};
+};
+TORCH_MODULE(RelGraphConv);
+
+// R-GCN for node classification (DGL's distributed entity-classification
+// model): RelGraphConv layers with ReLU and dropout between them.
+class RGCNImpl : public torch::nn::Module {
+ public:
+  RGCNImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int64_t num_rels,
+           int64_t num_bases, int num_layers, double dropout);
+  // blocks and their edge relations (block_etypes), input layer first.
+  torch::Tensor forward(const std::vector<dist::Block>& blocks,
+                        const std::vector<torch::Tensor>& etypes, const torch::Tensor& x);
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+
+ private:
+  std::vector<RelGraphConv> layers_;
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(RGCN);
+
 }  // namespace tessera::nn
 
 #endif  // TESSERA_INCLUDE_TESSERA_NN_H_

@@ -12,6 +12,7 @@
 
 #include "gtest/gtest.h"
 #include "include/tessera/dist.h"
+#include "include/tessera/nn.h"
 #include "src/base/test_util.h"
 #include "src/graph/hetero_generator.h"
 #include "src/graph/npy.h"
@@ -189,6 +190,61 @@ TEST(HeteroDistTest, Distributed) {
   ASSERT_FALSE(ctx->standalone());
   Check(f, 0, 2);
   exit_client();
+}
+
+// A block of 3 destinations and 5 sources (destinations first); edges
+// (source index, destination index, relation).
+Block SmallBlock() {
+  Block b;
+  b.src_nodes = torch::tensor({10, 11, 12, 13, 14}, torch::kInt64);
+  b.indptr = torch::tensor({0, 3, 4, 7}, torch::kInt64);
+  b.indices = torch::tensor({3, 4, 1, 0, 3, 4, 2}, torch::kInt64);
+  b.eids = torch::arange(7, torch::kInt64);
+  return b;
+}
+
+TEST(RelGraphConvTest, MatchesTheFormula) {
+  torch::manual_seed(1);
+  Block b = SmallBlock();
+  torch::Tensor etypes = torch::tensor({0, 1, 1, 2, 0, 0, 2}, torch::kInt64);
+  for (int64_t bases : {-1, 2}) {
+    nn::RelGraphConv conv(4, 2, 3, bases);
+    torch::Tensor h = torch::randn({5, 4});
+    torch::Tensor out = conv->forward(b, h, etypes);
+    ASSERT_EQ(out.sizes().vec(), (std::vector<int64_t>{3, 2}));
+    torch::Tensor w = conv->relation_weights();  // [3, 4, 2]
+    torch::Tensor self = conv->named_parameters()["self_loop.weight"];
+    torch::Tensor bias = conv->named_parameters()["bias"];
+    auto indptr = b.indptr.accessor<int64_t, 1>();
+    auto indices = b.indices.accessor<int64_t, 1>();
+    auto rel = etypes.accessor<int64_t, 1>();
+    for (int64_t d = 0; d < 3; ++d) {
+      torch::Tensor want = torch::matmul(h[d], self.t()) + bias;
+      for (int64_t k = indptr[d]; k < indptr[d + 1]; ++k) {
+        int64_t same = 0;  // d's in-edges of this relation.
+        for (int64_t j = indptr[d]; j < indptr[d + 1]; ++j) same += rel[j] == rel[k];
+        want = want + torch::matmul(h[indices[k]], w[rel[k]]) / static_cast<double>(same);
+      }
+      EXPECT_TRUE(torch::allclose(out[d], want, 1e-5, 1e-6))
+          << "bases " << bases << " dst " << d << ": " << out[d] << " vs " << want;
+    }
+    // Gradients reach the bases (and the coefficients with a regulariser).
+    out.sum().backward();
+    EXPECT_TRUE(conv->named_parameters()["bases"].grad().defined());
+    EXPECT_EQ(conv->named_parameters().contains("coeff"), bases == 2);
+  }
+}
+
+TEST(RelGraphConvTest, RejectsMismatchedInput) {
+  Block b = SmallBlock();
+  nn::RelGraphConv conv(4, 2, 3);
+  torch::Tensor h = torch::randn({5, 4});
+  EXPECT_THROW(conv->forward(b, h, torch::tensor({0, 1, 1, 3, 0, 0, 2})), Error);  // Relation 3.
+  EXPECT_THROW(conv->forward(b, h, torch::tensor({0, 1})), Error);
+  EXPECT_THROW(conv->forward(b, torch::randn({4, 4}), torch::zeros({7}, torch::kInt64)), Error);
+  EXPECT_THROW(nn::RelGraphConv(4, 2, 0), Error);
+  nn::RGCN model(4, 8, 3, 3, 2, 2, 0.0);
+  EXPECT_THROW(model->forward({b}, {torch::zeros({7}, torch::kInt64)}, h), Error);  // 2 layers.
 }
 
 }  // namespace

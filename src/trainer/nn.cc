@@ -1,9 +1,11 @@
 // File: src/trainer/nn.cc
 //
-// SAGEConv and SAGE (include/tessera/nn.h).
+// SAGEConv and SAGE, RelGraphConv and RGCN (include/tessera/nn.h).
 #include "include/tessera/nn.h"
 
 #include <torch/nn/functional/activation.h>
+
+#include <cmath>
 
 #include "fmt/format.h"
 #include "include/tessera/parallel.h"
@@ -133,6 +135,105 @@ dist::DistTensor SAGEImpl::inference(const dist::DistGraph& g, const dist::DistT
   }
   train(was_training);
   return *output;
+}
+
+// ---------------------------------------------------------------- R-GCN
+
+torch::Tensor block_etypes(const dist::DistGraph& g, const dist::Block& block) {
+  return g.map_to_per_etype(block.eids).first;
+}
+
+RelGraphConvImpl::RelGraphConvImpl(int64_t in_feats, int64_t out_feats, int64_t num_rels,
+                                   int64_t num_bases, bool self_loop, bool bias)
+    : in_feats_(in_feats), out_feats_(out_feats), num_rels_(num_rels) {
+  if (in_feats < 1 || out_feats < 1 || num_rels < 1) {
+    throw dist::Error(fmt::format("RelGraphConv: in_feats ({}), out_feats ({}) and num_rels ({}) "
+                                  "must be positive",
+                                  in_feats, out_feats, num_rels));
+  }
+  const bool basis = num_bases >= 1 && num_bases < num_rels;
+  num_bases_ = basis ? num_bases : num_rels;
+  // Xavier-uniform with ReLU gain, as DGL initialises its weights.
+  const double bound = std::sqrt(2.0) * std::sqrt(6.0 / static_cast<double>(in_feats + out_feats));
+  bases_ = register_parameter(
+      "bases", torch::empty({num_bases_, in_feats, out_feats}).uniform_(-bound, bound));
+  if (basis) {
+    const double cb = std::sqrt(2.0) * std::sqrt(6.0 / static_cast<double>(num_rels + num_bases));
+    coeff_ = register_parameter("coeff", torch::empty({num_rels, num_bases}).uniform_(-cb, cb));
+  } else {
+    coeff_ = register_buffer("coeff", torch::eye(num_rels));
+  }
+  if (bias) bias_ = register_parameter("bias", torch::zeros({out_feats}));
+  if (self_loop) {
+    self_loop_ = register_module(
+        "self_loop", torch::nn::Linear(torch::nn::LinearOptions(in_feats, out_feats).bias(false)));
+  }
+}
+
+torch::Tensor RelGraphConvImpl::relation_weights() const {
+  return torch::einsum("rb,bio->rio", {coeff_, bases_});
+}
+
+torch::Tensor RelGraphConvImpl::forward(const dist::Block& block, const torch::Tensor& h_src,
+                                        const torch::Tensor& etypes) {
+  if (h_src.dim() != 2 || h_src.size(1) != in_feats_ || h_src.size(0) != block.num_src_nodes()) {
+    throw dist::Error(fmt::format("RelGraphConv({} -> {}): input of shape {} for a block of {} "
+                                  "sources",
+                                  in_feats_, out_feats_, fmt::join(h_src.sizes(), "x"),
+                                  block.num_src_nodes()));
+  }
+  if (etypes.dim() != 1 || etypes.size(0) != block.num_edges()) {
+    throw dist::Error(fmt::format("RelGraphConv: {} edge types for a block of {} edges",
+                                  etypes.dim() == 1 ? etypes.size(0) : -1, block.num_edges()));
+  }
+  torch::Tensor rel = etypes.to(torch::kInt64);
+  if (rel.numel() > 0 && (rel.min().item<int64_t>() < 0 || rel.max().item<int64_t>() >= num_rels_)) {
+    throw dist::Error(fmt::format("RelGraphConv: edge types must be in [0, {})", num_rels_));
+  }
+  const int64_t num_dst = block.num_dst_nodes();
+  torch::Tensor dst = block.edge_dst();
+  // norm = 1 / (in-edges of the destination with the same relation).
+  torch::Tensor key = dst * num_rels_ + rel;
+  torch::Tensor counts = torch::zeros({num_dst * num_rels_}, torch::kFloat32)
+                             .index_add(0, key, torch::ones({key.size(0)}, torch::kFloat32));
+  torch::Tensor norm = (1.0 / counts.index_select(0, key)).to(h_src.scalar_type()).unsqueeze(1);
+  // Project every source once per basis, then mix per edge by its relation.
+  torch::Tensor projected =
+      torch::matmul(h_src, bases_.permute({1, 0, 2}).reshape({in_feats_, num_bases_ * out_feats_}))
+          .view({h_src.size(0), num_bases_, out_feats_});
+  torch::Tensor per_edge = projected.index_select(0, block.indices);           // [E, B, out]
+  torch::Tensor mix = coeff_.index_select(0, rel).unsqueeze(2);                 // [E, B, 1]
+  torch::Tensor messages = (per_edge * mix).sum(1) * norm;                      // [E, out]
+  torch::Tensor out = torch::zeros({num_dst, out_feats_}, h_src.options()).index_add(0, dst, messages);
+  if (self_loop_) out = out + self_loop_(h_src.slice(0, 0, num_dst));
+  if (bias_.defined()) out = out + bias_;
+  return out;
+}
+
+RGCNImpl::RGCNImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int64_t num_rels,
+                   int64_t num_bases, int num_layers, double dropout) {
+  if (num_layers < 1) throw dist::Error("RGCN: num_layers must be >= 1");
+  for (int l = 0; l < num_layers; ++l) {
+    int64_t in = l == 0 ? in_feats : hidden;
+    int64_t out = l + 1 == num_layers ? out_feats : hidden;
+    layers_.push_back(register_module(fmt::format("layer{}", l),
+                                      RelGraphConv(in, out, num_rels, num_bases)));
+  }
+  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor RGCNImpl::forward(const std::vector<dist::Block>& blocks,
+                                const std::vector<torch::Tensor>& etypes, const torch::Tensor& x) {
+  if (blocks.size() != layers_.size() || etypes.size() != blocks.size()) {
+    throw dist::Error(fmt::format("RGCN: {} layers, but {} blocks and {} edge-type tensors",
+                                  layers_.size(), blocks.size(), etypes.size()));
+  }
+  torch::Tensor h = x;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    h = layers_[l]->forward(blocks[l], h, etypes[l]);
+    if (l + 1 < layers_.size()) h = dropout_(torch::relu(h));
+  }
+  return h;
 }
 
 }  // namespace tessera::nn
