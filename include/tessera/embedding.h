@@ -39,8 +39,12 @@ class DistEmbedding {
   // Creates (or attaches to) the persistent float32 tensor `name` of shape
   // [num_embeddings, embedding_dim]; num_embeddings is the number of nodes
   // or edges (policy as for DistTensor). Every trainer constructs it.
+  // On a heterograph, `type` names the node type (relation) whose per-type
+  // ids index it (DGL's DistEmbedding(..., part_policy=NodePartitionPolicy(
+  // gpb, ntype)): learned features of a featureless type, as in R-GCN).
   DistEmbedding(int64_t num_embeddings, int64_t embedding_dim, const std::string& name,
-                Init init = Init::Uniform(-1, 1), PartPolicy policy = PartPolicy::kAuto);
+                Init init = Init::Uniform(-1, 1), PartPolicy policy = PartPolicy::kAuto,
+                const std::string& type = "");
 
   // Rows `ids` ([n, dim]). In training mode with gradients enabled the rows
   // require grad and the lookup is recorded for the next optimizer step.

@@ -86,14 +86,14 @@ struct DistEmbedding::State {
 };
 
 DistEmbedding::DistEmbedding(int64_t num_embeddings, int64_t embedding_dim, const std::string& name,
-                             Init init, PartPolicy policy) {
+                             Init init, PartPolicy policy, const std::string& type) {
   if (embedding_dim <= 0) {
     throw Error(
         fmt::format("DistEmbedding '{}': embedding_dim {} must be positive", name, embedding_dim));
   }
   if (name.empty()) throw Error("DistEmbedding: a name is required (every trainer uses it)");
   state_ = std::make_shared<State>(DistTensor({num_embeddings, embedding_dim}, torch::kFloat32,
-                                              name, init, policy, /*persistent=*/true));
+                                              name, init, policy, /*persistent=*/true, type));
 }
 
 torch::Tensor DistEmbedding::forward(const torch::Tensor& ids) {
@@ -123,7 +123,7 @@ SparseOptimizer::SparseOptimizer(std::vector<DistEmbedding> params, kv::SparseOp
     for (const kv::StateTensor& s : kv::SparseStateOf(spec_.kind, emb.embedding_dim())) {
       states.emplace_back(std::vector<int64_t>{emb.num_embeddings(), s.width}, torch::kFloat32,
                           emb.name() + s.suffix, Init::Zeros(), emb.weight().part_policy(),
-                          /*persistent=*/true);
+                          /*persistent=*/true, emb.weight().type_name());
     }
     states_.push_back(std::move(states));
   }

@@ -12,6 +12,7 @@
 
 #include "gtest/gtest.h"
 #include "include/tessera/dist.h"
+#include "include/tessera/embedding.h"
 #include "include/tessera/nn.h"
 #include "src/base/test_util.h"
 #include "src/graph/hetero_generator.h"
@@ -123,6 +124,27 @@ void Check(const MagFixture& f, int rank, int world) {
                  Init::Zeros(), PartPolicy::kEdge, false, "has_topic");
     EXPECT_EQ(w.key(), "edge/paper:has_topic:field_of_study/w");
     g.barrier();
+  }
+
+  // A trainable embedding of the authors with a sparse optimizer: one
+  // Adagrad step moves exactly the rows that were used.
+  {
+    DistEmbedding emb(authors, 4, "author_emb", Init::Uniform(-1, 1, 9), PartPolicy::kAuto,
+                      "author");
+    EXPECT_EQ(emb.weight().key(), "node/author/author_emb");
+    SparseAdagrad adagrad({emb}, 0.5);
+    torch::Tensor used = torch::tensor({int64_t{1}, authors - 2});
+    torch::Tensor before = emb.weight()[torch::arange(authors)];
+    torch::Tensor rows = emb(used);
+    rows.sum().backward();
+    adagrad.step();
+    g.barrier();
+    torch::Tensor after = emb.weight()[torch::arange(authors)];
+    torch::Tensor changed = (after != before).any(1);
+    EXPECT_EQ(changed.sum().item<int64_t>(), 2);
+    EXPECT_TRUE(changed[1].item<bool>() && changed[authors - 2].item<bool>());
+    // Adagrad's first step moves every used weight by -lr (gradient 1).
+    EXPECT_TRUE(torch::allclose(after[1], before[1] - 0.5, 1e-4, 1e-5));
   }
 
   // Per-type node_split: every training paper goes to exactly one trainer.
