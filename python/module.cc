@@ -453,14 +453,53 @@ void DefSplit(py::module_& m, const char* name,
               torch::Tensor (*split)(const Items&, const tessera::PartitionBook&,
                                      const dist::SplitOptions&)) {
   m.def(name, [split](const Items& items, const tessera::PartitionBook& book, bool force_even,
-                      std::optional<torch::Tensor> trainer_ids, int rank, int num_trainers) {
+                      std::optional<torch::Tensor> trainer_ids, int rank, int num_trainers,
+                      const std::string& type) {
     dist::SplitOptions o;
+    o.type = type;
     o.force_even = force_even;
     if (trainer_ids) o.trainer_ids = *trainer_ids;
     o.rank = rank;
     o.num_trainers = num_trainers;
     return Wait([&] { return split(items, book, o); });
-  });
+  }, py::arg("items"), py::arg("book"), py::arg("force_even"), py::arg("trainer_ids"),
+     py::arg("rank"), py::arg("num_trainers"), py::arg("type") = "");
+}
+
+py::tuple EdgeTypeTuple(const tessera::EdgeType& e) {
+  return py::make_tuple(e.src_type, e.relation, e.dst_type);
+}
+
+// Applies f(i) -> (type, per-type id) to every id, checking the range first.
+template <typename F>
+py::tuple MapToPerType(const torch::Tensor& ids, int64_t total, F f) {
+  torch::Tensor in = ids.to(torch::kInt64).contiguous();
+  torch::Tensor types = torch::empty_like(in), per = torch::empty_like(in);
+  const int64_t* a = in.data_ptr<int64_t>();
+  int64_t* t = types.data_ptr<int64_t>();
+  int64_t* q = per.data_ptr<int64_t>();
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    if (a[i] < 0 || a[i] >= total)
+      throw dist::Error(fmt::format("id {} out of range [0, {})", a[i], total));
+    auto [ty, id] = f(a[i]);
+    t[i] = ty;
+    q[i] = id;
+  }
+  return py::make_tuple(types, per);
+}
+
+template <typename F>
+torch::Tensor MapToHomo(const torch::Tensor& ids, int64_t total, F f) {
+  torch::Tensor in = ids.to(torch::kInt64).contiguous();
+  torch::Tensor out = torch::empty_like(in);
+  const int64_t* a = in.data_ptr<int64_t>();
+  int64_t* o = out.data_ptr<int64_t>();
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    if (a[i] < 0 || a[i] >= total)
+      throw dist::Error(fmt::format("per-type id {} out of range [0, {})", a[i], total));
+    o[i] = f(a[i]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -528,23 +567,61 @@ PYBIND11_MODULE(_C, m) {
       .def("node_offsets",
            [](const tessera::PartitionBook& b) { return Offsets(b.node_offsets()); })
       .def("edge_offsets",
-           [](const tessera::PartitionBook& b) { return Offsets(b.edge_offsets()); });
+           [](const tessera::PartitionBook& b) { return Offsets(b.edge_offsets()); })
+      .def("ntypes", [](const tessera::PartitionBook& b) { return b.ntypes(); })
+      .def("etypes",
+           [](const tessera::PartitionBook& b) {
+             py::list l;
+             for (const auto& e : b.etypes()) l.append(EdgeTypeTuple(e));
+             return l;
+           })
+      .def("typed_node_offsets",
+           [](const tessera::PartitionBook& b, int t) {
+             if (t < 0 || t >= b.num_ntypes()) throw dist::Error("node type id out of range");
+             return Offsets(b.TypedNodeOffsets(t));
+           })
+      .def("typed_edge_offsets",
+           [](const tessera::PartitionBook& b, int r) {
+             if (r < 0 || r >= b.num_etypes()) throw dist::Error("edge type id out of range");
+             return Offsets(b.TypedEdgeOffsets(r));
+           })
+      .def("map_to_per_ntype",
+           [](const tessera::PartitionBook& b, const torch::Tensor& ids) {
+             return MapToPerType(ids, b.num_nodes(), [&](int64_t i) { return b.MapToPerNtype(i); });
+           })
+      .def("map_to_per_etype",
+           [](const tessera::PartitionBook& b, const torch::Tensor& ids) {
+             return MapToPerType(ids, b.num_edges(), [&](int64_t i) { return b.MapToPerEtype(i); });
+           })
+      .def("map_to_homo_nid",
+           [](const tessera::PartitionBook& b, const torch::Tensor& ids, int t) {
+             if (t < 0 || t >= b.num_ntypes()) throw dist::Error("node type id out of range");
+             return MapToHomo(ids, b.NumNodesOfType(t),
+                              [&](int64_t i) { return b.MapToHomoNid(t, i); });
+           })
+      .def("map_to_homo_eid",
+           [](const tessera::PartitionBook& b, const torch::Tensor& ids, int r) {
+             if (r < 0 || r >= b.num_etypes()) throw dist::Error("edge type id out of range");
+             return MapToHomo(ids, b.NumEdgesOfType(r),
+                              [&](int64_t i) { return b.MapToHomoEid(r, i); });
+           });
 
   // ---------------------------------------------------------- DistTensor
   py::class_<dist::DistTensor, std::shared_ptr<dist::DistTensor>>(m, "DistTensor")
       .def(py::init([](std::vector<int64_t> shape, py::object dtype, const std::string& name,
                        const std::string& init, double a, double b, uint64_t seed,
-                       const std::string& policy, bool persistent) {
+                       const std::string& policy, bool persistent, const std::string& type) {
              torch::Dtype t = torch::python::detail::py_object_to_dtype(dtype);
              return Wait([&] {
                return MakeReleasing<dist::DistTensor>(std::move(shape), t, name,
                                                       MakeInit(init, a, b, seed),
-                                                      ParsePolicy(policy), persistent);
+                                                      ParsePolicy(policy), persistent, type);
              });
            }),
            py::arg("shape"), py::arg("dtype"), py::arg("name") = "", py::arg("init") = "zeros",
            py::arg("a") = 0.0, py::arg("b") = 1.0, py::arg("seed") = 0, py::arg("policy") = "",
-           py::arg("persistent") = false)
+           py::arg("persistent") = false, py::arg("type") = "")
+      .def_property_readonly("type_name", &dist::DistTensor::type_name)
       .def("pull", [](const dist::DistTensor& t,
                       const torch::Tensor& ids) { return Wait([&] { return t[ids]; }); })
       .def("set", [](const dist::DistTensor& t, const torch::Tensor& ids,
@@ -599,6 +676,60 @@ PYBIND11_MODULE(_C, m) {
              return schemes(Wait([&] { return g.edge_attr_schemes(); }));
            })
       .def("partition_book", &dist::DistGraph::partition_book)
+      .def("ntypes", &dist::DistGraph::ntypes)
+      .def("etypes", &dist::DistGraph::etypes)
+      .def("canonical_etypes",
+           [](const dist::DistGraph& g) {
+             py::list l;
+             for (const auto& e : g.canonical_etypes()) l.append(EdgeTypeTuple(e));
+             return l;
+           })
+      .def("num_nodes_of", [](const dist::DistGraph& g,
+                              const std::string& t) { return Wait([&] { return g.num_nodes(t); }); })
+      .def("num_edges_of", [](const dist::DistGraph& g,
+                              const std::string& t) { return Wait([&] { return g.num_edges(t); }); })
+      .def("get_ntype_id", [](const dist::DistGraph& g,
+                              const std::string& t) { return Wait([&] { return g.get_ntype_id(t); }); })
+      .def("get_etype_id", [](const dist::DistGraph& g,
+                              const std::string& t) { return Wait([&] { return g.get_etype_id(t); }); })
+      .def("to_canonical_etype",
+           [](const dist::DistGraph& g, const std::string& t) {
+             return EdgeTypeTuple(Wait([&] { return g.to_canonical_etype(t); }));
+           })
+      .def("type_data",
+           [](const dist::DistGraph& g, bool node, const std::string& type, const std::string& name) {
+             return Wait([&] {
+               return node ? g.nodes(type).data(name) : g.edges(type).data(name);
+             });
+           })
+      .def("type_schemes",
+           [schemes](const dist::DistGraph& g, bool node, const std::string& type) {
+             return schemes(Wait([&] {
+               return node ? g.nodes(type).schemes() : g.edges(type).schemes();
+             }));
+           })
+      .def("type_name_of",
+           [](const dist::DistGraph& g, bool node, const std::string& type) {
+             return Wait([&] { return node ? g.nodes(type).type_name() : g.edges(type).type_name(); });
+           })
+      .def("map_to_per_ntype",
+           [](const dist::DistGraph& g, const torch::Tensor& ids) {
+             auto [t, i] = Wait([&] { return g.map_to_per_ntype(ids); });
+             return py::make_tuple(t, i);
+           })
+      .def("map_to_per_etype",
+           [](const dist::DistGraph& g, const torch::Tensor& ids) {
+             auto [t, i] = Wait([&] { return g.map_to_per_etype(ids); });
+             return py::make_tuple(t, i);
+           })
+      .def("map_to_homo_nid",
+           [](const dist::DistGraph& g, const torch::Tensor& ids, const std::string& t) {
+             return Wait([&] { return g.map_to_homo_nid(ids, t); });
+           })
+      .def("map_to_homo_eid",
+           [](const dist::DistGraph& g, const torch::Tensor& ids, const std::string& t) {
+             return Wait([&] { return g.map_to_homo_eid(ids, t); });
+           })
       .def("rank", &dist::DistGraph::rank)
       .def("barrier", [](const dist::DistGraph& g) { Wait([&] { g.barrier(); }); })
       .def("find_edges",

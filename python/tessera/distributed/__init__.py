@@ -16,12 +16,14 @@ from tessera.distributed.graph import (DistGraph, GraphPartitionBook, edge_split
                                        sample_neighbors)
 from tessera.distributed.loader import (Block, DistDataLoader, DistEdgeDataLoader,  # noqa: F401
                                         DistNodeDataLoader, NeighborSampler)
-from tessera.distributed.tensor import DistTensor, PartitionPolicy  # noqa: F401
+from tessera.distributed.tensor import (DistTensor, EdgePartitionPolicy,  # noqa: F401
+                                        NodePartitionPolicy, PartitionPolicy)
 from tessera.distributed import optim  # noqa: F401
 from tessera.distributed import tensor as init  # noqa: F401  (init.uniform(a, b), ...)
 
 __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbedding",
-           "GraphPartitionBook", "PartitionPolicy", "node_split", "edge_split",
+           "GraphPartitionBook", "PartitionPolicy", "NodePartitionPolicy",
+           "EdgePartitionPolicy", "node_split", "edge_split",
            "sample_neighbors", "in_subgraph", "edge_subgraph", "find_edges", "Block",
            "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
            "optim", "TesseraError"]

@@ -10,43 +10,125 @@ from tessera.distributed.tensor import DistTensor, PartitionPolicy
 ALL = "__ALL__"
 
 
+def _etype_str(etype):
+    """A relation as C++ spells it: a name or "src:rel:dst" (from a tuple)."""
+    if isinstance(etype, tuple):
+        if len(etype) != 3 or not all(isinstance(x, str) for x in etype):
+            raise TypeError(f"a canonical edge type is a (src, relation, dst) tuple of strings, "
+                            f"got {etype!r}")
+        return ":".join(etype)
+    if not isinstance(etype, str):
+        raise TypeError(f"an edge type is a string or a (src, relation, dst) tuple, got {etype!r}")
+    return etype
+
+
 class GraphPartitionBook:
     """dgl.distributed.GraphPartitionBook for range partitions: partition p owns
-    the global node ids [node_offsets[p], node_offsets[p+1]) (edges alike)."""
+    the global node ids [node_offsets[p], node_offsets[p+1]) (edges alike).
+
+    On a heterograph, the ids of one node type (relation) are also contiguous
+    per partition: per-type ids [typed_offsets[p], typed_offsets[p+1]) live in
+    partition p. Methods taking ``ntype`` / ``etype`` read ids as per-type ids
+    of that type; the default ``"_N"`` / ``"_E"`` means homogeneous ids."""
 
     def __init__(self, handle=None, node_offsets=None, edge_offsets=None, partid=0):
         self._book = handle
         if handle is not None:
             node_offsets, edge_offsets, partid = (handle.node_offsets(), handle.edge_offsets(),
                                                   handle.partid)
+            self._ntypes = list(handle.ntypes())
+            self._canonical = [tuple(e) for e in handle.etypes()]
+        else:
+            self._ntypes, self._canonical = ["_N"], [("_N", "_E", "_N")]
         self._nodes = as_tensor(node_offsets).to(torch.int64)
         self._edges = as_tensor(edge_offsets).to(torch.int64)
         self._partid = int(partid)
+        self._typed = {}
 
     @property
     def partid(self):
         return self._partid
-
-    def num_nodes(self):
-        return int(self._nodes[-1])
-
-    def num_edges(self):
-        return int(self._edges[-1])
 
     def num_partitions(self):
         return self._nodes.numel() - 1
 
     @property
     def ntypes(self):
-        return ["_N"]
+        return list(self._ntypes)
 
     @property
     def etypes(self):
-        return ["_E"]
+        return [e[1] for e in self._canonical]
 
     @property
     def canonical_etypes(self):
-        return [("_N", "_E", "_N")]
+        return list(self._canonical)
+
+    @property
+    def is_homogeneous(self):
+        return len(self._ntypes) == 1 and len(self._canonical) == 1
+
+    # ---- type names -> ids
+    def _ntype_id(self, ntype):
+        if not isinstance(ntype, str):
+            raise TypeError(f"a node type is a string, got {ntype!r}")
+        if ntype in self._ntypes:
+            return self._ntypes.index(ntype)
+        if ntype == "_N" and len(self._ntypes) == 1:
+            return 0
+        raise _C.TesseraError(f"unknown node type '{ntype}' (node types: {self._ntypes})")
+
+    def _etype_id(self, etype):
+        if isinstance(etype, tuple) and etype == ("_N", "_E", "_N") and len(self._canonical) == 1:
+            return 0
+        text = _etype_str(etype)
+        if text == "_E" and len(self._canonical) == 1:
+            return 0
+        if ":" in text:
+            canon = tuple(text.split(":"))
+            if canon in self._canonical:
+                return self._canonical.index(canon)
+            raise _C.TesseraError(f"unknown edge type {canon} (canonical edge types: "
+                                  f"{self._canonical})")
+        hits = [i for i, e in enumerate(self._canonical) if e[1] == text]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            raise _C.TesseraError(f"unknown edge type '{text}' (edge types: {self.etypes})")
+        raise _C.TesseraError(f"edge type '{text}' is ambiguous: it names "
+                              f"{[self._canonical[i] for i in hits]}; use a canonical edge type")
+
+    def get_ntype_id(self, ntype):
+        return self._ntype_id(ntype)
+
+    def get_etype_id(self, etype):
+        return self._etype_id(etype)
+
+    def to_canonical_etype(self, etype):
+        return self._canonical[self._etype_id(etype)]
+
+    def _typed_offsets(self, kind, t):
+        if (kind, t) not in self._typed:
+            if self._book is None:
+                self._typed[(kind, t)] = self._nodes if kind == "node" else self._edges
+            else:
+                self._typed[(kind, t)] = (self._book.typed_node_offsets(t) if kind == "node"
+                                          else self._book.typed_edge_offsets(t))
+        return self._typed[(kind, t)]
+
+    def _node_offsets(self, ntype):
+        return self._nodes if ntype == "_N" else self._typed_offsets("node", self._ntype_id(ntype))
+
+    def _edge_offsets(self, etype):
+        if etype == "_E" or (self.is_homogeneous and etype in (("_N", "_E", "_N"), "_N:_E:_N")):
+            return self._edges
+        return self._typed_offsets("edge", self._etype_id(etype))
+
+    def num_nodes(self, ntype=None):
+        return int(self._nodes[-1]) if ntype is None else int(self._node_offsets(ntype)[-1])
+
+    def num_edges(self, etype=None):
+        return int(self._edges[-1]) if etype is None else int(self._edge_offsets(etype)[-1])
 
     def metadata(self):
         return [{"machine_id": p,
@@ -60,39 +142,64 @@ class GraphPartitionBook:
             raise _C.TesseraError(f"{what}: ids must be in [0, {int(offsets[-1])})")
         return torch.searchsorted(offsets, ids, right=True) - 1
 
+    def _check_part(self, partid):
+        if not 0 <= int(partid) < self.num_partitions():
+            raise _C.TesseraError(f"partition {partid} out of range [0, {self.num_partitions()})")
+        return int(partid)
+
     def nid2partid(self, nids, ntype="_N"):
-        return self._owner(self._nodes, nids, "nid2partid")
+        return self._owner(self._node_offsets(ntype), nids, "nid2partid")
 
     def eid2partid(self, eids, etype="_E"):
-        return self._owner(self._edges, eids, "eid2partid")
+        return self._owner(self._edge_offsets(etype), eids, "eid2partid")
 
     def partid2nids(self, partid, ntype="_N"):
-        return torch.arange(int(self._nodes[partid]), int(self._nodes[partid + 1]))
+        o, p = self._node_offsets(ntype), self._check_part(partid)
+        return torch.arange(int(o[p]), int(o[p + 1]))
 
     def partid2eids(self, partid, etype="_E"):
-        return torch.arange(int(self._edges[partid]), int(self._edges[partid + 1]))
+        o, p = self._edge_offsets(etype), self._check_part(partid)
+        return torch.arange(int(o[p]), int(o[p + 1]))
 
     def nid2localnid(self, nids, partid, ntype="_N"):
         ids, _ = as_ids(nids, "nid2localnid")
-        return ids - self._nodes[partid]
+        return ids - self._node_offsets(ntype)[self._check_part(partid)]
 
     def eid2localeid(self, eids, partid, etype="_E"):
         ids, _ = as_ids(eids, "eid2localeid")
-        return ids - self._edges[partid]
+        return ids - self._edge_offsets(etype)[self._check_part(partid)]
 
     def map_to_per_ntype(self, ids):
+        """Homogeneous node ids -> (node type ids, per-type ids)."""
         ids, _ = as_ids(ids, "map_to_per_ntype")
-        return torch.zeros_like(ids), ids
+        if self._book is None:
+            self._owner(self._nodes, ids, "map_to_per_ntype")
+            return torch.zeros_like(ids), ids
+        t, per = self._book.map_to_per_ntype(ids)
+        return t, per
 
     def map_to_per_etype(self, ids):
+        """Homogeneous edge ids -> (relation ids, per-relation ids)."""
         ids, _ = as_ids(ids, "map_to_per_etype")
-        return torch.zeros_like(ids), ids
+        if self._book is None:
+            self._owner(self._edges, ids, "map_to_per_etype")
+            return torch.zeros_like(ids), ids
+        t, per = self._book.map_to_per_etype(ids)
+        return t, per
 
     def map_to_homo_nid(self, ids, ntype="_N"):
-        return as_ids(ids, "map_to_homo_nid")[0]
+        """Per-type ids of ``ntype`` -> homogeneous node ids."""
+        ids, _ = as_ids(ids, "map_to_homo_nid")
+        if self._book is None:
+            return ids
+        return self._book.map_to_homo_nid(ids, self._ntype_id(ntype))
 
     def map_to_homo_eid(self, ids, etype="_E"):
-        return as_ids(ids, "map_to_homo_eid")[0]
+        """Per-relation ids of ``etype`` -> homogeneous edge ids."""
+        ids, _ = as_ids(ids, "map_to_homo_eid")
+        if self._book is None:
+            return ids
+        return self._book.map_to_homo_eid(ids, self._etype_id(etype))
 
     def _native(self):
         if self._book is None:
@@ -170,23 +277,102 @@ class _DataView(MutableMapping):
         return f"{{{', '.join(repr(n) for n in self._names())}}}"
 
 
+class _TypedDataView(MutableMapping):
+    """g.nodes[ntype].data / g.edges[etype].data on a heterograph: the type's
+    tensors by name, rows addressed by per-type ids. Assignment registers a
+    DistTensor under a name in this process only."""
+
+    def __init__(self, graph, kind, type_name):
+        self._graph, self._kind, self._type = graph, kind, type_name
+        self._local, self._cache = {}, {}
+
+    def _names(self):
+        schemes = self._graph._g.type_schemes(self._kind == "node", self._type)
+        return [n for n in schemes if not n.startswith("anonymous-")] + [
+            n for n in self._local if n not in schemes]
+
+    def __getitem__(self, name):
+        if not isinstance(name, str):
+            raise TypeError(f"{self._kind} data names are strings, got {type(name).__name__}")
+        if name in self._local:
+            return self._local[name]
+        if name not in self._cache:
+            try:
+                handle = self._graph._g.type_data(self._kind == "node", self._type, name)
+            except _C.TesseraError as e:
+                raise KeyError(f"{self._kind} data '{name}' of type '{self._type}' does not "
+                               f"exist: {e}") from None
+            self._cache[name] = DistTensor._wrap(handle)
+        return self._cache[name]
+
+    def __setitem__(self, name, value):
+        if not isinstance(value, DistTensor):
+            raise TypeError(f"data['{name}'] of {self._kind} type '{self._type}' must be a "
+                            f"DistTensor, got {type(value).__name__}")
+        want = (self._graph.num_nodes(self._type) if self._kind == "node"
+                else self._graph.num_edges(self._type))
+        if value.shape[0] != want:
+            raise _C.TesseraError(f"data['{name}'] of {self._kind} type '{self._type}': the "
+                                  f"tensor has {value.shape[0]} rows, the type {want}")
+        self._local[name] = value
+
+    def __delitem__(self, name):
+        if name in self._local:
+            del self._local[name]
+        else:
+            raise KeyError(f"{self._kind} data '{name}' was not assigned in this process")
+
+    def __contains__(self, name):
+        return isinstance(name, str) and name in self._names()
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self):
+        return len(self._names())
+
+    def __repr__(self):
+        return f"{{{', '.join(repr(n) for n in self._names())}}}"
+
+
 class _TypeView:
-    def __init__(self, data):
+    def __init__(self, data, type_name=None):
         self.data = data
+        self.type_name = type_name
 
 
 class _TypeAccess:
-    """g.nodes[ntype].data / g.edges[etype].data for the single type."""
+    """g.nodes[ntype].data / g.edges[etype].data (etype: a relation name or a
+    canonical (src, relation, dst) tuple)."""
 
     def __init__(self, graph, kind):
-        self._graph, self._kind = graph, kind
+        self._graph, self._kind, self._views = graph, kind, {}
 
     def __getitem__(self, key):
-        valid = ("_N", None) if self._kind == "node" else ("_E", ("_N", "_E", "_N"), None)
-        if key not in valid:
-            raise KeyError(f"unknown {self._kind} type {key!r}: this graph is homogeneous "
-                           f"({valid[0]})")
-        return _TypeView(self._graph.ndata if self._kind == "node" else self._graph.edata)
+        g = self._graph
+        if g.is_homogeneous:
+            valid = ("_N", None) if self._kind == "node" else ("_E", ("_N", "_E", "_N"),
+                                                                "_N:_E:_N", None)
+            if key not in valid:
+                raise KeyError(f"unknown {self._kind} type {key!r}: this graph is homogeneous "
+                               f"({valid[0]})")
+            return _TypeView(g.ndata if self._kind == "node" else g.edata, valid[0])
+        if key is None:
+            types = g.ntypes if self._kind == "node" else g.canonical_etypes
+            if len(types) != 1:
+                raise _C.TesseraError(f"g.{self._kind}s[None]: the graph has several "
+                                      f"{self._kind} types {types}; name one")
+            key = types[0]
+        if self._kind == "node" and not isinstance(key, str):
+            raise TypeError(f"a node type is a string, got {key!r}")
+        text = key if self._kind == "node" else _etype_str(key)
+        try:
+            name = g._g.type_name_of(self._kind == "node", text)
+        except _C.TesseraError as e:
+            raise KeyError(str(e)) from None
+        if name not in self._views:
+            self._views[name] = _TypeView(_TypedDataView(g, self._kind, name), name)
+        return self._views[name]
 
 
 class SampledGraph:
@@ -239,24 +425,73 @@ class DistGraph:
             raise TypeError(f"DistGraph: graph_name must be a string, got {graph_name!r}")
         self._g = _C.DistGraph(graph_name, part_config or "")
         self._book = GraphPartitionBook(self._g.partition_book())
-        self.ndata = _DataView(self, "node")
-        self.edata = _DataView(self, "edge")
+        self._ntypes = list(self._g.ntypes())
+        self._canonical = [tuple(e) for e in self._g.canonical_etypes()]
+        self._ndata = _DataView(self, "node")
+        self._edata = _DataView(self, "edge")
         self.nodes = _TypeAccess(self, "node")
         self.edges = _TypeAccess(self, "edge")
 
     graph_name = property(lambda self: self._g.graph_name())
-    ntypes = property(lambda self: ["_N"])
-    etypes = property(lambda self: ["_E"])
-    canonical_etypes = property(lambda self: [("_N", "_E", "_N")])
+    ntypes = property(lambda self: list(self._ntypes))
+    etypes = property(lambda self: [e[1] for e in self._canonical])
+    canonical_etypes = property(lambda self: list(self._canonical))
     idtype = property(lambda self: torch.int64)
     device = property(lambda self: torch.device("cpu"))
-    is_homogeneous = property(lambda self: True)
+    is_homogeneous = property(lambda self: len(self._ntypes) == 1 and len(self._canonical) == 1)
+
+    @property
+    def ndata(self):
+        """The node data of a graph with one node type (as DGL asserts)."""
+        if len(self._ntypes) != 1:
+            raise _C.TesseraError(f"g.ndata only works for a graph with one node type; this "
+                                  f"graph has {self._ntypes}: use g.nodes[ntype].data")
+        return self._ndata
+
+    @property
+    def edata(self):
+        """The edge data of a graph with one relation (as DGL asserts)."""
+        if len(self._canonical) != 1:
+            raise _C.TesseraError(f"g.edata only works for a graph with one edge type; this "
+                                  f"graph has {self._canonical}: use g.edges[etype].data")
+        return self._edata
 
     def num_nodes(self, ntype=None):
-        return self._g.num_nodes()
+        """Nodes of type ``ntype`` (None: of every type)."""
+        if ntype is None:
+            return self._g.num_nodes()
+        if not isinstance(ntype, str):
+            raise TypeError(f"a node type is a string, got {ntype!r}")
+        return self._g.num_nodes_of(ntype)
 
     def num_edges(self, etype=None):
-        return self._g.num_edges()
+        """Edges of relation ``etype`` (a name or canonical tuple; None: every edge)."""
+        if etype is None:
+            return self._g.num_edges()
+        return self._g.num_edges_of(_etype_str(etype))
+
+    def get_ntype_id(self, ntype):
+        if not isinstance(ntype, str):
+            raise TypeError(f"a node type is a string, got {ntype!r}")
+        return self._g.get_ntype_id(ntype)
+
+    def get_etype_id(self, etype):
+        return self._g.get_etype_id(_etype_str(etype))
+
+    def to_canonical_etype(self, etype):
+        return tuple(self._g.to_canonical_etype(_etype_str(etype)))
+
+    def map_to_per_ntype(self, ids):
+        return self._book.map_to_per_ntype(ids)
+
+    def map_to_per_etype(self, ids):
+        return self._book.map_to_per_etype(ids)
+
+    def map_to_homo_nid(self, ids, ntype):
+        return self._book.map_to_homo_nid(ids, ntype)
+
+    def map_to_homo_eid(self, ids, etype):
+        return self._book.map_to_homo_eid(ids, etype)
 
     number_of_nodes = num_nodes
     number_of_edges = num_edges
@@ -273,10 +508,17 @@ class DistGraph:
         return self._book
 
     def get_node_partition_policy(self, ntype="_N"):
-        return PartitionPolicy("node~_N", self._book)
+        if ntype == "_N" and self.is_homogeneous:
+            return PartitionPolicy("node~_N", self._book)
+        return PartitionPolicy(f"node~{self._book.ntypes[self._book.get_ntype_id(ntype)]}",
+                               self._book)
 
     def get_edge_partition_policy(self, etype="_E"):
-        return PartitionPolicy("edge~_N:_E:_N", self._book)
+        if self.is_homogeneous:
+            self._book.get_etype_id(etype)
+            return PartitionPolicy("edge~_N:_E:_N", self._book)
+        return PartitionPolicy("edge~" + ":".join(self._book.to_canonical_etype(etype)),
+                               self._book)
 
     def rank(self):
         return self._g.rank()
@@ -361,7 +603,7 @@ def find_edges(g, edge_ids):
     return g.find_edges(edge_ids)
 
 
-def _split(kind, items, partition_book, rank, force_even, trainer_ids):
+def _split(kind, items, partition_book, rank, force_even, trainer_ids, type_=None):
     native = _C.node_split if kind == "node" else _C.edge_split
     native_dist = _C.node_split_dist if kind == "node" else _C.edge_split_dist
     if isinstance(trainer_ids, DistTensor):
@@ -371,17 +613,21 @@ def _split(kind, items, partition_book, rank, force_even, trainer_ids):
     r = -1 if rank is None else int(rank)
     if isinstance(items, DistTensor):
         book = (partition_book or GraphPartitionBook(items._t.book()))._native()
-        return native_dist(items._t, book, bool(force_even), trainer_ids, r, -1)
+        return native_dist(items._t, book, bool(force_even), trainer_ids, r, -1, "")
     if partition_book is None:
         raise _C.TesseraError(f"{kind}_split: pass partition_book with a local tensor")
     items = as_tensor(items)
-    total = (partition_book.num_nodes() if kind == "node" else partition_book.num_edges())
+    if type_ is not None:  # Checks the name (a clear error for an unknown type).
+        partition_book.get_ntype_id(type_) if kind == "node" else partition_book.get_etype_id(type_)
+    total = (partition_book.num_nodes(type_) if kind == "node"
+             else partition_book.num_edges(type_))
     # DGL reads a local tensor as a mask: an integer 0/1 vector of one entry per
     # node (edge) is one, not ids.
     if (items.dim() == 1 and items.numel() == total and not items.is_floating_point()
             and items.dtype != torch.bool and bool(((items == 0) | (items == 1)).all())):
         items = items.bool()
-    return native(items, partition_book._native(), bool(force_even), trainer_ids, r, -1)
+    return native(items, partition_book._native(), bool(force_even), trainer_ids, r, -1,
+                  "" if type_ is None else (type_ if kind == "node" else _etype_str(type_)))
 
 
 def node_split(nodes, partition_book=None, ntype="_N", rank=None, force_even=True,
@@ -389,11 +635,15 @@ def node_split(nodes, partition_book=None, ntype="_N", rank=None, force_even=Tru
     """This trainer's share of the nodes selected by ``nodes`` (a boolean mask
     over all nodes, as a DistTensor or tensor, or node ids): every node goes to
     exactly one trainer, own-partition nodes first; with ``force_even`` the
-    counts differ by at most one."""
-    return _split("node", nodes, partition_book, rank, force_even, node_trainer_ids)
+    counts differ by at most one. On a heterograph, ``ntype`` names the node
+    type the mask (or ids) is of, and the result is per-type ids of it."""
+    return _split("node", nodes, partition_book, rank, force_even, node_trainer_ids,
+                  None if ntype == "_N" else ntype)
 
 
 def edge_split(edges, partition_book=None, etype="_E", rank=None, force_even=True,
                edge_trainer_ids=None):
     """This trainer's share of the edges selected by ``edges`` (see node_split)."""
-    return _split("edge", edges, partition_book, rank, force_even, edge_trainer_ids)
+    if etype in ("_E", ("_N", "_E", "_N"), "_N:_E:_N"):
+        etype = None
+    return _split("edge", edges, partition_book, rank, force_even, edge_trainer_ids, etype)

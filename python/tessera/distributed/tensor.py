@@ -5,36 +5,79 @@ from tessera import _C
 from tessera._utils import as_ids
 
 
+_DEFAULT_TYPES = ("", "_N", "_E", "_N:_E:_N")
+
+
 class PartitionPolicy:
-    """How rows are sharded: like the nodes ("node") or the edges ("edge")."""
+    """How rows are sharded: like the nodes ("node") or the edges ("edge"),
+    and on a heterograph of which type: "node~paper", "edge~author:writes:paper"
+    (DGL's policy strings). Bare "node" / "edge" mean the graph's only type."""
 
     def __init__(self, policy_str, partition_book=None):
-        kind = policy_str.split("~")[0].split(":")[0]
+        if not isinstance(policy_str, str):
+            raise TypeError(f"PartitionPolicy: the policy is a string, got {policy_str!r}")
+        kind, _, type_ = policy_str.partition("~")
+        kind = kind.split(":")[0]
         if kind not in ("node", "edge"):
             raise ValueError(f"PartitionPolicy: \"{policy_str}\" is neither a node nor an "
                              "edge policy")
-        self.policy_str = "node~_N" if kind == "node" else "edge~_N:_E:_N"
         self.kind = kind
+        self._type = "" if type_ in _DEFAULT_TYPES else type_
+        default = "_N" if kind == "node" else "_N:_E:_N"
+        self.policy_str = f"{kind}~{self._type or default}"
         self.partition_book = partition_book
 
     @property
     def type_name(self):
-        return "_N" if self.kind == "node" else "_N:_E:_N"
+        return self._type or ("_N" if self.kind == "node" else "_N:_E:_N")
+
+    @property
+    def is_node(self):
+        return self.kind == "node"
 
     def __repr__(self):
         return f"PartitionPolicy('{self.policy_str}')"
 
     def __eq__(self, other):
-        return isinstance(other, PartitionPolicy) and other.kind == self.kind
+        return (isinstance(other, PartitionPolicy) and other.kind == self.kind
+                and other.type_name == self.type_name)
+
+
+class NodePartitionPolicy(PartitionPolicy):
+    """dgl.distributed.NodePartitionPolicy(partition_book, ntype)."""
+
+    def __init__(self, partition_book, ntype="_N"):
+        if not isinstance(ntype, str):
+            raise TypeError(f"NodePartitionPolicy: a node type is a string, got {ntype!r}")
+        if partition_book is not None and ntype != "_N":
+            ntype = partition_book.ntypes[partition_book.get_ntype_id(ntype)]
+        super().__init__(f"node~{ntype}", partition_book)
+
+
+class EdgePartitionPolicy(PartitionPolicy):
+    """dgl.distributed.EdgePartitionPolicy(partition_book, etype): etype a
+    canonical (src, relation, dst) tuple or a relation name."""
+
+    def __init__(self, partition_book, etype=("_N", "_E", "_N")):
+        if partition_book is not None and etype not in ("_E", ("_N", "_E", "_N")):
+            etype = partition_book.to_canonical_etype(etype)
+        if isinstance(etype, tuple):
+            etype = ":".join(etype)
+        super().__init__(f"edge~{etype}", partition_book)
 
 
 def _policy_kind(part_policy):
+    return _policy_args(part_policy)[0]
+
+
+def _policy_args(part_policy):
+    """(kind, type) for the C++ constructor; "" means decide by the shape."""
     if part_policy is None:
-        return ""
-    if isinstance(part_policy, PartitionPolicy):
-        return part_policy.kind
+        return "", ""
     if isinstance(part_policy, str):
-        return PartitionPolicy(part_policy).kind
+        part_policy = PartitionPolicy(part_policy)
+    if isinstance(part_policy, PartitionPolicy):
+        return part_policy.kind, part_policy._type
     raise TypeError(f"part_policy must be a PartitionPolicy, \"node\" or \"edge\", got "
                     f"{type(part_policy).__name__}")
 
@@ -68,8 +111,11 @@ def normal(mean=0.0, std=1.0, seed=0):
 def _fill_with(t, init_func):
     """Creator only: every partition's rows from init_func(part_shape, dtype),
     as DGL's servers do for their shard."""
+    from tessera.distributed.graph import GraphPartitionBook
+    gpb = GraphPartitionBook(t.book())
     book = t.book()
-    offsets = book.node_offsets() if t.policy == "node" else book.edge_offsets()
+    offsets = (gpb._node_offsets(t.type_name) if t.policy == "node"
+               else gpb._typed_offsets("edge", gpb.get_etype_id(t.type_name)))
     shape = list(t.shape)
     for p in range(book.num_partitions()):
         begin, end = int(offsets[p]), int(offsets[p + 1])
@@ -137,8 +183,9 @@ class DistTensor:
         if init_func is not None and not callable(init_func):
             raise TypeError("DistTensor: init_func must be callable (shape, dtype) -> Tensor")
         kind, a, b, seed = _init_kind(init_func)
-        self._t = _C.DistTensor(shape, dtype, name or "", kind, a, b, seed,
-                                _policy_kind(part_policy), bool(persistent))
+        policy, type_ = _policy_args(part_policy)
+        self._t = _C.DistTensor(shape, dtype, name or "", kind, a, b, seed, policy,
+                                bool(persistent), type_)
         if init_func is not None and not isinstance(init_func, _BuiltinInit):
             _init_collectively(self._t, init_func)
 
@@ -187,7 +234,13 @@ class DistTensor:
     @property
     def part_policy(self):
         from tessera.distributed.graph import GraphPartitionBook
-        return PartitionPolicy(self._t.policy, GraphPartitionBook(self._t.book()))
+        return PartitionPolicy(f"{self._t.policy}~{self._t.type_name}",
+                               GraphPartitionBook(self._t.book()))
+
+    @property
+    def type_name(self):
+        """The node type or canonical relation ("src:rel:dst") of its rows."""
+        return self._t.type_name
 
     def add_(self, idx, val):
         """Adds rows element-wise (atomic per row); a tessera extension."""
