@@ -64,6 +64,10 @@ StatusOr<std::unique_ptr<KvServer>> KvServer::Load(const KvServerOptions& option
       {"graph/nid", &part.nid},       {"graph/inner_node", &part.inner_node},
       {"graph/indptr", &part.indptr}, {"graph/indices", &part.indices},
       {"graph/eid", &part.eid},       {"graph/inner_edge", &part.inner_edge}};
+  if (part.config.typed()) {  // The relation of every stored edge, for typed sampling.
+    arrays.push_back({"graph/ntype", &part.ntype});
+    arrays.push_back({"graph/etype", &part.etype});
+  }
   for (const auto& [name, array] : part.node_data) arrays.push_back({"node/" + name, &array});
   for (const auto& [name, array] : part.edge_data) arrays.push_back({"edge/" + name, &array});
   int64_t total = 0;

@@ -56,6 +56,17 @@ StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalGraphFromShards(
   ASSIGN_OR_RETURN(arrays.indptr, get("indptr"));
   ASSIGN_OR_RETURN(arrays.indices, get("indices"));
   ASSIGN_OR_RETURN(arrays.eid, get("eid"));
+  arrays.num_etypes = book.num_etypes();
+  if (!book.is_homogeneous()) {
+    ASSIGN_OR_RETURN(Shard shard, shards.Get("graph/etype"));
+    if (shard.info.dtype != DType::kInt32 || shard.info.shape.size() != 1 ||
+        shard.info.shape[0] != static_cast<int64_t>(arrays.eid.size())) {
+      return absl::DataLossError("shared array graph/etype is not int32 [stored edges]");
+    }
+    held->segments.push_back(shard.segment);
+    arrays.etype = std::span<const int32_t>(static_cast<const int32_t*>(shard.data()),
+                                            static_cast<size_t>(shard.info.shape[0]));
+  }
   arrays.keepalive = std::move(held);
   return sampling::LocalGraph::Create(std::move(arrays));
 }
