@@ -859,12 +859,15 @@ PYBIND11_MODULE(_C, m) {
   // ---------------------------------------------------------- embeddings
   py::class_<dist::DistEmbedding>(m, "DistEmbedding")
       .def(py::init([](int64_t num, int64_t dim, const std::string& name, const std::string& init,
-                       double a, double b, uint64_t seed, const std::string& policy) {
-        return Wait([&] {
-          return dist::DistEmbedding(num, dim, name, MakeInit(init, a, b, seed),
-                                     ParsePolicy(policy));
-        });
-      }))
+                       double a, double b, uint64_t seed, const std::string& policy,
+                       const std::string& type) {
+             return Wait([&] {
+               return dist::DistEmbedding(num, dim, name, MakeInit(init, a, b, seed),
+                                          ParsePolicy(policy), type);
+             });
+           }),
+           py::arg("num"), py::arg("dim"), py::arg("name"), py::arg("init"), py::arg("a"),
+           py::arg("b"), py::arg("seed"), py::arg("policy"), py::arg("type") = "")
       .def("forward", [](dist::DistEmbedding& e,
                          const torch::Tensor& ids) { return Wait([&] { return e.forward(ids); }); })
       .def("train", &dist::DistEmbedding::train)

@@ -133,6 +133,26 @@ g.edges[writes].data["w"] = w
 assert g.edges["writes"].data["w"] is w
 ok("typed_tensor")
 
+# ---- a learned embedding of the featureless authors (DGL's R-GCN on ogbn-mag)
+emb = dist.DistEmbedding(n_author, 4, "emb_author",
+                         part_policy=dist.NodePartitionPolicy(gpb, "author"))
+opt = dist.optim.SparseAdagrad([emb], lr=0.5)
+g.barrier()
+before = emb.weight[torch.arange(n_author)]
+g.barrier()  # Everyone has read the weights before any trainer changes them.
+used = torch.tensor([1, n_author - 2]) if g.rank() == 0 else torch.tensor([], dtype=torch.int64)
+rows = emb(used)
+rows.sum().backward()
+opt.step()
+g.barrier()
+after = emb.weight[torch.arange(n_author)]
+changed = (after != before).any(1)
+assert int(changed.sum()) == 2 and bool(changed[1]) and bool(changed[n_author - 2]), changed.nonzero()
+assert torch.allclose(after[1], before[1] - 0.5, atol=1e-4)
+raises(lambda: dist.DistEmbedding(n_author + 1, 4, "bad_emb", part_policy="node~author"),
+       Exception, "author")
+ok("typed_embedding")
+
 # ---- node_split / edge_split per type
 train = g.nodes["paper"].data["train_mask"]
 mask = train[torch.arange(len(train))].bool()

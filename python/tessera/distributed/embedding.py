@@ -6,7 +6,7 @@ import torch
 from tessera import _C
 from tessera._utils import as_ids
 from tessera.distributed.tensor import (DistTensor, _BuiltinInit, _init_collectively, _init_kind,
-                                        _policy_kind)
+                                        _policy_args)
 
 _anonymous = itertools.count()
 
@@ -33,8 +33,11 @@ class DistEmbedding:
         if init_func is not None and not callable(init_func):
             raise TypeError("DistEmbedding: init_func must be callable (shape, dtype) -> Tensor")
         kind, a, b, seed = _init_kind(init_func)
+        # On a heterograph, NodePartitionPolicy(gpb, ntype) (or "node~<ntype>")
+        # says which type's per-type ids index it, as in DGL.
+        policy_kind, policy_type = _policy_args(part_policy)
         self._e = _C.DistEmbedding(int(num_embeddings), int(embedding_dim), name, kind, a, b,
-                                   seed, _policy_kind(part_policy))
+                                   seed, policy_kind, policy_type)
         if init_func is not None and not isinstance(init_func, _BuiltinInit):
             _init_collectively(self._e.weight, init_func)
 
