@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "src/base/random.h"
 
 namespace tessera::sampling {
@@ -22,12 +23,11 @@ struct Scratch {
   std::vector<int64_t> skip;  // Excluded CSC positions of the current row, increasing.
 };
 
-// The excluded positions of row [begin, end) into `skip` (the row's eids are
-// increasing, so each excluded id in the row's id span is a binary search).
-void FindSkipped(const CscView& csc, int64_t begin, int64_t end, std::span<const int64_t> exclude,
-                 std::vector<int64_t>& skip) {
-  skip.clear();
-  if (exclude.empty() || begin == end) return;
+// Appends the excluded positions of [begin, end), whose eids increase, to
+// `skip` (each excluded id in the span's id range is a binary search).
+void AppendSkipped(const CscView& csc, int64_t begin, int64_t end, std::span<const int64_t> exclude,
+                   std::vector<int64_t>& skip) {
+  if (begin == end) return;
   auto it = std::lower_bound(exclude.begin(), exclude.end(), csc.eid(begin));
   for (; it != exclude.end() && *it <= csc.eid(end - 1); ++it) {
     if (csc.eids.empty()) {
@@ -37,6 +37,53 @@ void FindSkipped(const CscView& csc, int64_t begin, int64_t end, std::span<const
     const int64_t* row = csc.eids.data();
     const int64_t* hit = std::lower_bound(row + begin, row + end, *it);
     if (hit != row + end && *hit == *it) skip.push_back(hit - row);
+  }
+}
+
+// The end of the run of equal relations that starts at b < end. Runs are
+// mostly short: a few steps ahead, then a binary search. Always > b, even
+// over unsorted relations.
+inline int64_t RunEnd(const CscView& csc, int64_t b, int64_t end) {
+  const int32_t* t = csc.etypes.data();
+  const int32_t r = t[b];
+  int64_t e = b + 1;
+  for (int k = 0; k < 8; ++k, ++e) {
+    if (e == end || t[e] != r) return e;
+  }
+  return std::max<int64_t>(e, std::lower_bound(t + e, t + end, r + 1) - t);
+}
+
+// Calls f(relation, begin, end) for each run of one relation in row
+// [begin, end) (the whole row as relation 0 without relations). A relation
+// outside [0, num_etypes) is an error.
+template <class F>
+Status ForEachRun(const CscView& csc, int64_t begin, int64_t end, F&& f) {
+  if (csc.etypes.empty()) return begin < end ? f(0, begin, end) : absl::OkStatus();
+  for (int64_t b = begin; b < end;) {
+    int64_t e = RunEnd(csc, b, end);
+    int32_t r = csc.etypes[b];
+    if (r < 0 || r >= csc.num_etypes) {
+      return absl::InvalidArgumentError(fmt::format(
+          "relation {} at CSC position {} is not one of the {} relations", r, b, csc.num_etypes));
+    }
+    RETURN_IF_ERROR(f(r, b, e));
+    b = e;
+  }
+  return absl::OkStatus();
+}
+
+// The excluded positions of row [begin, end) into `skip` (relation by
+// relation when the row has relations: eids increase within each).
+[[gnu::always_inline]] inline void FindSkipped(const CscView& csc, int64_t begin, int64_t end,
+                                               std::span<const int64_t> exclude,
+                                               std::vector<int64_t>& skip) {
+  skip.clear();
+  if (exclude.empty() || begin == end) return;
+  if (csc.etypes.empty()) return AppendSkipped(csc, begin, end, exclude, skip);
+  for (int64_t b = begin; b < end;) {
+    int64_t e = RunEnd(csc, b, end);
+    AppendSkipped(csc, b, e, exclude, skip);
+    b = e;
   }
 }
 
@@ -50,48 +97,70 @@ inline int64_t Unskip(int64_t begin, int64_t i, const std::vector<int64_t>& skip
   return p;
 }
 
-// The weight of position p, zero when excluded.
-inline float WeightAt(const SampleOptions& o, int64_t p, const std::vector<int64_t>& skip) {
+// The weight of position p (kByEid: of its edge id), and zero when
+// excluded. Preconditions: weighted, and p's weight index checked. (How
+// weights are indexed is a template parameter, so the loops over weights
+// do not test it per edge.)
+template <bool kByEid>
+inline float RawWeight(const SampleOptions& o, const CscView& csc, int64_t p) {
+  return o.weights[kByEid ? csc.eid(p) - o.weights_eid_base : p];
+}
+template <bool kByEid>
+inline float WeightAt(const SampleOptions& o, const CscView& csc, int64_t p,
+                      const std::vector<int64_t>& skip) {
   if (!skip.empty() && std::binary_search(skip.begin(), skip.end(), p)) return 0;
-  return o.weights[p];
+  return RawWeight<kByEid>(o, csc, p);
 }
 
-// Number of edges seed `v` will get; validates its weights.
-StatusOr<int64_t> CountFor(const CscView& csc, int64_t v, const SampleOptions& o,
-                           Scratch& scratch) {
-  int64_t begin = csc.indptr[v], end = csc.indptr[v + 1];
-  FindSkipped(csc, begin, end, o.exclude, scratch.skip);
-  int64_t degree = end - begin - static_cast<int64_t>(scratch.skip.size());
-  if (o.fanout < 0 && o.weights.empty()) return degree;
-  if (o.weights.empty())
-    return o.replace ? (degree > 0 ? o.fanout : 0) : std::min(o.fanout, degree);
+// Number of edges the segment [begin, end) of a row gives with `fanout`;
+// validates its weights. `skip` holds the segment's excluded positions.
+// (Inlined: it runs once per seed, mostly as a few instructions.)
+template <bool kByEid>
+[[gnu::always_inline]] inline StatusOr<int64_t> CountFor(const CscView& csc, int64_t begin,
+                                                         int64_t end, int64_t fanout,
+                                                         const SampleOptions& o,
+                                                         const std::vector<int64_t>& skip) {
+  int64_t degree = end - begin - static_cast<int64_t>(skip.size());
+  if (fanout < 0 && o.weights.empty()) return degree;
+  if (o.weights.empty()) return o.replace ? (degree > 0 ? fanout : 0) : std::min(fanout, degree);
   int64_t positive = 0;
   for (int64_t p = begin; p < end; ++p) {
-    float w = o.weights[p];
+    if (kByEid) {
+      int64_t k = csc.eid(p) - o.weights_eid_base;
+      if (k < 0 || k >= static_cast<int64_t>(o.weights.size())) {
+        return absl::InvalidArgumentError(
+            fmt::format("edge {} at CSC position {} has no weight (the {} weights are of edges "
+                        "{} onwards)",
+                        csc.eid(p), p, o.weights.size(), o.weights_eid_base));
+      }
+    }
+    float w = RawWeight<kByEid>(o, csc, p);
     if (!(w >= 0) || std::isinf(w)) {
       return absl::InvalidArgumentError(
           fmt::format("edge weight {} at CSC position {} is negative, infinite or NaN", w, p));
     }
-    positive += WeightAt(o, p, scratch.skip) > 0;
+    positive += WeightAt<kByEid>(o, csc, p, skip) > 0;
   }
-  if (o.fanout < 0) return degree;  // Every edge, whatever its weight.
-  if (o.replace) return positive > 0 ? o.fanout : 0;
-  return std::min(o.fanout, positive);
+  if (fanout < 0) return degree;  // Every edge, whatever its weight.
+  if (o.replace) return positive > 0 ? fanout : 0;
+  return std::min(fanout, positive);
 }
 
-// Writes `count` chosen CSC positions of seed v's in-edges to `out`.
-// scratch.skip holds the row's excluded positions (from CountFor's search).
-void ChooseFor(const CscView& csc, int64_t v, uint64_t key, int64_t count, const SampleOptions& o,
-               Scratch& scratch, int64_t* out) {
-  int64_t begin = csc.indptr[v], end = csc.indptr[v + 1];
+// Writes `count` chosen CSC positions of the segment [begin, end) of a row
+// to `out`, drawing from the stream (options.seed, stream, key).
+// scratch.skip holds the segment's excluded positions.
+template <bool kByEid>
+void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, uint64_t stream,
+               uint64_t key, int64_t count, const SampleOptions& o, Scratch& scratch,
+               int64_t* out) {
   const std::vector<int64_t>& skip = scratch.skip;
   int64_t degree = end - begin - static_cast<int64_t>(skip.size());
   if (count == 0) return;
-  Rng rng(o.seed, /*stream=*/1, key);
-  if (o.fanout < 0 || (o.weights.empty() && !o.replace && count == degree)) {
+  if (fanout < 0 || (o.weights.empty() && !o.replace && count == degree)) {
     for (int64_t i = 0; i < degree; ++i) out[i] = Unskip(begin, i, skip);
     return;
   }
+  Rng rng(o.seed, stream, key);
   if (o.weights.empty()) {
     if (o.replace) {
       for (int64_t i = 0; i < count; ++i) {
@@ -126,12 +195,16 @@ void ChooseFor(const CscView& csc, int64_t v, uint64_t key, int64_t count, const
     std::vector<double>& prefix = scratch.prefix;
     prefix.resize(row);
     double total = 0;
-    for (int64_t i = 0; i < row; ++i) prefix[i] = total += WeightAt(o, begin + i, skip);
+    for (int64_t i = 0; i < row; ++i) {
+      prefix[i] = total += WeightAt<kByEid>(o, csc, begin + i, skip);
+    }
     for (int64_t i = 0; i < count; ++i) {
       double r = rng.Uniform() * total;
       int64_t k = std::upper_bound(prefix.begin(), prefix.end(), r) - prefix.begin();
       k = std::min(k, row - 1);
-      while (k > 0 && WeightAt(o, begin + k, skip) == 0) --k;  // r landed on a zero-width edge.
+      while (k > 0 && WeightAt<kByEid>(o, csc, begin + k, skip) == 0) {
+        --k;  // r landed on a zero-width edge.
+      }
       out[i] = begin + k;
     }
     return;
@@ -140,7 +213,7 @@ void ChooseFor(const CscView& csc, int64_t v, uint64_t key, int64_t count, const
   auto& keyed = scratch.keyed;
   keyed.clear();
   for (int64_t i = 0; i < row; ++i) {
-    float w = WeightAt(o, begin + i, skip);
+    float w = WeightAt<kByEid>(o, csc, begin + i, skip);
     if (w <= 0) continue;
     double u = 1.0 - rng.Uniform();  // (0, 1]
     keyed.emplace_back(std::log(u) / w, begin + i);
@@ -152,30 +225,15 @@ void ChooseFor(const CscView& csc, int64_t v, uint64_t key, int64_t count, const
   for (int64_t i = 0; i < count; ++i) out[i] = keyed[i].second;
 }
 
-}  // namespace
+// The random stream of relation r (relation 0's is the single-fanout one).
+constexpr uint64_t StreamOf(int r) { return 1 + static_cast<uint64_t>(r); }
 
-StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64_t> seeds,
-                                       std::span<const int64_t> keys,
-                                       const SampleOptions& options) {
-  if (!options.weights.empty() && options.weights.size() != csc.indices.size()) {
-    return absl::InvalidArgumentError(
-        fmt::format("{} edge weights for {} edges", options.weights.size(), csc.indices.size()));
-  }
-  if (!keys.empty() && keys.size() != seeds.size()) {
-    return absl::InvalidArgumentError("keys and seeds differ in length");
-  }
-  for (size_t i = 1; i < options.exclude.size(); ++i) {
-    if (options.exclude[i] <= options.exclude[i - 1]) {
-      return absl::InvalidArgumentError("the excluded edge ids must be sorted and distinct");
-    }
-  }
-  int64_t n = static_cast<int64_t>(seeds.size());
-  for (int64_t i = 0; i < n; ++i) {
-    if (seeds[i] < 0 || seeds[i] >= csc.num_nodes()) {
-      return absl::OutOfRangeError(
-          fmt::format("seed {} is not a node of this graph ({} nodes)", seeds[i], csc.num_nodes()));
-    }
-  }
+// The two passes over validated input (kByEid: how weights are indexed).
+template <bool kByEid>
+StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds,
+                              std::span<const int64_t> keys, const SampleOptions& options) {
+  const int64_t n = static_cast<int64_t>(seeds.size());
+  const bool per_relation = !options.etype_fanouts.empty();
   int threads = std::max(1, std::min<int>(options.num_threads, static_cast<int>(n / 256) + 1));
   auto run = [&](auto&& body) {
     std::vector<std::thread> pool;
@@ -193,21 +251,51 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
     for (const Status& s : status) RETURN_IF_ERROR(s);
     return absl::OkStatus();
   };
+  auto too_many = [&] {
+    std::string fanout = per_relation ? fmt::format("s {}", fmt::join(options.etype_fanouts, ", "))
+                                      : fmt::format(" {}", options.fanout);
+    return absl::ResourceExhaustedError(
+        fmt::format("sampling {} seeds with fanout{} would return more than {} edges", n, fanout,
+                    options.max_edges));
+  };
+  // The edges (seed v, relation r) gets; skip is left holding the excluded
+  // positions of [b, e).
+  auto count_segment = [&](int r, int64_t b, int64_t e, Scratch& scratch) -> StatusOr<int64_t> {
+    int64_t fanout = options.etype_fanouts[r];
+    if (fanout == 0) return 0;
+    FindSkipped(csc, b, e, options.exclude, scratch.skip);
+    return CountFor<kByEid>(csc, b, e, fanout, options, scratch.skip);
+  };
   // Pass 1: how many edges each seed gets; pass 2: fill in place.
   std::vector<int64_t> offsets(n + 1, 0);
+  constexpr int64_t kAhead = 4;  // Rows are random reads: fetch a few seeds ahead.
   RETURN_IF_ERROR(run([&](int64_t lo, int64_t hi) -> Status {
     Scratch scratch;
     for (int64_t i = lo; i < hi; ++i) {
-      ASSIGN_OR_RETURN(offsets[i + 1], CountFor(csc, seeds[i], options, scratch));
+      if (per_relation && !csc.etypes.empty() && i + kAhead < hi) {
+        __builtin_prefetch(csc.etypes.data() + csc.indptr[seeds[i + kAhead]]);
+      }
+      int64_t v = seeds[i], begin = csc.indptr[v], end = csc.indptr[v + 1];
+      if (!per_relation) {
+        FindSkipped(csc, begin, end, options.exclude, scratch.skip);
+        ASSIGN_OR_RETURN(offsets[i + 1],
+                         CountFor<kByEid>(csc, begin, end, options.fanout, options, scratch.skip));
+        continue;
+      }
+      int64_t total = 0;
+      RETURN_IF_ERROR(ForEachRun(csc, begin, end, [&](int r, int64_t b, int64_t e) -> Status {
+        ASSIGN_OR_RETURN(int64_t count, count_segment(r, b, e, scratch));
+        if (__builtin_add_overflow(total, count, &total)) return too_many();
+        return absl::OkStatus();
+      }));
+      offsets[i + 1] = total;
     }
     return absl::OkStatus();
   }));
   for (int64_t i = 0; i < n; ++i) {
-    offsets[i + 1] += offsets[i];
-    if (offsets[i + 1] > options.max_edges || offsets[i + 1] < 0) {
-      return absl::ResourceExhaustedError(
-          fmt::format("sampling {} seeds with fanout {} would return more than {} edges", n,
-                      options.fanout, options.max_edges));
+    if (__builtin_add_overflow(offsets[i + 1], offsets[i], &offsets[i + 1]) ||
+        offsets[i + 1] > options.max_edges) {
+      return too_many();
     }
   }
   SampledEdges out;
@@ -216,21 +304,35 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
   out.eid.resize(offsets[n]);
   RETURN_IF_ERROR(run([&](int64_t lo, int64_t hi) -> Status {
     Scratch scratch;
-    constexpr int64_t kAhead = 4;  // Rows are random reads: fetch a few seeds ahead.
     for (int64_t i = lo; i < hi; ++i) {
       if (i + kAhead < hi) {
         int64_t row = csc.indptr[seeds[i + kAhead]];
         __builtin_prefetch(csc.indices.data() + row);
         if (!csc.eids.empty()) __builtin_prefetch(csc.eids.data() + row);
+        if (per_relation && !csc.etypes.empty()) __builtin_prefetch(csc.etypes.data() + row);
       }
-      int64_t v = seeds[i];
+      int64_t v = seeds[i], begin = csc.indptr[v], end = csc.indptr[v + 1];
       int64_t* pos = out.eid.data() + offsets[i];  // Positions first, then mapped.
       int64_t count = offsets[i + 1] - offsets[i];
       uint64_t key = static_cast<uint64_t>(keys.empty() ? v : keys[i]);
-      if (!options.exclude.empty()) {
-        FindSkipped(csc, csc.indptr[v], csc.indptr[v + 1], options.exclude, scratch.skip);
+      if (!per_relation) {
+        if (!options.exclude.empty()) {
+          FindSkipped(csc, begin, end, options.exclude, scratch.skip);
+        }
+        ChooseFor<kByEid>(csc, begin, end, options.fanout, StreamOf(0), key, count, options,
+                          scratch, pos);
+      } else {
+        int64_t at = 0;
+        RETURN_IF_ERROR(ForEachRun(csc, begin, end, [&](int r, int64_t b, int64_t e) -> Status {
+          ASSIGN_OR_RETURN(int64_t c, count_segment(r, b, e, scratch));
+          if (c > count - at) return absl::InternalError("sampled counts changed between passes");
+          ChooseFor<kByEid>(csc, b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
+                            scratch, pos + at);
+          at += c;
+          return absl::OkStatus();
+        }));
+        if (at != count) return absl::InternalError("sampled counts changed between passes");
       }
-      ChooseFor(csc, v, key, count, options, scratch, pos);
       for (int64_t k = 0; k < count; ++k) {
         int64_t p = pos[k];
         out.src[offsets[i] + k] = csc.indices[p];
@@ -242,6 +344,56 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
   }));
   out.offsets = std::move(offsets);
   return out;
+}
+
+}  // namespace
+
+StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64_t> seeds,
+                                       std::span<const int64_t> keys,
+                                       const SampleOptions& options) {
+  if (!options.weights_by_eid && !options.weights.empty() &&
+      options.weights.size() != csc.indices.size()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} edge weights for {} edges", options.weights.size(), csc.indices.size()));
+  }
+  if (!keys.empty() && keys.size() != seeds.size()) {
+    return absl::InvalidArgumentError("keys and seeds differ in length");
+  }
+  if (!csc.etypes.empty() && csc.etypes.size() != csc.indices.size()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} edge relations for {} edges", csc.etypes.size(), csc.indices.size()));
+  }
+  const bool per_relation = !options.etype_fanouts.empty();
+  if (per_relation) {
+    if (static_cast<int64_t>(options.etype_fanouts.size()) != csc.num_etypes) {
+      return absl::InvalidArgumentError(
+          fmt::format("{} per-relation fanouts given but the graph has {} relations",
+                      options.etype_fanouts.size(), csc.num_etypes));
+    }
+    for (size_t r = 0; r < options.etype_fanouts.size(); ++r) {
+      if (options.etype_fanouts[r] < -1) {
+        return absl::InvalidArgumentError(
+            fmt::format("fanout {} of relation {} is invalid (-1: every edge, 0: none, or a count)",
+                        options.etype_fanouts[r], r));
+      }
+    }
+  }
+  for (size_t i = 1; i < options.exclude.size(); ++i) {
+    if (options.exclude[i] <= options.exclude[i - 1]) {
+      return absl::InvalidArgumentError("the excluded edge ids must be sorted and distinct");
+    }
+  }
+  int64_t n = static_cast<int64_t>(seeds.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (seeds[i] < 0 || seeds[i] >= csc.num_nodes()) {
+      return absl::OutOfRangeError(
+          fmt::format("seed {} is not a node of this graph ({} nodes)", seeds[i], csc.num_nodes()));
+    }
+  }
+  if (options.weights_by_eid && !options.weights.empty()) {
+    return Sample<true>(csc, seeds, keys, options);
+  }
+  return Sample<false>(csc, seeds, keys, options);
 }
 
 }  // namespace tessera::sampling

@@ -10,12 +10,17 @@
 //     Efraimidis–Spirakis keys (zero-weight edges are never picked), with
 //     replacement by inverse-CDF draws;
 //   * fanout -1: every in-edge.
+// With per-relation fanouts (DGL's sample_etype_neighbors) each relation's
+// segment of a row is sampled on its own, as above, with that relation's
+// fanout (-1: every edge of it, 0: none).
 // Excluded edges (options.exclude) are removed before choosing, so a seed
 // still gets min(fanout, degree - excluded) edges (DGL drops them afterwards
 // and leaves the fanout short).
 // Results are deterministic for a given seed: the random stream of a seed
 // node depends only on options.seed and that node's key (its global id when
-// the caller gives them), never on the thread count or the seed order.
+// the caller gives them), never on the thread count or the seed order; with
+// per-relation fanouts, that of (seed node, relation r) on options.seed, the
+// key and r (relation 0's stream is the single-fanout stream).
 // Thread-safe; runs on options.num_threads threads.
 #ifndef TESSERA_SRC_SAMPLING_NEIGHBOR_SAMPLER_H_
 #define TESSERA_SRC_SAMPLING_NEIGHBOR_SAMPLER_H_
@@ -35,16 +40,29 @@ struct CscView {
   // With `eids` empty, the edge at position p is eid_base + p (a part's
   // inner rows): one random read less per sampled edge.
   int64_t eid_base = 0;
+  // Relation of each position; empty: every edge is of relation 0. A row's
+  // positions are grouped by relation in increasing relation order (callers
+  // guarantee it; values outside [0, num_etypes) are an error).
+  std::span<const int32_t> etypes;
+  int num_etypes = 1;
   int64_t num_nodes() const { return static_cast<int64_t>(indptr.size()) - 1; }
   int64_t eid(int64_t p) const { return eids.empty() ? eid_base + p : eids[p]; }
 };
 
 struct SampleOptions {
   int64_t fanout = 10;  // -1: all in-edges.
+  // Empty: `fanout` over each whole row. Else one fanout per relation
+  // (csc.num_etypes entries, each >= -1) and `fanout` is ignored.
+  std::span<const int64_t> etype_fanouts;
   bool replace = false;
-  std::span<const float> weights;  // Per CSC position; empty: uniform.
+  std::span<const float> weights;  // Empty: uniform.
+  // `weights` is indexed by CSC position (one weight per position), or with
+  // weights_by_eid by edge id minus weights_eid_base (one weight per edge of
+  // an id range, e.g. a part's owned edges when positions are not ids).
+  bool weights_by_eid = false;
+  int64_t weights_eid_base = 0;
   // Edge ids never to pick: sorted and distinct. Needs the eids of every
-  // row in increasing order (as partitions store them).
+  // row's relation segment in increasing order (as partitions store them).
   std::span<const int64_t> exclude;
   uint64_t seed = 0;
   int num_threads = 1;
@@ -66,8 +84,9 @@ struct SampledEdges {
 
 // Samples in-edges of `seeds` (local node ids of `csc`). `keys[i]` keys the
 // random stream of seeds[i] (empty: the seed itself). Errors on a seed out of
-// range, weights of the wrong length, negative/NaN weights, or an unsorted
-// exclude list.
+// range, weights of the wrong length (or an edge id outside them), negative/NaN
+// weights, an unsorted exclude list, etype_fanouts whose size is not
+// csc.num_etypes or with an entry below -1, or a relation out of range.
 StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64_t> seeds,
                                        std::span<const int64_t> keys, const SampleOptions& options);
 

@@ -190,5 +190,200 @@ TEST(NeighborSamplerTest, BadInputIsAnError) {
   EXPECT_FALSE(SampleNeighbors(g.view(), std::vector<int64_t>{0}, {}, {.weights = nan}).ok());
 }
 
+// Node 0's in-edges in three relations (node 1 has none):
+//
+//   relation 0: sources 1-4,  edge ids 200-203
+//   relation 1: sources 5-9,  edge ids 100-104 (a later relation may have
+//               smaller ids, as rows of an out-edge index do)
+//   relation 2: sources 10-12, edge ids 300-302
+struct Typed {
+  std::vector<int64_t> indptr = {0, 12, 12};
+  std::vector<int64_t> indices = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  std::vector<int64_t> eids = {200, 201, 202, 203, 100, 101, 102, 103, 104, 300, 301, 302};
+  std::vector<int32_t> etypes = {0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2};
+  CscView view() const {
+    return {.indptr = indptr, .indices = indices, .eids = eids, .etypes = etypes, .num_etypes = 3};
+  }
+  static int RelationOf(int64_t eid) { return eid >= 300 ? 2 : eid >= 200 ? 0 : 1; }
+};
+
+// Per (seed, relation) edges of a result, by the relation of each edge id.
+std::vector<std::map<int, std::vector<int64_t>>> PerRelation(const SampledEdges& r) {
+  std::vector<std::map<int, std::vector<int64_t>>> out(r.offsets.size() - 1);
+  for (size_t i = 0; i + 1 < r.offsets.size(); ++i) {
+    int previous = -1;
+    for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k) {
+      int rel = Typed::RelationOf(r.eid[k]);
+      EXPECT_GE(rel, previous) << "a seed's edges come relation by relation";
+      previous = rel;
+      EXPECT_EQ(r.src[k], r.eid[k] >= 300   ? r.eid[k] - 290
+                          : r.eid[k] >= 200 ? r.eid[k] - 199
+                                            : r.eid[k] - 95);
+      out[i][rel].push_back(r.eid[k]);
+    }
+  }
+  return out;
+}
+
+TEST(NeighborSamplerTest, PerRelationFanoutsSampleEachSegmentOnItsOwn) {
+  Typed g;
+  std::vector<int64_t> seeds(4000, 0), keys(4000);
+  std::iota(keys.begin(), keys.end(), 0);
+  seeds[7] = 1;  // No edges at all.
+  std::vector<int64_t> fanouts = {1, -1, 0};
+  auto r = SampleNeighbors(g.view(), seeds, keys, {.etype_fanouts = fanouts});
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<double> counts(4, 0);
+  auto per = PerRelation(*r);
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    if (seeds[i] == 1) {
+      EXPECT_TRUE(per[i].empty());
+      continue;
+    }
+    ASSERT_EQ(per[i][0].size(), 1u);
+    counts[per[i][0][0] - 200] += 1;
+    EXPECT_EQ(per[i][1], (std::vector<int64_t>{100, 101, 102, 103, 104}));
+    EXPECT_EQ(per[i].count(2), 0u);
+  }
+  // Uniform inside relation 0 (chi-square, 3 dof, 99.9th percentile 16.3).
+  double expected = 3999.0 / 4, chi2 = 0;
+  for (double c : counts) chi2 += (c - expected) * (c - expected) / expected;
+  EXPECT_LT(chi2, 16.3);
+  // Without replacement: min(fanout, degree) distinct; with: exactly fanout.
+  for (bool replace : {false, true}) {
+    std::vector<int64_t> f = {3, 7, 2};
+    auto s = SampleNeighbors(g.view(), std::span<const int64_t>(seeds).first(200),
+                             std::span<const int64_t>(keys).first(200),
+                             {.etype_fanouts = f, .replace = replace});
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto p = PerRelation(*s);
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (seeds[i] == 1) continue;
+      for (auto [rel, want] : {std::pair{0, 3}, {1, replace ? 7 : 5}, {2, 2}}) {
+        EXPECT_EQ(p[i][rel].size(), static_cast<size_t>(want)) << "relation " << rel;
+        if (!replace) {
+          EXPECT_EQ(std::set<int64_t>(p[i][rel].begin(), p[i][rel].end()).size(), p[i][rel].size());
+        }
+      }
+    }
+  }
+}
+
+// Relation r's stream is keyed by (seed, key, r) alone: other relations'
+// fanouts do not move it, and relation 0's is the single-fanout stream.
+TEST(NeighborSamplerTest, PerRelationStreamsAreIndependent) {
+  Typed g;
+  std::vector<int64_t> seeds(300, 0), keys(300);
+  std::iota(keys.begin(), keys.end(), 11);
+  std::vector<int64_t> a = {2, 2, 1}, b = {2, 0, -1};
+  auto x = SampleNeighbors(g.view(), seeds, keys, {.etype_fanouts = a, .seed = 5});
+  auto y =
+      SampleNeighbors(g.view(), seeds, keys, {.etype_fanouts = b, .seed = 5, .num_threads = 3});
+  ASSERT_TRUE(x.ok() && y.ok());
+  auto px = PerRelation(*x), py = PerRelation(*y);
+  for (size_t i = 0; i < seeds.size(); ++i) EXPECT_EQ(px[i][0], py[i][0]);
+  Star s(1000);
+  std::vector<int64_t> one = {10};
+  auto single = SampleNeighbors(s.view(), seeds, keys, {.fanout = 10, .seed = 3});
+  auto per = SampleNeighbors(s.view(), seeds, keys, {.etype_fanouts = one, .seed = 3});
+  ASSERT_TRUE(single.ok() && per.ok());
+  EXPECT_EQ(single->eid, per->eid);
+}
+
+// Exclusion works segment by segment (ids increase within a relation, not
+// across the row) and still fills each relation's fanout.
+TEST(NeighborSamplerTest, ExclusionInsideRelationSegments) {
+  Typed g;
+  std::vector<int64_t> exclude = {101, 103, 201, 300};
+  std::vector<int64_t> seeds(500, 0), keys(500);
+  std::iota(keys.begin(), keys.end(), 0);
+  std::vector<int64_t> all = {-1, -1, -1}, some = {2, 2, 2};
+  auto every = SampleNeighbors(g.view(), seeds, keys, {.etype_fanouts = all, .exclude = exclude});
+  ASSERT_TRUE(every.ok()) << every.status();
+  auto p = PerRelation(*every);
+  EXPECT_EQ(p[0][0], (std::vector<int64_t>{200, 202, 203}));
+  EXPECT_EQ(p[0][1], (std::vector<int64_t>{100, 102, 104}));
+  EXPECT_EQ(p[0][2], (std::vector<int64_t>{301, 302}));
+  for (bool replace : {false, true}) {
+    auto r = SampleNeighbors(g.view(), seeds, keys,
+                             {.etype_fanouts = some, .replace = replace, .exclude = exclude});
+    ASSERT_TRUE(r.ok());
+    for (const auto& seed : PerRelation(*r)) {
+      for (int rel = 0; rel < 3; ++rel) {
+        EXPECT_EQ(seed.at(rel).size(), 2u);
+        for (int64_t e : seed.at(rel)) {
+          EXPECT_FALSE(std::binary_search(exclude.begin(), exclude.end(), e));
+        }
+      }
+    }
+  }
+  // One fanout over a row with relations: the excluded edges of every segment are found.
+  auto single =
+      SampleNeighbors(g.view(), std::vector<int64_t>{0}, {}, {.fanout = 20, .exclude = exclude});
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->size(), 8u);
+  for (int64_t e : single->eid) {
+    EXPECT_FALSE(std::binary_search(exclude.begin(), exclude.end(), e)) << e;
+  }
+}
+
+// Weights indexed by edge id (a part's owned edges when positions are not
+// ids): zero weights are never picked, each relation's fanout filled.
+TEST(NeighborSamplerTest, WeightsByEdgeId) {
+  Typed g;
+  std::vector<float> w(203, 1.0f);  // Edge ids 100..302.
+  w[200 - 100] = 0;
+  w[301 - 100] = 0;
+  w[104 - 100] = 0;
+  std::vector<int64_t> seeds(300, 0), keys(300);
+  std::iota(keys.begin(), keys.end(), 0);
+  std::vector<int64_t> fanouts = {4, 9, 3};
+  for (bool replace : {false, true}) {
+    auto r = SampleNeighbors(g.view(), seeds, keys,
+                             {.etype_fanouts = fanouts,
+                              .replace = replace,
+                              .weights = w,
+                              .weights_by_eid = true,
+                              .weights_eid_base = 100});
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (const auto& seed : PerRelation(*r)) {
+      EXPECT_EQ(seed.at(0).size(), replace ? 4u : 3u);
+      EXPECT_EQ(seed.at(1).size(), replace ? 9u : 4u);
+      EXPECT_EQ(seed.at(2).size(), replace ? 3u : 2u);
+      for (const auto& [rel, eids] : seed) {
+        for (int64_t e : eids) EXPECT_NE(w[e - 100], 0) << "zero-weight edge " << e;
+      }
+    }
+  }
+  auto outside =
+      SampleNeighbors(g.view(), std::vector<int64_t>{0}, {},
+                      {.fanout = 2, .weights = w, .weights_by_eid = true, .weights_eid_base = 150});
+  EXPECT_NE(outside.status().message().find("edge 100 at CSC position 4 has no weight"),
+            std::string::npos)
+      << outside.status();
+}
+
+TEST(NeighborSamplerTest, BadRelationsAreErrors) {
+  Typed g;
+  std::vector<int64_t> two = {1, 1}, below = {1, -3, 1};
+  auto r = SampleNeighbors(g.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = two});
+  EXPECT_NE(r.status().message().find("2 per-relation fanouts given but the graph has 3 "
+                                      "relations"),
+            std::string::npos)
+      << r.status();
+  r = SampleNeighbors(g.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = below});
+  EXPECT_NE(r.status().message().find("fanout -3 of relation 1 is invalid"), std::string::npos);
+  Typed broken;
+  broken.etypes[9] = broken.etypes[10] = broken.etypes[11] = 3;
+  std::vector<int64_t> three = {1, 1, 1};
+  r = SampleNeighbors(broken.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = three});
+  EXPECT_NE(r.status().message().find("relation 3 at CSC position 9 is not one of the 3"),
+            std::string::npos)
+      << r.status();
+  broken.etypes.pop_back();
+  r = SampleNeighbors(broken.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = three});
+  EXPECT_NE(r.status().message().find("11 edge relations for 12 edges"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::sampling
