@@ -2,6 +2,7 @@
 #include "src/sampling/local_graph.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -18,6 +19,10 @@ PartArrays PartArraysOf(std::shared_ptr<const LocalPartition> part) {
                .indptr = part->indptrs(),
                .indices = part->src_locals(),
                .eid = part->eids()};
+  if (part->config.typed()) {
+    a.etype = part->etype.span<int32_t>();
+    a.num_etypes = part->book.num_etypes();
+  }
   a.keepalive = std::move(part);
   return a;
 }
@@ -49,9 +54,48 @@ StatusOr<std::shared_ptr<const LocalGraph>> LocalGraph::Create(PartArrays a) {
         "graph operations need partitions made with --num-hops 1 or more",
         a.part_id, a.indptr[owned_nodes], owned_edges));
   }
-  if (owned_edges > 0 &&
-      (a.eid[0] != a.edge_range.first || a.eid[owned_edges - 1] != a.edge_range.second - 1)) {
-    return bad("its inner rows do not hold the edges it owns in id order");
+  if (a.num_etypes < 1) return bad(fmt::format("{} relations", a.num_etypes));
+  if (a.etype.empty()) {
+    if (a.num_etypes != 1 && !a.eid.empty()) {
+      return bad(fmt::format("{} relations but no relation per edge (etype)", a.num_etypes));
+    }
+    // Homogeneous layout: inner position p holds edge first + p. Checked at
+    // the ends and a few places between (a typed part without its etype
+    // array fails here).
+    for (int64_t k = 0; k <= 64 && owned_edges > 0; ++k) {
+      int64_t p = (owned_edges - 1) * k / 64;
+      if (a.eid[p] != a.edge_range.first + p) {
+        return bad(fmt::format(
+            "its inner rows do not hold the edges it owns in id order (position {} holds edge "
+            "{}, not {}); a typed partition needs its relation of each edge (etype)",
+            p, a.eid[p], a.edge_range.first + p));
+      }
+    }
+  } else {
+    if (a.etype.size() != a.eid.size()) {
+      return bad(
+          fmt::format("{} edge relations for {} stored edges", a.etype.size(), a.eid.size()));
+    }
+    // Typed layout: every relation in range; each inner row's edges owned,
+    // with increasing ids (so relations are grouped, in order).
+    for (size_t p = 0; p < a.etype.size(); ++p) {
+      if (a.etype[p] < 0 || a.etype[p] >= a.num_etypes) {
+        return bad(fmt::format("stored edge {} has relation {}, not one of the {} relations", p,
+                               a.etype[p], a.num_etypes));
+      }
+    }
+    for (int64_t v = 0; v < owned_nodes; ++v) {
+      if (a.indptr[v + 1] < a.indptr[v]) return bad(fmt::format("indptr decreases at row {}", v));
+      for (int64_t p = a.indptr[v]; p < a.indptr[v + 1]; ++p) {
+        if (a.eid[p] < a.edge_range.first || a.eid[p] >= a.edge_range.second ||
+            (p > a.indptr[v] && (a.eid[p] <= a.eid[p - 1] || a.etype[p] < a.etype[p - 1]))) {
+          return bad(fmt::format(
+              "inner row {} does not hold owned edges in increasing id and relation order "
+              "(position {}: edge {}, relation {})",
+              v, p, a.eid[p], a.etype[p]));
+        }
+      }
+    }
   }
   return std::shared_ptr<const LocalGraph>(new LocalGraph(std::move(a)));
 }
@@ -71,15 +115,37 @@ Status LocalGraph::CheckOwnedNodes(std::span<const int64_t> nids) const {
 StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seeds,
                                                    const NeighborOptions& o) const {
   RETURN_IF_ERROR(CheckOwnedNodes(seeds));
+  if (!o.etype_fanouts.empty()) {
+    if (static_cast<int64_t>(o.etype_fanouts.size()) != a_.num_etypes) {
+      return absl::InvalidArgumentError(
+          fmt::format("{} per-relation fanouts given but partition {} has {} relations",
+                      o.etype_fanouts.size(), a_.part_id, a_.num_etypes));
+    }
+    for (size_t r = 0; r < o.etype_fanouts.size(); ++r) {
+      if (o.etype_fanouts[r] < -1) {
+        return absl::InvalidArgumentError(
+            fmt::format("fanout {} of relation {} is invalid (-1: every edge, 0: none, or a count)",
+                        o.etype_fanouts[r], r));
+      }
+    }
+  }
   int64_t first = a_.node_range.first, owned = num_owned_nodes();
   std::vector<int64_t> local(seeds.size());
   for (size_t i = 0; i < seeds.size(); ++i) local[i] = seeds[i] - first;
   SampleOptions kernel{.fanout = o.fanout,
+                       .etype_fanouts = o.etype_fanouts,
                        .replace = o.replace,
                        .weights = o.weights,
                        .exclude = o.exclude,
                        .seed = o.seed,
                        .num_threads = o.num_threads};
+  // Every relation's every edge is every edge, already grouped by relation
+  // (Create checked the relations): the single-fanout path does it at once.
+  if (!o.etype_fanouts.empty() && std::all_of(o.etype_fanouts.begin(), o.etype_fanouts.end(),
+                                              [](int64_t f) { return f == -1; })) {
+    kernel.etype_fanouts = {};
+    kernel.fanout = -1;
+  }
   SampledEdges edges;
   if (o.dir == EdgeDir::kIn) {
     if (!o.weights.empty() && static_cast<int64_t>(o.weights.size()) != num_owned_edges()) {
@@ -88,10 +154,17 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
                       num_owned_edges(), o.weights.size()));
     }
     size_t positions = static_cast<size_t>(num_owned_positions());
-    // Inner position p is edge edge_range.first + p: no need to read `eid`.
     CscView inner{.indptr = a_.indptr.first(owned + 1),
                   .indices = a_.indices.first(positions),
-                  .eid_base = a_.edge_range.first};
+                  .eid_base = a_.edge_range.first,
+                  .num_etypes = a_.num_etypes};
+    if (typed()) {
+      // Positions are not ids: read them, weigh each edge by its id.
+      inner.eids = a_.eid.first(positions);
+      inner.etypes = a_.etype.first(positions);
+      kernel.weights_by_eid = true;
+      kernel.weights_eid_base = a_.edge_range.first;
+    }  // Else inner position p is edge edge_range.first + p: no need to read `eid`.
     ASSIGN_OR_RETURN(edges, ::tessera::sampling::SampleNeighbors(inner, local, seeds, kernel));
     for (size_t i = 0; i < edges.size(); ++i) edges.src[i] = GlobalId(edges.src[i]);
     for (int64_t& d : edges.dst) d += first;
@@ -103,7 +176,11 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
         "live with the partitions of their destinations");
   }
   ASSIGN_OR_RETURN(const OutIndex* out, Out());
-  CscView csr{out->indptr, out->dst, out->eid};
+  CscView csr{.indptr = out->indptr,
+              .indices = out->dst,
+              .eids = out->eid,
+              .etypes = out->etype,
+              .num_etypes = a_.num_etypes};
   ASSIGN_OR_RETURN(edges, ::tessera::sampling::SampleNeighbors(csr, local, seeds, kernel));
   // The kernel reports (neighbour, seed); an out-edge goes seed -> neighbour.
   for (size_t i = 0; i < edges.size(); ++i) {
@@ -116,14 +193,21 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
 
 Status LocalGraph::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const {
   auto [begin, end] = a_.edge_range;
-  std::span<const int64_t> rows = a_.indptr.first(num_owned_nodes() + 1);
   for (size_t i = 0; i < eids.size(); ++i) {
     if (eids[i] < begin || eids[i] >= end) {
       return absl::OutOfRangeError(
           fmt::format("edge {} (position {}) is not owned by partition {}, which owns [{}, {})",
                       eids[i], i, a_.part_id, begin, end));
     }
+  }
+  const std::vector<int64_t>* positions = nullptr;
+  if (typed()) {
+    ASSIGN_OR_RETURN(positions, Positions());
+  }
+  std::span<const int64_t> rows = a_.indptr.first(num_owned_nodes() + 1);
+  for (size_t i = 0; i < eids.size(); ++i) {
     int64_t p = eids[i] - begin;
+    if (positions != nullptr) p = (*positions)[p];
     int64_t row = std::upper_bound(rows.begin(), rows.end(), p) - rows.begin() - 1;
     src[i] = GlobalId(a_.indices[p]);
     dst[i] = a_.node_range.first + row;
@@ -165,31 +249,74 @@ StatusOr<const LocalGraph::OutIndex*> LocalGraph::Out() const {
       if (src < owned) ++index->indptr[src + 1];
     }
     for (int64_t v = 0; v < owned; ++v) index->indptr[v + 1] += index->indptr[v];
-    std::vector<std::pair<int64_t, int64_t>> entries(index->indptr[owned]);  // (eid, dst)
     std::vector<int64_t> fill(index->indptr.begin(), index->indptr.end() - 1);
-    for (int64_t row = 0; row < local; ++row) {
-      for (int64_t p = a_.indptr[row]; p < a_.indptr[row + 1]; ++p) {
-        int64_t src = a_.indices[p];
-        if (src < owned) entries[fill[src]++] = {a_.eid[p], row};
+    const size_t size = static_cast<size_t>(index->indptr[owned]);
+    index->dst.resize(size);
+    index->eid.resize(size);
+    // Entries sorted within each row by `key` (eid; typed: relation, eid),
+    // then unpacked by `emit`.
+    auto build = [&](auto key, auto emit) {
+      std::vector<decltype(key(int64_t{0}, int64_t{0}))> entries(size);
+      for (int64_t row = 0; row < local; ++row) {
+        for (int64_t p = a_.indptr[row]; p < a_.indptr[row + 1]; ++p) {
+          int64_t src = a_.indices[p];
+          if (src < owned) entries[fill[src]++] = key(p, row);
+        }
       }
-    }
-    index->dst.resize(entries.size());
-    index->eid.resize(entries.size());
-    for (int64_t v = 0; v < owned; ++v) {
-      auto row_begin = entries.begin() + index->indptr[v];
-      auto row_end = entries.begin() + index->indptr[v + 1];
-      std::sort(row_begin, row_end);
-      for (auto it = row_begin; it != row_end; ++it) {
-        size_t k = static_cast<size_t>(it - entries.begin());
-        index->eid[k] = it->first;
-        index->dst[k] = it->second;
+      for (int64_t v = 0; v < owned; ++v) {
+        std::sort(entries.begin() + index->indptr[v], entries.begin() + index->indptr[v + 1]);
       }
+      for (size_t k = 0; k < size; ++k) emit(k, entries[k]);
+    };
+    if (!typed()) {
+      build(
+          [&](int64_t p, int64_t row) {
+            return std::pair{a_.eid[p], row};
+          },
+          [&](size_t k, const std::pair<int64_t, int64_t>& e) {
+            index->eid[k] = e.first;
+            index->dst[k] = e.second;
+          });
+    } else {
+      index->etype.resize(size);
+      build(
+          [&](int64_t p, int64_t row) {
+            return std::tuple{a_.etype[p], a_.eid[p], row};
+          },
+          [&](size_t k, const std::tuple<int32_t, int64_t, int64_t>& e) {
+            index->etype[k] = std::get<0>(e);
+            index->eid[k] = std::get<1>(e);
+            index->dst[k] = std::get<2>(e);
+          });
     }
-    spdlog::debug("partition {}: out-edge index of {} edges built in {:.2f} s", a_.part_id,
-                  entries.size(), watch.Seconds());
+    spdlog::debug("partition {}: out-edge index of {} edges built in {:.2f} s", a_.part_id, size,
+                  watch.Seconds());
     out_ = std::move(index);
   });
   return out_.get();
+}
+
+StatusOr<const std::vector<int64_t>*> LocalGraph::Positions() const {
+  std::call_once(positions_once_, [&] {
+    // Create checked that every inner position holds an owned edge; each
+    // must appear exactly once.
+    int64_t owned_edges = num_owned_edges();
+    positions_.assign(static_cast<size_t>(owned_edges), -1);
+    for (int64_t p = 0; p < owned_edges; ++p) {
+      int64_t& slot = positions_[a_.eid[p] - a_.edge_range.first];
+      if (slot >= 0) {
+        positions_status_ = absl::DataLossError(
+            fmt::format("partition {}: edge {} is stored twice in its inner rows (positions {} "
+                        "and {})",
+                        a_.part_id, a_.eid[p], slot, p));
+        positions_.clear();
+        return;
+      }
+      slot = p;
+    }
+  });
+  RETURN_IF_ERROR(positions_status_);
+  return &positions_;
 }
 
 }  // namespace tessera::sampling

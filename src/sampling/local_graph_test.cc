@@ -192,5 +192,32 @@ TEST_F(LocalGraphTest, PartitionsWithoutHaloAreRefusedWithAReason) {
   EXPECT_NE(g.status().message().find("--num-hops"), std::string::npos) << g.status();
 }
 
+// A homogeneous part has one relation: one per-relation fanout is the
+// single fanout (relation 0's stream is the single-fanout stream), and
+// more are an error naming both counts.
+TEST_F(LocalGraphTest, HomogeneousPartsHaveOneRelation) {
+  Partition(2);
+  for (const auto& g : graphs_) {
+    EXPECT_FALSE(g->typed());
+    EXPECT_EQ(g->num_etypes(), 1);
+    std::vector<int64_t> seeds = Owned(*g);
+    for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
+      for (bool replace : {false, true}) {
+        auto single = g->SampleNeighbors(seeds, {.fanout = 3, .dir = dir, .replace = replace});
+        auto per = g->SampleNeighbors(
+            seeds, {.etype_fanouts = {3}, .dir = dir, .replace = replace, .num_threads = 2});
+        ASSERT_TRUE(single.ok() && per.ok());
+        EXPECT_EQ(single->eid, per->eid);
+        EXPECT_EQ(single->src, per->src);
+      }
+    }
+    auto two = g->SampleNeighbors(seeds, {.etype_fanouts = {3, 3}});
+    EXPECT_NE(two.status().message().find("2 per-relation fanouts given but partition"),
+              std::string::npos)
+        << two.status();
+    EXPECT_NE(two.status().message().find("has 1 relations"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::sampling
