@@ -4,36 +4,12 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "src/sampling/radix_sort.h"
 
 namespace tessera::sampling {
 
-namespace {
-
-int BitsFor(uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); }
-
-// Sorts `a` by its bits [lo, hi), stably (LSD radix, 11 bits a pass); the
-// bits below `lo` hold each entry's original index, so for short arrays a
-// plain sort of the whole value gives the same order.
-void RadixSort(std::vector<uint64_t>& a, int lo, int hi, std::vector<uint64_t>& tmp) {
-  if (a.size() < 512) {
-    std::sort(a.begin(), a.end());
-    return;
-  }
-  constexpr int kDigit = 11;
-  tmp.resize(a.size());
-  std::vector<size_t> count;
-  for (int shift = lo; shift < hi; shift += kDigit) {
-    int width = std::min(kDigit, hi - shift);
-    uint64_t mask = (uint64_t{1} << width) - 1;
-    count.assign((size_t{1} << width) + 1, 0);
-    for (uint64_t x : a) ++count[((x >> shift) & mask) + 1];
-    for (size_t b = 1; b < count.size(); ++b) count[b] += count[b - 1];
-    for (uint64_t x : a) tmp[count[(x >> shift) & mask]++] = x;
-    a.swap(tmp);
-  }
-}
-
-}  // namespace
+using internal::BitsFor;
+using internal::RadixSort;
 
 StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t> src,
                         std::span<const int64_t> dst, std::span<const int64_t> eids) {

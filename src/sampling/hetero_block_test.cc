@@ -1,0 +1,231 @@
+// File: src/sampling/hetero_block_test.cc
+#include "src/sampling/hetero_block.h"
+
+#include <map>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "src/base/random.h"
+#include "src/base/test_util.h"
+#include "src/sampling/typed_test_graph.h"
+
+namespace tessera::sampling {
+namespace {
+
+// The shop graph's types in one partition (typed_test_graph.h): users
+// 0-3, items 4-7, tags 8-9; edge ids buys 0-9, bought-by 10-19, follows
+// 20-26, has 27-32.
+PartitionBook ShopBook() {
+  TypeLayout layout{{"user", "item", "tag"},
+                    {{"user", "buys", "item"},
+                     {"item", "bought-by", "user"},
+                     {"user", "follows", "user"},
+                     {"item", "has", "tag"}},
+                    {4, 4, 2},
+                    {10, 10, 7, 6}};
+  auto book = PartitionBook::CreateTyped(std::move(layout), 0);
+  EXPECT_TRUE(book.ok()) << book.status();
+  return std::move(*book);
+}
+
+// DGL's to_block by the definition, with maps.
+HeteroBlock BruteForce(const PartitionBook& book, std::span<const int64_t> seeds,
+                       std::span<const int64_t> src, std::span<const int64_t> dst,
+                       std::span<const int64_t> eids) {
+  HeteroBlock b;
+  b.dst_nodes.resize(book.num_ntypes());
+  b.src_nodes.resize(book.num_ntypes());
+  b.homo_src_nodes.resize(book.num_ntypes());
+  b.edges.resize(book.num_etypes());
+  std::map<int64_t, int64_t> src_index, dst_index;
+  for (int64_t s : seeds) {
+    auto [t, id] = book.MapToPerNtype(s);
+    dst_index[s] = src_index[s] = static_cast<int64_t>(b.dst_nodes[t].size());
+    b.dst_nodes[t].push_back(id);
+    b.src_nodes[t].push_back(id);
+    b.homo_src_nodes[t].push_back(s);
+  }
+  for (size_t e = 0; e < src.size(); ++e) {
+    if (!src_index.count(src[e])) {
+      auto [t, id] = book.MapToPerNtype(src[e]);
+      src_index[src[e]] = static_cast<int64_t>(b.src_nodes[t].size());
+      b.src_nodes[t].push_back(id);
+      b.homo_src_nodes[t].push_back(src[e]);
+    }
+    auto [r, id] = book.MapToPerEtype(eids[e]);
+    b.edges[r].src.push_back(src_index.at(src[e]));
+    b.edges[r].dst.push_back(dst_index.at(dst[e]));
+    b.edges[r].eids.push_back(id);
+    b.edges[r].homo_eids.push_back(eids[e]);
+  }
+  return b;
+}
+
+void ExpectSame(const HeteroBlock& got, const HeteroBlock& want) {
+  EXPECT_EQ(got.dst_nodes, want.dst_nodes);
+  EXPECT_EQ(got.src_nodes, want.src_nodes);
+  EXPECT_EQ(got.homo_src_nodes, want.homo_src_nodes);
+  ASSERT_EQ(got.num_etypes(), want.num_etypes());
+  for (int r = 0; r < got.num_etypes(); ++r) {
+    EXPECT_EQ(got.edges[r].src, want.edges[r].src) << "relation " << r;
+    EXPECT_EQ(got.edges[r].dst, want.edges[r].dst) << "relation " << r;
+    EXPECT_EQ(got.edges[r].eids, want.edges[r].eids) << "relation " << r;
+    EXPECT_EQ(got.edges[r].homo_eids, want.edges[r].homo_eids) << "relation " << r;
+  }
+}
+
+// Seeds i1, u0, t0 and their sampled in-edges (global ids):
+//
+//   u3 --buys[8]--> i1 <--buys[1]-- u0
+//   i0 --bought-by[10]--> u0 <--follows[22]-- u1,  u3 --follows[25]--> u0
+//   i1 --has[29]--> t0 <--has[30]-- i2
+TEST(HeteroBlockTest, PerTypeNodesDstFirstThenFirstAppearance) {
+  PartitionBook book = ShopBook();
+  std::vector<int64_t> seeds = {5, 0, 8};
+  std::vector<int64_t> src = {3, 0, 4, 1, 3, 5, 6};
+  std::vector<int64_t> dst = {5, 5, 0, 0, 0, 8, 8};
+  std::vector<int64_t> eid = {8, 1, 10, 22, 25, 29, 30};
+  auto b = ToHeteroBlock(book, seeds, src, dst, eid);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->dst_nodes, (std::vector<std::vector<int64_t>>{{0}, {1}, {0}}));
+  // Users: u0 (a seed), then u3, u1 as they first appear; items: i1, then i0, i2.
+  EXPECT_EQ(b->src_nodes, (std::vector<std::vector<int64_t>>{{0, 3, 1}, {1, 0, 2}, {0}}));
+  EXPECT_EQ(b->homo_src_nodes, (std::vector<std::vector<int64_t>>{{0, 3, 1}, {5, 4, 6}, {8}}));
+  EXPECT_EQ(b->edges[0].src, (std::vector<int64_t>{1, 0}));  // buys: u3, u0 -> i1.
+  EXPECT_EQ(b->edges[0].dst, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(b->edges[0].eids, (std::vector<int64_t>{8, 1}));
+  EXPECT_EQ(b->edges[1].src, (std::vector<int64_t>{1}));  // bought-by: i0 -> u0.
+  EXPECT_EQ(b->edges[1].eids, (std::vector<int64_t>{0}));
+  EXPECT_EQ(b->edges[2].src, (std::vector<int64_t>{2, 1}));  // follows: u1, u3 -> u0.
+  EXPECT_EQ(b->edges[2].eids, (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(b->edges[3].src, (std::vector<int64_t>{0, 2}));  // has: i1, i2 -> t0.
+  EXPECT_EQ(b->edges[3].eids, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(b->edges[3].homo_eids, (std::vector<int64_t>{29, 30}));
+  EXPECT_EQ(b->num_edges(), 7);
+  EXPECT_EQ(b->NextSeeds(), (std::vector<int64_t>{0, 3, 1, 5, 4, 6, 8}));
+  ExpectSame(*b, BruteForce(book, seeds, src, dst, eid));
+}
+
+TEST(HeteroBlockTest, BadInputIsAClearError) {
+  PartitionBook book = ShopBook();
+  auto message = [&](std::vector<int64_t> seeds, std::vector<int64_t> src, std::vector<int64_t> dst,
+                     std::vector<int64_t> eid) {
+    auto b = ToHeteroBlock(book, seeds, src, dst, eid);
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(b.status().message());
+  };
+  EXPECT_NE(message({5}, {0}, {6}, {1}).find("edge 0 (0 -> 6) does not end at a seed"),
+            std::string::npos);
+  EXPECT_NE(message({5, 5}, {}, {}, {}).find("seed 5 appears twice"), std::string::npos);
+  // An item as the source of a buys edge.
+  EXPECT_NE(message({5}, {4}, {5}, {1})
+                .find("edge 0 (4 -> 5, id 1) of relation 'user:buys:item' does not start at a "
+                      "node of type 'user' (node 4 is a 'item')"),
+            std::string::npos);
+  // A follows edge ending at an item.
+  EXPECT_NE(message({5}, {0}, {5}, {22}).find("does not end at a node of type 'user'"),
+            std::string::npos);
+  // A buys edge from a seed of the wrong type (checked on the seed path too).
+  EXPECT_NE(message({5, 6}, {6}, {5}, {1}).find("does not start at a node of type 'user'"),
+            std::string::npos);
+  EXPECT_NE(message({10}, {}, {}, {}).find("seed 0 is node 10, outside the graph's 10 nodes"),
+            std::string::npos);
+  EXPECT_NE(message({5}, {0}, {5}, {33}).find("edge 0 has id 33, outside the graph's 33 edges"),
+            std::string::npos);
+  EXPECT_NE(message({5}, {0, 1}, {5}, {1}).find("differ in length"), std::string::npos);
+}
+
+// Two layers sampled from a real two-part partition of the shop graph, each
+// seed at the part that owns it: every block matches the brute force, and
+// layers chain (the inner block's destinations are the outer's sources).
+TEST(HeteroBlockTest, LayersFromRealPartitionsMatchBruteForceAndChain) {
+  testing::TempDir dir;
+  Graph graph = typed_test::ShopGraph();
+  auto pg = typed_test::PartitionAndLoad(graph, 2, dir.path());
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  const PartitionBook& book = pg->book();
+  auto sample = [&](const std::vector<int64_t>& seeds, const NeighborOptions& o) {
+    SampledEdges all;
+    for (int64_t s : seeds) {  // One call per seed, at its owner.
+      auto r = pg->graphs[book.NodeOwner(s)]->SampleNeighbors(std::vector<int64_t>{s}, o);
+      EXPECT_TRUE(r.ok()) << r.status();
+      all.src.insert(all.src.end(), r->src.begin(), r->src.end());
+      all.dst.insert(all.dst.end(), r->dst.begin(), r->dst.end());
+      all.eid.insert(all.eid.end(), r->eid.begin(), r->eid.end());
+    }
+    return all;
+  };
+  // Output seeds: items i1 and i3, tag t1 (original ids), in new ids.
+  std::vector<int64_t> seeds = {pg->NewNid(5), pg->NewNid(9), pg->NewNid(7)};
+  for (uint64_t s : {1u, 2u, 3u}) {
+    NeighborOptions o{.etype_fanouts = {2, 2, 1, 1}, .seed = s};
+    SampledEdges outer_edges = sample(seeds, o);
+    auto outer = ToHeteroBlock(book, seeds, outer_edges.src, outer_edges.dst, outer_edges.eid);
+    ASSERT_TRUE(outer.ok()) << outer.status();
+    ExpectSame(*outer, BruteForce(book, seeds, outer_edges.src, outer_edges.dst, outer_edges.eid));
+    std::vector<int64_t> next = outer->NextSeeds();
+    SampledEdges inner_edges = sample(next, o);
+    auto inner = ToHeteroBlock(book, next, inner_edges.src, inner_edges.dst, inner_edges.eid);
+    ASSERT_TRUE(inner.ok()) << inner.status();
+    ExpectSame(*inner, BruteForce(book, next, inner_edges.src, inner_edges.dst, inner_edges.eid));
+    EXPECT_EQ(inner->dst_nodes, outer->src_nodes);
+    // Per-type ids and relations name the original nodes and edges.
+    for (int r = 0; r < inner->num_etypes(); ++r) {
+      const EdgeType& et = book.etypes()[r];
+      int s_type = *book.NodeTypeId(et.src_type), d_type = *book.NodeTypeId(et.dst_type);
+      const HeteroBlockEdges& e = inner->edges[r];
+      for (int64_t k = 0; k < e.size(); ++k) {
+        int64_t homo_src = book.MapToHomoNid(s_type, inner->src_nodes[s_type][e.src[k]]);
+        int64_t homo_dst = book.MapToHomoNid(d_type, inner->dst_nodes[d_type][e.dst[k]]);
+        int64_t orig = pg->orig_eid[book.MapToHomoEid(r, e.eids[k])];
+        EXPECT_EQ(graph.src_ids()[orig], pg->orig_nid[homo_src]);
+        EXPECT_EQ(graph.dst_ids()[orig], pg->orig_nid[homo_dst]);
+        EXPECT_EQ(typed_test::RelationOf(graph, orig), r);
+      }
+    }
+  }
+}
+
+// Large random layers (the radix-sort path) over a two-part book.
+TEST(HeteroBlockTest, LargeRandomLayerMatchesBruteForce) {
+  TypeLayout layout{{"a", "b"},
+                    {{"a", "x", "b"}, {"b", "y", "a"}, {"a", "z", "a"}},
+                    {3000, 2000, 2500, 1500},
+                    {40000, 30000, 20000, 35000, 25000, 15000}};
+  auto book = PartitionBook::CreateTyped(std::move(layout), 0);
+  ASSERT_TRUE(book.ok()) << book.status();
+  Rng rng(5);
+  auto node_of = [&](int t) {
+    return book->MapToHomoNid(t, static_cast<int64_t>(rng.Below(book->NumNodesOfType(t))));
+  };
+  std::vector<int64_t> seeds;
+  std::set<int64_t> seen;
+  while (seeds.size() < 1500) {
+    int64_t v = node_of(static_cast<int>(rng.Below(2)));
+    if (seen.insert(v).second) seeds.push_back(v);
+  }
+  std::vector<int64_t> src, dst, eid;
+  for (int64_t s : seeds) {
+    int t = book->MapToPerNtype(s).first;
+    for (int k = 0; k < 6; ++k) {
+      int r = t == 1 ? 0 : (k % 2 ? 1 : 2);  // Relations ending at the seed's type.
+      int src_type = r == 1 ? 1 : 0;
+      int64_t u = node_of(src_type);
+      if (k == 5) {  // Some sources are seeds of the right type.
+        int64_t candidate = seeds[rng.Below(seeds.size())];
+        if (book->MapToPerNtype(candidate).first == src_type) u = candidate;
+      }
+      src.push_back(u);
+      dst.push_back(s);
+      eid.push_back(
+          book->MapToHomoEid(r, static_cast<int64_t>(rng.Below(book->NumEdgesOfType(r)))));
+    }
+  }
+  auto b = ToHeteroBlock(*book, seeds, src, dst, eid);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ExpectSame(*b, BruteForce(*book, seeds, src, dst, eid));
+  EXPECT_EQ(b->num_edges(), static_cast<int64_t>(src.size()));
+}
+
+}  // namespace
+}  // namespace tessera::sampling
