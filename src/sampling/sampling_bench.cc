@@ -1,0 +1,88 @@
+// File: src/sampling/sampling_bench.cc
+//
+// Cost per sampled edge of LocalGraph::SampleNeighbors on real partitions
+// (label "bench": not part of the unit suite). Set TESSERA_SAMPLING_BENCH to
+// a comma-separated list of partition configs; part 0 of each is loaded and
+// every owned node sampled, in a shuffled order, best of a few runs. Prints
+// numbers; asserts nothing about time.
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+#include <sstream>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "src/base/random.h"
+#include "src/base/time.h"
+#include "src/sampling/local_graph.h"
+
+namespace tessera::sampling {
+namespace {
+
+std::vector<std::string> Configs() {
+  const char* env = std::getenv("TESSERA_SAMPLING_BENCH");
+  std::vector<std::string> out;
+  if (env == nullptr) return out;
+  std::stringstream list(env);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// Best nanoseconds per sampled edge over `runs` runs.
+double NsPerEdge(const LocalGraph& g, std::span<const int64_t> seeds, const NeighborOptions& o,
+                 int64_t* edges, int runs = 5) {
+  double best = 1e30;
+  for (int r = 0; r < runs; ++r) {
+    Stopwatch watch;
+    auto result = g.SampleNeighbors(seeds, o);
+    double s = watch.Seconds();
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok()) return 0;
+    *edges = static_cast<int64_t>(result->size());
+    best = std::min(best, s * 1e9 / std::max<double>(1, static_cast<double>(result->size())));
+  }
+  return best;
+}
+
+TEST(SamplingBench, CostPerSampledEdge) {
+  std::vector<std::string> configs = Configs();
+  if (configs.empty()) GTEST_SKIP() << "set TESSERA_SAMPLING_BENCH to partition configs";
+  for (const std::string& config : configs) {
+    auto part = LoadPartition(config, 0, {.load_feats = false});
+    ASSERT_TRUE(part.ok()) << part.status();
+    auto shared = std::make_shared<const LocalPartition>(std::move(*part));
+    auto g = LocalGraph::Create(PartArraysOf(shared));
+    ASSERT_TRUE(g.ok()) << g.status();
+    std::vector<int64_t> seeds((*g)->num_owned_nodes());
+    std::iota(seeds.begin(), seeds.end(), (*g)->node_range().first);
+    Rng rng(1);
+    for (size_t i = seeds.size(); i > 1; --i) std::swap(seeds[i - 1], seeds[rng.Below(i)]);
+    fmt::print("{}: part 0, {} owned nodes, {} owned edges, {} relations ({})\n", config,
+               seeds.size(), (*g)->num_owned_edges(), (*g)->num_etypes(),
+               (*g)->typed() ? "typed layout" : "homogeneous layout");
+    int64_t warm = 0;  // Touch the mapped arrays once before timing.
+    NsPerEdge(**g, seeds, {.fanout = -1}, &warm, 1);
+    for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
+      for (bool per_relation : {false, true}) {
+        for (int64_t fanout : {5, 25, -1}) {
+          for (bool replace : {false, true}) {
+            if (fanout < 0 && replace) continue;
+            NeighborOptions o{.fanout = fanout, .dir = dir, .replace = replace, .seed = 3};
+            if (per_relation) o.etype_fanouts.assign((*g)->num_etypes(), fanout);
+            int64_t edges = 0;
+            if (dir == EdgeDir::kOut) NsPerEdge(**g, seeds, o, &edges, 1);  // Builds the index.
+            double ns = NsPerEdge(**g, seeds, o, &edges);
+            fmt::print("  {:3} {:12} {:3} replace {:d}: {:10} edges, {:6.2f} ns/edge\n",
+                       dir == EdgeDir::kIn ? "in" : "out", per_relation ? "per-relation" : "fanout",
+                       fanout, replace, edges, ns);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::sampling
