@@ -58,6 +58,31 @@ StatusOr<PartitionBook> PartitionBook::CreateTyped(TypeLayout layout, int part_i
         "partition book: node and edge counts need one entry per partition and type");
   }
   if (nt > 32767) return absl::InvalidArgumentError("partition book: too many node types");
+  // Names: the same checks whichever way the layout arrived (config, HELLO).
+  for (size_t t = 0; t < nt; ++t) {
+    RETURN_IF_ERROR(CheckTypeName(layout.ntypes[t], "partition book: node type"));
+    for (size_t u = 0; u < t; ++u) {
+      if (layout.ntypes[u] == layout.ntypes[t]) {
+        return absl::InvalidArgumentError(
+            StrCat("partition book: node type '", layout.ntypes[t], "' appears twice"));
+      }
+    }
+  }
+  for (size_t r = 0; r < et; ++r) {
+    const EdgeType& e = layout.etypes[r];
+    RETURN_IF_ERROR(CheckTypeName(e.relation, "partition book: relation"));
+    if (!FindNodeType(layout.ntypes, e.src_type).ok() ||
+        !FindNodeType(layout.ntypes, e.dst_type).ok()) {
+      return absl::InvalidArgumentError(StrCat("partition book: relation '", e.Canonical(),
+                                               "' names a node type it does not list"));
+    }
+    for (size_t u = 0; u < r; ++u) {
+      if (layout.etypes[u] == e) {
+        return absl::InvalidArgumentError(
+            StrCat("partition book: relation '", e.Canonical(), "' appears twice"));
+      }
+    }
+  }
   const int k = static_cast<int>(layout.node_counts.size() / nt);
   if (part_id < 0 || part_id >= k) {
     return absl::InvalidArgumentError(

@@ -29,6 +29,30 @@ TEST(PartitionBook, OwnersRangesAndLocalIds) {
   EXPECT_EQ(owners, (std::vector<int32_t>{2, 0, 2}));
 }
 
+TEST(PartitionBook, RejectsBadTypeLayouts) {
+  TypeLayout ok{{"a", "b"}, {{"a", "r", "b"}}, {1, 2, 3, 4}, {5, 6}};
+  EXPECT_TRUE(PartitionBook::CreateTyped(ok, 1).ok());
+  TypeLayout twice = ok;
+  twice.ntypes = {"a", "a"};
+  EXPECT_NE(PartitionBook::CreateTyped(twice, 0).status().message().find("appears twice"),
+            std::string::npos);
+  TypeLayout missing = ok;
+  missing.etypes = {{"a", "r", "c"}};
+  EXPECT_NE(PartitionBook::CreateTyped(missing, 0).status().message().find(
+                "'a:r:c' names a node type it does not list"),
+            std::string::npos);
+  TypeLayout bad_name = ok;
+  bad_name.ntypes = {"a", "x/y"};
+  bad_name.etypes = {{"a", "r", "a"}};
+  EXPECT_FALSE(PartitionBook::CreateTyped(bad_name, 0).ok());
+  TypeLayout negative = ok;
+  negative.node_counts = {1, -2, 3, 4};
+  EXPECT_FALSE(PartitionBook::CreateTyped(negative, 0).ok());
+  TypeLayout ragged = ok;
+  ragged.edge_counts = {5, 6, 7};
+  EXPECT_FALSE(PartitionBook::CreateTyped(ragged, 0).ok());
+}
+
 TEST(PartitionBook, RejectsBadMaps) {
   EXPECT_FALSE(PartitionBook::Create({0, 5, 3}, {0, 1, 2}, 0).ok());  // Not ordered.
   EXPECT_FALSE(PartitionBook::Create({1, 5}, {0, 1}, 0).ok());        // Not from 0.

@@ -477,7 +477,10 @@ DistTensor DistGraph::edata(const std::string& name) const { return Data("edge",
 
 std::map<std::string, AttrScheme> DistGraph::Schemes(const std::string& prefix) const {
   const PartitionBook& book = partition_book();
-  if (book.is_homogeneous()) return TypeSchemes(prefix == "node", 0);
+  const bool node = prefix == "node";
+  // One type on this side (a homogeneous graph, or e.g. a knowledge graph's
+  // single node type): plain names, as ndata / edata take them.
+  if ((node ? book.num_ntypes() : book.num_etypes()) == 1) return TypeSchemes(node, 0);
   std::map<std::string, AttrScheme> out;  // "<type>/<name>" on a heterograph.
   for (const kv::TensorMeta& meta : ValueOrThrow(context_->store_->List(), "attribute schemes")) {
     if (meta.key.rfind(prefix + "/", 0) != 0) continue;
@@ -941,8 +944,12 @@ torch::Tensor SplitTyped(const torch::Tensor* ids, const DistTensor* mask,
   const char* what = node ? "node_split" : "edge_split";
   int t = 0;
   if (mask) {
-    t = node ? book.NodeTypeId(mask->type_name()).value_or(0)
-             : book.EdgeTypeId(mask->type_name()).value_or(0);
+    if ((mask->part_policy() == PartPolicy::kNode) != node) {
+      throw Error(fmt::format("{}: the mask '{}' is {} data; use {}", what, mask->name(),
+                              node ? "edge" : "node", node ? "edge_split" : "node_split"));
+    }
+    t = ValueOrThrow(node ? book.NodeTypeId(mask->type_name()) : book.EdgeTypeId(mask->type_name()),
+                     what);
     if (!options.type.empty() && SplitType(book, node, options.type, what) != t) {
       throw Error(fmt::format("{}: the mask '{}' is of type '{}', not '{}'", what, mask->name(),
                               mask->type_name(), options.type));

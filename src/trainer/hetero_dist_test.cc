@@ -171,6 +171,15 @@ void Check(const MagFixture& f, int rank, int world) {
   torch::Tensor same = node_split(g.nodes("paper").data("train_mask"), g.partition_book(),
                                   from_dist);
   EXPECT_TRUE(torch::equal(same, mine));
+  // A mask of another type than asked for, or edge data given to node_split.
+  from_dist.type = "author";
+  EXPECT_THROW(node_split(g.nodes("paper").data("train_mask"), g.partition_book(), from_dist),
+               Error);
+  from_dist.type = "";
+  DistTensor edge_mask({g.num_edges("cites")}, torch::kUInt8, "cites_mask", Init::Zeros(),
+                       PartPolicy::kEdge, false, "cites");
+  EXPECT_THROW(node_split(edge_mask, g.partition_book(), from_dist), Error);
+  EXPECT_EQ(edge_split(edge_mask, g.partition_book(), from_dist).size(0), 0);
 }
 
 std::function<const char*(const char*)> NoEnv() {
