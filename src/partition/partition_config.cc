@@ -318,6 +318,10 @@ StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
                                                   Canonical(c.layout.etypes), c.num_parts, path));
   c.node_offsets = PartOffsets(c.layout.node_counts, c.layout.ntypes.size(), c.num_parts);
   c.edge_offsets = PartOffsets(c.layout.edge_counts, c.layout.etypes.size(), c.num_parts);
+  // Whatever the book refuses (names, duplicates, counts) the config refuses.
+  if (StatusOr<PartitionBook> book = c.Book(0); !book.ok()) {
+    return absl::InvalidArgumentError(StrCat(path, ": ", book.status().message()));
+  }
   if (c.node_offsets.back() != c.num_nodes || c.edge_offsets.back() != c.num_edges) {
     return absl::InvalidArgumentError(
         StrCat(path, ": node_map/edge_map do not cover num_nodes/num_edges"));
