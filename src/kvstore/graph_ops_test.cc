@@ -31,7 +31,9 @@ class GraphOpsTest : public ::testing::Test {
       ASSERT_TRUE(part.ok()) << part.status();
       auto shared = std::make_shared<const LocalPartition>(std::move(*part));
       parts_.push_back(shared);
-      graphs_.push_back(*sampling::LocalGraph::Create(sampling::PartArraysOf(shared)));
+      auto graph = sampling::LocalGraph::Create(sampling::PartArraysOf(shared));
+      ASSERT_TRUE(graph.ok()) << graph.status();
+      graphs_.push_back(*graph);
     }
   }
   static void TearDownTestSuite() {
@@ -57,7 +59,10 @@ class GraphOpsTest : public ::testing::Test {
       sampling::NeighborOptions po = o;
       if (!weights.empty()) po.weights = weights[p];
       auto r = graphs_[p]->SampleNeighbors(mine, po);
-      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok()) {  // A failure, not an abort: the servers' shared memory must go.
+        ADD_FAILURE() << r.status();
+        return all;
+      }
       all.src.insert(all.src.end(), r->src.begin(), r->src.end());
       all.dst.insert(all.dst.end(), r->dst.begin(), r->dst.end());
       all.eid.insert(all.eid.end(), r->eid.begin(), r->eid.end());
