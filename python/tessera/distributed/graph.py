@@ -277,14 +277,14 @@ class _DataView(MutableMapping):
         return f"{{{', '.join(repr(n) for n in self._names())}}}"
 
 
-class _TypedDataView(MutableMapping):
+class _TypedDataView(_DataView):
     """g.nodes[ntype].data / g.edges[etype].data on a heterograph: the type's
     tensors by name, rows addressed by per-type ids. Assignment registers a
     DistTensor under a name in this process only."""
 
     def __init__(self, graph, kind, type_name):
-        self._graph, self._kind, self._type = graph, kind, type_name
-        self._local, self._cache = {}, {}
+        super().__init__(graph, kind)
+        self._type = type_name
 
     def _names(self):
         schemes = self._graph._g.type_schemes(self._kind == "node", self._type)
@@ -315,24 +315,6 @@ class _TypedDataView(MutableMapping):
             raise _C.TesseraError(f"data['{name}'] of {self._kind} type '{self._type}': the "
                                   f"tensor has {value.shape[0]} rows, the type {want}")
         self._local[name] = value
-
-    def __delitem__(self, name):
-        if name in self._local:
-            del self._local[name]
-        else:
-            raise KeyError(f"{self._kind} data '{name}' was not assigned in this process")
-
-    def __contains__(self, name):
-        return isinstance(name, str) and name in self._names()
-
-    def __iter__(self):
-        return iter(self._names())
-
-    def __len__(self):
-        return len(self._names())
-
-    def __repr__(self):
-        return f"{{{', '.join(repr(n) for n in self._names())}}}"
 
 
 class _TypeView:
