@@ -249,9 +249,18 @@ class DistGraph {
 
   // Endpoints (src, dst) of edges, in order.
   std::pair<torch::Tensor, torch::Tensor> find_edges(const torch::Tensor& eids) const;
+  // DGL's find_edges(eids, etype): per-relation edge ids of `etype` in, the
+  // endpoints' per-type ids (of its source and destination types) out.
+  std::pair<torch::Tensor, torch::Tensor> find_edges(const torch::Tensor& eids,
+                                                     const std::string& etype) const;
   // Degrees of nodes (undefined tensor: every node), in order.
   torch::Tensor in_degrees(const torch::Tensor& nids = {}) const;
   torch::Tensor out_degrees(const torch::Tensor& nids = {}) const;
+  // DGL's in_degrees(v, etype) / out_degrees(u, etype): edges of relation
+  // `etype` only, into its destination (out of its source) type's nodes,
+  // given in per-type ids (undefined: every node of that type).
+  torch::Tensor in_degrees(const torch::Tensor& nids, const std::string& etype) const;
+  torch::Tensor out_degrees(const torch::Tensor& nids, const std::string& etype) const;
 
   kv::KvStore& store() const;  // For the loaders.
 
@@ -287,9 +296,35 @@ struct Subgraph {
 
 // Up to `fanout` (-1: all) edges of each seed (distinct node ids): every
 // machine samples the seeds it owns (this machine's in process, from shared
-// memory), and the results are merged.
+// memory), and the results are merged. On a graph with several relations
+// the fanout is per relation, as in DGL (sample_etype_neighbors): up to
+// `fanout` edges of each relation.
 Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, int64_t fanout,
                           const SampleOptions& options = {});
+
+// Per-relation fanouts (DGL's dict fanout): relation name (plain when
+// unambiguous, or "src:rel:dst") -> fanout (-1: all, 0: none). Every relation
+// of the graph must be given.
+using FanoutMap = std::map<std::string, int64_t>;
+Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, const FanoutMap& fanout,
+                          const SampleOptions& options = {});
+
+// The sampled edges of a heterograph by relation, in per-type ids (DGL's
+// heterograph frontier: frontier.edges(etype=...) and edges[etype].data[EID]).
+struct HeteroSubgraph {
+  std::vector<EdgeType> canonical_etypes;
+  std::vector<Subgraph> edges;  // Per relation id: src, dst and eids in per-type ids.
+  // The edges of a relation (name or "src:rel:dst"; Error if unknown or ambiguous).
+  const Subgraph& operator[](const std::string& etype) const;
+  int64_t num_edges() const;
+};
+// Typed seeds: {ntype: per-type ids}. Types not given have no seeds.
+HeteroSubgraph sample_neighbors(const DistGraph& g,
+                                const std::map<std::string, torch::Tensor>& seeds, int64_t fanout,
+                                const SampleOptions& options = {});
+HeteroSubgraph sample_neighbors(const DistGraph& g,
+                                const std::map<std::string, torch::Tensor>& seeds,
+                                const FanoutMap& fanout, const SampleOptions& options = {});
 // Every in-edge of the nodes.
 Subgraph in_subgraph(const DistGraph& g, const torch::Tensor& nodes);
 
@@ -319,9 +354,39 @@ struct Block {
   torch::Tensor edge_dst() const;
 };
 
+// One layer of a heterograph (DGL's block of a heterograph; see
+// src/sampling/hetero_block.h): per node type, destination nodes and source
+// nodes (destinations first) in per-type ids; per relation, its edges as
+// indices into its source type's src_nodes and its destination type's
+// dst_nodes. Types and relations in the partition book's id order.
+struct HeteroBlock {
+  struct Relation {
+    torch::Tensor src, dst;  // int64 [num_edges]: block-local indices.
+    torch::Tensor eids;      // int64: per-relation edge ids.
+    torch::Tensor homo_eids;  // int64: homogeneous edge ids.
+  };
+  std::vector<std::string> ntypes;
+  std::vector<EdgeType> canonical_etypes;
+  std::vector<torch::Tensor> src_nodes, dst_nodes;  // Per type: per-type ids.
+  std::vector<torch::Tensor> homo_src_nodes;        // Per type: homogeneous ids of src_nodes.
+  std::vector<Relation> edges;                      // Per relation id.
+
+  int ntype_id(const std::string& ntype) const;   // Error if unknown.
+  int etype_id(const std::string& etype) const;   // Error if unknown or ambiguous.
+  int64_t num_src_nodes(const std::string& ntype) const;
+  int64_t num_dst_nodes(const std::string& ntype) const;
+  int64_t num_edges(const std::string& etype) const;
+  int64_t num_edges() const;  // All relations.
+  const Relation& edges_of(const std::string& etype) const;
+};
+
 // Multi-layer neighbour sampling (dgl.dataloading.NeighborSampler).
 struct NeighborSampler {
   std::vector<int64_t> fanouts;  // Per layer, input layer first; -1: all neighbours.
+  // Instead of fanouts (DGL's list of dicts): per layer, every relation's
+  // fanout (see FanoutMap). On a graph with several relations an int fanout
+  // is already per relation.
+  std::vector<FanoutMap> etype_fanouts;
   std::string edge_dir = "in";
   bool replace = false;
   std::string prob;  // float32 edge tensor of weights; "": uniform.
@@ -331,6 +396,14 @@ struct MiniBatch {
   torch::Tensor input_nodes;  // Nodes whose features the first layer reads.
   torch::Tensor seeds;        // Output nodes.
   std::vector<Block> blocks;  // Input layer first.
+};
+
+// Node classification on a heterograph: seeds and input nodes by node type
+// (per-type ids), blocks typed.
+struct HeteroMiniBatch {
+  std::map<std::string, torch::Tensor> input_nodes;  // blocks.front().src_nodes by type.
+  std::map<std::string, torch::Tensor> seeds;        // Output nodes by type, in batch order.
+  std::vector<HeteroBlock> blocks;                   // Input layer first.
 };
 
 // Link prediction: pairs index into pair_nodes (= blocks.back().dst_nodes()).
@@ -453,7 +526,19 @@ class DistNodeDataLoader : public BatchLoader<MiniBatch> {
                      LoaderOptions options = {});
 };
 
+// DGL's DistNodeDataLoader with dict seeds: batches of the typed seeds
+// {ntype: per-type ids} (types shuffled together), heterogeneous blocks.
+// (DistNodeDataLoader over homogeneous ids gives homogeneous blocks on any
+// graph; block_etypes gives their relations.)
+class DistHeteroNodeDataLoader : public BatchLoader<HeteroMiniBatch> {
+ public:
+  DistHeteroNodeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& nids,
+                           NeighborSampler sampler, LoaderOptions options = {});
+};
+
 // Link prediction batches (dgl.distributed.DistEdgeDataLoader) over `eids`.
+// On a heterograph the negatives of an edge are nodes of its relation's
+// destination type.
 class DistEdgeDataLoader : public BatchLoader<EdgeMiniBatch> {
  public:
   DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids, NeighborSampler sampler,

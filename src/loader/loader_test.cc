@@ -142,7 +142,7 @@ TEST_F(LoaderTest, EdgeBatchPairsNegativesAndExclusion) {
   for (Exclude exclude : {Exclude::kNone, Exclude::kSelf, Exclude::kReverseId}) {
     EdgeSpec spec{.neighbors = {.fanouts = {3, 2}}, .negatives = 4, .exclude = exclude};
     if (exclude == Exclude::kReverseId) spec.reverse_eids = reverse;
-    ASSERT_TRUE(ValidateEdgeSpec(spec, store->book().num_nodes(), E).ok());
+    ASSERT_TRUE(ValidateEdgeSpec(spec, store->book()).ok());
     auto batch = SampleEdgeBatch(*store, eids, spec, 8);
     ASSERT_TRUE(batch.ok()) << batch.status();
     const auto& nodes = batch->mini.seeds;
@@ -165,9 +165,9 @@ TEST_F(LoaderTest, EdgeBatchPairsNegativesAndExclusion) {
   }
   EdgeSpec bad{
       .neighbors = {.fanouts = {3}}, .exclude = Exclude::kReverseId, .reverse_eids = {1, 2}};
-  EXPECT_FALSE(ValidateEdgeSpec(bad, 2708, E).ok());
+  EXPECT_FALSE(ValidateEdgeSpec(bad, store->book()).ok());
   bad.reverse_eids.assign(E, E);  // Out of range.
-  EXPECT_FALSE(ValidateEdgeSpec(bad, 2708, E).ok());
+  EXPECT_FALSE(ValidateEdgeSpec(bad, store->book()).ok());
 }
 
 TEST(EpochPlanTest, EqualBatchCountsPaddingAndShuffle) {

@@ -20,8 +20,24 @@ int64_t MiniBatch::num_sampled_edges() const {
   return n;
 }
 
-Status ValidateNeighborSpec(const NeighborSpec& spec) {
-  if (spec.fanouts.empty()) {
+size_t NumLayers(const NeighborSpec& spec) {
+  return spec.etype_fanouts.empty() ? spec.fanouts.size() : spec.etype_fanouts.size();
+}
+
+namespace {
+
+std::string RelationName(const PartitionBook& book, size_t r) {
+  return book.etypes()[r].Canonical();
+}
+
+}  // namespace
+
+Status ValidateNeighborSpec(const NeighborSpec& spec, const PartitionBook& book) {
+  if (!spec.fanouts.empty() && !spec.etype_fanouts.empty()) {
+    return absl::InvalidArgumentError(
+        "the neighbour sampler takes fanouts or per-relation fanouts, not both");
+  }
+  if (NumLayers(spec) == 0) {
     return absl::InvalidArgumentError("the neighbour sampler needs at least one fanout");
   }
   for (int64_t f : spec.fanouts) {
@@ -31,26 +47,55 @@ Status ValidateNeighborSpec(const NeighborSpec& spec) {
                       fmt::join(spec.fanouts, ", ")));
     }
   }
+  const size_t relations = static_cast<size_t>(book.num_etypes());
+  for (size_t l = 0; l < spec.etype_fanouts.size(); ++l) {
+    const std::vector<int64_t>& layer = spec.etype_fanouts[l];
+    if (layer.size() != relations) {
+      return absl::InvalidArgumentError(
+          fmt::format("layer {} has {} per-relation fanouts; the graph has {} relations", l,
+                      layer.size(), relations));
+    }
+    for (size_t r = 0; r < relations; ++r) {
+      if (layer[r] < -1) {
+        return absl::InvalidArgumentError(
+            fmt::format("fanout {} of relation {} in layer {}: must be -1 (all) or >= 0",
+                        layer[r], RelationName(book, r), l));
+      }
+    }
+  }
   return absl::OkStatus();
+}
+
+kv::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBook& book, size_t layer,
+                               uint64_t seed, std::span<const int64_t> exclude) {
+  kv::SampleRequest request{.dir = spec.dir,
+                            .replace = spec.replace,
+                            .prob = spec.prob,
+                            .exclude = exclude,
+                            .seed = DeriveSeed(seed, layer)};
+  if (!spec.etype_fanouts.empty()) {
+    request.etype_fanouts = spec.etype_fanouts[layer];
+  } else if (book.num_etypes() > 1) {
+    request.etype_fanouts.assign(book.num_etypes(), spec.fanouts[layer]);
+  } else {
+    request.fanout = spec.fanouts[layer];
+  }
+  return request;
 }
 
 StatusOr<MiniBatch> SampleBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
                                  const NeighborSpec& spec, uint64_t seed,
                                  std::span<const int64_t> exclude) {
-  RETURN_IF_ERROR(ValidateNeighborSpec(spec));
+  RETURN_IF_ERROR(ValidateNeighborSpec(spec, store.book()));
   MiniBatch batch;
   batch.seeds = seeds;
-  size_t layers = spec.fanouts.size();
+  size_t layers = NumLayers(spec);
   batch.blocks.resize(layers);
   std::vector<int64_t> frontier = std::move(seeds);
   for (size_t l = layers; l-- > 0;) {
-    kv::SampleRequest request{.fanout = spec.fanouts[l],
-                              .dir = spec.dir,
-                              .replace = spec.replace,
-                              .prob = spec.prob,
-                              .exclude = exclude,
-                              .seed = DeriveSeed(seed, l)};
-    ASSIGN_OR_RETURN(sampling::SampledEdges edges, store.SampleNeighbors(frontier, request));
+    ASSIGN_OR_RETURN(
+        sampling::SampledEdges edges,
+        store.SampleNeighbors(frontier, LayerRequest(spec, store.book(), l, seed, exclude)));
     // Messages flow towards the seeds: in-edges as they are, out-edges reversed.
     bool in = spec.dir == sampling::EdgeDir::kIn;
     ASSIGN_OR_RETURN(batch.blocks[l], sampling::ToBlock(frontier, in ? edges.src : edges.dst,
@@ -60,14 +105,54 @@ StatusOr<MiniBatch> SampleBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
   return batch;
 }
 
-Status ValidateEdgeSpec(const EdgeSpec& spec, int64_t num_nodes, int64_t num_edges) {
-  RETURN_IF_ERROR(ValidateNeighborSpec(spec.neighbors));
+int64_t HeteroMiniBatch::num_sampled_edges() const {
+  int64_t n = 0;
+  for (const sampling::HeteroBlock& b : blocks) n += b.num_edges();
+  return n;
+}
+
+StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
+                                             const NeighborSpec& spec, uint64_t seed,
+                                             std::span<const int64_t> exclude) {
+  const PartitionBook& book = store.book();
+  RETURN_IF_ERROR(ValidateNeighborSpec(spec, book));
+  if (spec.dir != sampling::EdgeDir::kIn) {
+    return absl::InvalidArgumentError(
+        "heterogeneous blocks sample in-edges; for out-edges sample the reverse relations");
+  }
+  HeteroMiniBatch batch;
+  batch.seeds = seeds;
+  size_t layers = NumLayers(spec);
+  batch.blocks.resize(layers);
+  std::vector<int64_t> frontier = std::move(seeds);
+  for (size_t l = layers; l-- > 0;) {
+    ASSIGN_OR_RETURN(sampling::SampledEdges edges,
+                     store.SampleNeighbors(frontier, LayerRequest(spec, book, l, seed, exclude)));
+    ASSIGN_OR_RETURN(batch.blocks[l],
+                     sampling::ToHeteroBlock(book, frontier, edges.src, edges.dst, edges.eid));
+    frontier = batch.blocks[l].NextSeeds();
+  }
+  return batch;
+}
+
+Status ValidateEdgeSpec(const EdgeSpec& spec, const PartitionBook& book) {
+  RETURN_IF_ERROR(ValidateNeighborSpec(spec.neighbors, book));
+  const int64_t num_nodes = book.num_nodes(), num_edges = book.num_edges();
   if (spec.negatives < 0) {
     return absl::InvalidArgumentError(
         fmt::format("{} negatives per edge: must be 0 or more", spec.negatives));
   }
-  if (spec.negatives > 0 && num_nodes == 0) {
-    return absl::InvalidArgumentError("negative sampling needs a graph with nodes");
+  if (spec.negatives > 0) {
+    if (num_nodes == 0) return absl::InvalidArgumentError("negative sampling needs a graph with nodes");
+    // Negatives are drawn from the destination type of each relation.
+    for (int r = 0; r < book.num_etypes(); ++r) {
+      ASSIGN_OR_RETURN(int t, book.NodeTypeId(book.etypes()[r].dst_type));
+      if (book.NumEdgesOfType(r) > 0 && book.NumNodesOfType(t) == 0) {
+        return absl::InvalidArgumentError(fmt::format(
+            "negative sampling for relation {}: its destination type has no nodes",
+            RelationName(book, r)));
+      }
+    }
   }
   if (spec.exclude == Exclude::kReverseId) {
     if (static_cast<int64_t>(spec.reverse_eids.size()) != num_edges) {
@@ -90,7 +175,7 @@ Status ValidateEdgeSpec(const EdgeSpec& spec, int64_t num_nodes, int64_t num_edg
 
 StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
                                     const EdgeSpec& spec, uint64_t seed) {
-  int64_t num_nodes = store.book().num_nodes();
+  const PartitionBook& book = store.book();
   EdgeBatch batch;
   batch.eids.assign(eids.begin(), eids.end());
   size_t n = eids.size();
@@ -99,10 +184,32 @@ StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t>
   size_t k = static_cast<size_t>(spec.negatives);
   std::vector<int64_t> neg_src(n * k), neg_dst(n * k);
   Rng rng(DeriveSeed(seed, 1000), /*stream=*/7);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < k; ++j) {
-      neg_src[i * k + j] = src[i];
-      neg_dst[i * k + j] = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(num_nodes)));
+  if (k > 0 && book.num_ntypes() > 1) {
+    // Each negative destination is a node of the edge's destination type,
+    // uniform among that type's nodes (DGL's Uniform on one relation).
+    std::vector<int> dst_type(book.num_etypes());
+    for (int r = 0; r < book.num_etypes(); ++r) {
+      ASSIGN_OR_RETURN(dst_type[r], book.NodeTypeId(book.etypes()[r].dst_type));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      int t = dst_type[book.MapToPerEtype(eids[i]).first];
+      uint64_t count = static_cast<uint64_t>(book.NumNodesOfType(t));
+      if (count == 0) {
+        return absl::InvalidArgumentError(fmt::format(
+            "negative sampling for edge {}: type {} has no nodes", eids[i], book.ntypes()[t]));
+      }
+      for (size_t j = 0; j < k; ++j) {
+        neg_src[i * k + j] = src[i];
+        neg_dst[i * k + j] = book.MapToHomoNid(t, static_cast<int64_t>(rng.Below(count)));
+      }
+    }
+  } else {
+    uint64_t count = static_cast<uint64_t>(book.num_nodes());
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < k; ++j) {
+        neg_src[i * k + j] = src[i];
+        neg_dst[i * k + j] = static_cast<int64_t>(rng.Below(count));
+      }
     }
   }
   // The nodes of both pair graphs, sorted; pairs as indices into them.

@@ -9,11 +9,18 @@
 //     Block; the block's source nodes are the next frontier. blocks[0] is
 //     the input layer; its source nodes are the nodes whose features the
 //     model reads.
+//   SampleHeteroBlocks: the same on a typed graph, each layer a HeteroBlock
+//     (DGL's to_block of a heterograph: per-type nodes, per-relation edges).
 //   SampleEdgeBatch: link prediction. The batch's edges are the positive
 //     pairs; k uniform negatives per edge (src kept, dst drawn from all
-//     nodes); the nodes of both pair graphs, compacted together, are the
-//     seeds of the blocks. The batch's own edges (or they and their reverse
-//     edges) can be excluded from sampling; the fanout is still filled.
+//     nodes of the edge's destination type); the nodes of both pair graphs,
+//     compacted together, are the seeds of the blocks. The batch's own edges
+//     (or they and their reverse edges) can be excluded from sampling; the
+//     fanout is still filled.
+//
+// Fanouts on a typed graph (more than one relation) are per relation, as in
+// DGL: an int fanout f samples up to f in-edges of each relation of a seed
+// (DGL's sample_etype_neighbors); etype_fanouts give each relation its own.
 //
 // With out-edge sampling a block's messages flow from each seed's
 // out-neighbours to the seed (the edge's reverse direction).
@@ -31,11 +38,16 @@
 #include "src/base/status.h"
 #include "src/kvstore/kv_store.h"
 #include "src/sampling/block.h"
+#include "src/sampling/hetero_block.h"
 
 namespace tessera::loader {
 
 struct NeighborSpec {
   std::vector<int64_t> fanouts;  // Per layer, input layer first; -1: all neighbours.
+  // Instead of `fanouts` (exactly one of them is given): per layer, one
+  // fanout per relation of the partition book, in relation-id order (-1:
+  // all, 0: none of that relation).
+  std::vector<std::vector<int64_t>> etype_fanouts;
   sampling::EdgeDir dir = sampling::EdgeDir::kIn;
   bool replace = false;
   std::string prob;  // float32 edge array of weights; empty: uniform.
@@ -51,14 +63,36 @@ struct MiniBatch {
   int64_t num_sampled_edges() const;
 };
 
-// Checks fanouts (at least one layer, each -1 or > 0).
-Status ValidateNeighborSpec(const NeighborSpec& spec);
+// Checks fanouts (at least one layer, each -1 or > 0; per-relation ones -1
+// or >= 0, one per relation of `book`).
+Status ValidateNeighborSpec(const NeighborSpec& spec, const PartitionBook& book);
+size_t NumLayers(const NeighborSpec& spec);
+
+// The request of layer `layer` (input layer 0): its fanout, per relation on
+// a typed book.
+kv::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBook& book, size_t layer,
+                               uint64_t seed, std::span<const int64_t> exclude);
 
 // `seeds`: distinct node ids. `exclude`: sorted distinct edge ids never to
 // sample.
 StatusOr<MiniBatch> SampleBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
                                  const NeighborSpec& spec, uint64_t seed,
                                  std::span<const int64_t> exclude = {});
+
+// Heterogeneous mini-batch: seeds and blocks typed (HeteroBlock).
+struct HeteroMiniBatch {
+  std::vector<int64_t> seeds;                 // Output nodes, homogeneous global ids.
+  std::vector<sampling::HeteroBlock> blocks;  // Input layer first.
+  int64_t num_sampled_edges() const;
+};
+
+// `seeds`: distinct homogeneous node ids (of any types). blocks.back()'s
+// dst_nodes are the seeds by type, in seed order; each block's dst_nodes
+// are the next block's src_nodes. Out-edge sampling is refused (sample the
+// reverse relations).
+StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
+                                             const NeighborSpec& spec, uint64_t seed,
+                                             std::span<const int64_t> exclude = {});
 
 enum class Exclude { kNone, kSelf, kReverseId };
 
@@ -82,8 +116,9 @@ struct EdgeBatch {
   MiniBatch mini;             // mini.seeds: every node of both pair graphs, sorted.
 };
 
-// Checks an edge spec against the graph (reverse_eids' length and range).
-Status ValidateEdgeSpec(const EdgeSpec& spec, int64_t num_nodes, int64_t num_edges);
+// Checks an edge spec against the graph (fanouts, reverse_eids' length and
+// range).
+Status ValidateEdgeSpec(const EdgeSpec& spec, const PartitionBook& book);
 
 StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
                                     const EdgeSpec& spec, uint64_t seed);

@@ -18,8 +18,8 @@
 #include "src/kvstore/local_store.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
-#include "src/loader/minibatch.h"
 #include "src/partition/work_split.h"
+#include "src/trainer/dist_internal.h"
 #include "src/trainer/torch_dtype.h"
 
 namespace tessera::dist {
@@ -29,28 +29,7 @@ std::mutex g_mutex;
 std::shared_ptr<Context> g_context;  // The process's current context.
 std::atomic<uint64_t> g_anonymous{0};
 
-void ThrowIfError(const Status& status, const std::string& what) {
-  if (!status.ok()) throw Error(fmt::format("{}: {}", what, std::string(status.message())));
-}
-
-template <typename T>
-T ValueOrThrow(StatusOr<T> value, const std::string& what) {
-  ThrowIfError(value.status(), what);
-  return std::move(*value);
-}
-
 rpc::Millis Ms(double seconds) { return rpc::Millis(static_cast<int64_t>(seconds * 1000)); }
-
-// Ids as a contiguous int64 CPU tensor (integer dtypes only).
-torch::Tensor AsIds(const torch::Tensor& ids, const std::string& what) {
-  if (!ids.defined()) throw Error(fmt::format("{}: ids tensor is undefined", what));
-  if (ids.is_floating_point() || ids.is_complex() || ids.scalar_type() == torch::kBool) {
-    throw Error(fmt::format("{}: ids must be an integer tensor, got {}", what,
-                            c10::toString(ids.scalar_type())));
-  }
-  if (ids.dim() > 1) throw Error(fmt::format("{}: ids must be 1-d, got {}-d", what, ids.dim()));
-  return ids.reshape({-1}).to(torch::kCPU, torch::kInt64).contiguous();
-}
 
 // Large pull outputs (a mini-batch's features: tens of MB) reuse freed
 // buffers. A fresh allocation above glibc's 32 MiB mmap limit is new pages,
@@ -139,13 +118,49 @@ class PullBufferPool {
   std::vector<std::pair<void*, size_t>> free_;
 };
 
+}  // namespace
+
+namespace internal {
+
 std::shared_ptr<Context> CurrentContext() {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_context) throw Error("call tessera::dist::initialize() first");
   return g_context;
 }
 
-}  // namespace
+
+void ThrowIfError(const Status& status, const std::string& what) {
+  if (!status.ok()) throw Error(fmt::format("{}: {}", what, std::string(status.message())));
+}
+
+torch::Tensor AsIds(const torch::Tensor& ids, const std::string& what) {
+  if (!ids.defined()) throw Error(fmt::format("{}: ids tensor is undefined", what));
+  if (ids.is_floating_point() || ids.is_complex() || ids.scalar_type() == torch::kBool) {
+    throw Error(fmt::format("{}: ids must be an integer tensor, got {}", what,
+                            c10::toString(ids.scalar_type())));
+  }
+  if (ids.dim() > 1) throw Error(fmt::format("{}: ids must be 1-d, got {}-d", what, ids.dim()));
+  return ids.reshape({-1}).to(torch::kCPU, torch::kInt64).contiguous();
+}
+
+torch::Tensor Owned(std::vector<int64_t>&& v) {
+  if (v.empty()) return torch::empty({0}, torch::kInt64);
+  auto* holder = new std::vector<int64_t>(std::move(v));
+  return torch::from_blob(
+      holder->data(), {static_cast<int64_t>(holder->size())}, [holder](void*) { delete holder; },
+      torch::kInt64);
+}
+
+std::vector<int64_t> ToVector(const torch::Tensor& ids, const std::string& what) {
+  torch::Tensor flat = AsIds(ids, what);
+  const int64_t* p = flat.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + flat.size(0));
+}
+
+}  // namespace internal
+
+using namespace internal;  // NOLINT: this file is its home.
+
 
 namespace {
 
@@ -617,243 +632,6 @@ torch::Tensor DistGraph::map_to_homo_nid(const torch::Tensor& ids, const std::st
 torch::Tensor DistGraph::map_to_homo_eid(const torch::Tensor& ids, const std::string& etype) const {
   int r = get_etype_id(etype);
   return ToHomo(partition_book(), ids, false, r, canonical_etypes()[r].Canonical());
-}
-
-// ------------------------------------------------------------ graph operations
-
-namespace {
-
-std::atomic<uint64_t> g_seed_base{std::random_device{}()};
-std::atomic<uint64_t> g_seed_calls{0};
-
-uint64_t NextSeed() { return loader::DeriveSeed(g_seed_base.load(), g_seed_calls.fetch_add(1)); }
-
-// A tensor owning `v` (no copy).
-torch::Tensor Owned(std::vector<int64_t>&& v) {
-  if (v.empty()) return torch::empty({0}, torch::kInt64);
-  auto* holder = new std::vector<int64_t>(std::move(v));
-  return torch::from_blob(
-      holder->data(), {static_cast<int64_t>(holder->size())}, [holder](void*) { delete holder; },
-      torch::kInt64);
-}
-
-std::vector<int64_t> ToVector(const torch::Tensor& ids, const std::string& what) {
-  torch::Tensor flat = AsIds(ids, what);
-  const int64_t* p = flat.data_ptr<int64_t>();
-  return std::vector<int64_t>(p, p + flat.size(0));
-}
-
-std::span<const int64_t> SpanOf(const torch::Tensor& contiguous_ids) {
-  return {contiguous_ids.data_ptr<int64_t>(), static_cast<size_t>(contiguous_ids.size(0))};
-}
-
-sampling::EdgeDir ParseEdgeDir(const std::string& dir) {
-  if (dir == "in") return sampling::EdgeDir::kIn;
-  if (dir == "out") return sampling::EdgeDir::kOut;
-  throw Error(fmt::format("edge_dir must be \"in\" or \"out\", got \"{}\"", dir));
-}
-
-Block ToTorch(sampling::Block&& b) {
-  return {Owned(std::move(b.src_nodes)), Owned(std::move(b.indptr)), Owned(std::move(b.indices)),
-          Owned(std::move(b.eids))};
-}
-
-std::vector<Block> ToTorch(std::vector<sampling::Block>&& blocks) {
-  std::vector<Block> out;
-  out.reserve(blocks.size());
-  for (sampling::Block& b : blocks) out.push_back(ToTorch(std::move(b)));
-  return out;
-}
-
-loader::NeighborSpec SpecOf(const NeighborSampler& sampler, kv::KvStore& store) {
-  loader::NeighborSpec spec{.fanouts = sampler.fanouts,
-                            .dir = ParseEdgeDir(sampler.edge_dir),
-                            .replace = sampler.replace,
-                            .prob = sampler.prob};
-  ThrowIfError(loader::ValidateNeighborSpec(spec), "NeighborSampler");
-  if (!spec.prob.empty()) {
-    kv::TensorMeta meta = ValueOrThrow(store.Meta("edge/" + spec.prob), "NeighborSampler prob");
-    ThrowIfError(kv::CheckWeightArray(meta.key, meta.dtype, meta.shape), "NeighborSampler prob");
-  }
-  return spec;
-}
-
-}  // namespace
-
-void manual_seed(uint64_t seed) {
-  g_seed_base = seed;
-  g_seed_calls = 0;
-}
-
-kv::KvStore& DistGraph::store() const { return *context_->store_; }
-
-std::pair<torch::Tensor, torch::Tensor> DistGraph::find_edges(const torch::Tensor& eids) const {
-  torch::Tensor flat = AsIds(eids, "find_edges");
-  torch::Tensor src = torch::empty({flat.size(0)}, torch::kInt64);
-  torch::Tensor dst = torch::empty({flat.size(0)}, torch::kInt64);
-  ThrowIfError(store().FindEdges(SpanOf(flat), src.data_ptr<int64_t>(), dst.data_ptr<int64_t>()),
-               "find_edges");
-  return {src, dst};
-}
-
-namespace {
-
-torch::Tensor Degrees(const DistGraph& g, const torch::Tensor& nids, sampling::EdgeDir dir) {
-  const char* what = dir == sampling::EdgeDir::kIn ? "in_degrees" : "out_degrees";
-  torch::Tensor flat = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes());
-  torch::Tensor out = torch::empty({flat.size(0)}, torch::kInt64);
-  ThrowIfError(g.store().Degrees(SpanOf(flat), dir, out.data_ptr<int64_t>()), what);
-  return out;
-}
-
-}  // namespace
-
-torch::Tensor DistGraph::in_degrees(const torch::Tensor& nids) const {
-  return Degrees(*this, nids, sampling::EdgeDir::kIn);
-}
-
-torch::Tensor DistGraph::out_degrees(const torch::Tensor& nids) const {
-  return Degrees(*this, nids, sampling::EdgeDir::kOut);
-}
-
-Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, int64_t fanout,
-                          const SampleOptions& options) {
-  torch::Tensor flat = AsIds(seeds, "sample_neighbors");
-  std::vector<int64_t> exclude;
-  if (options.exclude_edges.defined()) {
-    exclude = ToVector(options.exclude_edges, "sample_neighbors exclude_edges");
-    std::sort(exclude.begin(), exclude.end());
-    exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
-  }
-  kv::SampleRequest request{.fanout = fanout,
-                            .dir = ParseEdgeDir(options.edge_dir),
-                            .replace = options.replace,
-                            .prob = options.prob,
-                            .exclude = exclude,
-                            .seed = options.seed ? *options.seed : NextSeed()};
-  sampling::SampledEdges edges =
-      ValueOrThrow(g.store().SampleNeighbors(SpanOf(flat), request), "sample_neighbors");
-  return {Owned(std::move(edges.src)), Owned(std::move(edges.dst)), Owned(std::move(edges.eid))};
-}
-
-Subgraph in_subgraph(const DistGraph& g, const torch::Tensor& nodes) {
-  return sample_neighbors(g, nodes, -1, {.seed = 0});
-}
-
-EdgeSubgraph edge_subgraph(const DistGraph& g, const torch::Tensor& eids) {
-  torch::Tensor flat = AsIds(eids, "edge_subgraph");
-  auto [src, dst] = g.find_edges(flat);
-  torch::Tensor nodes = std::get<0>(torch::_unique(torch::cat({src, dst}), /*sorted=*/true));
-  return {torch::searchsorted(nodes, src), torch::searchsorted(nodes, dst), nodes, flat};
-}
-
-torch::Tensor Block::edge_dst() const {
-  torch::Tensor counts = indptr.slice(0, 1) - indptr.slice(0, 0, -1);
-  return torch::repeat_interleave(torch::arange(num_dst_nodes()), counts);
-}
-
-// ------------------------------------------------------------ loaders
-
-struct ContextAccess {
-  static kv::KvStore* Store(const Context& ctx) { return ctx.store_.get(); }
-};
-
-namespace internal {
-
-std::shared_ptr<const loader::EpochPlan> MakePlan(std::vector<int64_t> items,
-                                                  const LoaderOptions& options) {
-  std::shared_ptr<Context> ctx = CurrentContext();
-  loader::BatchOptions batch{.batch_size = options.batch_size,
-                             .shuffle = options.shuffle,
-                             .drop_last = options.drop_last,
-                             .seed = options.seed};
-  if (options.batch_size < 1) {
-    throw Error(fmt::format("loader: batch_size must be at least 1, got {}", options.batch_size));
-  }
-  int64_t batches = loader::EpochPlan::OwnBatches(static_cast<int64_t>(items.size()), batch);
-  kv::KvStore* store = ContextAccess::Store(*ctx);
-  if (options.even_batches && !ctx->standalone() && store != nullptr) {
-    int64_t own = batches;
-    batches = ValueOrThrow(store->BarrierMax(own),
-                           "loader: agreeing on the batches per epoch with the other trainers");
-    if (batches != own) {
-      spdlog::info("loader: {} batches of my own, {} per epoch like every trainer (padded)", own,
-                   batches);
-    }
-  }
-  return std::make_shared<const loader::EpochPlan>(
-      ValueOrThrow(loader::EpochPlan::Create(std::move(items), batch, batches), "loader"));
-}
-
-int ResolveWorkers(const LoaderOptions& options) {
-  if (options.num_workers >= 0) return options.num_workers;
-  return CurrentContext()->num_samplers();
-}
-
-}  // namespace internal
-
-DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids,
-                                       NeighborSampler sampler, LoaderOptions options) {
-  auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
-  auto plan = internal::MakePlan(ToVector(nids, "DistNodeDataLoader nids"), options);
-  Init(plan->num_batches(), options, [g, spec, plan](int64_t epoch) -> Produce {
-    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
-    return [g, spec, plan, order, epoch](int64_t b) -> StatusOr<MiniBatch> {
-      std::vector<int64_t> seeds = plan->Batch(*order, b);
-      ASSIGN_OR_RETURN(
-          loader::MiniBatch mb,
-          loader::SampleBlocks(g.store(), std::move(seeds), *spec, plan->BatchSeed(epoch, b)));
-      MiniBatch out;
-      out.seeds = Owned(std::move(mb.seeds));
-      out.blocks = ToTorch(std::move(mb.blocks));
-      out.input_nodes = out.blocks.front().src_nodes;  // The same tensor, no copy.
-      return out;
-    };
-  });
-}
-
-DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids,
-                                       NeighborSampler sampler, LoaderOptions options,
-                                       EdgeLoaderOptions edge_options) {
-  auto spec = std::make_shared<loader::EdgeSpec>();
-  spec->neighbors = SpecOf(sampler, g.store());
-  spec->negatives = edge_options.negatives;
-  const std::string& ex = edge_options.exclude;
-  if (ex == "none" || ex.empty()) {
-    spec->exclude = loader::Exclude::kNone;
-  } else if (ex == "self") {
-    spec->exclude = loader::Exclude::kSelf;
-  } else if (ex == "reverse_id") {
-    spec->exclude = loader::Exclude::kReverseId;
-  } else {
-    throw Error(fmt::format(
-        "DistEdgeDataLoader: exclude must be \"none\", \"self\" or \"reverse_id\", got \"{}\"",
-        ex));
-  }
-  if (edge_options.reverse_eids.defined()) {
-    spec->reverse_eids = ToVector(edge_options.reverse_eids, "DistEdgeDataLoader reverse_eids");
-  }
-  ThrowIfError(loader::ValidateEdgeSpec(*spec, g.num_nodes(), g.num_edges()), "DistEdgeDataLoader");
-  auto plan = internal::MakePlan(ToVector(eids, "DistEdgeDataLoader eids"), options);
-  std::shared_ptr<const loader::EdgeSpec> shared = spec;
-  Init(plan->num_batches(), options, [g, shared, plan](int64_t epoch) -> Produce {
-    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
-    return [g, shared, plan, order, epoch](int64_t b) -> StatusOr<EdgeMiniBatch> {
-      std::vector<int64_t> batch_eids = plan->Batch(*order, b);
-      ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), batch_eids, *shared,
-                                                                     plan->BatchSeed(epoch, b)));
-      EdgeMiniBatch out;
-      out.pair_nodes = Owned(std::move(eb.mini.seeds));
-      out.eids = Owned(std::move(eb.eids));
-      out.pos_src = Owned(std::move(eb.positive.src));
-      out.pos_dst = Owned(std::move(eb.positive.dst));
-      out.neg_src = Owned(std::move(eb.negative.src));
-      out.neg_dst = Owned(std::move(eb.negative.dst));
-      out.blocks = ToTorch(std::move(eb.mini.blocks));
-      out.input_nodes = out.blocks.front().src_nodes;
-      return out;
-    };
-  });
 }
 
 // ------------------------------------------------------------ splitting work

@@ -27,7 +27,7 @@ namespace {
 struct MagFixture {
   std::string config;
   Graph graph;  // The input, for reference.
-  std::vector<int64_t> orig_nids;
+  std::vector<int64_t> orig_nids, orig_eids;
 };
 
 // Generates a 3000-node mag-shaped graph and partitions it into `parts`.
@@ -52,6 +52,10 @@ MagFixture MakeMag(const std::string& dir, int parts) {
   EXPECT_TRUE(nids.ok());
   auto s = nids->span<int64_t>();
   f.orig_nids.assign(s.begin(), s.end());
+  auto eids = ReadNpy(dir + "/parts/orig_eids.npy");
+  EXPECT_TRUE(eids.ok());
+  auto es = eids->span<int64_t>();
+  f.orig_eids.assign(es.begin(), es.end());
   return f;
 }
 
@@ -182,6 +186,177 @@ void Check(const MagFixture& f, int rank, int world) {
   EXPECT_EQ(edge_split(edge_mask, g.partition_book(), from_dist).size(0), 0);
 }
 
+// Typed graph operations and loaders in per-type ids, against the input.
+void CheckTypedSampling(const MagFixture& f) {
+  DistGraph g("mag", f.config);
+  const Graph& in = f.graph;
+  const PartitionBook& book = g.partition_book();
+  // The input's endpoints of an edge, as (type, per-type id) of the input.
+  auto input_end = [&](int64_t orig_node) {
+    int t = static_cast<int>(std::upper_bound(in.ntype_offsets.begin(), in.ntype_offsets.end(),
+                                              orig_node) -
+                             in.ntype_offsets.begin()) -
+            1;
+    return std::make_pair(t, orig_node - in.ntype_offsets[t]);
+  };
+  // Our per-type id of type t, as the input's per-type id.
+  auto to_input = [&](int t, int64_t per) {
+    return input_end(f.orig_nids[book.MapToHomoNid(t, per)]).second;
+  };
+  const int paper = g.get_ntype_id("paper"), author = g.get_ntype_id("author");
+  const int writes = g.get_etype_id("writes"), cites = g.get_etype_id("cites");
+
+  // find_edges(eids, etype): per-type endpoints of per-relation edges.
+  const int64_t num_writes = g.num_edges("writes");
+  torch::Tensor w_ids = torch::tensor({int64_t{0}, num_writes - 1, num_writes / 3});
+  auto [w_src, w_dst] = g.find_edges(w_ids, "writes");
+  for (int64_t i = 0; i < w_ids.size(0); ++i) {
+    int64_t orig = f.orig_eids[book.MapToHomoEid(writes, w_ids[i].item<int64_t>())];
+    EXPECT_EQ(input_end(in.src.span<int64_t>()[orig]),
+              std::make_pair(author, to_input(author, w_src[i].item<int64_t>())));
+    EXPECT_EQ(input_end(in.dst.span<int64_t>()[orig]),
+              std::make_pair(paper, to_input(paper, w_dst[i].item<int64_t>())));
+  }
+  EXPECT_THROW(g.find_edges(torch::tensor({num_writes}), "writes"), Error);
+
+  // Degrees of one relation: the input's count of that relation's edges.
+  const int64_t papers = g.num_nodes("paper");
+  std::vector<int64_t> cites_in(papers, 0), cites_out(papers, 0);
+  for (int64_t e = in.etype_offsets[cites]; e < in.etype_offsets[cites + 1]; ++e) {
+    ++cites_in[input_end(in.dst.span<int64_t>()[e]).second];
+    ++cites_out[input_end(in.src.span<int64_t>()[e]).second];
+  }
+  torch::Tensor some = torch::tensor({int64_t{5}, int64_t{0}, papers - 1, int64_t{5}});
+  torch::Tensor deg_in = g.in_degrees(some, "cites"), deg_out = g.out_degrees(some, "cites");
+  torch::Tensor all_in = g.in_degrees(torch::Tensor(), "paper:cites:paper");
+  ASSERT_EQ(all_in.size(0), papers);
+  int64_t nonzero = 0;
+  for (int64_t p = 0; p < papers; ++p) {
+    EXPECT_EQ(all_in[p].item<int64_t>(), cites_in[to_input(paper, p)]) << "paper " << p;
+    nonzero += cites_in[p] > 0;
+  }
+  EXPECT_GT(nonzero, papers / 4);
+  for (int64_t i = 0; i < some.size(0); ++i) {
+    int64_t p = to_input(paper, some[i].item<int64_t>());
+    EXPECT_EQ(deg_in[i].item<int64_t>(), cites_in[p]);
+    EXPECT_EQ(deg_out[i].item<int64_t>(), cites_out[p]);
+  }
+
+  // sample_neighbors with typed seeds and per-relation fanouts.
+  FanoutMap fanout;
+  for (const EdgeType& et : g.canonical_etypes()) fanout[et.Canonical()] = 0;
+  fanout["paper:cites:paper"] = 2;
+  fanout["author:writes:paper"] = -1;
+  std::map<std::string, torch::Tensor> seeds = {{"paper", torch::arange(0, papers, 7)},
+                                                {"author", torch::tensor({int64_t{1}})}};
+  HeteroSubgraph sg = sample_neighbors(g, seeds, fanout, {.seed = 11});
+  ASSERT_EQ(sg.edges.size(), g.canonical_etypes().size());
+  for (size_t r = 0; r < sg.edges.size(); ++r) {
+    if (static_cast<int>(r) != cites && static_cast<int>(r) != writes) {
+      EXPECT_EQ(sg.edges[r].num_edges(), 0) << sg.canonical_etypes[r].Canonical();
+    }
+  }
+  EXPECT_EQ(&sg["writes"], &sg.edges[writes]);
+  std::map<int64_t, int64_t> picked_cites, picked_writes;
+  for (int r : {cites, writes}) {
+    const Subgraph& e = sg.edges[r];
+    int src_type = r == cites ? paper : author;
+    for (int64_t i = 0; i < e.num_edges(); ++i) {
+      int64_t orig = f.orig_eids[book.MapToHomoEid(r, e.eids[i].item<int64_t>())];
+      EXPECT_EQ(input_end(in.src.span<int64_t>()[orig]),
+                std::make_pair(src_type, to_input(src_type, e.src[i].item<int64_t>())));
+      int64_t d = e.dst[i].item<int64_t>();
+      EXPECT_EQ(input_end(in.dst.span<int64_t>()[orig]), std::make_pair(paper, to_input(paper, d)));
+      EXPECT_EQ(d % 7, 0) << "an edge into a paper that is not a seed";
+      ++(r == cites ? picked_cites : picked_writes)[d];
+    }
+  }
+  std::vector<int64_t> writes_in(papers, 0);
+  for (int64_t e = in.etype_offsets[writes]; e < in.etype_offsets[writes + 1]; ++e) {
+    ++writes_in[input_end(in.dst.span<int64_t>()[e]).second];
+  }
+  for (int64_t p = 0; p < papers; p += 7) {
+    int64_t q = to_input(paper, p);
+    EXPECT_EQ(picked_cites[p], std::min<int64_t>(2, cites_in[q])) << "paper " << p;
+    EXPECT_EQ(picked_writes[p], writes_in[q]) << "paper " << p;
+  }
+  // Every relation must be given, and names must be relations.
+  FanoutMap partial = {{"cites", 2}};
+  try {
+    sample_neighbors(g, seeds, partial);
+    FAIL() << "a partial fanout map";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no fanout for relations"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("author:writes:paper"), std::string::npos) << e.what();
+  }
+  fanout["venue:in:paper"] = 1;
+  EXPECT_THROW(sample_neighbors(g, seeds, fanout), Error);
+  fanout.erase("venue:in:paper");
+  fanout["writes"] = 1;  // The same relation by its plain name.
+  try {
+    sample_neighbors(g, seeds, fanout);
+    FAIL() << "a relation given twice";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("author:writes:paper is given twice"), std::string::npos)
+        << e.what();
+  }
+  fanout.erase("writes");
+  EXPECT_THROW(sample_neighbors(g, {{"venue", torch::tensor({int64_t{0}})}}, 2), Error);
+  // An int fanout is per relation: up to 1 of each relation into each paper.
+  HeteroSubgraph one = sample_neighbors(g, seeds, 1, {.seed = 3});
+  for (int64_t p = 0; p < papers; p += 7) {
+    int64_t q = to_input(paper, p);
+    EXPECT_EQ((one["cites"].dst == p).sum().item<int64_t>(), std::min<int64_t>(1, cites_in[q]));
+    EXPECT_EQ((one["writes"].dst == p).sum().item<int64_t>(), std::min<int64_t>(1, writes_in[q]));
+  }
+
+  // The typed node loader: every seed once per epoch, chained typed blocks
+  // with real edges into their destinations.
+  NeighborSampler sampler;
+  sampler.etype_fanouts = {fanout, fanout};
+  std::map<std::string, torch::Tensor> train = {{"paper", torch::arange(0, papers, 3)},
+                                                {"author", torch::arange(0, 20)}};
+  DistHeteroNodeDataLoader loader(g, train, sampler,
+                                  {.batch_size = 64, .shuffle = true, .seed = 5,
+                                   .num_workers = 1});
+  std::map<std::string, std::vector<int64_t>> seen;
+  int64_t batches = 0;
+  for (const HeteroMiniBatch& mb : loader) {
+    ++batches;
+    ASSERT_EQ(mb.blocks.size(), 2u);
+    for (const auto& [ntype, ids] : mb.seeds) {
+      seen[ntype].insert(seen[ntype].end(), ids.data_ptr<int64_t>(),
+                         ids.data_ptr<int64_t>() + ids.size(0));
+      int t = g.get_ntype_id(ntype);
+      EXPECT_TRUE(torch::equal(mb.blocks[1].dst_nodes[t], ids));
+      EXPECT_TRUE(torch::equal(mb.blocks[0].dst_nodes[t], mb.blocks[1].src_nodes[t]));
+      EXPECT_TRUE(torch::equal(mb.input_nodes.at(ntype), mb.blocks[0].src_nodes[t]));
+    }
+    for (const HeteroBlock& b : mb.blocks) {
+      const HeteroBlock::Relation& e = b.edges_of("cites");
+      EXPECT_LE(e.src.size(0), 2 * b.num_dst_nodes("paper"));
+      EXPECT_EQ(b.num_edges(), b.num_edges("cites") + b.num_edges("writes"));
+      for (int64_t i = 0; i < e.src.size(0); ++i) {
+        int64_t orig = f.orig_eids[e.homo_eids[i].item<int64_t>()];
+        int64_t s = b.src_nodes[paper][e.src[i].item<int64_t>()].item<int64_t>();
+        int64_t d = b.dst_nodes[paper][e.dst[i].item<int64_t>()].item<int64_t>();
+        EXPECT_EQ(input_end(in.src.span<int64_t>()[orig]).second, to_input(paper, s));
+        EXPECT_EQ(input_end(in.dst.span<int64_t>()[orig]).second, to_input(paper, d));
+      }
+    }
+  }
+  EXPECT_EQ(batches, loader.size());
+  for (const auto& [ntype, ids] : train) {
+    std::vector<int64_t> want(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.size(0));
+    std::vector<int64_t> got = seen[ntype];
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << ntype;
+  }
+  NeighborSampler partial_sampler;
+  partial_sampler.etype_fanouts = {partial};
+  EXPECT_THROW(DistHeteroNodeDataLoader(g, train, partial_sampler), Error);
+}
+
 std::function<const char*(const char*)> NoEnv() {
   return [](const char*) -> const char* { return nullptr; };
 }
@@ -191,6 +366,7 @@ TEST(HeteroDistTest, Standalone) {
   MagFixture f = MakeMag(dir.path(), 1);
   initialize("", {.getenv = NoEnv()});
   Check(f, 0, 1);
+  CheckTypedSampling(f);
   exit_client();
 }
 
@@ -220,6 +396,7 @@ TEST(HeteroDistTest, Distributed) {
                         }});
   ASSERT_FALSE(ctx->standalone());
   Check(f, 0, 2);
+  CheckTypedSampling(f);
   exit_client();
 }
 
@@ -264,6 +441,97 @@ TEST(RelGraphConvTest, MatchesTheFormula) {
     EXPECT_TRUE(conv->named_parameters()["bases"].grad().defined());
     EXPECT_EQ(conv->named_parameters().contains("coeff"), bases == 2);
   }
+}
+
+// SmallBlock as a heterogeneous block, its two node types split the
+// sources: "a" = global 10, 12, 13 (dst 10, 12), "b" = 11, 14 (dst 11).
+//   relation 0  a:r0:a   13 -> 10, 13 -> 12
+//   relation 1  b:r1:a   14 -> 10, 11 -> 10
+//   relation 2  a:r2:b   10 -> 11
+//   relation 3  b:r3:a   14 -> 12   (relation 0 in SmallBlock's edge list)
+//   relation 4  a:r4:a   12 -> 12   (relation 2 there)
+// Relations 3 and 4 reuse weights 0 and 2 in the comparison below, so the
+// layer over 5 relations equals SmallBlock's over 3.
+HeteroBlock SmallHeteroBlock() {
+  HeteroBlock b;
+  b.ntypes = {"a", "b"};
+  b.canonical_etypes = {{"a", "r0", "a"}, {"b", "r1", "a"}, {"a", "r2", "b"}, {"b", "r3", "a"},
+                        {"a", "r4", "a"}};
+  auto t = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64); };
+  b.src_nodes = {t({0, 2, 3}), t({1, 4})};  // Indices into SmallBlock's sources.
+  b.dst_nodes = {t({0, 2}), t({1})};
+  b.homo_src_nodes = {t({10, 12, 13}), t({11, 14})};
+  auto rel = [&](std::vector<int64_t> src, std::vector<int64_t> dst) {
+    return HeteroBlock::Relation{t(src), t(dst), torch::arange(static_cast<int64_t>(src.size())),
+                                 torch::arange(static_cast<int64_t>(src.size()))};
+  };
+  b.edges = {rel({2, 2}, {0, 1}), rel({1, 0}, {0, 0}), rel({0}, {0}), rel({1}, {1}),
+             rel({1}, {1})};
+  return b;
+}
+
+TEST(RelGraphConvTest, HeteroBlockMatchesTheHomogeneousLayer) {
+  torch::manual_seed(2);
+  Block homo = SmallBlock();
+  torch::Tensor etypes = torch::tensor({0, 1, 1, 2, 0, 0, 2}, torch::kInt64);
+  HeteroBlock hetero = SmallHeteroBlock();
+  nn::RelGraphConv three(4, 2, 3, -1), five(4, 2, 5, -1);
+  {
+    // five's relation weights: r0, r1, r2, r3 = r0, r4 = r2 of three; the
+    // same self loop and bias.
+    torch::NoGradGuard no_grad;
+    torch::Tensor w = three->relation_weights();
+    five->named_parameters()["bases"].copy_(torch::stack({w[0], w[1], w[2], w[0], w[2]}));
+    five->named_parameters()["self_loop.weight"].copy_(
+        three->named_parameters()["self_loop.weight"]);
+    five->named_parameters()["bias"].copy_(three->named_parameters()["bias"]);
+  }
+  torch::Tensor h = torch::randn({5, 4});
+  torch::Tensor want = three->forward(homo, h, etypes);  // Rows: 10, 11, 12.
+  std::vector<torch::Tensor> got =
+      five->forward(hetero, {h.index_select(0, hetero.src_nodes[0]),
+                             h.index_select(0, hetero.src_nodes[1])});
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(got[0].sizes().vec(), (std::vector<int64_t>{2, 2}));
+  ASSERT_EQ(got[1].sizes().vec(), (std::vector<int64_t>{1, 2}));
+  // Per-relation norms differ where SmallBlock's relation 0 / 2 edges of one
+  // destination are split over two relations here: node 12 has r0 and r3
+  // (SmallBlock: two r0 edges, norm 1/2 each; here 1 each) and r4 vs r2.
+  // Node 10's and 11's edges keep their grouping, so they match exactly.
+  EXPECT_TRUE(torch::allclose(got[0][0], want[0], 1e-5, 1e-6)) << got[0][0] << want[0];
+  EXPECT_TRUE(torch::allclose(got[1][0], want[1], 1e-5, 1e-6)) << got[1][0] << want[1];
+  torch::Tensor w = three->relation_weights();
+  torch::Tensor self = three->named_parameters()["self_loop.weight"];
+  torch::Tensor bias = three->named_parameters()["bias"];
+  torch::Tensor node12 = torch::matmul(h[2], self.t()) + bias + torch::matmul(h[3], w[0]) +
+                         torch::matmul(h[4], w[0]) + torch::matmul(h[2], w[2]);
+  EXPECT_TRUE(torch::allclose(got[0][1], node12, 1e-5, 1e-6)) << got[0][1] << node12;
+
+  // RGCN over two hetero layers: outputs per type, gradients reach layer 0.
+  nn::RGCN model(4, 3, 2, 5, 2, 2, 0.0);
+  // The second layer's sources are the first layer's destinations (a: 2, b: 1).
+  HeteroBlock top = hetero;
+  auto t = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64); };
+  top.src_nodes = {t({0, 2}), t({1})};
+  top.dst_nodes = {t({0}), t({1})};
+  top.homo_src_nodes = {t({10, 12}), t({11})};
+  auto rel = [&](std::vector<int64_t> src, std::vector<int64_t> dst) {
+    return HeteroBlock::Relation{t(src), t(dst), t(src), t(src)};
+  };
+  top.edges = {rel({1}, {0}), rel({0}, {0}), rel({0}, {0}), rel({}, {}), rel({}, {})};
+  std::vector<torch::Tensor> x = {torch::randn({3, 4}), torch::randn({2, 4})};
+  std::vector<torch::Tensor> y = model->forward(std::vector<HeteroBlock>{hetero, top}, x);
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_EQ(y[0].size(0), 1);
+  EXPECT_EQ(y[1].size(0), 1);
+  (y[0].sum() + y[1].sum()).backward();
+  int with_grad = 0;
+  for (const auto& p : model->parameters()) with_grad += p.grad().defined();
+  EXPECT_EQ(with_grad, static_cast<int>(model->parameters().size()));
+  EXPECT_THROW(five->forward(hetero, {h}), Error);
+  EXPECT_THROW(three->forward(hetero, {h.index_select(0, hetero.src_nodes[0]),
+                                       h.index_select(0, hetero.src_nodes[1])}),
+               Error);
 }
 
 TEST(RelGraphConvTest, RejectsMismatchedInput) {

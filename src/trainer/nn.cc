@@ -210,6 +210,52 @@ torch::Tensor RelGraphConvImpl::forward(const dist::Block& block, const torch::T
   return out;
 }
 
+std::vector<torch::Tensor> RelGraphConvImpl::forward(const dist::HeteroBlock& block,
+                                                     const std::vector<torch::Tensor>& h_src) {
+  const size_t T = block.ntypes.size();
+  if (h_src.size() != T) {
+    throw dist::Error(fmt::format("RelGraphConv: {} feature tensors for a block of {} node types",
+                                  h_src.size(), T));
+  }
+  if (static_cast<int64_t>(block.edges.size()) != num_rels_) {
+    throw dist::Error(fmt::format("RelGraphConv: a block of {} relations, the layer has {}",
+                                  block.edges.size(), num_rels_));
+  }
+  for (size_t t = 0; t < T; ++t) {
+    const torch::Tensor& h = h_src[t];
+    if (h.dim() != 2 || h.size(1) != in_feats_ || h.size(0) != block.src_nodes[t].size(0)) {
+      throw dist::Error(fmt::format("RelGraphConv({} -> {}): input of shape {} for {} sources "
+                                    "of type {}",
+                                    in_feats_, out_feats_, fmt::join(h.sizes(), "x"),
+                                    block.src_nodes[t].size(0), block.ntypes[t]));
+    }
+  }
+  const torch::Tensor weights = relation_weights();  // [R, in, out]
+  std::vector<torch::Tensor> out(T);
+  for (size_t t = 0; t < T; ++t) {
+    out[t] = torch::zeros({block.dst_nodes[t].size(0), out_feats_}, h_src[t].options());
+  }
+  for (int64_t r = 0; r < num_rels_; ++r) {
+    const dist::HeteroBlock::Relation& e = block.edges[r];
+    if (e.src.size(0) == 0) continue;
+    const int s = block.ntype_id(block.canonical_etypes[r].src_type);
+    const int d = block.ntype_id(block.canonical_etypes[r].dst_type);
+    const int64_t num_dst = block.dst_nodes[d].size(0);
+    // norm = 1 / (in-edges of the destination with this relation).
+    torch::Tensor counts = torch::zeros({num_dst}, torch::kFloat32)
+                               .index_add(0, e.dst, torch::ones({e.dst.size(0)}, torch::kFloat32));
+    torch::Tensor norm = (1.0 / counts.index_select(0, e.dst)).to(h_src[s].scalar_type());
+    torch::Tensor messages =
+        torch::matmul(h_src[s].index_select(0, e.src), weights[r]) * norm.unsqueeze(1);
+    out[d] = out[d].index_add(0, e.dst, messages);
+  }
+  for (size_t t = 0; t < T; ++t) {
+    if (self_loop_) out[t] = out[t] + self_loop_(h_src[t].slice(0, 0, block.dst_nodes[t].size(0)));
+    if (bias_.defined()) out[t] = out[t] + bias_;
+  }
+  return out;
+}
+
 RGCNImpl::RGCNImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int64_t num_rels,
                    int64_t num_bases, int num_layers, double dropout) {
   if (num_layers < 1) throw dist::Error("RGCN: num_layers must be >= 1");
@@ -234,6 +280,20 @@ torch::Tensor RGCNImpl::forward(const std::vector<dist::Block>& blocks,
     if (l + 1 < layers_.size()) h = dropout_(torch::relu(h));
   }
   return h;
+}
+
+std::vector<torch::Tensor> RGCNImpl::forward(const std::vector<dist::HeteroBlock>& blocks,
+                                             std::vector<torch::Tensor> x) {
+  if (blocks.size() != layers_.size()) {
+    throw dist::Error(fmt::format("RGCN: {} layers, but {} blocks", layers_.size(), blocks.size()));
+  }
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    x = layers_[l]->forward(blocks[l], x);
+    if (l + 1 < layers_.size()) {
+      for (torch::Tensor& h : x) h = dropout_(torch::relu(h));
+    }
+  }
+  return x;
 }
 
 }  // namespace tessera::nn

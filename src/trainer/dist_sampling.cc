@@ -1,0 +1,487 @@
+// File: src/trainer/dist_sampling.cc
+//
+// LibTorch face of sampling: graph operations on a DistGraph (find_edges,
+// degrees, sample_neighbors, in/edge subgraphs), blocks and the loaders,
+// homogeneous and typed.
+#include <algorithm>
+#include <atomic>
+#include <random>
+
+#include "fmt/format.h"
+#include "include/tessera/dist.h"
+#include "spdlog/spdlog.h"
+#include "src/kvstore/kv_store.h"
+#include "src/loader/minibatch.h"
+#include "src/sampling/hetero_block.h"
+#include "src/trainer/dist_internal.h"
+
+namespace tessera::dist {
+
+using namespace internal;  // NOLINT: the shared helpers of this module.
+
+// ------------------------------------------------------------ graph operations
+
+namespace {
+
+std::atomic<uint64_t> g_seed_base{std::random_device{}()};
+std::atomic<uint64_t> g_seed_calls{0};
+
+uint64_t NextSeed() { return loader::DeriveSeed(g_seed_base.load(), g_seed_calls.fetch_add(1)); }
+
+sampling::EdgeDir ParseEdgeDir(const std::string& dir) {
+  if (dir == "in") return sampling::EdgeDir::kIn;
+  if (dir == "out") return sampling::EdgeDir::kOut;
+  throw Error(fmt::format("edge_dir must be \"in\" or \"out\", got \"{}\"", dir));
+}
+
+Block ToTorch(sampling::Block&& b) {
+  return {Owned(std::move(b.src_nodes)), Owned(std::move(b.indptr)), Owned(std::move(b.indices)),
+          Owned(std::move(b.eids))};
+}
+
+std::vector<Block> ToTorch(std::vector<sampling::Block>&& blocks) {
+  std::vector<Block> out;
+  out.reserve(blocks.size());
+  for (sampling::Block& b : blocks) out.push_back(ToTorch(std::move(b)));
+  return out;
+}
+
+// Every relation's fanout, by relation id, from a map keyed by relation
+// name (plain or canonical). Every relation must be given, once.
+std::vector<int64_t> RelationFanouts(const PartitionBook& book, const FanoutMap& fanout,
+                                     const std::string& what) {
+  const int R = book.num_etypes();
+  std::vector<int64_t> out(R, 0);
+  std::vector<bool> given(R, false);
+  for (const auto& [name, f] : fanout) {
+    int r = ValueOrThrow(book.EdgeTypeId(name), what);
+    if (given[r]) {
+      throw Error(fmt::format("{}: relation {} is given twice", what,
+                              book.etypes()[r].Canonical()));
+    }
+    if (f < -1) {
+      throw Error(fmt::format("{}: fanout {} of relation {}: must be -1 (all) or >= 0", what, f,
+                              name));
+    }
+    given[r] = true;
+    out[r] = f;
+  }
+  std::vector<std::string> missing;
+  for (int r = 0; r < R; ++r) {
+    if (!given[r]) missing.push_back(book.etypes()[r].Canonical());
+  }
+  if (!missing.empty()) {
+    throw Error(fmt::format("{}: no fanout for relation{} {} (DGL needs every relation's; give 0 "
+                            "for none)",
+                            what, missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")));
+  }
+  return out;
+}
+
+loader::NeighborSpec SpecOf(const NeighborSampler& sampler, kv::KvStore& store) {
+  if (!sampler.fanouts.empty() && !sampler.etype_fanouts.empty()) {
+    throw Error("NeighborSampler: give fanouts or etype_fanouts, not both");
+  }
+  loader::NeighborSpec spec{.fanouts = sampler.fanouts,
+                            .dir = ParseEdgeDir(sampler.edge_dir),
+                            .replace = sampler.replace,
+                            .prob = sampler.prob};
+  for (size_t l = 0; l < sampler.etype_fanouts.size(); ++l) {
+    spec.etype_fanouts.push_back(RelationFanouts(store.book(), sampler.etype_fanouts[l],
+                                                 fmt::format("NeighborSampler layer {}", l)));
+  }
+  ThrowIfError(loader::ValidateNeighborSpec(spec, store.book()), "NeighborSampler");
+  // A typed graph's prob names per-relation arrays: the first sample checks them.
+  if (!spec.prob.empty() && store.book().num_etypes() == 1) {
+    kv::TensorMeta meta = ValueOrThrow(store.Meta("edge/" + spec.prob), "NeighborSampler prob");
+    ThrowIfError(kv::CheckWeightArray(meta.key, meta.dtype, meta.shape), "NeighborSampler prob");
+  }
+  return spec;
+}
+
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  g_seed_base = seed;
+  g_seed_calls = 0;
+}
+
+kv::KvStore& DistGraph::store() const { return *context_->store_; }
+
+std::pair<torch::Tensor, torch::Tensor> DistGraph::find_edges(const torch::Tensor& eids) const {
+  torch::Tensor flat = AsIds(eids, "find_edges");
+  torch::Tensor src = torch::empty({flat.size(0)}, torch::kInt64);
+  torch::Tensor dst = torch::empty({flat.size(0)}, torch::kInt64);
+  ThrowIfError(store().FindEdges(SpanOf(flat), src.data_ptr<int64_t>(), dst.data_ptr<int64_t>()),
+               "find_edges");
+  return {src, dst};
+}
+
+namespace {
+
+torch::Tensor Degrees(const DistGraph& g, const torch::Tensor& nids, sampling::EdgeDir dir) {
+  const char* what = dir == sampling::EdgeDir::kIn ? "in_degrees" : "out_degrees";
+  torch::Tensor flat = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes());
+  torch::Tensor out = torch::empty({flat.size(0)}, torch::kInt64);
+  ThrowIfError(g.store().Degrees(SpanOf(flat), dir, out.data_ptr<int64_t>()), what);
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor DistGraph::in_degrees(const torch::Tensor& nids) const {
+  return Degrees(*this, nids, sampling::EdgeDir::kIn);
+}
+
+torch::Tensor DistGraph::out_degrees(const torch::Tensor& nids) const {
+  return Degrees(*this, nids, sampling::EdgeDir::kOut);
+}
+
+namespace {
+
+// Samples around homogeneous seeds: one fanout (per relation on a typed
+// graph, as DGL) or per-relation fanouts.
+sampling::SampledEdges SampleHomo(const DistGraph& g, const torch::Tensor& flat, int64_t fanout,
+                                  std::vector<int64_t> etype_fanouts,
+                                  const SampleOptions& options) {
+  std::vector<int64_t> exclude;
+  if (options.exclude_edges.defined()) {
+    exclude = ToVector(options.exclude_edges, "sample_neighbors exclude_edges");
+    std::sort(exclude.begin(), exclude.end());
+    exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
+  }
+  const PartitionBook& book = g.partition_book();
+  if (etype_fanouts.empty() && book.num_etypes() > 1) etype_fanouts.assign(book.num_etypes(), fanout);
+  kv::SampleRequest request{.fanout = fanout,
+                            .dir = ParseEdgeDir(options.edge_dir),
+                            .replace = options.replace,
+                            .prob = options.prob,
+                            .exclude = exclude,
+                            .seed = options.seed ? *options.seed : NextSeed()};
+  request.etype_fanouts = std::move(etype_fanouts);
+  return ValueOrThrow(g.store().SampleNeighbors(SpanOf(flat), request), "sample_neighbors");
+}
+
+Subgraph ToSubgraph(sampling::SampledEdges&& edges) {
+  return {Owned(std::move(edges.src)), Owned(std::move(edges.dst)), Owned(std::move(edges.eid))};
+}
+
+// {ntype: per-type ids} -> homogeneous ids, types in the book's order.
+torch::Tensor HomoSeeds(const DistGraph& g, const std::map<std::string, torch::Tensor>& seeds,
+                        const std::string& what) {
+  std::vector<std::pair<int, torch::Tensor>> typed;
+  for (const auto& [ntype, ids] : seeds) {
+    int t = g.get_ntype_id(ntype);
+    typed.emplace_back(t, g.map_to_homo_nid(AsIds(ids, what), ntype));
+  }
+  std::sort(typed.begin(), typed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<torch::Tensor> parts;
+  for (auto& [t, ids] : typed) parts.push_back(ids);
+  return parts.empty() ? torch::empty({0}, torch::kInt64) : torch::cat(parts);
+}
+
+// Sampled edges in homogeneous ids -> per relation, in per-type ids.
+HeteroSubgraph ToHetero(const PartitionBook& book, const sampling::SampledEdges& edges) {
+  const int R = book.num_etypes();
+  HeteroSubgraph out;
+  out.canonical_etypes = book.etypes();
+  std::vector<std::vector<int64_t>> src(R), dst(R), eid(R);
+  for (size_t i = 0; i < edges.size(); ++i) {
+    auto [r, e] = book.MapToPerEtype(edges.eid[i]);
+    src[r].push_back(book.MapToPerNtype(edges.src[i]).second);
+    dst[r].push_back(book.MapToPerNtype(edges.dst[i]).second);
+    eid[r].push_back(e);
+  }
+  for (int r = 0; r < R; ++r) {
+    out.edges.push_back({Owned(std::move(src[r])), Owned(std::move(dst[r])), Owned(std::move(eid[r]))});
+  }
+  return out;
+}
+
+}  // namespace
+
+Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, int64_t fanout,
+                          const SampleOptions& options) {
+  return ToSubgraph(SampleHomo(g, AsIds(seeds, "sample_neighbors"), fanout, {}, options));
+}
+
+Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, const FanoutMap& fanout,
+                          const SampleOptions& options) {
+  std::vector<int64_t> per = RelationFanouts(g.partition_book(), fanout, "sample_neighbors");
+  return ToSubgraph(SampleHomo(g, AsIds(seeds, "sample_neighbors"), -1, std::move(per), options));
+}
+
+HeteroSubgraph sample_neighbors(const DistGraph& g,
+                                const std::map<std::string, torch::Tensor>& seeds, int64_t fanout,
+                                const SampleOptions& options) {
+  sampling::SampledEdges edges =
+      SampleHomo(g, HomoSeeds(g, seeds, "sample_neighbors"), fanout, {}, options);
+  return ToHetero(g.partition_book(), edges);
+}
+
+HeteroSubgraph sample_neighbors(const DistGraph& g,
+                                const std::map<std::string, torch::Tensor>& seeds,
+                                const FanoutMap& fanout, const SampleOptions& options) {
+  std::vector<int64_t> per = RelationFanouts(g.partition_book(), fanout, "sample_neighbors");
+  sampling::SampledEdges edges =
+      SampleHomo(g, HomoSeeds(g, seeds, "sample_neighbors"), -1, std::move(per), options);
+  return ToHetero(g.partition_book(), edges);
+}
+
+const Subgraph& HeteroSubgraph::operator[](const std::string& etype) const {
+  int r = ValueOrThrow(FindEdgeType(canonical_etypes, etype), "HeteroSubgraph");
+  return edges[r];
+}
+
+int64_t HeteroSubgraph::num_edges() const {
+  int64_t n = 0;
+  for (const Subgraph& e : edges) n += e.num_edges();
+  return n;
+}
+
+Subgraph in_subgraph(const DistGraph& g, const torch::Tensor& nodes) {
+  return sample_neighbors(g, nodes, -1, {.seed = 0});
+}
+
+EdgeSubgraph edge_subgraph(const DistGraph& g, const torch::Tensor& eids) {
+  torch::Tensor flat = AsIds(eids, "edge_subgraph");
+  auto [src, dst] = g.find_edges(flat);
+  torch::Tensor nodes = std::get<0>(torch::_unique(torch::cat({src, dst}), /*sorted=*/true));
+  return {torch::searchsorted(nodes, src), torch::searchsorted(nodes, dst), nodes, flat};
+}
+
+std::pair<torch::Tensor, torch::Tensor> DistGraph::find_edges(const torch::Tensor& eids,
+                                                             const std::string& etype) const {
+  auto [src, dst] = find_edges(map_to_homo_eid(AsIds(eids, "find_edges"), etype));
+  return {map_to_per_ntype(src).second, map_to_per_ntype(dst).second};
+}
+
+namespace {
+
+// Degrees of one relation: every edge of the relation at the (distinct)
+// nodes is sampled and counted; each request is bounded as samples are.
+torch::Tensor RelationDegrees(const DistGraph& g, const torch::Tensor& nids,
+                              const std::string& etype, sampling::EdgeDir dir) {
+  const bool in = dir == sampling::EdgeDir::kIn;
+  const char* what = in ? "in_degrees" : "out_degrees";
+  const PartitionBook& book = g.partition_book();
+  const int r = g.get_etype_id(etype);
+  const EdgeType& et = book.etypes()[r];
+  const std::string& ntype = in ? et.dst_type : et.src_type;
+  torch::Tensor ids = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes(ntype));
+  torch::Tensor homo = g.map_to_homo_nid(ids, ntype);
+  torch::Tensor unique = std::get<0>(torch::_unique(homo, /*sorted=*/true));
+  std::vector<int64_t> per(book.num_etypes(), 0);
+  per[r] = -1;
+  sampling::SampledEdges edges = SampleHomo(g, unique, -1, std::move(per),
+                                            {.edge_dir = in ? "in" : "out", .seed = 0});
+  std::vector<int64_t>& side = in ? edges.dst : edges.src;
+  torch::Tensor at = torch::searchsorted(unique, Owned(std::move(side)));
+  torch::Tensor counts = torch::bincount(at, {}, unique.size(0));
+  return counts.index_select(0, torch::searchsorted(unique, homo)).to(torch::kInt64);
+}
+
+}  // namespace
+
+torch::Tensor DistGraph::in_degrees(const torch::Tensor& nids, const std::string& etype) const {
+  return RelationDegrees(*this, nids, etype, sampling::EdgeDir::kIn);
+}
+
+torch::Tensor DistGraph::out_degrees(const torch::Tensor& nids, const std::string& etype) const {
+  return RelationDegrees(*this, nids, etype, sampling::EdgeDir::kOut);
+}
+
+// ------------------------------------------------------------ blocks
+
+torch::Tensor Block::edge_dst() const {
+  torch::Tensor counts = indptr.slice(0, 1) - indptr.slice(0, 0, -1);
+  return torch::repeat_interleave(torch::arange(num_dst_nodes()), counts);
+}
+
+namespace {
+
+HeteroBlock ToTorch(const PartitionBook& book, sampling::HeteroBlock&& b) {
+  HeteroBlock out;
+  out.ntypes = book.ntypes();
+  out.canonical_etypes = book.etypes();
+  for (int t = 0; t < b.num_ntypes(); ++t) {
+    out.src_nodes.push_back(Owned(std::move(b.src_nodes[t])));
+    out.dst_nodes.push_back(Owned(std::move(b.dst_nodes[t])));
+    out.homo_src_nodes.push_back(Owned(std::move(b.homo_src_nodes[t])));
+  }
+  for (sampling::HeteroBlockEdges& e : b.edges) {
+    out.edges.push_back({Owned(std::move(e.src)), Owned(std::move(e.dst)),
+                         Owned(std::move(e.eids)), Owned(std::move(e.homo_eids))});
+  }
+  return out;
+}
+
+}  // namespace
+
+int HeteroBlock::ntype_id(const std::string& ntype) const {
+  return ValueOrThrow(FindNodeType(ntypes, ntype), "HeteroBlock");
+}
+
+int HeteroBlock::etype_id(const std::string& etype) const {
+  return ValueOrThrow(FindEdgeType(canonical_etypes, etype), "HeteroBlock");
+}
+
+int64_t HeteroBlock::num_src_nodes(const std::string& ntype) const {
+  return src_nodes[ntype_id(ntype)].size(0);
+}
+
+int64_t HeteroBlock::num_dst_nodes(const std::string& ntype) const {
+  return dst_nodes[ntype_id(ntype)].size(0);
+}
+
+int64_t HeteroBlock::num_edges(const std::string& etype) const {
+  return edges[etype_id(etype)].src.size(0);
+}
+
+int64_t HeteroBlock::num_edges() const {
+  int64_t n = 0;
+  for (const Relation& r : edges) n += r.src.size(0);
+  return n;
+}
+
+const HeteroBlock::Relation& HeteroBlock::edges_of(const std::string& etype) const {
+  return edges[etype_id(etype)];
+}
+
+// ------------------------------------------------------------ loaders
+
+struct ContextAccess {
+  static kv::KvStore* Store(const Context& ctx) { return ctx.store_.get(); }
+};
+
+namespace internal {
+
+std::shared_ptr<const loader::EpochPlan> MakePlan(std::vector<int64_t> items,
+                                                  const LoaderOptions& options) {
+  std::shared_ptr<Context> ctx = CurrentContext();
+  loader::BatchOptions batch{.batch_size = options.batch_size,
+                             .shuffle = options.shuffle,
+                             .drop_last = options.drop_last,
+                             .seed = options.seed};
+  if (options.batch_size < 1) {
+    throw Error(fmt::format("loader: batch_size must be at least 1, got {}", options.batch_size));
+  }
+  int64_t batches = loader::EpochPlan::OwnBatches(static_cast<int64_t>(items.size()), batch);
+  kv::KvStore* store = ContextAccess::Store(*ctx);
+  if (options.even_batches && !ctx->standalone() && store != nullptr) {
+    int64_t own = batches;
+    batches = ValueOrThrow(store->BarrierMax(own),
+                           "loader: agreeing on the batches per epoch with the other trainers");
+    if (batches != own) {
+      spdlog::info("loader: {} batches of my own, {} per epoch like every trainer (padded)", own,
+                   batches);
+    }
+  }
+  return std::make_shared<const loader::EpochPlan>(
+      ValueOrThrow(loader::EpochPlan::Create(std::move(items), batch, batches), "loader"));
+}
+
+int ResolveWorkers(const LoaderOptions& options) {
+  if (options.num_workers >= 0) return options.num_workers;
+  return CurrentContext()->num_samplers();
+}
+
+}  // namespace internal
+
+DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids,
+                                       NeighborSampler sampler, LoaderOptions options) {
+  auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
+  auto plan = internal::MakePlan(ToVector(nids, "DistNodeDataLoader nids"), options);
+  Init(plan->num_batches(), options, [g, spec, plan](int64_t epoch) -> Produce {
+    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
+    return [g, spec, plan, order, epoch](int64_t b) -> StatusOr<MiniBatch> {
+      std::vector<int64_t> seeds = plan->Batch(*order, b);
+      ASSIGN_OR_RETURN(
+          loader::MiniBatch mb,
+          loader::SampleBlocks(g.store(), std::move(seeds), *spec, plan->BatchSeed(epoch, b)));
+      MiniBatch out;
+      out.seeds = Owned(std::move(mb.seeds));
+      out.blocks = ToTorch(std::move(mb.blocks));
+      out.input_nodes = out.blocks.front().src_nodes;  // The same tensor, no copy.
+      return out;
+    };
+  });
+}
+
+DistHeteroNodeDataLoader::DistHeteroNodeDataLoader(
+    const DistGraph& g, const std::map<std::string, torch::Tensor>& nids, NeighborSampler sampler,
+    LoaderOptions options) {
+  auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
+  if (spec->dir != sampling::EdgeDir::kIn) {
+    throw Error("DistNodeDataLoader with typed seeds: edge_dir must be \"in\" (for out-edges, "
+                "sample the reverse relations)");
+  }
+  if (nids.empty()) throw Error("DistNodeDataLoader: no seed types given");
+  auto plan = internal::MakePlan(
+      ToVector(HomoSeeds(g, nids, "DistNodeDataLoader nids"), "DistNodeDataLoader nids"), options);
+  Init(plan->num_batches(), options, [g, spec, plan](int64_t epoch) -> Produce {
+    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
+    return [g, spec, plan, order, epoch](int64_t b) -> StatusOr<HeteroMiniBatch> {
+      const PartitionBook& book = g.partition_book();
+      std::vector<int64_t> seeds = plan->Batch(*order, b);
+      ASSIGN_OR_RETURN(loader::HeteroMiniBatch mb,
+                       loader::SampleHeteroBlocks(g.store(), std::move(seeds), *spec,
+                                                  plan->BatchSeed(epoch, b)));
+      HeteroMiniBatch out;
+      for (sampling::HeteroBlock& block : mb.blocks) out.blocks.push_back(ToTorch(book, std::move(block)));
+      const HeteroBlock& first = out.blocks.front();
+      const HeteroBlock& last = out.blocks.back();
+      for (int t = 0; t < book.num_ntypes(); ++t) {
+        out.input_nodes[book.ntypes()[t]] = first.src_nodes[t];
+        out.seeds[book.ntypes()[t]] = last.dst_nodes[t];
+      }
+      return out;
+    };
+  });
+}
+
+DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids,
+                                       NeighborSampler sampler, LoaderOptions options,
+                                       EdgeLoaderOptions edge_options) {
+  auto spec = std::make_shared<loader::EdgeSpec>();
+  spec->neighbors = SpecOf(sampler, g.store());
+  spec->negatives = edge_options.negatives;
+  const std::string& ex = edge_options.exclude;
+  if (ex == "none" || ex.empty()) {
+    spec->exclude = loader::Exclude::kNone;
+  } else if (ex == "self") {
+    spec->exclude = loader::Exclude::kSelf;
+  } else if (ex == "reverse_id") {
+    spec->exclude = loader::Exclude::kReverseId;
+  } else {
+    throw Error(fmt::format(
+        "DistEdgeDataLoader: exclude must be \"none\", \"self\" or \"reverse_id\", got \"{}\"",
+        ex));
+  }
+  if (edge_options.reverse_eids.defined()) {
+    spec->reverse_eids = ToVector(edge_options.reverse_eids, "DistEdgeDataLoader reverse_eids");
+  }
+  ThrowIfError(loader::ValidateEdgeSpec(*spec, g.partition_book()), "DistEdgeDataLoader");
+  auto plan = internal::MakePlan(ToVector(eids, "DistEdgeDataLoader eids"), options);
+  std::shared_ptr<const loader::EdgeSpec> shared = spec;
+  Init(plan->num_batches(), options, [g, shared, plan](int64_t epoch) -> Produce {
+    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
+    return [g, shared, plan, order, epoch](int64_t b) -> StatusOr<EdgeMiniBatch> {
+      std::vector<int64_t> batch_eids = plan->Batch(*order, b);
+      ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), batch_eids, *shared,
+                                                                     plan->BatchSeed(epoch, b)));
+      EdgeMiniBatch out;
+      out.pair_nodes = Owned(std::move(eb.mini.seeds));
+      out.eids = Owned(std::move(eb.eids));
+      out.pos_src = Owned(std::move(eb.positive.src));
+      out.pos_dst = Owned(std::move(eb.positive.dst));
+      out.neg_src = Owned(std::move(eb.negative.src));
+      out.neg_dst = Owned(std::move(eb.negative.dst));
+      out.blocks = ToTorch(std::move(eb.mini.blocks));
+      out.input_nodes = out.blocks.front().src_nodes;
+      return out;
+    };
+  });
+}
+
+}  // namespace tessera::dist
