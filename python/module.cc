@@ -343,6 +343,41 @@ py::object ConvertEdgeBatch(const dist::EdgeMiniBatch& b) {
   return d;
 }
 
+py::list TensorList(const std::vector<torch::Tensor>& v) {
+  py::list out;
+  for (const torch::Tensor& t : v) out.append(t);
+  return out;
+}
+
+// A heterogeneous block as a dict: per node type src_nodes / dst_nodes /
+// homo_src_nodes (lists in type-id order), per relation an
+// (src, dst, eids, homo_eids) tuple.
+py::dict HeteroBlockDict(const dist::HeteroBlock& b) {
+  py::dict d;
+  d["src_nodes"] = TensorList(b.src_nodes);
+  d["dst_nodes"] = TensorList(b.dst_nodes);
+  d["homo_src_nodes"] = TensorList(b.homo_src_nodes);
+  py::list edges;
+  for (const auto& e : b.edges) edges.append(py::make_tuple(e.src, e.dst, e.eids, e.homo_eids));
+  d["edges"] = edges;
+  return d;
+}
+
+py::object ConvertHeteroNodeBatch(const dist::HeteroMiniBatch& b) {
+  py::list blocks;
+  for (const dist::HeteroBlock& block : b.blocks) blocks.append(HeteroBlockDict(block));
+  py::dict input_nodes, seeds;
+  for (const auto& [ntype, ids] : b.input_nodes) input_nodes[py::str(ntype)] = ids;
+  for (const auto& [ntype, ids] : b.seeds) seeds[py::str(ntype)] = ids;
+  return py::make_tuple(input_nodes, seeds, blocks);
+}
+
+py::list HeteroSubgraphList(const dist::HeteroSubgraph& s) {
+  py::list out;
+  for (const dist::Subgraph& e : s.edges) out.append(py::make_tuple(e.src, e.dst, e.eids));
+  return out;
+}
+
 py::object ConvertItem(const PyItem& item) {
   if (item.error) {
     PyObject* e = item.error->ptr();
@@ -742,6 +777,19 @@ PYBIND11_MODULE(_C, m) {
            })
       .def("out_degrees", [](const dist::DistGraph& g, std::optional<torch::Tensor> nids) {
         return Wait([&] { return g.out_degrees(nids.value_or(torch::Tensor())); });
+      })
+      .def("find_edges_of",
+           [](const dist::DistGraph& g, const torch::Tensor& eids, const std::string& etype) {
+             return Wait([&] { return g.find_edges(eids, etype); });
+           })
+      .def("in_degrees_of",
+           [](const dist::DistGraph& g, std::optional<torch::Tensor> nids,
+              const std::string& etype) {
+             return Wait([&] { return g.in_degrees(nids.value_or(torch::Tensor()), etype); });
+           })
+      .def("out_degrees_of", [](const dist::DistGraph& g, std::optional<torch::Tensor> nids,
+                                const std::string& etype) {
+        return Wait([&] { return g.out_degrees(nids.value_or(torch::Tensor()), etype); });
       });
 
   // ---------------------------------------------------------- graph operations
@@ -762,6 +810,39 @@ PYBIND11_MODULE(_C, m) {
       py::arg("g"), py::arg("seeds"), py::arg("fanout"), py::arg("edge_dir") = "in",
       py::arg("prob") = "", py::arg("exclude_edges") = py::none(), py::arg("replace") = false,
       py::arg("seed") = py::none());
+  // Typed sampling: `seeds` homogeneous ids (a tensor) or {ntype: per-type
+  // ids}; `fanouts` per relation name, or None for `fanout` (per relation).
+  // Typed seeds give one (src, dst, eids) per relation in per-type ids.
+  m.def(
+      "sample_neighbors_typed",
+      [](const dist::DistGraph& g, py::object seeds, int64_t fanout,
+         std::optional<dist::FanoutMap> fanouts, const std::string& edge_dir,
+         const std::string& prob, std::optional<torch::Tensor> exclude, bool replace,
+         std::optional<uint64_t> seed) -> py::object {
+        dist::SampleOptions o;
+        o.edge_dir = edge_dir;
+        o.prob = prob;
+        if (exclude) o.exclude_edges = *exclude;
+        o.replace = replace;
+        o.seed = seed;
+        if (py::isinstance<py::dict>(seeds)) {
+          auto typed = seeds.cast<std::map<std::string, torch::Tensor>>();
+          dist::HeteroSubgraph s = Wait([&] {
+            return fanouts ? dist::sample_neighbors(g, typed, *fanouts, o)
+                           : dist::sample_neighbors(g, typed, fanout, o);
+          });
+          return HeteroSubgraphList(s);
+        }
+        auto ids = seeds.cast<torch::Tensor>();
+        dist::Subgraph s = Wait([&] {
+          return fanouts ? dist::sample_neighbors(g, ids, *fanouts, o)
+                         : dist::sample_neighbors(g, ids, fanout, o);
+        });
+        return py::make_tuple(s.src, s.dst, s.eids);
+      },
+      py::arg("g"), py::arg("seeds"), py::arg("fanout"), py::arg("fanouts"),
+      py::arg("edge_dir") = "in", py::arg("prob") = "", py::arg("exclude_edges") = py::none(),
+      py::arg("replace") = false, py::arg("seed") = py::none());
   m.def("in_subgraph", [](const dist::DistGraph& g, const torch::Tensor& nodes) {
     dist::Subgraph s = Wait([&] { return dist::in_subgraph(g, nodes); });
     return py::make_tuple(s.src, s.dst, s.eids);
@@ -781,6 +862,10 @@ PYBIND11_MODULE(_C, m) {
   using NodeIter = EpochIterator<dist::DistNodeDataLoader, dist::MiniBatch>;
   using EdgeIter = EpochIterator<dist::DistEdgeDataLoader, dist::EdgeMiniBatch>;
   using DataIter = EpochIterator<PyDataLoader, PyItem>;
+  using HeteroNodeIter = EpochIterator<dist::DistHeteroNodeDataLoader, dist::HeteroMiniBatch>;
+  py::class_<HeteroNodeIter>(m, "_HeteroNodeIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &HeteroNodeIter::Next);
   py::class_<NodeIter>(m, "_NodeIterator")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &NodeIter::Next);
@@ -792,17 +877,45 @@ PYBIND11_MODULE(_C, m) {
       .def("__next__", &DataIter::Next);
 
   auto sampler_of = [](std::vector<int64_t> fanouts, const std::string& edge_dir, bool replace,
-                       const std::string& prob) {
-    return dist::NeighborSampler{
-        .fanouts = std::move(fanouts), .edge_dir = edge_dir, .replace = replace, .prob = prob};
+                       const std::string& prob,
+                       std::vector<dist::FanoutMap> etype_fanouts = {}) {
+    return dist::NeighborSampler{.fanouts = std::move(fanouts),
+                                 .etype_fanouts = std::move(etype_fanouts),
+                                 .edge_dir = edge_dir,
+                                 .replace = replace,
+                                 .prob = prob};
   };
+  py::class_<dist::DistHeteroNodeDataLoader, std::shared_ptr<dist::DistHeteroNodeDataLoader>>(
+      m, "HeteroNodeLoader")
+      .def(py::init([sampler_of](const dist::DistGraph& g,
+                                 const std::map<std::string, torch::Tensor>& nids,
+                                 std::vector<int64_t> fanouts,
+                                 std::vector<dist::FanoutMap> etype_fanouts,
+                                 const std::string& edge_dir, bool replace,
+                                 const std::string& prob, int64_t batch_size, bool shuffle,
+                                 bool drop_last, uint64_t seed, int num_workers, int prefetch,
+                                 bool even_batches, double timeout_s) {
+        auto sampler =
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        return Wait(
+            [&] { return MakeReleasing<dist::DistHeteroNodeDataLoader>(g, nids, sampler, o); });
+      }))
+      .def("__len__", &dist::DistHeteroNodeDataLoader::size)
+      .def("epoch", &dist::DistHeteroNodeDataLoader::epoch)
+      .def("__iter__", [](std::shared_ptr<dist::DistHeteroNodeDataLoader> self) {
+        return HeteroNodeIter(std::move(self), &ConvertHeteroNodeBatch);
+      });
   py::class_<dist::DistNodeDataLoader, std::shared_ptr<dist::DistNodeDataLoader>>(m, "NodeLoader")
       .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& nids,
                                  std::vector<int64_t> fanouts, const std::string& edge_dir,
                                  bool replace, const std::string& prob, int64_t batch_size,
                                  bool shuffle, bool drop_last, uint64_t seed, int num_workers,
-                                 int prefetch, bool even_batches, double timeout_s) {
-        auto sampler = sampler_of(std::move(fanouts), edge_dir, replace, prob);
+                                 int prefetch, bool even_batches, double timeout_s,
+                                 std::vector<dist::FanoutMap> etype_fanouts) {
+        auto sampler =
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
         auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
                                    even_batches, timeout_s);
         return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
@@ -819,8 +932,10 @@ PYBIND11_MODULE(_C, m) {
                                  bool shuffle, bool drop_last, uint64_t seed, int num_workers,
                                  int prefetch, bool even_batches, double timeout_s, int negatives,
                                  const std::string& exclude,
-                                 std::optional<torch::Tensor> reverse_eids) {
-        auto sampler = sampler_of(std::move(fanouts), edge_dir, replace, prob);
+                                 std::optional<torch::Tensor> reverse_eids,
+                                 std::vector<dist::FanoutMap> etype_fanouts) {
+        auto sampler =
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
         auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
                                    even_batches, timeout_s);
         dist::EdgeLoaderOptions e;

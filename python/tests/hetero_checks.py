@@ -170,6 +170,94 @@ emine = dist.edge_split(torch.ones(g.num_edges("writes"), dtype=torch.bool), gpb
 assert emine.numel() > 0 and int(emine.max()) < g.num_edges("writes")
 ok("typed_split")
 
+# ---- typed graph operations in per-type ids, against the input's edges
+type_offset = {t: int(orig_nids[gpb.map_to_homo_nid(torch.arange(g.num_nodes(t)), t)].min())
+               for t in ntypes}
+
+
+def to_input(t, per):
+    return orig_nids[gpb.map_to_homo_nid(per, t)] - type_offset[t]
+
+
+cites = g.to_canonical_etype("cites")
+folder = os.path.join(input_dir, "edges", "__".join(cites))
+in_src = torch.from_numpy(np.load(os.path.join(folder, "src.npy")))
+in_dst = torch.from_numpy(np.load(os.path.join(folder, "dst.npy")))
+n_paper = g.num_nodes("paper")
+input_pairs = set(zip(in_src.tolist(), in_dst.tolist()))
+some = torch.tensor([0, g.num_edges("cites") - 1, 17])
+fs, fd = g.find_edges(some, "cites")
+assert fs.shape == (3,) and fd.shape == (3,)
+for s_, d_ in zip(to_input("paper", fs).tolist(), to_input("paper", fd).tolist()):
+    assert (s_, d_) in input_pairs, (s_, d_)
+deg_in = torch.bincount(in_dst, minlength=n_paper)
+deg_out = torch.bincount(in_src, minlength=n_paper)
+all_papers = torch.arange(n_paper)
+assert torch.equal(g.in_degrees(etype="cites"), deg_in[to_input("paper", all_papers)])
+assert torch.equal(g.out_degrees(all_papers, etype=cites), deg_out[to_input("paper", all_papers)])
+assert g.in_degrees(5, etype="cites") == int(deg_in[to_input("paper", torch.tensor([5]))])
+fanout = {c: 0 for c in g.canonical_etypes}
+fanout[cites] = 2
+fanout[g.to_canonical_etype("writes")] = -1
+seeds = torch.arange(0, n_paper, 7)
+fr = dist.sample_neighbors(g, {"paper": seeds}, fanout, seed=3)
+assert fr.num_edges() == fr.num_edges("cites") + fr.num_edges("writes"), fr.num_edges()
+src, dst = fr.edges(etype="cites")
+assert bool(torch.isin(dst, seeds).all())
+counts = torch.bincount(dst, minlength=n_paper)[seeds]
+assert torch.equal(counts, torch.clamp(deg_in[to_input("paper", seeds)], max=2))
+es, ed = g.find_edges(fr.edata[tessera.EID][cites], "cites")
+assert torch.equal(es, src) and torch.equal(ed, dst)
+wsrc, wdst = fr.edges(etype="writes")
+assert bool(torch.isin(wdst, seeds).all()) and int(wsrc.max()) < g.num_nodes("author")
+# An int fanout is per relation (DGL): 1 edge of each relation per seed.
+one = dist.sample_neighbors(g, {"paper": seeds}, 1, seed=4)
+for c in g.canonical_etypes:
+    if c[2] == "paper":
+        d = one.edges(etype=c)[1]
+        assert int(torch.bincount(d, minlength=n_paper).max()) <= 1, c
+assert one.num_edges("cites") == int((deg_in[to_input("paper", seeds)] > 0).sum())
+raises(lambda: dist.sample_neighbors(g, {"paper": seeds}, {"cites": 2}), tessera.TesseraError,
+       "no fanout for relations")
+raises(lambda: dist.sample_neighbors(g, {"venue": seeds}, 2), tessera.TesseraError, "venue")
+ok("typed_sampling")
+
+# ---- the typed node loader: hetero blocks from dict seeds, per-relation fanouts
+train_papers = torch.nonzero(mask).flatten()
+sampler = dist.NeighborSampler([fanout, 3])
+loader = dist.DistNodeDataLoader(g, {"paper": train_papers[:200]}, sampler, batch_size=64,
+                                 shuffle=True, seed=7)
+seen = []
+for input_nodes, out_seeds, blocks in loader:
+    assert isinstance(blocks[0], dist.HeteroBlock) and len(blocks) == 2
+    seen.append(out_seeds["paper"])
+    assert torch.equal(blocks[-1].dstdata[tessera.NID]["paper"], out_seeds["paper"])
+    for t in g.ntypes:
+        assert torch.equal(blocks[0].dstdata[tessera.NID][t], blocks[1].srcdata[tessera.NID][t])
+        assert torch.equal(input_nodes[t], blocks[0].srcdata[tessera.NID][t])
+    b = blocks[0]
+    for c in g.canonical_etypes:
+        u, v = b.edges(etype=c)
+        if u.numel() == 0:
+            continue
+        es, ed = g.find_edges(b.edata[tessera.EID][c], c)
+        assert torch.equal(es, b.srcdata[tessera.NID][c[0]][u]), c
+        assert torch.equal(ed, b.dstdata[tessera.NID][c[2]][v]), c
+    # Layer 0 takes the dict (2 cites, every writes edge), layer 1 3 of each relation.
+    if b.num_edges("cites"):
+        assert int(torch.bincount(b.edges(etype="cites")[1]).max()) <= 2
+    assert b.num_edges("rev-writes") == 0
+    top = blocks[1]
+    for c in g.canonical_etypes:
+        if top.num_edges(c):
+            assert int(top.in_degrees(etype=c).max()) <= 3, c
+got = torch.cat(seen).sort().values
+assert torch.equal(got, train_papers[:200].sort().values), "every seed once"
+assert len(loader) == (200 + 63) // 64
+raises(lambda: dist.DistNodeDataLoader(g, {"paper": train_papers}, dist.NeighborSampler([{"cites": 1}])),
+       tessera.TesseraError, "no fanout for relation")
+ok("typed_loader")
+
 # ---- clear errors
 raises(lambda: g.ndata, tessera.TesseraError, "one node type", "nodes[ntype]")
 raises(lambda: g.edata, tessera.TesseraError, "one edge type", "edges[etype]")

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import BIN, HERE, PYTHON, launch, python_cmd
 
-CHECKS = ["types_and_counts", "typed_data", "id_maps", "typed_tensor", "typed_embedding", "typed_split", "errors"]
+CHECKS = ["types_and_counts", "typed_data", "id_maps", "typed_tensor", "typed_embedding", "typed_split",
+          "typed_sampling", "typed_loader", "errors"]
 
 
 @pytest.fixture(scope="module")

@@ -385,6 +385,50 @@ class SampledGraph:
     number_of_nodes = num_nodes
 
 
+class HeteroSampledGraph:
+    """The edges sampled around typed seeds, by relation, in per-type ids (DGL's
+    heterograph frontier): ``edges(etype=...)``, ``edata[EID]`` a dict keyed by
+    canonical edge type of per-relation edge ids, ``num_edges(etype)``."""
+
+    def __init__(self, g, per_relation):
+        self._g = g
+        self.canonical_etypes = g.canonical_etypes
+        self._edges = {c: (src, dst) for c, (src, dst, _) in zip(self.canonical_etypes,
+                                                                 per_relation)}
+        self.edata = {EID: {c: e for c, (_, _, e) in zip(self.canonical_etypes, per_relation)}}
+        self.ntypes = g.ntypes
+        self.etypes = g.etypes
+
+    def _canonical(self, etype):
+        if etype is None:
+            if len(self.canonical_etypes) != 1:
+                raise _C.TesseraError("this frontier has several edge types: give etype")
+            return self.canonical_etypes[0]
+        return self._g.to_canonical_etype(etype)
+
+    def edges(self, form="uv", etype=None):
+        c = self._canonical(etype)
+        src, dst = self._edges[c]
+        if form == "uv":
+            return src, dst
+        if form == "eid":
+            return self.edata[EID][c]
+        if form == "all":
+            return src, dst, self.edata[EID][c]
+        raise ValueError(f"edges(form=...) must be 'uv', 'eid' or 'all', got {form!r}")
+
+    def num_edges(self, etype=None):
+        if etype is None:
+            return sum(s.numel() for s, _ in self._edges.values())
+        return self._edges[self._canonical(etype)][0].numel()
+
+    def num_nodes(self, ntype=None):
+        return self._g.num_nodes(ntype)
+
+    number_of_edges = num_edges
+    number_of_nodes = num_nodes
+
+
 class EdgeSubgraph(SampledGraph):
     """edge_subgraph's result: relabelled nodes; ``ndata[NID]`` their global ids."""
 
@@ -509,22 +553,30 @@ class DistGraph:
         self._g.barrier()
 
     def find_edges(self, edges, etype=None):
+        """Endpoints of edges. With ``etype``, per-relation edge ids in and the
+        endpoints' per-type ids out (DGL); without, homogeneous ids."""
         ids, _ = as_ids(edges, "find_edges")
-        return self._g.find_edges(ids)
+        if etype is None:
+            return self._g.find_edges(ids)
+        return self._g.find_edges_of(ids, _etype_str(etype))
 
-    def in_degrees(self, v=ALL):
-        if isinstance(v, str) and v == ALL:
-            return self._g.in_degrees(None)
-        ids, scalar = as_ids(v, "in_degrees")
-        out = self._g.in_degrees(ids)
+    def _degrees(self, v, etype, what):
+        ids, scalar = (None, False) if isinstance(v, str) and v == ALL else as_ids(v, what)
+        if etype is None:
+            out = getattr(self._g, what)(ids)
+        else:
+            out = getattr(self._g, what + "_of")(ids, _etype_str(etype))
         return int(out[0]) if scalar else out
 
-    def out_degrees(self, u=ALL):
-        if isinstance(u, str) and u == ALL:
-            return self._g.out_degrees(None)
-        ids, scalar = as_ids(u, "out_degrees")
-        out = self._g.out_degrees(ids)
-        return int(out[0]) if scalar else out
+    def in_degrees(self, v=ALL, etype=None):
+        """In-degrees; with ``etype``, in-edges of that relation only, ``v`` in
+        per-type ids of its destination type (DGL's heterograph in_degrees)."""
+        return self._degrees(v, etype, "in_degrees")
+
+    def out_degrees(self, u=ALL, etype=None):
+        """Out-degrees; with ``etype``, of that relation only, ``u`` in per-type
+        ids of its source type."""
+        return self._degrees(u, etype, "out_degrees")
 
     def sample_neighbors(self, seed_nodes, fanout, edge_dir="in", prob=None,
                          exclude_edges=None, replace=False, etype_sorted=True,
@@ -542,6 +594,8 @@ class DistGraph:
 
 
 def _seed_ids(g, nodes, what):
+    if isinstance(nodes, dict) and not g.is_homogeneous:
+        return {str(k): as_ids(v, what)[0] for k, v in nodes.items()}
     if isinstance(nodes, dict):
         if len(nodes) != 1 or next(iter(nodes)) != "_N":
             raise _C.TesseraError(f"{what}: this graph has one node type '_N'; got node types "
@@ -557,21 +611,43 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
     edges are never sampled and the fanout is still filled (DGL filters
     after sampling, which leaves fewer neighbours)."""
     seeds = _seed_ids(g, nodes, "sample_neighbors")
-    if isinstance(fanout, dict):
-        if len(fanout) != 1:
-            raise _C.TesseraError("sample_neighbors: per-relation fanouts need a heterograph")
-        fanout = next(iter(fanout.values()))
+    fanout, fanouts = _fanout_arg(g, fanout, "sample_neighbors")
+    if isinstance(exclude_edges, dict):
+        # DGL: {etype: per-relation ids} -> homogeneous ids.
+        exclude_edges = torch.cat([g.map_to_homo_eid(as_ids(v, "exclude_edges")[0], k)
+                                   for k, v in exclude_edges.items()] or
+                                  [torch.empty(0, dtype=torch.int64)])
     exclude = None if exclude_edges is None else as_ids(exclude_edges, "exclude_edges")[0]
     if prob is not None and not isinstance(prob, str):
         raise TypeError("sample_neighbors: prob must be the name of an edge tensor")
-    src, dst, eids = _C.sample_neighbors(g._g, seeds, int(fanout), edge_dir, prob or "",
-                                         exclude, bool(replace), seed)
+    out = _C.sample_neighbors_typed(g._g, seeds, fanout, fanouts, edge_dir, prob or "",
+                                    exclude, bool(replace), seed)
+    if isinstance(seeds, dict):
+        return HeteroSampledGraph(g, out)
+    src, dst, eids = out
     return SampledGraph(src, dst, eids, g.num_nodes())
 
 
+def _fanout_arg(g, fanout, what):
+    """(int fanout, None) or (-1, {relation: fanout}) for C++. On a graph with
+    several relations an int fanout is per relation (DGL); a dict must name
+    every relation (a name or canonical tuple)."""
+    if isinstance(fanout, dict):
+        if g.is_homogeneous:
+            if len(fanout) != 1:
+                raise _C.TesseraError(f"{what}: this graph has one relation; got fanouts for "
+                                      f"{list(fanout)}")
+            return int(next(iter(fanout.values()))), None
+        return -1, {_etype_str(k): int(v) for k, v in fanout.items()}
+    return int(fanout), None
+
+
 def in_subgraph(g, nodes):
-    """Every in-edge of ``nodes``."""
-    src, dst, eids = _C.in_subgraph(g._g, _seed_ids(g, nodes, "in_subgraph"))
+    """Every in-edge of ``nodes`` (typed nodes {ntype: ids}: by relation)."""
+    seeds = _seed_ids(g, nodes, "in_subgraph")
+    if isinstance(seeds, dict):
+        return sample_neighbors(g, seeds, -1, seed=0)
+    src, dst, eids = _C.in_subgraph(g._g, seeds)
     return SampledGraph(src, dst, eids, g.num_nodes())
 
 

@@ -4,6 +4,7 @@ import torch
 from tessera import _C, EID, NID
 from tessera._utils import as_ids
 from tessera.distributed import context
+from tessera.distributed.graph import _etype_str
 
 
 class Block:
@@ -76,6 +77,111 @@ def _blocks(raw):
     return [Block(*b) for b in raw]
 
 
+class _NodeSpace:
+    """``block.srcnodes[ntype].data`` / ``block.dstnodes[ntype].data``."""
+
+    def __init__(self, data_by_type):
+        self._data = data_by_type
+
+    def __getitem__(self, ntype):
+        class _View:
+            pass
+        view = _View()
+        view.data = self._data[ntype]
+        return view
+
+
+class HeteroBlock:
+    """One message-passing layer of a heterograph (DGL's block of a
+    heterograph). Per node type: ``srcdata[NID][ntype]`` / ``dstdata[NID][ntype]``
+    per-type ids (destinations first among sources), ``num_src_nodes(ntype)``;
+    per relation (name or canonical tuple): ``edges(etype=...)`` in block-local
+    ids (source index into the source type's nodes, destination index into
+    the destination type's), ``edata[EID][canonical]`` per-relation edge ids,
+    ``num_edges(etype)``. ``srcdata["_homo_nid"]`` holds the sources'
+    homogeneous ids and ``edata["_homo_eid"]`` the edges'."""
+
+    is_block = True
+
+    def __init__(self, g, raw):
+        self._g = g
+        self.ntypes = g.ntypes
+        self.srctypes = self.dsttypes = g.ntypes
+        self.canonical_etypes = g.canonical_etypes
+        self.etypes = g.etypes
+        src = dict(zip(self.ntypes, raw["src_nodes"]))
+        dst = dict(zip(self.ntypes, raw["dst_nodes"]))
+        self.srcdata = {NID: src, "_homo_nid": dict(zip(self.ntypes, raw["homo_src_nodes"]))}
+        self.dstdata = {NID: dst}
+        self._edges = {c: (e[0], e[1]) for c, e in zip(self.canonical_etypes, raw["edges"])}
+        self.edata = {EID: {c: e[2] for c, e in zip(self.canonical_etypes, raw["edges"])},
+                      "_homo_eid": {c: e[3] for c, e in zip(self.canonical_etypes, raw["edges"])}}
+        self.srcnodes = _NodeSpace({t: {NID: src[t]} for t in self.ntypes})
+        self.dstnodes = _NodeSpace({t: {NID: dst[t]} for t in self.ntypes})
+
+    def _canonical(self, etype):
+        if etype is None:
+            if len(self.canonical_etypes) != 1:
+                raise _C.TesseraError("this block has several edge types: give etype")
+            return self.canonical_etypes[0]
+        return self._g.to_canonical_etype(etype)
+
+    def _ntype(self, ntype):
+        if ntype is None:
+            if len(self.ntypes) != 1:
+                raise _C.TesseraError("this block has several node types: give ntype")
+            return self.ntypes[0]
+        if ntype not in self.srcdata[NID]:
+            raise _C.TesseraError(f"unknown node type {ntype!r}; the block has {self.ntypes}")
+        return ntype
+
+    def num_src_nodes(self, ntype=None):
+        return self.srcdata[NID][self._ntype(ntype)].numel()
+
+    def num_dst_nodes(self, ntype=None):
+        return self.dstdata[NID][self._ntype(ntype)].numel()
+
+    def num_edges(self, etype=None):
+        if etype is None:
+            return sum(s.numel() for s, _ in self._edges.values())
+        return self._edges[self._canonical(etype)][0].numel()
+
+    number_of_src_nodes = num_src_nodes
+    number_of_dst_nodes = num_dst_nodes
+    number_of_edges = num_edges
+
+    def edges(self, form="uv", order="eid", etype=None):
+        c = self._canonical(etype)
+        src, dst = self._edges[c]
+        if form == "uv":
+            return src, dst
+        if form == "eid":
+            return torch.arange(src.numel(), dtype=torch.int64)
+        if form == "all":
+            return src, dst, torch.arange(src.numel(), dtype=torch.int64)
+        raise ValueError(f"edges(form=...) must be 'uv', 'eid' or 'all', got {form!r}")
+
+    def in_degrees(self, v=None, etype=None):
+        c = self._canonical(etype)
+        deg = torch.bincount(self._edges[c][1], minlength=self.num_dst_nodes(c[2]))
+        return deg if v is None else deg[as_ids(v, "in_degrees")[0]]
+
+    def out_degrees(self, u=None, etype=None):
+        c = self._canonical(etype)
+        deg = torch.bincount(self._edges[c][0], minlength=self.num_src_nodes(c[0]))
+        return deg if u is None else deg[as_ids(u, "out_degrees")[0]]
+
+    def to(self, device, **kwargs):
+        if torch.device(device).type != "cpu":
+            raise _C.TesseraError(f"HeteroBlock.to({device}): tessera blocks live on the CPU")
+        return self
+
+    def __repr__(self):
+        return (f"HeteroBlock(num_src_nodes={ {t: self.num_src_nodes(t) for t in self.ntypes} }, "
+                f"num_dst_nodes={ {t: self.num_dst_nodes(t) for t in self.ntypes} }, "
+                f"num_edges={ {c: self.num_edges(c) for c in self.canonical_etypes} })")
+
+
 def _each(native_loader):
     """The batches of one epoch of a C++ loader (a generator)."""
     it = iter(native_loader)
@@ -119,17 +225,38 @@ class NeighborSampler:
     def __init__(self, fanouts, edge_dir="in", prob=None, replace=False, **kwargs):
         if isinstance(fanouts, int):
             raise TypeError("NeighborSampler: fanouts is a list, one per layer")
-        fl = []
         for f in fanouts:
-            if isinstance(f, dict):
-                if len(f) != 1:
-                    raise _C.TesseraError("NeighborSampler: per-relation fanouts need a "
-                                          "heterograph")
-                f = next(iter(f.values()))
-            fl.append(int(f))
+            if not isinstance(f, (int, dict)):
+                raise TypeError(f"NeighborSampler: each fanout is an int or a dict of "
+                                f"relation -> int, got {f!r}")
         if prob is not None and not isinstance(prob, str):
             raise TypeError("NeighborSampler: prob must be the name of an edge tensor")
-        self.fanouts, self.edge_dir, self.prob, self.replace = fl, edge_dir, prob or "", replace
+        self.fanouts, self.edge_dir, self.prob, self.replace = (list(fanouts), edge_dir,
+                                                                prob or "", replace)
+
+    def _layers(self, g):
+        """(int fanouts, []) or ([], per-layer {relation: fanout}) for C++: on a
+        graph with several relations an int fanout is per relation (DGL), and
+        a dict must name every relation."""
+        if not any(isinstance(f, dict) for f in self.fanouts):
+            return [int(f) for f in self.fanouts], []
+        if g.is_homogeneous:
+            fl = []
+            for f in self.fanouts:
+                if isinstance(f, dict):
+                    if len(f) != 1:
+                        raise _C.TesseraError(f"NeighborSampler: this graph has one relation; "
+                                              f"got fanouts for {list(f)}")
+                    f = next(iter(f.values()))
+                fl.append(int(f))
+            return fl, []
+        layers = []
+        for f in self.fanouts:
+            if isinstance(f, dict):
+                layers.append({_etype_str(k): int(v) for k, v in f.items()})
+            else:
+                layers.append({":".join(c): int(f) for c in g.canonical_etypes})
+        return [], layers
 
 
 MultiLayerNeighborSampler = NeighborSampler
@@ -176,6 +303,13 @@ def _loader_args(kwargs, what):
                 timeout=float(kwargs.get("timeout", 600.0)))
 
 
+def _typed_ids(g, nids, what):
+    """{ntype: per-type ids} on a heterograph, else None."""
+    if isinstance(nids, dict) and not g.is_homogeneous:
+        return {str(k): as_ids(v, what)[0] for k, v in nids.items()}
+    return None
+
+
 def _node_ids(nids, what):
     if isinstance(nids, dict):
         if len(nids) != 1:
@@ -194,16 +328,28 @@ class DistNodeDataLoader:
     def __init__(self, g, nids, graph_sampler, device=None, **kwargs):
         a = _loader_args(dict(kwargs, device=device), "DistNodeDataLoader")
         s = graph_sampler
-        self._loader = _C.NodeLoader(g._g, _node_ids(nids, "DistNodeDataLoader nids"),
-                                     s.fanouts, s.edge_dir, s.replace, s.prob,
-                                     a["batch_size"], a["shuffle"], a["drop_last"], a["seed"],
-                                     a["num_workers"], a["prefetch"], a["even_batches"],
-                                     a["timeout"])
+        fanouts, etype_fanouts = s._layers(g)
+        typed = _typed_ids(g, nids, "DistNodeDataLoader nids")
+        self._g = g
+        self._typed = typed is not None
+        common = (a["batch_size"], a["shuffle"], a["drop_last"], a["seed"], a["num_workers"],
+                  a["prefetch"], a["even_batches"], a["timeout"])
+        if self._typed:
+            self._loader = _C.HeteroNodeLoader(g._g, typed, fanouts, etype_fanouts, s.edge_dir,
+                                               s.replace, s.prob, *common)
+        else:
+            self._loader = _C.NodeLoader(g._g, _node_ids(nids, "DistNodeDataLoader nids"),
+                                         fanouts, s.edge_dir, s.replace, s.prob, *common,
+                                         etype_fanouts)
 
     def __len__(self):
         return len(self._loader)
 
     def __iter__(self):
+        if self._typed:
+            for input_nodes, seeds, raw in _each(self._loader):
+                yield input_nodes, seeds, [HeteroBlock(self._g, b) for b in raw]
+            return
         for input_nodes, seeds, raw in _each(self._loader):
             yield input_nodes, seeds, _blocks(raw)
 
@@ -227,11 +373,17 @@ class DistEdgeDataLoader:
         self._negatives = negative_sampler.k if negative_sampler is not None else 0
         rev = None if reverse_eids is None else as_ids(reverse_eids, "reverse_eids")[0]
         s = graph_sampler
+        fanouts, etype_fanouts = s._layers(g)
+        if isinstance(eids, dict) and not g.is_homogeneous:
+            # {etype: per-relation ids} -> homogeneous ids; blocks stay homogeneous.
+            eids = torch.cat([g.map_to_homo_eid(as_ids(v, "DistEdgeDataLoader eids")[0], k)
+                              for k, v in eids.items()] or [torch.empty(0, dtype=torch.int64)])
         self._loader = _C.EdgeLoader(g._g, _node_ids(eids, "DistEdgeDataLoader eids"),
-                                     s.fanouts, s.edge_dir, s.replace, s.prob,
+                                     fanouts, s.edge_dir, s.replace, s.prob,
                                      a["batch_size"], a["shuffle"], a["drop_last"], a["seed"],
                                      a["num_workers"], a["prefetch"], a["even_batches"],
-                                     a["timeout"], self._negatives, exclude or "none", rev)
+                                     a["timeout"], self._negatives, exclude or "none", rev,
+                                     etype_fanouts)
 
     def __len__(self):
         return len(self._loader)
