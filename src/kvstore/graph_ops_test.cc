@@ -43,31 +43,11 @@ class GraphOpsTest : public ::testing::Test {
     delete dir_;
   }
 
-  // What the job must answer: each part's own LocalGraph on its seeds, in
-  // part order.
+  // What the job must answer: each part's own LocalGraph on its seeds.
   static SampledEdges Reference(const std::vector<int64_t>& seeds,
                                 const sampling::NeighborOptions& o,
                                 const std::vector<std::vector<float>>& weights = {}) {
-    SampledEdges all;
-    for (int p = 0; p < 3; ++p) {
-      std::vector<int64_t> mine;
-      for (int64_t s : seeds) {
-        if (s >= graphs_[p]->node_range().first && s < graphs_[p]->node_range().second) {
-          mine.push_back(s);
-        }
-      }
-      sampling::NeighborOptions po = o;
-      if (!weights.empty()) po.weights = weights[p];
-      auto r = graphs_[p]->SampleNeighbors(mine, po);
-      if (!r.ok()) {  // A failure, not an abort: the servers' shared memory must go.
-        ADD_FAILURE() << r.status();
-        return all;
-      }
-      all.src.insert(all.src.end(), r->src.begin(), r->src.end());
-      all.dst.insert(all.dst.end(), r->dst.begin(), r->dst.end());
-      all.eid.insert(all.eid.end(), r->eid.begin(), r->eid.end());
-    }
-    return all;
+    return testing::PartsReference(graphs_, seeds, o, weights);
   }
 
   static tessera::testing::TempDir* dir_;

@@ -242,31 +242,6 @@ Status CheckTensorKey(const std::string& key) {
       fmt::format("'{}' is not a node or edge tensor (names start with node/ or edge/)", key));
 }
 
-Status CheckWeightArray(const std::string& key, DType dtype, const std::vector<int64_t>& shape) {
-  if (key.rfind("edge/", 0) != 0) {
-    return absl::InvalidArgumentError(
-        fmt::format("sampling weights must be an edge array, and '{}' is not", key));
-  }
-  bool one_per_row = shape.size() == 1 || (shape.size() == 2 && shape[1] == 1);
-  if (dtype != DType::kFloat32 || !one_per_row) {
-    return absl::InvalidArgumentError(
-        fmt::format("sampling weights '{}' must be float32 with one value per edge, not {} [{}]",
-                    key, DTypeName(dtype), fmt::join(shape, ", ")));
-  }
-  return absl::OkStatus();
-}
-
-sampling::NeighborOptions NeighborOptionsOf(const SampleRequest& request,
-                                            std::span<const float> weights) {
-  return {.fanout = request.fanout,
-          .dir = request.dir,
-          .replace = request.replace,
-          .weights = weights,
-          .exclude = request.exclude,
-          .seed = request.seed,
-          .num_threads = request.num_threads};
-}
-
 StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& options) {
   int S = options.servers_per_machine;
   if (S < 1 || options.servers.empty() || options.servers.size() % S != 0) {

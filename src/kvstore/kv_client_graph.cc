@@ -141,12 +141,16 @@ Status KvClient::GraphCall(const Split& split,
 StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64_t> seeds,
                                                            const SampleRequest& request) {
   RETURN_IF_ERROR(JobHealth());
-  if (request.fanout < -1) {
-    return absl::InvalidArgumentError(fmt::format("fanout {} (use -1 for all)", request.fanout));
-  }
-  if (!request.prob.empty()) {
-    ASSIGN_OR_RETURN(TensorMeta meta, Meta("edge/" + request.prob));
-    RETURN_IF_ERROR(CheckWeightArray(meta.key, meta.dtype, meta.shape));
+  RETURN_IF_ERROR(CheckFanouts(request.fanout, request.etype_fanouts, book_));
+  // The weights of every relation sampled (one array on a homogeneous graph).
+  for (int r = 0; !request.prob.empty() && r < book_.num_etypes(); ++r) {
+    if (!SamplesRelation(request.etype_fanouts, r)) continue;
+    StatusOr<TensorMeta> meta = Meta(WeightKey(book_, request.prob, r));
+    if (absl::IsNotFound(meta.status()) && !book_.is_homogeneous()) {
+      return MissingWeights(book_, request.prob, r);
+    }
+    RETURN_IF_ERROR(meta.status());
+    RETURN_IF_ERROR(CheckWeightArray(meta->key, meta->dtype, meta->shape));
   }
   ASSIGN_OR_RETURN(Split split, SplitIds(shm::Policy::kNode, kAllTypes, "sample_neighbors", seeds));
   // The edges a machine may pick are its own in-edges, or any out-edges.
@@ -174,6 +178,7 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
     args->set_replace(request.replace);
     args->set_prob(request.prob);
     args->set_seed(request.seed);
+    for (int64_t f : request.etype_fanouts) args->add_etype_fanouts(f);
     std::span<const int64_t> exclude = exclude_for(p);
     if (!exclude.empty()) {
       m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>(exclude.begin(), exclude.end())));
@@ -183,10 +188,7 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
   auto run_local = [&]() -> Status {
     int p = local_part();
     ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
-    WeightsShard weights;
-    if (!request.prob.empty()) {
-      ASSIGN_OR_RETURN(weights, EdgeWeightsFromShards(*local_, "edge/" + request.prob));
-    }
+    ASSIGN_OR_RETURN(PartWeights weights, EdgeWeightsFromShards(*local_, book_, p, request));
     SampleRequest local = request;
     local.exclude = exclude_for(p);
     parts[p].resize(1);

@@ -463,18 +463,41 @@ Status KvServer::CheckSampleSize(const sampling::LocalGraph& graph, std::span<co
   std::vector<int64_t> degrees(seeds.size());
   RETURN_IF_ERROR(sample.dir == sampling::EdgeDir::kIn ? graph.InDegrees(seeds, degrees.data())
                                                        : graph.OutDegrees(seeds, degrees.data()));
-  // At most this many edges (exclusions only remove some), each a
-  // neighbour and an edge id of up to 8 bytes.
+  // At most this many edges per seed of degree d (exclusions only remove
+  // some), each a neighbour and an edge id of up to 8 bytes. Per-relation
+  // fanouts are bounded as a whole: -1 takes at most every edge, the others
+  // at most their sum (without replacement never more than d).
+  const bool per_relation = !sample.etype_fanouts.empty();
+  bool all = per_relation ? false : sample.fanout < 0;
+  uint64_t sum = 0;  // Of the non-negative fanouts, saturated.
+  if (per_relation) {
+    for (int64_t f : sample.etype_fanouts) {
+      if (f < 0) {
+        all = true;
+      } else if (__builtin_add_overflow(sum, static_cast<uint64_t>(f), &sum)) {
+        sum = std::numeric_limits<uint64_t>::max();
+      }
+    }
+  } else if (!all) {
+    sum = static_cast<uint64_t>(sample.fanout);
+  }
   uint64_t edges = static_cast<uint64_t>(seeds.size());  // Room for the counts.
   bool overflow = false;
   for (int64_t degree : degrees) {
     uint64_t d = static_cast<uint64_t>(degree);
-    uint64_t f = static_cast<uint64_t>(sample.fanout);
-    uint64_t picked = sample.fanout < 0 ? d : sample.replace ? (d > 0 ? f : 0) : std::min(d, f);
+    uint64_t picked = 0;
+    if (!sample.replace) {
+      picked = all ? d : std::min(d, sum);
+    } else if (d > 0) {  // Draws of the counted relations, and every edge of the -1 ones.
+      overflow |= __builtin_add_overflow(all ? d : 0, sum, &picked);
+    }
     overflow |= __builtin_add_overflow(edges, picked, &edges);
   }
   if (overflow) edges = std::numeric_limits<uint64_t>::max();
-  return CheckSize(fmt::format("sample of {} seeds with fanout {}{}", seeds.size(), sample.fanout,
+  std::string fanouts =
+      per_relation ? fmt::format("per-relation fanouts [{}]", fmt::join(sample.etype_fanouts, ", "))
+                   : fmt::format("fanout {}", sample.fanout);
+  return CheckSize(fmt::format("sample of {} seeds with {}{}", seeds.size(), fanouts,
                                sample.replace ? " (with replacement)" : ""),
                    edges, 2 * sizeof(int64_t));
 }
@@ -489,22 +512,21 @@ StatusOr<Message> KvServer::Sample(const Message& request) {
     ASSIGN_OR_RETURN(exclude, IdsArg(request, 1, "excluded edges"));
   }
   const wire::SampleArgs& args = request.header.sample();
+  // Checked before it is copied: a peer's list must have one entry per relation.
+  std::span<const int64_t> etype_fanouts(args.etype_fanouts().data(),
+                                         static_cast<size_t>(args.etype_fanouts().size()));
+  RETURN_IF_ERROR(CheckFanouts(args.fanout(), etype_fanouts, book_));
   SampleRequest sample{.fanout = args.fanout(),
+                       .etype_fanouts = {etype_fanouts.begin(), etype_fanouts.end()},
                        .dir = args.out() ? sampling::EdgeDir::kOut : sampling::EdgeDir::kIn,
                        .replace = args.replace(),
+                       .prob = args.prob(),
                        .exclude = exclude,
                        .seed = args.seed()};
-  if (sample.fanout < -1) {
-    return absl::InvalidArgumentError(fmt::format("fanout {} (use -1 for all)", sample.fanout));
-  }
   ASSIGN_OR_RETURN(const sampling::LocalGraph* graph, Graph());
   RETURN_IF_ERROR(CheckSampleSize(*graph, seeds, sample));
-  WeightsShard weights;
-  if (!args.prob().empty()) {
-    std::string key = "edge/" + args.prob();
-    RETURN_IF_ERROR(CheckTensorKey(key));
-    ASSIGN_OR_RETURN(weights, EdgeWeightsFromShards(*shards_, key));
-  }
+  ASSIGN_OR_RETURN(PartWeights weights,
+                   EdgeWeightsFromShards(*shards_, book_, options_.machine_id, sample));
   ASSIGN_OR_RETURN(sampling::SampledEdges edges,
                    graph->SampleNeighbors(seeds, NeighborOptionsOf(sample, weights.weights)));
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());

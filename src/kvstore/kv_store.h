@@ -8,6 +8,8 @@
 #ifndef TESSERA_SRC_KVSTORE_KV_STORE_H_
 #define TESSERA_SRC_KVSTORE_KV_STORE_H_
 
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,9 +49,17 @@ struct InitSpec {
 // A neighbour-sampling request (DistGraph::sample_neighbors, in_subgraph).
 struct SampleRequest {
   int64_t fanout = -1;  // -1: every edge.
+  // Non-empty: one fanout per relation of the book, in relation-id order
+  // (-1: all, 0: none of that relation), instead of `fanout` (DGL's
+  // sample_etype_neighbors). Checked by CheckFanouts.
+  std::vector<int64_t> etype_fanouts;
   sampling::EdgeDir dir = sampling::EdgeDir::kIn;
   bool replace = false;
-  std::string prob;                  // float32 edge array of weights; empty: uniform.
+  // Name of the float32 edge array of weights (without "edge/"); empty:
+  // uniform. On a typed book every relation has its own array
+  // "<src:rel:dst>/<prob>" (DGL's per-etype prob; see WeightKey), needed
+  // unless the relation's entry in etype_fanouts is 0.
+  std::string prob;
   std::span<const int64_t> exclude;  // Global edge ids never to pick; sorted, distinct.
   uint64_t seed = 0;
   int num_threads = 1;  // For the part sampled in this process.
@@ -95,9 +105,60 @@ class KvStore {
   virtual Status Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) = 0;
 };
 
+// ---- Sampling requests (src/kvstore/sample_request.cc); the same rules
+// for every KvStore and for servers on what peers send.
+
+// Checks a request's fanouts against the graph: `fanout` >= -1, and
+// `etype_fanouts` empty or exactly one entry per relation of `book`, each
+// >= -1. InvalidArgument naming the count (and the relations) or the
+// relation ("src:rel:dst") of a bad value. Reads nothing but the span, so a
+// peer's list is checked before it is copied.
+Status CheckFanouts(int64_t fanout, std::span<const int64_t> etype_fanouts,
+                    const PartitionBook& book);
+
+// Whether sampling reads relation r's weights: all but relations whose
+// entry in `etype_fanouts` is 0.
+bool SamplesRelation(std::span<const int64_t> etype_fanouts, int r);
+
+// The key of the edge array that holds relation r's weights `prob`:
+// "edge/<prob>" on a homogeneous book, "edge/<src:rel:dst>/<prob>" on a
+// typed one.
+std::string WeightKey(const PartitionBook& book, const std::string& prob, int r);
+
+// NotFound: relation r of a typed book has no weights array `prob`.
+Status MissingWeights(const PartitionBook& book, const std::string& prob, int r);
+
 // Checks that an edge array can serve as sampling weights (float32, one
 // value per edge).
 Status CheckWeightArray(const std::string& key, DType dtype, const std::vector<int64_t>& shape);
+
+// One part's rows of an edge array, wherever they live, and what keeps
+// `data` valid.
+struct EdgeRows {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;  // The part's rows.
+  const void* data = nullptr;
+  std::shared_ptr<const void> keepalive;
+};
+// The rows of the array `key` ("edge/..."); NotFound when there is none.
+using EdgeRowsLookup = std::function<StatusOr<EdgeRows>(const std::string& key)>;
+
+// The weights a part samples with: one float per edge it owns, in edge-id
+// order; empty without `prob`.
+struct PartWeights {
+  std::span<const float> weights;
+  std::shared_ptr<const void> keepalive;
+};
+// Partition `part`'s weights for `request`, read through `lookup`. On a
+// homogeneous book, the rows of "edge/<prob>" as they are. On a typed book
+// (whose owned edge ids are grouped by relation, in relation order: the
+// book's EdgeTypeRange), the rows of each relation's array concatenated in
+// relation order into a copy (4 bytes per owned edge); a relation whose
+// fanout is 0 is not read and weighs 0. Errors: a missing array
+// (MissingWeights on a typed book), one CheckWeightArray refuses, or one
+// whose rows are not the part's edges of its relation (DataLoss).
+StatusOr<PartWeights> PartWeightsOf(const PartitionBook& book, int part,
+                                    const SampleRequest& request, const EdgeRowsLookup& lookup);
 
 // The kernel options of a request, with this part's weights.
 sampling::NeighborOptions NeighborOptionsOf(const SampleRequest& request,

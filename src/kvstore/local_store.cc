@@ -184,21 +184,17 @@ StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalKvStore::LocalGraph()
 
 StatusOr<sampling::SampledEdges> LocalKvStore::SampleNeighbors(std::span<const int64_t> seeds,
                                                                const SampleRequest& request) {
-  if (request.fanout < -1) {
-    return absl::InvalidArgumentError(fmt::format("fanout {} (use -1 for all)", request.fanout));
-  }
+  RETURN_IF_ERROR(CheckFanouts(request.fanout, request.etype_fanouts, book()));
   ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
-  std::shared_ptr<Array> weights;
-  if (!request.prob.empty()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ASSIGN_OR_RETURN(Entry * e, Find("edge/" + request.prob));
-    RETURN_IF_ERROR(CheckWeightArray(e->meta.key, e->meta.dtype, e->meta.shape));
-    weights = e->data;
-  }
-  std::span<const float> w;
-  if (weights)
-    w = {static_cast<const float*>(weights->data()), static_cast<size_t>(weights->rows())};
-  return graph->SampleNeighbors(seeds, NeighborOptionsOf(request, w));
+  // The arrays are shared, so the weights stay valid if a push replaces them.
+  ASSIGN_OR_RETURN(
+      PartWeights weights,
+      PartWeightsOf(book(), 0, request, [&](const std::string& key) -> StatusOr<EdgeRows> {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ASSIGN_OR_RETURN(Entry * e, Find(key));
+        return EdgeRows{e->meta.dtype, e->meta.shape, e->data->data(), e->data};
+      }));
+  return graph->SampleNeighbors(seeds, NeighborOptionsOf(request, weights.weights));
 }
 
 Status LocalKvStore::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) {

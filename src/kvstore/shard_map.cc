@@ -71,12 +71,12 @@ StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalGraphFromShards(
   return sampling::LocalGraph::Create(std::move(arrays));
 }
 
-StatusOr<WeightsShard> EdgeWeightsFromShards(ShardMap& shards, const std::string& key) {
-  ASSIGN_OR_RETURN(Shard shard, shards.Get(key));
-  RETURN_IF_ERROR(CheckWeightArray(key, shard.info.dtype, shard.info.shape));
-  return WeightsShard{
-      {static_cast<const float*>(shard.data()), static_cast<size_t>(shard.info.shape[0])},
-      shard.segment};
+StatusOr<PartWeights> EdgeWeightsFromShards(ShardMap& shards, const PartitionBook& book, int part,
+                                            const SampleRequest& request) {
+  return PartWeightsOf(book, part, request, [&](const std::string& key) -> StatusOr<EdgeRows> {
+    ASSIGN_OR_RETURN(Shard shard, shards.Get(key));
+    return EdgeRows{shard.info.dtype, shard.info.shape, shard.data(), shard.segment};
+  });
 }
 
 }  // namespace tessera::kv

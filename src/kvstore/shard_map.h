@@ -47,13 +47,13 @@ class ShardMap {
 StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalGraphFromShards(
     ShardMap& shards, const PartitionBook& book, int halo_hops);
 
-// This machine's rows of the float32 edge array `key` ("edge/<name>"), one
-// weight per owned edge, and the mapping that keeps them valid.
-struct WeightsShard {
-  std::span<const float> weights;
-  std::shared_ptr<shm::SharedSegment> keepalive;
-};
-StatusOr<WeightsShard> EdgeWeightsFromShards(ShardMap& shards, const std::string& key);
+struct SampleRequest;  // src/kvstore/kv_store.h (which includes this header).
+struct PartWeights;
+
+// This machine's sampling weights for `request` (partition `part`'s owned
+// edges; PartWeightsOf in src/kvstore/kv_store.h), read from its shards.
+StatusOr<PartWeights> EdgeWeightsFromShards(ShardMap& shards, const PartitionBook& book, int part,
+                                            const SampleRequest& request);
 
 }  // namespace tessera::kv
 

@@ -34,6 +34,36 @@ inline std::string PartitionCora(const std::string& dir, int parts) {
   return result.ok() ? result->config_path : "";
 }
 
+// What a job over parts `graphs` must answer for a sample: each part's own
+// LocalGraph on its seeds, in part order (`weights`: each part's, one per
+// owned edge in edge-id order; empty: uniform). A failure is a test failure
+// (not an abort: the servers' shared memory must go) with what came so far.
+inline sampling::SampledEdges PartsReference(
+    const std::vector<std::shared_ptr<const sampling::LocalGraph>>& graphs,
+    const std::vector<int64_t>& seeds, const sampling::NeighborOptions& o,
+    const std::vector<std::vector<float>>& weights = {}) {
+  sampling::SampledEdges all;
+  for (size_t p = 0; p < graphs.size(); ++p) {
+    std::vector<int64_t> mine;
+    for (int64_t s : seeds) {
+      if (s >= graphs[p]->node_range().first && s < graphs[p]->node_range().second) {
+        mine.push_back(s);
+      }
+    }
+    sampling::NeighborOptions po = o;
+    if (!weights.empty()) po.weights = weights[p];
+    auto r = graphs[p]->SampleNeighbors(mine, po);
+    if (!r.ok()) {
+      ADD_FAILURE() << r.status();
+      return all;
+    }
+    all.src.insert(all.src.end(), r->src.begin(), r->src.end());
+    all.dst.insert(all.dst.end(), r->dst.begin(), r->dst.end());
+    all.eid.insert(all.eid.end(), r->eid.begin(), r->eid.end());
+  }
+  return all;
+}
+
 class TestCluster {
  public:
   TestCluster(const std::string& config, int machines, int servers_per_machine,
