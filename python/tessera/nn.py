@@ -1,17 +1,19 @@
-"""GNN layers on blocks (dgl.nn.pytorch's SAGEConv, GraphConv, GATConv), as
-ordinary ``torch.nn.Module``s with DGL's constructor arguments and
-parameter initialisation. ``forward(block, feat)`` takes the block's source
-features (or a ``(src, dst)`` pair) and returns one row per destination.
-The mean aggregation runs in tessera's C++ kernel; autograd flows through
-every layer.
+"""GNN layers on blocks (dgl.nn.pytorch's SAGEConv, GraphConv, GATConv,
+RelGraphConv, TypedLinear), as ordinary ``torch.nn.Module``s with DGL's
+constructor arguments, parameter names and initialisation.
+``forward(block, feat)`` takes the block's source features (or a ``(src,
+dst)`` pair) and returns one row per destination. The mean aggregation runs
+in tessera's C++ kernel; autograd flows through every layer. ``RGCN`` is the
+entity-classification model of DGL's distributed R-GCN example.
 """
+import math
 import warnings
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tessera import _C
+from tessera import _C, EID
 
 
 def _check_block(graph, what):
@@ -242,5 +244,265 @@ class GATConv(nn.Module):
         return (rst, a) if get_attention else rst
 
 
-__all__ = ["SAGEConv", "GraphConv", "GATConv", "mean_aggregate", "sum_aggregate",
-           "edge_softmax"]
+def _edge_types(types, n, num_types, what, presorted=False):
+    """``types`` as an int64 tensor of ``n`` ids in [0, num_types)."""
+    t = types if isinstance(types, torch.Tensor) else torch.as_tensor(types)
+    if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+        raise _C.TesseraError(f"{what}: types must be integers, got {t.dtype}")
+    t = t.reshape(-1).to(torch.int64)
+    if t.numel() != n:
+        raise _C.TesseraError(f"{what}: {t.numel()} types for {n} rows")
+    if n:
+        lo, hi = int(t.min()), int(t.max())
+        if lo < 0 or hi >= num_types:
+            raise _C.TesseraError(f"{what}: type {lo if lo < 0 else hi} out of range "
+                                  f"[0, {num_types})")
+        if presorted and bool((t[1:] < t[:-1]).any()):
+            raise _C.TesseraError(f"{what}: presorted=True but the types are not sorted")
+    return t
+
+
+class TypedLinear(nn.Module):
+    """A linear map chosen by each row's type (DGL's TypedLinear):
+    ``y_i = x_i W_{t_i}``. ``regularizer``: None, one ``[in, out]`` weight
+    per type (``W`` is ``[num_types, in, out]``); ``"basis"``, ``W_t = sum_b
+    coeff[t, b] V_b`` over ``num_bases`` bases (``W`` holds the bases
+    ``[num_bases, in, out]``, ``coeff`` is ``[num_types, num_bases]``);
+    ``"bdd"``, ``W_t`` block-diagonal with ``num_bases`` blocks of
+    ``[in / num_bases, out / num_bases]`` (``W`` is ``[num_types, num_bases *
+    in/B * out/B]``). Initialisation as DGL's: U(-1/sqrt(in), 1/sqrt(in)) for
+    ``W`` (the block's input width for bdd), Xavier-uniform with ReLU gain
+    for ``coeff``."""
+
+    def __init__(self, in_size, out_size, num_types, regularizer=None, num_bases=None):
+        super().__init__()
+        self.in_size, self.out_size, self.num_types = int(in_size), int(out_size), int(num_types)
+        if self.in_size < 1 or self.out_size < 1 or self.num_types < 1:
+            raise _C.TesseraError(f"TypedLinear: in_size, out_size and num_types must be >= 1, "
+                                  f"got {in_size}, {out_size}, {num_types}")
+        if regularizer is not None:
+            if regularizer not in ("basis", "bdd"):
+                raise _C.TesseraError(f"TypedLinear: regularizer must be None, \"basis\" or "
+                                      f"\"bdd\", got {regularizer!r}")
+            if num_bases is None or int(num_bases) < 1:
+                raise _C.TesseraError(f"TypedLinear: the {regularizer} regularizer needs "
+                                      f"num_bases >= 1, got {num_bases}")
+            num_bases = int(num_bases)
+        self.regularizer, self.num_bases = regularizer, num_bases
+        if regularizer is None:
+            self.W = nn.Parameter(torch.empty(self.num_types, self.in_size, self.out_size))
+        elif regularizer == "basis":
+            self.W = nn.Parameter(torch.empty(num_bases, self.in_size, self.out_size))
+            self.coeff = nn.Parameter(torch.empty(self.num_types, num_bases))
+        else:
+            if self.in_size % num_bases or self.out_size % num_bases:
+                raise _C.TesseraError(f"TypedLinear: bdd needs in_size ({self.in_size}) and "
+                                      f"out_size ({self.out_size}) divisible by num_bases "
+                                      f"({num_bases})")
+            self.submat_in = self.in_size // num_bases
+            self.submat_out = self.out_size // num_bases
+            self.W = nn.Parameter(torch.empty(self.num_types,
+                                              num_bases * self.submat_in * self.submat_out))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        fan_in = self.submat_in if self.regularizer == "bdd" else self.in_size
+        bound = 1.0 / math.sqrt(fan_in)
+        with torch.no_grad():
+            nn.init.uniform_(self.W, -bound, bound)
+            if self.regularizer == "basis":
+                nn.init.xavier_uniform_(self.coeff, gain=nn.init.calculate_gain("relu"))
+
+    def get_weight(self):
+        """The per-type weights: ``[num_types, in, out]`` (bdd: DGL's packed
+        ``[num_types, num_bases * in/B * out/B]``)."""
+        if self.regularizer == "basis":
+            bases = self.W.view(self.num_bases, self.in_size * self.out_size)
+            return (self.coeff @ bases).view(self.num_types, self.in_size, self.out_size)
+        return self.W
+
+    def forward(self, x, x_type, sorted_by_type=False):
+        if x.dim() != 2 or x.shape[1] != self.in_size:
+            raise _C.TesseraError(f"TypedLinear: input {tuple(x.shape)}, expected [N, "
+                                  f"{self.in_size}]")
+        t = _edge_types(x_type, x.shape[0], self.num_types, "TypedLinear", sorted_by_type)
+        return self._typed(x, t, sorted_by_type)
+
+    def _typed(self, x, t, sorted_by_type):
+        # Rows grouped by type, one matmul per type (every type's weight takes
+        # part even without rows, so DDP sees every parameter used).
+        if sorted_by_type:
+            order = None
+        else:
+            t, order = torch.sort(t, stable=True)
+            x = x.index_select(0, order)
+        counts = torch.bincount(t, minlength=self.num_types).tolist()
+        w = self.get_weight()
+        parts = []
+        for k, rows in enumerate(torch.split(x, counts)):
+            if self.regularizer == "bdd":
+                blocks = w[k].view(self.num_bases, self.submat_in, self.submat_out)
+                y = torch.einsum("nbi,bio->nbo", rows.reshape(-1, self.num_bases, self.submat_in),
+                                 blocks).reshape(-1, self.out_size)
+            else:
+                y = rows @ w[k]
+            parts.append(y)
+        y = torch.cat(parts)
+        if order is None:
+            return y
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(order.numel(), dtype=order.dtype)
+        return y.index_select(0, inverse)
+
+    def __repr__(self):
+        extra = "" if self.regularizer is None else (f", regularizer={self.regularizer}, "
+                                                     f"num_bases={self.num_bases}")
+        return (f"TypedLinear(in_size={self.in_size}, out_size={self.out_size}, "
+                f"num_types={self.num_types}{extra})")
+
+
+class RelGraphConv(nn.Module):
+    """Relational graph convolution (DGL's RelGraphConv, Schlichtkrull et al.):
+
+        h_i' = act(LN(sum_r sum_{j in N_r(i)} e_ji W_r h_j) + b + W_0 h_i)
+
+    then dropout, over a block whose edges carry relation ids ``etypes``
+    (``[E]`` in [0, num_rels)); ``e_ji`` is ``norm`` (``[E, 1]`` or ``[E]``;
+    1 without it), e.g. ``norm_by_dst`` or ``rel_norm``. ``W_r`` comes from
+    ``linear_r``, a ``TypedLinear`` with ``regularizer`` None / "basis" /
+    "bdd" (num_bases defaults to num_rels when regularised). The self loop
+    ``W_0`` (``loop_weight``, Xavier-uniform with ReLU gain) reads the
+    destinations' own rows ``feat[:num_dst]``; ``h_bias`` starts at zero.
+    Parameter names and the order of layer norm, bias, self loop,
+    activation and dropout are DGL's. The messages of one destination and
+    relation are summed before ``W_r`` is applied (one matmul per
+    (destination, relation) pair of the block rather than per edge: DGL's
+    result up to float rounding, with fewer flops)."""
+
+    def __init__(self, in_feat, out_feat, num_rels, regularizer=None, num_bases=None, bias=True,
+                 activation=None, self_loop=True, dropout=0.0, layer_norm=False):
+        super().__init__()
+        if regularizer is not None and num_bases is None:
+            num_bases = num_rels
+        self.in_feat, self.out_feat, self.num_rels = int(in_feat), int(out_feat), int(num_rels)
+        self.linear_r = TypedLinear(in_feat, out_feat, num_rels, regularizer, num_bases)
+        self.bias, self.activation = bias, activation
+        self.self_loop, self.layer_norm = self_loop, layer_norm
+        if self.bias:
+            self.h_bias = nn.Parameter(torch.zeros(out_feat))
+        if self.layer_norm:
+            self.layer_norm_weight = nn.LayerNorm(out_feat, elementwise_affine=True)
+        if self.self_loop:
+            self.loop_weight = nn.Parameter(torch.empty(in_feat, out_feat))
+            nn.init.xavier_uniform_(self.loop_weight, gain=nn.init.calculate_gain("relu"))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, g, feat, etypes, norm=None, *, presorted=False):
+        """``feat``: the block's source rows ``[num_src, in_feat]``
+        (destinations first). ``presorted`` says the edges are in relation
+        order: a speed hint in DGL, here only checked (the layer groups the
+        messages itself). Returns ``[num_dst, out_feat]``."""
+        _check_block(g, "RelGraphConv")
+        if isinstance(feat, (tuple, list)):
+            raise _C.TesseraError("RelGraphConv: feat is one tensor of source rows "
+                                  "(destinations first), not a pair")
+        _check_rows(g, feat, self.in_feat, "RelGraphConv")
+        num_edges, num_dst = g.num_edges(), g.num_dst_nodes()
+        t = _edge_types(etypes, num_edges, self.num_rels, "RelGraphConv etypes", presorted)
+        x = feat.index_select(0, g.indices)
+        if norm is not None:
+            norm = norm if isinstance(norm, torch.Tensor) else torch.as_tensor(norm)
+            if norm.dim() not in (1, 2) or norm.shape[0] != num_edges or (
+                    norm.dim() == 2 and norm.shape[1] != 1):
+                raise _C.TesseraError(f"RelGraphConv: norm {tuple(norm.shape)}, expected "
+                                      f"[{num_edges}, 1] (one value per edge)")
+            x = x * norm.reshape(-1, 1).to(x.dtype)
+        # sum_e norm_e h_src W_r = sum_r (sum_{e of r} norm_e h_src) W_r: sum
+        # each destination's messages of one relation first, then one matmul
+        # per (destination, relation) pair instead of one per edge (DGL's
+        # result, fewer flops). Keys r * num_dst + dst come out grouped by r.
+        pairs, inverse = torch.unique(t * max(num_dst, 1) + g.edge_dst, return_inverse=True)
+        agg = x.new_zeros((pairs.numel(), self.in_feat)).index_add(0, inverse, x)
+        m = self.linear_r._typed(agg, torch.div(pairs, max(num_dst, 1), rounding_mode="floor"),
+                                 True)
+        h = m.new_zeros((num_dst, self.out_feat)).index_add(0, pairs % max(num_dst, 1), m)
+        if self.layer_norm:
+            h = self.layer_norm_weight(h)
+        if self.bias:
+            h = h + self.h_bias
+        if self.self_loop:
+            h = h + feat[:num_dst] @ self.loop_weight
+        if self.activation:
+            h = self.activation(h)
+        return self.dropout(h)
+
+
+def norm_by_dst(block):
+    """``1 / in-degree`` of each edge's destination over all relations, ``[E]``
+    (``dgl.norm_by_dst`` of a block; what DGL's distributed R-GCN example
+    and its sampled entity classification pass, unsqueezed, as ``norm``)."""
+    _check_block(block, "norm_by_dst")
+    deg = block.in_degrees().to(torch.float32).clamp(min=1)
+    return 1.0 / deg.index_select(0, block.edge_dst)
+
+
+def rel_norm(block, etypes):
+    """``1 / c_{i,r}``, ``[E, 1]``: one over the number of the destination's
+    in-edges of the edge's relation in the block (the R-GCN paper's norm,
+    and DGL's full-graph entity classification, ``dgl.norm_by_dst(g,
+    etype)`` per relation). With it each relation's messages are averaged."""
+    _check_block(block, "rel_norm")
+    n = block.num_edges()
+    t = _edge_types(etypes, n, 2**62, "rel_norm etypes")
+    if n == 0:
+        return torch.empty((0, 1))
+    _, inverse, counts = torch.unique(block.edge_dst * (int(t.max()) + 1) + t,
+                                      return_inverse=True, return_counts=True)
+    return (1.0 / counts.index_select(0, inverse).to(torch.float32)).unsqueeze(1)
+
+
+def block_etypes(g, block):
+    """The relation id of each edge of a (homogeneous-id) block of ``g``:
+    ``g.get_partition_book().map_to_per_etype(block.edata[EID])[0]``."""
+    return g.get_partition_book().map_to_per_etype(block.edata[EID])[0]
+
+
+class RGCN(nn.Module):
+    """The R-GCN of DGL's distributed entity classification (its
+    ``EntityClassify``): ``RelGraphConv(h_dim, h_dim)`` with ReLU and dropout
+    (and layer norm if asked), ``num_hidden_layers`` more of them, then
+    ``RelGraphConv(h_dim, out_dim)`` without activation or dropout; every
+    layer with ``regularizer`` ("basis" as DGL) and ``num_bases`` (None or
+    < 0: num_rels). ``forward(blocks, feats, etypes, norms=None)`` runs layer
+    l over ``blocks[l]`` with relation ids ``etypes[l]`` and ``norms[l]``;
+    ``feats`` are the first block's source rows."""
+
+    def __init__(self, h_dim, out_dim, num_rels, num_bases=None, num_hidden_layers=1, dropout=0.0,
+                 use_self_loop=False, layer_norm=False, regularizer="basis"):
+        super().__init__()
+        if num_bases is not None and num_bases < 0:
+            num_bases = None
+        self.h_dim, self.out_dim, self.num_rels = h_dim, out_dim, num_rels
+        self.num_bases, self.num_hidden_layers = num_bases, num_hidden_layers
+        hidden = dict(regularizer=regularizer, num_bases=num_bases, activation=F.relu,
+                      self_loop=use_self_loop, dropout=dropout, layer_norm=layer_norm)
+        self.layers = nn.ModuleList(
+            [RelGraphConv(h_dim, h_dim, num_rels, **hidden) for _ in range(1 + num_hidden_layers)])
+        self.layers.append(RelGraphConv(h_dim, out_dim, num_rels, regularizer, num_bases,
+                                        activation=None, self_loop=use_self_loop))
+
+    def forward(self, blocks, feats, etypes, norms=None):
+        if len(blocks) != len(self.layers) or len(etypes) != len(self.layers) or (
+                norms is not None and len(norms) != len(self.layers)):
+            raise _C.TesseraError(f"RGCN: {len(self.layers)} layers, got {len(blocks)} blocks, "
+                                  f"{len(etypes)} etypes" +
+                                  ("" if norms is None else f", {len(norms)} norms"))
+        h = feats
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            h = layer(block, h, etypes[i], None if norms is None else norms[i])
+        return h
+
+
+__all__ = ["SAGEConv", "GraphConv", "GATConv", "RelGraphConv", "TypedLinear", "RGCN",
+           "mean_aggregate", "sum_aggregate", "edge_softmax", "norm_by_dst", "rel_norm",
+           "block_etypes"]
