@@ -86,7 +86,8 @@ Command RegisterPartition(CLI::App& app) {
             options.metis_cuts = f->metis_cuts;
             auto graph = ReadGraph(f->input, read);
             if (!graph.ok()) return ReportError(graph.status());
-            auto result = PartitionGraph(*graph, f->graph_name, f->num_parts, f->out, options);
+            auto result =
+                PartitionGraph(std::move(*graph), f->graph_name, f->num_parts, f->out, options);
             if (!result.ok()) return ReportError(result.status());
             spdlog::info("wrote {}", result->config_path);
             ReportFinish("partition", watch.Seconds());

@@ -278,6 +278,58 @@ TEST(HeteroPartition, OneTypeHeterographGivesTheHomogeneousBytes) {
   }
 }
 
+// The consuming overload writes the same bytes, and frees the edge list.
+// With trainers, every typed edge carries its destination's trainer.
+TEST(HeteroPartition, ConsumingTheGraphGivesTheSameBytesAndEdgesFollowTheirTrainer) {
+  PartitionOptions o;
+  o.part_method = PartMethod::kRandom;
+  o.num_hops = 2;
+  o.return_mapping = true;
+  o.num_trainers_per_machine = 2;
+  o.seed = 3;
+  TempDir dir;
+  const Graph g = ShopGraph();
+  auto kept = PartitionGraph(g, "shop", 2, dir / "kept", o);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  Graph consumed = ShopGraph();
+  auto freed = PartitionGraph(std::move(consumed), "shop", 2, dir / "freed", o);
+  ASSERT_TRUE(freed.ok()) << freed.status();
+  EXPECT_EQ(consumed.num_edges(), 0);  // NOLINT(bugprone-use-after-move): it is the contract.
+  auto fa = Files(dir / "kept");
+  auto fb = Files(dir / "freed");
+  fa.erase("shop.json");
+  fb.erase("shop.json");
+  EXPECT_EQ(fa, fb);
+  EXPECT_EQ(ReadAll(dir / "kept/shop.json"),
+            ReadAll(dir / "freed/shop.json"));  // Paths inside are relative.
+
+  const std::vector<int64_t> orig_nids = LoadIds(dir / "kept/orig_nids.npy");
+  const std::vector<int64_t> orig_eids = LoadIds(dir / "kept/orig_eids.npy");
+  std::vector<int64_t> new_of_old(orig_nids.size());
+  for (size_t v = 0; v < orig_nids.size(); ++v) new_of_old[orig_nids[v]] = v;
+  auto dst = g.dst_ids();
+  for (int p = 0; p < 2; ++p) {
+    auto lp = LoadPartition(kept->config_path, p);
+    ASSERT_TRUE(lp.ok()) << lp.status();
+    const PartitionBook& book = lp->book;
+    for (int r = 0; r < 4; ++r) {
+      auto edge_trainer = lp->edge_data.at(g.etypes[r].Canonical() + "/trainer_id").span<int64_t>();
+      auto [s, e] = book.EdgeTypeRange(r, p);
+      ASSERT_EQ(static_cast<int64_t>(edge_trainer.size()), e - s);
+      for (int64_t k = s; k < e; ++k) {
+        const int64_t d = new_of_old[dst[orig_eids[k]]];
+        auto [t, per] = book.MapToPerNtype(d);
+        auto node_trainer = lp->node_data.at(g.ntypes[t] + "/trainer_id").span<int64_t>();
+        const int64_t at = d - book.NodeTypeRange(t, p).first;
+        ASSERT_GE(at, 0);
+        EXPECT_EQ(edge_trainer[k - s], node_trainer[at]) << "edge " << k;
+        EXPECT_GE(edge_trainer[k - s], 2 * p);
+        EXPECT_LT(edge_trainer[k - s], 2 * p + 2);
+      }
+    }
+  }
+}
+
 TEST(HeteroPartition, MetisBalancesNodeTypesByDefault) {
   // A bipartite-ish graph where types would otherwise cluster: 200 "a"
   // nodes in a ring, 200 "b" nodes each tied to one "a" node.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "spdlog/spdlog.h"
 #include "src/base/logging.h"
@@ -97,7 +98,18 @@ StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOpt
   idx_t nvtxs = static_cast<idx_t>(n);
   idx_t ncon = static_cast<idx_t>(options.num_constraints);
   idx_t nparts = static_cast<idx_t>(options.num_parts);
-  std::vector<idx_t> vwgt(options.vertex_weights.begin(), options.vertex_weights.end());
+  // The weights go to METIS as they are when idx_t is 32-bit (METIS only
+  // reads them), else as a widened copy.
+  std::vector<idx_t> widened;
+  idx_t* vwgt = nullptr;
+  if (!options.vertex_weights.empty()) {
+    if constexpr (std::is_same_v<idx_t, int32_t>) {
+      vwgt = const_cast<idx_t*>(options.vertex_weights.data());
+    } else {
+      widened.assign(options.vertex_weights.begin(), options.vertex_weights.end());
+      vwgt = widened.data();
+    }
+  }
   std::vector<real_t> ubvec(ncon, static_cast<real_t>(options.imbalance));
   idx_t metis_options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(metis_options);
@@ -113,10 +125,9 @@ StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOpt
   spdlog::info("METIS: k-way into {} parts, {} nodes, {} undirected edges, {} constraint(s)",
                options.num_parts, n, g.adjncy.size() / 2, ncon);
   Progress run("METIS", 0, "");
-  int rc = METIS_PartGraphKway(&nvtxs, &ncon, g.xadj.data(), g.adjncy.data(),
-                               vwgt.empty() ? nullptr : vwgt.data(), /*vsize=*/nullptr,
-                               g.adjwgt.data(), &nparts, /*tpwgts=*/nullptr, ubvec.data(),
-                               metis_options, &objval, part.data());
+  int rc = METIS_PartGraphKway(&nvtxs, &ncon, g.xadj.data(), g.adjncy.data(), vwgt,
+                               /*vsize=*/nullptr, g.adjwgt.data(), &nparts, /*tpwgts=*/nullptr,
+                               ubvec.data(), metis_options, &objval, part.data());
   run.Done();
   switch (rc) {
     case METIS_OK:

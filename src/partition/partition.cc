@@ -28,6 +28,7 @@ namespace {
 constexpr uint64_t kRandomPartStream = 101;
 constexpr int kMaxBalanceTypes = 64;
 constexpr size_t kGatherChunkBytes = 8 << 20;
+constexpr size_t kTypeChunk = 1 << 20;  // etype.npy entries computed at a time.
 
 bool SafeName(const std::string& name) {
   if (name.empty() || name == "." || name == "..") return false;
@@ -173,7 +174,25 @@ StatusOr<MetisOptions> BalanceWeights(const Graph& graph, const PartitionOptions
   return metis;
 }
 
-// Writes rows `ids` of `array` to a new .npy file, a chunk at a time.
+// Writes `values` as a 1-D .npy file, straight from their memory (no copy).
+template <typename T>
+Status WriteValues(const std::string& path, std::span<const T> values) {
+  ASSIGN_OR_RETURN(NpyWriter writer,
+                   NpyWriter::Create(path, DTypeOf<T>(), {static_cast<int64_t>(values.size())}));
+  if (!values.empty()) {
+    RETURN_IF_ERROR(writer.AppendRows(values.data(), static_cast<int64_t>(values.size())));
+  }
+  return writer.Close();
+}
+template <typename T>
+Status WriteValues(const std::string& path, const std::vector<T>& values) {
+  return WriteValues(path, std::span<const T>(values));
+}
+
+// Writes rows `ids` of `array` to a new .npy file, a chunk at a time. The
+// array's file pages (when it is mapped) are dropped as the writing goes, so
+// that they do not pile up in RSS: after every chunk when `ids` ascend (a
+// forward sweep: the next chunk reads other pages), else at the end.
 Status WriteGatheredRows(const std::string& path, const Array& array,
                          std::span<const int64_t> ids) {
   std::vector<int64_t> shape = array.shape();
@@ -181,15 +200,41 @@ Status WriteGatheredRows(const std::string& path, const Array& array,
   ASSIGN_OR_RETURN(NpyWriter writer, NpyWriter::Create(path, array.dtype(), shape));
   const size_t chunk =
       std::max<size_t>(1, kGatherChunkBytes / std::max<size_t>(1, array.row_bytes()));
+  const bool ascending = std::is_sorted(ids.begin(), ids.end());
   for (size_t begin = 0; begin < ids.size(); begin += chunk) {
     size_t count = std::min(chunk, ids.size() - begin);
     Array rows = array.GatherRows(ids.subspan(begin, count));
     RETURN_IF_ERROR(writer.AppendRows(rows.data(), static_cast<int64_t>(count)));
+    if (ascending) array.ReleasePages();
   }
+  array.ReleasePages();
   return writer.Close();
 }
 
+// Type of an id of the input (its ids are grouped by type): the last type
+// whose range starts at or before `id`. A branch-free count for the usual few
+// types (this runs about twice per edge), a binary search for many.
+int TypeOf(const std::vector<int64_t>& type_offsets, int64_t id) {
+  const size_t size = type_offsets.size();
+  if (size <= 2) return 0;
+  if (size <= 33) {
+    int t = 0;
+    for (size_t i = 1; i + 1 < size; ++i) t += id >= type_offsets[i];
+    return t;
+  }
+  return static_cast<int>(std::upper_bound(type_offsets.begin() + 1, type_offsets.end(), id) -
+                          type_offsets.begin()) -
+         1;
+}
+
 // The reshuffled global structure shared by all parts.
+//
+// New edge ids: an edge belongs to its destination's part; within a part,
+// relation by relation, each relation's edges in CSC order (destination, then
+// original id). With one relation that is the CSC order itself: CSC entry k
+// is new edge k. With several, a part's entries visited in CSC order take
+// their relation's next id in turn (NewEids), so no map is stored; only HALO
+// beyond one hop, which looks entries up out of order, keeps one (in_eid).
 struct Reshuffled {
   std::vector<int64_t> node_offsets, edge_offsets;  // K+1 each.
   std::vector<int64_t> orig_nids;                   // new node id -> original.
@@ -197,22 +242,46 @@ struct Reshuffled {
   std::vector<int64_t> in_ptr;                      // CSC over new ids, rows by original eid.
   std::vector<int64_t> new_src;                     // CSC entry -> new source id.
   std::vector<int64_t> orig_eids;                   // CSC entry -> original edge id.
-  // CSC entry -> new eid; empty when they are equal (one relation).
+  // CSC entry -> new eid: only with several relations and num_hops >= 2.
   std::vector<int64_t> in_eid;
   std::vector<int64_t> out_ptr, out_dst, out_eid;   // CSR over new ids (HALO only).
   std::vector<int64_t> node_counts, edge_counts;    // K x T and K x R (TypeLayout).
-  int64_t EidOf(int64_t k) const { return in_eid.empty() ? k : in_eid[k]; }
+  int num_etypes = 1;
+  // Precondition: one relation, or in_eid built.
+  int64_t EidOf(int64_t k) const { return num_etypes == 1 ? k : in_eid[k]; }
+  // The first new eid of relation t's block in part p.
+  int64_t BlockStart(int p, int t) const {
+    int64_t start = edge_offsets[p];
+    for (int u = 0; u < t; ++u) start += edge_counts[p * num_etypes + u];
+    return start;
+  }
 };
 
-// Type of an id of the input (its ids are grouped by type).
-int TypeOf(const std::vector<int64_t>& type_offsets, int64_t id) {
-  if (type_offsets.size() <= 2) return 0;
-  return static_cast<int>(std::upper_bound(type_offsets.begin() + 1, type_offsets.end(), id) -
-                          type_offsets.begin()) - 1;
-}
+// New edge ids of part p's CSC entries, visited in CSC order: Next(k) for
+// every entry k of the part, in increasing k.
+class NewEids {
+ public:
+  NewEids(const Reshuffled& r, const std::vector<int64_t>& etype_offsets, int p)
+      : r_(r), etype_offsets_(etype_offsets) {
+    if (r.num_etypes == 1) return;
+    next_.resize(r.num_etypes);
+    for (int t = 0; t < r.num_etypes; ++t) next_[t] = r.BlockStart(p, t);
+  }
+  int64_t Next(int64_t k) {
+    if (next_.empty()) return k;
+    return next_[TypeOf(etype_offsets_, r_.orig_eids[k])]++;
+  }
 
+ private:
+  const Reshuffled& r_;
+  const std::vector<int64_t>& etype_offsets_;
+  std::vector<int64_t> next_;
+};
+
+// `need_out_edges`: build the CSR (HALO); `keep_eid_map`: build in_eid when
+// there are several relations (HALO beyond one hop).
 Reshuffled Reshuffle(const Graph& graph, std::span<const int32_t> part, int num_parts,
-                     bool need_out_edges) {
+                     bool need_out_edges, bool keep_eid_map) {
   const int64_t n = graph.num_nodes, m = graph.num_edges();
   Reshuffled r;
   r.node_offsets.assign(num_parts + 1, 0);
@@ -256,22 +325,18 @@ Reshuffled Reshuffle(const Graph& graph, std::span<const int32_t> part, int num_
       ++r.edge_counts[p * num_etypes + TypeOf(graph.etype_offsets, r.orig_eids[k])];
     }
   }
-  if (num_etypes > 1) {
+  r.num_etypes = num_etypes;
+  graph.src.ReleasePages();  // The input edge list is not read again.
+  graph.dst.ReleasePages();
+  if (num_etypes > 1 && keep_eid_map) {
     r.in_eid.resize(m);
     for (int p = 0; p < num_parts; ++p) {
-      std::vector<int64_t> next(num_etypes);
-      int64_t start = r.edge_offsets[p];
-      for (int t = 0; t < num_etypes; ++t) {
-        next[t] = start;
-        start += r.edge_counts[p * num_etypes + t];
-      }
+      NewEids eids(r, graph.etype_offsets, p);
       for (int64_t k = r.edge_offsets[p]; k < r.edge_offsets[p + 1]; ++k) {
-        r.in_eid[k] = next[TypeOf(graph.etype_offsets, r.orig_eids[k])]++;
+        r.in_eid[k] = eids.Next(k);
       }
     }
   }
-  graph.src.ReleasePages();  // The input edge list is not read again.
-  graph.dst.ReleasePages();
   if (need_out_edges) {
     r.out_ptr.assign(n + 1, 0);
     for (int64_t s : r.new_src) ++r.out_ptr[s + 1];
@@ -279,11 +344,14 @@ Reshuffled Reshuffle(const Graph& graph, std::span<const int32_t> part, int num_
     r.out_dst.resize(m);
     r.out_eid.resize(m);
     std::vector<int64_t> cursor(r.out_ptr.begin(), r.out_ptr.end() - 1);
-    for (int64_t v = 0; v < n; ++v) {
-      for (int64_t k = r.in_ptr[v]; k < r.in_ptr[v + 1]; ++k) {
-        int64_t pos = cursor[r.new_src[k]]++;
-        r.out_dst[pos] = v;
-        r.out_eid[pos] = r.EidOf(k);
+    for (int p = 0; p < num_parts; ++p) {
+      NewEids eids(r, graph.etype_offsets, p);
+      for (int64_t v = r.node_offsets[p]; v < r.node_offsets[p + 1]; ++v) {
+        for (int64_t k = r.in_ptr[v]; k < r.in_ptr[v + 1]; ++k) {
+          int64_t pos = cursor[r.new_src[k]]++;
+          r.out_dst[pos] = v;
+          r.out_eid[pos] = eids.Next(k);
+        }
       }
     }
   }
@@ -301,7 +369,7 @@ struct LocalGraph {
 
 // Builds part p's local graph. `local_of` (size num_nodes, all -1) is scratch
 // and is all -1 again on return.
-LocalGraph BuildLocalGraph(const Reshuffled& r, int p, int num_hops,
+LocalGraph BuildLocalGraph(const Graph& graph, const Reshuffled& r, int p, int num_hops,
                            std::vector<int64_t>& local_of) {
   const int64_t a = r.node_offsets[p], b = r.node_offsets[p + 1];
   auto inner = [&](int64_t v) { return v >= a && v < b; };
@@ -320,21 +388,31 @@ LocalGraph BuildLocalGraph(const Reshuffled& r, int p, int num_hops,
     return local_of[v];
   };
 
+  // Sized up front (they are the largest arrays of the part): every inner
+  // edge and every out-edge of the part leaving it (hop 1 HALO); only deeper
+  // HALO grows them further.
+  int64_t out_halo = 0;
+  if (num_hops >= 1 && !r.out_ptr.empty()) {
+    for (int64_t pos = r.out_ptr[a]; pos < r.out_ptr[b]; ++pos) out_halo += !inner(r.out_dst[pos]);
+  }
+  const int64_t inner_edges = r.in_ptr[b] - r.in_ptr[a];
+  g.indices.reserve(inner_edges + out_halo);
+  g.eid.reserve(inner_edges + out_halo);
+  g.inner_edge.reserve(inner_edges + out_halo);
+
   // Inner rows: every in-edge of every inner node (hop 0: only inner sources).
   g.indptr.reserve(g.num_inner + 1);
   g.indptr.push_back(0);
-  const int64_t inner_edges = r.in_ptr[b] - r.in_ptr[a];
-  g.indices.reserve(inner_edges);
-  g.eid.reserve(inner_edges);
+  NewEids eids(r, graph.etype_offsets, p);
   for (int64_t v = a; v < b; ++v) {
     for (int64_t k = r.in_ptr[v]; k < r.in_ptr[v + 1]; ++k) {
-      int64_t u = r.new_src[k];
+      const int64_t u = r.new_src[k], eid = eids.Next(k);
       if (!inner(u)) {
         ++g.cut_edges;
         if (num_hops == 0) continue;
       }
       g.indices.push_back(local(u, /*expand=*/true));
-      g.eid.push_back(r.EidOf(k));
+      g.eid.push_back(eid);
     }
     g.indptr.push_back(static_cast<int64_t>(g.indices.size()));
   }
@@ -346,6 +424,7 @@ LocalGraph BuildLocalGraph(const Reshuffled& r, int p, int num_hops,
   };
   std::vector<HaloEdge> halo_edges;
   if (num_hops >= 1 && !r.out_ptr.empty()) {
+    halo_edges.reserve(out_halo);
     for (int64_t v = a; v < b; ++v) {
       for (int64_t pos = r.out_ptr[v]; pos < r.out_ptr[v + 1]; ++pos) {
         int64_t w = r.out_dst[pos];
@@ -401,6 +480,48 @@ std::vector<std::pair<std::string, const Array*>> TypeArrays(const Graph& graph,
   return out;
 }
 
+// The relation of new edge id `eid`: which block of its part holds it.
+int RelationOfNewEid(const Reshuffled& r, int64_t eid) {
+  const int owner =
+      static_cast<int>(std::upper_bound(r.edge_offsets.begin() + 1, r.edge_offsets.end(), eid) -
+                       r.edge_offsets.begin()) -
+      1;
+  int64_t at = r.edge_offsets[owner];
+  int t = 0;
+  while (t + 1 < r.num_etypes && eid >= at + r.edge_counts[owner * r.num_etypes + t]) {
+    at += r.edge_counts[owner * r.num_etypes + t++];
+  }
+  return t;
+}
+
+// Relation t's edges of part p in new-id order (which is their CSC order), as
+// original edge ids.
+std::vector<int64_t> RelationEdges(const Graph& graph, const Reshuffled& r, int p, int t) {
+  const int64_t ea = r.edge_offsets[p], eb = r.edge_offsets[p + 1];
+  if (r.num_etypes == 1) return {r.orig_eids.begin() + ea, r.orig_eids.begin() + eb};
+  const int64_t lo = graph.etype_offsets[t], hi = graph.etype_offsets[t + 1];
+  std::vector<int64_t> edges;
+  edges.reserve(r.edge_counts[p * r.num_etypes + t]);
+  for (int64_t k = ea; k < eb; ++k) {
+    if (r.orig_eids[k] >= lo && r.orig_eids[k] < hi) edges.push_back(r.orig_eids[k]);
+  }
+  return edges;
+}
+
+// orig_eids.npy: new edge id -> original, block by block.
+Status WriteOrigEids(const std::string& path, const Graph& graph, const Reshuffled& r) {
+  if (r.num_etypes == 1) return WriteValues(path, r.orig_eids);
+  ASSIGN_OR_RETURN(NpyWriter writer, NpyWriter::Create(path, DType::kInt64,
+                                                       {static_cast<int64_t>(r.orig_eids.size())}));
+  for (int p = 0; p + 1 < static_cast<int>(r.edge_offsets.size()); ++p) {
+    for (int t = 0; t < r.num_etypes; ++t) {
+      std::vector<int64_t> edges = RelationEdges(graph, r, p, t);
+      RETURN_IF_ERROR(writer.AppendRows(edges.data(), static_cast<int64_t>(edges.size())));
+    }
+  }
+  return writer.Close();
+}
+
 Status WritePart(const Graph& graph, const Reshuffled& r, const LocalGraph& g, int p,
                  const std::string& part_dir, std::span<const int32_t> trainer) {
   const std::string graph_dir = part_dir + "/graph";
@@ -417,58 +538,52 @@ Status WritePart(const Graph& graph, const Reshuffled& r, const LocalGraph& g, i
   }
   std::vector<uint8_t> inner_node(g.nid.size(), 0);
   std::fill(inner_node.begin(), inner_node.begin() + g.num_inner, 1);
-  RETURN_IF_ERROR(WriteNpy(graph_dir + "/nid.npy", Array::From(g.nid)));
-  RETURN_IF_ERROR(WriteNpy(graph_dir + "/inner_node.npy", Array::From(inner_node)));
-  RETURN_IF_ERROR(WriteNpy(graph_dir + "/indptr.npy", Array::From(g.indptr)));
-  RETURN_IF_ERROR(WriteNpy(graph_dir + "/indices.npy", Array::From(g.indices)));
-  RETURN_IF_ERROR(WriteNpy(graph_dir + "/eid.npy", Array::From(g.eid)));
-  RETURN_IF_ERROR(WriteNpy(graph_dir + "/inner_edge.npy", Array::From(g.inner_edge)));
+  RETURN_IF_ERROR(WriteValues(graph_dir + "/nid.npy", g.nid));
+  RETURN_IF_ERROR(WriteValues(graph_dir + "/inner_node.npy", inner_node));
+  RETURN_IF_ERROR(WriteValues(graph_dir + "/indptr.npy", g.indptr));
+  RETURN_IF_ERROR(WriteValues(graph_dir + "/indices.npy", g.indices));
+  RETURN_IF_ERROR(WriteValues(graph_dir + "/eid.npy", g.eid));
+  RETURN_IF_ERROR(WriteValues(graph_dir + "/inner_edge.npy", g.inner_edge));
   if (typed) {  // DGL's _TYPE arrays: int16 per local node, int32 per local edge.
     std::vector<int16_t> ntype(g.nid.size());
     for (size_t i = 0; i < g.nid.size(); ++i) {
       ntype[i] = static_cast<int16_t>(TypeOf(graph.ntype_offsets, r.orig_nids[g.nid[i]]));
     }
-    RETURN_IF_ERROR(WriteNpy(graph_dir + "/ntype.npy", Array::From(ntype)));
-    std::vector<int32_t> etype(g.eid.size());
-    for (size_t k = 0; k < g.eid.size(); ++k) {
-      // The relation of a new eid: its position among its part's blocks.
-      const int owner = static_cast<int>(
-          std::upper_bound(r.edge_offsets.begin() + 1, r.edge_offsets.end(), g.eid[k]) -
-          r.edge_offsets.begin()) - 1;
-      int64_t at = r.edge_offsets[owner];
-      int t = 0;
-      while (t + 1 < num_etypes && g.eid[k] >= at + r.edge_counts[owner * num_etypes + t]) {
-        at += r.edge_counts[owner * num_etypes + t++];
-      }
-      etype[k] = t;
+    RETURN_IF_ERROR(WriteValues(graph_dir + "/ntype.npy", ntype));
+    ASSIGN_OR_RETURN(NpyWriter writer, NpyWriter::Create(graph_dir + "/etype.npy", DType::kInt32,
+                                                         {static_cast<int64_t>(g.eid.size())}));
+    std::vector<int32_t> etype;
+    for (size_t begin = 0; begin < g.eid.size(); begin += kTypeChunk) {
+      etype.resize(std::min(kTypeChunk, g.eid.size() - begin));
+      for (size_t i = 0; i < etype.size(); ++i) etype[i] = RelationOfNewEid(r, g.eid[begin + i]);
+      RETURN_IF_ERROR(writer.AppendRows(etype.data(), static_cast<int64_t>(etype.size())));
     }
-    RETURN_IF_ERROR(WriteNpy(graph_dir + "/etype.npy", Array::From(etype)));
+    RETURN_IF_ERROR(writer.Close());
   }
 
   // Node arrays: type t's rows of this part are new ids [start, end), in order.
   const int64_t a = r.node_offsets[p], ea = r.edge_offsets[p], eb = r.edge_offsets[p + 1];
-  std::vector<int64_t> rows;
   int64_t start = a;
   for (int t = 0; t < num_ntypes; ++t) {
     const int64_t end = start + r.node_counts[p * num_ntypes + t];
-    const int64_t base = graph.is_hetero() ? graph.ntype_offsets[t] : 0;
-    rows.resize(end - start);
-    for (int64_t v = start; v < end; ++v) rows[v - start] = r.orig_nids[v] - base;
-    for (const auto& [name, array] : TypeArrays(graph, true, t)) {
-      RETURN_IF_ERROR(WriteGatheredRows(StrCat(node_dir, "/", name, ".npy"), *array, rows));
+    const auto arrays = TypeArrays(graph, true, t);
+    if (!arrays.empty()) {
+      const int64_t base = graph.is_hetero() ? graph.ntype_offsets[t] : 0;
+      std::vector<int64_t> rows(end - start);
+      for (int64_t v = start; v < end; ++v) rows[v - start] = r.orig_nids[v] - base;
+      for (const auto& [name, array] : arrays) {
+        RETURN_IF_ERROR(WriteGatheredRows(StrCat(node_dir, "/", name, ".npy"), *array, rows));
+      }
     }
     start = end;
   }
-  // Edge arrays: relation t's edges of this part, in new-id order, which is
-  // their order in the part's CSC rows.
+  // Edge arrays: relation t's edges of this part, in new-id order.
   for (int t = 0; t < num_etypes; ++t) {
     const auto arrays = TypeArrays(graph, false, t);
     if (arrays.empty()) continue;
+    std::vector<int64_t> rows = RelationEdges(graph, r, p, t);
     const int64_t base = graph.is_hetero() ? graph.etype_offsets[t] : 0;
-    rows.clear();
-    for (int64_t k = ea; k < eb; ++k) {
-      if (TypeOf(graph.etype_offsets, r.orig_eids[k]) == t) rows.push_back(r.orig_eids[k] - base);
-    }
+    for (int64_t& e : rows) e -= base;
     for (const auto& [name, array] : arrays) {
       RETURN_IF_ERROR(WriteGatheredRows(StrCat(edge_dir, "/", name, ".npy"), *array, rows));
     }
@@ -476,10 +591,11 @@ Status WritePart(const Graph& graph, const Reshuffled& r, const LocalGraph& g, i
   if (!trainer.empty()) {
     // Every node and edge of the part, by new id; then cut per type.
     std::vector<int64_t> node_trainer(r.node_offsets[p + 1] - a), edge_trainer(eb - ea);
+    NewEids eids(r, graph.etype_offsets, p);
     for (int64_t v = a; v < r.node_offsets[p + 1]; ++v) {
       node_trainer[v - a] = trainer[r.orig_nids[v]];
       for (int64_t k = r.in_ptr[v]; k < r.in_ptr[v + 1]; ++k) {
-        edge_trainer[r.EidOf(k) - ea] = node_trainer[v - a];
+        edge_trainer[eids.Next(k) - ea] = node_trainer[v - a];
       }
     }
     int64_t n0 = 0, e0 = 0;
@@ -487,17 +603,15 @@ Status WritePart(const Graph& graph, const Reshuffled& r, const LocalGraph& g, i
       if (t < num_ntypes) {
         const int64_t c = r.node_counts[p * num_ntypes + t];
         const std::string prefix = typed ? graph.ntypes[t] + "/" : "";
-        std::vector<int64_t> part(node_trainer.begin() + n0, node_trainer.begin() + n0 + c);
-        RETURN_IF_ERROR(
-            WriteNpy(StrCat(node_dir, "/", prefix, "trainer_id.npy"), Array::From(part)));
+        RETURN_IF_ERROR(WriteValues(StrCat(node_dir, "/", prefix, "trainer_id.npy"),
+                                    std::span<const int64_t>(node_trainer).subspan(n0, c)));
         n0 += c;
       }
       if (t < num_etypes) {
         const int64_t c = r.edge_counts[p * num_etypes + t];
         const std::string prefix = typed ? graph.etypes[t].Canonical() + "/" : "";
-        std::vector<int64_t> part(edge_trainer.begin() + e0, edge_trainer.begin() + e0 + c);
-        RETURN_IF_ERROR(
-            WriteNpy(StrCat(edge_dir, "/", prefix, "trainer_id.npy"), Array::From(part)));
+        RETURN_IF_ERROR(WriteValues(StrCat(edge_dir, "/", prefix, "trainer_id.npy"),
+                                    std::span<const int64_t>(edge_trainer).subspan(e0, c)));
         e0 += c;
       }
     }
@@ -530,11 +644,11 @@ Status CheckNoOtherConfig(const std::string& out_path, const std::string& config
   return absl::OkStatus();
 }
 
-}  // namespace
-
-StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& graph_name,
-                                         int num_parts, const std::string& out_path,
-                                         const PartitionOptions& o) {
+// PartitionGraph; `consumed` (the same graph, or null) gives up its edge list
+// once the reshuffle has read it.
+StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
+                                    const std::string& graph_name, int num_parts,
+                                    const std::string& out_path, const PartitionOptions& o) {
   RETURN_IF_ERROR(CheckArguments(graph, graph_name, num_parts, o));
   RETURN_IF_ERROR(graph.Validate("input graph"));
   RETURN_IF_ERROR(Annotate(MakeDirs(out_path), "output folder"));
@@ -548,6 +662,7 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
   RETURN_IF_ERROR(RemoveAll(out_path + "/.tessera-write-test"));
 
   PartitionResult result;
+  const int64_t num_edges = graph.num_edges();
   const int trainers = o.num_trainers_per_machine;
   const int total_parts = num_parts * trainers;
 
@@ -579,9 +694,14 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
 
   // 2. Reshuffle.
   Progress reshuffle_step("reshuffle ids", 0, "");
-  Reshuffled r = Reshuffle(graph, part, num_parts, o.num_hops >= 1 && num_parts > 1);
+  Reshuffled r = Reshuffle(graph, part, num_parts, o.num_hops >= 1 && num_parts > 1,
+                           /*keep_eid_map=*/o.num_hops >= 2 && num_parts > 1);
   part.clear();
   part.shrink_to_fit();
+  if (consumed != nullptr) {  // A heap edge list (a heterograph's) is freed here.
+    consumed->src = Array();
+    consumed->dst = Array();
+  }
   result.reshuffle_seconds = reshuffle_step.Done();
 
   // 3. Local graphs and files, one part at a time.
@@ -595,7 +715,7 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
   };
   for (int p = 0; p < num_parts; ++p) {
     Stopwatch part_watch;
-    LocalGraph g = BuildLocalGraph(r, p, o.num_hops, local_of);
+    LocalGraph g = BuildLocalGraph(graph, r, p, o.num_hops, local_of);
     const std::string part_dir = StrCat(out_path, "/", PartName(p));
     Status st = RemoveAll(part_dir);
     if (st.ok()) st = WritePart(graph, r, g, p, part_dir, trainer);
@@ -615,21 +735,15 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
     write_step.Update(p + 1);
   }
   if (o.return_mapping) {
-    Status st = WriteNpy(out_path + "/orig_nids.npy", Array::From(r.orig_nids));
-    if (st.ok() && r.in_eid.empty()) {
-      st = WriteNpy(out_path + "/orig_eids.npy", Array::From(r.orig_eids));
-    } else if (st.ok()) {
-      std::vector<int64_t> by_eid(r.orig_eids.size());
-      for (size_t k = 0; k < by_eid.size(); ++k) by_eid[r.in_eid[k]] = r.orig_eids[k];
-      st = WriteNpy(out_path + "/orig_eids.npy", Array::From(by_eid));
-    }
+    Status st = WriteValues(out_path + "/orig_nids.npy", r.orig_nids);
+    if (st.ok()) st = WriteOrigEids(out_path + "/orig_eids.npy", graph, r);
     if (!st.ok()) return cleanup(st);
   }
 
   PartitionConfig config;
   config.graph_name = graph_name;
   config.num_nodes = graph.num_nodes;
-  config.num_edges = graph.num_edges();
+  config.num_edges = num_edges;
   config.part_method = o.part_method == PartMethod::kMetis ? "metis" : "random";
   config.num_parts = num_parts;
   config.halo_hops = o.num_hops;
@@ -674,9 +788,23 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
   if (!st.ok()) return cleanup(st);
   result.write_seconds = write_step.Done();
   result.config_path = config_path;
-  spdlog::info("edge cut: {} of {} edges ({:.2f}%)", result.edge_cut, graph.num_edges(),
-               100.0 * result.edge_cut / graph.num_edges());
+  spdlog::info("edge cut: {} of {} edges ({:.2f}%)", result.edge_cut, num_edges,
+               100.0 * result.edge_cut / num_edges);
   return result;
+}
+
+}  // namespace
+
+StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& graph_name,
+                                         int num_parts, const std::string& out_path,
+                                         const PartitionOptions& options) {
+  return Partition(graph, nullptr, graph_name, num_parts, out_path, options);
+}
+
+StatusOr<PartitionResult> PartitionGraph(Graph&& graph, const std::string& graph_name,
+                                         int num_parts, const std::string& out_path,
+                                         const PartitionOptions& options) {
+  return Partition(graph, &graph, graph_name, num_parts, out_path, options);
 }
 
 }  // namespace tessera

@@ -78,6 +78,13 @@ struct PartitionResult {
 StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& graph_name,
                                          int num_parts, const std::string& out_path,
                                          const PartitionOptions& options);
+// The same, consuming `graph` (the same output): its edge list (src, dst) is
+// freed as soon as the reshuffle has read it, before the parts are built.
+// That lowers peak memory when the list is on the heap, as the heterogeneous
+// readers build it (a homogeneous .npy list is mapped and dropped anyway).
+StatusOr<PartitionResult> PartitionGraph(Graph&& graph, const std::string& graph_name,
+                                         int num_parts, const std::string& out_path,
+                                         const PartitionOptions& options);
 
 }  // namespace tessera
 
