@@ -180,13 +180,17 @@ Command RegisterBench(CLI::App& app) {
   auto run_pull = std::make_shared<std::function<int()>>();
   auto run_sample = std::make_shared<std::function<int()>>();
   auto run_train = std::make_shared<std::function<int()>>();
+  auto run_hetero = std::make_shared<std::function<int()>>();
   CLI::App* pull = RegisterBenchPull(bench, run_pull.get());
   CLI::App* sample = RegisterBenchSample(bench, run_sample.get());
   CLI::App* train = RegisterBenchTrain(bench, run_train.get());
-  return {bench, [f, sub, pull, sample, train, run_pull, run_sample, run_train] {
+  CLI::App* hetero = RegisterBenchHetero(bench, run_hetero.get());
+  return {bench,
+          [f, sub, pull, sample, train, hetero, run_pull, run_sample, run_train, run_hetero] {
             if (pull->parsed()) return (*run_pull)();
             if (sample->parsed()) return (*run_sample)();
             if (train->parsed()) return (*run_train)();
+            if (hetero->parsed()) return (*run_hetero)();
             auto workdir = ScratchDir::Open(f->workdir, "tessera-bench");
             if (!workdir.ok()) return ReportError(workdir.status());
             Status st = RunBench(*f, workdir->path());

@@ -29,10 +29,12 @@ Command RegisterServer(CLI::App& app);
 Command RegisterLaunch(CLI::App& app);
 Command RegisterSupervise(CLI::App& app);
 Command RegisterCopyFiles(CLI::App& app);
-// Add `bench pull` / `bench sample` / `bench train` under `bench`; *run runs it.
+// Add `bench pull` / `bench sample` / `bench train` / `bench hetero` under
+// `bench`; *run runs it.
 CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run);
+CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run);
 
 // Prints "error: <message>" to stderr and returns 1 for a non-OK status.
 int ReportError(const Status& status);

@@ -494,6 +494,63 @@ TEST(Cli, BenchSampleReportsEveryFigure) {
   EXPECT_NE(missing.output.find("--graph"), std::string::npos) << missing.output;
 }
 
+// `tessera bench hetero` at a small size: the three graphs partitioned in
+// child processes, sampled standalone and on 2-machine jobs, R-GCN standalone
+// and on 2 machines; every figure measured, the servers gone with their memory.
+TEST(Cli, BenchHeteroReportsEveryFigure) {
+  TempDir dir;
+  CliRun run = Tessera(
+      "--log-level warn bench hetero --nodes 10000 --batch-size 100 --batches 3 --rounds 2 "
+      "--workdir " +
+      dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto report = nlohmann::json::parse(run.output.substr(run.output.find('{')));
+  EXPECT_EQ(report["benchmark"], "hetero");
+  const std::vector<std::string> graphs = {"typed", "homogeneous", "same_structure"};
+  for (const std::string& g : graphs) {
+    EXPECT_EQ(report["graphs"][g]["nodes"].get<int64_t>(), 10000) << g;
+    EXPECT_EQ(report["graphs"][g]["edges"], report["graphs"]["typed"]["edges"]) << g;
+    const auto& p = report["partition"]["runs"][g];
+    EXPECT_GT(p["wall_s"].get<double>(), 0) << g;
+    EXPECT_GT(p["peak_rss_bytes_per_edge"].get<double>(), 0) << g;
+    EXPECT_EQ(p["part_bytes"].size(), 2u) << g;
+    for (const char* mode : {"standalone", "two_machines_trainer0"}) {
+      const auto& s = report["sample"][mode][g];
+      EXPECT_EQ(s["batches"].get<int>(), 3) << mode << " " << g;
+      EXPECT_GT(s["ns_per_sampled_edge"].get<double>(), 0) << mode << " " << g;
+      EXPECT_GT(s["sampled_edges_per_batch"].get<double>(), 100) << mode << " " << g;
+    }
+  }
+  // The same METIS input: the typed graph and its homogeneous twin get the
+  // same assignment, so the same cut.
+  EXPECT_EQ(report["partition"]["runs"]["typed"]["edge_cut_fraction"],
+            report["partition"]["runs"]["same_structure"]["edge_cut_fraction"]);
+  for (const char* mode : {"standalone", "two_machines_trainer0"}) {
+    EXPECT_GT(report["sample"][mode]["typed_over_homogeneous_ns_per_edge"].get<double>(), 0);
+  }
+  EXPECT_GT(report["sample"]["standalone_breakdown_1thread"]["typed"]["to_block_ns_per_edge"]
+                .get<double>(),
+            0);
+  ASSERT_EQ(report["rgcn"]["runs"].size(), 2u);
+  EXPECT_EQ(report["rgcn"]["runs"][0]["trainers"], 1);
+  EXPECT_EQ(report["rgcn"]["runs"][1]["trainers"], 2);
+  for (const auto& r : report["rgcn"]["runs"]) {
+    EXPECT_GT(r["epoch_time_mean_s"].get<double>(), 0);
+    EXPECT_GE(r["test_acc"].get<double>(), 0);
+  }
+  for (const std::string& g : graphs) {
+    std::string log = testing::ReadAll(dir / (g + "/job/server-0.log"));
+    size_t at = log.find("(job ");
+    ASSERT_NE(at, std::string::npos) << log;
+    std::string job = log.substr(at + 5, log.find(')', at) - at - 5);
+    EXPECT_TRUE(shm::ListJobSegments(job).empty()) << job;
+  }
+  CliRun bad =
+      Tessera("bench hetero --nodes 10000 --stages partition,nothing --workdir " + dir / "bad");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("nothing"), std::string::npos) << bad.output;
+}
+
 }  // namespace
 }  // namespace tessera
 
