@@ -793,23 +793,6 @@ PYBIND11_MODULE(_C, m) {
       });
 
   // ---------------------------------------------------------- graph operations
-  m.def(
-      "sample_neighbors",
-      [](const dist::DistGraph& g, const torch::Tensor& seeds, int64_t fanout,
-         const std::string& edge_dir, const std::string& prob, std::optional<torch::Tensor> exclude,
-         bool replace, std::optional<uint64_t> seed) {
-        dist::SampleOptions o;
-        o.edge_dir = edge_dir;
-        o.prob = prob;
-        if (exclude) o.exclude_edges = *exclude;
-        o.replace = replace;
-        o.seed = seed;
-        dist::Subgraph s = Wait([&] { return dist::sample_neighbors(g, seeds, fanout, o); });
-        return py::make_tuple(s.src, s.dst, s.eids);
-      },
-      py::arg("g"), py::arg("seeds"), py::arg("fanout"), py::arg("edge_dir") = "in",
-      py::arg("prob") = "", py::arg("exclude_edges") = py::none(), py::arg("replace") = false,
-      py::arg("seed") = py::none());
   // Typed sampling: `seeds` homogeneous ids (a tensor) or {ntype: per-type
   // ids}; `fanouts` per relation name, or None for `fanout` (per relation).
   // Typed seeds give one (src, dst, eids) per relation in per-type ids.

@@ -73,3 +73,19 @@ def launch(workspace, part_config, command, trainers=2, machines=2, timeout=600,
 
 def python_cmd(script, *args):
     return " ".join([PYTHON, os.path.join(HERE, script)] + [str(a) for a in args])
+
+
+def make_mag(root, *generate_flags):
+    """Generates a mag-shaped graph under root/g (`tessera generate --hetero`
+    with the given flags) and partitions it into 1 and 2 parts; returns
+    (input folder, {1: 1-part config, 2: 2-part config})."""
+    tessera = os.path.join(BIN, "tessera")
+    subprocess.run([tessera, "generate", "--hetero", *generate_flags, "--out", str(root / "g")],
+                   check=True, stdout=subprocess.DEVNULL)
+    parts = {}
+    for k in (1, 2):
+        subprocess.run([tessera, "partition", "--input", str(root / "g"), "--graph-name", "mag",
+                        "--num-parts", str(k), "--out", str(root / f"p{k}"), "--return-mapping"],
+                       check=True, stdout=subprocess.DEVNULL)
+        parts[k] = str(root / f"p{k}" / "mag.json")
+    return str(root / "g"), parts

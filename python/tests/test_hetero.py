@@ -1,12 +1,11 @@
 """The heterograph API (DGL's spellings) on a generated mag-shaped graph:
 standalone over one part, and launched (2 machines x 2 trainers) over two.
 The checks themselves are in hetero_checks.py."""
-import os
 import subprocess
 
 import pytest
 
-from conftest import BIN, HERE, PYTHON, launch, python_cmd
+from conftest import HERE, PYTHON, launch, make_mag, python_cmd
 
 CHECKS = ["types_and_counts", "typed_data", "id_maps", "typed_tensor", "typed_embedding", "typed_split",
           "typed_sampling", "typed_loader", "errors"]
@@ -15,19 +14,8 @@ CHECKS = ["types_and_counts", "typed_data", "id_maps", "typed_tensor", "typed_em
 @pytest.fixture(scope="module")
 def mag(tmp_path_factory):
     """(input folder, {1: 1-part config, 2: 2-part config}) of a small mag graph."""
-    root = tmp_path_factory.mktemp("mag")
-    tessera = os.path.join(BIN, "tessera")
-    subprocess.run([tessera, "generate", "--hetero", "--num-nodes", "3000", "--feat-dim", "8",
-                    "--num-classes", "5", "--out", str(root / "g")], check=True,
-                   stdout=subprocess.DEVNULL)
-    parts = {}
-    for k in (1, 2):
-        subprocess.run([tessera, "partition", "--input", str(root / "g"), "--graph-name", "mag",
-                        "--num-parts", str(k), "--out", str(root / f"p{k}"), "--return-mapping"],
-                       check=True, stdout=subprocess.DEVNULL)
-        parts[k] = str(root / f"p{k}" / "mag.json")
-    return str(root / "g"), parts
-
+    return make_mag(tmp_path_factory.mktemp("mag"), "--num-nodes", "3000", "--feat-dim", "8",
+                    "--num-classes", "5")
 
 def test_standalone(mag):
     graph, parts = mag

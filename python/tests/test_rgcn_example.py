@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, HERE, PYTHON, SOURCE, launch
+from conftest import HERE, PYTHON, SOURCE, launch, make_mag
 
 EXAMPLE = os.path.join(SOURCE, "examples", "python", "rgcn", "train_rgcn.py")
 # 30 epochs of 5 steps (1,139 training papers, batch 256; each of 4 trainers
@@ -28,20 +28,9 @@ SEED = "1"
 @pytest.fixture(scope="module")
 def mag(tmp_path_factory):
     """(input folder, {1: 1-part config, 2: 2-part config})."""
-    root = tmp_path_factory.mktemp("rgcn")
-    tessera = os.path.join(BIN, "tessera")
-    subprocess.run([tessera, "generate", "--hetero", "--num-nodes", "10000", "--feat-dim", "16",
+    return make_mag(tmp_path_factory.mktemp("rgcn"), "--num-nodes", "10000", "--feat-dim", "16",
                     "--num-classes", "8", "--train-frac", "0.3", "--val-frac", "0.1",
-                    "--test-frac", "0.6", "--out", str(root / "g")], check=True,
-                   stdout=subprocess.DEVNULL)
-    parts = {}
-    for k in (1, 2):
-        subprocess.run([tessera, "partition", "--input", str(root / "g"), "--graph-name", "mag",
-                        "--num-parts", str(k), "--out", str(root / f"p{k}"), "--return-mapping"],
-                       check=True, stdout=subprocess.DEVNULL)
-        parts[k] = str(root / f"p{k}" / "mag.json")
-    return str(root / "g"), parts
-
+                    "--test-frac", "0.6")
 
 def results(out):
     return [json.loads(line.split("RESULT ", 1)[1]) for line in out.splitlines()
