@@ -2,8 +2,9 @@
 //
 // tessera._C: the Python face of the C++ trainer API (include/tessera/*.h).
 // The Python package (python/tessera/) gives it DGL's names and argument
-// conventions; this file only converts types, releases the GIL around every
-// call that can wait, and turns C++ errors into tessera.TesseraError.
+// conventions; this file and loaders.cc (graph operations and loaders) only
+// convert types, release the GIL around every call that can wait, and turn
+// C++ errors into tessera.TesseraError.
 //
 // Ctrl-C. While a call waits with the GIL released, tessera's waits poll
 // CheckInterrupt() (src/base/interrupt.h). The check installed here asks the
@@ -13,16 +14,13 @@
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/extension.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
+#include <cstring>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -31,14 +29,13 @@
 #include "include/tessera/embedding.h"
 #include "include/tessera/nn.h"
 #include "include/tessera/partition.h"
+#include "python/module_internal.h"
 #include "src/base/interrupt.h"
 #include "src/base/logging.h"
 #include "src/kvstore/kv_store.h"
 #include "src/trainer/torch_dtype.h"
 
-namespace py = pybind11;
-namespace dist = tessera::dist;
-
+namespace tessera::pyext {
 namespace {
 
 // ------------------------------------------------------------ errors and waits
@@ -52,8 +49,7 @@ PyObject* g_pending_type = nullptr;
 PyObject* g_pending_value = nullptr;
 PyObject* g_pending_tb = nullptr;
 
-// Calls of this thread inside Wait(): only they may take a signal's exception
-// (a wait elsewhere, e.g. a destructor's RPC, leaves it to the interpreter).
+// Calls of this thread inside Wait() (WaitScopes alive).
 thread_local int t_wait_depth = 0;
 
 tessera::Status PythonInterruptCheck() {
@@ -79,79 +75,6 @@ tessera::Status PythonInterruptCheck() {
                 : absl::OkStatus();
 }
 
-// With the GIL held: re-raises a signal handler's exception caught during a
-// wait, if any.
-void RaisePendingInterrupt() {
-  // A signal that arrived during the call but after its last check (or that
-  // made it fail, e.g. EINTR) wins over the call's own result too.
-  if (g_pending_type == nullptr && std::this_thread::get_id() == g_main_thread &&
-      PyErr_CheckSignals() != 0) {
-    throw py::error_already_set();
-  }
-  if (g_pending_type == nullptr) return;
-  PyErr_Restore(g_pending_type, g_pending_value, g_pending_tb);
-  g_pending_type = g_pending_value = g_pending_tb = nullptr;
-  throw py::error_already_set();
-}
-
-// Runs `f` with the GIL released; a signal's exception raised meanwhile wins
-// over whatever `f` returned or threw.
-struct WaitDepth {
-  WaitDepth() { ++t_wait_depth; }
-  ~WaitDepth() { --t_wait_depth; }
-};
-
-template <typename F>
-auto Wait(F&& f) -> decltype(f()) {
-  using R = decltype(f());
-  std::exception_ptr error;
-  WaitDepth depth;
-  if constexpr (std::is_void_v<R>) {
-    {
-      py::gil_scoped_release release;
-      try {
-        f();
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
-    RaisePendingInterrupt();
-    if (error) std::rethrow_exception(error);
-  } else {
-    std::optional<R> out;
-    {
-      py::gil_scoped_release release;
-      try {
-        out.emplace(f());
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
-    RaisePendingInterrupt();
-    if (error) std::rethrow_exception(error);
-    return std::move(*out);
-  }
-}
-
-// A shared_ptr whose deleter releases the GIL: destroying a DistTensor that
-// created its tensor deletes it cluster-wide (an RPC), destroying the last
-// graph closes the connections; neither may wait holding the GIL.
-template <typename T, typename... Args>
-std::shared_ptr<T> MakeReleasing(Args&&... args) {
-  return std::shared_ptr<T>(new T(std::forward<Args>(args)...), [](T* p) {
-    if (Py_IsInitialized() && PyGILState_Check()) {
-      py::gil_scoped_release release;
-      delete p;
-    } else {
-      delete p;
-    }
-  });
-}
-
-void ThrowIfError(const tessera::Status& status, const std::string& what) {
-  if (!status.ok()) throw dist::Error(fmt::format("{}: {}", what, std::string(status.message())));
-}
-
 // ------------------------------------------------------------ conversions
 
 dist::PartPolicy ParsePolicy(const std::string& policy) {
@@ -171,16 +94,6 @@ dist::Init MakeInit(const std::string& kind, double a, double b, uint64_t seed) 
   if (kind == "uniform") return dist::Init::Uniform(a, b, seed);
   if (kind == "normal") return dist::Init::Normal(a, b, seed);
   throw dist::Error(fmt::format("unknown init \"{}\" (zeros, uniform, normal)", kind));
-}
-
-py::tuple BlockTuple(const dist::Block& b) {
-  return py::make_tuple(b.src_nodes, b.indptr, b.indices, b.eids);
-}
-
-py::list BlockList(const std::vector<dist::Block>& blocks) {
-  py::list out;
-  for (const dist::Block& b : blocks) out.append(BlockTuple(b));
-  return out;
 }
 
 dist::Block BlockOf(const torch::Tensor& src_nodes, const torch::Tensor& indptr,
@@ -206,217 +119,6 @@ torch::Tensor ToTensor(const tessera::Array& a) {
   torch::Tensor t = torch::empty(a.shape(), torch::TensorOptions().dtype(dist::ToTorch(a.dtype())));
   if (a.nbytes() > 0) std::memcpy(t.data_ptr(), a.data(), a.nbytes());
   return t;
-}
-
-// ------------------------------------------------------------ loaders
-
-// A Python object owned from C++ threads: released under the GIL (not at
-// all once the interpreter is finalizing).
-using PyObjectPtr = std::shared_ptr<py::object>;
-PyObjectPtr MakeObject(py::object o) {
-  return PyObjectPtr(new py::object(std::move(o)), [](py::object* p) {
-    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // Leaked, harmlessly.
-    py::gil_scoped_acquire gil;
-    delete p;
-  });
-}
-
-// A generic loader's batch: collate_fn's value, or the exception it raised
-// (re-raised as it is when the batch is delivered, KeyboardInterrupt included).
-struct PyItem {
-  PyObjectPtr value, error;
-};
-
-// Stops loaders' sampler threads off the caller's path: dropping an iterator
-// (e.g. while a KeyboardInterrupt unwinds a for loop) must not wait for the
-// batches in flight. One thread destroys what it is handed, in order; it is
-// joined at interpreter exit (Shutdown), after which handing over destroys
-// in place.
-class Reaper {
- public:
-  void Add(std::shared_ptr<void> doomed) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!stopped_) {
-        if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
-        queue_.push_back(std::move(doomed));
-        doomed.reset();
-      }
-    }
-    changed_.notify_one();
-    doomed.reset();  // Stopped: destroy here.
-  }
-  void Shutdown() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopped_ = true;
-    }
-    changed_.notify_one();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (true) {
-      changed_.wait(lock, [&] { return stopped_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      std::shared_ptr<void> next = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      next.reset();
-      lock.lock();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::shared_ptr<void>> queue_;
-  std::thread thread_;
-  bool stopped_ = false;
-};
-
-Reaper& TheReaper() {
-  static Reaper* reaper = new Reaper();  // Joined by Shutdown(); never destroyed.
-  return *reaper;
-}
-
-// Iterates one epoch of a BatchLoader<T>; `convert` makes the Python value.
-template <typename Loader, typename T>
-class EpochIterator {
- public:
-  using Convert = py::object (*)(const T&);
-  EpochIterator(std::shared_ptr<Loader> loader, Convert convert)
-      : loader_(std::move(loader)), convert_(convert) {}
-  // Python destroys iterators with the GIL held; stopping the pipeline joins
-  // sampler threads that may be waiting for the GIL (a Python collate_fn).
-  ~EpochIterator() {
-    if (it_) {
-      auto doomed = std::make_shared<typename Loader::Iterator>(std::move(*it_));
-      it_.reset();
-      py::gil_scoped_release release;
-      TheReaper().Add(std::move(doomed));
-    }
-  }
-  EpochIterator(const EpochIterator&) = delete;
-  EpochIterator& operator=(const EpochIterator&) = delete;
-  EpochIterator(EpochIterator&&) = default;
-  py::object Next() {
-    if (done_) throw py::stop_iteration();
-    if (busy_) throw py::value_error("this loader iterator is already running in another thread");
-    busy_ = true;
-    struct Done {
-      bool& flag;
-      ~Done() { flag = false; }
-    } done{busy_};
-    if (!it_) it_.emplace(loader_->start());
-    Wait([&] { ++*it_; });
-    if (*it_ == loader_->end()) {
-      done_ = true;
-      it_.reset();
-      throw py::stop_iteration();
-    }
-    return convert_(**it_);
-  }
-
- private:
-  std::shared_ptr<Loader> loader_;
-  Convert convert_;
-  std::optional<typename Loader::Iterator> it_;
-  bool done_ = false;
-  bool busy_ = false;  // A __next__ is waiting (with the GIL released).
-};
-
-py::object ConvertNodeBatch(const dist::MiniBatch& b) {
-  return py::make_tuple(b.input_nodes, b.seeds, BlockList(b.blocks));
-}
-
-py::object ConvertEdgeBatch(const dist::EdgeMiniBatch& b) {
-  py::dict d;
-  d["input_nodes"] = b.input_nodes;
-  d["pair_nodes"] = b.pair_nodes;
-  d["eids"] = b.eids;
-  d["pos_src"] = b.pos_src;
-  d["pos_dst"] = b.pos_dst;
-  d["neg_src"] = b.neg_src;
-  d["neg_dst"] = b.neg_dst;
-  d["blocks"] = BlockList(b.blocks);
-  return d;
-}
-
-py::list TensorList(const std::vector<torch::Tensor>& v) {
-  py::list out;
-  for (const torch::Tensor& t : v) out.append(t);
-  return out;
-}
-
-// A heterogeneous block as a dict: per node type src_nodes / dst_nodes /
-// homo_src_nodes (lists in type-id order), per relation an
-// (src, dst, eids, homo_eids) tuple.
-py::dict HeteroBlockDict(const dist::HeteroBlock& b) {
-  py::dict d;
-  d["src_nodes"] = TensorList(b.src_nodes);
-  d["dst_nodes"] = TensorList(b.dst_nodes);
-  d["homo_src_nodes"] = TensorList(b.homo_src_nodes);
-  py::list edges;
-  for (const auto& e : b.edges) edges.append(py::make_tuple(e.src, e.dst, e.eids, e.homo_eids));
-  d["edges"] = edges;
-  return d;
-}
-
-py::object ConvertHeteroNodeBatch(const dist::HeteroMiniBatch& b) {
-  py::list blocks;
-  for (const dist::HeteroBlock& block : b.blocks) blocks.append(HeteroBlockDict(block));
-  py::dict input_nodes, seeds;
-  for (const auto& [ntype, ids] : b.input_nodes) input_nodes[py::str(ntype)] = ids;
-  for (const auto& [ntype, ids] : b.seeds) seeds[py::str(ntype)] = ids;
-  return py::make_tuple(input_nodes, seeds, blocks);
-}
-
-py::list HeteroSubgraphList(const dist::HeteroSubgraph& s) {
-  py::list out;
-  for (const dist::Subgraph& e : s.edges) out.append(py::make_tuple(e.src, e.dst, e.eids));
-  return out;
-}
-
-py::object ConvertItem(const PyItem& item) {
-  if (item.error) {
-    PyObject* e = item.error->ptr();
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(e)), e);
-    throw py::error_already_set();
-  }
-  return *item.value;
-}
-
-dist::LoaderOptions MakeLoaderOptions(int64_t batch_size, bool shuffle, bool drop_last,
-                                      uint64_t seed, int num_workers, int prefetch,
-                                      bool even_batches, double timeout_s) {
-  return {.batch_size = batch_size,
-          .shuffle = shuffle,
-          .drop_last = drop_last,
-          .seed = seed,
-          .num_workers = num_workers,
-          .prefetch = prefetch,
-          .even_batches = even_batches,
-          .timeout_s = timeout_s};
-}
-
-using PyDataLoader = dist::DistDataLoader<PyItem>;
-
-// The generic loader: batches of dataset positions, collated in Python (under
-// the GIL, in a sampler thread when num_workers > 0).
-std::shared_ptr<PyDataLoader> MakeDataLoader(int64_t length, py::object collate,
-                                             const dist::LoaderOptions& options) {
-  torch::Tensor positions = torch::arange(length, torch::kInt64);
-  auto shared_collate = MakeObject(std::move(collate));
-  auto fn = [shared_collate](const torch::Tensor& rows) -> PyItem {
-    py::gil_scoped_acquire gil;
-    try {
-      return {MakeObject((*shared_collate)(rows)), nullptr};
-    } catch (py::error_already_set& e) {
-      return {nullptr, MakeObject(e.value())};
-    }
-  };
-  return Wait([&] { return MakeReleasing<PyDataLoader>(positions, fn, options); });
 }
 
 // ------------------------------------------------------------ partitioning
@@ -487,18 +189,21 @@ template <typename Items>
 void DefSplit(py::module_& m, const char* name,
               torch::Tensor (*split)(const Items&, const tessera::PartitionBook&,
                                      const dist::SplitOptions&)) {
-  m.def(name, [split](const Items& items, const tessera::PartitionBook& book, bool force_even,
-                      std::optional<torch::Tensor> trainer_ids, int rank, int num_trainers,
-                      const std::string& type) {
-    dist::SplitOptions o;
-    o.type = type;
-    o.force_even = force_even;
-    if (trainer_ids) o.trainer_ids = *trainer_ids;
-    o.rank = rank;
-    o.num_trainers = num_trainers;
-    return Wait([&] { return split(items, book, o); });
-  }, py::arg("items"), py::arg("book"), py::arg("force_even"), py::arg("trainer_ids"),
-     py::arg("rank"), py::arg("num_trainers"), py::arg("type") = "");
+  m.def(
+      name,
+      [split](const Items& items, const tessera::PartitionBook& book, bool force_even,
+              std::optional<torch::Tensor> trainer_ids, int rank, int num_trainers,
+              const std::string& type) {
+        dist::SplitOptions o;
+        o.type = type;
+        o.force_even = force_even;
+        if (trainer_ids) o.trainer_ids = *trainer_ids;
+        o.rank = rank;
+        o.num_trainers = num_trainers;
+        return Wait([&] { return split(items, book, o); });
+      },
+      py::arg("items"), py::arg("book"), py::arg("force_even"), py::arg("trainer_ids"),
+      py::arg("rank"), py::arg("num_trainers"), py::arg("type") = "");
 }
 
 py::tuple EdgeTypeTuple(const tessera::EdgeType& e) {
@@ -539,7 +244,30 @@ torch::Tensor MapToHomo(const torch::Tensor& ids, int64_t total, F f) {
 
 }  // namespace
 
+WaitScope::WaitScope() { ++t_wait_depth; }
+WaitScope::~WaitScope() { --t_wait_depth; }
+
+void RaisePendingInterrupt() {
+  // A signal that arrived during the call but after its last check (or that
+  // made it fail, e.g. EINTR) wins over the call's own result too.
+  if (g_pending_type == nullptr && std::this_thread::get_id() == g_main_thread &&
+      PyErr_CheckSignals() != 0) {
+    throw py::error_already_set();
+  }
+  if (g_pending_type == nullptr) return;
+  PyErr_Restore(g_pending_type, g_pending_value, g_pending_tb);
+  g_pending_type = g_pending_value = g_pending_tb = nullptr;
+  throw py::error_already_set();
+}
+
+void ThrowIfError(const tessera::Status& status, const std::string& what) {
+  if (!status.ok()) throw dist::Error(fmt::format("{}: {}", what, std::string(status.message())));
+}
+
+}  // namespace tessera::pyext
+
 PYBIND11_MODULE(_C, m) {
+  using namespace tessera::pyext;  // NOLINT: this module's helpers.
   m.doc() = "tessera's C++ core (use the tessera package, not this module)";
   g_main_thread = std::this_thread::get_id();
   tessera::SetInterruptCheck(&PythonInterruptCheck);
@@ -560,10 +288,7 @@ PYBIND11_MODULE(_C, m) {
 
   // At interpreter exit (registered by the package): every sampler thread of
   // dropped loaders is joined.
-  m.def("_shutdown", [] {
-    py::gil_scoped_release release;
-    TheReaper().Shutdown();
-  });
+  m.def("_shutdown", &ShutdownLoaders);
   m.def("init_logging", [](const std::string& level) { tessera::InitLogging(level); });
 
   // ---------------------------------------------------------- context
@@ -634,12 +359,10 @@ PYBIND11_MODULE(_C, m) {
              return MapToHomo(ids, b.NumNodesOfType(t),
                               [&](int64_t i) { return b.MapToHomoNid(t, i); });
            })
-      .def("map_to_homo_eid",
-           [](const tessera::PartitionBook& b, const torch::Tensor& ids, int r) {
-             if (r < 0 || r >= b.num_etypes()) throw dist::Error("edge type id out of range");
-             return MapToHomo(ids, b.NumEdgesOfType(r),
-                              [&](int64_t i) { return b.MapToHomoEid(r, i); });
-           });
+      .def("map_to_homo_eid", [](const tessera::PartitionBook& b, const torch::Tensor& ids, int r) {
+        if (r < 0 || r >= b.num_etypes()) throw dist::Error("edge type id out of range");
+        return MapToHomo(ids, b.NumEdgesOfType(r), [&](int64_t i) { return b.MapToHomoEid(r, i); });
+      });
 
   // ---------------------------------------------------------- DistTensor
   py::class_<dist::DistTensor, std::shared_ptr<dist::DistTensor>>(m, "DistTensor")
@@ -690,7 +413,8 @@ PYBIND11_MODULE(_C, m) {
     }
     return d;
   };
-  py::class_<dist::DistGraph, std::shared_ptr<dist::DistGraph>>(m, "DistGraph")
+  PyDistGraph graph(m, "DistGraph");
+  graph
       .def(py::init([](const std::string& name, const std::string& part_config) {
              return Wait([&] { return MakeReleasing<dist::DistGraph>(name, part_config); });
            }),
@@ -719,33 +443,41 @@ PYBIND11_MODULE(_C, m) {
              for (const auto& e : g.canonical_etypes()) l.append(EdgeTypeTuple(e));
              return l;
            })
-      .def("num_nodes_of", [](const dist::DistGraph& g,
-                              const std::string& t) { return Wait([&] { return g.num_nodes(t); }); })
-      .def("num_edges_of", [](const dist::DistGraph& g,
-                              const std::string& t) { return Wait([&] { return g.num_edges(t); }); })
-      .def("get_ntype_id", [](const dist::DistGraph& g,
-                              const std::string& t) { return Wait([&] { return g.get_ntype_id(t); }); })
-      .def("get_etype_id", [](const dist::DistGraph& g,
-                              const std::string& t) { return Wait([&] { return g.get_etype_id(t); }); })
+      .def("num_nodes_of",
+           [](const dist::DistGraph& g, const std::string& t) {
+             return Wait([&] { return g.num_nodes(t); });
+           })
+      .def("num_edges_of",
+           [](const dist::DistGraph& g, const std::string& t) {
+             return Wait([&] { return g.num_edges(t); });
+           })
+      .def("get_ntype_id",
+           [](const dist::DistGraph& g, const std::string& t) {
+             return Wait([&] { return g.get_ntype_id(t); });
+           })
+      .def("get_etype_id",
+           [](const dist::DistGraph& g, const std::string& t) {
+             return Wait([&] { return g.get_etype_id(t); });
+           })
       .def("to_canonical_etype",
            [](const dist::DistGraph& g, const std::string& t) {
              return EdgeTypeTuple(Wait([&] { return g.to_canonical_etype(t); }));
            })
-      .def("type_data",
-           [](const dist::DistGraph& g, bool node, const std::string& type, const std::string& name) {
-             return Wait([&] {
-               return node ? g.nodes(type).data(name) : g.edges(type).data(name);
-             });
-           })
+      .def(
+          "type_data",
+          [](const dist::DistGraph& g, bool node, const std::string& type,
+             const std::string& name) {
+            return Wait([&] { return node ? g.nodes(type).data(name) : g.edges(type).data(name); });
+          })
       .def("type_schemes",
            [schemes](const dist::DistGraph& g, bool node, const std::string& type) {
-             return schemes(Wait([&] {
-               return node ? g.nodes(type).schemes() : g.edges(type).schemes();
-             }));
+             return schemes(
+                 Wait([&] { return node ? g.nodes(type).schemes() : g.edges(type).schemes(); }));
            })
       .def("type_name_of",
            [](const dist::DistGraph& g, bool node, const std::string& type) {
-             return Wait([&] { return node ? g.nodes(type).type_name() : g.edges(type).type_name(); });
+             return Wait(
+                 [&] { return node ? g.nodes(type).type_name() : g.edges(type).type_name(); });
            })
       .def("map_to_per_ntype",
            [](const dist::DistGraph& g, const torch::Tensor& ids) {
@@ -766,74 +498,8 @@ PYBIND11_MODULE(_C, m) {
              return Wait([&] { return g.map_to_homo_eid(ids, t); });
            })
       .def("rank", &dist::DistGraph::rank)
-      .def("barrier", [](const dist::DistGraph& g) { Wait([&] { g.barrier(); }); })
-      .def("find_edges",
-           [](const dist::DistGraph& g, const torch::Tensor& eids) {
-             return Wait([&] { return g.find_edges(eids); });
-           })
-      .def("in_degrees",
-           [](const dist::DistGraph& g, std::optional<torch::Tensor> nids) {
-             return Wait([&] { return g.in_degrees(nids.value_or(torch::Tensor())); });
-           })
-      .def("out_degrees", [](const dist::DistGraph& g, std::optional<torch::Tensor> nids) {
-        return Wait([&] { return g.out_degrees(nids.value_or(torch::Tensor())); });
-      })
-      .def("find_edges_of",
-           [](const dist::DistGraph& g, const torch::Tensor& eids, const std::string& etype) {
-             return Wait([&] { return g.find_edges(eids, etype); });
-           })
-      .def("in_degrees_of",
-           [](const dist::DistGraph& g, std::optional<torch::Tensor> nids,
-              const std::string& etype) {
-             return Wait([&] { return g.in_degrees(nids.value_or(torch::Tensor()), etype); });
-           })
-      .def("out_degrees_of", [](const dist::DistGraph& g, std::optional<torch::Tensor> nids,
-                                const std::string& etype) {
-        return Wait([&] { return g.out_degrees(nids.value_or(torch::Tensor()), etype); });
-      });
-
-  // ---------------------------------------------------------- graph operations
-  // Typed sampling: `seeds` homogeneous ids (a tensor) or {ntype: per-type
-  // ids}; `fanouts` per relation name, or None for `fanout` (per relation).
-  // Typed seeds give one (src, dst, eids) per relation in per-type ids.
-  m.def(
-      "sample_neighbors_typed",
-      [](const dist::DistGraph& g, py::object seeds, int64_t fanout,
-         std::optional<dist::FanoutMap> fanouts, const std::string& edge_dir,
-         const std::string& prob, std::optional<torch::Tensor> exclude, bool replace,
-         std::optional<uint64_t> seed) -> py::object {
-        dist::SampleOptions o;
-        o.edge_dir = edge_dir;
-        o.prob = prob;
-        if (exclude) o.exclude_edges = *exclude;
-        o.replace = replace;
-        o.seed = seed;
-        if (py::isinstance<py::dict>(seeds)) {
-          auto typed = seeds.cast<std::map<std::string, torch::Tensor>>();
-          dist::HeteroSubgraph s = Wait([&] {
-            return fanouts ? dist::sample_neighbors(g, typed, *fanouts, o)
-                           : dist::sample_neighbors(g, typed, fanout, o);
-          });
-          return HeteroSubgraphList(s);
-        }
-        auto ids = seeds.cast<torch::Tensor>();
-        dist::Subgraph s = Wait([&] {
-          return fanouts ? dist::sample_neighbors(g, ids, *fanouts, o)
-                         : dist::sample_neighbors(g, ids, fanout, o);
-        });
-        return py::make_tuple(s.src, s.dst, s.eids);
-      },
-      py::arg("g"), py::arg("seeds"), py::arg("fanout"), py::arg("fanouts"),
-      py::arg("edge_dir") = "in", py::arg("prob") = "", py::arg("exclude_edges") = py::none(),
-      py::arg("replace") = false, py::arg("seed") = py::none());
-  m.def("in_subgraph", [](const dist::DistGraph& g, const torch::Tensor& nodes) {
-    dist::Subgraph s = Wait([&] { return dist::in_subgraph(g, nodes); });
-    return py::make_tuple(s.src, s.dst, s.eids);
-  });
-  m.def("edge_subgraph", [](const dist::DistGraph& g, const torch::Tensor& eids) {
-    dist::EdgeSubgraph s = Wait([&] { return dist::edge_subgraph(g, eids); });
-    return py::make_tuple(s.src, s.dst, s.nodes, s.eids);
-  });
+      .def("barrier", [](const dist::DistGraph& g) { Wait([&] { g.barrier(); }); });
+  DefGraphOperations(m, graph);
 
   // ---------------------------------------------------------- splitting work
   DefSplit<torch::Tensor>(m, "node_split", &dist::node_split);
@@ -842,110 +508,7 @@ PYBIND11_MODULE(_C, m) {
   DefSplit<dist::DistTensor>(m, "edge_split_dist", &dist::edge_split);
 
   // ---------------------------------------------------------- loaders
-  using NodeIter = EpochIterator<dist::DistNodeDataLoader, dist::MiniBatch>;
-  using EdgeIter = EpochIterator<dist::DistEdgeDataLoader, dist::EdgeMiniBatch>;
-  using DataIter = EpochIterator<PyDataLoader, PyItem>;
-  using HeteroNodeIter = EpochIterator<dist::DistHeteroNodeDataLoader, dist::HeteroMiniBatch>;
-  py::class_<HeteroNodeIter>(m, "_HeteroNodeIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &HeteroNodeIter::Next);
-  py::class_<NodeIter>(m, "_NodeIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &NodeIter::Next);
-  py::class_<EdgeIter>(m, "_EdgeIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &EdgeIter::Next);
-  py::class_<DataIter>(m, "_DataIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &DataIter::Next);
-
-  auto sampler_of = [](std::vector<int64_t> fanouts, const std::string& edge_dir, bool replace,
-                       const std::string& prob,
-                       std::vector<dist::FanoutMap> etype_fanouts = {}) {
-    return dist::NeighborSampler{.fanouts = std::move(fanouts),
-                                 .etype_fanouts = std::move(etype_fanouts),
-                                 .edge_dir = edge_dir,
-                                 .replace = replace,
-                                 .prob = prob};
-  };
-  py::class_<dist::DistHeteroNodeDataLoader, std::shared_ptr<dist::DistHeteroNodeDataLoader>>(
-      m, "HeteroNodeLoader")
-      .def(py::init([sampler_of](const dist::DistGraph& g,
-                                 const std::map<std::string, torch::Tensor>& nids,
-                                 std::vector<int64_t> fanouts,
-                                 std::vector<dist::FanoutMap> etype_fanouts,
-                                 const std::string& edge_dir, bool replace,
-                                 const std::string& prob, int64_t batch_size, bool shuffle,
-                                 bool drop_last, uint64_t seed, int num_workers, int prefetch,
-                                 bool even_batches, double timeout_s) {
-        auto sampler =
-            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                   even_batches, timeout_s);
-        return Wait(
-            [&] { return MakeReleasing<dist::DistHeteroNodeDataLoader>(g, nids, sampler, o); });
-      }))
-      .def("__len__", &dist::DistHeteroNodeDataLoader::size)
-      .def("epoch", &dist::DistHeteroNodeDataLoader::epoch)
-      .def("__iter__", [](std::shared_ptr<dist::DistHeteroNodeDataLoader> self) {
-        return HeteroNodeIter(std::move(self), &ConvertHeteroNodeBatch);
-      });
-  py::class_<dist::DistNodeDataLoader, std::shared_ptr<dist::DistNodeDataLoader>>(m, "NodeLoader")
-      .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& nids,
-                                 std::vector<int64_t> fanouts, const std::string& edge_dir,
-                                 bool replace, const std::string& prob, int64_t batch_size,
-                                 bool shuffle, bool drop_last, uint64_t seed, int num_workers,
-                                 int prefetch, bool even_batches, double timeout_s,
-                                 std::vector<dist::FanoutMap> etype_fanouts) {
-        auto sampler =
-            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                   even_batches, timeout_s);
-        return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
-      }))
-      .def("__len__", &dist::DistNodeDataLoader::size)
-      .def("epoch", &dist::DistNodeDataLoader::epoch)
-      .def("__iter__", [](std::shared_ptr<dist::DistNodeDataLoader> self) {
-        return NodeIter(std::move(self), &ConvertNodeBatch);
-      });
-  py::class_<dist::DistEdgeDataLoader, std::shared_ptr<dist::DistEdgeDataLoader>>(m, "EdgeLoader")
-      .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& eids,
-                                 std::vector<int64_t> fanouts, const std::string& edge_dir,
-                                 bool replace, const std::string& prob, int64_t batch_size,
-                                 bool shuffle, bool drop_last, uint64_t seed, int num_workers,
-                                 int prefetch, bool even_batches, double timeout_s, int negatives,
-                                 const std::string& exclude,
-                                 std::optional<torch::Tensor> reverse_eids,
-                                 std::vector<dist::FanoutMap> etype_fanouts) {
-        auto sampler =
-            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                   even_batches, timeout_s);
-        dist::EdgeLoaderOptions e;
-        e.negatives = negatives;
-        e.exclude = exclude;
-        if (reverse_eids) e.reverse_eids = *reverse_eids;
-        return Wait(
-            [&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
-      }))
-      .def("__len__", &dist::DistEdgeDataLoader::size)
-      .def("epoch", &dist::DistEdgeDataLoader::epoch)
-      .def("__iter__", [](std::shared_ptr<dist::DistEdgeDataLoader> self) {
-        return EdgeIter(std::move(self), &ConvertEdgeBatch);
-      });
-  py::class_<PyDataLoader, std::shared_ptr<PyDataLoader>>(m, "DataLoader")
-      .def(py::init([](int64_t length, py::object collate, int64_t batch_size, bool shuffle,
-                       bool drop_last, uint64_t seed, int num_workers, int prefetch,
-                       bool even_batches, double timeout_s) {
-        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                   even_batches, timeout_s);
-        return MakeDataLoader(length, std::move(collate), o);
-      }))
-      .def("__len__", &PyDataLoader::size)
-      .def("epoch", &PyDataLoader::epoch)
-      .def("__iter__", [](std::shared_ptr<PyDataLoader> self) {
-        return DataIter(std::move(self), &ConvertItem);
-      });
+  DefLoaders(m);
 
   // ---------------------------------------------------------- nn kernels
   m.def("mean_aggregate",

@@ -1,0 +1,433 @@
+// File: python/loaders.cc
+//
+// tessera._C, part two: the graph operations (find_edges, degrees,
+// sampling, in/edge subgraphs) and the loaders (node, typed node, edge and
+// generic), whose batches become Python tuples and dicts. The Python package
+// (python/tessera/distributed/loader.py) turns those into DGL's blocks and
+// pair graphs.
+#include <torch/extension.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "include/tessera/dist.h"
+#include "python/module_internal.h"
+
+namespace tessera::pyext {
+namespace {
+
+// ------------------------------------------------------------ conversions
+
+py::tuple BlockTuple(const dist::Block& b) {
+  return py::make_tuple(b.src_nodes, b.indptr, b.indices, b.eids);
+}
+
+py::list BlockList(const std::vector<dist::Block>& blocks) {
+  py::list out;
+  for (const dist::Block& b : blocks) out.append(BlockTuple(b));
+  return out;
+}
+
+// ------------------------------------------------------------ loaders
+
+// A Python object owned from C++ threads: released under the GIL (not at
+// all once the interpreter is finalizing).
+using PyObjectPtr = std::shared_ptr<py::object>;
+PyObjectPtr MakeObject(py::object o) {
+  return PyObjectPtr(new py::object(std::move(o)), [](py::object* p) {
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // Leaked, harmlessly.
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+// A generic loader's batch: collate_fn's value, or the exception it raised
+// (re-raised as it is when the batch is delivered, KeyboardInterrupt included).
+struct PyItem {
+  PyObjectPtr value, error;
+};
+
+// Stops loaders' sampler threads off the caller's path: dropping an iterator
+// (e.g. while a KeyboardInterrupt unwinds a for loop) must not wait for the
+// batches in flight. One thread destroys what it is handed, in order; it is
+// joined at interpreter exit (Shutdown), after which handing over destroys
+// in place.
+class Reaper {
+ public:
+  void Add(std::shared_ptr<void> doomed) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!stopped_) {
+        if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+        queue_.push_back(std::move(doomed));
+        doomed.reset();
+      }
+    }
+    changed_.notify_one();
+    doomed.reset();  // Stopped: destroy here.
+  }
+  void Shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopped_ = true;
+    }
+    changed_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      changed_.wait(lock, [&] { return stopped_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      std::shared_ptr<void> next = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      next.reset();
+      lock.lock();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::shared_ptr<void>> queue_;
+  std::thread thread_;
+  bool stopped_ = false;
+};
+
+Reaper& TheReaper() {
+  static Reaper* reaper = new Reaper();  // Joined by Shutdown(); never destroyed.
+  return *reaper;
+}
+
+// Iterates one epoch of a BatchLoader<T>; `convert` makes the Python value.
+template <typename Loader, typename T>
+class EpochIterator {
+ public:
+  using Convert = py::object (*)(const T&);
+  EpochIterator(std::shared_ptr<Loader> loader, Convert convert)
+      : loader_(std::move(loader)), convert_(convert) {}
+  // Python destroys iterators with the GIL held; stopping the pipeline joins
+  // sampler threads that may be waiting for the GIL (a Python collate_fn).
+  ~EpochIterator() {
+    if (it_) {
+      auto doomed = std::make_shared<typename Loader::Iterator>(std::move(*it_));
+      it_.reset();
+      py::gil_scoped_release release;
+      TheReaper().Add(std::move(doomed));
+    }
+  }
+  EpochIterator(const EpochIterator&) = delete;
+  EpochIterator& operator=(const EpochIterator&) = delete;
+  EpochIterator(EpochIterator&&) = default;
+  py::object Next() {
+    if (done_) throw py::stop_iteration();
+    if (busy_) throw py::value_error("this loader iterator is already running in another thread");
+    busy_ = true;
+    struct Done {
+      bool& flag;
+      ~Done() { flag = false; }
+    } done{busy_};
+    if (!it_) it_.emplace(loader_->start());
+    Wait([&] { ++*it_; });
+    if (*it_ == loader_->end()) {
+      done_ = true;
+      it_.reset();
+      throw py::stop_iteration();
+    }
+    return convert_(**it_);
+  }
+
+ private:
+  std::shared_ptr<Loader> loader_;
+  Convert convert_;
+  std::optional<typename Loader::Iterator> it_;
+  bool done_ = false;
+  bool busy_ = false;  // A __next__ is waiting (with the GIL released).
+};
+
+py::object ConvertNodeBatch(const dist::MiniBatch& b) {
+  return py::make_tuple(b.input_nodes, b.seeds, BlockList(b.blocks));
+}
+
+py::object ConvertEdgeBatch(const dist::EdgeMiniBatch& b) {
+  py::dict d;
+  d["input_nodes"] = b.input_nodes;
+  d["pair_nodes"] = b.pair_nodes;
+  d["eids"] = b.eids;
+  d["pos_src"] = b.pos_src;
+  d["pos_dst"] = b.pos_dst;
+  d["neg_src"] = b.neg_src;
+  d["neg_dst"] = b.neg_dst;
+  d["blocks"] = BlockList(b.blocks);
+  return d;
+}
+
+py::list TensorList(const std::vector<torch::Tensor>& v) {
+  py::list out;
+  for (const torch::Tensor& t : v) out.append(t);
+  return out;
+}
+
+// A heterogeneous block as a dict: per node type src_nodes / dst_nodes /
+// homo_src_nodes (lists in type-id order), per relation an
+// (src, dst, eids, homo_eids) tuple.
+py::dict HeteroBlockDict(const dist::HeteroBlock& b) {
+  py::dict d;
+  d["src_nodes"] = TensorList(b.src_nodes);
+  d["dst_nodes"] = TensorList(b.dst_nodes);
+  d["homo_src_nodes"] = TensorList(b.homo_src_nodes);
+  py::list edges;
+  for (const auto& e : b.edges) edges.append(py::make_tuple(e.src, e.dst, e.eids, e.homo_eids));
+  d["edges"] = edges;
+  return d;
+}
+
+py::object ConvertHeteroNodeBatch(const dist::HeteroMiniBatch& b) {
+  py::list blocks;
+  for (const dist::HeteroBlock& block : b.blocks) blocks.append(HeteroBlockDict(block));
+  py::dict input_nodes, seeds;
+  for (const auto& [ntype, ids] : b.input_nodes) input_nodes[py::str(ntype)] = ids;
+  for (const auto& [ntype, ids] : b.seeds) seeds[py::str(ntype)] = ids;
+  return py::make_tuple(input_nodes, seeds, blocks);
+}
+
+py::list HeteroSubgraphList(const dist::HeteroSubgraph& s) {
+  py::list out;
+  for (const dist::Subgraph& e : s.edges) out.append(py::make_tuple(e.src, e.dst, e.eids));
+  return out;
+}
+
+py::object ConvertItem(const PyItem& item) {
+  if (item.error) {
+    PyObject* e = item.error->ptr();
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(e)), e);
+    throw py::error_already_set();
+  }
+  return *item.value;
+}
+
+dist::LoaderOptions MakeLoaderOptions(int64_t batch_size, bool shuffle, bool drop_last,
+                                      uint64_t seed, int num_workers, int prefetch,
+                                      bool even_batches, double timeout_s) {
+  return {.batch_size = batch_size,
+          .shuffle = shuffle,
+          .drop_last = drop_last,
+          .seed = seed,
+          .num_workers = num_workers,
+          .prefetch = prefetch,
+          .even_batches = even_batches,
+          .timeout_s = timeout_s};
+}
+
+using PyDataLoader = dist::DistDataLoader<PyItem>;
+
+// The generic loader: batches of dataset positions, collated in Python (under
+// the GIL, in a sampler thread when num_workers > 0).
+std::shared_ptr<PyDataLoader> MakeDataLoader(int64_t length, py::object collate,
+                                             const dist::LoaderOptions& options) {
+  torch::Tensor positions = torch::arange(length, torch::kInt64);
+  auto shared_collate = MakeObject(std::move(collate));
+  auto fn = [shared_collate](const torch::Tensor& rows) -> PyItem {
+    py::gil_scoped_acquire gil;
+    try {
+      return {MakeObject((*shared_collate)(rows)), nullptr};
+    } catch (py::error_already_set& e) {
+      return {nullptr, MakeObject(e.value())};
+    }
+  };
+  return Wait([&] { return MakeReleasing<PyDataLoader>(positions, fn, options); });
+}
+
+}  // namespace
+
+void ShutdownLoaders() {
+  py::gil_scoped_release release;
+  TheReaper().Shutdown();
+}
+
+void DefGraphOperations(py::module_& m, PyDistGraph& graph) {
+  graph
+      .def("find_edges",
+           [](const dist::DistGraph& g, const torch::Tensor& eids) {
+             return Wait([&] { return g.find_edges(eids); });
+           })
+      .def("in_degrees",
+           [](const dist::DistGraph& g, std::optional<torch::Tensor> nids) {
+             return Wait([&] { return g.in_degrees(nids.value_or(torch::Tensor())); });
+           })
+      .def("out_degrees",
+           [](const dist::DistGraph& g, std::optional<torch::Tensor> nids) {
+             return Wait([&] { return g.out_degrees(nids.value_or(torch::Tensor())); });
+           })
+      .def("find_edges_of",
+           [](const dist::DistGraph& g, const torch::Tensor& eids, const std::string& etype) {
+             return Wait([&] { return g.find_edges(eids, etype); });
+           })
+      .def("in_degrees_of",
+           [](const dist::DistGraph& g, std::optional<torch::Tensor> nids,
+              const std::string& etype) {
+             return Wait([&] { return g.in_degrees(nids.value_or(torch::Tensor()), etype); });
+           })
+      .def("out_degrees_of", [](const dist::DistGraph& g, std::optional<torch::Tensor> nids,
+                                const std::string& etype) {
+        return Wait([&] { return g.out_degrees(nids.value_or(torch::Tensor()), etype); });
+      });
+
+  // ---------------------------------------------------------- graph operations
+  // Typed sampling: `seeds` homogeneous ids (a tensor) or {ntype: per-type
+  // ids}; `fanouts` per relation name, or None for `fanout` (per relation).
+  // Typed seeds give one (src, dst, eids) per relation in per-type ids.
+  m.def(
+      "sample_neighbors_typed",
+      [](const dist::DistGraph& g, py::object seeds, int64_t fanout,
+         std::optional<dist::FanoutMap> fanouts, const std::string& edge_dir,
+         const std::string& prob, std::optional<torch::Tensor> exclude, bool replace,
+         std::optional<uint64_t> seed) -> py::object {
+        dist::SampleOptions o;
+        o.edge_dir = edge_dir;
+        o.prob = prob;
+        if (exclude) o.exclude_edges = *exclude;
+        o.replace = replace;
+        o.seed = seed;
+        if (py::isinstance<py::dict>(seeds)) {
+          auto typed = seeds.cast<std::map<std::string, torch::Tensor>>();
+          dist::HeteroSubgraph s = Wait([&] {
+            return fanouts ? dist::sample_neighbors(g, typed, *fanouts, o)
+                           : dist::sample_neighbors(g, typed, fanout, o);
+          });
+          return HeteroSubgraphList(s);
+        }
+        auto ids = seeds.cast<torch::Tensor>();
+        dist::Subgraph s = Wait([&] {
+          return fanouts ? dist::sample_neighbors(g, ids, *fanouts, o)
+                         : dist::sample_neighbors(g, ids, fanout, o);
+        });
+        return py::make_tuple(s.src, s.dst, s.eids);
+      },
+      py::arg("g"), py::arg("seeds"), py::arg("fanout"), py::arg("fanouts"),
+      py::arg("edge_dir") = "in", py::arg("prob") = "", py::arg("exclude_edges") = py::none(),
+      py::arg("replace") = false, py::arg("seed") = py::none());
+  m.def("in_subgraph", [](const dist::DistGraph& g, const torch::Tensor& nodes) {
+    dist::Subgraph s = Wait([&] { return dist::in_subgraph(g, nodes); });
+    return py::make_tuple(s.src, s.dst, s.eids);
+  });
+  m.def("edge_subgraph", [](const dist::DistGraph& g, const torch::Tensor& eids) {
+    dist::EdgeSubgraph s = Wait([&] { return dist::edge_subgraph(g, eids); });
+    return py::make_tuple(s.src, s.dst, s.nodes, s.eids);
+  });
+}
+
+void DefLoaders(py::module_& m) {
+  using NodeIter = EpochIterator<dist::DistNodeDataLoader, dist::MiniBatch>;
+  using EdgeIter = EpochIterator<dist::DistEdgeDataLoader, dist::EdgeMiniBatch>;
+  using DataIter = EpochIterator<PyDataLoader, PyItem>;
+  using HeteroNodeIter = EpochIterator<dist::DistHeteroNodeDataLoader, dist::HeteroMiniBatch>;
+  py::class_<HeteroNodeIter>(m, "_HeteroNodeIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &HeteroNodeIter::Next);
+  py::class_<NodeIter>(m, "_NodeIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &NodeIter::Next);
+  py::class_<EdgeIter>(m, "_EdgeIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &EdgeIter::Next);
+  py::class_<DataIter>(m, "_DataIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &DataIter::Next);
+
+  auto sampler_of = [](std::vector<int64_t> fanouts, const std::string& edge_dir, bool replace,
+                       const std::string& prob, std::vector<dist::FanoutMap> etype_fanouts = {}) {
+    return dist::NeighborSampler{.fanouts = std::move(fanouts),
+                                 .etype_fanouts = std::move(etype_fanouts),
+                                 .edge_dir = edge_dir,
+                                 .replace = replace,
+                                 .prob = prob};
+  };
+  py::class_<dist::DistHeteroNodeDataLoader, std::shared_ptr<dist::DistHeteroNodeDataLoader>>(
+      m, "HeteroNodeLoader")
+      .def(py::init(
+          [sampler_of](const dist::DistGraph& g, const std::map<std::string, torch::Tensor>& nids,
+                       std::vector<int64_t> fanouts, std::vector<dist::FanoutMap> etype_fanouts,
+                       const std::string& edge_dir, bool replace, const std::string& prob,
+                       int64_t batch_size, bool shuffle, bool drop_last, uint64_t seed,
+                       int num_workers, int prefetch, bool even_batches, double timeout_s) {
+            auto sampler =
+                sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+            auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                       even_batches, timeout_s);
+            return Wait(
+                [&] { return MakeReleasing<dist::DistHeteroNodeDataLoader>(g, nids, sampler, o); });
+          }))
+      .def("__len__", &dist::DistHeteroNodeDataLoader::size)
+      .def("epoch", &dist::DistHeteroNodeDataLoader::epoch)
+      .def("__iter__", [](std::shared_ptr<dist::DistHeteroNodeDataLoader> self) {
+        return HeteroNodeIter(std::move(self), &ConvertHeteroNodeBatch);
+      });
+  py::class_<dist::DistNodeDataLoader, std::shared_ptr<dist::DistNodeDataLoader>>(m, "NodeLoader")
+      .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& nids,
+                                 std::vector<int64_t> fanouts, const std::string& edge_dir,
+                                 bool replace, const std::string& prob, int64_t batch_size,
+                                 bool shuffle, bool drop_last, uint64_t seed, int num_workers,
+                                 int prefetch, bool even_batches, double timeout_s,
+                                 std::vector<dist::FanoutMap> etype_fanouts) {
+        auto sampler =
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
+      }))
+      .def("__len__", &dist::DistNodeDataLoader::size)
+      .def("epoch", &dist::DistNodeDataLoader::epoch)
+      .def("__iter__", [](std::shared_ptr<dist::DistNodeDataLoader> self) {
+        return NodeIter(std::move(self), &ConvertNodeBatch);
+      });
+  py::class_<dist::DistEdgeDataLoader, std::shared_ptr<dist::DistEdgeDataLoader>>(m, "EdgeLoader")
+      .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& eids,
+                                 std::vector<int64_t> fanouts, const std::string& edge_dir,
+                                 bool replace, const std::string& prob, int64_t batch_size,
+                                 bool shuffle, bool drop_last, uint64_t seed, int num_workers,
+                                 int prefetch, bool even_batches, double timeout_s, int negatives,
+                                 const std::string& exclude,
+                                 std::optional<torch::Tensor> reverse_eids,
+                                 std::vector<dist::FanoutMap> etype_fanouts) {
+        auto sampler =
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        dist::EdgeLoaderOptions e;
+        e.negatives = negatives;
+        e.exclude = exclude;
+        if (reverse_eids) e.reverse_eids = *reverse_eids;
+        return Wait(
+            [&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
+      }))
+      .def("__len__", &dist::DistEdgeDataLoader::size)
+      .def("epoch", &dist::DistEdgeDataLoader::epoch)
+      .def("__iter__", [](std::shared_ptr<dist::DistEdgeDataLoader> self) {
+        return EdgeIter(std::move(self), &ConvertEdgeBatch);
+      });
+  py::class_<PyDataLoader, std::shared_ptr<PyDataLoader>>(m, "DataLoader")
+      .def(py::init([](int64_t length, py::object collate, int64_t batch_size, bool shuffle,
+                       bool drop_last, uint64_t seed, int num_workers, int prefetch,
+                       bool even_batches, double timeout_s) {
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        return MakeDataLoader(length, std::move(collate), o);
+      }))
+      .def("__len__", &PyDataLoader::size)
+      .def("epoch", &PyDataLoader::epoch)
+      .def("__iter__", [](std::shared_ptr<PyDataLoader> self) {
+        return DataIter(std::move(self), &ConvertItem);
+      });
+}
+
+}  // namespace tessera::pyext
