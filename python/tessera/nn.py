@@ -1,10 +1,13 @@
 """GNN layers on blocks (dgl.nn.pytorch's SAGEConv, GraphConv, GATConv,
-RelGraphConv, TypedLinear), as ordinary ``torch.nn.Module``s with DGL's
-constructor arguments, parameter names and initialisation.
+RelGraphConv, TypedLinear, HeteroGraphConv), as ordinary ``torch.nn.Module``s
+with DGL's constructor arguments, parameter names and initialisation.
 ``forward(block, feat)`` takes the block's source features (or a ``(src,
 dst)`` pair) and returns one row per destination. The mean aggregation runs
 in tessera's C++ kernel; autograd flows through every layer. ``RGCN`` is the
 entity-classification model of DGL's distributed R-GCN example.
+``RelGraphConv`` / ``RGCN`` also take heterogeneous blocks with ``{ntype:
+tensor}`` features, and ``HeteroGraphConv`` runs one homogeneous-block module
+per relation of a heterogeneous block (over ``RelationBlock`` views).
 """
 import math
 import warnings
@@ -13,7 +16,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tessera import _C, EID
+from tessera import _C, EID, NID
+from tessera.distributed.loader import Block, HeteroBlock
 
 
 def _check_block(graph, what):
@@ -22,8 +26,11 @@ def _check_block(graph, what):
                               f"{type(graph).__name__}")
 
 
-def _split_feat(graph, feat):
+def _split_feat(graph, feat, what):
     if isinstance(feat, (tuple, list)):
+        if feat[1].dim() < 1 or feat[1].shape[0] != graph.num_dst_nodes():
+            raise _C.TesseraError(f"{what}: {tuple(feat[1].shape)} destination rows for a "
+                                  f"block of {graph.num_dst_nodes()} destinations")
         return feat[0], feat[1]
     return feat, feat[:graph.num_dst_nodes()]
 
@@ -39,7 +46,9 @@ def _check_rows(graph, h_src, in_feats, what):
 
 def mean_aggregate(block, h_src):
     """out[d] = mean of h_src[s] over the block's edges s -> d (0 without edges)."""
-    return _C.mean_aggregate(block.indptr, block.indices, h_src)
+    # A RelationBlock keeps its edges in the relation's order; csr_indices
+    # are its sources in the order of indptr.
+    return _C.mean_aggregate(block.indptr, getattr(block, "csr_indices", block.indices), h_src)
 
 
 def sum_aggregate(block, h_src):
@@ -82,7 +91,7 @@ class SAGEConv(nn.Module):
 
     def forward(self, graph, feat):
         _check_block(graph, "SAGEConv")
-        h_src, h_dst = _split_feat(graph, feat)
+        h_src, h_dst = _split_feat(graph, feat, "SAGEConv")
         _check_rows(graph, h_src, self._in_src_feats, "SAGEConv")
         if self.feat_drop.p > 0:
             h_src, h_dst = self.feat_drop(h_src), self.feat_drop(h_dst)
@@ -129,9 +138,12 @@ class GraphConv(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
+    def set_allow_zero_in_degree(self, set_value):
+        self._allow_zero_in_degree = set_value
+
     def forward(self, graph, feat, weight=None, edge_weight=None):
         _check_block(graph, "GraphConv")
-        h_src, _ = _split_feat(graph, feat)
+        h_src, _ = _split_feat(graph, feat, "GraphConv")
         _check_rows(graph, h_src, self._in_feats, "GraphConv")
         in_deg = graph.in_degrees()
         if not self._allow_zero_in_degree and bool((in_deg == 0).any()):
@@ -183,26 +195,36 @@ def edge_softmax(block, scores):
 
 
 class GATConv(nn.Module):
-    """Graph attention (DGL's GATConv): returns [num_dst, num_heads, out_feats]."""
+    """Graph attention (DGL's GATConv): returns [num_dst, num_heads, out_feats].
+    ``in_feats`` may be a ``(source, destination)`` pair (then ``fc_src`` /
+    ``fc_dst`` instead of ``fc``, as DGL); with a ``(src, dst)`` feature pair
+    the destinations' own rows are projected, not ``src[:num_dst]``."""
 
     def __init__(self, in_feats, out_feats, num_heads, feat_drop=0.0, attn_drop=0.0,
                  negative_slope=0.2, residual=False, activation=None,
                  allow_zero_in_degree=False, bias=True):
         super().__init__()
         if isinstance(in_feats, tuple):
-            raise _C.TesseraError("GATConv: pass one in_feats (shared source/destination)")
+            self._in_src_feats, self._in_dst_feats = in_feats
+        else:
+            self._in_src_feats = self._in_dst_feats = in_feats
         self._num_heads, self._in_feats, self._out_feats = num_heads, in_feats, out_feats
         self._allow_zero_in_degree = allow_zero_in_degree
-        self.fc = nn.Linear(in_feats, out_feats * num_heads, bias=False)
+        width = out_feats * num_heads
+        if isinstance(in_feats, tuple):
+            self.fc_src = nn.Linear(self._in_src_feats, width, bias=False)
+            self.fc_dst = nn.Linear(self._in_dst_feats, width, bias=False)
+        else:
+            self.fc = nn.Linear(in_feats, width, bias=False)
         self.attn_l = nn.Parameter(torch.empty(1, num_heads, out_feats))
         self.attn_r = nn.Parameter(torch.empty(1, num_heads, out_feats))
         self.feat_drop = nn.Dropout(feat_drop)
         self.attn_drop = nn.Dropout(attn_drop)
         self.leaky_relu = nn.LeakyReLU(negative_slope)
-        self.bias = nn.Parameter(torch.zeros(num_heads * out_feats)) if bias else None
+        self.bias = nn.Parameter(torch.zeros(width)) if bias else None
         if residual:
-            self.res_fc = (nn.Identity() if in_feats == num_heads * out_feats
-                           else nn.Linear(in_feats, num_heads * out_feats, bias=False))
+            self.res_fc = (nn.Identity() if self._in_dst_feats == width
+                           else nn.Linear(self._in_dst_feats, width, bias=False))
         else:
             self.res_fc = None
         self.activation = activation
@@ -210,7 +232,8 @@ class GATConv(nn.Module):
 
     def reset_parameters(self):
         gain = nn.init.calculate_gain("relu")
-        nn.init.xavier_normal_(self.fc.weight, gain=gain)
+        for fc in ([self.fc] if hasattr(self, "fc") else [self.fc_src, self.fc_dst]):
+            nn.init.xavier_normal_(fc.weight, gain=gain)
         nn.init.xavier_normal_(self.attn_l, gain=gain)
         nn.init.xavier_normal_(self.attn_r, gain=gain)
         if self.bias is not None:
@@ -218,17 +241,28 @@ class GATConv(nn.Module):
         if isinstance(self.res_fc, nn.Linear):
             nn.init.xavier_normal_(self.res_fc.weight, gain=gain)
 
+    def set_allow_zero_in_degree(self, set_value):
+        self._allow_zero_in_degree = set_value
+
     def forward(self, graph, feat, get_attention=False):
         _check_block(graph, "GATConv")
-        h_src, h_dst = _split_feat(graph, feat)
-        _check_rows(graph, h_src, self._in_feats, "GATConv")
+        h_src, h_dst = _split_feat(graph, feat, "GATConv")
+        _check_rows(graph, h_src, self._in_src_feats, "GATConv")
         if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
             raise _C.TesseraError("GATConv: some destination nodes have no in-edges; add "
                                   "self-loops or pass allow_zero_in_degree=True")
         h_src, h_dst = self.feat_drop(h_src), self.feat_drop(h_dst)
         H, Fo = self._num_heads, self._out_feats
-        feat_src = self.fc(h_src).view(-1, H, Fo)
-        feat_dst = feat_src[:graph.num_dst_nodes()]
+        if isinstance(feat, (tuple, list)):
+            shared = hasattr(self, "fc")
+            feat_src = (self.fc if shared else self.fc_src)(h_src).view(-1, H, Fo)
+            feat_dst = (self.fc if shared else self.fc_dst)(h_dst).view(-1, H, Fo)
+        elif not hasattr(self, "fc"):
+            raise _C.TesseraError("GATConv: a layer with (source, destination) in_feats "
+                                  "takes a (src, dst) feature pair")
+        else:
+            feat_src = self.fc(h_src).view(-1, H, Fo)
+            feat_dst = feat_src[:graph.num_dst_nodes()]
         el = (feat_src * self.attn_l).sum(-1)  # [src, H]
         er = (feat_dst * self.attn_r).sum(-1)  # [dst, H]
         e = self.leaky_relu(el.index_select(0, graph.indices) + er.index_select(0, graph.edge_dst))
@@ -377,7 +411,9 @@ class RelGraphConv(nn.Module):
     activation and dropout are DGL's. The messages of one destination and
     relation are summed before ``W_r`` is applied (one matmul per
     (destination, relation) pair of the block rather than per edge: DGL's
-    result up to float rounding, with fewer flops)."""
+    result up to float rounding, with fewer flops). Over a ``HeteroBlock``
+    the relations are the block's and the features per node type (see
+    ``forward``)."""
 
     def __init__(self, in_feat, out_feat, num_rels, regularizer=None, num_bases=None, bias=True,
                  activation=None, self_loop=True, dropout=0.0, layer_norm=False):
@@ -397,31 +433,76 @@ class RelGraphConv(nn.Module):
             nn.init.xavier_uniform_(self.loop_weight, gain=nn.init.calculate_gain("relu"))
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, g, feat, etypes, norm=None, *, presorted=False):
-        """``feat``: the block's source rows ``[num_src, in_feat]``
-        (destinations first). ``presorted`` says the edges are in relation
-        order: a speed hint in DGL, here only checked (the layer groups the
-        messages itself). Returns ``[num_dst, out_feat]``."""
+    def forward(self, g, feat, etypes=None, norm=None, *, presorted=False):
+        """A ``Block``: ``feat`` its source rows ``[num_src, in_feat]``
+        (destinations first), ``etypes`` the relation of every edge, ``norm``
+        one value per edge; returns ``[num_dst, out_feat]``. ``presorted``
+        says the edges are in relation order: a speed hint in DGL, here only
+        checked (the layer groups the messages itself).
+
+        A ``HeteroBlock``: ``feat`` is ``{ntype: source rows}`` (a type
+        without source nodes may be left out), relation r of the layer is
+        ``g.canonical_etypes[r]`` (pass no ``etypes``), ``norm`` is
+        ``"right"`` (the default: 1 / the destination's in-edges of the
+        relation, so each relation's messages are averaged, as DGL's
+        heterograph R-GCN examples' ``GraphConv(norm="right")`` per
+        relation), ``"none"`` (sums) or ``{relation: [E_r] or [E_r, 1]}``
+        edge values in the relation's edge order. Returns ``{ntype:
+        [num_dst_nodes(ntype), out_feat]}`` for every node type (a type that
+        no relation reaches gets bias and self loop only). The result is the
+        homogeneous one on the same edges with those relation ids and norms."""
+        if isinstance(g, HeteroBlock):
+            return self._forward_hetero(g, feat, etypes, norm)
         _check_block(g, "RelGraphConv")
-        if isinstance(feat, (tuple, list)):
+        if isinstance(feat, (tuple, list, dict)):
             raise _C.TesseraError("RelGraphConv: feat is one tensor of source rows "
-                                  "(destinations first), not a pair")
+                                  "(destinations first), not a pair or a dict")
+        if etypes is None:
+            raise _C.TesseraError("RelGraphConv: a Block needs etypes, the relation id of "
+                                  "every edge")
         _check_rows(g, feat, self.in_feat, "RelGraphConv")
-        num_edges, num_dst = g.num_edges(), g.num_dst_nodes()
+        num_edges = g.num_edges()
         t = _edge_types(etypes, num_edges, self.num_rels, "RelGraphConv etypes", presorted)
         x = feat.index_select(0, g.indices)
         if norm is not None:
-            norm = norm if isinstance(norm, torch.Tensor) else torch.as_tensor(norm)
-            if norm.dim() not in (1, 2) or norm.shape[0] != num_edges or (
-                    norm.dim() == 2 and norm.shape[1] != 1):
-                raise _C.TesseraError(f"RelGraphConv: norm {tuple(norm.shape)}, expected "
-                                      f"[{num_edges}, 1] (one value per edge)")
-            x = x * norm.reshape(-1, 1).to(x.dtype)
+            x = x * _edge_norm(norm, num_edges, "RelGraphConv").to(x.dtype)
+        return self._propagate(x, t, g.edge_dst, feat[:g.num_dst_nodes()])
+
+    def _forward_hetero(self, g, feat, etypes, norm):
+        if etypes is not None:
+            raise _C.TesseraError("RelGraphConv: on a HeteroBlock relation r is "
+                                  "g.canonical_etypes[r]; pass no etypes (norm by keyword)")
+        rels = list(g.canonical_etypes)
+        if len(rels) != self.num_rels:
+            raise _C.TesseraError(f"RelGraphConv: a block of {len(rels)} relations, the "
+                                  f"layer has {self.num_rels}")
+        h = _type_rows(g, feat, self.in_feat, "RelGraphConv")
+        ntypes = list(g.dsttypes)
+        counts = [g.num_dst_nodes(t) for t in ntypes]
+        offset = dict(zip(ntypes, torch.tensor([0] + counts[:-1]).cumsum(0).tolist()))
+        norms = _relation_norms(g, norm, "RelGraphConv")
+        # The homogeneous layer over all relations at once: destinations of
+        # every type stacked in ntypes order, edge relation ids r.
+        xs, ts, ds = [], [], []
+        for r, c in enumerate(rels):
+            src, dst = g.edges(etype=c)
+            x = h[c[0]].index_select(0, src)
+            xs.append(x if norms is None else x * norms[r].to(x.dtype))
+            ts.append(torch.full_like(dst, r))
+            ds.append(dst + offset[c[2]])
+        out = self._propagate(torch.cat(xs), torch.cat(ts), torch.cat(ds),
+                              torch.cat([h[t][:n] for t, n in zip(ntypes, counts)]))
+        return dict(zip(ntypes, torch.split(out, counts)))
+
+    def _propagate(self, x, t, edge_dst, h_dst):
+        """x: the (normed) source row of every edge, t its relation, edge_dst
+        its destination among the rows h_dst (the self loop's input)."""
+        num_dst = h_dst.shape[0]
         # sum_e norm_e h_src W_r = sum_r (sum_{e of r} norm_e h_src) W_r: sum
         # each destination's messages of one relation first, then one matmul
         # per (destination, relation) pair instead of one per edge (DGL's
         # result, fewer flops). Keys r * num_dst + dst come out grouped by r.
-        pairs, inverse = torch.unique(t * max(num_dst, 1) + g.edge_dst, return_inverse=True)
+        pairs, inverse = torch.unique(t * max(num_dst, 1) + edge_dst, return_inverse=True)
         agg = x.new_zeros((pairs.numel(), self.in_feat)).index_add(0, inverse, x)
         m = self.linear_r._typed(agg, torch.div(pairs, max(num_dst, 1), rounding_mode="floor"),
                                  True)
@@ -431,10 +512,87 @@ class RelGraphConv(nn.Module):
         if self.bias:
             h = h + self.h_bias
         if self.self_loop:
-            h = h + feat[:num_dst] @ self.loop_weight
+            h = h + h_dst @ self.loop_weight
         if self.activation:
             h = self.activation(h)
         return self.dropout(h)
+
+
+def _edge_norm(norm, num_edges, what):
+    """``norm`` (``[E]`` or ``[E, 1]``) as ``[E, 1]``."""
+    norm = norm if isinstance(norm, torch.Tensor) else torch.as_tensor(norm)
+    if norm.dim() not in (1, 2) or norm.shape[0] != num_edges or (
+            norm.dim() == 2 and norm.shape[1] != 1):
+        raise _C.TesseraError(f"{what}: norm {tuple(norm.shape)}, expected "
+                              f"[{num_edges}, 1] (one value per edge)")
+    return norm.reshape(-1, 1)
+
+
+def _type_rows(g, feat, in_feats, what):
+    """{ntype: source rows} of a HeteroBlock, checked; every node type
+    present (an empty tensor for a left-out type without source nodes)."""
+    if not isinstance(feat, dict):
+        raise _C.TesseraError(f"{what}: on a HeteroBlock feat is {{ntype: source rows}}, got "
+                              f"{type(feat).__name__}")
+    unknown = [t for t in feat if t not in g.ntypes]
+    if unknown:
+        raise _C.TesseraError(f"{what}: unknown node types {unknown}; the block has {g.ntypes}")
+    ref = next(iter(feat.values()), torch.empty(0))
+    out = {}
+    for t in g.ntypes:
+        n, x = g.num_src_nodes(t), feat.get(t)
+        if x is None:
+            if n:
+                raise _C.TesseraError(f"{what}: no features for node type {t!r} ({n} source "
+                                      "nodes)")
+            x = ref.new_zeros((0, in_feats))
+        elif x.dim() != 2 or x.shape[0] != n or x.shape[1] != in_feats:
+            raise _C.TesseraError(f"{what}: features {tuple(x.shape)} of node type {t!r}, "
+                                  f"expected [{n}, {in_feats}]")
+        out[t] = x
+    return out
+
+
+def _canonical(g, etype, what):
+    """The canonical triple of relation ``etype`` (a name, a triple or
+    "src:rel:dst") of a HeteroBlock."""
+    rels = [tuple(c) for c in g.canonical_etypes]
+    key = tuple(etype.split(":")) if isinstance(etype, str) and ":" in etype else etype
+    if isinstance(key, (tuple, list)) and tuple(key) in rels:
+        return tuple(key)
+    hits = [c for c in rels if c[1] == key]
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        raise _C.TesseraError(f"{what}: relation {etype!r} is ambiguous: {hits}")
+    raise _C.TesseraError(f"{what}: unknown relation {etype!r}; the block has {rels}")
+
+
+def _relation_norms(g, norm, what):
+    """Per relation of a HeteroBlock its edges' ``[E_r, 1]`` norms, or None
+    (no norm)."""
+    rels = [tuple(c) for c in g.canonical_etypes]
+    if norm is None or (isinstance(norm, str) and norm == "right"):
+        out = []
+        for c in rels:
+            dst = g.edges(etype=c)[1]
+            deg = torch.bincount(dst, minlength=g.num_dst_nodes(c[2])).to(torch.float32)
+            out.append((1.0 / deg.index_select(0, dst)).unsqueeze(1))
+        return out
+    if isinstance(norm, str) and norm == "none":
+        return None
+    if not isinstance(norm, dict):
+        raise _C.TesseraError(f"{what}: norm on a HeteroBlock is \"right\", \"none\" or "
+                              f"{{relation: per-edge values}}, got {norm!r}")
+    given = {_canonical(g, k, what): v for k, v in norm.items()}
+    out = []
+    for c in rels:
+        n = g.num_edges(c)
+        if c not in given and n:
+            raise _C.TesseraError(f"{what}: norm has no values for relation {c} ({n} edges)")
+        out.append(_edge_norm(given[c], n, f"{what} {c}") if c in given
+                   else torch.empty((0, 1)))
+    return out
 
 
 def norm_by_dst(block):
@@ -475,7 +633,9 @@ class RGCN(nn.Module):
     layer with ``regularizer`` ("basis" as DGL) and ``num_bases`` (None or
     < 0: num_rels). ``forward(blocks, feats, etypes, norms=None)`` runs layer
     l over ``blocks[l]`` with relation ids ``etypes[l]`` and ``norms[l]``;
-    ``feats`` are the first block's source rows."""
+    ``feats`` are the first block's source rows. Over ``HeteroBlock``s:
+    ``forward(blocks, {ntype: rows})`` without etypes (``norms[l]`` as
+    RelGraphConv's hetero ``norm``; default "right") returns ``{ntype: rows}``."""
 
     def __init__(self, h_dim, out_dim, num_rels, num_bases=None, num_hidden_layers=1, dropout=0.0,
                  use_self_loop=False, layer_norm=False, regularizer="basis"):
@@ -491,18 +651,129 @@ class RGCN(nn.Module):
         self.layers.append(RelGraphConv(h_dim, out_dim, num_rels, regularizer, num_bases,
                                         activation=None, self_loop=use_self_loop))
 
-    def forward(self, blocks, feats, etypes, norms=None):
-        if len(blocks) != len(self.layers) or len(etypes) != len(self.layers) or (
-                norms is not None and len(norms) != len(self.layers)):
-            raise _C.TesseraError(f"RGCN: {len(self.layers)} layers, got {len(blocks)} blocks, "
-                                  f"{len(etypes)} etypes" +
+    def forward(self, blocks, feats, etypes=None, norms=None):
+        n = len(self.layers)
+        hetero = len(blocks) > 0 and isinstance(blocks[0], HeteroBlock)
+        if len(blocks) != n or (etypes is None and not hetero) or (
+                etypes is not None and len(etypes) != n) or (
+                norms is not None and len(norms) != n):
+            raise _C.TesseraError(f"RGCN: {n} layers, got {len(blocks)} blocks, " +
+                                  ("no etypes" if etypes is None else f"{len(etypes)} etypes") +
                                   ("" if norms is None else f", {len(norms)} norms"))
         h = feats
         for i, (layer, block) in enumerate(zip(self.layers, blocks)):
-            h = layer(block, h, etypes[i], None if norms is None else norms[i])
+            h = layer(block, h, None if etypes is None else etypes[i],
+                      None if norms is None else norms[i])
         return h
 
 
+class RelationBlock(Block):
+    """One relation of a ``HeteroBlock`` as a homogeneous bipartite block
+    (DGL's ``block[etype]``), what ``HeteroGraphConv`` gives each module:
+    ``num_src_nodes()`` / ``num_dst_nodes()`` of the relation's source /
+    destination type, ``srcdata[NID]`` / ``dstdata[NID]`` their per-type ids,
+    ``edata[EID]`` the relation's edge ids. ``edges()``, ``indices`` and
+    ``edge_dst`` keep the relation's edge order (that of per-edge arguments
+    such as ``edge_weight``); ``indptr`` with ``csr_indices`` is the CSR over
+    destinations. Destinations are not a prefix of the sources here: pass
+    modules a ``(src, dst)`` feature pair."""
+
+    def __init__(self, block, etype):
+        c = _canonical(block, etype, "RelationBlock")
+        src, dst = block.edges(etype=c)
+        num_dst = block.num_dst_nodes(c[2])
+        deg = torch.bincount(dst, minlength=num_dst)
+        indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
+        super().__init__(block.srcdata[NID][c[0]], indptr, src, block.edata[EID][c])
+        self.dstdata = {NID: block.dstdata[NID][c[2]]}
+        self._edge_dst = dst
+        in_order = dst.numel() < 2 or bool((dst[1:] >= dst[:-1]).all())
+        self.csr_indices = src if in_order else src[torch.argsort(dst, stable=True)]
+        self.canonical_etype, self.srctype, self.dsttype = c, c[0], c[2]
+
+    def __repr__(self):
+        return (f"RelationBlock({self.canonical_etype}, num_src_nodes={self.num_src_nodes()}, "
+                f"num_dst_nodes={self.num_dst_nodes()}, num_edges={self.num_edges()})")
+
+
+def _stack_aggregate(tensors, dsttype):
+    return torch.stack(tensors, dim=1)
+
+
+def _aggregate_fn(agg):
+    reduce = {"sum": torch.sum, "mean": torch.mean,
+              "max": lambda x, dim: torch.max(x, dim=dim)[0],
+              "min": lambda x, dim: torch.min(x, dim=dim)[0]}
+    if agg == "stack":
+        return _stack_aggregate
+    if agg not in reduce:
+        raise _C.TesseraError(f"HeteroGraphConv: aggregate must be \"sum\", \"max\", "
+                              f"\"min\", \"mean\", \"stack\" or a callable, got {agg!r}")
+    fn = reduce[agg]
+    return lambda tensors, dsttype: fn(torch.stack(tensors, dim=0), dim=0)
+
+
+class HeteroGraphConv(nn.Module):
+    """DGL's HeteroGraphConv: one module per relation (``mods`` keyed by
+    relation name or canonical triple; a triple's module wins), each called
+    as ``mod(RelationBlock(g, relation), (src rows of its source type, dst
+    rows of its destination type), *mod_args[rel], **mod_kwargs[rel])``
+    (``mod_args`` / ``mod_kwargs`` keyed by relation name as DGL, or by
+    triple), then each destination type's results combined by ``aggregate``:
+    "sum", "max", "min", "mean" (element-wise over relations), "stack"
+    (``[N, num_relations, ...]``, relations in ``g.canonical_etypes`` order)
+    or ``f(tensors, dsttype)``. A relation is skipped when its source or
+    destination type has no input; a relation without edges is still
+    computed (DGL since 0.7.2: SAGEConv then gives its self term, GraphConv
+    its bias). Modules with ``set_allow_zero_in_degree`` get it set to True.
+    ``forward(g, inputs)`` on a ``HeteroBlock``: ``inputs`` is ``{ntype:
+    source rows}`` (destinations: the first ``num_dst_nodes(ntype)`` rows)
+    or a ``(src dict, dst dict)`` pair; returns ``{dst ntype: tensor}`` for
+    the types some relation reached."""
+
+    def __init__(self, mods, aggregate="sum"):
+        super().__init__()
+        self.mod_dict = dict(mods)
+        self.mods = nn.ModuleDict({str(k): v for k, v in mods.items()})
+        for mod in self.mods.values():
+            allow = getattr(mod, "set_allow_zero_in_degree", None)
+            if callable(allow):
+                allow(True)
+        if isinstance(aggregate, str):
+            self.agg_fn = _aggregate_fn(aggregate)
+        elif callable(aggregate):
+            self.agg_fn = aggregate
+        else:
+            raise _C.TesseraError(f"HeteroGraphConv: aggregate must be a name or a callable, "
+                                  f"got {aggregate!r}")
+
+    def _get_module(self, c):
+        for key in (c, c[1]):
+            if key in self.mod_dict:
+                return self.mod_dict[key]
+        raise KeyError(f"Cannot find module with edge type {c}")
+
+    def forward(self, g, inputs, mod_args=None, mod_kwargs=None):
+        if not isinstance(g, HeteroBlock):
+            raise _C.TesseraError(f"HeteroGraphConv: expected a HeteroBlock (a loader's blocks "
+                                  f"with dict seeds), got {type(g).__name__}")
+        mod_args, mod_kwargs = mod_args or {}, mod_kwargs or {}
+        if isinstance(inputs, tuple):
+            src_inputs, dst_inputs = inputs
+        else:
+            src_inputs = inputs
+            dst_inputs = {t: x[:g.num_dst_nodes(t)] for t, x in inputs.items()}
+        outputs = {t: [] for t in g.dsttypes}
+        for c in (tuple(c) for c in g.canonical_etypes):
+            if c[0] not in src_inputs or c[2] not in dst_inputs:
+                continue
+            args = mod_args.get(c, mod_args.get(c[1], ()))
+            kwargs = mod_kwargs.get(c, mod_kwargs.get(c[1], {}))
+            outputs[c[2]].append(self._get_module(c)(
+                RelationBlock(g, c), (src_inputs[c[0]], dst_inputs[c[2]]), *args, **kwargs))
+        return {t: self.agg_fn(out, t) for t, out in outputs.items() if out}
+
+
 __all__ = ["SAGEConv", "GraphConv", "GATConv", "RelGraphConv", "TypedLinear", "RGCN",
-           "mean_aggregate", "sum_aggregate", "edge_softmax", "norm_by_dst", "rel_norm",
-           "block_etypes"]
+           "HeteroGraphConv", "RelationBlock", "mean_aggregate", "sum_aggregate",
+           "edge_softmax", "norm_by_dst", "rel_norm", "block_etypes"]
