@@ -5,8 +5,13 @@
 // heterogeneous blocks chain, hold only real edges of their relation between
 // nodes of the right types, and take min(fanout, degree) in-edges of each
 // relation per destination; an int fanout is per relation (DGL); link
-// prediction draws negatives from the relation's destination type.
+// prediction draws negatives from the relation's destination type, and
+// typed edge batches pair each relation's edges over the batch's typed nodes
+// (checked against the hand-drawn input), with typed negatives and every
+// exclusion mode.
+#include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -26,17 +31,27 @@ class HeteroLoaderTest : public ::testing::Test {
     Graph g = sampling::typed_test::ShopGraph();
     for (int parts : {1, 2}) {
       PartitionOptions options;
-      auto result =
-          PartitionGraph(g, "shop", parts, dir_->path() + "/p" + std::to_string(parts), options);
+      options.return_mapping = true;
+      const std::string out = dir_->path() + "/p" + std::to_string(parts);
+      auto result = PartitionGraph(g, "shop", parts, out, options);
       ASSERT_TRUE(result.ok()) << result.status();
       (parts == 1 ? one_ : two_) = new std::string(result->config_path);
+      maps_[parts - 1] = new Mapping{sampling::typed_test::ReadIds(out + "/orig_nids.npy"),
+                                     sampling::typed_test::ReadIds(out + "/orig_eids.npy")};
     }
   }
   static void TearDownTestSuite() {
     delete one_;
     delete two_;
+    delete maps_[0];
+    delete maps_[1];
     delete dir_;
   }
+
+  // New id -> original id of a partitioning.
+  struct Mapping {
+    std::vector<int64_t> orig_nid, orig_eid;
+  };
 
   // Every edge of the graph: endpoints by homogeneous edge id.
   struct Edges {
@@ -52,9 +67,11 @@ class HeteroLoaderTest : public ::testing::Test {
   }
 
   // Checks a typed batch against the graph; `fanout(l, r)` is layer l's
-  // fanout of relation r.
+  // fanout of relation r; no edge of `excluded` (homogeneous ids) is
+  // sampled, and the fanout is filled from the others.
   template <typename Fanout>
-  static void CheckHeteroBatch(kv::KvStore& store, const HeteroMiniBatch& batch, Fanout fanout) {
+  static void CheckHeteroBatch(kv::KvStore& store, const HeteroMiniBatch& batch, Fanout fanout,
+                               const std::set<int64_t>& excluded = {}) {
     const PartitionBook& book = store.book();
     Edges all = AllEdges(store);
     const int T = book.num_ntypes(), R = book.num_etypes();
@@ -89,17 +106,18 @@ class HeteroLoaderTest : public ::testing::Test {
           int64_t eid = e.homo_eids[i];
           EXPECT_EQ(book.MapToPerEtype(eid), std::make_pair(r, e.eids[i]));
           EXPECT_EQ(all.src[eid], b.homo_src_nodes[s][e.src[i]]) << et.Canonical();
-          EXPECT_EQ(all.dst[eid], book.MapToHomoNid(d, b.dst_nodes[d][e.dst[i]]))
-              << et.Canonical();
+          EXPECT_EQ(all.dst[eid], book.MapToHomoNid(d, b.dst_nodes[d][e.dst[i]])) << et.Canonical();
           ++picked[e.dst[i]];
           EXPECT_TRUE(distinct.insert(eid).second) << "edge " << eid << " twice";
+          EXPECT_FALSE(excluded.count(eid)) << "excluded edge " << eid << " sampled";
         }
         // min(fanout, in-degree of the relation) per destination of type d.
         for (int64_t j = 0; j < b.num_dst(d); ++j) {
           int64_t homo = book.MapToHomoNid(d, b.dst_nodes[d][j]);
           int64_t degree = 0;
           for (int64_t eid = 0; eid < book.num_edges(); ++eid) {
-            degree += all.dst[eid] == homo && book.MapToPerEtype(eid).first == r;
+            degree +=
+                all.dst[eid] == homo && book.MapToPerEtype(eid).first == r && !excluded.count(eid);
           }
           int64_t f = fanout(l, r);
           EXPECT_EQ(picked[j], f < 0 ? degree : std::min(f, degree))
@@ -112,11 +130,13 @@ class HeteroLoaderTest : public ::testing::Test {
   static tessera::testing::TempDir* dir_;
   static std::string* one_;
   static std::string* two_;
+  static Mapping* maps_[2];  // Of one_ and two_.
 };
 
 tessera::testing::TempDir* HeteroLoaderTest::dir_ = nullptr;
 std::string* HeteroLoaderTest::one_ = nullptr;
 std::string* HeteroLoaderTest::two_ = nullptr;
+HeteroLoaderTest::Mapping* HeteroLoaderTest::maps_[2] = {nullptr, nullptr};
 
 TEST_F(HeteroLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
   auto standalone = kv::LocalKvStore::Open(*one_);
@@ -127,8 +147,8 @@ TEST_F(HeteroLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
   // Relations: [0] user:buys:item, [1] item:bought-by:user, [2]
   // user:follows:user, [3] item:has:tag.
   NeighborSpec spec{.etype_fanouts = {{-1, 1, 0, -1}, {2, 0, 1, -1}}};
-  for (kv::KvStore* store : {static_cast<kv::KvStore*>(standalone->get()),
-                             static_cast<kv::KvStore*>(client.get())}) {
+  for (kv::KvStore* store :
+       {static_cast<kv::KvStore*>(standalone->get()), static_cast<kv::KvStore*>(client.get())}) {
     const PartitionBook& book = store->book();
     // Seeds: every item, user 2 and tag 1, mixed.
     std::vector<int64_t> seeds = {book.MapToHomoNid(1, 3), book.MapToHomoNid(0, 2),
@@ -137,8 +157,7 @@ TEST_F(HeteroLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
     for (uint64_t seed : {1, 2, 3}) {
       auto batch = SampleHeteroBlocks(*store, seeds, spec, seed);
       ASSERT_TRUE(batch.ok()) << batch.status();
-      CheckHeteroBatch(*store, *batch,
-                       [&](size_t l, int r) { return spec.etype_fanouts[l][r]; });
+      CheckHeteroBatch(*store, *batch, [&](size_t l, int r) { return spec.etype_fanouts[l][r]; });
       EXPECT_GT(batch->num_sampled_edges(), 0);
     }
     // An int fanout on a typed graph is per relation (DGL): 1 in-edge of
@@ -150,8 +169,8 @@ TEST_F(HeteroLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
     // The homogeneous blocks of the same request hold the same edges.
     auto homo = SampleBlocks(*store, seeds, one, 4);
     ASSERT_TRUE(homo.ok()) << homo.status();
-    std::multiset<int64_t> typed_eids, homo_eids(homo->blocks[0].eids.begin(),
-                                                  homo->blocks[0].eids.end());
+    std::multiset<int64_t> typed_eids,
+        homo_eids(homo->blocks[0].eids.begin(), homo->blocks[0].eids.end());
     for (const auto& e : batch->blocks[0].edges) {
       typed_eids.insert(e.homo_eids.begin(), e.homo_eids.end());
     }
@@ -199,6 +218,181 @@ TEST_F(HeteroLoaderTest, NegativesComeFromTheRelationsDestinationType) {
   // Uniform over the type: 200 draws reach every item, 120 every tag.
   EXPECT_EQ(items_drawn.size(), 4u);
   EXPECT_EQ(tags_drawn.size(), 2u);
+}
+
+// Relations: [0] user:buys:item, [1] item:bought-by:user (buys reversed),
+// [2] user:follows:user, [3] item:has:tag. One epoch of typed edge batches
+// over every buys, follows and has edge (three destination types), for each
+// exclusion mode, standalone and on two machines.
+TEST_F(HeteroLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndExclusion) {
+  const Graph input = sampling::typed_test::ShopGraph();
+  auto in_src = input.src.span<int64_t>(), in_dst = input.dst.span<int64_t>();
+  auto standalone = kv::LocalKvStore::Open(*one_);
+  ASSERT_TRUE(standalone.ok()) << standalone.status();
+  kv::testing::TestCluster cluster(*two_, 2, 1);
+  auto client = cluster.Connect(0, 1);
+  ASSERT_NE(client, nullptr);
+  const std::vector<std::pair<kv::KvStore*, const Mapping*>> stores = {
+      {standalone->get(), maps_[0]}, {client.get(), maps_[1]}};
+  for (const auto& [store, map] : stores) {
+    const PartitionBook& book = store->book();
+    const int T = book.num_ntypes(), R = book.num_etypes();
+    Edges all = AllEdges(*store);
+    // Each edge's reverse by endpoints (itself if it has none).
+    std::map<std::pair<int64_t, int64_t>, int64_t> by_pair;
+    for (int64_t e = 0; e < book.num_edges(); ++e) by_pair[{all.src[e], all.dst[e]}] = e;
+    std::vector<int64_t> reverse(book.num_edges());
+    for (int64_t e = 0; e < book.num_edges(); ++e) {
+      auto it = by_pair.find({all.dst[e], all.src[e]});
+      reverse[e] = it == by_pair.end() ? e : it->second;
+    }
+    for (Exclude mode :
+         {Exclude::kNone, Exclude::kSelf, Exclude::kReverseId, Exclude::kReverseTypes}) {
+      SCOPED_TRACE(::testing::Message() << "exclude mode " << static_cast<int>(mode) << ", "
+                                        << book.num_partitions() << " part(s)");
+      const int k = 40;
+      EdgeSpec spec{.neighbors = {.fanouts = {-1, -1}}, .negatives = k, .exclude = mode};
+      if (mode == Exclude::kReverseId) spec.reverse_eids = reverse;
+      // has has no reverse relation: reverse_types batches leave it out.
+      if (mode == Exclude::kReverseTypes) spec.reverse_etypes = {1, 0, 2, -1};
+      ASSERT_TRUE(ValidateEdgeSpec(spec, book).ok()) << ValidateEdgeSpec(spec, book);
+      std::vector<int64_t> eids;
+      for (int r : {0, 2, 3}) {
+        if (r == 3 && mode == Exclude::kReverseTypes) continue;
+        for (int64_t i = 0; i < book.NumEdgesOfType(r); ++i)
+          eids.push_back(book.MapToHomoEid(r, i));
+      }
+      std::shuffle(eids.begin(), eids.end(), std::mt19937(static_cast<int>(mode)));
+      std::multiset<int64_t> positives;
+      std::vector<std::map<int64_t, int64_t>> negatives(R);  // Per relation: orig dst -> draws.
+      for (size_t start = 0; start < eids.size(); start += 5) {
+        std::span<const int64_t> batch_eids(eids.data() + start,
+                                            std::min<size_t>(5, eids.size() - start));
+        auto batch = SampleHeteroEdgeBatch(*store, batch_eids, spec, 100 + start);
+        ASSERT_TRUE(batch.ok()) << batch.status();
+        const HeteroEdgeBatch& b = *batch;
+        EXPECT_EQ(b.eids, std::vector<int64_t>(batch_eids.begin(), batch_eids.end()));
+        // Blocks: real edges, chained, none excluded, fanout -1 filled.
+        std::set<int64_t> excluded;
+        for (int64_t e : batch_eids) {
+          if (mode == Exclude::kNone) break;
+          excluded.insert(e);
+          if (mode == Exclude::kReverseId) excluded.insert(reverse[e]);
+          if (mode == Exclude::kReverseTypes) {
+            auto [r, id] = book.MapToPerEtype(e);
+            excluded.insert(book.MapToHomoEid(spec.reverse_etypes[r], id));
+          }
+        }
+        CheckHeteroBatch(
+            *store, b.mini, [](size_t, int) { return int64_t{-1}; }, excluded);
+        // The pair graphs' nodes: the last block's dst nodes, ascending per type.
+        const auto& nodes = b.mini.blocks.back().dst_nodes;
+        ASSERT_EQ(static_cast<int>(nodes.size()), T);
+        for (int t = 0; t < T; ++t) EXPECT_TRUE(std::is_sorted(nodes[t].begin(), nodes[t].end()));
+        ASSERT_EQ(static_cast<int>(b.positive.edges.size()), R);
+        ASSERT_EQ(static_cast<int>(b.negative.edges.size()), R);
+        size_t batch_positives = 0;
+        for (int r = 0; r < R; ++r) {
+          const EdgeType& et = book.etypes()[r];
+          const int s = *book.NodeTypeId(et.src_type), d = *book.NodeTypeId(et.dst_type);
+          const PairGraph& pos = b.positive.edges[r];
+          const PairGraph& neg = b.negative.edges[r];
+          ASSERT_EQ(pos.src.size(), b.relation_eids[r].size()) << et.Canonical();
+          ASSERT_EQ(pos.dst.size(), pos.src.size());
+          ASSERT_EQ(neg.src.size(), k * pos.src.size()) << et.Canonical();
+          ASSERT_EQ(neg.dst.size(), neg.src.size());
+          batch_positives += pos.src.size();
+          // An endpoint in original ids: index -> per-type id -> new id -> input id.
+          auto orig = [&](int t, int64_t index) {
+            EXPECT_LT(index, static_cast<int64_t>(nodes[t].size()));
+            return map->orig_nid[book.MapToHomoNid(t, nodes[t][index])];
+          };
+          for (size_t i = 0; i < pos.src.size(); ++i) {
+            int64_t homo = book.MapToHomoEid(r, b.relation_eids[r][i]);
+            positives.insert(homo);
+            // The input's edge: its relation and endpoints.
+            int64_t in_eid = map->orig_eid[homo];
+            EXPECT_EQ(sampling::typed_test::RelationOf(input, in_eid), r);
+            EXPECT_EQ(orig(s, pos.src[i]), in_src[in_eid]) << et.Canonical() << " edge " << homo;
+            EXPECT_EQ(orig(d, pos.dst[i]), in_dst[in_eid]) << et.Canonical() << " edge " << homo;
+            for (size_t j = i * k; j < (i + 1) * k; ++j) {
+              EXPECT_EQ(neg.src[j], pos.src[i]) << "a negative keeps its edge's source";
+              int64_t v = orig(d, neg.dst[j]);
+              EXPECT_GE(v, input.ntype_offsets[d]) << et.Canonical() << ": not a " << et.dst_type;
+              EXPECT_LT(v, input.ntype_offsets[d + 1])
+                  << et.Canonical() << ": not a " << et.dst_type;
+              ++negatives[r][v];
+            }
+          }
+        }
+        EXPECT_EQ(batch_positives, batch_eids.size());
+      }
+      // Every edge exactly once per epoch.
+      EXPECT_EQ(positives, std::multiset<int64_t>(eids.begin(), eids.end()));
+      // Negatives are uniform over the destination type, unlike the positives
+      // (i0 ends 4 of the 10 buys edges, i2 one; u0 3 of the 7 follows edges;
+      // t0 4 of the 6 has edges): each node draws about its share.
+      for (int r : {0, 2, 3}) {
+        if (r == 3 && mode == Exclude::kReverseTypes) continue;
+        const int d = *book.NodeTypeId(book.etypes()[r].dst_type);
+        const int64_t count = input.ntype_offsets[d + 1] - input.ntype_offsets[d];
+        const double share = static_cast<double>(k * book.NumEdgesOfType(r)) / count;
+        ASSERT_EQ(static_cast<int64_t>(negatives[r].size()), count) << book.etypes()[r].Canonical();
+        for (const auto& [v, draws] : negatives[r]) {
+          EXPECT_GT(draws, 0.7 * share) << book.etypes()[r].Canonical() << " node " << v;
+          EXPECT_LT(draws, 1.3 * share) << book.etypes()[r].Canonical() << " node " << v;
+        }
+      }
+    }
+    // A has edge under reverse_types, has having no reverse: an error naming it.
+    EdgeSpec spec{.neighbors = {.fanouts = {1}},
+                  .exclude = Exclude::kReverseTypes,
+                  .reverse_etypes = {1, 0, 2, -1}};
+    std::vector<int64_t> one = {book.MapToHomoEid(0, 0), book.MapToHomoEid(3, 1)};
+    auto bad = SampleHeteroEdgeBatch(*store, one, spec, 1);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("relation item:has:tag"), std::string::npos)
+        << bad.status();
+    EXPECT_NE(bad.status().message().find("no reverse relation"), std::string::npos);
+  }
+}
+
+// reverse_types needs one entry per relation, each reverse going the other
+// way with as many edges; errors name the relations.
+TEST_F(HeteroLoaderTest, ReverseTypesAreCheckedAgainstTheBook) {
+  auto store = kv::LocalKvStore::Open(*one_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const PartitionBook& book = (*store)->book();
+  EdgeSpec spec{.neighbors = {.fanouts = {2}}, .exclude = Exclude::kReverseTypes};
+  auto message = [&](const PartitionBook& b) {
+    Status status = ValidateEdgeSpec(spec, b);
+    EXPECT_FALSE(status.ok());
+    return std::string(status.message());
+  };
+  spec.reverse_etypes = {1, 0};
+  EXPECT_NE(message(book).find("one reverse relation per relation (4), got 2"), std::string::npos);
+  spec.reverse_etypes = {2, 0, 2, -1};  // buys reversed by follows: user -> user.
+  EXPECT_NE(message(book).find("relation user:follows:user cannot be the reverse of relation "
+                               "user:buys:item: the reverse must go from item to user"),
+            std::string::npos)
+      << message(book);
+  spec.reverse_etypes = {1, 0, 2, 7};
+  EXPECT_NE(message(book).find("the reverse of relation item:has:tag is relation id 7"),
+            std::string::npos);
+  spec.reverse_etypes = {1, 0, 2, -1};
+  EXPECT_TRUE(ValidateEdgeSpec(spec, book).ok());
+  // A book whose bought-by has one edge fewer than buys.
+  TypeLayout layout = book.layout();
+  layout.edge_counts[1] -= 1;
+  auto shorter = PartitionBook::CreateTyped(layout, 0);
+  ASSERT_TRUE(shorter.ok()) << shorter.status();
+  EXPECT_NE(message(*shorter).find("relation user:buys:item has 10 edges but its reverse "
+                                   "item:bought-by:user has 9"),
+            std::string::npos)
+      << message(*shorter);
+  spec.exclude = Exclude::kSelf;
+  EXPECT_NE(message(book).find("reverse_etypes given, but exclude is not reverse_types"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -58,8 +58,8 @@ Status ValidateNeighborSpec(const NeighborSpec& spec, const PartitionBook& book)
     for (size_t r = 0; r < relations; ++r) {
       if (layer[r] < -1) {
         return absl::InvalidArgumentError(
-            fmt::format("fanout {} of relation {} in layer {}: must be -1 (all) or >= 0",
-                        layer[r], RelationName(book, r), l));
+            fmt::format("fanout {} of relation {} in layer {}: must be -1 (all) or >= 0", layer[r],
+                        RelationName(book, r), l));
       }
     }
   }
@@ -143,14 +143,15 @@ Status ValidateEdgeSpec(const EdgeSpec& spec, const PartitionBook& book) {
         fmt::format("{} negatives per edge: must be 0 or more", spec.negatives));
   }
   if (spec.negatives > 0) {
-    if (num_nodes == 0) return absl::InvalidArgumentError("negative sampling needs a graph with nodes");
+    if (num_nodes == 0)
+      return absl::InvalidArgumentError("negative sampling needs a graph with nodes");
     // Negatives are drawn from the destination type of each relation.
     for (int r = 0; r < book.num_etypes(); ++r) {
       ASSIGN_OR_RETURN(int t, book.NodeTypeId(book.etypes()[r].dst_type));
       if (book.NumEdgesOfType(r) > 0 && book.NumNodesOfType(t) == 0) {
-        return absl::InvalidArgumentError(fmt::format(
-            "negative sampling for relation {}: its destination type has no nodes",
-            RelationName(book, r)));
+        return absl::InvalidArgumentError(
+            fmt::format("negative sampling for relation {}: its destination type has no nodes",
+                        RelationName(book, r)));
       }
     }
   }
@@ -170,23 +171,61 @@ Status ValidateEdgeSpec(const EdgeSpec& spec, const PartitionBook& book) {
   } else if (!spec.reverse_eids.empty()) {
     return absl::InvalidArgumentError("reverse_eids given, but exclude is not reverse_id");
   }
+  if (spec.exclude == Exclude::kReverseTypes) {
+    const int relations = book.num_etypes();
+    if (static_cast<int>(spec.reverse_etypes.size()) != relations) {
+      return absl::InvalidArgumentError(
+          fmt::format("exclude reverse_types needs one reverse relation per relation ({}), got {}",
+                      relations, spec.reverse_etypes.size()));
+    }
+    for (int r = 0; r < relations; ++r) {
+      const int rr = spec.reverse_etypes[r];
+      if (rr == -1) continue;
+      if (rr < 0 || rr >= relations) {
+        return absl::InvalidArgumentError(
+            fmt::format("the reverse of relation {} is relation id {}, not one of 0 to {}",
+                        RelationName(book, r), rr, relations - 1));
+      }
+      const EdgeType& fwd = book.etypes()[r];
+      const EdgeType& rev = book.etypes()[rr];
+      if (rev.src_type != fwd.dst_type || rev.dst_type != fwd.src_type) {
+        return absl::InvalidArgumentError(fmt::format(
+            "relation {} cannot be the reverse of relation {}: the reverse must go from {} to {}",
+            rev.Canonical(), fwd.Canonical(), fwd.dst_type, fwd.src_type));
+      }
+      if (book.NumEdgesOfType(rr) != book.NumEdgesOfType(r)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "relation {} has {} edges but its reverse {} has {}: reverse_types pairs edge i of "
+            "one with edge i of the other",
+            fwd.Canonical(), book.NumEdgesOfType(r), rev.Canonical(), book.NumEdgesOfType(rr)));
+      }
+    }
+  } else if (!spec.reverse_etypes.empty()) {
+    return absl::InvalidArgumentError("reverse_etypes given, but exclude is not reverse_types");
+  }
   return absl::OkStatus();
 }
 
-StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
-                                    const EdgeSpec& spec, uint64_t seed) {
+namespace {
+
+// A batch's positive pairs and k negatives per edge, in homogeneous ids.
+struct Pairs {
+  std::vector<int64_t> src, dst;          // Endpoints of each edge.
+  std::vector<int64_t> neg_src, neg_dst;  // k per edge, in order.
+};
+
+// Each negative keeps the edge's source; its destination is uniform among
+// the nodes of the edge relation's destination type (DGL's Uniform on one
+// relation; on a one-type graph, among all nodes).
+StatusOr<Pairs> FindPairs(kv::KvStore& store, std::span<const int64_t> eids, int negatives,
+                          uint64_t seed) {
   const PartitionBook& book = store.book();
-  EdgeBatch batch;
-  batch.eids.assign(eids.begin(), eids.end());
-  size_t n = eids.size();
-  std::vector<int64_t> src(n), dst(n);
-  RETURN_IF_ERROR(store.FindEdges(eids, src.data(), dst.data()));
-  size_t k = static_cast<size_t>(spec.negatives);
-  std::vector<int64_t> neg_src(n * k), neg_dst(n * k);
+  const size_t n = eids.size(), k = static_cast<size_t>(negatives);
+  Pairs p{std::vector<int64_t>(n), std::vector<int64_t>(n), std::vector<int64_t>(n * k),
+          std::vector<int64_t>(n * k)};
+  RETURN_IF_ERROR(store.FindEdges(eids, p.src.data(), p.dst.data()));
   Rng rng(DeriveSeed(seed, 1000), /*stream=*/7);
   if (k > 0 && book.num_ntypes() > 1) {
-    // Each negative destination is a node of the edge's destination type,
-    // uniform among that type's nodes (DGL's Uniform on one relation).
     std::vector<int> dst_type(book.num_etypes());
     for (int r = 0; r < book.num_etypes(); ++r) {
       ASSIGN_OR_RETURN(dst_type[r], book.NodeTypeId(book.etypes()[r].dst_type));
@@ -199,27 +238,74 @@ StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t>
             "negative sampling for edge {}: type {} has no nodes", eids[i], book.ntypes()[t]));
       }
       for (size_t j = 0; j < k; ++j) {
-        neg_src[i * k + j] = src[i];
-        neg_dst[i * k + j] = book.MapToHomoNid(t, static_cast<int64_t>(rng.Below(count)));
+        p.neg_src[i * k + j] = p.src[i];
+        p.neg_dst[i * k + j] = book.MapToHomoNid(t, static_cast<int64_t>(rng.Below(count)));
       }
     }
   } else {
     uint64_t count = static_cast<uint64_t>(book.num_nodes());
     for (size_t i = 0; i < n; ++i) {
       for (size_t j = 0; j < k; ++j) {
-        neg_src[i * k + j] = src[i];
-        neg_dst[i * k + j] = static_cast<int64_t>(rng.Below(count));
+        p.neg_src[i * k + j] = p.src[i];
+        p.neg_dst[i * k + j] = static_cast<int64_t>(rng.Below(count));
       }
     }
   }
-  // The nodes of both pair graphs, sorted; pairs as indices into them.
+  return p;
+}
+
+// Every node of the pairs, sorted and distinct.
+std::vector<int64_t> PairNodes(const Pairs& p) {
   std::vector<int64_t> nodes;
-  nodes.reserve(2 * n + 2 * n * k);
-  for (const auto* v : {&src, &dst, &neg_src, &neg_dst}) {
+  nodes.reserve(2 * (p.src.size() + p.neg_src.size()));
+  for (const auto* v : {&p.src, &p.dst, &p.neg_src, &p.neg_dst}) {
     nodes.insert(nodes.end(), v->begin(), v->end());
   }
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+// The edges a batch keeps out of its blocks, sorted and distinct.
+StatusOr<std::vector<int64_t>> ExcludedEdges(const PartitionBook& book,
+                                             std::span<const int64_t> eids, const EdgeSpec& spec) {
+  std::vector<int64_t> exclude;
+  if (spec.exclude == Exclude::kNone) return exclude;
+  exclude.assign(eids.begin(), eids.end());
+  if (spec.exclude == Exclude::kReverseId) {
+    if (static_cast<int64_t>(spec.reverse_eids.size()) != book.num_edges()) {
+      return absl::InvalidArgumentError("exclude reverse_id: reverse_eids not validated");
+    }
+    for (int64_t e : eids) exclude.push_back(spec.reverse_eids[e]);
+  } else if (spec.exclude == Exclude::kReverseTypes) {
+    if (static_cast<int>(spec.reverse_etypes.size()) != book.num_etypes()) {
+      return absl::InvalidArgumentError("exclude reverse_types: reverse_etypes not validated");
+    }
+    for (int64_t e : eids) {
+      auto [r, id] = book.MapToPerEtype(e);
+      const int rr = spec.reverse_etypes[r];
+      if (rr < 0) {
+        return absl::InvalidArgumentError(
+            fmt::format("exclude reverse_types: relation {} (of edge {}) has no reverse relation",
+                        RelationName(book, r), e));
+      }
+      exclude.push_back(book.MapToHomoEid(rr, id));
+    }
+  }
+  std::sort(exclude.begin(), exclude.end());
+  exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
+  return exclude;
+}
+
+}  // namespace
+
+StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
+                                    const EdgeSpec& spec, uint64_t seed) {
+  EdgeBatch batch;
+  batch.eids.assign(eids.begin(), eids.end());
+  ASSIGN_OR_RETURN(Pairs p, FindPairs(store, eids, spec.negatives, seed));
+  // The nodes of both pair graphs, sorted; pairs as indices into them.
+  std::vector<int64_t> nodes = PairNodes(p);
   auto compact = [&](const std::vector<int64_t>& ids) {
     std::vector<int64_t> out(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -227,19 +313,50 @@ StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t>
     }
     return out;
   };
-  batch.positive = {compact(src), compact(dst)};
-  batch.negative = {compact(neg_src), compact(neg_dst)};
-  std::vector<int64_t> exclude;
-  if (spec.exclude != Exclude::kNone) {
-    exclude.assign(eids.begin(), eids.end());
-    if (spec.exclude == Exclude::kReverseId) {
-      for (int64_t e : eids) exclude.push_back(spec.reverse_eids[e]);
-    }
-    std::sort(exclude.begin(), exclude.end());
-    exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
-  }
+  batch.positive = {compact(p.src), compact(p.dst)};
+  batch.negative = {compact(p.neg_src), compact(p.neg_dst)};
+  ASSIGN_OR_RETURN(std::vector<int64_t> exclude, ExcludedEdges(store.book(), eids, spec));
   ASSIGN_OR_RETURN(batch.mini,
                    SampleBlocks(store, std::move(nodes), spec.neighbors, seed, exclude));
+  return batch;
+}
+
+StatusOr<HeteroEdgeBatch> SampleHeteroEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
+                                                const EdgeSpec& spec, uint64_t seed) {
+  const PartitionBook& book = store.book();
+  ASSIGN_OR_RETURN(Pairs p, FindPairs(store, eids, spec.negatives, seed));
+  std::vector<int64_t> nodes = PairNodes(p);
+  // Per type, the per-type ids of the pair nodes: ascending, as homogeneous
+  // ids are within a type, and so the seed order SampleHeteroBlocks keeps.
+  std::vector<std::vector<int64_t>> typed(book.num_ntypes());
+  for (int64_t v : nodes) {
+    auto [t, id] = book.MapToPerNtype(v);
+    typed[t].push_back(id);
+  }
+  auto local = [&](int64_t v) {
+    auto [t, id] = book.MapToPerNtype(v);
+    return std::lower_bound(typed[t].begin(), typed[t].end(), id) - typed[t].begin();
+  };
+  const size_t R = static_cast<size_t>(book.num_etypes());
+  const size_t k = static_cast<size_t>(spec.negatives);
+  HeteroEdgeBatch batch;
+  batch.eids.assign(eids.begin(), eids.end());
+  batch.relation_eids.resize(R);
+  batch.positive.edges.resize(R);
+  batch.negative.edges.resize(R);
+  for (size_t i = 0; i < eids.size(); ++i) {
+    auto [r, id] = book.MapToPerEtype(eids[i]);
+    batch.relation_eids[r].push_back(id);
+    batch.positive.edges[r].src.push_back(local(p.src[i]));
+    batch.positive.edges[r].dst.push_back(local(p.dst[i]));
+    for (size_t j = i * k; j < (i + 1) * k; ++j) {
+      batch.negative.edges[r].src.push_back(local(p.neg_src[j]));
+      batch.negative.edges[r].dst.push_back(local(p.neg_dst[j]));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> exclude, ExcludedEdges(book, eids, spec));
+  ASSIGN_OR_RETURN(batch.mini,
+                   SampleHeteroBlocks(store, std::move(nodes), spec.neighbors, seed, exclude));
   return batch;
 }
 

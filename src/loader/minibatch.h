@@ -17,6 +17,9 @@
 //     compacted together, are the seeds of the blocks. The batch's own edges
 //     (or they and their reverse edges) can be excluded from sampling; the
 //     fanout is still filled.
+//   SampleHeteroEdgeBatch: the same on a typed graph (DGL's EdgeCollator on
+//     a heterograph): pair graphs by relation over the batch's nodes by
+//     type, HeteroBlocks.
 //
 // Fanouts on a typed graph (more than one relation) are per relation, as in
 // DGL: an int fanout f samples up to f in-edges of each relation of a seed
@@ -94,14 +97,24 @@ StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kv::KvStore& store, std::vector<int
                                              const NeighborSpec& spec, uint64_t seed,
                                              std::span<const int64_t> exclude = {});
 
-enum class Exclude { kNone, kSelf, kReverseId };
+// What a batch's edges keep out of its blocks (DGL's exclude): nothing, the
+// batch's edges, they and their reverse edges by id (reverse_id) or by
+// relation (reverse_types).
+enum class Exclude { kNone, kSelf, kReverseId, kReverseTypes };
 
 struct EdgeSpec {
   NeighborSpec neighbors;
   int negatives = 0;  // Uniform negatives per positive edge; 0: none.
   Exclude exclude = Exclude::kNone;
-  // kReverseId: reverse_eids[e] is the reverse edge of e (one per edge).
+  // kReverseId: reverse_eids[e] is the reverse edge of e (one per edge,
+  // homogeneous ids).
   std::vector<int64_t> reverse_eids;
+  // kReverseTypes (DGL's reverse_etypes): one entry per relation of the
+  // book; the reverse of edge i of relation r is edge i (per-relation id) of
+  // relation reverse_etypes[r], whose endpoint types are r's swapped and
+  // whose edge count is r's. -1: r has no reverse (a batch holding an edge of
+  // r is an error naming it).
+  std::vector<int> reverse_etypes;
 };
 
 // Pairs as indices into EdgeBatch::blocks' seeds (batch.mini.seeds).
@@ -116,12 +129,42 @@ struct EdgeBatch {
   MiniBatch mini;             // mini.seeds: every node of both pair graphs, sorted.
 };
 
-// Checks an edge spec against the graph (fanouts, reverse_eids' length and
-// range).
+// Checks an edge spec against the graph (fanouts, negatives, reverse_eids'
+// length and range, reverse_etypes' length and each reverse relation's
+// endpoint types and edge count); errors name the relations.
 Status ValidateEdgeSpec(const EdgeSpec& spec, const PartitionBook& book);
 
+// `eids`: homogeneous edge ids; `spec` passed ValidateEdgeSpec.
 StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
                                     const EdgeSpec& spec, uint64_t seed);
+
+// Pair graphs of a typed batch: per relation id, pairs as indices into the
+// batch's nodes of the relation's source type (src) and destination type
+// (dst), i.e. into mini.blocks.back().dst_nodes[type].
+struct HeteroPairGraph {
+  std::vector<PairGraph> edges;  // One entry per relation of the book.
+};
+
+struct HeteroEdgeBatch {
+  std::vector<int64_t> eids;  // The positive edges (homogeneous ids), in batch order.
+  // Per relation id: the per-relation ids of its positive edges, in batch
+  // order; positive.edges[r] pairs them one for one.
+  std::vector<std::vector<int64_t>> relation_eids;
+  HeteroPairGraph positive;
+  // negatives pairs per positive edge of each relation, k in a row, in the
+  // order of relation_eids[r]: the source kept, the destination uniform over
+  // the relation's destination type.
+  HeteroPairGraph negative;
+  // mini.blocks.back().dst_nodes[t]: every node of type t of both pair
+  // graphs, per-type ids ascending; mini.seeds: the same nodes in
+  // homogeneous ids, ascending.
+  HeteroMiniBatch mini;
+};
+
+// `eids`: homogeneous edge ids of any relations; `spec` passed
+// ValidateEdgeSpec and samples in-edges.
+StatusOr<HeteroEdgeBatch> SampleHeteroEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
+                                                const EdgeSpec& spec, uint64_t seed);
 
 // The seed of stream `index` derived from `seed` (batches of an epoch,
 // layers of a batch).
