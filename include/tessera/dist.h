@@ -361,8 +361,8 @@ struct Block {
 // dst_nodes. Types and relations in the partition book's id order.
 struct HeteroBlock {
   struct Relation {
-    torch::Tensor src, dst;  // int64 [num_edges]: block-local indices.
-    torch::Tensor eids;      // int64: per-relation edge ids.
+    torch::Tensor src, dst;   // int64 [num_edges]: block-local indices.
+    torch::Tensor eids;       // int64: per-relation edge ids.
     torch::Tensor homo_eids;  // int64: homogeneous edge ids.
   };
   std::vector<std::string> ntypes;
@@ -371,8 +371,8 @@ struct HeteroBlock {
   std::vector<torch::Tensor> homo_src_nodes;        // Per type: homogeneous ids of src_nodes.
   std::vector<Relation> edges;                      // Per relation id.
 
-  int ntype_id(const std::string& ntype) const;   // Error if unknown.
-  int etype_id(const std::string& etype) const;   // Error if unknown or ambiguous.
+  int ntype_id(const std::string& ntype) const;  // Error if unknown.
+  int etype_id(const std::string& etype) const;  // Error if unknown or ambiguous.
   int64_t num_src_nodes(const std::string& ntype) const;
   int64_t num_dst_nodes(const std::string& ntype) const;
   int64_t num_edges(const std::string& etype) const;
@@ -416,6 +416,41 @@ struct EdgeMiniBatch {
   std::vector<Block> blocks;
 };
 
+// The pair graph of a typed link-prediction batch (DGL's heterograph
+// pair_graph): per node type, the batch's nodes (every endpoint of the
+// positive and negative pairs, per-type ids ascending; the last block's
+// dst_nodes); per relation, pairs as indices into its source type's and its
+// destination type's nodes. Types and relations in the book's id order.
+struct HeteroPairGraph {
+  struct Relation {
+    torch::Tensor src, dst;  // int64 [num_pairs]: indices into nodes[src type] / nodes[dst type].
+    // Positive graph: the per-relation edge id of each pair (DGL's
+    // edata[EID]); negative graph: empty.
+    torch::Tensor eids;
+  };
+  std::vector<std::string> ntypes;
+  std::vector<EdgeType> canonical_etypes;
+  std::vector<torch::Tensor> nodes;  // Per type: per-type ids (DGL's ndata[NID]).
+  std::vector<Relation> edges;       // Per relation id.
+
+  int64_t num_nodes(const std::string& ntype) const;  // Error if unknown.
+  int64_t num_edges(const std::string& etype) const;  // Error if unknown or ambiguous.
+  int64_t num_edges() const;                          // All relations.
+  const Relation& edges_of(const std::string& etype) const;
+};
+
+// Link prediction on a heterograph (DGL's DistEdgeDataLoader with dict
+// eids): the positive pairs are the batch's edges by relation, the negative
+// pairs k per positive edge of each relation, in order (the source kept,
+// the destination uniform over the relation's destination type); both over
+// the same nodes, which are the seeds of the blocks.
+struct HeteroEdgeMiniBatch {
+  std::map<std::string, torch::Tensor> input_nodes;  // blocks.front().src_nodes by type.
+  HeteroPairGraph positive;
+  HeteroPairGraph negative;         // No pairs without negatives.
+  std::vector<HeteroBlock> blocks;  // Input layer first; blocks.back().dst_nodes == nodes.
+};
+
 struct LoaderOptions {
   int64_t batch_size = 1;
   bool shuffle = false;
@@ -427,10 +462,28 @@ struct LoaderOptions {
   double timeout_s = 600;    // Longest wait for one batch (<= 0: no limit).
 };
 
+// Link prediction (DGL's EdgeCollator arguments). A batch's excluded edges
+// are never sampled into its blocks (the fanout is still filled from the
+// others).
 struct EdgeLoaderOptions {
-  int negatives = 0;             // Uniform negative destinations per edge.
-  std::string exclude = "none";  // "none", "self" (the batch's edges), "reverse_id".
-  torch::Tensor reverse_eids;    // reverse_id: reverse_eids[e] is the reverse of edge e.
+  int negatives = 0;  // Uniform negative destinations per edge (of its relation's dst type).
+  // "none"; "self": the batch's edges; "reverse_id": they and their reverse
+  // edges by id (reverse_eids); "reverse_types": they and their reverse
+  // edges by relation (reverse_etypes).
+  std::string exclude = "none";
+  // reverse_id: reverse_eids[e] is the reverse of edge e (homogeneous ids,
+  // one per edge of the graph).
+  torch::Tensor reverse_eids;
+  // reverse_id on a heterograph, instead of reverse_eids (DGL's dict): per
+  // relation (name or "src:rel:dst"), one entry per edge of the relation:
+  // the per-relation id of its reverse, in the same relation. Every relation
+  // of the loader's eids must be given.
+  std::map<std::string, torch::Tensor> typed_reverse_eids;
+  // reverse_types: relation -> its reverse relation (names or "src:rel:dst");
+  // the reverse of edge i of a relation is edge i (per-relation id) of its
+  // reverse, whose endpoint types must be swapped and edge count equal.
+  // Every relation of the loader's eids must be given.
+  std::map<std::string, std::string> reverse_etypes;
 };
 
 // Range-for iteration over one epoch of batches (each begin() starts the
@@ -536,13 +589,27 @@ class DistHeteroNodeDataLoader : public BatchLoader<HeteroMiniBatch> {
                            NeighborSampler sampler, LoaderOptions options = {});
 };
 
-// Link prediction batches (dgl.distributed.DistEdgeDataLoader) over `eids`.
-// On a heterograph the negatives of an edge are nodes of its relation's
-// destination type.
+// Link prediction batches (dgl.distributed.DistEdgeDataLoader) over `eids`
+// (homogeneous ids, homogeneous blocks). On a heterograph the negatives of
+// an edge are nodes of its relation's destination type; for typed pair
+// graphs and blocks see DistHeteroEdgeDataLoader.
 class DistEdgeDataLoader : public BatchLoader<EdgeMiniBatch> {
  public:
   DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids, NeighborSampler sampler,
                      LoaderOptions options = {}, EdgeLoaderOptions edge_options = {});
+};
+
+// Link prediction on a heterograph (DGL's DistEdgeDataLoader with
+// {etype: eids}): batches of the typed edges (relations shuffled together),
+// heterogeneous pair graphs and blocks. Relations by name (plain when
+// unambiguous) or "src:rel:dst"; ids per relation. Error (naming the
+// relation) for an unknown or ambiguous relation, an id out of its
+// relation's range, a missing or mismatched reverse; edge_dir must be "in".
+class DistHeteroEdgeDataLoader : public BatchLoader<HeteroEdgeMiniBatch> {
+ public:
+  DistHeteroEdgeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& eids,
+                           NeighborSampler sampler, LoaderOptions options = {},
+                           EdgeLoaderOptions edge_options = {});
 };
 
 // Any dataset (dgl.distributed.DistDataLoader): batches of rows of

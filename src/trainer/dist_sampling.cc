@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <random>
+#include <set>
 
 #include "fmt/format.h"
 #include "include/tessera/dist.h"
@@ -56,12 +57,12 @@ std::vector<int64_t> RelationFanouts(const PartitionBook& book, const FanoutMap&
   for (const auto& [name, f] : fanout) {
     int r = ValueOrThrow(book.EdgeTypeId(name), what);
     if (given[r]) {
-      throw Error(fmt::format("{}: relation {} is given twice", what,
-                              book.etypes()[r].Canonical()));
+      throw Error(
+          fmt::format("{}: relation {} is given twice", what, book.etypes()[r].Canonical()));
     }
     if (f < -1) {
-      throw Error(fmt::format("{}: fanout {} of relation {}: must be -1 (all) or >= 0", what, f,
-                              name));
+      throw Error(
+          fmt::format("{}: fanout {} of relation {}: must be -1 (all) or >= 0", what, f, name));
     }
     given[r] = true;
     out[r] = f;
@@ -71,9 +72,10 @@ std::vector<int64_t> RelationFanouts(const PartitionBook& book, const FanoutMap&
     if (!given[r]) missing.push_back(book.etypes()[r].Canonical());
   }
   if (!missing.empty()) {
-    throw Error(fmt::format("{}: no fanout for relation{} {} (DGL needs every relation's; give 0 "
-                            "for none)",
-                            what, missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")));
+    throw Error(
+        fmt::format("{}: no fanout for relation{} {} (DGL needs every relation's; give 0 "
+                    "for none)",
+                    what, missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")));
   }
   return out;
 }
@@ -151,7 +153,8 @@ sampling::SampledEdges SampleHomo(const DistGraph& g, const torch::Tensor& flat,
     exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
   }
   const PartitionBook& book = g.partition_book();
-  if (etype_fanouts.empty() && book.num_etypes() > 1) etype_fanouts.assign(book.num_etypes(), fanout);
+  if (etype_fanouts.empty() && book.num_etypes() > 1)
+    etype_fanouts.assign(book.num_etypes(), fanout);
   kv::SampleRequest request{.fanout = fanout,
                             .dir = ParseEdgeDir(options.edge_dir),
                             .replace = options.replace,
@@ -166,17 +169,33 @@ Subgraph ToSubgraph(sampling::SampledEdges&& edges) {
   return {Owned(std::move(edges.src)), Owned(std::move(edges.dst)), Owned(std::move(edges.eid))};
 }
 
-// {ntype: per-type ids} -> homogeneous ids, types in the book's order.
-torch::Tensor HomoSeeds(const DistGraph& g, const std::map<std::string, torch::Tensor>& seeds,
-                        const std::string& what) {
-  std::vector<std::pair<int, torch::Tensor>> typed;
-  for (const auto& [ntype, ids] : seeds) {
-    int t = g.get_ntype_id(ntype);
-    typed.emplace_back(t, g.map_to_homo_nid(AsIds(ids, what), ntype));
+// The relation id of a name (plain or "src:rel:dst"); Error naming it if
+// it is unknown or ambiguous.
+int RelationId(const PartitionBook& book, const std::string& etype, const std::string& what) {
+  return ValueOrThrow(book.EdgeTypeId(etype), what);
+}
+
+// {type: per-type ids} -> homogeneous ids, types in the book's order: node
+// types (`node`) or relations. Errors name the type.
+torch::Tensor HomoIds(const DistGraph& g, const std::map<std::string, torch::Tensor>& ids,
+                      bool node, const std::string& what) {
+  const PartitionBook& book = g.partition_book();
+  std::map<int, torch::Tensor> typed;
+  for (const auto& [type, per] : ids) {
+    int t = node ? ValueOrThrow(book.NodeTypeId(type), what) : RelationId(book, type, what);
+    if (typed.count(t)) {
+      throw Error(
+          fmt::format("{}: relation {} is given twice", what, book.etypes()[t].Canonical()));
+    }
+    try {
+      typed[t] = node ? g.map_to_homo_nid(AsIds(per, what), type)
+                      : g.map_to_homo_eid(AsIds(per, what), type);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", what, e.what()));
+    }
   }
-  std::sort(typed.begin(), typed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<torch::Tensor> parts;
-  for (auto& [t, ids] : typed) parts.push_back(ids);
+  for (auto& [t, homo] : typed) parts.push_back(homo);
   return parts.empty() ? torch::empty({0}, torch::kInt64) : torch::cat(parts);
 }
 
@@ -193,7 +212,8 @@ HeteroSubgraph ToHetero(const PartitionBook& book, const sampling::SampledEdges&
     eid[r].push_back(e);
   }
   for (int r = 0; r < R; ++r) {
-    out.edges.push_back({Owned(std::move(src[r])), Owned(std::move(dst[r])), Owned(std::move(eid[r]))});
+    out.edges.push_back(
+        {Owned(std::move(src[r])), Owned(std::move(dst[r])), Owned(std::move(eid[r]))});
   }
   return out;
 }
@@ -215,7 +235,7 @@ HeteroSubgraph sample_neighbors(const DistGraph& g,
                                 const std::map<std::string, torch::Tensor>& seeds, int64_t fanout,
                                 const SampleOptions& options) {
   sampling::SampledEdges edges =
-      SampleHomo(g, HomoSeeds(g, seeds, "sample_neighbors"), fanout, {}, options);
+      SampleHomo(g, HomoIds(g, seeds, true, "sample_neighbors"), fanout, {}, options);
   return ToHetero(g.partition_book(), edges);
 }
 
@@ -224,7 +244,7 @@ HeteroSubgraph sample_neighbors(const DistGraph& g,
                                 const FanoutMap& fanout, const SampleOptions& options) {
   std::vector<int64_t> per = RelationFanouts(g.partition_book(), fanout, "sample_neighbors");
   sampling::SampledEdges edges =
-      SampleHomo(g, HomoSeeds(g, seeds, "sample_neighbors"), -1, std::move(per), options);
+      SampleHomo(g, HomoIds(g, seeds, true, "sample_neighbors"), -1, std::move(per), options);
   return ToHetero(g.partition_book(), edges);
 }
 
@@ -251,7 +271,7 @@ EdgeSubgraph edge_subgraph(const DistGraph& g, const torch::Tensor& eids) {
 }
 
 std::pair<torch::Tensor, torch::Tensor> DistGraph::find_edges(const torch::Tensor& eids,
-                                                             const std::string& etype) const {
+                                                              const std::string& etype) const {
   auto [src, dst] = find_edges(map_to_homo_eid(AsIds(eids, "find_edges"), etype));
   return {map_to_per_ntype(src).second, map_to_per_ntype(dst).second};
 }
@@ -273,8 +293,8 @@ torch::Tensor RelationDegrees(const DistGraph& g, const torch::Tensor& nids,
   torch::Tensor unique = std::get<0>(torch::_unique(homo, /*sorted=*/true));
   std::vector<int64_t> per(book.num_etypes(), 0);
   per[r] = -1;
-  sampling::SampledEdges edges = SampleHomo(g, unique, -1, std::move(per),
-                                            {.edge_dir = in ? "in" : "out", .seed = 0});
+  sampling::SampledEdges edges =
+      SampleHomo(g, unique, -1, std::move(per), {.edge_dir = in ? "in" : "out", .seed = 0});
   std::vector<int64_t>& side = in ? edges.dst : edges.src;
   torch::Tensor at = torch::searchsorted(unique, Owned(std::move(side)));
   torch::Tensor counts = torch::bincount(at, {}, unique.size(0));
@@ -310,9 +330,25 @@ HeteroBlock ToTorch(const PartitionBook& book, sampling::HeteroBlock&& b) {
     out.homo_src_nodes.push_back(Owned(std::move(b.homo_src_nodes[t])));
   }
   for (sampling::HeteroBlockEdges& e : b.edges) {
-    out.edges.push_back({Owned(std::move(e.src)), Owned(std::move(e.dst)),
-                         Owned(std::move(e.eids)), Owned(std::move(e.homo_eids))});
+    out.edges.push_back({Owned(std::move(e.src)), Owned(std::move(e.dst)), Owned(std::move(e.eids)),
+                         Owned(std::move(e.homo_eids))});
   }
+  return out;
+}
+
+std::vector<HeteroBlock> ToTorch(const PartitionBook& book,
+                                 std::vector<sampling::HeteroBlock>&& blocks) {
+  std::vector<HeteroBlock> out;
+  for (sampling::HeteroBlock& b : blocks) out.push_back(ToTorch(book, std::move(b)));
+  return out;
+}
+
+// The first block's source nodes by type (the nodes whose features the
+// model reads).
+std::map<std::string, torch::Tensor> InputNodes(const PartitionBook& book,
+                                                const std::vector<HeteroBlock>& blocks) {
+  std::map<std::string, torch::Tensor> out;
+  for (int t = 0; t < book.num_ntypes(); ++t) out[book.ntypes()[t]] = blocks.front().src_nodes[t];
   return out;
 }
 
@@ -388,100 +424,256 @@ int ResolveWorkers(const LoaderOptions& options) {
 
 }  // namespace internal
 
+namespace {
+
+// The batches of `plan`: batch b of epoch e is make(its ids, its seed), the
+// same whichever thread samples it.
+template <typename T, typename Make>
+std::function<typename loader::Pipeline<T>::Produce(int64_t)> EpochBatches(
+    std::shared_ptr<const loader::EpochPlan> plan, Make make) {
+  return [plan, make](int64_t epoch) -> typename loader::Pipeline<T>::Produce {
+    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
+    return [plan, make, order, epoch](int64_t b) -> StatusOr<T> {
+      return make(plan->Batch(*order, b), plan->BatchSeed(epoch, b));
+    };
+  };
+}
+
+}  // namespace
+
 DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids,
                                        NeighborSampler sampler, LoaderOptions options) {
   auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
   auto plan = internal::MakePlan(ToVector(nids, "DistNodeDataLoader nids"), options);
-  Init(plan->num_batches(), options, [g, spec, plan](int64_t epoch) -> Produce {
-    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
-    return [g, spec, plan, order, epoch](int64_t b) -> StatusOr<MiniBatch> {
-      std::vector<int64_t> seeds = plan->Batch(*order, b);
-      ASSIGN_OR_RETURN(
-          loader::MiniBatch mb,
-          loader::SampleBlocks(g.store(), std::move(seeds), *spec, plan->BatchSeed(epoch, b)));
-      MiniBatch out;
-      out.seeds = Owned(std::move(mb.seeds));
-      out.blocks = ToTorch(std::move(mb.blocks));
-      out.input_nodes = out.blocks.front().src_nodes;  // The same tensor, no copy.
-      return out;
-    };
-  });
+  auto make = [g, spec](std::vector<int64_t> seeds, uint64_t seed) -> StatusOr<MiniBatch> {
+    ASSIGN_OR_RETURN(loader::MiniBatch mb,
+                     loader::SampleBlocks(g.store(), std::move(seeds), *spec, seed));
+    MiniBatch out;
+    out.seeds = Owned(std::move(mb.seeds));
+    out.blocks = ToTorch(std::move(mb.blocks));
+    out.input_nodes = out.blocks.front().src_nodes;  // The same tensor, no copy.
+    return out;
+  };
+  Init(plan->num_batches(), options, EpochBatches<MiniBatch>(plan, std::move(make)));
 }
 
-DistHeteroNodeDataLoader::DistHeteroNodeDataLoader(
-    const DistGraph& g, const std::map<std::string, torch::Tensor>& nids, NeighborSampler sampler,
-    LoaderOptions options) {
+DistHeteroNodeDataLoader::DistHeteroNodeDataLoader(const DistGraph& g,
+                                                   const std::map<std::string, torch::Tensor>& nids,
+                                                   NeighborSampler sampler, LoaderOptions options) {
   auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
   if (spec->dir != sampling::EdgeDir::kIn) {
-    throw Error("DistNodeDataLoader with typed seeds: edge_dir must be \"in\" (for out-edges, "
-                "sample the reverse relations)");
+    throw Error(
+        "DistNodeDataLoader with typed seeds: edge_dir must be \"in\" (for out-edges, "
+        "sample the reverse relations)");
   }
   if (nids.empty()) throw Error("DistNodeDataLoader: no seed types given");
   auto plan = internal::MakePlan(
-      ToVector(HomoSeeds(g, nids, "DistNodeDataLoader nids"), "DistNodeDataLoader nids"), options);
-  Init(plan->num_batches(), options, [g, spec, plan](int64_t epoch) -> Produce {
-    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
-    return [g, spec, plan, order, epoch](int64_t b) -> StatusOr<HeteroMiniBatch> {
-      const PartitionBook& book = g.partition_book();
-      std::vector<int64_t> seeds = plan->Batch(*order, b);
-      ASSIGN_OR_RETURN(loader::HeteroMiniBatch mb,
-                       loader::SampleHeteroBlocks(g.store(), std::move(seeds), *spec,
-                                                  plan->BatchSeed(epoch, b)));
-      HeteroMiniBatch out;
-      for (sampling::HeteroBlock& block : mb.blocks) out.blocks.push_back(ToTorch(book, std::move(block)));
-      const HeteroBlock& first = out.blocks.front();
-      const HeteroBlock& last = out.blocks.back();
-      for (int t = 0; t < book.num_ntypes(); ++t) {
-        out.input_nodes[book.ntypes()[t]] = first.src_nodes[t];
-        out.seeds[book.ntypes()[t]] = last.dst_nodes[t];
-      }
-      return out;
-    };
-  });
+      ToVector(HomoIds(g, nids, true, "DistNodeDataLoader nids"), "DistNodeDataLoader nids"),
+      options);
+  auto make = [g, spec](std::vector<int64_t> seeds, uint64_t seed) -> StatusOr<HeteroMiniBatch> {
+    const PartitionBook& book = g.partition_book();
+    ASSIGN_OR_RETURN(loader::HeteroMiniBatch mb,
+                     loader::SampleHeteroBlocks(g.store(), std::move(seeds), *spec, seed));
+    HeteroMiniBatch out;
+    out.blocks = ToTorch(book, std::move(mb.blocks));
+    out.input_nodes = InputNodes(book, out.blocks);
+    for (int t = 0; t < book.num_ntypes(); ++t) {
+      out.seeds[book.ntypes()[t]] = out.blocks.back().dst_nodes[t];
+    }
+    return out;
+  };
+  Init(plan->num_batches(), options, EpochBatches<HeteroMiniBatch>(plan, std::move(make)));
 }
+
+namespace {
+
+// reverse_id per relation (DGL's dict) as one homogeneous reverse per edge;
+// the edges of relations not given are their own reverse (excluded anyway).
+std::vector<int64_t> TypedReverseEids(const PartitionBook& book,
+                                      const std::map<std::string, torch::Tensor>& typed,
+                                      const std::string& what) {
+  std::vector<int64_t> out(static_cast<size_t>(book.num_edges()));
+  for (int64_t e = 0; e < book.num_edges(); ++e) out[e] = e;
+  std::set<int> given;
+  for (const auto& [etype, ids] : typed) {
+    const int r = RelationId(book, etype, what + " reverse_eids");
+    const std::string name = book.etypes()[r].Canonical();
+    if (!given.insert(r).second) {
+      throw Error(fmt::format("{} reverse_eids: relation {} is given twice", what, name));
+    }
+    std::vector<int64_t> reverse = ToVector(ids, what + " reverse_eids");
+    const int64_t count = book.NumEdgesOfType(r);
+    if (static_cast<int64_t>(reverse.size()) != count) {
+      throw Error(
+          fmt::format("{} reverse_eids of relation {}: {} entries, the relation has {} edges", what,
+                      name, reverse.size(), count));
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      if (reverse[i] < 0 || reverse[i] >= count) {
+        throw Error(
+            fmt::format("{} reverse_eids of relation {}: entry {} is {}, not an edge id of "
+                        "the relation (0 to {})",
+                        what, name, i, reverse[i], count - 1));
+      }
+      out[book.MapToHomoEid(r, i)] = book.MapToHomoEid(r, reverse[i]);
+    }
+  }
+  return out;
+}
+
+loader::EdgeSpec EdgeSpecOf(const DistGraph& g, const NeighborSampler& sampler,
+                            const EdgeLoaderOptions& options, const std::string& what) {
+  const PartitionBook& book = g.partition_book();
+  loader::EdgeSpec spec;
+  spec.neighbors = SpecOf(sampler, g.store());
+  spec.negatives = options.negatives;
+  const std::string& ex = options.exclude;
+  if (ex == "none" || ex.empty()) {
+    spec.exclude = loader::Exclude::kNone;
+  } else if (ex == "self") {
+    spec.exclude = loader::Exclude::kSelf;
+  } else if (ex == "reverse_id") {
+    spec.exclude = loader::Exclude::kReverseId;
+  } else if (ex == "reverse_types") {
+    spec.exclude = loader::Exclude::kReverseTypes;
+  } else {
+    throw Error(fmt::format(
+        "{}: exclude must be \"none\", \"self\", \"reverse_id\" or \"reverse_types\", got \"{}\"",
+        what, ex));
+  }
+  if (options.reverse_eids.defined() && !options.typed_reverse_eids.empty()) {
+    throw Error(fmt::format("{}: give reverse_eids or per-relation reverse_eids, not both", what));
+  }
+  if (options.reverse_eids.defined()) {
+    spec.reverse_eids = ToVector(options.reverse_eids, what + " reverse_eids");
+  } else if (!options.typed_reverse_eids.empty()) {
+    spec.reverse_eids = TypedReverseEids(book, options.typed_reverse_eids, what);
+  }
+  if (!options.reverse_etypes.empty()) {
+    spec.reverse_etypes.assign(book.num_etypes(), -1);
+    for (const auto& [etype, reverse] : options.reverse_etypes) {
+      const int r = RelationId(book, etype, what + " reverse_etypes");
+      if (spec.reverse_etypes[r] != -1) {
+        throw Error(fmt::format("{} reverse_etypes: relation {} is given twice", what,
+                                book.etypes()[r].Canonical()));
+      }
+      spec.reverse_etypes[r] = RelationId(book, reverse, what + " reverse_etypes");
+    }
+  }
+  ThrowIfError(loader::ValidateEdgeSpec(spec, book), what);
+  return spec;
+}
+
+}  // namespace
 
 DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids,
                                        NeighborSampler sampler, LoaderOptions options,
                                        EdgeLoaderOptions edge_options) {
-  auto spec = std::make_shared<loader::EdgeSpec>();
-  spec->neighbors = SpecOf(sampler, g.store());
-  spec->negatives = edge_options.negatives;
-  const std::string& ex = edge_options.exclude;
-  if (ex == "none" || ex.empty()) {
-    spec->exclude = loader::Exclude::kNone;
-  } else if (ex == "self") {
-    spec->exclude = loader::Exclude::kSelf;
-  } else if (ex == "reverse_id") {
-    spec->exclude = loader::Exclude::kReverseId;
-  } else {
-    throw Error(fmt::format(
-        "DistEdgeDataLoader: exclude must be \"none\", \"self\" or \"reverse_id\", got \"{}\"",
-        ex));
-  }
-  if (edge_options.reverse_eids.defined()) {
-    spec->reverse_eids = ToVector(edge_options.reverse_eids, "DistEdgeDataLoader reverse_eids");
-  }
-  ThrowIfError(loader::ValidateEdgeSpec(*spec, g.partition_book()), "DistEdgeDataLoader");
+  auto spec = std::make_shared<const loader::EdgeSpec>(
+      EdgeSpecOf(g, sampler, edge_options, "DistEdgeDataLoader"));
   auto plan = internal::MakePlan(ToVector(eids, "DistEdgeDataLoader eids"), options);
-  std::shared_ptr<const loader::EdgeSpec> shared = spec;
-  Init(plan->num_batches(), options, [g, shared, plan](int64_t epoch) -> Produce {
-    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
-    return [g, shared, plan, order, epoch](int64_t b) -> StatusOr<EdgeMiniBatch> {
-      std::vector<int64_t> batch_eids = plan->Batch(*order, b);
-      ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), batch_eids, *shared,
-                                                                     plan->BatchSeed(epoch, b)));
-      EdgeMiniBatch out;
-      out.pair_nodes = Owned(std::move(eb.mini.seeds));
-      out.eids = Owned(std::move(eb.eids));
-      out.pos_src = Owned(std::move(eb.positive.src));
-      out.pos_dst = Owned(std::move(eb.positive.dst));
-      out.neg_src = Owned(std::move(eb.negative.src));
-      out.neg_dst = Owned(std::move(eb.negative.dst));
-      out.blocks = ToTorch(std::move(eb.mini.blocks));
-      out.input_nodes = out.blocks.front().src_nodes;
-      return out;
-    };
-  });
+  auto make = [g, spec](std::vector<int64_t> eids, uint64_t seed) -> StatusOr<EdgeMiniBatch> {
+    ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), eids, *spec, seed));
+    EdgeMiniBatch out;
+    out.pair_nodes = Owned(std::move(eb.mini.seeds));
+    out.eids = Owned(std::move(eb.eids));
+    out.pos_src = Owned(std::move(eb.positive.src));
+    out.pos_dst = Owned(std::move(eb.positive.dst));
+    out.neg_src = Owned(std::move(eb.negative.src));
+    out.neg_dst = Owned(std::move(eb.negative.dst));
+    out.blocks = ToTorch(std::move(eb.mini.blocks));
+    out.input_nodes = out.blocks.front().src_nodes;
+    return out;
+  };
+  Init(plan->num_batches(), options, EpochBatches<EdgeMiniBatch>(plan, std::move(make)));
+}
+
+int64_t HeteroPairGraph::num_nodes(const std::string& ntype) const {
+  return nodes[ValueOrThrow(FindNodeType(ntypes, ntype), "HeteroPairGraph")].size(0);
+}
+
+int64_t HeteroPairGraph::num_edges(const std::string& etype) const {
+  return edges_of(etype).src.size(0);
+}
+
+int64_t HeteroPairGraph::num_edges() const {
+  int64_t n = 0;
+  for (const Relation& r : edges) n += r.src.size(0);
+  return n;
+}
+
+const HeteroPairGraph::Relation& HeteroPairGraph::edges_of(const std::string& etype) const {
+  return edges[ValueOrThrow(FindEdgeType(canonical_etypes, etype), "HeteroPairGraph")];
+}
+
+namespace {
+
+// A typed batch's pair graph over `nodes` (the last block's dst nodes);
+// `eids` per relation for the positive graph, null for the negative one.
+HeteroPairGraph PairGraphOf(const PartitionBook& book, loader::HeteroPairGraph&& pairs,
+                            const std::vector<torch::Tensor>& nodes,
+                            std::vector<std::vector<int64_t>>* eids) {
+  HeteroPairGraph out;
+  out.ntypes = book.ntypes();
+  out.canonical_etypes = book.etypes();
+  out.nodes = nodes;
+  for (size_t r = 0; r < pairs.edges.size(); ++r) {
+    out.edges.push_back({Owned(std::move(pairs.edges[r].src)), Owned(std::move(pairs.edges[r].dst)),
+                         eids ? Owned(std::move((*eids)[r])) : torch::empty({0}, torch::kInt64)});
+  }
+  return out;
+}
+
+}  // namespace
+
+DistHeteroEdgeDataLoader::DistHeteroEdgeDataLoader(const DistGraph& g,
+                                                   const std::map<std::string, torch::Tensor>& eids,
+                                                   NeighborSampler sampler, LoaderOptions options,
+                                                   EdgeLoaderOptions edge_options) {
+  const std::string what = "DistEdgeDataLoader";
+  const PartitionBook& book = g.partition_book();
+  auto spec = std::make_shared<const loader::EdgeSpec>(EdgeSpecOf(g, sampler, edge_options, what));
+  if (spec->neighbors.dir != sampling::EdgeDir::kIn) {
+    throw Error(what +
+                " with typed eids: edge_dir must be \"in\" (for out-edges, sample the "
+                "reverse relations)");
+  }
+  if (eids.empty()) throw Error(what + ": no relations given");
+  // Every relation of the batches needs its reverse.
+  std::set<int> reversed;
+  for (const auto& [etype, ids] : edge_options.typed_reverse_eids) {
+    reversed.insert(RelationId(book, etype, what));
+  }
+  for (const auto& [etype, ids] : eids) {
+    const int r = RelationId(book, etype, what + " eids");
+    const std::string name = book.etypes()[r].Canonical();
+    if (spec->exclude == loader::Exclude::kReverseTypes && spec->reverse_etypes[r] < 0) {
+      throw Error(
+          fmt::format("{}: exclude reverse_types: relation {} has no reverse in "
+                      "reverse_etypes",
+                      what, name));
+    }
+    if (spec->exclude == loader::Exclude::kReverseId && !edge_options.typed_reverse_eids.empty() &&
+        !reversed.count(r)) {
+      throw Error(
+          fmt::format("{}: exclude reverse_id: relation {} has no reverse_eids", what, name));
+    }
+  }
+  auto plan = internal::MakePlan(ToVector(HomoIds(g, eids, false, what + " eids"), what + " eids"),
+                                 options);
+  auto make = [g, spec](std::vector<int64_t> eids, uint64_t seed) -> StatusOr<HeteroEdgeMiniBatch> {
+    const PartitionBook& book = g.partition_book();
+    ASSIGN_OR_RETURN(loader::HeteroEdgeBatch eb,
+                     loader::SampleHeteroEdgeBatch(g.store(), eids, *spec, seed));
+    HeteroEdgeMiniBatch out;
+    out.blocks = ToTorch(book, std::move(eb.mini.blocks));
+    out.input_nodes = InputNodes(book, out.blocks);
+    const std::vector<torch::Tensor>& nodes = out.blocks.back().dst_nodes;
+    out.positive = PairGraphOf(book, std::move(eb.positive), nodes, &eb.relation_eids);
+    out.negative = PairGraphOf(book, std::move(eb.negative), nodes, nullptr);
+    return out;
+  };
+  Init(plan->num_batches(), options, EpochBatches<HeteroEdgeMiniBatch>(plan, std::move(make)));
 }
 
 }  // namespace tessera::dist

@@ -5,7 +5,8 @@
 // servers (threads of this process, real sockets and shared memory) serving
 // a two-part partition: types, per-type counts, nodes(ntype).data / edges,
 // typed DistTensors, per-type node_split and the id mappings, each checked
-// against the partition's files.
+// against the partition's files; typed sampling and the typed node and edge
+// loaders against the input.
 #include <fstream>
 #include <map>
 #include <set>
@@ -20,6 +21,7 @@
 #include "src/graph/readers.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/partition/load_partition.h"
+#include "src/sampling/typed_test_graph.h"
 
 namespace tessera::dist {
 namespace {
@@ -172,8 +174,8 @@ void Check(const MagFixture& f, int rank, int world) {
   SplitOptions from_dist;
   from_dist.rank = rank;
   from_dist.num_trainers = world;
-  torch::Tensor same = node_split(g.nodes("paper").data("train_mask"), g.partition_book(),
-                                  from_dist);
+  torch::Tensor same =
+      node_split(g.nodes("paper").data("train_mask"), g.partition_book(), from_dist);
   EXPECT_TRUE(torch::equal(same, mine));
   // A mask of another type than asked for, or edge data given to node_split.
   from_dist.type = "author";
@@ -186,23 +188,35 @@ void Check(const MagFixture& f, int rank, int world) {
   EXPECT_EQ(edge_split(edge_mask, g.partition_book(), from_dist).size(0), 0);
 }
 
+// Our ids in the input's terms.
+struct InputIds {
+  const MagFixture& f;
+  const PartitionBook& book;
+  // An input node id as (type, the input's per-type id).
+  std::pair<int, int64_t> End(int64_t orig_node) const {
+    const std::vector<int64_t>& o = f.graph.ntype_offsets;
+    int t = static_cast<int>(std::upper_bound(o.begin(), o.end(), orig_node) - o.begin()) - 1;
+    return {t, orig_node - o[t]};
+  }
+  // Our per-type id of type t as (type, the input's per-type id).
+  std::pair<int, int64_t> Node(int t, int64_t per) const {
+    return End(f.orig_nids[book.MapToHomoNid(t, per)]);
+  }
+  // The input's endpoints of our edge `homo_eid`.
+  std::pair<int64_t, int64_t> Edge(int64_t homo_eid) const {
+    int64_t orig = f.orig_eids[homo_eid];
+    return {f.graph.src.span<int64_t>()[orig], f.graph.dst.span<int64_t>()[orig]};
+  }
+};
+
 // Typed graph operations and loaders in per-type ids, against the input.
 void CheckTypedSampling(const MagFixture& f) {
   DistGraph g("mag", f.config);
   const Graph& in = f.graph;
   const PartitionBook& book = g.partition_book();
-  // The input's endpoints of an edge, as (type, per-type id) of the input.
-  auto input_end = [&](int64_t orig_node) {
-    int t = static_cast<int>(std::upper_bound(in.ntype_offsets.begin(), in.ntype_offsets.end(),
-                                              orig_node) -
-                             in.ntype_offsets.begin()) -
-            1;
-    return std::make_pair(t, orig_node - in.ntype_offsets[t]);
-  };
-  // Our per-type id of type t, as the input's per-type id.
-  auto to_input = [&](int t, int64_t per) {
-    return input_end(f.orig_nids[book.MapToHomoNid(t, per)]).second;
-  };
+  const InputIds input{f, book};
+  auto input_end = [&](int64_t orig_node) { return input.End(orig_node); };
+  auto to_input = [&](int t, int64_t per) { return input.Node(t, per).second; };
   const int paper = g.get_ntype_id("paper"), author = g.get_ntype_id("author");
   const int writes = g.get_etype_id("writes"), cites = g.get_etype_id("cites");
 
@@ -317,8 +331,7 @@ void CheckTypedSampling(const MagFixture& f) {
   std::map<std::string, torch::Tensor> train = {{"paper", torch::arange(0, papers, 3)},
                                                 {"author", torch::arange(0, 20)}};
   DistHeteroNodeDataLoader loader(g, train, sampler,
-                                  {.batch_size = 64, .shuffle = true, .seed = 5,
-                                   .num_workers = 1});
+                                  {.batch_size = 64, .shuffle = true, .seed = 5, .num_workers = 1});
   std::map<std::string, std::vector<int64_t>> seen;
   int64_t batches = 0;
   for (const HeteroMiniBatch& mb : loader) {
@@ -357,6 +370,149 @@ void CheckTypedSampling(const MagFixture& f) {
   EXPECT_THROW(DistHeteroNodeDataLoader(g, train, partial_sampler), Error);
 }
 
+// The typed edge loader (DGL's DistEdgeDataLoader with dict eids): every
+// positive edge once per epoch with its input endpoints, negatives of the
+// relation's destination type, chained blocks with per-relation fanouts
+// and without the excluded edges, for each exclusion mode.
+void CheckTypedLinkLoader(const MagFixture& f) {
+  DistGraph g("mag", f.config);
+  const PartitionBook& book = g.partition_book();
+  const InputIds input{f, book};
+  const int writes = g.get_etype_id("writes"), cites = g.get_etype_id("cites");
+  const int64_t num_writes = g.num_edges("writes"), num_cites = g.num_edges("cites");
+  std::map<std::string, torch::Tensor> eids = {
+      {"writes", torch::arange(0, num_writes, std::max<int64_t>(1, num_writes / 60))},
+      {"paper:cites:paper", torch::arange(0, num_cites, std::max<int64_t>(1, num_cites / 60))}};
+  // Per-relation fanouts: all cites and writes edges, 2 of the others.
+  NeighborSampler sampler;
+  FanoutMap fanout;
+  for (const EdgeType& et : g.canonical_etypes()) fanout[et.Canonical()] = 2;
+  fanout["paper:cites:paper"] = -1;
+  fanout["author:writes:paper"] = -1;
+  sampler.etype_fanouts = {fanout, fanout};
+  // cites' reverse by id within cites (itself when (b, a) is not a cites edge).
+  auto [cs, cd] = g.find_edges(torch::arange(num_cites), "cites");
+  std::map<std::pair<int64_t, int64_t>, int64_t> cites_at;
+  for (int64_t i = 0; i < num_cites; ++i)
+    cites_at[{cs[i].item<int64_t>(), cd[i].item<int64_t>()}] = i;
+  torch::Tensor cites_reverse = torch::arange(num_cites);
+  for (int64_t i = 0; i < num_cites; ++i) {
+    auto it = cites_at.find({cd[i].item<int64_t>(), cs[i].item<int64_t>()});
+    if (it != cites_at.end()) cites_reverse[i] = it->second;
+  }
+  const int k = 3;
+  for (const std::string mode : {"self", "reverse_types", "reverse_id"}) {
+    SCOPED_TRACE(mode);
+    EdgeLoaderOptions eo{.negatives = k, .exclude = mode};
+    if (mode == "reverse_types")
+      eo.reverse_etypes = {{"writes", "rev-writes"}, {"cites", "rev-cites"}};
+    if (mode == "reverse_id") {
+      eo.typed_reverse_eids = {{"cites", cites_reverse}, {"writes", torch::arange(num_writes)}};
+    }
+    DistHeteroEdgeDataLoader loader(
+        g, eids, sampler, {.batch_size = 32, .shuffle = true, .seed = 3, .num_workers = 1}, eo);
+    std::map<int, std::multiset<int64_t>> seen;  // Relation -> per-relation ids.
+    for (const HeteroEdgeMiniBatch& mb : loader) {
+      ASSERT_EQ(mb.blocks.size(), 2u);
+      std::set<int64_t> excluded;  // Homogeneous ids.
+      for (int r : {writes, cites}) {
+        const HeteroPairGraph::Relation& pos = mb.positive.edges[r];
+        const HeteroPairGraph::Relation& neg = mb.negative.edges[r];
+        const EdgeType& et = book.etypes()[r];
+        const int s = g.get_ntype_id(et.src_type), d = g.get_ntype_id(et.dst_type);
+        ASSERT_EQ(neg.src.size(0), k * pos.src.size(0));
+        EXPECT_EQ(neg.eids.size(0), 0);
+        for (int64_t i = 0; i < pos.src.size(0); ++i) {
+          int64_t id = pos.eids[i].item<int64_t>(), homo = book.MapToHomoEid(r, id);
+          seen[r].insert(id);
+          auto [in_src, in_dst] = input.Edge(homo);
+          int64_t u = mb.positive.nodes[s][pos.src[i].item<int64_t>()].item<int64_t>();
+          int64_t v = mb.positive.nodes[d][pos.dst[i].item<int64_t>()].item<int64_t>();
+          EXPECT_EQ(input.Node(s, u), input.End(in_src)) << et.Canonical() << " " << id;
+          EXPECT_EQ(input.Node(d, v), input.End(in_dst)) << et.Canonical() << " " << id;
+          for (int64_t j = i * k; j < (i + 1) * k; ++j) {
+            EXPECT_TRUE(torch::equal(neg.src[j], pos.src[i]));
+            int64_t w = mb.negative.nodes[d][neg.dst[j].item<int64_t>()].item<int64_t>();
+            EXPECT_EQ(input.Node(d, w).first, d) << "a negative of " << et.Canonical();
+          }
+          excluded.insert(homo);
+          if (mode == "reverse_types") {
+            excluded.insert(book.MapToHomoEid(
+                r == writes ? g.get_etype_id("rev-writes") : g.get_etype_id("rev-cites"), id));
+          }
+          if (mode == "reverse_id" && r == cites) {
+            excluded.insert(book.MapToHomoEid(r, cites_reverse[id].item<int64_t>()));
+          }
+        }
+      }
+      EXPECT_EQ(mb.positive.num_edges(),
+                mb.positive.num_edges("writes") + mb.positive.num_edges("paper:cites:paper"));
+      for (int t = 0; t < book.num_ntypes(); ++t) {
+        EXPECT_TRUE(torch::equal(mb.blocks[1].dst_nodes[t], mb.positive.nodes[t]));
+        EXPECT_TRUE(torch::equal(mb.blocks[1].dst_nodes[t], mb.negative.nodes[t]));
+        EXPECT_TRUE(torch::equal(mb.blocks[0].dst_nodes[t], mb.blocks[1].src_nodes[t]));
+        EXPECT_TRUE(torch::equal(mb.input_nodes.at(book.ntypes()[t]), mb.blocks[0].src_nodes[t]));
+      }
+      // Block edges: real, of their relation, not excluded, per-relation fanouts.
+      for (const HeteroBlock& b : mb.blocks) {
+        for (int r = 0; r < book.num_etypes(); ++r) {
+          const HeteroBlock::Relation& e = b.edges[r];
+          const EdgeType& et = book.etypes()[r];
+          const int s = g.get_ntype_id(et.src_type), d = g.get_ntype_id(et.dst_type);
+          for (int64_t i = 0; i < e.src.size(0); ++i) {
+            int64_t homo = e.homo_eids[i].item<int64_t>();
+            EXPECT_FALSE(excluded.count(homo)) << "excluded " << et.Canonical() << " edge sampled";
+            auto [in_src, in_dst] = input.Edge(homo);
+            EXPECT_EQ(input.Node(s, b.src_nodes[s][e.src[i].item<int64_t>()].item<int64_t>()),
+                      input.End(in_src));
+            EXPECT_EQ(input.Node(d, b.dst_nodes[d][e.dst[i].item<int64_t>()].item<int64_t>()),
+                      input.End(in_dst));
+          }
+          if (fanout[et.Canonical()] > 0 && e.dst.size(0) > 0) {
+            EXPECT_LE(torch::bincount(e.dst).max().item<int64_t>(), 2) << et.Canonical();
+          }
+        }
+      }
+    }
+    for (const auto& [etype, ids] : eids) {
+      int r = g.get_etype_id(etype);
+      std::vector<int64_t> want(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.size(0));
+      EXPECT_EQ(seen[r], std::multiset<int64_t>(want.begin(), want.end())) << etype;
+    }
+  }
+  // Errors name the relation.
+  auto error_of = [&](std::map<std::string, torch::Tensor> ids, EdgeLoaderOptions eo) {
+    try {
+      DistHeteroEdgeDataLoader(g, ids, sampler, {}, eo);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto has = [](const std::string& message, const std::string& part) {
+    return message.find(part) != std::string::npos;
+  };
+  torch::Tensor one = torch::tensor({int64_t{0}});
+  EXPECT_PRED2(has, error_of({{"venue:in:paper", one}}, {}), "no edge type 'venue:in:paper'");
+  EXPECT_PRED2(has, error_of({{"writes", torch::tensor({num_writes})}}, {}),
+               "is not a 'author:writes:paper' id");
+  EXPECT_PRED2(
+      has,
+      error_of(eids, {.exclude = "reverse_types", .reverse_etypes = {{"writes", "rev-writes"}}}),
+      "relation paper:cites:paper has no reverse in reverse_etypes");
+  EXPECT_PRED2(
+      has, error_of(eids, {.exclude = "reverse_types", .reverse_etypes = {{"writes", "cites"}}}),
+      "relation paper:cites:paper cannot be the reverse of relation author:writes:paper");
+  EXPECT_PRED2(
+      has,
+      error_of(eids, {.exclude = "reverse_id", .typed_reverse_eids = {{"cites", cites_reverse}}}),
+      "relation author:writes:paper has no reverse_eids");
+  EXPECT_PRED2(has,
+               error_of(eids, {.exclude = "reverse_id", .typed_reverse_eids = {{"cites", one}}}),
+               "reverse_eids of relation paper:cites:paper: 1 entries");
+  EXPECT_PRED2(has, error_of(eids, {.exclude = "reverse_typo"}), "reverse_types");
+}
+
 std::function<const char*(const char*)> NoEnv() {
   return [](const char*) -> const char* { return nullptr; };
 }
@@ -367,6 +523,7 @@ TEST(HeteroDistTest, Standalone) {
   initialize("", {.getenv = NoEnv()});
   Check(f, 0, 1);
   CheckTypedSampling(f);
+  CheckTypedLinkLoader(f);
   exit_client();
 }
 
@@ -397,6 +554,43 @@ TEST(HeteroDistTest, Distributed) {
   ASSERT_FALSE(ctx->standalone());
   Check(f, 0, 2);
   CheckTypedSampling(f);
+  CheckTypedLinkLoader(f);
+  exit_client();
+}
+
+// Two relations named "buys" (user:buys:item, item:buys:user): the typed
+// edge loader takes the canonical names and refuses the plain one.
+TEST(HeteroDistTest, TypedEdgeLoaderRefusesAnAmbiguousRelation) {
+  tessera::testing::TempDir dir;
+  Graph shop = sampling::typed_test::ShopGraph();
+  shop.etypes[1].relation = "buys";
+  auto parts = PartitionGraph(shop, "shop", 1, dir.path() + "/parts", PartitionOptions());
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  initialize("", {.getenv = NoEnv()});
+  {
+    DistGraph g("shop", parts->config_path);
+    NeighborSampler sampler{.fanouts = {2}};
+    torch::Tensor ids = torch::arange(3);
+    auto error_of = [&](const std::string& etype, const EdgeLoaderOptions& eo) -> std::string {
+      try {
+        DistHeteroEdgeDataLoader(g, {{etype, ids}}, sampler, {}, eo);
+      } catch (const Error& e) {
+        return e.what();
+      }
+      return "no error";
+    };
+    EXPECT_NE(error_of("buys", {}).find("edge type 'buys' is ambiguous"), std::string::npos)
+        << error_of("buys", {});
+    EdgeLoaderOptions eo{.exclude = "reverse_types",
+                         .reverse_etypes = {{"user:buys:item", "buys"}}};
+    EXPECT_NE(error_of("user:buys:item", eo).find("ambiguous"), std::string::npos);
+    eo.reverse_etypes = {{"user:buys:item", "item:buys:user"}};
+    DistHeteroEdgeDataLoader loader(g, {{"user:buys:item", ids}}, sampler, {.batch_size = 2}, eo);
+    EXPECT_EQ(loader.size(), 2);
+    int64_t pairs = 0;
+    for (const HeteroEdgeMiniBatch& mb : loader) pairs += mb.positive.num_edges("user:buys:item");
+    EXPECT_EQ(pairs, 3);
+  }
   exit_client();
 }
 
@@ -455,8 +649,8 @@ TEST(RelGraphConvTest, MatchesTheFormula) {
 HeteroBlock SmallHeteroBlock() {
   HeteroBlock b;
   b.ntypes = {"a", "b"};
-  b.canonical_etypes = {{"a", "r0", "a"}, {"b", "r1", "a"}, {"a", "r2", "b"}, {"b", "r3", "a"},
-                        {"a", "r4", "a"}};
+  b.canonical_etypes = {
+      {"a", "r0", "a"}, {"b", "r1", "a"}, {"a", "r2", "b"}, {"b", "r3", "a"}, {"a", "r4", "a"}};
   auto t = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64); };
   b.src_nodes = {t({0, 2, 3}), t({1, 4})};  // Indices into SmallBlock's sources.
   b.dst_nodes = {t({0, 2}), t({1})};
@@ -465,8 +659,7 @@ HeteroBlock SmallHeteroBlock() {
     return HeteroBlock::Relation{t(src), t(dst), torch::arange(static_cast<int64_t>(src.size())),
                                  torch::arange(static_cast<int64_t>(src.size()))};
   };
-  b.edges = {rel({2, 2}, {0, 1}), rel({1, 0}, {0, 0}), rel({0}, {0}), rel({1}, {1}),
-             rel({1}, {1})};
+  b.edges = {rel({2, 2}, {0, 1}), rel({1, 0}, {0, 0}), rel({0}, {0}), rel({1}, {1}), rel({1}, {1})};
   return b;
 }
 
@@ -488,9 +681,8 @@ TEST(RelGraphConvTest, HeteroBlockMatchesTheHomogeneousLayer) {
   }
   torch::Tensor h = torch::randn({5, 4});
   torch::Tensor want = three->forward(homo, h, etypes);  // Rows: 10, 11, 12.
-  std::vector<torch::Tensor> got =
-      five->forward(hetero, {h.index_select(0, hetero.src_nodes[0]),
-                             h.index_select(0, hetero.src_nodes[1])});
+  std::vector<torch::Tensor> got = five->forward(
+      hetero, {h.index_select(0, hetero.src_nodes[0]), h.index_select(0, hetero.src_nodes[1])});
   ASSERT_EQ(got.size(), 2u);
   ASSERT_EQ(got[0].sizes().vec(), (std::vector<int64_t>{2, 2}));
   ASSERT_EQ(got[1].sizes().vec(), (std::vector<int64_t>{1, 2}));
