@@ -1,9 +1,11 @@
 // File: src/sampling/hetero_block.cc
 //
 // Like ToBlock, without hash maps: seeds and sources are sorted as packed
-// (id, index) keys with the radix sort and merged; new sources take their
-// per-type index in order of first appearance (the smallest edge index of
-// each run of equal sources, as the sort keeps runs in edge order).
+// (id, index) keys with the radix sort and merged. Types and per-type ids
+// come from a flat index of the book's (part, type) blocks that tries the
+// block of the previous lookup first: sampled edges arrive in runs of one
+// relation, and sorted sources in runs of one node type, so nearly every
+// lookup is two comparisons.
 #include "src/sampling/hetero_block.h"
 
 #include <algorithm>
@@ -12,9 +14,64 @@
 #include "src/sampling/radix_sort.h"
 
 namespace tessera::sampling {
+namespace {
 
 using internal::BitsFor;
 using internal::RadixSort;
+
+// Homogeneous id -> (type, per-type id) over the non-empty blocks of one type
+// inside one part, which tile [0, total) in id order (partition-major, then
+// type; PartitionBook checks that).
+class TypeIndex {
+ public:
+  struct Range {
+    int64_t start = 0, end = 0;
+    int64_t base = 0;  // Per-type id of `start`.
+    int type = 0;
+  };
+
+  static TypeIndex Nodes(const PartitionBook& book) {
+    TypeIndex index;
+    for (int p = 0; p < book.num_partitions(); ++p) {
+      for (int t = 0; t < book.num_ntypes(); ++t) {
+        auto [start, end] = book.NodeTypeRange(t, p);
+        index.Add(start, end, book.TypedNodeOffsets(t)[p], t);
+      }
+    }
+    return index;
+  }
+  static TypeIndex Edges(const PartitionBook& book) {
+    TypeIndex index;
+    for (int p = 0; p < book.num_partitions(); ++p) {
+      for (int r = 0; r < book.num_etypes(); ++r) {
+        auto [start, end] = book.EdgeTypeRange(r, p);
+        index.Add(start, end, book.TypedEdgeOffsets(r)[p], r);
+      }
+    }
+    return index;
+  }
+
+  // Precondition: 0 <= id < the book's total.
+  [[gnu::always_inline]] const Range& Find(int64_t id) {
+    const Range& last = ranges_[last_];
+    if (id >= last.start && id < last.end) return last;
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), id,
+                               [](int64_t v, const Range& r) { return v < r.start; });
+    last_ = static_cast<size_t>(it - ranges_.begin()) - 1;
+    return ranges_[last_];
+  }
+
+ private:
+  TypeIndex() = default;
+  void Add(int64_t start, int64_t end, int64_t base, int type) {
+    if (start < end) ranges_.push_back({start, end, base, type});
+  }
+
+  std::vector<Range> ranges_;
+  size_t last_ = 0;
+};
+
+}  // namespace
 
 int64_t HeteroBlock::num_edges() const {
   int64_t total = 0;
@@ -54,6 +111,8 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   for (size_t i = 0; i < seeds.size(); ++i) {
     if (seeds[i] < 0 || seeds[i] >= num_nodes) return node_error("seed", i, seeds[i]);
   }
+  TypeIndex node_index = TypeIndex::Nodes(book), edge_index = TypeIndex::Edges(book);
+  std::vector<int64_t> per_relation(num_etypes, 0);  // Edges of each relation.
   for (size_t e = 0; e < src.size(); ++e) {
     if (src[e] < 0 || src[e] >= num_nodes) return node_error("the source of edge", e, src[e]);
     if (dst[e] < 0 || dst[e] >= num_nodes) return node_error("the destination of edge", e, dst[e]);
@@ -61,6 +120,7 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
       return absl::InvalidArgumentError(fmt::format(
           "to_block: edge {} has id {}, outside the graph's {} edges", e, eids[e], num_edges));
     }
+    ++per_relation[edge_index.Find(eids[e]).type];
   }
   const size_t n_dst = seeds.size(), n_edges = src.size();
   const int id_bits = std::max(1, BitsFor(static_cast<uint64_t>(num_nodes)));
@@ -79,16 +139,13 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   std::vector<int64_t> seed_index(n_dst);
   std::vector<uint64_t> sorted_seeds(n_dst), tmp;
   for (size_t i = 0; i < n_dst; ++i) {
-    auto [t, id] = book.MapToPerNtype(seeds[i]);
-    seed_type[i] = t;
-    seed_index[i] = static_cast<int64_t>(block.dst_nodes[t].size());
-    block.dst_nodes[t].push_back(id);
+    const TypeIndex::Range& range = node_index.Find(seeds[i]);
+    seed_type[i] = range.type;
+    seed_index[i] = static_cast<int64_t>(block.dst_nodes[range.type].size());
+    block.dst_nodes[range.type].push_back(seeds[i] - range.start + range.base);
     sorted_seeds[i] = (static_cast<uint64_t>(seeds[i]) << seed_bits) | i;
   }
-  for (int t = 0; t < num_ntypes; ++t) {
-    block.src_nodes[t] = block.dst_nodes[t];
-    block.homo_src_nodes[t].reserve(block.dst_nodes[t].size());
-  }
+  for (int t = 0; t < num_ntypes; ++t) block.src_nodes[t] = block.dst_nodes[t];
   for (size_t i = 0; i < n_dst; ++i) block.homo_src_nodes[seed_type[i]].push_back(seeds[i]);
   RadixSort(sorted_seeds, seed_bits, seed_bits + id_bits, tmp);
   const uint64_t position_mask = (uint64_t{1} << seed_bits) - 1;
@@ -106,17 +163,83 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
         e, src[e], dst[e], eids[e], et.Canonical(), at_src ? "start at" : "end at",
         at_src ? et.src_type : et.dst_type, at_src ? src[e] : dst[e], book.ntypes()[actual]));
   };
-  // Relation and destination of every edge (edges come grouped by
-  // destination, mostly in seed order: the next seed is tried first).
-  std::vector<int> relation(n_edges);
-  std::vector<int64_t> per_eid(n_edges), dst_index(n_edges), src_index(n_edges);
-  std::vector<int64_t> per_relation(num_etypes, 0);
+  // Sources sorted by id (packed with the edge index), merged with the
+  // sorted seeds: a seed keeps its destination index, every other node is
+  // appended to its type's sources, so in increasing id order (as ToBlock).
+  // Each edge's source index carries the source's type in its top bits.
+  std::vector<uint64_t> sorted_src(n_edges);
+  for (size_t e = 0; e < n_edges; ++e) {
+    sorted_src[e] = (static_cast<uint64_t>(src[e]) << edge_bits) | e;
+  }
+  RadixSort(sorted_src, edge_bits, edge_bits + id_bits, tmp);
+  const uint64_t edge_mask = (uint64_t{1} << edge_bits) - 1;
+  // Type ids are below 2^15 (PartitionBook) and indices below 2^48 (edges).
+  constexpr int kTypeShift = 48;
+  constexpr int64_t kIndexMask = (int64_t{1} << kTypeShift) - 1;
+  if (n_edges > static_cast<size_t>(kIndexMask)) {
+    return absl::InvalidArgumentError(fmt::format("to_block: {} edges are too many", n_edges));
+  }
+  std::vector<int64_t> src_index(n_edges);
+  // Sources of each type so far; the arrays are sized for the edges whose
+  // relation starts at that type (grown if a wrongly typed source, which
+  // the scatter below reports, exceeds that), and cut at the end.
+  std::vector<int64_t> num_src(num_ntypes);
+  {
+    std::vector<int64_t> room(num_ntypes, 0);
+    for (int r = 0; r < num_etypes; ++r) room[src_type[r]] += per_relation[r];
+    for (int t = 0; t < num_ntypes; ++t) {
+      num_src[t] = static_cast<int64_t>(block.src_nodes[t].size());
+      block.src_nodes[t].resize(num_src[t] + room[t]);
+      block.homo_src_nodes[t].resize(num_src[t] + room[t]);
+    }
+  }
+  size_t k = 0;  // Into sorted_seeds.
+  int64_t current = -1, index = -1;
+  int type = -1;
+  for (uint64_t packed : sorted_src) {
+    const int64_t id = static_cast<int64_t>(packed >> edge_bits);
+    if (id != current) {
+      current = id;
+      while (k < n_dst && seed_id(k) < id) ++k;
+      if (k < n_dst && seed_id(k) == id) {
+        const size_t i = sorted_seeds[k] & position_mask;
+        type = seed_type[i];
+        index = seed_index[i];
+      } else {
+        const TypeIndex::Range& range = node_index.Find(id);
+        type = range.type;
+        index = num_src[type]++;
+        std::vector<int64_t>& per_type = block.src_nodes[type];
+        std::vector<int64_t>& homo = block.homo_src_nodes[type];
+        if (static_cast<size_t>(index) == per_type.size()) {
+          per_type.resize(2 * per_type.size() + 16);
+          homo.resize(per_type.size());
+        }
+        per_type[index] = id - range.start + range.base;
+        homo[index] = id;
+      }
+    }
+    src_index[packed & edge_mask] = index | (static_cast<int64_t>(type) << kTypeShift);
+  }
+  for (int t = 0; t < num_ntypes; ++t) {
+    block.src_nodes[t].resize(num_src[t]);
+    block.homo_src_nodes[t].resize(num_src[t]);
+  }
+  // Each edge into its relation, with its destination's index (edges come
+  // grouped by destination, mostly in seed order: the next seed is tried
+  // first, then a binary search).
+  std::vector<int64_t*> out_src(num_etypes), out_dst(num_etypes), out_eid(num_etypes),
+      out_homo(num_etypes);
+  for (int r = 0; r < num_etypes; ++r) {
+    HeteroBlockEdges& out = block.edges[r];
+    for (auto* v : {&out.src, &out.dst, &out.eids, &out.homo_eids}) v->resize(per_relation[r]);
+    out_src[r] = out.src.data();
+    out_dst[r] = out.dst.data();
+    out_eid[r] = out.eids.data();
+    out_homo[r] = out.homo_eids.data();
+  }
   int64_t last_dst = -1, last_seed = -1;
   for (size_t e = 0; e < n_edges; ++e) {
-    auto [r, id] = book.MapToPerEtype(eids[e]);
-    relation[e] = r;
-    per_eid[e] = id;
-    ++per_relation[r];
     if (dst[e] != last_dst) {
       if (last_seed + 1 < static_cast<int64_t>(n_dst) && seeds[last_seed + 1] == dst[e]) {
         ++last_seed;
@@ -131,63 +254,15 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
       }
       last_dst = dst[e];
     }
+    const TypeIndex::Range& range = edge_index.Find(eids[e]);
+    const int r = range.type;
     if (seed_type[last_seed] != dst_type[r]) return type_error(e, r, false, seed_type[last_seed]);
-    dst_index[e] = seed_index[last_seed];
-  }
-  // Sources sorted by id (packed with the edge index); each run is one
-  // node. A seed keeps its destination index; the first edge of every other
-  // node is recorded, and those nodes get their indices in edge order.
-  std::vector<uint64_t> sorted_src(n_edges);
-  for (size_t e = 0; e < n_edges; ++e) {
-    sorted_src[e] = (static_cast<uint64_t>(src[e]) << edge_bits) | e;
-  }
-  RadixSort(sorted_src, edge_bits, edge_bits + id_bits, tmp);
-  const uint64_t edge_mask = (uint64_t{1} << edge_bits) - 1;
-  std::vector<int64_t> run_at_first_edge(n_edges, -1);  // Start in sorted_src of a new node's run.
-  size_t k = 0;                                         // Into sorted_seeds.
-  for (size_t at = 0; at < n_edges;) {
-    const int64_t id = static_cast<int64_t>(sorted_src[at] >> edge_bits);
-    size_t end = at + 1;
-    while (end < n_edges && static_cast<int64_t>(sorted_src[end] >> edge_bits) == id) ++end;
-    while (k < n_dst && seed_id(k) < id) ++k;
-    if (k < n_dst && seed_id(k) == id) {
-      const size_t i = sorted_seeds[k] & position_mask;
-      for (size_t j = at; j < end; ++j) {
-        const size_t e = sorted_src[j] & edge_mask;
-        if (src_type[relation[e]] != seed_type[i]) {
-          return type_error(e, relation[e], true, seed_type[i]);
-        }
-        src_index[e] = seed_index[i];
-      }
-    } else {
-      run_at_first_edge[sorted_src[at] & edge_mask] = static_cast<int64_t>(at);
-    }
-    at = end;
-  }
-  for (size_t first = 0; first < n_edges; ++first) {
-    if (run_at_first_edge[first] < 0) continue;
-    const int64_t id = src[first];
-    auto [t, per_id] = book.MapToPerNtype(id);
-    const int64_t index = static_cast<int64_t>(block.src_nodes[t].size());
-    block.src_nodes[t].push_back(per_id);
-    block.homo_src_nodes[t].push_back(id);
-    for (size_t j = static_cast<size_t>(run_at_first_edge[first]);
-         j < n_edges && static_cast<int64_t>(sorted_src[j] >> edge_bits) == id; ++j) {
-      const size_t e = sorted_src[j] & edge_mask;
-      if (src_type[relation[e]] != t) return type_error(e, relation[e], true, t);
-      src_index[e] = index;
-    }
-  }
-  for (int r = 0; r < num_etypes; ++r) {
-    HeteroBlockEdges& out = block.edges[r];
-    for (auto* v : {&out.src, &out.dst, &out.eids, &out.homo_eids}) v->reserve(per_relation[r]);
-  }
-  for (size_t e = 0; e < n_edges; ++e) {
-    HeteroBlockEdges& out = block.edges[relation[e]];
-    out.src.push_back(src_index[e]);
-    out.dst.push_back(dst_index[e]);
-    out.eids.push_back(per_eid[e]);
-    out.homo_eids.push_back(eids[e]);
+    const int source_type = static_cast<int>(src_index[e] >> kTypeShift);
+    if (source_type != src_type[r]) return type_error(e, r, true, source_type);
+    *out_src[r]++ = src_index[e] & kIndexMask;
+    *out_dst[r]++ = seed_index[last_seed];
+    *out_eid[r]++ = eids[e] - range.start + range.base;
+    *out_homo[r]++ = eids[e];
   }
   return block;
 }

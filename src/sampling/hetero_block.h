@@ -7,7 +7,8 @@
 // and per-relation id. Per node type t:
 //   * dst_nodes[t]: the seeds of type t (per-type ids), in seed order;
 //   * src_nodes[t]: dst_nodes[t] first, then every other source of type t
-//     in order of first appearance in the edge list (as DGL's to_block);
+//     in increasing id order (as ToBlock; DGL's to_block orders them by
+//     first appearance, which no caller relies on);
 //   * homo_src_nodes[t]: the same nodes in homogeneous global ids.
 // Per relation r (src type s, dst type d): the edges of r in input order,
 // as an index into src_nodes[s], an index into dst_nodes[d], and the edge's

@@ -28,7 +28,8 @@ PartitionBook ShopBook() {
   return std::move(*book);
 }
 
-// DGL's to_block by the definition, with maps.
+// to_block by the definition, with maps: per type, the seeds, then the other
+// sources in increasing id order.
 HeteroBlock BruteForce(const PartitionBook& book, std::span<const int64_t> seeds,
                        std::span<const int64_t> src, std::span<const int64_t> dst,
                        std::span<const int64_t> eids) {
@@ -45,13 +46,14 @@ HeteroBlock BruteForce(const PartitionBook& book, std::span<const int64_t> seeds
     b.src_nodes[t].push_back(id);
     b.homo_src_nodes[t].push_back(s);
   }
+  for (int64_t u : std::set<int64_t>(src.begin(), src.end())) {
+    if (src_index.count(u)) continue;
+    auto [t, id] = book.MapToPerNtype(u);
+    src_index[u] = static_cast<int64_t>(b.src_nodes[t].size());
+    b.src_nodes[t].push_back(id);
+    b.homo_src_nodes[t].push_back(u);
+  }
   for (size_t e = 0; e < src.size(); ++e) {
-    if (!src_index.count(src[e])) {
-      auto [t, id] = book.MapToPerNtype(src[e]);
-      src_index[src[e]] = static_cast<int64_t>(b.src_nodes[t].size());
-      b.src_nodes[t].push_back(id);
-      b.homo_src_nodes[t].push_back(src[e]);
-    }
     auto [r, id] = book.MapToPerEtype(eids[e]);
     b.edges[r].src.push_back(src_index.at(src[e]));
     b.edges[r].dst.push_back(dst_index.at(dst[e]));
@@ -79,7 +81,7 @@ void ExpectSame(const HeteroBlock& got, const HeteroBlock& want) {
 //   u3 --buys[8]--> i1 <--buys[1]-- u0
 //   i0 --bought-by[10]--> u0 <--follows[22]-- u1,  u3 --follows[25]--> u0
 //   i1 --has[29]--> t0 <--has[30]-- i2
-TEST(HeteroBlockTest, PerTypeNodesDstFirstThenFirstAppearance) {
+TEST(HeteroBlockTest, PerTypeNodesDstFirstThenById) {
   PartitionBook book = ShopBook();
   std::vector<int64_t> seeds = {5, 0, 8};
   std::vector<int64_t> src = {3, 0, 4, 1, 3, 5, 6};
@@ -88,21 +90,21 @@ TEST(HeteroBlockTest, PerTypeNodesDstFirstThenFirstAppearance) {
   auto b = ToHeteroBlock(book, seeds, src, dst, eid);
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(b->dst_nodes, (std::vector<std::vector<int64_t>>{{0}, {1}, {0}}));
-  // Users: u0 (a seed), then u3, u1 as they first appear; items: i1, then i0, i2.
-  EXPECT_EQ(b->src_nodes, (std::vector<std::vector<int64_t>>{{0, 3, 1}, {1, 0, 2}, {0}}));
-  EXPECT_EQ(b->homo_src_nodes, (std::vector<std::vector<int64_t>>{{0, 3, 1}, {5, 4, 6}, {8}}));
-  EXPECT_EQ(b->edges[0].src, (std::vector<int64_t>{1, 0}));  // buys: u3, u0 -> i1.
+  // Users: u0 (a seed), then u1, u3 by id; items: i1 (a seed), then i0, i2.
+  EXPECT_EQ(b->src_nodes, (std::vector<std::vector<int64_t>>{{0, 1, 3}, {1, 0, 2}, {0}}));
+  EXPECT_EQ(b->homo_src_nodes, (std::vector<std::vector<int64_t>>{{0, 1, 3}, {5, 4, 6}, {8}}));
+  EXPECT_EQ(b->edges[0].src, (std::vector<int64_t>{2, 0}));  // buys: u3, u0 -> i1.
   EXPECT_EQ(b->edges[0].dst, (std::vector<int64_t>{0, 0}));
   EXPECT_EQ(b->edges[0].eids, (std::vector<int64_t>{8, 1}));
   EXPECT_EQ(b->edges[1].src, (std::vector<int64_t>{1}));  // bought-by: i0 -> u0.
   EXPECT_EQ(b->edges[1].eids, (std::vector<int64_t>{0}));
-  EXPECT_EQ(b->edges[2].src, (std::vector<int64_t>{2, 1}));  // follows: u1, u3 -> u0.
+  EXPECT_EQ(b->edges[2].src, (std::vector<int64_t>{1, 2}));  // follows: u1, u3 -> u0.
   EXPECT_EQ(b->edges[2].eids, (std::vector<int64_t>{2, 5}));
   EXPECT_EQ(b->edges[3].src, (std::vector<int64_t>{0, 2}));  // has: i1, i2 -> t0.
   EXPECT_EQ(b->edges[3].eids, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(b->edges[3].homo_eids, (std::vector<int64_t>{29, 30}));
   EXPECT_EQ(b->num_edges(), 7);
-  EXPECT_EQ(b->NextSeeds(), (std::vector<int64_t>{0, 3, 1, 5, 4, 6, 8}));
+  EXPECT_EQ(b->NextSeeds(), (std::vector<int64_t>{0, 1, 3, 5, 4, 6, 8}));
   ExpectSame(*b, BruteForce(book, seeds, src, dst, eid));
 }
 

@@ -55,7 +55,9 @@ StatusOr<std::shared_ptr<const LocalGraph>> LocalGraph::Create(PartArrays a) {
         a.part_id, a.indptr[owned_nodes], owned_edges));
   }
   if (a.num_etypes < 1) return bad(fmt::format("{} relations", a.num_etypes));
-  if (a.etype.empty()) {
+  const bool typed = !a.etype.empty();
+  bool consecutive = true;
+  if (!typed) {
     if (a.num_etypes != 1 && !a.eid.empty()) {
       return bad(fmt::format("{} relations but no relation per edge (etype)", a.num_etypes));
     }
@@ -94,10 +96,14 @@ StatusOr<std::shared_ptr<const LocalGraph>> LocalGraph::Create(PartArrays a) {
               "(position {}: edge {}, relation {})",
               v, p, a.eid[p], a.etype[p]));
         }
+        consecutive &= p == a.indptr[v] || a.etype[p] != a.etype[p - 1] ||
+                       a.eid[p] == a.eid[p - 1] + 1;
       }
     }
   }
-  return std::shared_ptr<const LocalGraph>(new LocalGraph(std::move(a)));
+  auto graph = std::shared_ptr<LocalGraph>(new LocalGraph(std::move(a)));
+  graph->consecutive_segment_eids_ = typed && consecutive;
+  return std::shared_ptr<const LocalGraph>(std::move(graph));
 }
 
 Status LocalGraph::CheckOwnedNodes(std::span<const int64_t> nids) const {
@@ -162,6 +168,7 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
       // Positions are not ids: read them, weigh each edge by its id.
       inner.eids = a_.eid.first(positions);
       inner.etypes = a_.etype.first(positions);
+      inner.consecutive_segment_eids = consecutive_segment_eids_;
       kernel.weights_by_eid = true;
       kernel.weights_eid_base = a_.edge_range.first;
     }  // Else inner position p is edge edge_range.first + p: no need to read `eid`.

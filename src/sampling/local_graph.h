@@ -132,6 +132,9 @@ class LocalGraph {
   StatusOr<const std::vector<int64_t>*> Positions() const;
 
   PartArrays a_;
+  // Typed layout: each relation segment of an inner row holds consecutive
+  // edge ids (true of every partition tessera writes; checked by Create).
+  bool consecutive_segment_eids_ = false;
   mutable std::once_flag out_once_;
   mutable std::unique_ptr<OutIndex> out_;
   mutable std::once_flag positions_once_;

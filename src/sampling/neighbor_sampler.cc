@@ -228,6 +228,121 @@ void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, u
 // The random stream of relation r (relation 0's is the single-fanout one).
 constexpr uint64_t StreamOf(int r) { return 1 + static_cast<uint64_t>(r); }
 
+// An upper bound of the edges a call returns, from degrees alone (indptr,
+// no row reads), saturating: without replacement a seed gets at most its
+// degree; with it, at most its degree plus its positive fanouts.
+int64_t MaxEdges(const CscView& csc, std::span<const int64_t> seeds, const SampleOptions& o) {
+  int64_t per_seed = 0, total = 0;
+  if (o.replace) {
+    for (int64_t f : o.etype_fanouts) {
+      if (f > 0 && __builtin_add_overflow(per_seed, f, &per_seed)) return INT64_MAX;
+    }
+  }
+  for (int64_t v : seeds) {
+    if (__builtin_add_overflow(total, csc.indptr[v + 1] - csc.indptr[v], &total) ||
+        __builtin_add_overflow(total, per_seed, &total)) {
+      return INT64_MAX;
+    }
+  }
+  return total;
+}
+
+// Sampled edges appended in place: the vectors grow geometrically (so
+// zero-filled rarely) and are cut to `size` at the end.
+struct EdgeSink {
+  SampledEdges edges;
+  size_t size = 0;
+  // Room for c more edges; returns the index of the first.
+  size_t Append(size_t c) {
+    if (size + c > edges.src.size()) {
+      const size_t grown = std::max({2 * edges.src.size(), size + c, size_t{4096}});
+      for (auto* v : {&edges.src, &edges.dst, &edges.eid}) v->resize(grown);
+    }
+    size += c;
+    return size - c;
+  }
+  void Trim() {
+    for (auto* v : {&edges.src, &edges.dst, &edges.eid}) v->resize(size);
+  }
+};
+
+// Per-relation fanouts in one pass over each row (the row's relations are
+// read once, not counted first and sampled after): each thread appends to
+// its own sink, and the sinks are joined in seed order. The caller checked
+// MaxEdges against options.max_edges, which bounds what this allocates.
+template <bool kByEid, class Run, class CountSegment>
+StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int64_t> seeds,
+                                        std::span<const int64_t> keys,
+                                        const SampleOptions& options, int threads, Run& run,
+                                        CountSegment& count_segment) {
+  const int64_t n = static_cast<int64_t>(seeds.size());
+  std::vector<EdgeSink> sinks(threads);
+  std::vector<int64_t> counts(n + 1, 0);  // Seed i's edge count at [i + 1].
+  RETURN_IF_ERROR(run([&](int t, int64_t lo, int64_t hi) -> Status {
+    Scratch scratch;
+    EdgeSink& sink = sinks[t];
+    constexpr int64_t kAhead = 4;  // Rows are random reads: fetch a few seeds ahead.
+    for (int64_t i = lo; i < hi; ++i) {
+      if (i + kAhead < hi) {
+        const int64_t row = csc.indptr[seeds[i + kAhead]];
+        __builtin_prefetch(csc.indices.data() + row);
+        if (!csc.etypes.empty()) __builtin_prefetch(csc.etypes.data() + row);
+        if (!csc.eids.empty()) __builtin_prefetch(csc.eids.data() + row);
+      }
+      const int64_t v = seeds[i], begin = csc.indptr[v], end = csc.indptr[v + 1];
+      const uint64_t key = static_cast<uint64_t>(keys.empty() ? v : keys[i]);
+      const size_t first = sink.size;
+      RETURN_IF_ERROR(ForEachRun(csc, begin, end, [&](int r, int64_t b, int64_t e) -> Status {
+        ASSIGN_OR_RETURN(int64_t c, count_segment(r, b, e, scratch));
+        if (c == 0) return absl::OkStatus();
+        const size_t at = sink.Append(static_cast<size_t>(c));
+        int64_t* pos = sink.edges.eid.data() + at;  // Positions first, then ids.
+        ChooseFor<kByEid>(csc, b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
+                          scratch, pos);
+        int64_t* src = sink.edges.src.data() + at;
+        int64_t* dst = sink.edges.dst.data() + at;
+        if (csc.consecutive_segment_eids) {
+          const int64_t shift = csc.eid(b) - b;  // Edge p of the segment is shift + p.
+          for (int64_t k = 0; k < c; ++k) {
+            src[k] = csc.indices[pos[k]];
+            dst[k] = v;
+            pos[k] += shift;
+          }
+        } else {
+          for (int64_t k = 0; k < c; ++k) {
+            src[k] = csc.indices[pos[k]];
+            dst[k] = v;
+            pos[k] = csc.eid(pos[k]);
+          }
+        }
+        return absl::OkStatus();
+      }));
+      counts[i + 1] = static_cast<int64_t>(sink.size - first);
+    }
+    return absl::OkStatus();
+  }));
+  for (int64_t i = 0; i < n; ++i) counts[i + 1] += counts[i];
+  SampledEdges out;
+  if (threads == 1) {
+    sinks[0].Trim();
+    out = std::move(sinks[0].edges);
+  } else {
+    const size_t total = static_cast<size_t>(counts[n]);
+    for (auto* v : {&out.src, &out.dst, &out.eid}) v->reserve(total);
+    for (EdgeSink& sink : sinks) {
+      const auto take = [&](std::vector<int64_t>& to, const std::vector<int64_t>& from) {
+        to.insert(to.end(), from.begin(), from.begin() + static_cast<ptrdiff_t>(sink.size));
+      };
+      take(out.src, sink.edges.src);
+      take(out.dst, sink.edges.dst);
+      take(out.eid, sink.edges.eid);
+      sink = EdgeSink();
+    }
+  }
+  out.offsets = std::move(counts);
+  return out;
+}
+
 // The two passes over validated input (kByEid: how weights are indexed).
 template <bool kByEid>
 StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds,
@@ -235,12 +350,13 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
   const int64_t n = static_cast<int64_t>(seeds.size());
   const bool per_relation = !options.etype_fanouts.empty();
   int threads = std::max(1, std::min<int>(options.num_threads, static_cast<int>(n / 256) + 1));
+  // Runs body(t, lo, hi) over `threads` chunks of the seeds.
   auto run = [&](auto&& body) {
     std::vector<std::thread> pool;
     std::vector<Status> status(threads);
     for (int t = 0; t < threads; ++t) {
       int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
-      auto work = [&, t, lo, hi] { status[t] = body(lo, hi); };
+      auto work = [&, t, lo, hi] { status[t] = body(t, lo, hi); };
       if (t + 1 == threads) {
         work();
       } else {
@@ -266,10 +382,14 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
     FindSkipped(csc, b, e, options.exclude, scratch.skip);
     return CountFor<kByEid>(csc, b, e, fanout, options, scratch.skip);
   };
-  // Pass 1: how many edges each seed gets; pass 2: fill in place.
+  if (per_relation && MaxEdges(csc, seeds, options) <= options.max_edges) {
+    return SampleByRelation<kByEid>(csc, seeds, keys, options, threads, run, count_segment);
+  }
+  // Pass 1: how many edges each seed gets; pass 2: fill in place. (Rows
+  // are read twice, but the first pass reads only indptr for one fanout.)
   std::vector<int64_t> offsets(n + 1, 0);
   constexpr int64_t kAhead = 4;  // Rows are random reads: fetch a few seeds ahead.
-  RETURN_IF_ERROR(run([&](int64_t lo, int64_t hi) -> Status {
+  RETURN_IF_ERROR(run([&](int, int64_t lo, int64_t hi) -> Status {
     Scratch scratch;
     for (int64_t i = lo; i < hi; ++i) {
       if (per_relation && !csc.etypes.empty() && i + kAhead < hi) {
@@ -302,7 +422,7 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
   out.src.resize(offsets[n]);
   out.dst.resize(offsets[n]);
   out.eid.resize(offsets[n]);
-  RETURN_IF_ERROR(run([&](int64_t lo, int64_t hi) -> Status {
+  RETURN_IF_ERROR(run([&](int, int64_t lo, int64_t hi) -> Status {
     Scratch scratch;
     for (int64_t i = lo; i < hi; ++i) {
       if (i + kAhead < hi) {

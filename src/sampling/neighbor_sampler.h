@@ -45,6 +45,11 @@ struct CscView {
   // guarantee it; values outside [0, num_etypes) are an error).
   std::span<const int32_t> etypes;
   int num_etypes = 1;
+  // Every relation segment of a row holds consecutive edge ids (a typed
+  // part's inner rows: its edges are ordered by relation, then destination),
+  // so position p of the segment [b, e) is edge eid(b) + (p - b): one read
+  // of `eids` per segment, not per sampled edge.
+  bool consecutive_segment_eids = false;
   int64_t num_nodes() const { return static_cast<int64_t>(indptr.size()) - 1; }
   int64_t eid(int64_t p) const { return eids.empty() ? eid_base + p : eids[p]; }
 };
