@@ -154,6 +154,24 @@ class EpochIterator {
   bool busy_ = false;  // A __next__ is waiting (with the GIL released).
 };
 
+template <typename Loader>
+using PyLoader = py::class_<Loader, std::shared_ptr<Loader>>;
+
+// Binds a loader's __len__, epoch and __iter__: an EpochIterator (bound as
+// `iterator_name`) whose batches `convert` makes Python values.
+template <typename Loader, typename T>
+void DefEpochs(py::module_& m, PyLoader<Loader>& loader, const char* iterator_name,
+               py::object (*convert)(const T&)) {
+  using Iterator = EpochIterator<Loader, T>;
+  py::class_<Iterator>(m, iterator_name)
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &Iterator::Next);
+  loader.def("__len__", &Loader::size)
+      .def("epoch", &Loader::epoch)
+      .def("__iter__",
+           [convert](std::shared_ptr<Loader> self) { return Iterator(std::move(self), convert); });
+}
+
 py::object ConvertNodeBatch(const dist::MiniBatch& b) {
   return py::make_tuple(b.input_nodes, b.seeds, BlockList(b.blocks));
 }
@@ -191,13 +209,40 @@ py::dict HeteroBlockDict(const dist::HeteroBlock& b) {
   return d;
 }
 
+py::list HeteroBlockList(const std::vector<dist::HeteroBlock>& blocks) {
+  py::list out;
+  for (const dist::HeteroBlock& block : blocks) out.append(HeteroBlockDict(block));
+  return out;
+}
+
+py::dict TypedDict(const std::map<std::string, torch::Tensor>& typed) {
+  py::dict d;
+  for (const auto& [type, ids] : typed) d[py::str(type)] = ids;
+  return d;
+}
+
 py::object ConvertHeteroNodeBatch(const dist::HeteroMiniBatch& b) {
-  py::list blocks;
-  for (const dist::HeteroBlock& block : b.blocks) blocks.append(HeteroBlockDict(block));
-  py::dict input_nodes, seeds;
-  for (const auto& [ntype, ids] : b.input_nodes) input_nodes[py::str(ntype)] = ids;
-  for (const auto& [ntype, ids] : b.seeds) seeds[py::str(ntype)] = ids;
-  return py::make_tuple(input_nodes, seeds, blocks);
+  return py::make_tuple(TypedDict(b.input_nodes), TypedDict(b.seeds), HeteroBlockList(b.blocks));
+}
+
+// A typed pair graph as a dict: "nodes" per node type (type-id order),
+// "edges" per relation an (src, dst, eids) tuple.
+py::dict HeteroPairDict(const dist::HeteroPairGraph& p) {
+  py::dict d;
+  d["nodes"] = TensorList(p.nodes);
+  py::list edges;
+  for (const auto& e : p.edges) edges.append(py::make_tuple(e.src, e.dst, e.eids));
+  d["edges"] = edges;
+  return d;
+}
+
+py::object ConvertHeteroEdgeBatch(const dist::HeteroEdgeMiniBatch& b) {
+  py::dict d;
+  d["input_nodes"] = TypedDict(b.input_nodes);
+  d["positive"] = HeteroPairDict(b.positive);
+  d["negative"] = HeteroPairDict(b.negative);
+  d["blocks"] = HeteroBlockList(b.blocks);
+  return d;
 }
 
 py::list HeteroSubgraphList(const dist::HeteroSubgraph& s) {
@@ -327,23 +372,6 @@ void DefGraphOperations(py::module_& m, PyDistGraph& graph) {
 }
 
 void DefLoaders(py::module_& m) {
-  using NodeIter = EpochIterator<dist::DistNodeDataLoader, dist::MiniBatch>;
-  using EdgeIter = EpochIterator<dist::DistEdgeDataLoader, dist::EdgeMiniBatch>;
-  using DataIter = EpochIterator<PyDataLoader, PyItem>;
-  using HeteroNodeIter = EpochIterator<dist::DistHeteroNodeDataLoader, dist::HeteroMiniBatch>;
-  py::class_<HeteroNodeIter>(m, "_HeteroNodeIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &HeteroNodeIter::Next);
-  py::class_<NodeIter>(m, "_NodeIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &NodeIter::Next);
-  py::class_<EdgeIter>(m, "_EdgeIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &EdgeIter::Next);
-  py::class_<DataIter>(m, "_DataIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &DataIter::Next);
-
   auto sampler_of = [](std::vector<int64_t> fanouts, const std::string& edge_dir, bool replace,
                        const std::string& prob, std::vector<dist::FanoutMap> etype_fanouts = {}) {
     return dist::NeighborSampler{.fanouts = std::move(fanouts),
@@ -352,46 +380,39 @@ void DefLoaders(py::module_& m) {
                                  .replace = replace,
                                  .prob = prob};
   };
-  py::class_<dist::DistHeteroNodeDataLoader, std::shared_ptr<dist::DistHeteroNodeDataLoader>>(
-      m, "HeteroNodeLoader")
-      .def(py::init(
-          [sampler_of](const dist::DistGraph& g, const std::map<std::string, torch::Tensor>& nids,
-                       std::vector<int64_t> fanouts, std::vector<dist::FanoutMap> etype_fanouts,
-                       const std::string& edge_dir, bool replace, const std::string& prob,
-                       int64_t batch_size, bool shuffle, bool drop_last, uint64_t seed,
-                       int num_workers, int prefetch, bool even_batches, double timeout_s) {
-            auto sampler =
-                sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-            auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                       even_batches, timeout_s);
-            return Wait(
-                [&] { return MakeReleasing<dist::DistHeteroNodeDataLoader>(g, nids, sampler, o); });
-          }))
-      .def("__len__", &dist::DistHeteroNodeDataLoader::size)
-      .def("epoch", &dist::DistHeteroNodeDataLoader::epoch)
-      .def("__iter__", [](std::shared_ptr<dist::DistHeteroNodeDataLoader> self) {
-        return HeteroNodeIter(std::move(self), &ConvertHeteroNodeBatch);
-      });
-  py::class_<dist::DistNodeDataLoader, std::shared_ptr<dist::DistNodeDataLoader>>(m, "NodeLoader")
-      .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& nids,
+  using HeteroNodeLoader = dist::DistHeteroNodeDataLoader;
+  PyLoader<HeteroNodeLoader> hetero_node(m, "HeteroNodeLoader");
+  hetero_node.def(py::init(
+      [sampler_of](const dist::DistGraph& g, const std::map<std::string, torch::Tensor>& nids,
+                   std::vector<int64_t> fanouts, std::vector<dist::FanoutMap> etype_fanouts,
+                   const std::string& edge_dir, bool replace, const std::string& prob,
+                   int64_t batch_size, bool shuffle, bool drop_last, uint64_t seed, int num_workers,
+                   int prefetch, bool even_batches, double timeout_s) {
+        auto sampler =
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        return Wait([&] { return MakeReleasing<HeteroNodeLoader>(g, nids, sampler, o); });
+      }));
+  DefEpochs(m, hetero_node, "_HeteroNodeIterator", &ConvertHeteroNodeBatch);
+
+  PyLoader<dist::DistNodeDataLoader> node(m, "NodeLoader");
+  node.def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& nids,
                                  std::vector<int64_t> fanouts, const std::string& edge_dir,
                                  bool replace, const std::string& prob, int64_t batch_size,
                                  bool shuffle, bool drop_last, uint64_t seed, int num_workers,
                                  int prefetch, bool even_batches, double timeout_s,
                                  std::vector<dist::FanoutMap> etype_fanouts) {
-        auto sampler =
-            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                   even_batches, timeout_s);
-        return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
-      }))
-      .def("__len__", &dist::DistNodeDataLoader::size)
-      .def("epoch", &dist::DistNodeDataLoader::epoch)
-      .def("__iter__", [](std::shared_ptr<dist::DistNodeDataLoader> self) {
-        return NodeIter(std::move(self), &ConvertNodeBatch);
-      });
-  py::class_<dist::DistEdgeDataLoader, std::shared_ptr<dist::DistEdgeDataLoader>>(m, "EdgeLoader")
-      .def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& eids,
+    auto sampler =
+        sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+    auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                               even_batches, timeout_s);
+    return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
+  }));
+  DefEpochs(m, node, "_NodeIterator", &ConvertNodeBatch);
+
+  PyLoader<dist::DistEdgeDataLoader> edge(m, "EdgeLoader");
+  edge.def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& eids,
                                  std::vector<int64_t> fanouts, const std::string& edge_dir,
                                  bool replace, const std::string& prob, int64_t batch_size,
                                  bool shuffle, bool drop_last, uint64_t seed, int num_workers,
@@ -399,35 +420,52 @@ void DefLoaders(py::module_& m) {
                                  const std::string& exclude,
                                  std::optional<torch::Tensor> reverse_eids,
                                  std::vector<dist::FanoutMap> etype_fanouts) {
+    auto sampler =
+        sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+    auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                               even_batches, timeout_s);
+    dist::EdgeLoaderOptions e{.negatives = negatives, .exclude = exclude};
+    if (reverse_eids) e.reverse_eids = *reverse_eids;
+    return Wait([&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
+  }));
+  DefEpochs(m, edge, "_EdgeIterator", &ConvertEdgeBatch);
+
+  // Typed link prediction: eids {etype: per-relation ids}; reverse_eids a
+  // homogeneous tensor or typed_reverse_eids per relation; reverse_etypes
+  // {etype: reverse etype}.
+  using HeteroEdgeLoader = dist::DistHeteroEdgeDataLoader;
+  PyLoader<HeteroEdgeLoader> hetero_edge(m, "HeteroEdgeLoader");
+  hetero_edge.def(py::init(
+      [sampler_of](const dist::DistGraph& g, const std::map<std::string, torch::Tensor>& eids,
+                   std::vector<int64_t> fanouts, std::vector<dist::FanoutMap> etype_fanouts,
+                   const std::string& edge_dir, bool replace, const std::string& prob,
+                   int64_t batch_size, bool shuffle, bool drop_last, uint64_t seed, int num_workers,
+                   int prefetch, bool even_batches, double timeout_s, int negatives,
+                   const std::string& exclude, std::optional<torch::Tensor> reverse_eids,
+                   std::map<std::string, torch::Tensor> typed_reverse_eids,
+                   std::map<std::string, std::string> reverse_etypes) {
         auto sampler =
             sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
         auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
                                    even_batches, timeout_s);
-        dist::EdgeLoaderOptions e;
-        e.negatives = negatives;
-        e.exclude = exclude;
+        dist::EdgeLoaderOptions e{.negatives = negatives,
+                                  .exclude = exclude,
+                                  .typed_reverse_eids = std::move(typed_reverse_eids),
+                                  .reverse_etypes = std::move(reverse_etypes)};
         if (reverse_eids) e.reverse_eids = *reverse_eids;
-        return Wait(
-            [&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
-      }))
-      .def("__len__", &dist::DistEdgeDataLoader::size)
-      .def("epoch", &dist::DistEdgeDataLoader::epoch)
-      .def("__iter__", [](std::shared_ptr<dist::DistEdgeDataLoader> self) {
-        return EdgeIter(std::move(self), &ConvertEdgeBatch);
-      });
-  py::class_<PyDataLoader, std::shared_ptr<PyDataLoader>>(m, "DataLoader")
-      .def(py::init([](int64_t length, py::object collate, int64_t batch_size, bool shuffle,
+        return Wait([&] { return MakeReleasing<HeteroEdgeLoader>(g, eids, sampler, o, e); });
+      }));
+  DefEpochs(m, hetero_edge, "_HeteroEdgeIterator", &ConvertHeteroEdgeBatch);
+
+  PyLoader<PyDataLoader> data(m, "DataLoader");
+  data.def(py::init([](int64_t length, py::object collate, int64_t batch_size, bool shuffle,
                        bool drop_last, uint64_t seed, int num_workers, int prefetch,
                        bool even_batches, double timeout_s) {
-        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                   even_batches, timeout_s);
-        return MakeDataLoader(length, std::move(collate), o);
-      }))
-      .def("__len__", &PyDataLoader::size)
-      .def("epoch", &PyDataLoader::epoch)
-      .def("__iter__", [](std::shared_ptr<PyDataLoader> self) {
-        return DataIter(std::move(self), &ConvertItem);
-      });
+    auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                               even_batches, timeout_s);
+    return MakeDataLoader(length, std::move(collate), o);
+  }));
+  DefEpochs(m, data, "_DataIterator", &ConvertItem);
 }
 
 }  // namespace tessera::pyext

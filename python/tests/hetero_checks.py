@@ -258,6 +258,113 @@ raises(lambda: dist.DistNodeDataLoader(g, {"paper": train_papers}, dist.Neighbor
        tessera.TesseraError, "no fanout for relation")
 ok("typed_loader")
 
+# ---- the typed edge loader: link prediction on writes and cites (DGL's dict eids)
+from tessera.distributed.loader import HeteroPairGraph  # noqa: E402
+
+orig_eids = torch.from_numpy(np.load(os.path.join(root, "orig_eids.npy")))
+writes, cites = g.to_canonical_etype("writes"), g.to_canonical_etype("cites")
+reverse = {writes: g.to_canonical_etype("rev-writes"), cites: g.to_canonical_etype("rev-cites")}
+
+
+def input_edges(c):
+    """The input's (src, dst) of relation c, in the input's per-type ids."""
+    folder = os.path.join(input_dir, "edges", "__".join(c))
+    return (torch.from_numpy(np.load(os.path.join(folder, "src.npy"))),
+            torch.from_numpy(np.load(os.path.join(folder, "dst.npy"))))
+
+
+def to_input_eid(c, per):
+    """Our per-relation edge ids of c as the input's (rows of its src/dst.npy)."""
+    homo = orig_eids[gpb.map_to_homo_eid(per, c)]
+    first = int(orig_eids[gpb.map_to_homo_eid(torch.arange(g.num_edges(c)), c)].min())
+    return homo - first
+
+
+def check_pairs(pair, c, rows):
+    """The pairs of relation c: their nodes are the input's endpoints of the
+    input rows `rows`."""
+    u, v = pair.edges(etype=c)
+    in_src, in_dst = input_edges(c)
+    assert torch.equal(to_input(c[0], pair.ndata[tessera.NID][c[0]][u]), in_src[rows]), c
+    assert torch.equal(to_input(c[2], pair.ndata[tessera.NID][c[2]][v]), in_dst[rows]), c
+
+
+every = {c: dist.edge_split(torch.ones(g.num_edges(c), dtype=torch.bool), gpb, etype=c)
+         for c in (writes, cites)}
+mine = {"writes": every[writes][::7], "paper:cites:paper": every[cites][::5]}
+k = 3
+link_fanout = dict(fanout)
+link_fanout[g.to_canonical_etype("rev-writes")] = 2
+link_loader = dist.DistEdgeDataLoader(
+    g, mine, dist.NeighborSampler([link_fanout, 2]), exclude="reverse_types",
+    reverse_etypes={"writes": "rev-writes", cites: "rev-cites"},
+    negative_sampler=tessera.dataloading.negative_sampler.Uniform(k), batch_size=32,
+    shuffle=True, seed=11)
+seen = {writes: [], cites: []}
+neg_papers = []
+for input_nodes, pos, neg, blocks in link_loader:
+    assert isinstance(pos, HeteroPairGraph) and isinstance(neg, HeteroPairGraph)
+    assert isinstance(blocks[0], dist.HeteroBlock) and len(blocks) == 2
+    assert pos.num_edges() == pos.num_edges("writes") + pos.num_edges(cites) > 0
+    excluded = {}
+    for c in (writes, cites):
+        eid = pos.edata[tessera.EID][c]
+        seen[c].append(eid)
+        check_pairs(pos, c, to_input_eid(c, eid))
+        es, ed = g.find_edges(eid, c)
+        u, v = pos.edges(etype=c)
+        assert torch.equal(es, pos.ndata[tessera.NID][c[0]][u]), c
+        assert torch.equal(ed, pos.ndata[tessera.NID][c[2]][v]), c
+        # k negatives per edge: its source, a node of the relation's destination type.
+        nu, nv = neg.edges(etype=c)
+        assert torch.equal(nu, u.repeat_interleave(k)), c
+        dst = to_input(c[2], neg.ndata[tessera.NID][c[2]][nv])
+        assert int(dst.min()) >= 0 and int(dst.max()) < meta["ntypes"][c[2]], c
+        if c == writes:
+            neg_papers.append(dst)
+        excluded[c] = excluded[reverse[c]] = eid
+    assert tessera.EID not in neg.edata
+    for t in g.ntypes:
+        assert torch.equal(blocks[-1].dstdata[tessera.NID][t], pos.ndata[tessera.NID][t]), t
+        assert torch.equal(neg.ndata[tessera.NID][t], pos.ndata[tessera.NID][t]), t
+        assert pos.num_nodes(t) == neg.num_nodes(t) == pos.ndata[tessera.NID][t].numel()
+        assert torch.equal(blocks[0].dstdata[tessera.NID][t], blocks[1].srcdata[tessera.NID][t])
+        assert torch.equal(input_nodes[t], blocks[0].srcdata[tessera.NID][t]), t
+    for b in blocks:
+        for c in g.canonical_etypes:
+            u, v = b.edges(etype=c)
+            eid = b.edata[tessera.EID][c]
+            if c in excluded:
+                assert not bool(torch.isin(eid, excluded[c]).any()), f"excluded {c} edge sampled"
+            if u.numel():
+                es, ed = g.find_edges(eid, c)
+                assert torch.equal(es, b.srcdata[tessera.NID][c[0]][u]), c
+                assert torch.equal(ed, b.dstdata[tessera.NID][c[2]][v]), c
+        if b.num_edges(cites):
+            assert int(b.in_degrees(etype=cites).max()) <= 2
+for c, ids in ((writes, mine["writes"]), (cites, mine["paper:cites:paper"])):
+    assert torch.equal(torch.cat(seen[c]).sort().values, ids.sort().values), f"{c} once each"
+# Negative papers are uniform over the papers (their mean id about half the
+# count), unlike writes' power-law destinations.
+drawn = torch.cat(neg_papers).double()
+assert abs(float(drawn.mean()) / meta["ntypes"]["paper"] - 0.5) < 0.08, float(drawn.mean())
+# At least this trainer's batches (even_batches pads to the largest count).
+assert len(link_loader) >= -(-(len(mine["writes"]) + len(mine["paper:cites:paper"])) // 32)
+raises(lambda: dist.DistEdgeDataLoader(g, {"venue_of": mine["writes"]}, sampler),
+       tessera.TesseraError, "no edge type 'venue_of'")
+raises(lambda: dist.DistEdgeDataLoader(g, {"writes": torch.tensor([g.num_edges("writes")])},
+                                       sampler), tessera.TesseraError, "author:writes:paper")
+raises(lambda: dist.DistEdgeDataLoader(g, mine, sampler, exclude="reverse_types",
+                                       reverse_etypes={"writes": "rev-writes"}),
+       tessera.TesseraError, "paper:cites:paper has no reverse")
+raises(lambda: dist.DistEdgeDataLoader(g, mine, sampler, exclude="reverse_types",
+                                       reverse_etypes={"writes": "cites", "cites": "cites"}),
+       tessera.TesseraError, "cannot be the reverse of relation author:writes:paper")
+raises(lambda: dist.DistEdgeDataLoader(g, mine, sampler, exclude="reverse_id",
+                                       reverse_eids={"cites": torch.arange(3)}),
+       tessera.TesseraError, "reverse_eids of relation paper:cites:paper")
+ok("typed_link_loader")
+
 # ---- clear errors
 raises(lambda: g.ndata, tessera.TesseraError, "one node type", "nodes[ntype]")
 raises(lambda: g.edata, tessera.TesseraError, "one edge type", "edges[etype]")

@@ -91,7 +91,47 @@ class _NodeSpace:
         return view
 
 
-class HeteroBlock:
+class _RelationEdges:
+    """Edges by relation of a typed block or pair graph: ``self._edges`` maps
+    each canonical relation to its (src, dst) local ids; relations are named
+    as in DGL (a name or a canonical tuple)."""
+
+    _what = "graph"
+
+    def _init_types(self, g):
+        self._g = g
+        self.ntypes = g.ntypes
+        self.canonical_etypes = g.canonical_etypes
+        self.etypes = g.etypes
+
+    def _canonical(self, etype):
+        if etype is None:
+            if len(self.canonical_etypes) != 1:
+                raise _C.TesseraError(f"this {self._what} has several edge types: give etype")
+            return self.canonical_etypes[0]
+        return self._g.to_canonical_etype(etype)
+
+    def num_edges(self, etype=None):
+        if etype is None:
+            return sum(s.numel() for s, _ in self._edges.values())
+        return self._edges[self._canonical(etype)][0].numel()
+
+    def edges(self, form="uv", order="eid", etype=None):
+        c = self._canonical(etype)
+        src, dst = self._edges[c]
+        if form == "uv":
+            return src, dst
+        if form == "eid":
+            return torch.arange(src.numel(), dtype=torch.int64)
+        if form == "all":
+            return src, dst, torch.arange(src.numel(), dtype=torch.int64)
+        raise ValueError(f"edges(form=...) must be 'uv', 'eid' or 'all', got {form!r}")
+
+    def number_of_edges(self, etype=None):
+        return self.num_edges(etype)
+
+
+class HeteroBlock(_RelationEdges):
     """One message-passing layer of a heterograph (DGL's block of a
     heterograph). Per node type: ``srcdata[NID][ntype]`` / ``dstdata[NID][ntype]``
     per-type ids (destinations first among sources), ``num_src_nodes(ntype)``;
@@ -102,13 +142,11 @@ class HeteroBlock:
     homogeneous ids and ``edata["_homo_eid"]`` the edges'."""
 
     is_block = True
+    _what = "block"
 
     def __init__(self, g, raw):
-        self._g = g
-        self.ntypes = g.ntypes
+        self._init_types(g)
         self.srctypes = self.dsttypes = g.ntypes
-        self.canonical_etypes = g.canonical_etypes
-        self.etypes = g.etypes
         src = dict(zip(self.ntypes, raw["src_nodes"]))
         dst = dict(zip(self.ntypes, raw["dst_nodes"]))
         self.srcdata = {NID: src, "_homo_nid": dict(zip(self.ntypes, raw["homo_src_nodes"]))}
@@ -118,13 +156,6 @@ class HeteroBlock:
                       "_homo_eid": {c: e[3] for c, e in zip(self.canonical_etypes, raw["edges"])}}
         self.srcnodes = _NodeSpace({t: {NID: src[t]} for t in self.ntypes})
         self.dstnodes = _NodeSpace({t: {NID: dst[t]} for t in self.ntypes})
-
-    def _canonical(self, etype):
-        if etype is None:
-            if len(self.canonical_etypes) != 1:
-                raise _C.TesseraError("this block has several edge types: give etype")
-            return self.canonical_etypes[0]
-        return self._g.to_canonical_etype(etype)
 
     def _ntype(self, ntype):
         if ntype is None:
@@ -141,25 +172,8 @@ class HeteroBlock:
     def num_dst_nodes(self, ntype=None):
         return self.dstdata[NID][self._ntype(ntype)].numel()
 
-    def num_edges(self, etype=None):
-        if etype is None:
-            return sum(s.numel() for s, _ in self._edges.values())
-        return self._edges[self._canonical(etype)][0].numel()
-
     number_of_src_nodes = num_src_nodes
     number_of_dst_nodes = num_dst_nodes
-    number_of_edges = num_edges
-
-    def edges(self, form="uv", order="eid", etype=None):
-        c = self._canonical(etype)
-        src, dst = self._edges[c]
-        if form == "uv":
-            return src, dst
-        if form == "eid":
-            return torch.arange(src.numel(), dtype=torch.int64)
-        if form == "all":
-            return src, dst, torch.arange(src.numel(), dtype=torch.int64)
-        raise ValueError(f"edges(form=...) must be 'uv', 'eid' or 'all', got {form!r}")
 
     def in_degrees(self, v=None, etype=None):
         c = self._canonical(etype)
@@ -215,6 +229,40 @@ class PairGraph:
 
     number_of_nodes = num_nodes
     number_of_edges = num_edges
+
+
+class HeteroPairGraph(_RelationEdges):
+    """The positive (or negative) pairs of a typed edge batch, by relation
+    (DGL's heterograph pair graph): per node type, ``ndata[NID][ntype]`` the
+    batch's nodes in per-type ids (the last block's destination nodes) and
+    ``num_nodes(ntype)``; per relation (name or canonical tuple),
+    ``edges(etype=...)`` as indices into its source type's and destination
+    type's nodes and ``num_edges(etype)``; in the positive graph
+    ``edata[EID][canonical]`` the per-relation id of each pair's edge."""
+
+    _what = "pair graph"
+
+    def __init__(self, g, raw, positive):
+        self._init_types(g)
+        nodes = dict(zip(self.ntypes, raw["nodes"]))
+        self.ndata = {NID: nodes}
+        self.nodes = _NodeSpace({t: {NID: ids} for t, ids in nodes.items()})
+        self._edges = {c: (e[0], e[1]) for c, e in zip(self.canonical_etypes, raw["edges"])}
+        self.edata = ({EID: {c: e[2] for c, e in zip(self.canonical_etypes, raw["edges"])}}
+                      if positive else {})
+
+    def num_nodes(self, ntype=None):
+        if ntype is None:
+            return sum(n.numel() for n in self.ndata[NID].values())
+        if ntype not in self.ndata[NID]:
+            raise _C.TesseraError(f"unknown node type {ntype!r}; the graph has {self.ntypes}")
+        return self.ndata[NID][ntype].numel()
+
+    number_of_nodes = num_nodes
+
+    def __repr__(self):
+        return (f"HeteroPairGraph(num_nodes={ {t: self.num_nodes(t) for t in self.ntypes} }, "
+                f"num_edges={ {c: self.num_edges(c) for c in self.canonical_etypes} })")
 
 
 class NeighborSampler:
@@ -358,37 +406,76 @@ class DistEdgeDataLoader:
     """Mini-batches for link prediction over edges ``eids``. Yields
     ``(input_nodes, pair_graph, blocks)``, or with a ``negative_sampler``
     ``(input_nodes, pos_pair_graph, neg_pair_graph, blocks)``. ``exclude``:
-    None, "self" (the batch's edges) or "reverse_id" (and their reverses,
-    ``reverse_eids[e]``) are never sampled into the blocks."""
+    None, "self" (the batch's edges), "reverse_id" (and their reverses,
+    ``reverse_eids``) or "reverse_types" (and the edges of the same
+    per-relation id in the reverse relations, ``reverse_etypes``) are never
+    sampled into the blocks.
+
+    On a heterograph ``eids`` is ``{etype: per-relation ids}`` (DGL): the pair
+    graphs are HeteroPairGraphs, the blocks HeteroBlocks, ``input_nodes``
+    ``{ntype: ids}``; negatives of an edge come from its relation's
+    destination type. ``reverse_eids`` is then ``{etype: ids}`` (the reverse
+    of edge i of a relation is edge ``reverse_eids[etype][i]`` of the same
+    relation) or a homogeneous tensor over every edge."""
 
     def __init__(self, g, eids, graph_sampler, device=None, exclude=None, reverse_eids=None,
-                 negative_sampler=None, **kwargs):
+                 reverse_etypes=None, negative_sampler=None, **kwargs):
         a = _loader_args(dict(kwargs, device=device), "DistEdgeDataLoader")
         if negative_sampler is not None and not isinstance(negative_sampler, Uniform):
             raise _C.TesseraError("DistEdgeDataLoader: negative_sampler must be "
                                   "negative_sampler.Uniform(k)")
         if exclude is not None and not isinstance(exclude, str):
-            raise _C.TesseraError("DistEdgeDataLoader: exclude must be None, 'self' or "
-                                  "'reverse_id'")
+            raise _C.TesseraError("DistEdgeDataLoader: exclude must be None, 'self', "
+                                  "'reverse_id' or 'reverse_types'")
+        self._g = g
         self._negatives = negative_sampler.k if negative_sampler is not None else 0
-        rev = None if reverse_eids is None else as_ids(reverse_eids, "reverse_eids")[0]
+        self._typed = isinstance(eids, dict) and not g.is_homogeneous
         s = graph_sampler
         fanouts, etype_fanouts = s._layers(g)
-        if isinstance(eids, dict) and not g.is_homogeneous:
-            # {etype: per-relation ids} -> homogeneous ids; blocks stay homogeneous.
-            eids = torch.cat([g.map_to_homo_eid(as_ids(v, "DistEdgeDataLoader eids")[0], k)
-                              for k, v in eids.items()] or [torch.empty(0, dtype=torch.int64)])
+        common = (a["batch_size"], a["shuffle"], a["drop_last"], a["seed"], a["num_workers"],
+                  a["prefetch"], a["even_batches"], a["timeout"], self._negatives,
+                  exclude or "none")
+        if self._typed:
+            typed_rev, rev = {}, None
+            if isinstance(reverse_eids, dict):
+                typed_rev = {_etype_str(k): as_ids(v, "reverse_eids")[0]
+                             for k, v in reverse_eids.items()}
+            elif reverse_eids is not None:
+                rev = as_ids(reverse_eids, "reverse_eids")[0]
+            if reverse_etypes is not None and not isinstance(reverse_etypes, dict):
+                raise _C.TesseraError("DistEdgeDataLoader: reverse_etypes is a dict "
+                                      "{etype: reverse etype}")
+            rtypes = {_etype_str(k): _etype_str(v) for k, v in (reverse_etypes or {}).items()}
+            self._loader = _C.HeteroEdgeLoader(
+                g._g, {_etype_str(k): as_ids(v, "DistEdgeDataLoader eids")[0]
+                       for k, v in eids.items()},
+                fanouts, etype_fanouts, s.edge_dir, s.replace, s.prob, *common, rev, typed_rev,
+                rtypes)
+            return
+        if reverse_etypes:
+            raise _C.TesseraError("DistEdgeDataLoader: reverse_etypes needs a heterograph and "
+                                  "eids given as {etype: ids}")
+        if isinstance(reverse_eids, dict):
+            reverse_eids = _node_ids(reverse_eids, "reverse_eids")
+        rev = None if reverse_eids is None else as_ids(reverse_eids, "reverse_eids")[0]
         self._loader = _C.EdgeLoader(g._g, _node_ids(eids, "DistEdgeDataLoader eids"),
-                                     fanouts, s.edge_dir, s.replace, s.prob,
-                                     a["batch_size"], a["shuffle"], a["drop_last"], a["seed"],
-                                     a["num_workers"], a["prefetch"], a["even_batches"],
-                                     a["timeout"], self._negatives, exclude or "none", rev,
+                                     fanouts, s.edge_dir, s.replace, s.prob, *common, rev,
                                      etype_fanouts)
 
     def __len__(self):
         return len(self._loader)
 
     def __iter__(self):
+        if self._typed:
+            for b in _each(self._loader):
+                pos = HeteroPairGraph(self._g, b["positive"], True)
+                blocks = [HeteroBlock(self._g, raw) for raw in b["blocks"]]
+                if self._negatives:
+                    neg = HeteroPairGraph(self._g, b["negative"], False)
+                    yield b["input_nodes"], pos, neg, blocks
+                else:
+                    yield b["input_nodes"], pos, blocks
+            return
         for b in _each(self._loader):
             pos = PairGraph(b["pos_src"], b["pos_dst"], b["pair_nodes"], b["eids"])
             blocks = _blocks(b["blocks"])
