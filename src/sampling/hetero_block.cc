@@ -111,23 +111,29 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   for (size_t i = 0; i < seeds.size(); ++i) {
     if (seeds[i] < 0 || seeds[i] >= num_nodes) return node_error("seed", i, seeds[i]);
   }
-  TypeIndex node_index = TypeIndex::Nodes(book), edge_index = TypeIndex::Edges(book);
-  std::vector<int64_t> per_relation(num_etypes, 0);  // Edges of each relation.
-  for (size_t e = 0; e < src.size(); ++e) {
-    if (src[e] < 0 || src[e] >= num_nodes) return node_error("the source of edge", e, src[e]);
-    if (dst[e] < 0 || dst[e] >= num_nodes) return node_error("the destination of edge", e, dst[e]);
-    if (eids[e] < 0 || eids[e] >= num_edges) {
-      return absl::InvalidArgumentError(fmt::format(
-          "to_block: edge {} has id {}, outside the graph's {} edges", e, eids[e], num_edges));
-    }
-    ++per_relation[edge_index.Find(eids[e]).type];
-  }
   const size_t n_dst = seeds.size(), n_edges = src.size();
   const int id_bits = std::max(1, BitsFor(static_cast<uint64_t>(num_nodes)));
   const int seed_bits = BitsFor(n_dst), edge_bits = BitsFor(n_edges);
   if (id_bits + std::max(seed_bits, edge_bits) > 64) {
     return absl::InvalidArgumentError(
         fmt::format("to_block: {} edges over {} nodes exceed its 64-bit keys", n_edges, num_nodes));
+  }
+  TypeIndex node_index = TypeIndex::Nodes(book), edge_index = TypeIndex::Edges(book);
+  // Checked edges: the count of each relation, and the sources as packed
+  // (id, edge index) keys to sort.
+  std::vector<uint64_t> sorted_src(n_edges);
+  std::vector<int64_t> per_relation(num_etypes, 0);
+  const TypeIndex::Range* run = nullptr;  // Of the previous edge.
+  for (size_t e = 0; e < n_edges; ++e) {
+    if (src[e] < 0 || src[e] >= num_nodes) return node_error("the source of edge", e, src[e]);
+    if (dst[e] < 0 || dst[e] >= num_nodes) return node_error("the destination of edge", e, dst[e]);
+    if (eids[e] < 0 || eids[e] >= num_edges) {
+      return absl::InvalidArgumentError(fmt::format(
+          "to_block: edge {} has id {}, outside the graph's {} edges", e, eids[e], num_edges));
+    }
+    if (e == 0 || eids[e] < run->start || eids[e] >= run->end) run = &edge_index.Find(eids[e]);
+    ++per_relation[run->type];
+    sorted_src[e] = (static_cast<uint64_t>(src[e]) << edge_bits) | e;
   }
   HeteroBlock block;
   block.dst_nodes.resize(num_ntypes);
@@ -167,10 +173,6 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   // sorted seeds: a seed keeps its destination index, every other node is
   // appended to its type's sources, so in increasing id order (as ToBlock).
   // Each edge's source index carries the source's type in its top bits.
-  std::vector<uint64_t> sorted_src(n_edges);
-  for (size_t e = 0; e < n_edges; ++e) {
-    sorted_src[e] = (static_cast<uint64_t>(src[e]) << edge_bits) | e;
-  }
   RadixSort(sorted_src, edge_bits, edge_bits + id_bits, tmp);
   const uint64_t edge_mask = (uint64_t{1} << edge_bits) - 1;
   // Type ids are below 2^15 (PartitionBook) and indices below 2^48 (edges).
@@ -228,17 +230,21 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   // Each edge into its relation, with its destination's index (edges come
   // grouped by destination, mostly in seed order: the next seed is tried
   // first, then a binary search).
-  std::vector<int64_t*> out_src(num_etypes), out_dst(num_etypes), out_eid(num_etypes),
-      out_homo(num_etypes);
+  // The write positions of each relation; those of the current relation
+  // are held in `at` (edges come in runs of one relation).
+  struct Cursor {
+    int64_t *src, *dst, *eid, *homo;
+  };
+  std::vector<Cursor> cursors(num_etypes);
   for (int r = 0; r < num_etypes; ++r) {
     HeteroBlockEdges& out = block.edges[r];
     for (auto* v : {&out.src, &out.dst, &out.eids, &out.homo_eids}) v->resize(per_relation[r]);
-    out_src[r] = out.src.data();
-    out_dst[r] = out.dst.data();
-    out_eid[r] = out.eids.data();
-    out_homo[r] = out.homo_eids.data();
+    cursors[r] = {out.src.data(), out.dst.data(), out.eids.data(), out.homo_eids.data()};
   }
   int64_t last_dst = -1, last_seed = -1;
+  int r = -1, seed_t = -1;
+  const TypeIndex::Range* range = nullptr;
+  Cursor at{};
   for (size_t e = 0; e < n_edges; ++e) {
     if (dst[e] != last_dst) {
       if (last_seed + 1 < static_cast<int64_t>(n_dst) && seeds[last_seed + 1] == dst[e]) {
@@ -253,16 +259,23 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
         last_seed = static_cast<int64_t>(*it & position_mask);
       }
       last_dst = dst[e];
+      seed_t = seed_type[last_seed];
     }
-    const TypeIndex::Range& range = edge_index.Find(eids[e]);
-    const int r = range.type;
-    if (seed_type[last_seed] != dst_type[r]) return type_error(e, r, false, seed_type[last_seed]);
+    if (range == nullptr || eids[e] < range->start || eids[e] >= range->end) {
+      range = &edge_index.Find(eids[e]);
+      if (range->type != r) {
+        if (r >= 0) cursors[r] = at;
+        r = range->type;
+        at = cursors[r];
+      }
+    }
+    if (seed_t != dst_type[r]) return type_error(e, r, false, seed_t);
     const int source_type = static_cast<int>(src_index[e] >> kTypeShift);
     if (source_type != src_type[r]) return type_error(e, r, true, source_type);
-    *out_src[r]++ = src_index[e] & kIndexMask;
-    *out_dst[r]++ = seed_index[last_seed];
-    *out_eid[r]++ = eids[e] - range.start + range.base;
-    *out_homo[r]++ = eids[e];
+    *at.src++ = src_index[e] & kIndexMask;
+    *at.dst++ = seed_index[last_seed];
+    *at.eid++ = eids[e] - range->start + range->base;
+    *at.homo++ = eids[e];
   }
   return block;
 }
