@@ -193,7 +193,7 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
     local.exclude = exclude_for(p);
     parts[p].resize(1);
     ASSIGN_OR_RETURN(parts[p][0], graph->SampleNeighbors(
-                                      split.ids[p], NeighborOptionsOf(local, weights.weights)));
+                                      split.ids[p], NeighborOptionsOf(local, weights)));
     return absl::OkStatus();
   };
   auto place = [&](const Piece& piece, Message& response) -> Status {

@@ -528,7 +528,7 @@ StatusOr<Message> KvServer::Sample(const Message& request) {
   ASSIGN_OR_RETURN(PartWeights weights,
                    EdgeWeightsFromShards(*shards_, book_, options_.machine_id, sample));
   ASSIGN_OR_RETURN(sampling::SampledEdges edges,
-                   graph->SampleNeighbors(seeds, NeighborOptionsOf(sample, weights.weights)));
+                   graph->SampleNeighbors(seeds, NeighborOptionsOf(sample, weights)));
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());
   // The seed's side of each edge is implied by the counts: send the other.
   std::vector<int64_t>& neighbours = args.out() ? edges.dst : edges.src;

@@ -143,26 +143,30 @@ struct EdgeRows {
 // The rows of the array `key` ("edge/..."); NotFound when there is none.
 using EdgeRowsLookup = std::function<StatusOr<EdgeRows>(const std::string& key)>;
 
-// The weights a part samples with: one float per edge it owns, in edge-id
-// order; empty without `prob`.
+// The weights a part samples with, empty without `prob`: on a homogeneous
+// book one float per edge it owns, in edge-id order (`weights`); on a typed
+// book one entry per relation (`relations`), the rows of that relation's
+// array for the part's edges of it, read in place.
 struct PartWeights {
   std::span<const float> weights;
-  std::shared_ptr<const void> keepalive;
+  std::vector<sampling::RelationWeights> relations;
+  std::shared_ptr<const void> keepalive;  // Of every array the spans read.
 };
 // Partition `part`'s weights for `request`, read through `lookup`. On a
-// homogeneous book, the rows of "edge/<prob>" as they are. On a typed book
-// (whose owned edge ids are grouped by relation, in relation order: the
-// book's EdgeTypeRange), the rows of each relation's array concatenated in
-// relation order into a copy (4 bytes per owned edge); a relation whose
-// fanout is 0 is not read and weighs 0. Errors: a missing array
-// (MissingWeights on a typed book), one CheckWeightArray refuses, or one
-// whose rows are not the part's edges of its relation (DataLoss).
+// homogeneous book, the rows of "edge/<prob>". On a typed book (whose owned
+// edge ids are grouped by relation: the book's EdgeTypeRange), the rows of
+// each relation's "edge/<src:rel:dst>/<prob>" with the global id of the
+// part's first edge of that relation; a relation whose fanout is 0 is not
+// read (and has no weights). Errors: a missing array (MissingWeights on a
+// typed book), one CheckWeightArray refuses, or one whose rows are not the
+// part's edges of its relation (DataLoss).
 StatusOr<PartWeights> PartWeightsOf(const PartitionBook& book, int part,
                                     const SampleRequest& request, const EdgeRowsLookup& lookup);
 
-// The kernel options of a request, with this part's weights.
+// The kernel options of a request, with this part's weights (which must
+// outlive the options).
 sampling::NeighborOptions NeighborOptionsOf(const SampleRequest& request,
-                                            std::span<const float> weights);
+                                            const PartWeights& weights);
 
 // The value an initialiser gives element `index` (global, row-major) of a
 // tensor: depends only on the seed and the index, never on partitioning.

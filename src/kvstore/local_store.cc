@@ -194,7 +194,7 @@ StatusOr<sampling::SampledEdges> LocalKvStore::SampleNeighbors(std::span<const i
         ASSIGN_OR_RETURN(Entry * e, Find(key));
         return EdgeRows{e->meta.dtype, e->meta.shape, e->data->data(), e->data};
       }));
-  return graph->SampleNeighbors(seeds, NeighborOptionsOf(request, weights.weights));
+  return graph->SampleNeighbors(seeds, NeighborOptionsOf(request, weights));
 }
 
 Status LocalKvStore::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) {

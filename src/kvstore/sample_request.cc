@@ -3,7 +3,6 @@
 // The rules of a sampling request shared by KvClient, LocalKvStore and the
 // servers: fanouts checked against the partition book, and the weights of a
 // part's edges found from the name `prob` (per relation on a typed book).
-#include <cstring>
 
 #include "fmt/format.h"
 #include "src/kvstore/kv_store.h"
@@ -83,14 +82,17 @@ StatusOr<PartWeights> PartWeightsOf(const PartitionBook& book, int part,
     const std::string key = WeightKey(book, request.prob, 0);
     ASSIGN_OR_RETURN(EdgeRows rows, lookup(key));
     RETURN_IF_ERROR(CheckWeightArray(key, rows.dtype, rows.shape));
-    return PartWeights{{static_cast<const float*>(rows.data), static_cast<size_t>(rows.shape[0])},
-                       std::move(rows.keepalive)};
+    return PartWeights{
+        .weights = {static_cast<const float*>(rows.data), static_cast<size_t>(rows.shape[0])},
+        .keepalive = std::move(rows.keepalive)};
   }
   // Partition `part` owns edge ids [EdgeRange(part)), relation by relation.
   const auto [first, end] = book.EdgeRange(part);
-  auto owned = std::make_shared<std::vector<float>>(static_cast<size_t>(end - first), 0.0f);
+  PartWeights out;
+  out.relations.resize(book.num_etypes());
+  auto keepalives = std::make_shared<std::vector<std::shared_ptr<const void>>>();
   for (int r = 0; r < book.num_etypes(); ++r) {
-    if (!SamplesRelation(request.etype_fanouts, r)) continue;  // Never read: weighs 0.
+    if (!SamplesRelation(request.etype_fanouts, r)) continue;  // Never read.
     const std::string key = WeightKey(book, request.prob, r);
     StatusOr<EdgeRows> rows = lookup(key);
     if (absl::IsNotFound(rows.status())) return MissingWeights(book, request.prob, r);
@@ -103,22 +105,23 @@ StatusOr<PartWeights> PartWeightsOf(const PartitionBook& book, int part,
                       "relation {}",
                       key, rows->shape[0], part, stop - begin, RelationName(book, r)));
     }
-    if (stop > begin) {
-      std::memcpy(owned->data() + (begin - first), rows->data,
-                  static_cast<size_t>(stop - begin) * sizeof(float));
-    }
+    out.relations[r] = {.weights = {static_cast<const float*>(rows->data),
+                                    static_cast<size_t>(stop - begin)},
+                        .eid_base = begin};
+    keepalives->push_back(std::move(rows->keepalive));
   }
-  std::span<const float> weights(*owned);
-  return PartWeights{weights, std::move(owned)};
+  out.keepalive = std::move(keepalives);
+  return out;
 }
 
 sampling::NeighborOptions NeighborOptionsOf(const SampleRequest& request,
-                                            std::span<const float> weights) {
+                                            const PartWeights& weights) {
   return {.fanout = request.fanout,
           .etype_fanouts = request.etype_fanouts,
           .dir = request.dir,
           .replace = request.replace,
-          .weights = weights,
+          .weights = weights.weights,
+          .relation_weights = weights.relations,
           .exclude = request.exclude,
           .seed = request.seed,
           .num_threads = request.num_threads};

@@ -142,6 +142,7 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
                        .etype_fanouts = o.etype_fanouts,
                        .replace = o.replace,
                        .weights = o.weights,
+                       .relation_weights = o.relation_weights,
                        .exclude = o.exclude,
                        .seed = o.seed,
                        .num_threads = o.num_threads};
@@ -154,6 +155,19 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
   }
   SampledEdges edges;
   if (o.dir == EdgeDir::kIn) {
+    for (size_t r = 0; r < o.relation_weights.size(); ++r) {
+      // Each relation's weights lie inside the owned edges (the kernel checks
+      // every edge it reads against its relation's).
+      const RelationWeights& w = o.relation_weights[r];
+      const int64_t size = static_cast<int64_t>(w.weights.size());
+      if (size > 0 && (w.eid_base < a_.edge_range.first || w.eid_base > a_.edge_range.second ||
+                       size > a_.edge_range.second - w.eid_base)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "the {} weights of relation {} from edge {} on are not edges partition {} owns "
+            "[{}, {})",
+            size, r, w.eid_base, a_.part_id, a_.edge_range.first, a_.edge_range.second));
+      }
+    }
     if (!o.weights.empty() && static_cast<int64_t>(o.weights.size()) != num_owned_edges()) {
       return absl::InvalidArgumentError(
           fmt::format("partition {} owns {} edges but got {} edge weights", a_.part_id,
@@ -177,7 +191,7 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
     for (int64_t& d : edges.dst) d += first;
     return edges;
   }
-  if (!o.weights.empty()) {
+  if (!o.weights.empty() || !o.relation_weights.empty()) {
     return absl::UnimplementedError(
         "weighted sampling of out-edges is not supported: the weights of a node's out-edges "
         "live with the partitions of their destinations");

@@ -74,6 +74,10 @@ struct NeighborOptions {
   // relation order); empty: uniform. In-edges only: out-edges' weights live
   // with other parts.
   std::span<const float> weights;
+  // Typed layout, instead of `weights`: one entry per relation, the weights
+  // of the part's edges of that relation (eid_base: the global id of its
+  // first owned edge); a relation with fanout 0 may have none. In-edges only.
+  std::span<const RelationWeights> relation_weights;
   std::span<const int64_t> exclude;  // Global edge ids never to pick; sorted, distinct.
   uint64_t seed = 0;
   int num_threads = 1;

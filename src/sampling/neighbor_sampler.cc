@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <utility>
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -97,49 +98,80 @@ inline int64_t Unskip(int64_t begin, int64_t i, const std::vector<int64_t>& skip
   return p;
 }
 
-// The weight of position p (kByEid: of its edge id), and zero when
-// excluded. Preconditions: weighted, and p's weight index checked. (How
-// weights are indexed is a template parameter, so the loops over weights
-// do not test it per edge.)
-template <bool kByEid>
-inline float RawWeight(const SampleOptions& o, const CscView& csc, int64_t p) {
-  return o.weights[kByEid ? csc.eid(p) - o.weights_eid_base : p];
+// How the weights are indexed (a template parameter, so the loops over
+// weights do not test it per edge): by CSC position, by edge id, or by the
+// position's relation and edge id (options.relation_weights).
+enum class WeightIndex { kByPosition, kByEid, kByRelation };
+
+inline bool Weighted(const SampleOptions& o) {
+  return !o.weights.empty() || !o.relation_weights.empty();
 }
-template <bool kByEid>
+
+// The weights and the index into them of position p.
+template <WeightIndex kIndex>
+inline std::pair<std::span<const float>, int64_t> WeightSlot(const SampleOptions& o,
+                                                             const CscView& csc, int64_t p) {
+  if constexpr (kIndex == WeightIndex::kByPosition) return {o.weights, p};
+  if constexpr (kIndex == WeightIndex::kByEid) return {o.weights, csc.eid(p) - o.weights_eid_base};
+  const RelationWeights& w = o.relation_weights[csc.etypes[p]];
+  return {w.weights, csc.eid(p) - w.eid_base};
+}
+
+// The weight of position p, and zero when excluded. Preconditions: weighted,
+// and p's weight index checked (CountFor).
+template <WeightIndex kIndex>
+inline float RawWeight(const SampleOptions& o, const CscView& csc, int64_t p) {
+  auto [weights, k] = WeightSlot<kIndex>(o, csc, p);
+  return weights[k];
+}
+template <WeightIndex kIndex>
 inline float WeightAt(const SampleOptions& o, const CscView& csc, int64_t p,
                       const std::vector<int64_t>& skip) {
   if (!skip.empty() && std::binary_search(skip.begin(), skip.end(), p)) return 0;
-  return RawWeight<kByEid>(o, csc, p);
+  return RawWeight<kIndex>(o, csc, p);
 }
 
 // Number of edges the segment [begin, end) of a row gives with `fanout`;
 // validates its weights. `skip` holds the segment's excluded positions.
 // (Inlined: it runs once per seed, mostly as a few instructions.)
-template <bool kByEid>
+template <WeightIndex kIndex>
 [[gnu::always_inline]] inline StatusOr<int64_t> CountFor(const CscView& csc, int64_t begin,
                                                          int64_t end, int64_t fanout,
                                                          const SampleOptions& o,
                                                          const std::vector<int64_t>& skip) {
   int64_t degree = end - begin - static_cast<int64_t>(skip.size());
-  if (fanout < 0 && o.weights.empty()) return degree;
-  if (o.weights.empty()) return o.replace ? (degree > 0 ? fanout : 0) : std::min(fanout, degree);
+  if (fanout < 0 && !Weighted(o)) return degree;
+  if (!Weighted(o)) return o.replace ? (degree > 0 ? fanout : 0) : std::min(fanout, degree);
   int64_t positive = 0;
   for (int64_t p = begin; p < end; ++p) {
-    if (kByEid) {
-      int64_t k = csc.eid(p) - o.weights_eid_base;
-      if (k < 0 || k >= static_cast<int64_t>(o.weights.size())) {
+    if constexpr (kIndex == WeightIndex::kByRelation) {
+      if (csc.etypes[p] < 0 || csc.etypes[p] >= csc.num_etypes) {
         return absl::InvalidArgumentError(
-            fmt::format("edge {} at CSC position {} has no weight (the {} weights are of edges "
-                        "{} onwards)",
-                        csc.eid(p), p, o.weights.size(), o.weights_eid_base));
+            fmt::format("relation {} at CSC position {} is not one of the {} relations",
+                        csc.etypes[p], p, csc.num_etypes));
       }
     }
-    float w = RawWeight<kByEid>(o, csc, p);
+    if constexpr (kIndex != WeightIndex::kByPosition) {
+      auto [weights, k] = WeightSlot<kIndex>(o, csc, p);
+      if (k < 0 || k >= static_cast<int64_t>(weights.size())) {
+        if (kIndex == WeightIndex::kByRelation && weights.empty()) {
+          return absl::InvalidArgumentError(
+              fmt::format("edge {} at CSC position {} has no weight: relation {} has no weights",
+                          csc.eid(p), p, csc.etypes[p]));
+        }
+        return absl::InvalidArgumentError(fmt::format(
+            "edge {} at CSC position {} has no weight (the {} weights are of edges {} onwards{})",
+            csc.eid(p), p, weights.size(), csc.eid(p) - k,
+            kIndex == WeightIndex::kByRelation ? fmt::format(" of relation {}", csc.etypes[p])
+                                               : ""));
+      }
+    }
+    float w = RawWeight<kIndex>(o, csc, p);
     if (!(w >= 0) || std::isinf(w)) {
       return absl::InvalidArgumentError(
           fmt::format("edge weight {} at CSC position {} is negative, infinite or NaN", w, p));
     }
-    positive += WeightAt<kByEid>(o, csc, p, skip) > 0;
+    positive += WeightAt<kIndex>(o, csc, p, skip) > 0;
   }
   if (fanout < 0) return degree;  // Every edge, whatever its weight.
   if (o.replace) return positive > 0 ? fanout : 0;
@@ -149,19 +181,19 @@ template <bool kByEid>
 // Writes `count` chosen CSC positions of the segment [begin, end) of a row
 // to `out`, drawing from the stream (options.seed, stream, key).
 // scratch.skip holds the segment's excluded positions.
-template <bool kByEid>
+template <WeightIndex kIndex>
 void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, uint64_t stream,
                uint64_t key, int64_t count, const SampleOptions& o, Scratch& scratch,
                int64_t* out) {
   const std::vector<int64_t>& skip = scratch.skip;
   int64_t degree = end - begin - static_cast<int64_t>(skip.size());
   if (count == 0) return;
-  if (fanout < 0 || (o.weights.empty() && !o.replace && count == degree)) {
+  if (fanout < 0 || (!Weighted(o) && !o.replace && count == degree)) {
     for (int64_t i = 0; i < degree; ++i) out[i] = Unskip(begin, i, skip);
     return;
   }
   Rng rng(o.seed, stream, key);
-  if (o.weights.empty()) {
+  if (!Weighted(o)) {
     if (o.replace) {
       for (int64_t i = 0; i < count; ++i) {
         out[i] =
@@ -196,13 +228,13 @@ void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, u
     prefix.resize(row);
     double total = 0;
     for (int64_t i = 0; i < row; ++i) {
-      prefix[i] = total += WeightAt<kByEid>(o, csc, begin + i, skip);
+      prefix[i] = total += WeightAt<kIndex>(o, csc, begin + i, skip);
     }
     for (int64_t i = 0; i < count; ++i) {
       double r = rng.Uniform() * total;
       int64_t k = std::upper_bound(prefix.begin(), prefix.end(), r) - prefix.begin();
       k = std::min(k, row - 1);
-      while (k > 0 && WeightAt<kByEid>(o, csc, begin + k, skip) == 0) {
+      while (k > 0 && WeightAt<kIndex>(o, csc, begin + k, skip) == 0) {
         --k;  // r landed on a zero-width edge.
       }
       out[i] = begin + k;
@@ -213,7 +245,7 @@ void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, u
   auto& keyed = scratch.keyed;
   keyed.clear();
   for (int64_t i = 0; i < row; ++i) {
-    float w = WeightAt<kByEid>(o, csc, begin + i, skip);
+    float w = WeightAt<kIndex>(o, csc, begin + i, skip);
     if (w <= 0) continue;
     double u = 1.0 - rng.Uniform();  // (0, 1]
     keyed.emplace_back(std::log(u) / w, begin + i);
@@ -270,7 +302,7 @@ struct EdgeSink {
 // read once, not counted first and sampled after): each thread appends to
 // its own sink, and the sinks are joined in seed order. The caller checked
 // MaxEdges against options.max_edges, which bounds what this allocates.
-template <bool kByEid, class Run, class CountSegment>
+template <WeightIndex kIndex, class Run, class CountSegment>
 StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int64_t> seeds,
                                         std::span<const int64_t> keys,
                                         const SampleOptions& options, int threads, Run& run,
@@ -297,7 +329,7 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
         if (c == 0) return absl::OkStatus();
         const size_t at = sink.Append(static_cast<size_t>(c));
         int64_t* pos = sink.edges.eid.data() + at;  // Positions first, then ids.
-        ChooseFor<kByEid>(csc, b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
+        ChooseFor<kIndex>(csc, b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
                           scratch, pos);
         int64_t* src = sink.edges.src.data() + at;
         int64_t* dst = sink.edges.dst.data() + at;
@@ -343,8 +375,8 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
   return out;
 }
 
-// The two passes over validated input (kByEid: how weights are indexed).
-template <bool kByEid>
+// The two passes over validated input (kIndex: how weights are indexed).
+template <WeightIndex kIndex>
 StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds,
                               std::span<const int64_t> keys, const SampleOptions& options) {
   const int64_t n = static_cast<int64_t>(seeds.size());
@@ -380,10 +412,10 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
     int64_t fanout = options.etype_fanouts[r];
     if (fanout == 0) return 0;
     FindSkipped(csc, b, e, options.exclude, scratch.skip);
-    return CountFor<kByEid>(csc, b, e, fanout, options, scratch.skip);
+    return CountFor<kIndex>(csc, b, e, fanout, options, scratch.skip);
   };
   if (per_relation && MaxEdges(csc, seeds, options) <= options.max_edges) {
-    return SampleByRelation<kByEid>(csc, seeds, keys, options, threads, run, count_segment);
+    return SampleByRelation<kIndex>(csc, seeds, keys, options, threads, run, count_segment);
   }
   // Pass 1: how many edges each seed gets; pass 2: fill in place. (Rows
   // are read twice, but the first pass reads only indptr for one fanout.)
@@ -399,7 +431,7 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
       if (!per_relation) {
         FindSkipped(csc, begin, end, options.exclude, scratch.skip);
         ASSIGN_OR_RETURN(offsets[i + 1],
-                         CountFor<kByEid>(csc, begin, end, options.fanout, options, scratch.skip));
+                         CountFor<kIndex>(csc, begin, end, options.fanout, options, scratch.skip));
         continue;
       }
       int64_t total = 0;
@@ -439,14 +471,14 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
         if (!options.exclude.empty()) {
           FindSkipped(csc, begin, end, options.exclude, scratch.skip);
         }
-        ChooseFor<kByEid>(csc, begin, end, options.fanout, StreamOf(0), key, count, options,
+        ChooseFor<kIndex>(csc, begin, end, options.fanout, StreamOf(0), key, count, options,
                           scratch, pos);
       } else {
         int64_t at = 0;
         RETURN_IF_ERROR(ForEachRun(csc, begin, end, [&](int r, int64_t b, int64_t e) -> Status {
           ASSIGN_OR_RETURN(int64_t c, count_segment(r, b, e, scratch));
           if (c > count - at) return absl::InternalError("sampled counts changed between passes");
-          ChooseFor<kByEid>(csc, b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
+          ChooseFor<kIndex>(csc, b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
                             scratch, pos + at);
           at += c;
           return absl::OkStatus();
@@ -471,6 +503,18 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
 StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64_t> seeds,
                                        std::span<const int64_t> keys,
                                        const SampleOptions& options) {
+  if (!options.relation_weights.empty()) {
+    if (!options.weights.empty()) {
+      return absl::InvalidArgumentError("weights and per-relation weights are both given");
+    }
+    if (csc.etypes.empty() ||
+        static_cast<int64_t>(options.relation_weights.size()) != csc.num_etypes) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{} per-relation weights given but the graph has {} relations{}",
+          options.relation_weights.size(), csc.num_etypes,
+          csc.etypes.empty() ? " and no relation per edge" : ""));
+    }
+  }
   if (!options.weights_by_eid && !options.weights.empty() &&
       options.weights.size() != csc.indices.size()) {
     return absl::InvalidArgumentError(
@@ -510,10 +554,13 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
           fmt::format("seed {} is not a node of this graph ({} nodes)", seeds[i], csc.num_nodes()));
     }
   }
-  if (options.weights_by_eid && !options.weights.empty()) {
-    return Sample<true>(csc, seeds, keys, options);
+  if (!options.relation_weights.empty()) {
+    return Sample<WeightIndex::kByRelation>(csc, seeds, keys, options);
   }
-  return Sample<false>(csc, seeds, keys, options);
+  if (options.weights_by_eid && !options.weights.empty()) {
+    return Sample<WeightIndex::kByEid>(csc, seeds, keys, options);
+  }
+  return Sample<WeightIndex::kByPosition>(csc, seeds, keys, options);
 }
 
 }  // namespace tessera::sampling

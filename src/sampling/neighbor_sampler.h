@@ -54,6 +54,12 @@ struct CscView {
   int64_t eid(int64_t p) const { return eids.empty() ? eid_base + p : eids[p]; }
 };
 
+// The weights of one relation's edges: weights[eid - eid_base].
+struct RelationWeights {
+  std::span<const float> weights;
+  int64_t eid_base = 0;
+};
+
 struct SampleOptions {
   int64_t fanout = 10;  // -1: all in-edges.
   // Empty: `fanout` over each whole row. Else one fanout per relation
@@ -66,6 +72,11 @@ struct SampleOptions {
   // an id range, e.g. a part's owned edges when positions are not ids).
   bool weights_by_eid = false;
   int64_t weights_eid_base = 0;
+  // Instead of `weights`: one entry per relation (csc.num_etypes; needs
+  // csc.etypes), position p weighing relation_weights[etypes[p]] at its
+  // edge id. An edge id outside its relation's weights is an error when it
+  // is read (a relation with fanout 0 is never read).
+  std::span<const RelationWeights> relation_weights;
   // Edge ids never to pick: sorted and distinct. Needs the eids of every
   // row's relation segment in increasing order (as partitions store them).
   std::span<const int64_t> exclude;

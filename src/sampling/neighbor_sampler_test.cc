@@ -413,6 +413,85 @@ TEST(NeighborSamplerTest, WeightsByEdgeId) {
       << outside.status();
 }
 
+// Per-relation weights (each relation's own array, read in place) give
+// exactly what the same weights by edge id give, for one fanout and per
+// relation; a relation with fanout 0 needs none, the others must cover
+// their edges.
+TEST(NeighborSamplerTest, PerRelationWeightsEqualWeightsByEdgeId) {
+  Typed g;
+  std::vector<float> w(203, 1.0f);  // Edge ids 100..302.
+  w[200 - 100] = 0;
+  w[202 - 100] = 5;
+  w[101 - 100] = 0.25f;
+  w[301 - 100] = 0;
+  const std::span<const float> all(w);
+  std::vector<RelationWeights> rel = {{all.subspan(100, 4), 200},  // Edges 200-203.
+                                      {all.subspan(0, 5), 100},    // Edges 100-104.
+                                      {all.subspan(200, 3), 300}};  // Edges 300-302.
+  std::vector<int64_t> seeds(400, 0), keys(400);
+  for (size_t i = 0; i < seeds.size(); ++i) seeds[i] = i % 7 == 0 ? 1 : 0;
+  std::iota(keys.begin(), keys.end(), 3);
+  std::vector<int64_t> fanouts = {2, -1, 1};  // Relation 1 (all) has no zero weight.
+  for (bool replace : {false, true}) {
+    for (bool per_relation : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "replace " << replace << " per relation " << per_relation);
+      SampleOptions by_eid{.fanout = 4,
+                           .replace = replace,
+                           .weights = w,
+                           .weights_by_eid = true,
+                           .weights_eid_base = 100,
+                           .seed = 7};
+      if (per_relation) by_eid.etype_fanouts = fanouts;
+      SampleOptions by_relation = by_eid;
+      by_relation.weights = {};
+      by_relation.relation_weights = rel;
+      auto want = SampleNeighbors(g.view(), seeds, keys, by_eid);
+      auto got = SampleNeighbors(g.view(), seeds, keys, by_relation);
+      ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+      EXPECT_GT(want->size(), seeds.size());
+      EXPECT_EQ(got->src, want->src);
+      EXPECT_EQ(got->eid, want->eid);
+      EXPECT_EQ(got->offsets, want->offsets);
+      for (int64_t e : got->eid) EXPECT_NE(w[e - 100], 0) << "zero-weight edge " << e;
+    }
+  }
+  // Relation 1 without weights: fine with fanout 0, an error naming its
+  // first edge otherwise.
+  std::vector<RelationWeights> gap = rel;
+  gap[1] = {};
+  std::vector<int64_t> skip_1 = {2, 0, 1}, take_1 = {2, 1, 1};
+  auto fine = SampleNeighbors(g.view(), seeds, keys,
+                              {.etype_fanouts = skip_1, .relation_weights = gap});
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  for (int64_t e : fine->eid) EXPECT_FALSE(e >= 100 && e < 200) << e;
+  auto missing = SampleNeighbors(g.view(), seeds, keys,
+                                 {.etype_fanouts = take_1, .relation_weights = gap});
+  EXPECT_NE(missing.status().message().find(
+                "edge 100 at CSC position 4 has no weight: relation 1 has no weights"),
+            std::string::npos)
+      << missing.status();
+  std::vector<RelationWeights> two(rel.begin(), rel.begin() + 2);
+  EXPECT_NE(SampleNeighbors(g.view(), seeds, keys, {.fanout = 2, .relation_weights = two})
+                .status()
+                .message()
+                .find("2 per-relation weights given but the graph has 3 relations"),
+            std::string::npos);
+  EXPECT_NE(SampleNeighbors(g.view(), seeds, keys,
+                            {.fanout = 2, .weights = w, .relation_weights = rel})
+                .status()
+                .message()
+                .find("both given"),
+            std::string::npos);
+  Hand h;  // No relation per edge.
+  std::vector<RelationWeights> one = {{all.subspan(0, 6), 0}};
+  EXPECT_NE(SampleNeighbors(h.view(), std::vector<int64_t>{0}, {},
+                            {.fanout = 2, .relation_weights = one})
+                .status()
+                .message()
+                .find("no relation per edge"),
+            std::string::npos);
+}
+
 TEST(NeighborSamplerTest, BadRelationsAreErrors) {
   Typed g;
   std::vector<int64_t> two = {1, 1}, below = {1, -3, 1};

@@ -273,6 +273,28 @@ TEST_F(TypedLocalGraphTest, WeightsAndExclusionOnTypedPartitions) {
         o.exclude = exclude;
         auto r = g.SampleNeighbors(Owned(g), o);
         ASSERT_TRUE(r.ok()) << r.status();
+        if (weighted) {  // Each relation's own rows give the same edges.
+          std::vector<RelationWeights> rel;
+          for (int t = 0; t < 4; ++t) {
+            auto [begin, stop] = pg.book().EdgeTypeRange(t, static_cast<int>(p));
+            rel.push_back({std::span<const float>(weights).subspan(
+                               begin - g.edge_range().first, stop - begin),
+                           begin});
+          }
+          NeighborOptions by_relation = o;
+          by_relation.weights = {};
+          by_relation.relation_weights = rel;
+          auto same = g.SampleNeighbors(Owned(g), by_relation);
+          ASSERT_TRUE(same.ok()) << same.status();
+          EXPECT_EQ(same->eid, r->eid);
+          EXPECT_EQ(same->src, r->src);
+          rel[2].eid_base = g.edge_range().second - 1;  // Past the part's edges.
+          by_relation.relation_weights = rel;
+          auto outside = g.SampleNeighbors(Owned(g), by_relation);
+          EXPECT_NE(outside.status().message().find("weights of relation 2 from edge"),
+                    std::string::npos)
+              << outside.status();
+        }
         std::map<std::pair<int64_t, int>, int64_t> count;
         for (size_t i = 0; i < r->size(); ++i) {
           TypedEdge e = pg.Orig(r->src[i], r->dst[i], r->eid[i]);
