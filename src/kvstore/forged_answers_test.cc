@@ -165,10 +165,10 @@ TEST_F(ForgedAnswersTest, SampleCountsThatWrapOrLieAreRefused) {
 TEST_F(ForgedAnswersTest, ShortGraphAnswersAreRefused) {
   std::vector<int64_t> ids = {1, 2, 3};
   std::vector<int64_t> out(3, -1), src(3, -1), dst(3, -1);
-  ASSERT_TRUE(client_->Degrees(ids, sampling::EdgeDir::kIn, out.data()).ok());
+  ASSERT_TRUE(client_->Degrees(ids, sampling::EdgeDir::kIn, kAllRelations, out.data()).ok());
   EXPECT_EQ(out, (std::vector<int64_t>{7, 7, 7}));
   fake_.forge = Forge::kShortArrays;
-  ExpectDataLoss(client_->Degrees(ids, sampling::EdgeDir::kIn, out.data()));
+  ExpectDataLoss(client_->Degrees(ids, sampling::EdgeDir::kIn, kAllRelations, out.data()));
   ExpectDataLoss(client_->FindEdges(ids, src.data(), dst.data()));
 }
 

@@ -180,7 +180,7 @@ TEST_F(GraphOpsTest, FindEdgesAndDegreesInCallerOrder) {
     std::iota(nids.rbegin(), nids.rend(), 0);  // Reversed: positions matter.
     for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
       std::vector<int64_t> degrees(nids.size());
-      ASSERT_TRUE(client->Degrees(nids, dir, degrees.data()).ok());
+      ASSERT_TRUE(client->Degrees(nids, dir, kAllRelations, degrees.data()).ok());
       int64_t total = 0;
       for (size_t i = 0; i < nids.size(); ++i) {
         int p = client->book().NodeOwner(nids[i]);
@@ -316,7 +316,7 @@ TEST_F(GraphOpsTest, StandaloneAndDistributedAgreeInOriginalIds) {
   }
   // The highest in-degree node: 3 of its in-edges, 4000 times, in both modes.
   std::vector<int64_t> degrees(2708);
-  ASSERT_TRUE((*standalone)->Degrees(all_one, EdgeDir::kIn, degrees.data()).ok());
+  ASSERT_TRUE((*standalone)->Degrees(all_one, EdgeDir::kIn, kAllRelations, degrees.data()).ok());
   int64_t hub = std::max_element(degrees.begin(), degrees.end()) - degrees.begin();
   int64_t degree = degrees[hub];
   ASSERT_GE(degree, 20);

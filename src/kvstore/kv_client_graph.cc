@@ -262,23 +262,30 @@ Status KvClient::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t*
   return GraphCall(split, make_request, run_local, place);
 }
 
-Status KvClient::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) {
+Status KvClient::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int etype,
+                        int64_t* out) {
   RETURN_IF_ERROR(JobHealth());
   bool in = dir == sampling::EdgeDir::kIn;
+  if (etype != kAllRelations && (etype < 0 || etype >= book_.num_etypes())) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: relation {} is not one of the graph's {} relations", in ? "in_degrees" : "out_degrees",
+        etype, book_.num_etypes()));
+  }
   ASSIGN_OR_RETURN(Split split,
                    SplitIds(shm::Policy::kNode, kAllTypes, in ? "in_degrees" : "out_degrees", nids));
   auto scatter = [&](int p, size_t begin, std::span<const int64_t> degrees) {
     for (size_t i = 0; i < degrees.size(); ++i) out[split.positions[p][begin + i]] = degrees[i];
   };
   auto make_request = [&](std::span<const int64_t> ids) {
-    return IdsRequest(in ? wire::IN_DEGREES : wire::OUT_DEGREES, ids);
+    Message m = IdsRequest(in ? wire::IN_DEGREES : wire::OUT_DEGREES, ids);
+    if (etype != kAllRelations) m.header.mutable_degree()->set_etype(etype);
+    return m;
   };
   auto run_local = [&]() -> Status {
     int p = local_part();
     ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
     std::vector<int64_t> degrees(split.ids[p].size());
-    RETURN_IF_ERROR(in ? graph->InDegrees(split.ids[p], degrees.data())
-                       : graph->OutDegrees(split.ids[p], degrees.data()));
+    RETURN_IF_ERROR(graph->Degrees(split.ids[p], dir, etype, degrees.data()));
     scatter(p, 0, degrees);
     return absl::OkStatus();
   };

@@ -545,12 +545,16 @@ StatusOr<Message> KvServer::Degrees(const Message& request) {
   ASSIGN_OR_RETURN(std::span<const int64_t> nids, IdsArg(request, 0, "node ids"));
   RETURN_IF_ERROR(CheckSize("degrees", nids.size(), sizeof(int64_t)));
   ASSIGN_OR_RETURN(const sampling::LocalGraph* graph, Graph());
-  std::vector<int64_t> degrees(nids.size());
-  if (request.header.method() == wire::IN_DEGREES) {
-    RETURN_IF_ERROR(graph->InDegrees(nids, degrees.data()));
-  } else {
-    RETURN_IF_ERROR(graph->OutDegrees(nids, degrees.data()));
+  // One relation's (checked by the graph against the part's relations).
+  const int etype = request.header.has_degree() ? request.header.degree().etype() : -1;
+  if (request.header.has_degree() && etype < 0) {
+    return absl::InvalidArgumentError(fmt::format("degrees of relation {}", etype));
   }
+  std::vector<int64_t> degrees(nids.size());
+  const sampling::EdgeDir dir = request.header.method() == wire::IN_DEGREES
+                                    ? sampling::EdgeDir::kIn
+                                    : sampling::EdgeDir::kOut;
+  RETURN_IF_ERROR(graph->Degrees(nids, dir, etype, degrees.data()));
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());
   response.arrays.push_back(rpc::MakeWireArray(std::move(degrees)));
   return response;

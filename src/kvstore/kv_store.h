@@ -65,6 +65,9 @@ struct SampleRequest {
   int num_threads = 1;  // For the part sampled in this process.
 };
 
+// Degrees of every relation (KvStore::Degrees).
+inline constexpr int kAllRelations = -1;
+
 class KvStore {
  public:
   virtual ~KvStore() = default;
@@ -101,8 +104,11 @@ class KvStore {
                                                            const SampleRequest& request) = 0;
   // Endpoints of edges, in the caller's order.
   virtual Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) = 0;
-  // In- or out-degrees of nodes, in the caller's order.
-  virtual Status Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) = 0;
+  // In- or out-degrees of nodes, in the caller's order, counting the edges
+  // of relation `etype` (a relation id of the book) or, with
+  // kAllRelations, every edge.
+  virtual Status Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int etype,
+                         int64_t* out) = 0;
 };
 
 // ---- Sampling requests (src/kvstore/sample_request.cc); the same rules

@@ -202,9 +202,10 @@ Status LocalKvStore::FindEdges(std::span<const int64_t> eids, int64_t* src, int6
   return graph->FindEdges(eids, src, dst);
 }
 
-Status LocalKvStore::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) {
+Status LocalKvStore::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int etype,
+                             int64_t* out) {
   ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
-  return dir == sampling::EdgeDir::kIn ? graph->InDegrees(nids, out) : graph->OutDegrees(nids, out);
+  return graph->Degrees(nids, dir, etype, out);
 }
 
 }  // namespace tessera::kv

@@ -47,7 +47,8 @@ class LocalKvStore : public KvStore {
   StatusOr<sampling::SampledEdges> SampleNeighbors(std::span<const int64_t> seeds,
                                                    const SampleRequest& request) override;
   Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) override;
-  Status Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int64_t* out) override;
+  Status Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int etype,
+                 int64_t* out) override;
 
  private:
   struct Entry {

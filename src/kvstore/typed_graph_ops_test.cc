@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/kvstore/local_store.h"
 #include "src/kvstore/test_cluster.h"
@@ -174,6 +175,69 @@ TEST_F(TypedGraphOpsTest, PerRelationFanoutsOverTwoMachinesEqualTheLocalReferenc
 
 // A wrong count or a fanout below -1 is refused with the same words by the
 // client, standalone, and a server asked directly.
+// Per-relation degrees are counted where the nodes live: over two machines
+// (the trainer on one or on neither) and standalone, every node's in- and
+// out-degree of every relation is its number of input edges of it; a bad
+// relation id is an error, from the client and straight on the wire.
+TEST_F(TypedGraphOpsTest, PerRelationDegreesCountTheInputEdges) {
+  TestCluster cluster(*two_config_, 2, 2);
+  auto standalone = LocalKvStore::Open(*one_config_);
+  ASSERT_TRUE(standalone.ok()) << standalone.status();
+  auto near = cluster.Connect(3, 0), remote = cluster.Connect(4, -1);
+  ASSERT_TRUE(near && remote);
+  struct Case {
+    KvStore* store;
+    const PartitionedGraph* pg;
+  };
+  for (Case c : {Case{near.get(), two_}, Case{remote.get(), two_},
+                 Case{standalone->get(), one_}}) {
+    std::vector<int64_t> nodes = AllNodes(*c.pg);
+    nodes.push_back(nodes[2]);  // Repeats are answered twice.
+    for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
+      std::vector<int64_t> total(nodes.size(), 0), all(nodes.size());
+      for (int r = 0; r < 4; ++r) {
+        std::vector<int64_t> got(nodes.size(), -1);
+        ASSERT_TRUE(c.store->Degrees(nodes, dir, r, got.data()).ok());
+        for (size_t i = 0; i < nodes.size(); ++i) {
+          const Key key{c.pg->orig_nid[nodes[i]], r};
+          const auto& edges = dir == EdgeDir::kIn ? in_ : out_;
+          const int64_t want = edges.count(key) ? static_cast<int64_t>(edges.at(key).size()) : 0;
+          EXPECT_EQ(got[i], want) << "node " << key.first << " relation " << r;
+          total[i] += got[i];
+        }
+      }
+      ASSERT_TRUE(c.store->Degrees(nodes, dir, kAllRelations, all.data()).ok());
+      EXPECT_EQ(all, total);
+    }
+    for (int bad : {4, -2}) {
+      std::vector<int64_t> out(1);
+      Status s = c.store->Degrees(std::vector<int64_t>{nodes[0]}, EdgeDir::kIn, bad, out.data());
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+      EXPECT_NE(s.message().find(fmt::format("relation {} is not one of the", bad)),
+                std::string::npos)
+          << s;
+    }
+  }
+  auto rpc = rpc::RpcClient::Create({.token = "t",
+                                     .curve_secret_key = cluster.key(),
+                                     .client_id = 78,
+                                     .servers = cluster.endpoints()});
+  ASSERT_TRUE(rpc.ok()) << rpc.status();
+  const int64_t owned = two_->graphs[0]->node_range().first;  // Machine 0's node.
+  for (int bad : {4, -1, 1 << 30}) {
+    rpc::Message m = rpc::MakeRequest(wire::OUT_DEGREES);
+    m.header.mutable_degree()->set_etype(bad);
+    m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>{owned}));
+    auto s = (*rpc)->CallOne(0, std::move(m), Deadline::InSeconds(10)).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  }
+  rpc::Message m = rpc::MakeRequest(wire::IN_DEGREES);
+  m.header.mutable_degree()->set_etype(0);
+  m.arrays.push_back(rpc::MakeWireArray(std::vector<int64_t>{owned}));
+  auto fine = (*rpc)->CallOne(0, std::move(m), Deadline::InSeconds(10));
+  ASSERT_TRUE(fine.ok()) << fine.status();  // Still serving.
+}
+
 TEST_F(TypedGraphOpsTest, BadPerRelationFanoutsAreNamedErrors) {
   const std::string count_error =
       "3 per-relation fanouts for a graph of 4 relations (user:buys:item, item:bought-by:user, "

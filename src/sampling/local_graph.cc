@@ -237,20 +237,38 @@ Status LocalGraph::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_
 }
 
 Status LocalGraph::InDegrees(std::span<const int64_t> nids, int64_t* out) const {
-  RETURN_IF_ERROR(CheckOwnedNodes(nids));
-  for (size_t i = 0; i < nids.size(); ++i) {
-    int64_t v = nids[i] - a_.node_range.first;
-    out[i] = a_.indptr[v + 1] - a_.indptr[v];
-  }
-  return absl::OkStatus();
+  return Degrees(nids, EdgeDir::kIn, -1, out);
 }
 
 Status LocalGraph::OutDegrees(std::span<const int64_t> nids, int64_t* out) const {
+  return Degrees(nids, EdgeDir::kOut, -1, out);
+}
+
+Status LocalGraph::Degrees(std::span<const int64_t> nids, EdgeDir dir, int etype,
+                           int64_t* out) const {
+  if (etype < -1 || etype >= a_.num_etypes) {
+    return absl::InvalidArgumentError(fmt::format(
+        "relation {} is not one of the {} relations of partition {}", etype, a_.num_etypes,
+        a_.part_id));
+  }
   RETURN_IF_ERROR(CheckOwnedNodes(nids));
-  ASSIGN_OR_RETURN(const OutIndex* index, Out());
+  std::span<const int64_t> indptr = a_.indptr;
+  std::span<const int32_t> etypes = a_.etype;  // Rows grouped by relation.
+  if (dir == EdgeDir::kOut) {
+    ASSIGN_OR_RETURN(const OutIndex* index, Out());
+    indptr = index->indptr;
+    etypes = index->etype;
+  }
+  const bool whole_rows = etype == -1 || etypes.empty();
   for (size_t i = 0; i < nids.size(); ++i) {
-    int64_t v = nids[i] - a_.node_range.first;
-    out[i] = index->indptr[v + 1] - index->indptr[v];
+    const int64_t v = nids[i] - a_.node_range.first;
+    if (whole_rows) {
+      out[i] = indptr[v + 1] - indptr[v];
+      continue;
+    }
+    auto row = etypes.subspan(indptr[v], indptr[v + 1] - indptr[v]);
+    auto [lo, hi] = std::equal_range(row.begin(), row.end(), etype);
+    out[i] = hi - lo;
   }
   return absl::OkStatus();
 }

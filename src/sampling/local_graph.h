@@ -114,6 +114,10 @@ class LocalGraph {
   // Degrees of owned nodes.
   Status InDegrees(std::span<const int64_t> nids, int64_t* out) const;
   Status OutDegrees(std::span<const int64_t> nids, int64_t* out) const;
+  // Degrees counting only the edges of relation `etype` (-1: every relation;
+  // on the homogeneous layout the one relation is 0). InvalidArgument for
+  // another relation id.
+  Status Degrees(std::span<const int64_t> nids, EdgeDir dir, int etype, int64_t* out) const;
 
  private:
   explicit LocalGraph(PartArrays arrays) : a_(std::move(arrays)) {}

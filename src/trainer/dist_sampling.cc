@@ -125,7 +125,7 @@ torch::Tensor Degrees(const DistGraph& g, const torch::Tensor& nids, sampling::E
   const char* what = dir == sampling::EdgeDir::kIn ? "in_degrees" : "out_degrees";
   torch::Tensor flat = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes());
   torch::Tensor out = torch::empty({flat.size(0)}, torch::kInt64);
-  ThrowIfError(g.store().Degrees(SpanOf(flat), dir, out.data_ptr<int64_t>()), what);
+  ThrowIfError(g.store().Degrees(SpanOf(flat), dir, kv::kAllRelations, out.data_ptr<int64_t>()), what);
   return out;
 }
 
@@ -278,27 +278,20 @@ std::pair<torch::Tensor, torch::Tensor> DistGraph::find_edges(const torch::Tenso
 
 namespace {
 
-// Degrees of one relation: every edge of the relation at the (distinct)
-// nodes is sampled and counted; each request is bounded as samples are.
+// Degrees of one relation, counted by the servers (per-type node ids of the
+// relation's destination type for in-degrees, source type for out-degrees).
 torch::Tensor RelationDegrees(const DistGraph& g, const torch::Tensor& nids,
                               const std::string& etype, sampling::EdgeDir dir) {
   const bool in = dir == sampling::EdgeDir::kIn;
   const char* what = in ? "in_degrees" : "out_degrees";
-  const PartitionBook& book = g.partition_book();
   const int r = g.get_etype_id(etype);
-  const EdgeType& et = book.etypes()[r];
+  const EdgeType& et = g.partition_book().etypes()[r];
   const std::string& ntype = in ? et.dst_type : et.src_type;
   torch::Tensor ids = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes(ntype));
-  torch::Tensor homo = g.map_to_homo_nid(ids, ntype);
-  torch::Tensor unique = std::get<0>(torch::_unique(homo, /*sorted=*/true));
-  std::vector<int64_t> per(book.num_etypes(), 0);
-  per[r] = -1;
-  sampling::SampledEdges edges =
-      SampleHomo(g, unique, -1, std::move(per), {.edge_dir = in ? "in" : "out", .seed = 0});
-  std::vector<int64_t>& side = in ? edges.dst : edges.src;
-  torch::Tensor at = torch::searchsorted(unique, Owned(std::move(side)));
-  torch::Tensor counts = torch::bincount(at, {}, unique.size(0));
-  return counts.index_select(0, torch::searchsorted(unique, homo)).to(torch::kInt64);
+  torch::Tensor homo = g.map_to_homo_nid(ids, ntype).contiguous();
+  torch::Tensor out = torch::empty({homo.size(0)}, torch::kInt64);
+  ThrowIfError(g.store().Degrees(SpanOf(homo), dir, r, out.data_ptr<int64_t>()), what);
+  return out;
 }
 
 }  // namespace
