@@ -15,8 +15,8 @@ from tessera.distributed.graph import (DistGraph, GraphPartitionBook, edge_split
                                        edge_subgraph, find_edges, in_subgraph, node_split,
                                        sample_neighbors)
 from tessera.distributed.loader import (Block, DistDataLoader, DistEdgeDataLoader,  # noqa: F401
-                                        HeteroBlock,
-                                        DistNodeDataLoader, NeighborSampler)
+                                        DistNodeDataLoader, HeteroBlock, HeteroPairGraph,
+                                        NeighborSampler, PairGraph)
 from tessera.distributed.tensor import (DistTensor, EdgePartitionPolicy,  # noqa: F401
                                         NodePartitionPolicy, PartitionPolicy)
 from tessera.distributed import optim  # noqa: F401
@@ -26,5 +26,6 @@ __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbeddin
            "GraphPartitionBook", "PartitionPolicy", "NodePartitionPolicy",
            "EdgePartitionPolicy", "node_split", "edge_split",
            "sample_neighbors", "in_subgraph", "edge_subgraph", "find_edges", "Block", "HeteroBlock",
+           "PairGraph", "HeteroPairGraph",
            "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
            "optim", "TesseraError"]
