@@ -126,12 +126,15 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   const TypeIndex::Range* run = nullptr;  // Of the previous edge.
   for (size_t e = 0; e < n_edges; ++e) {
     if (src[e] < 0 || src[e] >= num_nodes) return node_error("the source of edge", e, src[e]);
-    if (dst[e] < 0 || dst[e] >= num_nodes) return node_error("the destination of edge", e, dst[e]);
-    if (eids[e] < 0 || eids[e] >= num_edges) {
-      return absl::InvalidArgumentError(fmt::format(
-          "to_block: edge {} has id {}, outside the graph's {} edges", e, eids[e], num_edges));
+    // (Destinations are checked where they are matched to seeds.) An id in
+    // the previous edge's range is in range.
+    if (e == 0 || eids[e] < run->start || eids[e] >= run->end) {
+      if (eids[e] < 0 || eids[e] >= num_edges) {
+        return absl::InvalidArgumentError(fmt::format(
+            "to_block: edge {} has id {}, outside the graph's {} edges", e, eids[e], num_edges));
+      }
+      run = &edge_index.Find(eids[e]);
     }
-    if (e == 0 || eids[e] < run->start || eids[e] >= run->end) run = &edge_index.Find(eids[e]);
     ++per_relation[run->type];
     sorted_src[e] = (static_cast<uint64_t>(src[e]) << edge_bits) | e;
   }
@@ -250,6 +253,9 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
       if (last_seed + 1 < static_cast<int64_t>(n_dst) && seeds[last_seed + 1] == dst[e]) {
         ++last_seed;
       } else {
+        if (dst[e] < 0 || dst[e] >= num_nodes) {
+          return node_error("the destination of edge", e, dst[e]);
+        }
         uint64_t probe = static_cast<uint64_t>(dst[e]) << seed_bits;
         auto it = std::lower_bound(sorted_seeds.begin(), sorted_seeds.end(), probe);
         if (it == sorted_seeds.end() || static_cast<int64_t>(*it >> seed_bits) != dst[e]) {

@@ -134,6 +134,10 @@ TEST(HeteroBlockTest, BadInputIsAClearError) {
             std::string::npos);
   EXPECT_NE(message({5}, {0}, {5}, {33}).find("edge 0 has id 33, outside the graph's 33 edges"),
             std::string::npos);
+  EXPECT_NE(message({5}, {0, 0}, {5, -1}, {1, 2})
+                .find("the destination of edge 1 is node -1, outside the graph's 10 nodes"),
+            std::string::npos);
+  EXPECT_NE(message({5}, {0, 0}, {5, 5}, {1, -4}).find("edge 1 has id -4"), std::string::npos);
   EXPECT_NE(message({5}, {0, 1}, {5}, {1}).find("differ in length"), std::string::npos);
 }
 
