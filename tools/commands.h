@@ -29,6 +29,7 @@ Command RegisterServer(CLI::App& app);
 Command RegisterLaunch(CLI::App& app);
 Command RegisterSupervise(CLI::App& app);
 Command RegisterCopyFiles(CLI::App& app);
+Command RegisterChunk(CLI::App& app);
 // Add `bench pull` / `bench sample` / `bench train` / `bench hetero` under
 // `bench`; *run runs it.
 CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run);

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
       tessera::tools::RegisterGenerate(app),  tessera::tools::RegisterDemo(app),
       tessera::tools::RegisterBench(app),     tessera::tools::RegisterServer(app),
       tessera::tools::RegisterLaunch(app),    tessera::tools::RegisterSupervise(app),
-      tessera::tools::RegisterCopyFiles(app)};
+      tessera::tools::RegisterCopyFiles(app), tessera::tools::RegisterChunk(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
