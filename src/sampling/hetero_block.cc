@@ -244,12 +244,12 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
     for (auto* v : {&out.src, &out.dst, &out.eids, &out.homo_eids}) v->resize(per_relation[r]);
     cursors[r] = {out.src.data(), out.dst.data(), out.eids.data(), out.homo_eids.data()};
   }
-  int64_t last_dst = -1, last_seed = -1;
+  int64_t last_dst = 0, last_seed = -1;
   int r = -1, seed_t = -1;
   const TypeIndex::Range* range = nullptr;
   Cursor at{};
   for (size_t e = 0; e < n_edges; ++e) {
-    if (dst[e] != last_dst) {
+    if (e == 0 || dst[e] != last_dst) {  // (Any id may come first, -1 too.)
       if (last_seed + 1 < static_cast<int64_t>(n_dst) && seeds[last_seed + 1] == dst[e]) {
         ++last_seed;
       } else {

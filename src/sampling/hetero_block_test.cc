@@ -138,6 +138,10 @@ TEST(HeteroBlockTest, BadInputIsAClearError) {
                 .find("the destination of edge 1 is node -1, outside the graph's 10 nodes"),
             std::string::npos);
   EXPECT_NE(message({5}, {0, 0}, {5, 5}, {1, -4}).find("edge 1 has id -4"), std::string::npos);
+  // The first edge's destination is checked too (-1 is no "previous destination").
+  EXPECT_NE(message({5}, {0}, {-1}, {1})
+                .find("the destination of edge 0 is node -1, outside the graph's 10 nodes"),
+            std::string::npos);
   EXPECT_NE(message({5}, {0, 1}, {5}, {1}).find("differ in length"), std::string::npos);
 }
 
