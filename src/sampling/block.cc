@@ -50,13 +50,14 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
   Block block;
   block.indptr.assign(n_dst + 1, 0);
   std::vector<int64_t> dst_index(n_edges), src_index(n_edges);
-  int64_t last_dst = -1, last_index = -1;
+  int64_t last_dst = 0, last_index = -1;
   for (size_t e = 0; e < n_edges; ++e) {
-    if (dst[e] != last_dst && last_index + 1 < static_cast<int64_t>(n_dst) &&
+    const bool new_dst = e == 0 || dst[e] != last_dst;  // (Any id may come first, -1 too.)
+    if (new_dst && last_index + 1 < static_cast<int64_t>(n_dst) &&
         seeds[last_index + 1] == dst[e]) {
       last_dst = dst[e];
       ++last_index;
-    } else if (dst[e] != last_dst) {
+    } else if (new_dst) {
       uint64_t probe = static_cast<uint64_t>(dst[e]) << seed_bits;
       auto it = std::lower_bound(sorted_seeds.begin(), sorted_seeds.end(), probe);
       if (dst[e] < 0 || it == sorted_seeds.end() ||

@@ -47,6 +47,10 @@ TEST(BlockTest, SeedsWithoutEdgesAndErrors) {
   std::vector<int64_t> one = {1};
   EXPECT_FALSE(ToBlock(std::vector<int64_t>{4}, one, one, one).ok());  // dst 1 is no seed.
   EXPECT_FALSE(ToBlock(std::vector<int64_t>{4, 4}, {}, {}, {}).ok());  // Repeated seed.
+  // A first edge ending at -1 (no "previous destination") is refused too.
+  std::vector<int64_t> minus_one = {-1};
+  auto negative = ToBlock(std::vector<int64_t>{4}, std::vector<int64_t>{4}, minus_one, one);
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument) << negative.status();
 }
 
 // Large random layers (the radix-sort path) against a brute-force block.
