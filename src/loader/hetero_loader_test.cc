@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
 #include "src/kvstore/local_store.h"
@@ -393,6 +394,75 @@ TEST_F(HeteroLoaderTest, ReverseTypesAreCheckedAgainstTheBook) {
   spec.exclude = Exclude::kSelf;
   EXPECT_NE(message(book).find("reverse_etypes given, but exclude is not reverse_types"),
             std::string::npos);
+}
+
+// A store whose find_edges answers carry a forged source for the first
+// edge (what a lying machine could send); everything else is `real`'s.
+class ForgedSources : public kv::KvStore {
+ public:
+  ForgedSources(kv::KvStore& real, int64_t source) : real_(real), source_(source) {}
+  const PartitionBook& book() const override { return real_.book(); }
+  const std::string& graph_name() const override { return real_.graph_name(); }
+  StatusOr<kv::TensorMeta> Meta(const std::string& key) override { return real_.Meta(key); }
+  StatusOr<std::vector<kv::TensorMeta>> List() override { return real_.List(); }
+  Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out) override {
+    return real_.PullInto(key, ids, out);
+  }
+  Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
+              kv::PushMode mode) override {
+    return real_.Push(key, ids, rows, mode);
+  }
+  Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, const float* grads,
+                      const kv::SparseOptimizerSpec& spec) override {
+    return real_.SparseUpdate(key, ids, grads, spec);
+  }
+  StatusOr<bool> InitData(const kv::InitSpec& spec) override { return real_.InitData(spec); }
+  Status DeleteData(const std::string& key) override { return real_.DeleteData(key); }
+  Status Barrier() override { return real_.Barrier(); }
+  StatusOr<int64_t> BarrierMax(int64_t value) override { return real_.BarrierMax(value); }
+  Status Close() override { return real_.Close(); }
+  StatusOr<sampling::SampledEdges> SampleNeighbors(std::span<const int64_t> seeds,
+                                                   const kv::SampleRequest& request) override {
+    return real_.SampleNeighbors(seeds, request);
+  }
+  Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) override {
+    RETURN_IF_ERROR(real_.FindEdges(eids, src, dst));
+    src[0] = source_;
+    return absl::OkStatus();
+  }
+  Status Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int etype,
+                 int64_t* out) override {
+    return real_.Degrees(nids, dir, etype, out);
+  }
+
+ private:
+  kv::KvStore& real_;
+  int64_t source_;
+};
+
+// Endpoints from the machines are checked against the relation's types: a
+// source out of the graph or of the wrong type is DataLoss naming the edge,
+// not a pair that indexes another type's nodes (or a read outside the book).
+TEST_F(HeteroLoaderTest, TypedEdgeBatchesRefuseForgedEndpoints) {
+  auto store = kv::LocalKvStore::Open(*one_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const PartitionBook& book = (*store)->book();
+  // A buys edge (user -> item); a tag is no user.
+  const std::vector<int64_t> eids = {book.MapToHomoEid(0, 1)};
+  const EdgeSpec spec{.neighbors = {.fanouts = {1}}, .negatives = 1};
+  ASSERT_TRUE(ValidateEdgeSpec(spec, book).ok());
+  ASSERT_TRUE(SampleHeteroEdgeBatch(**store, eids, spec, 3).ok());
+  for (int64_t forged : {int64_t{-1}, book.num_nodes(), book.MapToHomoNid(2, 0)}) {
+    ForgedSources liar(**store, forged);
+    auto batch = SampleHeteroEdgeBatch(liar, eids, spec, 3);
+    EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss) << batch.status();
+    EXPECT_NE(batch.status().message().find(
+                  fmt::format("edge {} of relation user:buys:item has source {}, not a node of "
+                              "type 'user'",
+                              eids[0], forged)),
+              std::string::npos)
+        << batch.status();
+  }
 }
 
 }  // namespace

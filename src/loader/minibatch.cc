@@ -254,6 +254,33 @@ StatusOr<Pairs> FindPairs(kv::KvStore& store, std::span<const int64_t> eids, int
   return p;
 }
 
+// The endpoints of each edge (answers of the machines that own the edges)
+// are nodes of its relation's endpoint types: a forged answer is DataLoss,
+// not a pair indexing the wrong type's nodes.
+Status CheckEndpointTypes(const PartitionBook& book, std::span<const int64_t> eids,
+                          const Pairs& p) {
+  std::vector<int> src_type(book.num_etypes()), dst_type(book.num_etypes());
+  for (int r = 0; r < book.num_etypes(); ++r) {
+    ASSIGN_OR_RETURN(src_type[r], book.NodeTypeId(book.etypes()[r].src_type));
+    ASSIGN_OR_RETURN(dst_type[r], book.NodeTypeId(book.etypes()[r].dst_type));
+  }
+  for (size_t i = 0; i < eids.size(); ++i) {
+    const int r = book.MapToPerEtype(eids[i]).first;
+    for (const bool at_src : {true, false}) {
+      const int64_t v = at_src ? p.src[i] : p.dst[i];
+      const int want = at_src ? src_type[r] : dst_type[r];
+      if (v < 0 || v >= book.num_nodes() || book.MapToPerNtype(v).first != want) {
+        return absl::DataLossError(fmt::format(
+            "edge {} of relation {} has {} {}, not a node of type '{}' (a forged or corrupt "
+            "find_edges answer)",
+            eids[i], RelationName(book, r), at_src ? "source" : "destination", v,
+            book.ntypes()[want]));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Every node of the pairs, sorted and distinct.
 std::vector<int64_t> PairNodes(const Pairs& p) {
   std::vector<int64_t> nodes;
@@ -325,6 +352,7 @@ StatusOr<HeteroEdgeBatch> SampleHeteroEdgeBatch(kv::KvStore& store, std::span<co
                                                 const EdgeSpec& spec, uint64_t seed) {
   const PartitionBook& book = store.book();
   ASSIGN_OR_RETURN(Pairs p, FindPairs(store, eids, spec.negatives, seed));
+  RETURN_IF_ERROR(CheckEndpointTypes(book, eids, p));
   std::vector<int64_t> nodes = PairNodes(p);
   // Per type, the per-type ids of the pair nodes: ascending, as homogeneous
   // ids are within a type, and so the seed order SampleHeteroBlocks keeps.
