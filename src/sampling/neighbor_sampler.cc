@@ -51,7 +51,7 @@ inline int64_t RunEnd(const CscView& csc, int64_t b, int64_t end) {
   for (int k = 0; k < 8; ++k, ++e) {
     if (e == end || t[e] != r) return e;
   }
-  return std::max<int64_t>(e, std::lower_bound(t + e, t + end, r + 1) - t);
+  return std::max<int64_t>(e, std::lower_bound(t + e, t + end, int64_t{r} + 1) - t);
 }
 
 // Calls f(relation, begin, end) for each run of one relation in row
@@ -304,9 +304,8 @@ struct EdgeSink {
 // MaxEdges against options.max_edges, which bounds what this allocates.
 template <WeightIndex kIndex, class Run, class CountSegment>
 StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int64_t> seeds,
-                                        std::span<const int64_t> keys,
-                                        const SampleOptions& options, int threads, Run& run,
-                                        CountSegment& count_segment) {
+                                        std::span<const int64_t> keys, const SampleOptions& options,
+                                        int threads, Run& run, CountSegment& count_segment) {
   const int64_t n = static_cast<int64_t>(seeds.size());
   std::vector<EdgeSink> sinks(threads);
   std::vector<int64_t> counts(n + 1, 0);  // Seed i's edge count at [i + 1].
@@ -509,10 +508,10 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
     }
     if (csc.etypes.empty() ||
         static_cast<int64_t>(options.relation_weights.size()) != csc.num_etypes) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{} per-relation weights given but the graph has {} relations{}",
-          options.relation_weights.size(), csc.num_etypes,
-          csc.etypes.empty() ? " and no relation per edge" : ""));
+      return absl::InvalidArgumentError(
+          fmt::format("{} per-relation weights given but the graph has {} relations{}",
+                      options.relation_weights.size(), csc.num_etypes,
+                      csc.etypes.empty() ? " and no relation per edge" : ""));
     }
   }
   if (!options.weights_by_eid && !options.weights.empty() &&

@@ -2,6 +2,7 @@
 #include "src/sampling/neighbor_sampler.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -425,8 +426,8 @@ TEST(NeighborSamplerTest, PerRelationWeightsEqualWeightsByEdgeId) {
   w[101 - 100] = 0.25f;
   w[301 - 100] = 0;
   const std::span<const float> all(w);
-  std::vector<RelationWeights> rel = {{all.subspan(100, 4), 200},  // Edges 200-203.
-                                      {all.subspan(0, 5), 100},    // Edges 100-104.
+  std::vector<RelationWeights> rel = {{all.subspan(100, 4), 200},   // Edges 200-203.
+                                      {all.subspan(0, 5), 100},     // Edges 100-104.
                                       {all.subspan(200, 3), 300}};  // Edges 300-302.
   std::vector<int64_t> seeds(400, 0), keys(400);
   for (size_t i = 0; i < seeds.size(); ++i) seeds[i] = i % 7 == 0 ? 1 : 0;
@@ -460,12 +461,12 @@ TEST(NeighborSamplerTest, PerRelationWeightsEqualWeightsByEdgeId) {
   std::vector<RelationWeights> gap = rel;
   gap[1] = {};
   std::vector<int64_t> skip_1 = {2, 0, 1}, take_1 = {2, 1, 1};
-  auto fine = SampleNeighbors(g.view(), seeds, keys,
-                              {.etype_fanouts = skip_1, .relation_weights = gap});
+  auto fine =
+      SampleNeighbors(g.view(), seeds, keys, {.etype_fanouts = skip_1, .relation_weights = gap});
   ASSERT_TRUE(fine.ok()) << fine.status();
   for (int64_t e : fine->eid) EXPECT_FALSE(e >= 100 && e < 200) << e;
-  auto missing = SampleNeighbors(g.view(), seeds, keys,
-                                 {.etype_fanouts = take_1, .relation_weights = gap});
+  auto missing =
+      SampleNeighbors(g.view(), seeds, keys, {.etype_fanouts = take_1, .relation_weights = gap});
   EXPECT_NE(missing.status().message().find(
                 "edge 100 at CSC position 4 has no weight: relation 1 has no weights"),
             std::string::npos)
@@ -476,20 +477,20 @@ TEST(NeighborSamplerTest, PerRelationWeightsEqualWeightsByEdgeId) {
                 .message()
                 .find("2 per-relation weights given but the graph has 3 relations"),
             std::string::npos);
-  EXPECT_NE(SampleNeighbors(g.view(), seeds, keys,
-                            {.fanout = 2, .weights = w, .relation_weights = rel})
-                .status()
-                .message()
-                .find("both given"),
-            std::string::npos);
+  EXPECT_NE(
+      SampleNeighbors(g.view(), seeds, keys, {.fanout = 2, .weights = w, .relation_weights = rel})
+          .status()
+          .message()
+          .find("both given"),
+      std::string::npos);
   Hand h;  // No relation per edge.
   std::vector<RelationWeights> one = {{all.subspan(0, 6), 0}};
-  EXPECT_NE(SampleNeighbors(h.view(), std::vector<int64_t>{0}, {},
-                            {.fanout = 2, .relation_weights = one})
-                .status()
-                .message()
-                .find("no relation per edge"),
-            std::string::npos);
+  EXPECT_NE(
+      SampleNeighbors(h.view(), std::vector<int64_t>{0}, {}, {.fanout = 2, .relation_weights = one})
+          .status()
+          .message()
+          .find("no relation per edge"),
+      std::string::npos);
 }
 
 TEST(NeighborSamplerTest, BadRelationsAreErrors) {
@@ -507,6 +508,14 @@ TEST(NeighborSamplerTest, BadRelationsAreErrors) {
   std::vector<int64_t> three = {1, 1, 1};
   r = SampleNeighbors(broken.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = three});
   EXPECT_NE(r.status().message().find("relation 3 at CSC position 9 is not one of the 3"),
+            std::string::npos)
+      << r.status();
+  // A run of more than 8 positions of the largest int32 relation (its end is
+  // found by binary search for the next relation: no overflow under UBSan).
+  Typed largest;
+  std::fill(largest.etypes.begin(), largest.etypes.end(), std::numeric_limits<int32_t>::max());
+  r = SampleNeighbors(largest.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = three});
+  EXPECT_NE(r.status().message().find("relation 2147483647 at CSC position 0 is not one of the 3"),
             std::string::npos)
       << r.status();
   broken.etypes.pop_back();
