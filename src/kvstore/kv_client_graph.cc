@@ -192,8 +192,8 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
     SampleRequest local = request;
     local.exclude = exclude_for(p);
     parts[p].resize(1);
-    ASSIGN_OR_RETURN(parts[p][0], graph->SampleNeighbors(
-                                      split.ids[p], NeighborOptionsOf(local, weights)));
+    ASSIGN_OR_RETURN(parts[p][0],
+                     graph->SampleNeighbors(split.ids[p], NeighborOptionsOf(local, weights)));
     return absl::OkStatus();
   };
   auto place = [&](const Piece& piece, Message& response) -> Status {
@@ -263,16 +263,16 @@ Status KvClient::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t*
 }
 
 Status KvClient::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int etype,
-                        int64_t* out) {
+                         int64_t* out) {
   RETURN_IF_ERROR(JobHealth());
   bool in = dir == sampling::EdgeDir::kIn;
   if (etype != kAllRelations && (etype < 0 || etype >= book_.num_etypes())) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: relation {} is not one of the graph's {} relations", in ? "in_degrees" : "out_degrees",
-        etype, book_.num_etypes()));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: relation {} is not one of the graph's {} relations",
+                    in ? "in_degrees" : "out_degrees", etype, book_.num_etypes()));
   }
-  ASSIGN_OR_RETURN(Split split,
-                   SplitIds(shm::Policy::kNode, kAllTypes, in ? "in_degrees" : "out_degrees", nids));
+  ASSIGN_OR_RETURN(Split split, SplitIds(shm::Policy::kNode, kAllTypes,
+                                         in ? "in_degrees" : "out_degrees", nids));
   auto scatter = [&](int p, size_t begin, std::span<const int64_t> degrees) {
     for (size_t i = 0; i < degrees.size(); ++i) out[split.positions[p][begin + i]] = degrees[i];
   };

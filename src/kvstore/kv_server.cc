@@ -241,8 +241,8 @@ StatusOr<std::vector<int64_t>> KvServer::ToLocalRows(const Shard& shard,
   if (ids.dtype != DType::kInt64 || ids.shape.size() != 1) {
     return absl::InvalidArgumentError("ids must be a 1-d int64 array");
   }
-  ASSIGN_OR_RETURN(int type, TensorType(book_, shard.info.policy,
-                                        std::string_view(shard.info.name).substr(5)));
+  ASSIGN_OR_RETURN(
+      int type, TensorType(book_, shard.info.policy, std::string_view(shard.info.name).substr(5)));
   auto [begin, end] = IdRange(book_, shard.info.policy, type, options_.machine_id);
   if (end - begin != shard.info.rows()) {
     return absl::InternalError(fmt::format("'{}' has {} rows but partition {} owns {} ids",

@@ -105,9 +105,9 @@ StatusOr<PartWeights> PartWeightsOf(const PartitionBook& book, int part,
                       "relation {}",
                       key, rows->shape[0], part, stop - begin, RelationName(book, r)));
     }
-    out.relations[r] = {.weights = {static_cast<const float*>(rows->data),
-                                    static_cast<size_t>(stop - begin)},
-                        .eid_base = begin};
+    out.relations[r] = {
+        .weights = {static_cast<const float*>(rows->data), static_cast<size_t>(stop - begin)},
+        .eid_base = begin};
     keepalives->push_back(std::move(rows->keepalive));
   }
   out.keepalive = std::move(keepalives);

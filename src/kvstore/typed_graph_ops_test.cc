@@ -173,8 +173,6 @@ TEST_F(TypedGraphOpsTest, PerRelationFanoutsOverTwoMachinesEqualTheLocalReferenc
   }
 }
 
-// A wrong count or a fanout below -1 is refused with the same words by the
-// client, standalone, and a server asked directly.
 // Per-relation degrees are counted where the nodes live: over two machines
 // (the trainer on one or on neither) and standalone, every node's in- and
 // out-degree of every relation is its number of input edges of it; a bad
@@ -189,8 +187,7 @@ TEST_F(TypedGraphOpsTest, PerRelationDegreesCountTheInputEdges) {
     KvStore* store;
     const PartitionedGraph* pg;
   };
-  for (Case c : {Case{near.get(), two_}, Case{remote.get(), two_},
-                 Case{standalone->get(), one_}}) {
+  for (Case c : {Case{near.get(), two_}, Case{remote.get(), two_}, Case{standalone->get(), one_}}) {
     std::vector<int64_t> nodes = AllNodes(*c.pg);
     nodes.push_back(nodes[2]);  // Repeats are answered twice.
     for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
@@ -238,6 +235,8 @@ TEST_F(TypedGraphOpsTest, PerRelationDegreesCountTheInputEdges) {
   ASSERT_TRUE(fine.ok()) << fine.status();  // Still serving.
 }
 
+// A wrong count or a fanout below -1 is refused with the same words by the
+// client, standalone, and a server asked directly.
 TEST_F(TypedGraphOpsTest, BadPerRelationFanoutsAreNamedErrors) {
   const std::string count_error =
       "3 per-relation fanouts for a graph of 4 relations (user:buys:item, item:bought-by:user, "

@@ -56,7 +56,8 @@ class LoaderTest : public ::testing::Test {
       // Every edge in the graph (as `excluded`-free) ends at its dst node.
       std::vector<int64_t> nodes(b.dst_nodes().begin(), b.dst_nodes().end());
       std::vector<int64_t> degree(nodes.size());
-      ASSERT_TRUE(store.Degrees(nodes, sampling::EdgeDir::kIn, kv::kAllRelations, degree.data()).ok());
+      ASSERT_TRUE(
+          store.Degrees(nodes, sampling::EdgeDir::kIn, kv::kAllRelations, degree.data()).ok());
       for (int64_t d = 0; d < b.num_dst(); ++d) {
         std::set<int64_t> seen;
         int64_t excluded_here = 0;

@@ -96,8 +96,8 @@ StatusOr<std::shared_ptr<const LocalGraph>> LocalGraph::Create(PartArrays a) {
               "(position {}: edge {}, relation {})",
               v, p, a.eid[p], a.etype[p]));
         }
-        consecutive &= p == a.indptr[v] || a.etype[p] != a.etype[p - 1] ||
-                       a.eid[p] == a.eid[p - 1] + 1;
+        consecutive &=
+            p == a.indptr[v] || a.etype[p] != a.etype[p - 1] || a.eid[p] == a.eid[p - 1] + 1;
       }
     }
   }
@@ -247,9 +247,9 @@ Status LocalGraph::OutDegrees(std::span<const int64_t> nids, int64_t* out) const
 Status LocalGraph::Degrees(std::span<const int64_t> nids, EdgeDir dir, int etype,
                            int64_t* out) const {
   if (etype < -1 || etype >= a_.num_etypes) {
-    return absl::InvalidArgumentError(fmt::format(
-        "relation {} is not one of the {} relations of partition {}", etype, a_.num_etypes,
-        a_.part_id));
+    return absl::InvalidArgumentError(
+        fmt::format("relation {} is not one of the {} relations of partition {}", etype,
+                    a_.num_etypes, a_.part_id));
   }
   RETURN_IF_ERROR(CheckOwnedNodes(nids));
   std::span<const int64_t> indptr = a_.indptr;

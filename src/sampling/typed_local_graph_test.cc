@@ -277,8 +277,8 @@ TEST_F(TypedLocalGraphTest, WeightsAndExclusionOnTypedPartitions) {
           std::vector<RelationWeights> rel;
           for (int t = 0; t < 4; ++t) {
             auto [begin, stop] = pg.book().EdgeTypeRange(t, static_cast<int>(p));
-            rel.push_back({std::span<const float>(weights).subspan(
-                               begin - g.edge_range().first, stop - begin),
+            rel.push_back({std::span<const float>(weights).subspan(begin - g.edge_range().first,
+                                                                   stop - begin),
                            begin});
           }
           NeighborOptions by_relation = o;

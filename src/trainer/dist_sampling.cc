@@ -125,7 +125,8 @@ torch::Tensor Degrees(const DistGraph& g, const torch::Tensor& nids, sampling::E
   const char* what = dir == sampling::EdgeDir::kIn ? "in_degrees" : "out_degrees";
   torch::Tensor flat = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes());
   torch::Tensor out = torch::empty({flat.size(0)}, torch::kInt64);
-  ThrowIfError(g.store().Degrees(SpanOf(flat), dir, kv::kAllRelations, out.data_ptr<int64_t>()), what);
+  ThrowIfError(g.store().Degrees(SpanOf(flat), dir, kv::kAllRelations, out.data_ptr<int64_t>()),
+               what);
   return out;
 }
 
