@@ -30,6 +30,7 @@ Command RegisterLaunch(CLI::App& app);
 Command RegisterSupervise(CLI::App& app);
 Command RegisterCopyFiles(CLI::App& app);
 Command RegisterChunk(CLI::App& app);
+Command RegisterMpiPartition(CLI::App& app);
 // Add `bench pull` / `bench sample` / `bench train` / `bench hetero` under
 // `bench`; *run runs it.
 CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run);

@@ -5,6 +5,12 @@
 #ifndef TESSERA_SRC_BASE_TEST_UTIL_H_
 #define TESSERA_SRC_BASE_TEST_UTIL_H_
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -77,6 +83,37 @@ class CapturedLog {
   std::shared_ptr<spdlog::logger> previous_;
   std::ostringstream stream_;
 };
+
+// Every regular file below `dir`: path relative to `dir` -> contents (for
+// byte-for-byte comparisons of outputs).
+inline std::map<std::string, std::string> ReadTree(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    files[std::filesystem::relative(entry.path(), dir).string()] = ReadAll(entry.path().string());
+  }
+  return files;
+}
+
+// Runs `command` with /bin/sh: its exit code (-1 if it did not exit) and
+// what it wrote to stdout and stderr.
+struct ShellRun {
+  int exit_code = -1;
+  std::string output;
+};
+inline ShellRun RunShell(const std::string& command) {
+  ShellRun run;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    run.output.append(buffer.data(), n);
+  }
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
 
 }  // namespace tessera::testing
 

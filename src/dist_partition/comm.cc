@@ -51,6 +51,21 @@ Status AllSum(Comm& comm, std::span<int64_t> values) {
   return absl::OkStatus();
 }
 
+StatusOr<std::vector<std::vector<int64_t>>> AllGatherVectors(Comm& comm,
+                                                             std::span<const int64_t> values) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
+                   AllGatherValue(comm, static_cast<int64_t>(values.size())));
+  const int64_t most = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<int64_t> padded(most, 0), all(most * comm.size());
+  std::copy(values.begin(), values.end(), padded.begin());
+  RETURN_IF_ERROR(comm.AllGather(padded.data(), most * sizeof(int64_t), all.data()));
+  std::vector<std::vector<int64_t>> out(comm.size());
+  for (int r = 0; r < comm.size(); ++r) {
+    out[r].assign(all.begin() + r * most, all.begin() + r * most + sizes[r]);
+  }
+  return out;
+}
+
 StatusOr<std::vector<int64_t>> ExchangeCounts(Comm& comm, std::span<const int64_t> send_counts) {
   const int p = comm.size();
   if (static_cast<int>(send_counts.size()) != p) {

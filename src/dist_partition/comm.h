@@ -69,6 +69,10 @@ Status AllSum(Comm& comm, std::span<int64_t> values);
 // Every rank's value: out[r] = rank r's `value`.
 StatusOr<std::vector<int64_t>> AllGatherValue(Comm& comm, int64_t value);
 
+// Every rank's `values` (any number per rank): out[r] = rank r's.
+StatusOr<std::vector<std::vector<int64_t>>> AllGatherVectors(Comm& comm,
+                                                             std::span<const int64_t> values);
+
 // What every source sends this rank, given what this rank sends every
 // destination (counts in any unit).
 StatusOr<std::vector<int64_t>> ExchangeCounts(Comm& comm, std::span<const int64_t> send_counts);

@@ -1,0 +1,300 @@
+// DistPartitionGraph (dist_partition.h): the steps in order, each ended by an
+// agreement of all ranks, with progress and every rank's peak memory logged
+// by rank 0.
+#include "src/dist_partition/dist_partition.h"
+
+#include <filesystem>
+
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/base/resource.h"
+#include "src/base/strings.h"
+#include "src/base/time.h"
+#include "src/dist_partition/dist_internal.h"
+#include "src/partition/partition_config.h"
+
+namespace tessera::dist {
+namespace {
+
+using internal::Layout;
+using internal::LocalGraph;
+using internal::Shuffled;
+
+bool SafeName(const std::string& name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
+}
+
+Status CheckArguments(const ChunkedGraph& g, const std::string& graph_name, int num_parts,
+                      int num_ranks, const DistPartitionOptions& o) {
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
+  if (!SafeName(graph_name)) {
+    return bad("graph name '", graph_name, "' must be non-empty and use only letters, digits, ",
+               "'_', '-' and '.'");
+  }
+  if (g.num_nodes() <= 0 || g.num_edges() == 0) {
+    return bad(g.metadata_path, ": the graph is empty (", g.num_nodes(), " nodes, ", g.num_edges(),
+               " edges); nothing to partition");
+  }
+  if (num_parts < 1 || num_parts > g.num_nodes()) {
+    return bad("num_parts must be in [1, num_nodes = ", g.num_nodes(), "], got ", num_parts);
+  }
+  if (num_parts % num_ranks != 0) {
+    return bad("num_parts (", num_parts, ") must be a multiple of the number of ranks (", num_ranks,
+               "): each rank writes num_parts / ranks parts");
+  }
+  if (o.num_hops < 0) return bad("num_hops must be >= 0, got ", o.num_hops);
+  return absl::OkStatus();
+}
+
+// Errors if another partition config in `out_path` names part folders this
+// run would overwrite (it would then describe the wrong data).
+Status CheckNoOtherConfig(const std::string& out_path, const std::string& config_path,
+                          int num_parts) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(out_path, ec)) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".json" || path == config_path) continue;
+    auto other = ReadPartitionConfig(path);
+    if (!other.ok()) continue;
+    for (const auto& files : other->parts) {
+      for (int p = 0; p < num_parts; ++p) {
+        if (files.part_graph.rfind(StrCat("part", p, "/"), 0) == 0) {
+          return absl::FailedPreconditionError(
+              StrCat("output folder ", out_path, " already holds the partition ", path,
+                     ", whose files this run would overwrite; use another --out or remove it"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Rank 0 prepares the output folder: no config of this graph stays (it
+// reappears only when every part is written), none of another graph is
+// overwritten, and the folder is writable. Every rank creates the folder
+// (the ranks may not share a file system).
+Status PrepareOutput(Comm& comm, const std::string& out_path, const std::string& config_path,
+                     int num_parts) {
+  Status st = Annotate(MakeDirs(out_path), "output folder");
+  if (st.ok() && comm.rank() == 0) {
+    st = CheckNoOtherConfig(out_path, config_path, num_parts);
+    if (st.ok()) st = RemoveAll(config_path);
+    if (st.ok()) {
+      st = Annotate(WriteFileAtomic(out_path + "/.tessera-write-test", ""),
+                    "output folder is not writable");
+    }
+    if (st.ok()) st = RemoveAll(out_path + "/.tessera-write-test");
+  }
+  return Agree(comm, st);
+}
+
+// part_method metis: PT-Scotch's k-way, then the balance of every class.
+StatusOr<std::vector<int32_t>> MultilevelParts(Comm& comm, const ChunkedGraph& g,
+                                               const Layout& layout, const EdgeSlice& edges,
+                                               const DistPartitionOptions& o) {
+  ASSIGN_OR_RETURN(internal::Adjacency adjacency, internal::BuildAdjacency(comm, layout, edges));
+  ASSIGN_OR_RETURN(internal::BalanceClasses classes,
+                   internal::ClassesOf(comm, g, layout, o.balance_ntypes));
+  // One weight for PT-Scotch: nodes, or nodes and in-edges with
+  // balance_edges (its interface balances a single weight).
+  std::vector<int64_t> weight;
+  if (o.balance_edges) {
+    weight = adjacency.in_degree;
+    for (int64_t& w : weight) w += 1;
+  }
+  StatusOr<std::vector<int32_t>> parts =
+      internal::ScotchParts(comm, layout, adjacency, weight, o.seed);
+  RETURN_IF_ERROR(Agree(comm, parts.status()));
+  ASSIGN_OR_RETURN(int64_t moved,
+                   internal::RepairBalance(comm, layout, adjacency, classes, *parts));
+  if (comm.rank() == 0) {
+    spdlog::info("assign: PT-Scotch k-way into {} parts; {} nodes moved to balance {} class{}",
+                 layout.num_parts, moved, classes.num_classes,
+                 classes.num_classes == 1 ? "" : "es");
+  }
+  return parts;
+}
+
+// Times the steps and records every rank's peak memory after each.
+class Steps {
+ public:
+  Steps(Comm& comm, const DistPartitionOptions& o, DistPartitionResult* result)
+      : comm_(comm), o_(o), result_(result) {}
+
+  Status Start(const std::string& name) {
+    name_ = name;
+    watch_ = Stopwatch();
+    if (comm_.rank() == 0) spdlog::info("{}: started ({} ranks)", name, comm_.size());
+    return Agree(comm_, o_.on_step ? o_.on_step(comm_, name) : absl::OkStatus());
+  }
+  // Agrees on `local` and, if every rank succeeded, logs the step.
+  Status End(const Status& local) {
+    RETURN_IF_ERROR(Agree(comm_, local));
+    DistPartitionResult::Step step{name_, watch_.Seconds(), {}};
+    ASSIGN_OR_RETURN(step.peak_rss, AllGatherValue(comm_, PeakRssBytes()));
+    if (comm_.rank() == 0) {
+      std::vector<std::string> rss;
+      for (int64_t b : step.peak_rss) rss.push_back(FormatBytes(b));
+      spdlog::info("{}: done in {:.2f} s; peak RSS per rank: {}", name_, step.seconds,
+                   StrJoin(rss, ", "));
+    }
+    result_->steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+
+ private:
+  Comm& comm_;
+  const DistPartitionOptions& o_;
+  DistPartitionResult* result_;
+  std::string name_;
+  Stopwatch watch_;
+};
+
+// Every part's statistics, on every rank.
+StatusOr<std::vector<PartStats>> GatherStats(Comm& comm, const Layout& layout,
+                                             const std::vector<LocalGraph>& graphs,
+                                             const internal::IdLayout& ids) {
+  constexpr int kFields = 5;
+  std::vector<int64_t> mine;
+  for (int p = layout.first_part(); p < layout.end_part(); ++p) {
+    const LocalGraph& g = graphs[p - layout.first_part()];
+    const int64_t inner_edges = ids.edge_offsets[p + 1] - ids.edge_offsets[p];
+    mine.insert(mine.end(), {g.num_inner, static_cast<int64_t>(g.nid.size()) - g.num_inner,
+                             inner_edges, static_cast<int64_t>(g.indices.size()), g.cut_edges});
+  }
+  std::vector<int64_t> all(static_cast<size_t>(layout.num_parts) * kFields);
+  RETURN_IF_ERROR(comm.AllGather(mine.data(), mine.size() * sizeof(int64_t), all.data()));
+  std::vector<PartStats> stats(layout.num_parts);
+  for (int p = 0; p < layout.num_parts; ++p) {
+    const int64_t* f = &all[static_cast<size_t>(p) * kFields];
+    stats[p] = {f[0], f[1], f[2], f[3], f[4]};
+  }
+  return stats;
+}
+
+PartitionConfig MakeConfig(const ChunkedGraph& g, const std::string& graph_name, int num_parts,
+                           const DistPartitionOptions& o, const internal::IdLayout& ids,
+                           const internal::ArrayNames& names) {
+  PartitionConfig config;
+  config.graph_name = graph_name;
+  config.num_nodes = g.num_nodes();
+  config.num_edges = g.num_edges();
+  config.part_method = o.part_method == PartMethod::kMetis ? "metis" : "random";
+  config.num_parts = num_parts;
+  config.halo_hops = o.num_hops;
+  config.node_offsets = ids.node_offsets;
+  config.edge_offsets = ids.edge_offsets;
+  config.layout.ntypes = g.ntypes;
+  for (const auto& rel : g.relations) config.layout.etypes.push_back(rel.type);
+  config.layout.node_counts = ids.node_counts;
+  config.layout.edge_counts = ids.edge_counts;
+  for (int p = 0; p < num_parts; ++p) {
+    config.parts.push_back({StrCat("part", p, "/graph"), StrCat("part", p, "/node_feat"),
+                            StrCat("part", p, "/edge_feat")});
+  }
+  config.node_feat_names = names.node;
+  config.edge_feat_names = names.edge;
+  config.balance_ntypes = o.balance_ntypes;
+  config.balance_edges = o.balance_edges;
+  config.seed = o.seed;
+  return config;
+}
+
+}  // namespace
+
+StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& input,
+                                                 int num_parts, const std::string& out_path,
+                                                 const DistPartitionOptions& o) {
+  DistPartitionResult result;
+  Steps steps(comm, o, &result);
+  StatusOr<ChunkedGraph> g = ReadChunkedGraph(input);
+  RETURN_IF_ERROR(Agree(comm, g.status()));
+  const std::string graph_name = o.graph_name.empty() ? g->graph_name : o.graph_name;
+  RETURN_IF_ERROR(Agree(comm, CheckArguments(*g, graph_name, num_parts, comm.size(), o)));
+  const std::string config_path = StrCat(out_path, "/", graph_name, ".json");
+  RETURN_IF_ERROR(PrepareOutput(comm, out_path, config_path, num_parts));
+
+  Layout layout;
+  layout.num_ranks = comm.size();
+  layout.rank = comm.rank();
+  layout.num_parts = num_parts;
+  layout.home = internal::EvenBounds(g->num_nodes(), comm.size());
+  layout.reads = internal::EvenBounds(g->num_edges(), comm.size());
+
+  RETURN_IF_ERROR(steps.Start("read"));
+  StatusOr<EdgeSlice> edges =
+      ReadEdges(*g, layout.reads[layout.rank], layout.reads[layout.rank + 1]);
+  RETURN_IF_ERROR(steps.End(edges.status()));
+
+  RETURN_IF_ERROR(steps.Start("assign"));
+  StatusOr<std::vector<int32_t>> home_part =
+      o.part_method == PartMethod::kRandom
+          ? internal::RandomParts(o.seed, layout.home_begin(), layout.home_end(), num_parts)
+          : MultilevelParts(comm, *g, layout, *edges, o);
+  RETURN_IF_ERROR(steps.End(home_part.status()));
+
+  RETURN_IF_ERROR(steps.Start("shuffle"));
+  StatusOr<Shuffled> shuffled =
+      internal::Reshuffle(comm, *g, layout, std::move(*home_part), std::move(*edges));
+  RETURN_IF_ERROR(steps.End(shuffled.status()));
+
+  RETURN_IF_ERROR(steps.Start("halo"));
+  StatusOr<std::vector<LocalGraph>> graphs =
+      internal::BuildLocalGraphs(comm, layout, *shuffled, o.num_hops);
+  RETURN_IF_ERROR(steps.End(graphs.status()));
+
+  // From here on, a failure removes what this run wrote.
+  std::vector<std::string> part_dirs;
+  for (int p = layout.first_part(); p < layout.end_part(); ++p) {
+    part_dirs.push_back(StrCat(out_path, "/part", p));
+  }
+  auto cleanup = [&](const Status& st) {
+    for (const std::string& dir : part_dirs) RemoveAll(dir).IgnoreError();
+    if (comm.rank() == 0) {
+      RemoveAll(out_path + "/orig_nids.npy").IgnoreError();
+      RemoveAll(out_path + "/orig_eids.npy").IgnoreError();
+      RemoveAll(config_path).IgnoreError();
+    }
+    return st;
+  };
+  if (Status started = steps.Start("write"); !started.ok()) return cleanup(started);
+  const bool typed = g->ntypes.size() > 1 || g->relations.size() > 1;
+  Status st;
+  for (size_t i = 0; i < part_dirs.size() && st.ok(); ++i) {
+    st = RemoveAll(part_dirs[i]);
+    if (st.ok()) {
+      st = internal::WriteLocalGraph(part_dirs[i] + "/graph", (*graphs)[i], shuffled->ids, typed);
+    }
+  }
+  if (st = Agree(comm, st); !st.ok()) return cleanup(st);
+  StatusOr<internal::ArrayNames> names =
+      internal::WriteArrays(comm, *g, layout, *shuffled, part_dirs);
+  if (!names.ok()) return cleanup(names.status());
+  if (o.return_mapping) {
+    st = internal::WriteMappings(comm, *shuffled, g->num_nodes(), g->num_edges(), out_path);
+    if (!st.ok()) return cleanup(st);
+  }
+  StatusOr<std::vector<PartStats>> stats = GatherStats(comm, layout, *graphs, shuffled->ids);
+  if (!stats.ok()) return cleanup(stats.status());
+  result.parts = *stats;
+  for (const PartStats& part : result.parts) result.edge_cut += part.cut_edges;
+  // The config last, once every rank has written its parts.
+  st = steps.End(absl::OkStatus());
+  if (!st.ok()) return cleanup(st);
+  if (comm.rank() == 0) {
+    st = WriteFileAtomic(config_path, PartitionConfigToJson(MakeConfig(*g, graph_name, num_parts, o,
+                                                                       shuffled->ids, *names)));
+  }
+  if (st = Agree(comm, st); !st.ok()) return cleanup(st);
+  result.config_path = config_path;
+  if (comm.rank() == 0) {
+    spdlog::info("edge cut: {} of {} edges ({:.2f}%)", result.edge_cut, g->num_edges(),
+                 100.0 * result.edge_cut / g->num_edges());
+  }
+  return result;
+}
+
+}  // namespace tessera::dist

@@ -1,0 +1,220 @@
+// Steps 2 and 3 of DistPartitionGraph: random assignment and the reshuffle
+// of node and edge ids (dist_internal.h).
+#include <algorithm>
+#include <numeric>
+
+#include "src/base/random.h"
+#include "src/base/strings.h"
+#include "src/dist_partition/dist_internal.h"
+
+namespace tessera::dist::internal {
+
+std::vector<int64_t> EvenBounds(int64_t total, int n) {
+  __extension__ using Int128 = __int128;
+  std::vector<int64_t> bounds(n + 1);
+  for (int i = 0; i <= n; ++i) bounds[i] = static_cast<int64_t>(Int128{total} * i / n);
+  return bounds;
+}
+
+int64_t IdLayout::NodeBlock(int p, int t) const {
+  int64_t start = node_offsets[p];
+  for (int u = 0; u < t; ++u) start += node_counts[p * num_ntypes + u];
+  return start;
+}
+
+int64_t IdLayout::EdgeBlock(int p, int t) const {
+  int64_t start = edge_offsets[p];
+  for (int u = 0; u < t; ++u) start += edge_counts[p * num_etypes + u];
+  return start;
+}
+
+int IdLayout::NodeTypeOf(int64_t id) const {
+  const int p = PartOfNode(id);
+  int64_t at = node_offsets[p];
+  int t = 0;
+  while (t + 1 < num_ntypes && id >= at + node_counts[p * num_ntypes + t]) {
+    at += node_counts[p * num_ntypes + t++];
+  }
+  return t;
+}
+
+int IdLayout::RelationOf(int64_t eid) const {
+  const int p = PartOfEdge(eid);
+  int64_t at = edge_offsets[p];
+  int t = 0;
+  while (t + 1 < num_etypes && eid >= at + edge_counts[p * num_etypes + t]) {
+    at += edge_counts[p * num_etypes + t++];
+  }
+  return t;
+}
+
+// PartitionGraph's random method (partition.cc) draws one Below(K) per node
+// from Rng(seed, kRandomPartStream), in node order; entering that stream at
+// `begin` gives the same parts. Each draw is one Next(), so skipping is
+// cheap (a rank skips at most n draws, about a nanosecond each).
+std::vector<int32_t> RandomParts(uint64_t seed, int64_t begin, int64_t end, int num_parts) {
+  constexpr uint64_t kRandomPartStream = 101;  // As partition.cc.
+  std::vector<int32_t> parts(end - begin, 0);
+  if (num_parts == 1) return parts;
+  Rng rng(seed, kRandomPartStream);
+  for (int64_t i = 0; i < begin; ++i) rng.Next();
+  for (int32_t& p : parts) p = static_cast<int32_t>(rng.Below(num_parts));
+  return parts;
+}
+
+namespace {
+
+struct IdPair {
+  int64_t new_id, orig;
+};
+
+struct EdgeRecord {
+  int64_t src, dst, orig;  // New source and destination ids, original position.
+};
+
+// An owned edge being numbered: part and relation first.
+struct SortedEdge {
+  int32_t part, relation;
+  int64_t dst, orig, src;
+  bool operator<(const SortedEdge& o) const {
+    if (part != o.part) return part < o.part;
+    if (relation != o.relation) return relation < o.relation;
+    if (dst != o.dst) return dst < o.dst;
+    return orig < o.orig;
+  }
+};
+
+}  // namespace
+
+StatusOr<Shuffled> Reshuffle(Comm& comm, const ChunkedGraph& graph, const Layout& layout,
+                             std::vector<int32_t> home_part, EdgeSlice edges) {
+  const int num_parts = layout.num_parts;
+  const int num_ntypes = static_cast<int>(graph.ntypes.size());
+  const int num_etypes = static_cast<int>(graph.relations.size());
+  const int64_t home_begin = layout.home_begin();
+  const int64_t num_home = layout.home_end() - home_begin;
+  Shuffled s;
+  IdLayout& ids = s.ids;
+  ids.num_ntypes = num_ntypes;
+  ids.num_etypes = num_etypes;
+
+  // New node ids: by part, then original id. Rank r's home nodes of part p
+  // follow those of the ranks before it.
+  std::vector<int64_t> counts(num_parts, 0);
+  ids.node_counts.assign(static_cast<size_t>(num_parts) * num_ntypes, 0);
+  for (int64_t i = 0; i < num_home; ++i) {
+    ++counts[home_part[i]];
+    ++ids.node_counts[home_part[i] * num_ntypes + graph.NodeTypeOf(home_begin + i)];
+  }
+  std::vector<int64_t> all(static_cast<size_t>(layout.num_ranks) * num_parts);
+  RETURN_IF_ERROR(comm.AllGather(counts.data(), num_parts * sizeof(int64_t), all.data()));
+  RETURN_IF_ERROR(AllSum(comm, std::span<int64_t>(ids.node_counts)));
+  ids.node_offsets.assign(num_parts + 1, 0);
+  std::vector<int64_t> next(num_parts, 0);
+  for (int p = 0; p < num_parts; ++p) {
+    int64_t total = 0;
+    for (int r = 0; r < layout.num_ranks; ++r) {
+      if (r == layout.rank) next[p] = total;
+      total += all[static_cast<size_t>(r) * num_parts + p];
+    }
+    ids.node_offsets[p + 1] = ids.node_offsets[p] + total;
+  }
+  for (int p = 0; p < num_parts; ++p) next[p] += ids.node_offsets[p];
+  std::vector<int64_t> new_of_home(num_home);
+  for (int64_t i = 0; i < num_home; ++i) new_of_home[i] = next[home_part[i]]++;
+
+  // Owners learn the original id of each of their new ids.
+  {
+    std::vector<int32_t> dest(num_home);
+    for (int64_t i = 0; i < num_home; ++i) dest[i] = layout.RankOfPart(home_part[i]);
+    Packing packing = PackBy(dest, layout.num_ranks);
+    std::vector<IdPair> pairs = Pack<IdPair>(packing, [&](int64_t i) {
+      return IdPair{new_of_home[i], home_begin + i};
+    });
+    ASSIGN_OR_RETURN(Received<IdPair> got, Exchange<IdPair>(comm, pairs, packing.counts));
+    s.nodes.begin = ids.node_offsets[layout.first_part()];
+    s.nodes.end = ids.node_offsets[layout.end_part()];
+    s.nodes.orig.assign(s.nodes.end - s.nodes.begin, -1);
+    if (static_cast<int64_t>(got.data.size()) != s.nodes.end - s.nodes.begin) {
+      return absl::InternalError("owned node count disagrees with the node map");
+    }
+    for (const IdPair& pair : got.data) s.nodes.orig[pair.new_id - s.nodes.begin] = pair.orig;
+  }
+
+  // The new ids of the read edges' endpoints, then each edge to the owner of
+  // its destination.
+  const int64_t num_read = static_cast<int64_t>(edges.src.size());
+  ASSIGN_OR_RETURN(std::vector<int64_t> new_src,
+                   LookUp<int64_t>(comm, layout, edges.src, new_of_home));
+  edges.src = {};
+  ASSIGN_OR_RETURN(std::vector<int64_t> new_dst,
+                   LookUp<int64_t>(comm, layout, edges.dst, new_of_home));
+  edges.dst = {};
+  new_of_home = {};
+  s.edge_dest.resize(num_read);
+  for (int64_t i = 0; i < num_read; ++i) {
+    s.edge_dest[i] = layout.RankOfPart(ids.PartOfNode(new_dst[i]));
+  }
+  std::vector<EdgeRecord> owned;
+  {
+    Packing packing = PackBy(s.edge_dest, layout.num_ranks);
+    const int64_t first = layout.reads[layout.rank];
+    std::vector<EdgeRecord> records = Pack<EdgeRecord>(packing, [&](int64_t i) {
+      return EdgeRecord{new_src[i], new_dst[i], first + i};
+    });
+    new_src = {};
+    new_dst = {};
+    ASSIGN_OR_RETURN(Received<EdgeRecord> got, Exchange<EdgeRecord>(comm, records, packing.counts));
+    owned = std::move(got.data);
+  }
+
+  // New edge ids: by part, relation, new destination, original id.
+  std::vector<SortedEdge> sorted(owned.size());
+  ids.edge_counts.assign(static_cast<size_t>(num_parts) * num_etypes, 0);
+  for (size_t i = 0; i < owned.size(); ++i) {
+    const EdgeRecord& e = owned[i];
+    SortedEdge& o = sorted[i];
+    o = {ids.PartOfNode(e.dst), graph.RelationOf(e.orig), e.dst, e.orig, e.src};
+    if (e.dst < s.nodes.begin || e.dst >= s.nodes.end) {
+      return absl::InternalError("an edge reached a rank that does not own its destination");
+    }
+    ++ids.edge_counts[o.part * num_etypes + o.relation];
+  }
+  owned = {};
+  std::sort(sorted.begin(), sorted.end());
+  RETURN_IF_ERROR(AllSum(comm, std::span<int64_t>(ids.edge_counts)));
+  ids.edge_offsets.assign(num_parts + 1, 0);
+  for (int p = 0; p < num_parts; ++p) {
+    int64_t total = 0;
+    for (int t = 0; t < num_etypes; ++t) total += ids.edge_counts[p * num_etypes + t];
+    ids.edge_offsets[p + 1] = ids.edge_offsets[p] + total;
+  }
+  OwnedEdges& out = s.edges;
+  out.begin = ids.edge_offsets[layout.first_part()];
+  out.end = ids.edge_offsets[layout.end_part()];
+  if (out.end - out.begin != static_cast<int64_t>(sorted.size())) {
+    return absl::InternalError("owned edge count disagrees with the edge map");
+  }
+  // The sorted order is the new-id order: the (part, relation) blocks of
+  // this rank's parts, back to back.
+  const int64_t num_nodes = s.nodes.end - s.nodes.begin;
+  out.in_ptr.assign(num_nodes + 1, 0);
+  out.orig.resize(sorted.size());
+  for (size_t k = 0; k < sorted.size(); ++k) {
+    ++out.in_ptr[sorted[k].dst - s.nodes.begin + 1];
+    out.orig[k] = sorted[k].orig;
+  }
+  std::partial_sum(out.in_ptr.begin(), out.in_ptr.end(), out.in_ptr.begin());
+  out.src.resize(sorted.size());
+  out.eid.resize(sorted.size());
+  std::vector<int64_t> cursor(out.in_ptr.begin(), out.in_ptr.end() - 1);
+  for (size_t k = 0; k < sorted.size(); ++k) {
+    const int64_t at = cursor[sorted[k].dst - s.nodes.begin]++;
+    out.src[at] = sorted[k].src;
+    out.eid[at] = out.begin + static_cast<int64_t>(k);
+  }
+  s.home_part = std::move(home_part);
+  return s;
+}
+
+}  // namespace tessera::dist::internal

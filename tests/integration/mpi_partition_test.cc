@@ -1,0 +1,320 @@
+// `tessera chunk` then `tessera mpi-partition` under mpirun with 1, 2 and 4
+// ranks on this machine (TCP loopback): the output of random assignment is
+// byte-identical to `tessera partition`'s and readable by every tool; bad
+// input, a failing rank and a rank killed mid-shuffle end in a clear error
+// naming the file or rank, and no config.
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "src/base/strings.h"
+#include "src/base/test_util.h"
+#include "src/graph/npy.h"
+#include "src/partition/load_partition.h"
+
+namespace tessera {
+namespace {
+
+using testing::TempDir;
+using testing::TesseraBinary;
+
+using CliRun = testing::ShellRun;
+
+CliRun Tessera(const std::string& args) { return testing::RunShell(TesseraBinary() + " " + args); }
+
+// mpirun -np `ranks` over TCP loopback, as root too (CI containers).
+CliRun Mpirun(int ranks, const std::string& args) {
+  return testing::RunShell(StrCat(TESSERA_MPIRUN, " -np ", ranks, " ", TESSERA_MPIRUN_ARGS, " ",
+                                  TesseraBinary(), " ", args));
+}
+
+std::vector<int64_t> ReadIds(const std::string& path) {
+  auto raw = ReadNpy(path);
+  EXPECT_TRUE(raw.ok()) << raw.status();
+  if (!raw.ok()) return {};
+  auto ids = ToInt64Ids(std::move(*raw), path, false);
+  EXPECT_TRUE(ids.ok());
+  auto span = ids->span<int64_t>();
+  return {span.begin(), span.end()};
+}
+
+// Checks a partition (written with --return-mapping and one HALO hop)
+// against its npy input: contiguous ranges, every edge exactly once in the
+// part of its destination, features following their nodes, and the HALO of
+// every part (the sources of its in-edges and the destinations of its
+// out-edges, with exactly the edges that leave the part).
+void CheckAgainstInput(const std::string& config_path, const std::string& input) {
+  const std::vector<int64_t> src = ReadIds(input + "/src.npy"), dst = ReadIds(input + "/dst.npy");
+  auto feat = ReadNpy(input + "/feat.npy");
+  ASSERT_TRUE(feat.ok());
+  const std::vector<int64_t> orig_nids =
+      ReadIds(std::filesystem::path(config_path).parent_path().string() + "/orig_nids.npy");
+  const std::vector<int64_t> orig_eids =
+      ReadIds(std::filesystem::path(config_path).parent_path().string() + "/orig_eids.npy");
+  const int64_t n = feat->rows(), m = static_cast<int64_t>(src.size());
+  ASSERT_EQ(static_cast<int64_t>(orig_nids.size()), n);
+  ASSERT_EQ(static_cast<int64_t>(orig_eids.size()), m);
+  std::vector<int64_t> new_of(n, -1), seen_edge(m, 0);
+  for (int64_t v = 0; v < n; ++v) new_of[orig_nids[v]] = v;
+  for (int64_t v = 0; v < n; ++v) ASSERT_GE(new_of[v], 0) << "orig_nids is not a permutation";
+  auto first = LoadPartition(config_path, 0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const auto& offsets = first->config.node_offsets;
+  auto part_of = [&](int64_t new_id) {
+    return static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), new_id) -
+                            offsets.begin()) -
+           1;
+  };
+  for (int p = 0; p < first->config.num_parts; ++p) {
+    auto lp = LoadPartition(config_path, p);
+    ASSERT_TRUE(lp.ok()) << lp.status();
+    const int64_t a = offsets[p], b = offsets[p + 1];
+    auto nid = lp->nids();
+    auto indptr = lp->indptrs();
+    auto indices = lp->src_locals();
+    auto eid = lp->eids();
+    auto inner_edge = lp->inner_edge.span<uint8_t>();
+    for (int64_t k = 0; k < b - a; ++k) ASSERT_EQ(nid[k], a + k);
+    // Features follow their nodes.
+    const Array& part_feat = lp->node_data.at("feat");
+    ASSERT_EQ(part_feat.rows(), b - a);
+    for (int64_t k = 0; k < b - a; ++k) {
+      ASSERT_EQ(
+          std::memcmp(static_cast<const char*>(part_feat.data()) + k * feat->row_bytes(),
+                      static_cast<const char*>(feat->data()) + orig_nids[a + k] * feat->row_bytes(),
+                      feat->row_bytes()),
+          0);
+    }
+    // Every stored edge is an input edge; inner ones are exactly the part's
+    // in-edges, HALO ones exactly its out-edges to other parts.
+    std::set<int64_t> halo_nodes, expected_halo_nodes, halo_edges, expected_halo_edges;
+    for (int64_t row = 0; row < lp->num_local_nodes(); ++row) {
+      if (row >= b - a) halo_nodes.insert(nid[row]);
+      for (int64_t k = indptr[row]; k < indptr[row + 1]; ++k) {
+        const int64_t e = orig_eids[eid[k]];
+        ASSERT_EQ(orig_nids[nid[indices[k]]], src[e]);
+        ASSERT_EQ(orig_nids[nid[row]], dst[e]);
+        if (inner_edge[k]) {
+          ASSERT_LT(row, b - a);
+          ASSERT_TRUE(eid[k] >= first->config.edge_offsets[p] &&
+                      eid[k] < first->config.edge_offsets[p + 1]);
+          ++seen_edge[e];
+          if (part_of(nid[indices[k]]) != p) expected_halo_nodes.insert(nid[indices[k]]);
+        } else {
+          halo_edges.insert(e);
+        }
+      }
+    }
+    for (int64_t e = 0; e < m; ++e) {
+      const int64_t u = new_of[src[e]], w = new_of[dst[e]];
+      if (part_of(u) == p && part_of(w) != p) {
+        expected_halo_edges.insert(e);
+        expected_halo_nodes.insert(w);
+      }
+    }
+    EXPECT_EQ(halo_edges, expected_halo_edges) << "part " << p;
+    EXPECT_EQ(halo_nodes, expected_halo_nodes) << "part " << p;
+  }
+  for (int64_t e = 0; e < m; ++e) ASSERT_EQ(seen_edge[e], 1) << "edge " << e;
+}
+
+// inspect --json's edge cut.
+int64_t EdgeCut(const std::string& config) {
+  CliRun run = Tessera("inspect --json " + config);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  auto json = nlohmann::json::parse(run.output, nullptr, false);
+  EXPECT_FALSE(json.is_discarded()) << run.output;
+  return json.is_discarded() ? -1 : json.value("edge_cut", int64_t{-1});
+}
+
+class MpiPartitionTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    for (const char* var : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"}) {
+      ::setenv(var, "1", 1);
+    }
+    ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+    dir_ = new TempDir();
+    CliRun gen = Tessera("generate --out " + *dir_ / "g" +
+                         " --nodes 2000 --edges 8000 --feat-dim 4 --classes 3 --threads 1");
+    ASSERT_EQ(gen.exit_code, 0) << gen.output;
+    CliRun chunk = Tessera("chunk --input " + *dir_ / "g" + " --out " + *dir_ / "chunked" +
+                           " --num-chunks 3 --graph-name g");
+    ASSERT_EQ(chunk.exit_code, 0) << chunk.output;
+    CliRun serial = Tessera("partition --input " + *dir_ / "g" + " --graph-name g --num-parts 4 " +
+                            "--part-method random --seed 3 --num-hops 2 --return-mapping --out " +
+                            *dir_ / "serial");
+    ASSERT_EQ(serial.exit_code, 0) << serial.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static TempDir* dir_;
+};
+TempDir* MpiPartitionTest::dir_ = nullptr;
+
+TEST_F(MpiPartitionTest, RandomOutputEqualsSingleProcessWithOneTwoFourRanks) {
+  const auto expected = testing::ReadTree(*dir_ / "serial");
+  for (int ranks : {1, 2, 4}) {
+    SCOPED_TRACE(ranks);
+    TempDir out;
+    CliRun run = Mpirun(ranks, "mpi-partition --input " + *dir_ / "chunked" +
+                                   " --num-parts 4 --part-method random --seed 3 --num-hops 2 "
+                                   "--return-mapping --out " +
+                                   out.path());
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find("peak RSS per rank"), std::string::npos) << run.output;
+    const auto actual = testing::ReadTree(out.path());
+    ASSERT_EQ(actual.size(), expected.size());
+    for (const auto& [name, bytes] : expected) {
+      ASSERT_TRUE(actual.count(name)) << name;
+      EXPECT_TRUE(actual.at(name) == bytes) << name << " differs";
+    }
+    for (int p = 0; p < 4; ++p) EXPECT_TRUE(LoadPartition(out / "g.json", p).ok());
+    CliRun inspect = Tessera("inspect " + out / "g.json");
+    EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
+    EXPECT_NE(inspect.output.find("2000 nodes, 16000 edges, 4 parts (random)"), std::string::npos)
+        << inspect.output;
+  }
+}
+
+TEST_F(MpiPartitionTest, MetisCutNearSerialMetisAndBalanced) {
+  TempDir dir;
+  CliRun serial =
+      Tessera("partition --input " + *dir_ / "g" +
+              " --graph-name g --num-parts 4 --balance-ntypes train_mask --out " + dir / "serial");
+  ASSERT_EQ(serial.exit_code, 0) << serial.output;
+  const int64_t serial_cut = EdgeCut(dir / "serial/g.json");
+  ASSERT_GT(serial_cut, 0);
+  for (int ranks : {1, 2, 4}) {
+    SCOPED_TRACE(ranks);
+    const std::string out = dir / StrCat("np", ranks);
+    CliRun run = Mpirun(ranks, "mpi-partition --input " + *dir_ / "chunked" +
+                                   " --num-parts 4 --balance-ntypes train_mask --return-mapping "
+                                   "--out " +
+                                   out);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    CheckAgainstInput(out + "/g.json", *dir_ / "g");
+    const int64_t cut = EdgeCut(out + "/g.json");
+    EXPECT_LE(cut, serial_cut * 11 / 10) << "serial METIS cut " << serial_cut;
+    std::cout << ranks << " ranks: cut " << cut << " (serial METIS " << serial_cut << ")\n";
+    // Nodes and training nodes within 3 % (+1) of the average in every part.
+    const std::vector<int64_t> train = ReadIds(*dir_ / "g/train_mask.npy");
+    const int64_t total_train = std::count(train.begin(), train.end(), 1);
+    for (int p = 0; p < 4; ++p) {
+      auto lp = LoadPartition(out + "/g.json", p);
+      ASSERT_TRUE(lp.ok());
+      EXPECT_LE(lp->num_inner_nodes(), std::max<int64_t>(2000 * 103 / 400, 500 + 1));
+      auto mask = lp->node_data.at("train_mask").span<bool>();
+      const int64_t part_train = std::count(mask.begin(), mask.end(), true);
+      EXPECT_LE(part_train, std::max<int64_t>(total_train * 103 / 400, (total_train + 3) / 4))
+          << "part " << p;
+    }
+  }
+}
+
+TEST_F(MpiPartitionTest, MetisIsDeterministic) {
+  TempDir dir;
+  const std::string args = "mpi-partition --input " + *dir_ / "chunked" +
+                           " --num-parts 4 --balance-edges --seed 5 --out ";
+  ASSERT_EQ(Mpirun(2, args + dir / "a").exit_code, 0);
+  ASSERT_EQ(Mpirun(2, args + dir / "b").exit_code, 0);
+  EXPECT_TRUE(testing::ReadTree(dir / "a") == testing::ReadTree(dir / "b"));
+}
+
+// A typed graph (ogbn-mag shaped): random equals the single-process output,
+// and metis writes a valid typed partition.
+TEST_F(MpiPartitionTest, TypedGraphs) {
+  TempDir dir;
+  ASSERT_EQ(
+      Tessera("generate --hetero --num-nodes 3000 --feat-dim 2 --threads 1 --out " + dir / "mag")
+          .exit_code,
+      0);
+  ASSERT_EQ(Tessera("chunk --input " + dir / "mag" + " --out " +
+                    dir / "chunked --edge-format "
+                          "numpy --num-chunks 2")
+                .exit_code,
+            0);
+  CliRun serial = Tessera("partition --input " + dir / "mag" +
+                          " --graph-name mag --num-parts 2 --part-method random --return-mapping "
+                          "--out " +
+                          dir / "serial");
+  ASSERT_EQ(serial.exit_code, 0) << serial.output;
+  CliRun random = Mpirun(2, "mpi-partition --input " + dir / "chunked" +
+                                " --graph-name mag --num-parts 2 --part-method random "
+                                "--return-mapping --out " +
+                                dir / "random");
+  ASSERT_EQ(random.exit_code, 0) << random.output;
+  EXPECT_TRUE(testing::ReadTree(dir / "serial") == testing::ReadTree(dir / "random"));
+  CliRun metis = Mpirun(2, "mpi-partition --input " + dir / "chunked" +
+                               " --graph-name mag --num-parts 2 --balance-ntypes train_mask "
+                               "--out " +
+                               dir / "metis");
+  ASSERT_EQ(metis.exit_code, 0) << metis.output;
+  for (int p = 0; p < 2; ++p) {
+    auto lp = LoadPartition(dir / "metis/mag.json", p);
+    ASSERT_TRUE(lp.ok()) << lp.status();
+    EXPECT_TRUE(lp->config.typed());
+  }
+  CliRun inspect = Tessera("inspect " + dir / "metis/mag.json");
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
+  EXPECT_NE(inspect.output.find("paper"), std::string::npos) << inspect.output;
+}
+
+TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
+  TempDir out;
+  CliRun run =
+      Tessera("mpi-partition --ranks 2 --mpirun " + std::string(TESSERA_MPIRUN) +
+              " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,tcp --input " +
+              *dir_ / "chunked" + " --num-parts 2 --part-method random --out " + out.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("starting 2 ranks"), std::string::npos) << run.output;
+  EXPECT_TRUE(LoadPartition(out / "g.json", 1).ok());
+}
+
+TEST_F(MpiPartitionTest, BadInputAndFailedRanksLeaveNoConfig) {
+  TempDir dir;
+  std::filesystem::copy(*dir_ / "chunked", dir / "in", std::filesystem::copy_options::recursive);
+  const std::string args = "mpi-partition --input " + dir / "in" +
+                           " --num-parts 2 --part-method random --out " + dir / "out";
+  ASSERT_EQ(Mpirun(2, args).exit_code, 0);
+  ASSERT_TRUE(PathExists(dir / "out/g.json"));
+
+  // A rank that fails: every rank stops, rank 0 names it.
+  CliRun failed = Mpirun(2, args + " --fail-at halo:1");
+  EXPECT_NE(failed.exit_code, 0);
+  EXPECT_NE(failed.output.find("error: rank 1 of 2: failure injected at step halo"),
+            std::string::npos)
+      << failed.output;
+  EXPECT_FALSE(PathExists(dir / "out/g.json"));
+
+  // A rank killed mid-shuffle: mpirun stops the others and names it.
+  CliRun killed = Mpirun(2, args + " --fail-at shuffle:1:kill");
+  EXPECT_NE(killed.exit_code, 0);
+  EXPECT_NE(killed.output.find("rank 1"), std::string::npos) << killed.output;
+  EXPECT_NE(killed.output.find("signal 9"), std::string::npos) << killed.output;
+  EXPECT_FALSE(PathExists(dir / "out/g.json"));
+
+  // A missing chunk, metadata counts that disagree with a chunk.
+  std::filesystem::remove(dir / "in/node_data/_N/feat-1.npy");
+  CliRun missing = Mpirun(2, args);
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find("node_data/_N/feat-1.npy: missing"), std::string::npos)
+      << missing.output;
+  std::filesystem::copy(
+      *dir_ / "chunked/node_data", dir / "in/node_data",
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+  testing::WriteAll(dir / "in/edges/_N:_E:_N-2.txt", "0 1\n1 0\n");
+  CliRun short_chunk = Mpirun(2, args);
+  EXPECT_NE(short_chunk.exit_code, 0);
+  EXPECT_NE(short_chunk.output.find("error: rank 1 of 2: "), std::string::npos)
+      << short_chunk.output;
+  EXPECT_NE(short_chunk.output.find("_N:_E:_N-2.txt: holds 2 edges but the metadata says"),
+            std::string::npos)
+      << short_chunk.output;
+  EXPECT_FALSE(PathExists(dir / "out/g.json"));
+}
+
+}  // namespace
+}  // namespace tessera

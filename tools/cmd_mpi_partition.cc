@@ -1,0 +1,185 @@
+// `tessera mpi-partition`: distributed partitioning of a chunked graph by P
+// MPI ranks (src/dist_partition/dist_partition.h). Every rank runs this
+// command under mpirun; with --ranks P (and not under mpirun already) it
+// starts mpirun itself, on this same command line.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <memory>
+
+#include "spdlog/spdlog.h"
+#include "src/base/resource.h"
+#include "src/base/strings.h"
+#include "src/base/time.h"
+#include "src/dist_partition/dist_partition.h"
+#include "src/dist_partition/mpi_comm.h"
+#include "tools/commands.h"
+
+namespace tessera::tools {
+namespace {
+
+struct MpiPartitionFlags {
+  std::string input, graph_name, out, part_method = "metis", balance_ntypes;
+  int num_parts = 0, num_hops = 1;
+  bool balance_edges = false, return_mapping = false;
+  uint64_t seed = 0;
+  // Launching.
+  int ranks = 0;
+  std::string hostfile, mpirun = "mpirun";
+  std::vector<std::string> mpirun_args;
+  int64_t piece_mb = 16;
+  bool log_all_ranks = false;
+  // Tests: "<step>:<rank>[:kill]" makes that rank fail (or die) as the step starts.
+  std::string fail_at;
+};
+
+// The same command for every rank, without the launcher's flags.
+std::vector<std::string> RankCommand(const MpiPartitionFlags& f) {
+  std::vector<std::string> args = {SelfExecutable(), "mpi-partition",
+                                   "--input",        f.input,
+                                   "--num-parts",    std::to_string(f.num_parts),
+                                   "--out",          f.out,
+                                   "--part-method",  f.part_method,
+                                   "--num-hops",     std::to_string(f.num_hops),
+                                   "--seed",         std::to_string(f.seed),
+                                   "--piece-mb",     std::to_string(f.piece_mb)};
+  if (!f.graph_name.empty()) args.insert(args.end(), {"--graph-name", f.graph_name});
+  if (!f.balance_ntypes.empty()) args.insert(args.end(), {"--balance-ntypes", f.balance_ntypes});
+  if (f.balance_edges) args.push_back("--balance-edges");
+  if (f.return_mapping) args.push_back("--return-mapping");
+  if (f.log_all_ranks) args.push_back("--log-all-ranks");
+  if (!f.fail_at.empty()) args.insert(args.end(), {"--fail-at", f.fail_at});
+  return args;
+}
+
+// Replaces this process with `mpirun -np P ... <rank command>`; returns only
+// on failure.
+int ExecMpirun(const MpiPartitionFlags& f) {
+  std::vector<std::string> argv = {f.mpirun, "-np", std::to_string(f.ranks)};
+  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // Containers run as root.
+  if (!f.hostfile.empty()) {
+    argv.insert(argv.end(), {"--hostfile", f.hostfile});
+  } else {
+    argv.push_back("--oversubscribe");  // This machine only: more ranks than cores is fine.
+  }
+  argv.insert(argv.end(), f.mpirun_args.begin(), f.mpirun_args.end());
+  for (const std::string& arg : RankCommand(f)) argv.push_back(arg);
+  // Open MPI's single-copy shared memory needs ptrace rights containers lack.
+  ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", /*overwrite=*/0);
+  spdlog::info("starting {} ranks: {}", f.ranks, StrJoin(argv, " "));
+  std::vector<char*> raw;
+  for (std::string& arg : argv) raw.push_back(arg.data());
+  raw.push_back(nullptr);
+  ::execvp(raw[0], raw.data());
+  return ReportError(ErrnoError(StrCat("cannot run ", f.mpirun), errno));
+}
+
+// --fail-at: the hook that fails or kills one rank as a step starts.
+StatusOr<std::function<Status(dist::Comm&, std::string_view)>> FaultHook(const std::string& spec) {
+  if (spec.empty()) return std::function<Status(dist::Comm&, std::string_view)>();
+  auto parts = SplitString(spec, ':');
+  int64_t rank = -1;
+  if (parts.size() < 2 || parts.size() > 3 || !ParseInt64(parts[1], &rank) ||
+      (parts.size() == 3 && parts[2] != "kill")) {
+    return absl::InvalidArgumentError("--fail-at must be <step>:<rank>[:kill]");
+  }
+  const std::string step(parts[0]);
+  const bool kill = parts.size() == 3;
+  return std::function<Status(dist::Comm&, std::string_view)>(
+      [step, rank, kill](dist::Comm& comm, std::string_view name) -> Status {
+        if (name != step || comm.rank() != rank) return absl::OkStatus();
+        if (kill) std::raise(SIGKILL);
+        return absl::AbortedError(StrCat("failure injected at step ", step));
+      });
+}
+
+int RunRank(const MpiPartitionFlags& f) {
+  Stopwatch watch;
+  // PT-Scotch's threads make its result vary from run to run; one thread
+  // per rank keeps the output a function of the input and options (set the
+  // variable to trade that for speed).
+  ::setenv("SCOTCH_PTHREAD_NUMBER", "1", /*overwrite=*/0);
+  auto session = dist::MpiSession::Init(nullptr, nullptr, f.piece_mb << 20);
+  if (!session.ok()) return ReportError(session.status());
+  dist::Comm& comm = (*session)->world();
+  spdlog::set_pattern(
+      StrCat("[%H:%M:%S.%e] [rank ", comm.rank(), "/", comm.size(), "] [%^%l%$] %v"));
+  if (comm.rank() != 0 && !f.log_all_ranks && spdlog::get_level() < spdlog::level::warn) {
+    spdlog::set_level(spdlog::level::warn);
+  }
+  dist::DistPartitionOptions o;
+  auto method = ParsePartMethod(f.part_method);
+  auto hook = FaultHook(f.fail_at);
+  Status st = !method.ok() ? method.status() : hook.status();
+  if (st.ok()) {
+    o.part_method = *method;
+    o.on_step = *hook;
+    o.num_hops = f.num_hops;
+    o.balance_ntypes = f.balance_ntypes;
+    o.balance_edges = f.balance_edges;
+    o.return_mapping = f.return_mapping;
+    o.seed = f.seed;
+    o.graph_name = f.graph_name;
+    auto result = dist::DistPartitionGraph(comm, f.input, f.num_parts, f.out, o);
+    st = result.status();
+    if (st.ok() && comm.rank() == 0) {
+      spdlog::info("wrote {}", result->config_path);
+      ReportFinish("mpi-partition", watch.Seconds());
+    }
+  }
+  // Every rank has the same error; rank 0 says it. MPI_Finalize (the
+  // session's end) waits for the other ranks, so it is said before any exits.
+  const int code = st.ok() ? 0 : (comm.rank() == 0 ? ReportError(st) : 1);
+  session->reset();
+  return code;
+}
+
+}  // namespace
+
+Command RegisterMpiPartition(CLI::App& app) {
+  auto f = std::make_shared<MpiPartitionFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "mpi-partition",
+      "Partition a chunked graph (tessera chunk) with P MPI ranks, each holding 1/P of it; run "
+      "under mpirun, or give --ranks P to start mpirun (docs/distributed-partitioning.md)");
+  sub->add_option("--input,-i", f->input, "Chunked graph folder (metadata.json + chunks)")
+      ->required();
+  sub->add_option("--num-parts,--num_parts", f->num_parts,
+                  "Number of partitions: a multiple of the number of ranks")
+      ->required();
+  sub->add_option("--out,--output,--out-path", f->out, "Output folder")->required();
+  sub->add_option("--graph-name,--graph_name", f->graph_name,
+                  "Name of the graph (default: metadata.json's graph_name)");
+  sub->add_option("--part-method,--part_method", f->part_method,
+                  "metis (PT-Scotch's distributed multilevel k-way) or random")
+      ->capture_default_str();
+  sub->add_option("--num-hops,--num_hops", f->num_hops, "HALO hops (0 = no HALO)")
+      ->capture_default_str();
+  sub->add_option("--balance-ntypes,--balance_ntypes", f->balance_ntypes,
+                  "Node array whose values are balanced across parts (e.g. train_mask)");
+  sub->add_flag("--balance-edges,--balance_edges", f->balance_edges,
+                "Balance edges (in-degree) across parts too");
+  sub->add_flag("--return-mapping,--return_mapping", f->return_mapping,
+                "Write orig_nids.npy and orig_eids.npy (new id -> original id)");
+  sub->add_option("--seed", f->seed, "Random seed")->capture_default_str();
+  sub->add_option("--ranks,-n", f->ranks,
+                  "Start this many ranks with mpirun (not needed when started by mpirun)");
+  sub->add_option("--hostfile", f->hostfile, "With --ranks: mpirun's hostfile (several machines)");
+  sub->add_option("--mpirun", f->mpirun, "With --ranks: the mpirun program")->capture_default_str();
+  sub->add_option("--mpirun-arg", f->mpirun_args, "With --ranks: one more argument for mpirun");
+  sub->add_option("--piece-mb", f->piece_mb, "MiB one rank sends another per round of an exchange")
+      ->capture_default_str();
+  sub->add_flag("--log-all-ranks", f->log_all_ranks, "Log info lines on every rank, not only 0");
+  sub->add_option("--fail-at", f->fail_at, "Tests: <step>:<rank>[:kill] fails or kills a rank")
+      ->group("");
+  return {sub, [f] {
+            if (f->piece_mb < 1) {
+              return ReportError(absl::InvalidArgumentError("--piece-mb must be >= 1"));
+            }
+            if (f->ranks > 0 && !dist::LaunchedByMpirun()) return ExecMpirun(*f);
+            return RunRank(*f);
+          }};
+}
+
+}  // namespace tessera::tools
