@@ -51,28 +51,26 @@ StatusOr<Adjacency> BuildAdjacency(Comm& comm, const Layout& layout, const EdgeS
     dest[2 * i] = layout.HomeOf(edges.src[i]);
     dest[2 * i + 1] = layout.HomeOf(edges.dst[i]);
   }
-  Packing packing = PackBy(dest, layout.num_ranks);
-  dest = {};
-  std::vector<HalfEdge> halves = Pack<HalfEdge>(packing, [&](int64_t k) {
-    const size_t i = k / 2;
-    return k % 2 == 0 ? HalfEdge{edges.src[i], edges.dst[i], 0}
-                      : HalfEdge{edges.dst[i], edges.src[i], 1};
-  });
-  ASSIGN_OR_RETURN(Received<HalfEdge> got, Exchange<HalfEdge>(comm, halves, packing.counts));
-  halves = {};
-  std::sort(got.data.begin(), got.data.end());
+  ASSIGN_OR_RETURN(std::vector<HalfEdge> got,
+                   ExchangeInRounds<HalfEdge>(comm, dest, [&](int64_t k) {
+                     const size_t i = k / 2;
+                     return k % 2 == 0 ? HalfEdge{edges.src[i], edges.dst[i], 0}
+                                       : HalfEdge{edges.dst[i], edges.src[i], 1};
+                   }));
+  Free(dest);
+  std::sort(got.begin(), got.end());
   const int64_t base = layout.home_begin();
   const int64_t n = layout.home_end() - base;
   Adjacency a;
   a.xadj.assign(n + 1, 0);
   a.in_degree.assign(n, 0);
-  for (size_t k = 0; k < got.data.size(); ++k) {
-    const HalfEdge& h = got.data[k];
+  for (size_t k = 0; k < got.size(); ++k) {
+    const HalfEdge& h = got[k];
     const int64_t row = h.node - base;
     if (row < 0 || row >= n) return absl::InternalError("a half edge reached the wrong home");
     a.in_degree[row] += h.in;
     if (h.node == h.neighbour) continue;  // No self loops for METIS.
-    if (k > 0 && got.data[k - 1].node == h.node && got.data[k - 1].neighbour == h.neighbour) {
+    if (k > 0 && got[k - 1].node == h.node && got[k - 1].neighbour == h.neighbour) {
       ++a.adjwgt.back();
       continue;
     }

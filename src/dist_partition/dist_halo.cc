@@ -125,12 +125,11 @@ StatusOr<std::vector<OutEdge>> ExchangeOutEdges(Comm& comm, const Layout& layout
       dest.push_back(layout.RankOfPart(src_part));
     }
   }
-  Packing packing = PackBy(dest, layout.num_ranks);
-  std::vector<OutEdge> packed = Pack<OutEdge>(packing, [&](int64_t i) { return leaving[i]; });
-  leaving = {};
-  ASSIGN_OR_RETURN(Received<OutEdge> got, Exchange<OutEdge>(comm, packed, packing.counts));
-  std::sort(got.data.begin(), got.data.end());
-  return std::move(got.data);
+  ASSIGN_OR_RETURN(std::vector<OutEdge> got,
+                   ExchangeInRounds<OutEdge>(comm, dest, [&](int64_t i) { return leaving[i]; }));
+  Free(leaving);
+  std::sort(got.begin(), got.end());
+  return got;
 }
 
 // One hop beyond the first: every part's frontier nodes are asked of their
@@ -214,7 +213,7 @@ StatusOr<std::vector<LocalGraph>> BuildLocalGraphs(Comm& comm, const Layout& lay
     auto hi = std::lower_bound(out_edges.begin(), out_edges.end(), OutEdge{b, -1, -1});
     for (auto it = lo; it != hi; ++it) part.AddOutEdge(*it);
   }
-  out_edges = {};
+  Free(out_edges);
   for (int hop = 2; hop <= num_hops; ++hop) RETURN_IF_ERROR(ExpandHop(comm, layout, s, parts));
   std::vector<LocalGraph> graphs;
   for (PartBuilder& part : parts) graphs.push_back(part.Finish());

@@ -133,29 +133,40 @@ StatusOr<int64_t> RepairBalance(Comm& comm, const Layout& layout, const Adjacenc
                                 const BalanceClasses& classes, std::vector<int32_t>& home_part);
 
 // The values of `ids` (original ids homed anywhere) in `home_values` (one
-// per home node) of their home ranks.
+// per home node) of their home ranks; in rounds of bounded size.
 template <typename T>
 StatusOr<std::vector<T>> LookUp(Comm& comm, const Layout& layout, std::span<const int64_t> ids,
                                 std::span<const T> home_values) {
-  std::vector<int32_t> home(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) home[i] = layout.HomeOf(ids[i]);
-  Packing packing = PackBy(home, layout.num_ranks);
-  home = {};
-  std::vector<int64_t> asked = Pack<int64_t>(packing, [&](int64_t i) { return ids[i]; });
-  ASSIGN_OR_RETURN(Received<int64_t> questions, Exchange<int64_t>(comm, asked, packing.counts));
-  asked = {};
+  const int64_t batch = kRoundBytes / sizeof(int64_t);
+  const int64_t n = static_cast<int64_t>(ids.size());
+  std::vector<T> out(n);
+  ASSIGN_OR_RETURN(int64_t rounds, AllMax(comm, (n + batch - 1) / batch));
   const int64_t base = layout.home_begin();
-  std::vector<T> values(questions.data.size());
-  for (size_t k = 0; k < values.size(); ++k) {
-    const int64_t at = questions.data[k] - base;
-    if (at < 0 || at >= static_cast<int64_t>(home_values.size())) {
-      return absl::InternalError(StrCat("id ", questions.data[k], " asked of the wrong home rank"));
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t begin = std::min(n, round * batch), end = std::min(n, begin + batch);
+    std::vector<int32_t> home(end - begin);
+    for (int64_t i = begin; i < end; ++i) home[i - begin] = layout.HomeOf(ids[i]);
+    Packing packing = PackBy(home, layout.num_ranks);
+    Free(home);
+    std::vector<int64_t> asked = Pack<int64_t>(packing, [&](int64_t i) { return ids[begin + i]; });
+    ASSIGN_OR_RETURN(Received<int64_t> questions, Exchange<int64_t>(comm, asked, packing.counts));
+    Free(asked);
+    std::vector<T> values(questions.data.size());
+    for (size_t k = 0; k < values.size(); ++k) {
+      const int64_t at = questions.data[k] - base;
+      if (at < 0 || at >= static_cast<int64_t>(home_values.size())) {
+        return absl::InternalError(
+            StrCat("id ", questions.data[k], " asked of the wrong home rank"));
+      }
+      values[k] = home_values[at];
     }
-    values[k] = home_values[at];
+    Free(questions.data);
+    ASSIGN_OR_RETURN(Received<T> answers, Exchange<T>(comm, values, questions.counts));
+    for (size_t k = 0; k < packing.order.size(); ++k) {
+      out[begin + packing.order[k]] = answers.data[k];
+    }
   }
-  questions.data = {};
-  ASSIGN_OR_RETURN(Received<T> answers, Exchange<T>(comm, values, questions.counts));
-  return Unpack(packing, std::move(answers.data));
+  return out;
 }
 
 // Step 3 (reshuffle): consumes `edges` (the rank's read edges) and

@@ -6,6 +6,7 @@
 #include "src/base/random.h"
 #include "src/base/strings.h"
 #include "src/dist_partition/dist_internal.h"
+#include "src/dist_partition/packing.h"
 
 namespace tessera::dist::internal {
 
@@ -72,18 +73,6 @@ struct EdgeRecord {
   int64_t src, dst, orig;  // New source and destination ids, original position.
 };
 
-// An owned edge being numbered: part and relation first.
-struct SortedEdge {
-  int32_t part, relation;
-  int64_t dst, orig, src;
-  bool operator<(const SortedEdge& o) const {
-    if (part != o.part) return part < o.part;
-    if (relation != o.relation) return relation < o.relation;
-    if (dst != o.dst) return dst < o.dst;
-    return orig < o.orig;
-  }
-};
-
 }  // namespace
 
 StatusOr<Shuffled> Reshuffle(Comm& comm, const ChunkedGraph& graph, const Layout& layout,
@@ -127,18 +116,16 @@ StatusOr<Shuffled> Reshuffle(Comm& comm, const ChunkedGraph& graph, const Layout
   {
     std::vector<int32_t> dest(num_home);
     for (int64_t i = 0; i < num_home; ++i) dest[i] = layout.RankOfPart(home_part[i]);
-    Packing packing = PackBy(dest, layout.num_ranks);
-    std::vector<IdPair> pairs = Pack<IdPair>(packing, [&](int64_t i) {
-      return IdPair{new_of_home[i], home_begin + i};
-    });
-    ASSIGN_OR_RETURN(Received<IdPair> got, Exchange<IdPair>(comm, pairs, packing.counts));
+    ASSIGN_OR_RETURN(std::vector<IdPair> got, ExchangeInRounds<IdPair>(comm, dest, [&](int64_t i) {
+                       return IdPair{new_of_home[i], home_begin + i};
+                     }));
     s.nodes.begin = ids.node_offsets[layout.first_part()];
     s.nodes.end = ids.node_offsets[layout.end_part()];
     s.nodes.orig.assign(s.nodes.end - s.nodes.begin, -1);
-    if (static_cast<int64_t>(got.data.size()) != s.nodes.end - s.nodes.begin) {
+    if (static_cast<int64_t>(got.size()) != s.nodes.end - s.nodes.begin) {
       return absl::InternalError("owned node count disagrees with the node map");
     }
-    for (const IdPair& pair : got.data) s.nodes.orig[pair.new_id - s.nodes.begin] = pair.orig;
+    for (const IdPair& pair : got) s.nodes.orig[pair.new_id - s.nodes.begin] = pair.orig;
   }
 
   // The new ids of the read edges' endpoints, then each edge to the owner of
@@ -146,42 +133,46 @@ StatusOr<Shuffled> Reshuffle(Comm& comm, const ChunkedGraph& graph, const Layout
   const int64_t num_read = static_cast<int64_t>(edges.src.size());
   ASSIGN_OR_RETURN(std::vector<int64_t> new_src,
                    LookUp<int64_t>(comm, layout, edges.src, new_of_home));
-  edges.src = {};
+  Free(edges.src);
   ASSIGN_OR_RETURN(std::vector<int64_t> new_dst,
                    LookUp<int64_t>(comm, layout, edges.dst, new_of_home));
-  edges.dst = {};
-  new_of_home = {};
+  Free(edges.dst);
+  Free(new_of_home);
   s.edge_dest.resize(num_read);
   for (int64_t i = 0; i < num_read; ++i) {
     s.edge_dest[i] = layout.RankOfPart(ids.PartOfNode(new_dst[i]));
   }
-  std::vector<EdgeRecord> owned;
-  {
-    Packing packing = PackBy(s.edge_dest, layout.num_ranks);
-    const int64_t first = layout.reads[layout.rank];
-    std::vector<EdgeRecord> records = Pack<EdgeRecord>(packing, [&](int64_t i) {
-      return EdgeRecord{new_src[i], new_dst[i], first + i};
-    });
-    new_src = {};
-    new_dst = {};
-    ASSIGN_OR_RETURN(Received<EdgeRecord> got, Exchange<EdgeRecord>(comm, records, packing.counts));
-    owned = std::move(got.data);
-  }
+  const int64_t first_read = layout.reads[layout.rank];
+  ASSIGN_OR_RETURN(std::vector<EdgeRecord> owned,
+                   ExchangeInRounds<EdgeRecord>(comm, s.edge_dest, [&](int64_t i) {
+                     return EdgeRecord{new_src[i], new_dst[i], first_read + i};
+                   }));
+  Free(new_src);
+  Free(new_dst);
 
-  // New edge ids: by part, relation, new destination, original id.
-  std::vector<SortedEdge> sorted(owned.size());
+  // New edge ids: by part, relation, new destination, original id. This
+  // rank's parts are consecutive ranges of destinations, so the part follows
+  // the destination; with one relation the order is (destination, original).
   ids.edge_counts.assign(static_cast<size_t>(num_parts) * num_etypes, 0);
-  for (size_t i = 0; i < owned.size(); ++i) {
-    const EdgeRecord& e = owned[i];
-    SortedEdge& o = sorted[i];
-    o = {ids.PartOfNode(e.dst), graph.RelationOf(e.orig), e.dst, e.orig, e.src};
+  for (const EdgeRecord& e : owned) {
     if (e.dst < s.nodes.begin || e.dst >= s.nodes.end) {
       return absl::InternalError("an edge reached a rank that does not own its destination");
     }
-    ++ids.edge_counts[o.part * num_etypes + o.relation];
+    ++ids.edge_counts[ids.PartOfNode(e.dst) * num_etypes + graph.RelationOf(e.orig)];
   }
-  owned = {};
-  std::sort(sorted.begin(), sorted.end());
+  if (num_etypes == 1) {
+    std::sort(owned.begin(), owned.end(), [](const EdgeRecord& x, const EdgeRecord& y) {
+      return x.dst != y.dst ? x.dst < y.dst : x.orig < y.orig;
+    });
+  } else {
+    std::sort(owned.begin(), owned.end(), [&](const EdgeRecord& x, const EdgeRecord& y) {
+      const int px = ids.PartOfNode(x.dst), py = ids.PartOfNode(y.dst);
+      if (px != py) return px < py;
+      const int rx = graph.RelationOf(x.orig), ry = graph.RelationOf(y.orig);
+      if (rx != ry) return rx < ry;
+      return x.dst != y.dst ? x.dst < y.dst : x.orig < y.orig;
+    });
+  }
   RETURN_IF_ERROR(AllSum(comm, std::span<int64_t>(ids.edge_counts)));
   ids.edge_offsets.assign(num_parts + 1, 0);
   for (int p = 0; p < num_parts; ++p) {
@@ -192,25 +183,25 @@ StatusOr<Shuffled> Reshuffle(Comm& comm, const ChunkedGraph& graph, const Layout
   OwnedEdges& out = s.edges;
   out.begin = ids.edge_offsets[layout.first_part()];
   out.end = ids.edge_offsets[layout.end_part()];
-  if (out.end - out.begin != static_cast<int64_t>(sorted.size())) {
+  if (out.end - out.begin != static_cast<int64_t>(owned.size())) {
     return absl::InternalError("owned edge count disagrees with the edge map");
   }
   // The sorted order is the new-id order: the (part, relation) blocks of
   // this rank's parts, back to back.
   const int64_t num_nodes = s.nodes.end - s.nodes.begin;
   out.in_ptr.assign(num_nodes + 1, 0);
-  out.orig.resize(sorted.size());
-  for (size_t k = 0; k < sorted.size(); ++k) {
-    ++out.in_ptr[sorted[k].dst - s.nodes.begin + 1];
-    out.orig[k] = sorted[k].orig;
+  out.orig.resize(owned.size());
+  for (size_t k = 0; k < owned.size(); ++k) {
+    ++out.in_ptr[owned[k].dst - s.nodes.begin + 1];
+    out.orig[k] = owned[k].orig;
   }
   std::partial_sum(out.in_ptr.begin(), out.in_ptr.end(), out.in_ptr.begin());
-  out.src.resize(sorted.size());
-  out.eid.resize(sorted.size());
+  out.src.resize(owned.size());
+  out.eid.resize(owned.size());
   std::vector<int64_t> cursor(out.in_ptr.begin(), out.in_ptr.end() - 1);
-  for (size_t k = 0; k < sorted.size(); ++k) {
-    const int64_t at = cursor[sorted[k].dst - s.nodes.begin]++;
-    out.src[at] = sorted[k].src;
+  for (size_t k = 0; k < owned.size(); ++k) {
+    const int64_t at = cursor[owned[k].dst - s.nodes.begin]++;
+    out.src[at] = owned[k].src;
     out.eid[at] = out.begin + static_cast<int64_t>(k);
   }
   s.home_part = std::move(home_part);

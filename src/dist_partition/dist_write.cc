@@ -45,7 +45,7 @@ StatusOr<Array> MoveRows(Comm& comm, const Array& read, std::span<const int32_t>
   std::vector<int64_t> bytes(packing.counts);
   for (int64_t& b : bytes) b *= static_cast<int64_t>(row_bytes);
   ASSIGN_OR_RETURN(Received<char> got, Exchange<char>(comm, packed, bytes));
-  packed = {};
+  Free(packed);
   std::vector<int64_t> shape = read.shape();
   shape[0] = static_cast<int64_t>(arrival.size());
   Array rows = Array::Empty(read.dtype(), shape);

@@ -6,9 +6,12 @@
 #ifndef TESSERA_SRC_DIST_PARTITION_PACKING_H_
 #define TESSERA_SRC_DIST_PARTITION_PACKING_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "src/dist_partition/comm.h"
 
 namespace tessera::dist::internal {
 
@@ -45,6 +48,40 @@ template <typename T>
 std::vector<T> Unpack(const Packing& p, std::vector<T> packed) {
   std::vector<T> out(packed.size());
   for (size_t k = 0; k < packed.size(); ++k) out[p.order[k]] = packed[k];
+  return out;
+}
+
+// Frees a vector's memory (assigning {} keeps its capacity).
+template <typename T>
+void Free(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
+// Bytes a rank packs per round in ExchangeInRounds.
+constexpr int64_t kRoundBytes = 64 << 20;
+
+// Sends make(i) to rank dest[i] for every item i, in rounds of at most
+// kRoundBytes per rank, so that only one round's packed copy exists at a
+// time. Returns what this rank received: by round, then by source.
+template <typename T, typename Make>
+StatusOr<std::vector<T>> ExchangeInRounds(Comm& comm, std::span<const int32_t> dest, Make make) {
+  const int64_t batch = std::max<int64_t>(1, kRoundBytes / static_cast<int64_t>(sizeof(T)));
+  const int64_t n = static_cast<int64_t>(dest.size());
+  std::vector<int64_t> totals(comm.size(), 0);
+  for (int32_t d : dest) ++totals[d];
+  ASSIGN_OR_RETURN(std::vector<int64_t> incoming, ExchangeCounts(comm, totals));
+  int64_t expected = 0;
+  for (int64_t c : incoming) expected += c;
+  std::vector<T> out;
+  out.reserve(expected);
+  ASSIGN_OR_RETURN(int64_t rounds, AllMax(comm, (n + batch - 1) / batch));
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t begin = std::min(n, round * batch), end = std::min(n, begin + batch);
+    Packing packing = PackBy(dest.subspan(begin, end - begin), comm.size());
+    std::vector<T> packed = Pack<T>(packing, [&](int64_t i) { return make(begin + i); });
+    ASSIGN_OR_RETURN(Received<T> got, Exchange<T>(comm, packed, packing.counts));
+    out.insert(out.end(), got.data.begin(), got.data.end());
+  }
   return out;
 }
 
