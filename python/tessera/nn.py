@@ -584,7 +584,12 @@ def _relation_norms(g, norm, what):
     if not isinstance(norm, dict):
         raise _C.TesseraError(f"{what}: norm on a HeteroBlock is \"right\", \"none\" or "
                               f"{{relation: per-edge values}}, got {norm!r}")
-    given = {_canonical(g, k, what): v for k, v in norm.items()}
+    given = {}
+    for k, v in norm.items():
+        c = _canonical(g, k, what)
+        if c in given:
+            raise _C.TesseraError(f"{what}: norm names relation {c} twice")
+        given[c] = v
     out = []
     for c in rels:
         n = g.num_edges(c)

@@ -17,7 +17,16 @@
 namespace tessera::kv {
 namespace {
 
-enum class Forge { kNone, kWrappingCounts, kNegativeCount, kFewCounts, kShortArrays, kBadShape };
+enum class Forge {
+  kNone,
+  kWrappingCounts,
+  kNegativeCount,
+  kFewCounts,
+  kShortArrays,
+  kBadShape,
+  kBadNode,  // Node ids (and degrees) outside the graph.
+  kBadEdge,  // Edge ids outside the graph.
+};
 
 class FakeServer : public rpc::Service {
  public:
@@ -86,6 +95,10 @@ class FakeServer : public rpc::Service {
           counts[1] = static_cast<int64_t>(seeds.size()) + 1;
         } else if (f == Forge::kFewCounts) {
           counts.pop_back();
+        } else if (f == Forge::kBadNode) {
+          neighbours[1] = -1;
+        } else if (f == Forge::kBadEdge) {
+          eids[1] = 20;
         }
         response.arrays.push_back(rpc::MakeWireArray(std::move(neighbours)));
         response.arrays.push_back(rpc::MakeWireArray(std::move(eids)));
@@ -96,6 +109,7 @@ class FakeServer : public rpc::Service {
       case wire::FIND_EDGES: {
         std::vector<int64_t> v(request.arrays[0].shape[0], 7);
         if (f == Forge::kShortArrays) v.pop_back();
+        if (f == Forge::kBadNode) v.back() = request.header.method() == wire::FIND_EDGES ? 10 : -3;
         response.arrays.push_back(rpc::MakeWireArray(v));
         if (request.header.method() == wire::FIND_EDGES) {
           response.arrays.push_back(rpc::MakeWireArray(v));
@@ -170,6 +184,29 @@ TEST_F(ForgedAnswersTest, ShortGraphAnswersAreRefused) {
   fake_.forge = Forge::kShortArrays;
   ExpectDataLoss(client_->Degrees(ids, sampling::EdgeDir::kIn, kAllRelations, out.data()));
   ExpectDataLoss(client_->FindEdges(ids, src.data(), dst.data()));
+}
+
+// Ids outside the graph in an answer are refused where they arrive, naming
+// the machine and the id (a consumer would read past its arrays).
+TEST_F(ForgedAnswersTest, IdsOutsideTheGraphAreRefused) {
+  std::vector<int64_t> seeds = {2, 3, 4};
+  std::vector<int64_t> out(3, -1), src(3, -1), dst(3, -1);
+  auto expect = [&](const Status& s, const std::string& says) {
+    ExpectDataLoss(s);
+    EXPECT_NE(s.message().find(says), std::string::npos) << s;
+  };
+  fake_.forge = Forge::kBadNode;
+  expect(client_->SampleNeighbors(seeds, {.fanout = 1}).status(),
+         "sample_neighbors: machine 0 answered node -1 (entry 1), not one of the graph's 10");
+  expect(client_->FindEdges(seeds, src.data(), dst.data()),
+         "find_edges: machine 0 answered node 10 (entry 2)");
+  expect(client_->Degrees(seeds, sampling::EdgeDir::kIn, kAllRelations, out.data()),
+         "degrees: machine 0 answered degree -3");
+  fake_.forge = Forge::kBadEdge;
+  expect(client_->SampleNeighbors(seeds, {.fanout = 1}).status(),
+         "answered edge 20 (entry 1), not one of the graph's 20");
+  fake_.forge = Forge::kNone;
+  ASSERT_TRUE(client_->SampleNeighbors(seeds, {.fanout = 1}).ok());
 }
 
 TEST_F(ForgedAnswersTest, PullAnswersAndTensorShapesAreChecked) {

@@ -17,6 +17,8 @@
 namespace tessera::kv {
 namespace {
 
+const PartWeights kNoWeights;  // Uniform sampling.
+
 using sampling::EdgeDir;
 using sampling::SampledEdges;
 using testing::TestCluster;
@@ -77,7 +79,7 @@ TEST_F(GraphOpsTest, DistributedSamplingEqualsEachPartSamplingItsOwnSeeds) {
               .fanout = fanout, .dir = dir, .replace = replace, .exclude = exclude, .seed = 11};
           auto got = client->SampleNeighbors(seeds, request);
           ASSERT_TRUE(got.ok()) << got.status();
-          SampledEdges want = Reference(seeds, NeighborOptionsOf(request, {}));
+          SampledEdges want = Reference(seeds, NeighborOptionsOf(request, kNoWeights));
           EXPECT_EQ(got->eid, want.eid) << "machine " << machine << " fanout " << fanout;
           EXPECT_EQ(got->src, want.src);
           EXPECT_EQ(got->dst, want.dst);
@@ -101,7 +103,7 @@ TEST_F(GraphOpsTest, LargeRequestsTravelInPiecesAndStayInOrder) {
     SampleRequest request{.fanout = 2, .dir = dir, .seed = 9};
     auto got = client->SampleNeighbors(seeds, request);
     ASSERT_TRUE(got.ok()) << got.status();
-    SampledEdges want = Reference(seeds, NeighborOptionsOf(request, {}));
+    SampledEdges want = Reference(seeds, NeighborOptionsOf(request, kNoWeights));
     EXPECT_EQ(got->eid, want.eid);
     EXPECT_EQ(got->src, want.src);
     EXPECT_EQ(got->dst, want.dst);
@@ -140,7 +142,7 @@ TEST_F(GraphOpsTest, WeightedSamplingUsesTheEdgeArrayOfEachMachine) {
   SampleRequest request{.fanout = 2, .prob = "w", .seed = 4};
   auto got = client->SampleNeighbors(seeds, request);
   ASSERT_TRUE(got.ok()) << got.status();
-  SampledEdges want = Reference(seeds, NeighborOptionsOf(request, {}), weights);
+  SampledEdges want = Reference(seeds, NeighborOptionsOf(request, kNoWeights), weights);
   EXPECT_EQ(got->eid, want.eid);
   for (int64_t e : got->eid) EXPECT_NE(e % 3, 0) << "zero-weight edge " << e;
   // Bad weights: missing, wrong dtype, out-edges.

@@ -59,8 +59,23 @@ std::vector<int64_t> WidenIds(const rpc::WireArray& a) {
 }
 
 // A SAMPLE answer for `seeds`: [neighbour, eid, counts per seed].
+// Ids in a machine's answer must lie in [0, bound): a forged one is DataLoss
+// here, not an out-of-range read in whatever uses it.
+Status CheckIdRange(std::span<const int64_t> ids, int64_t bound, int part, const char* what,
+                    const char* kind) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= bound) {
+      return absl::DataLossError(fmt::format("{}: machine {} answered {} {} (entry {}), not one of "
+                                             "the graph's {}",
+                                             what, part, kind, ids[i], i, bound));
+    }
+  }
+  return absl::OkStatus();
+}
+
 Status UnpackSample(const Message& response, std::span<const int64_t> seeds, int part,
-                    sampling::EdgeDir dir, sampling::SampledEdges* out) {
+                    sampling::EdgeDir dir, const PartitionBook& book,
+                    sampling::SampledEdges* out) {
   const auto& a = response.arrays;
   bool ok = a.size() == 3 && IsIdArray(a[0]) && IsIdArray(a[1]) && a[0].shape == a[1].shape &&
             a[2].dtype == DType::kInt64 && a[2].shape.size() == 1 &&
@@ -85,8 +100,11 @@ Status UnpackSample(const Message& response, std::span<const int64_t> seeds, int
   }
   bool in = dir == sampling::EdgeDir::kIn;
   std::vector<int64_t>& seed_side = in ? out->dst : out->src;
-  (in ? out->src : out->dst) = WidenIds(a[0]);
+  std::vector<int64_t>& neighbours = in ? out->src : out->dst;
+  neighbours = WidenIds(a[0]);
   out->eid = WidenIds(a[1]);
+  RETURN_IF_ERROR(CheckIdRange(neighbours, book.num_nodes(), part, "sample_neighbors", "node"));
+  RETURN_IF_ERROR(CheckIdRange(out->eid, book.num_edges(), part, "sample_neighbors", "edge"));
   seed_side.resize(static_cast<size_t>(total));
   std::span<const int64_t> counts = a[2].span<int64_t>();
   int64_t k = 0;
@@ -199,7 +217,7 @@ StatusOr<sampling::SampledEdges> KvClient::SampleNeighbors(std::span<const int64
   auto place = [&](const Piece& piece, Message& response) -> Status {
     const std::vector<int64_t>& ids = split.ids[piece.part];
     return UnpackSample(response, {ids.data() + piece.begin, piece.count}, piece.part, request.dir,
-                        &parts[piece.part][piece.begin / kGraphChunk]);
+                        book_, &parts[piece.part][piece.begin / kGraphChunk]);
   };
   RETURN_IF_ERROR(GraphCall(split, make_request, run_local, place));
   size_t total = 0, non_empty = 0;
@@ -255,6 +273,10 @@ Status KvClient::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t*
   auto place = [&](const Piece& piece, Message& response) -> Status {
     RETURN_IF_ERROR(
         CheckIdArrays(response, 2, static_cast<int64_t>(piece.count), piece.part, "find_edges"));
+    for (const rpc::WireArray& a : response.arrays) {
+      RETURN_IF_ERROR(
+          CheckIdRange(a.span<int64_t>(), book_.num_nodes(), piece.part, "find_edges", "node"));
+    }
     scatter(piece.part, piece.begin, response.arrays[0].span<int64_t>(),
             response.arrays[1].span<int64_t>());
     return absl::OkStatus();
@@ -292,6 +314,9 @@ Status KvClient::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, i
   auto place = [&](const Piece& piece, Message& response) -> Status {
     RETURN_IF_ERROR(
         CheckIdArrays(response, 1, static_cast<int64_t>(piece.count), piece.part, "degrees"));
+    // A degree is at most the number of edges.
+    RETURN_IF_ERROR(CheckIdRange(response.arrays[0].span<int64_t>(), book_.num_edges() + 1,
+                                 piece.part, "degrees", "degree"));
     scatter(piece.part, piece.begin, response.arrays[0].span<int64_t>());
     return absl::OkStatus();
   };

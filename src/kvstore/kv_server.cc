@@ -548,7 +548,8 @@ StatusOr<Message> KvServer::Degrees(const Message& request) {
   // One relation's (checked by the graph against the part's relations).
   const int etype = request.header.has_degree() ? request.header.degree().etype() : -1;
   if (request.header.has_degree() && etype < 0) {
-    return absl::InvalidArgumentError(fmt::format("degrees of relation {}", etype));
+    return absl::InvalidArgumentError(fmt::format(
+        "degrees of relation {}: not a relation id (0 to {})", etype, book_.num_etypes() - 1));
   }
   std::vector<int64_t> degrees(nids.size());
   const sampling::EdgeDir dir = request.header.method() == wire::IN_DEGREES

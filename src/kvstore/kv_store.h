@@ -173,6 +173,8 @@ StatusOr<PartWeights> PartWeightsOf(const PartitionBook& book, int part,
 // outlive the options).
 sampling::NeighborOptions NeighborOptionsOf(const SampleRequest& request,
                                             const PartWeights& weights);
+sampling::NeighborOptions NeighborOptionsOf(const SampleRequest& request,
+                                            PartWeights&& weights) = delete;  // Would dangle.
 
 // The value an initialiser gives element `index` (global, row-major) of a
 // tensor: depends only on the seed and the index, never on partitioning.

@@ -26,6 +26,8 @@
 namespace tessera::kv {
 namespace {
 
+const PartWeights kNoWeights;  // Uniform sampling.
+
 using sampling::EdgeDir;
 using sampling::SampledEdges;
 using sampling::typed_test::PartitionedGraph;
@@ -42,7 +44,7 @@ constexpr const char* kRelations[] = {"user:buys:item", "item:bought-by:user", "
 SampledEdges Reference(const PartitionedGraph& pg, const std::vector<int64_t>& seeds,
                        const SampleRequest& request,
                        const std::vector<std::vector<float>>& weights = {}) {
-  return testing::PartsReference(pg.graphs, seeds, NeighborOptionsOf(request, {}), weights);
+  return testing::PartsReference(pg.graphs, seeds, NeighborOptionsOf(request, kNoWeights), weights);
 }
 
 class TypedGraphOpsTest : public ::testing::Test {

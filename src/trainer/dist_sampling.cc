@@ -185,8 +185,8 @@ torch::Tensor HomoIds(const DistGraph& g, const std::map<std::string, torch::Ten
   for (const auto& [type, per] : ids) {
     int t = node ? ValueOrThrow(book.NodeTypeId(type), what) : RelationId(book, type, what);
     if (typed.count(t)) {
-      throw Error(
-          fmt::format("{}: relation {} is given twice", what, book.etypes()[t].Canonical()));
+      throw Error(fmt::format("{}: {} {} is given twice", what, node ? "node type" : "relation",
+                              node ? book.ntypes()[t] : book.etypes()[t].Canonical()));
     }
     try {
       typed[t] = node ? g.map_to_homo_nid(AsIds(per, what), type)
@@ -563,9 +563,28 @@ loader::EdgeSpec EdgeSpecOf(const DistGraph& g, const NeighborSampler& sampler,
 DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids,
                                        NeighborSampler sampler, LoaderOptions options,
                                        EdgeLoaderOptions edge_options) {
-  auto spec = std::make_shared<const loader::EdgeSpec>(
-      EdgeSpecOf(g, sampler, edge_options, "DistEdgeDataLoader"));
-  auto plan = internal::MakePlan(ToVector(eids, "DistEdgeDataLoader eids"), options);
+  const std::string what = "DistEdgeDataLoader";
+  auto spec = std::make_shared<const loader::EdgeSpec>(EdgeSpecOf(g, sampler, edge_options, what));
+  std::vector<int64_t> ids = ToVector(eids, what + " eids");
+  if (spec->exclude == loader::Exclude::kReverseId && !edge_options.typed_reverse_eids.empty()) {
+    // Per-relation reverse_eids must cover every relation of the batches
+    // (a relation left out would silently be its own reverse).
+    const PartitionBook& book = g.partition_book();
+    std::vector<bool> reversed(book.num_etypes(), false);
+    for (const auto& [etype, unused] : edge_options.typed_reverse_eids) {
+      reversed[RelationId(book, etype, what)] = true;
+    }
+    for (int64_t e : ids) {
+      if (e < 0 || e >= book.num_edges()) continue;  // Refused by the batches.
+      const int r = book.MapToPerEtype(e).first;
+      if (!reversed[r]) {
+        throw Error(fmt::format("{}: exclude reverse_id: relation {} (of edge {}) has no "
+                                "reverse_eids",
+                                what, book.etypes()[r].Canonical(), e));
+      }
+    }
+  }
+  auto plan = internal::MakePlan(std::move(ids), options);
   auto make = [g, spec](std::vector<int64_t> eids, uint64_t seed) -> StatusOr<EdgeMiniBatch> {
     ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), eids, *spec, seed));
     EdgeMiniBatch out;

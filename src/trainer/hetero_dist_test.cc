@@ -511,6 +511,14 @@ void CheckTypedLinkLoader(const MagFixture& f) {
                error_of(eids, {.exclude = "reverse_id", .typed_reverse_eids = {{"cites", one}}}),
                "reverse_eids of relation paper:cites:paper: 1 entries");
   EXPECT_PRED2(has, error_of(eids, {.exclude = "reverse_typo"}), "reverse_types");
+  // The same rule over homogeneous eids.
+  try {
+    DistEdgeDataLoader(g, g.map_to_homo_eid(torch::arange(2), "writes"), sampler, {},
+                       {.exclude = "reverse_id", .typed_reverse_eids = {{"cites", cites_reverse}}});
+    ADD_FAILURE() << "a relation without reverse_eids was accepted";
+  } catch (const Error& e) {
+    EXPECT_PRED2(has, e.what(), "relation author:writes:paper (of edge ");
+  }
 }
 
 std::function<const char*(const char*)> NoEnv() {
