@@ -185,8 +185,11 @@ Command RegisterBench(CLI::App& app) {
   CLI::App* sample = RegisterBenchSample(bench, run_sample.get());
   CLI::App* train = RegisterBenchTrain(bench, run_train.get());
   CLI::App* hetero = RegisterBenchHetero(bench, run_hetero.get());
-  return {bench,
-          [f, sub, pull, sample, train, hetero, run_pull, run_sample, run_train, run_hetero] {
+  auto run_mpi = std::make_shared<std::function<int()>>();
+  CLI::App* mpi = RegisterBenchMpiPartition(bench, run_mpi.get());
+  return {bench, [f, sub, pull, sample, train, hetero, mpi, run_pull, run_sample, run_train,
+                  run_hetero, run_mpi] {
+            if (mpi->parsed()) return (*run_mpi)();
             if (pull->parsed()) return (*run_pull)();
             if (sample->parsed()) return (*run_sample)();
             if (train->parsed()) return (*run_train)();

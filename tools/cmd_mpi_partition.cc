@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <memory>
 
+#include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
+#include "src/base/file.h"
 #include "src/base/resource.h"
 #include "src/base/strings.h"
 #include "src/base/time.h"
@@ -30,25 +32,38 @@ struct MpiPartitionFlags {
   std::vector<std::string> mpirun_args;
   int64_t piece_mb = 16;
   bool log_all_ranks = false;
+  std::string stats_json;
   // Tests: "<step>:<rank>[:kill]" makes that rank fail (or die) as the step starts.
   std::string fail_at;
 };
 
 // The same command for every rank, without the launcher's flags.
 std::vector<std::string> RankCommand(const MpiPartitionFlags& f) {
-  std::vector<std::string> args = {SelfExecutable(), "mpi-partition",
-                                   "--input",        f.input,
-                                   "--num-parts",    std::to_string(f.num_parts),
-                                   "--out",          f.out,
-                                   "--part-method",  f.part_method,
-                                   "--num-hops",     std::to_string(f.num_hops),
-                                   "--seed",         std::to_string(f.seed),
-                                   "--piece-mb",     std::to_string(f.piece_mb)};
+  const auto level = spdlog::level::to_string_view(spdlog::get_level());
+  std::vector<std::string> args = {SelfExecutable(),
+                                   "--log-level",
+                                   std::string(level.data(), level.size()),
+                                   "mpi-partition",
+                                   "--input",
+                                   f.input,
+                                   "--num-parts",
+                                   std::to_string(f.num_parts),
+                                   "--out",
+                                   f.out,
+                                   "--part-method",
+                                   f.part_method,
+                                   "--num-hops",
+                                   std::to_string(f.num_hops),
+                                   "--seed",
+                                   std::to_string(f.seed),
+                                   "--piece-mb",
+                                   std::to_string(f.piece_mb)};
   if (!f.graph_name.empty()) args.insert(args.end(), {"--graph-name", f.graph_name});
   if (!f.balance_ntypes.empty()) args.insert(args.end(), {"--balance-ntypes", f.balance_ntypes});
   if (f.balance_edges) args.push_back("--balance-edges");
   if (f.return_mapping) args.push_back("--return-mapping");
   if (f.log_all_ranks) args.push_back("--log-all-ranks");
+  if (!f.stats_json.empty()) args.insert(args.end(), {"--stats-json", f.stats_json});
   if (!f.fail_at.empty()) args.insert(args.end(), {"--fail-at", f.fail_at});
   return args;
 }
@@ -94,6 +109,26 @@ StatusOr<std::function<Status(dist::Comm&, std::string_view)>> FaultHook(const s
       });
 }
 
+// --stats-json: the steps with every rank's peak RSS, and the parts.
+std::string StatsJson(const dist::DistPartitionResult& result) {
+  nlohmann::json steps = nlohmann::json::array(), parts = nlohmann::json::array();
+  for (const auto& step : result.steps) {
+    steps.push_back(
+        {{"name", step.name}, {"seconds", step.seconds}, {"peak_rss_bytes", step.peak_rss}});
+  }
+  for (const PartStats& p : result.parts) {
+    parts.push_back({{"inner_nodes", p.inner_nodes},
+                     {"halo_nodes", p.halo_nodes},
+                     {"inner_edges", p.inner_edges},
+                     {"cut_edges", p.cut_edges}});
+  }
+  return nlohmann::json{{"config", result.config_path},
+                        {"edge_cut", result.edge_cut},
+                        {"steps", steps},
+                        {"parts", parts}}
+      .dump(1);
+}
+
 int RunRank(const MpiPartitionFlags& f) {
   Stopwatch watch;
   // PT-Scotch's threads make its result vary from run to run; one thread
@@ -125,6 +160,7 @@ int RunRank(const MpiPartitionFlags& f) {
     st = result.status();
     if (st.ok() && comm.rank() == 0) {
       spdlog::info("wrote {}", result->config_path);
+      if (!f.stats_json.empty()) st = WriteFileAtomic(f.stats_json, StatsJson(*result));
       ReportFinish("mpi-partition", watch.Seconds());
     }
   }
@@ -171,6 +207,8 @@ Command RegisterMpiPartition(CLI::App& app) {
   sub->add_option("--piece-mb", f->piece_mb, "MiB one rank sends another per round of an exchange")
       ->capture_default_str();
   sub->add_flag("--log-all-ranks", f->log_all_ranks, "Log info lines on every rank, not only 0");
+  sub->add_option("--stats-json", f->stats_json,
+                  "Rank 0 writes the steps' times, every rank's peak RSS and the parts here");
   sub->add_option("--fail-at", f->fail_at, "Tests: <step>:<rank>[:kill] fails or kills a rank")
       ->group("");
   return {sub, [f] {

@@ -31,12 +31,14 @@ Command RegisterSupervise(CLI::App& app);
 Command RegisterCopyFiles(CLI::App& app);
 Command RegisterChunk(CLI::App& app);
 Command RegisterMpiPartition(CLI::App& app);
-// Add `bench pull` / `bench sample` / `bench train` / `bench hetero` under
+// Add `bench pull` / `bench sample` / `bench train` / `bench hetero` /
+// `bench mpi-partition` under
 // `bench`; *run runs it.
 CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run);
+CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run);
 
 // Prints "error: <message>" to stderr and returns 1 for a non-OK status.
 int ReportError(const Status& status);

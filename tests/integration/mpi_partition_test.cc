@@ -262,6 +262,27 @@ TEST_F(MpiPartitionTest, TypedGraphs) {
   EXPECT_NE(inspect.output.find("paper"), std::string::npos) << inspect.output;
 }
 
+TEST_F(MpiPartitionTest, BenchReportsEveryFigure) {
+  CliRun run =
+      Tessera("--log-level warn bench mpi-partition --graph " + *dir_ / "g" +
+              " --ranks 1,2 --parts 2 --methods random --num-chunks 2 --mpirun " + TESSERA_MPIRUN +
+              " --mpirun-arg=--mca --mpirun-arg=btl " + "--mpirun-arg=self,tcp");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto json = nlohmann::json::parse(run.output.substr(run.output.find('{')), nullptr, false);
+  ASSERT_FALSE(json.is_discarded()) << run.output;
+  const auto& runs = json["graphs"][0]["runs"];
+  ASSERT_EQ(runs.size(), 2u) << run.output;
+  for (int i = 0; i < 2; ++i) {
+    const auto& r = runs[i];
+    EXPECT_EQ(r["ranks"], i + 1);
+    EXPECT_EQ(r["peak_rss_bytes_per_rank"].size(), static_cast<size_t>(i + 1));
+    EXPECT_GT(r["max_rank_peak_rss_bytes"].get<int64_t>(), 0);
+    EXPECT_EQ(r["step_seconds"].size(), 5u);
+    EXPECT_EQ(r["cut_vs_serial"], 1.0);  // Random: the same output.
+    EXPECT_GT(r["serial"]["peak_rss_bytes"].get<int64_t>(), 0);
+  }
+}
+
 TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
   TempDir out;
   CliRun run =

@@ -1,0 +1,171 @@
+// `tessera bench mpi-partition`: distributed partitioning (`tessera chunk` then
+// `tessera mpi-partition` with 1, 2, 4... ranks on this machine) next to
+// `tessera partition` on the same graph and options: wall time, every rank's
+// peak RSS, edge cut and balance, printed as JSON. Each run is its own
+// process (group), so the figures are that configuration's.
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/file.h"
+#include "src/base/strings.h"
+#include "src/partition/inspect.h"
+#include "tools/commands.h"
+#include "tools/subprocess.h"
+
+namespace tessera::tools {
+namespace {
+
+struct MpiBenchFlags {
+  std::vector<std::string> graphs;
+  std::vector<int> ranks = {1, 2, 4};
+  int parts = 4;
+  std::vector<std::string> methods = {"metis", "random"};
+  std::string workdir, mpirun = "mpirun";
+  std::vector<std::string> mpirun_args;
+  int num_chunks = 8;
+  double timeout_s = 3600;
+};
+
+StatusOr<ChildResult> Run(const MpiBenchFlags& f, std::vector<std::string> argv,
+                          const std::string& what) {
+  spdlog::info("bench: {}", what);
+  ASSIGN_OR_RETURN(ChildResult child, RunChild(argv, Deadline::InSeconds(f.timeout_s)));
+  if (child.exit_code != 0) {
+    return absl::InternalError(StrCat(what, " exited with ", child.exit_code));
+  }
+  return child;
+}
+
+// The partition's figures, as `tessera bench partition` reports them.
+StatusOr<nlohmann::json> Figures(const std::string& config) {
+  ASSIGN_OR_RETURN(Inspection in, InspectPartitions(config));
+  return nlohmann::json{{"num_nodes", in.num_nodes},
+                        {"num_edges", in.num_edges},
+                        {"edge_cut", in.edge_cut},
+                        {"edge_cut_fraction", in.edge_cut_fraction()},
+                        {"node_balance", in.node_balance},
+                        {"edge_balance", in.edge_balance},
+                        {"train_mask_balance", in.balanced_array_balance},
+                        {"bytes_on_disk", in.bytes_on_disk}};
+}
+
+StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& graph,
+                                    const std::string& workdir) {
+  const std::string self = SelfExecutable();
+  const std::string chunked = workdir + "/chunked";
+  RETURN_IF_ERROR(RemoveAll(chunked));
+  ASSIGN_OR_RETURN(ChildResult chunk, Run(f,
+                                          {self, "--log-level", "warn", "chunk", "--input", graph,
+                                           "--out", chunked, "--num-chunks", StrCat(f.num_chunks),
+                                           "--edge-format", "numpy", "--graph-name", "bench"},
+                                          StrCat("chunk ", graph)));
+  const bool balance = PathExists(graph + "/train_mask.npy");
+  nlohmann::json runs = nlohmann::json::array();
+  for (const std::string& method : f.methods) {
+    std::vector<std::string> options = {"--num-parts", StrCat(f.parts), "--part-method", method};
+    if (balance && method == "metis") {
+      options.insert(options.end(), {"--balance-ntypes", "train_mask"});
+    }
+    const std::string serial_out = StrCat(workdir, "/serial-", method);
+    std::vector<std::string> serial_argv = {self,      "--log-level", "warn",         "partition",
+                                            "--input", graph,         "--graph-name", "bench",
+                                            "--out",   serial_out};
+    serial_argv.insert(serial_argv.end(), options.begin(), options.end());
+    ASSIGN_OR_RETURN(ChildResult serial, Run(f, serial_argv, StrCat("partition ", method)));
+    ASSIGN_OR_RETURN(nlohmann::json serial_figures, Figures(serial_out + "/bench.json"));
+    RETURN_IF_ERROR(RemoveAll(serial_out));
+    serial_figures["wall_s"] = serial.seconds;
+    serial_figures["peak_rss_bytes"] = serial.peak_rss_bytes;
+    for (int ranks : f.ranks) {
+      if (f.parts % ranks != 0) continue;
+      const std::string out = StrCat(workdir, "/mpi-", method, "-", ranks);
+      const std::string stats_path = out + ".stats.json";
+      std::vector<std::string> argv = {
+          self,     "--log-level", "warn",  "mpi-partition", "--ranks", StrCat(ranks),  "--mpirun",
+          f.mpirun, "--input",     chunked, "--out",         out,       "--stats-json", stats_path};
+      for (const std::string& arg : f.mpirun_args) argv.push_back("--mpirun-arg=" + arg);
+      argv.insert(argv.end(), options.begin(), options.end());
+      ASSIGN_OR_RETURN(ChildResult child,
+                       Run(f, argv, StrCat("mpi-partition ", method, ", ", ranks, " ranks")));
+      ASSIGN_OR_RETURN(std::string text, ReadFileToString(stats_path));
+      auto stats = nlohmann::json::parse(text, nullptr, false);
+      if (stats.is_discarded()) return absl::InternalError(stats_path + ": not JSON");
+      ASSIGN_OR_RETURN(nlohmann::json run, Figures(out + "/bench.json"));
+      RETURN_IF_ERROR(RemoveAll(out));
+      RETURN_IF_ERROR(RemoveAll(stats_path));
+      std::vector<int64_t> peak(ranks, 0);
+      nlohmann::json steps = nlohmann::json::object();
+      for (const auto& step : stats["steps"]) {
+        steps[step["name"].get<std::string>()] = step["seconds"];
+        const auto rss = step["peak_rss_bytes"].get<std::vector<int64_t>>();
+        for (int r = 0; r < ranks && r < static_cast<int>(rss.size()); ++r) {
+          peak[r] = std::max(peak[r], rss[r]);
+        }
+      }
+      const int64_t most = *std::max_element(peak.begin(), peak.end());
+      run["graph"] = graph;
+      run["method"] = method;
+      run["parts"] = f.parts;
+      run["ranks"] = ranks;
+      run["wall_s"] = child.seconds;
+      run["step_seconds"] = steps;
+      run["peak_rss_bytes_per_rank"] = peak;
+      run["max_rank_peak_rss_bytes"] = most;
+      run["serial"] = serial_figures;
+      run["max_rank_rss_vs_serial"] = static_cast<double>(most) / serial.peak_rss_bytes;
+      run["cut_vs_serial"] =
+          serial_figures["edge_cut"].get<int64_t>() > 0
+              ? run["edge_cut"].get<double>() / serial_figures["edge_cut"].get<double>()
+              : 1.0;
+      runs.push_back(std::move(run));
+    }
+  }
+  RETURN_IF_ERROR(RemoveAll(chunked));
+  return nlohmann::json{{"graph", graph}, {"chunk_wall_s", chunk.seconds}, {"runs", runs}};
+}
+
+}  // namespace
+
+CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run) {
+  auto f = std::make_shared<MpiBenchFlags>();
+  CLI::App* sub = bench->add_subcommand(
+      "mpi-partition",
+      "Distributed partitioning with 1, 2, 4... ranks next to tessera partition: time, every "
+      "rank's peak RSS, cut");
+  sub->add_option("--graph", f->graphs, "Graph folder(s) (any tessera partition input)")
+      ->required();
+  sub->add_option("--ranks", f->ranks, "Rank counts (each must divide --parts)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--parts", f->parts, "Number of parts")->capture_default_str();
+  sub->add_option("--methods", f->methods, "metis and/or random")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--num-chunks", f->num_chunks, "Chunks of the chunked copy")
+      ->capture_default_str();
+  sub->add_option("--workdir", f->workdir, "Scratch folder (default: a temporary folder)");
+  sub->add_option("--mpirun", f->mpirun, "The mpirun program")->capture_default_str();
+  sub->add_option("--mpirun-arg", f->mpirun_args, "One more argument for mpirun");
+  sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")->capture_default_str();
+  *run = [f] {
+    auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-mpi");
+    if (!workdir.ok()) return ReportError(workdir.status());
+    nlohmann::json graphs = nlohmann::json::array();
+    for (const std::string& graph : f->graphs) {
+      auto result = BenchGraph(*f, graph, workdir->path());
+      if (!result.ok()) return ReportError(result.status());
+      graphs.push_back(std::move(*result));
+    }
+    nlohmann::json report = {{"benchmark", "mpi-partition"},
+                             {"hardware_threads", std::thread::hardware_concurrency()},
+                             {"graphs", graphs}};
+    std::fputs((report.dump(1) + "\n").c_str(), stdout);
+    return 0;
+  };
+  return sub;
+}
+
+}  // namespace tessera::tools
