@@ -142,11 +142,6 @@ MpiSession::~MpiSession() {
   MPI_Finalize();
 }
 
-void MpiSession::Abort(int code) {
-  MPI_Abort(MPI_COMM_WORLD, code);
-  std::abort();
-}
-
 bool LaunchedByMpirun() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
     if (std::getenv(name) != nullptr) return true;

@@ -6,9 +6,8 @@
 //
 // A rank that dies (crash, kill) is noticed by mpirun, which stops the other
 // ranks and names the dead one; a rank that meets an error reports it through
-// Agree (comm.h), so every rank stops with the same message. Abort() stops
-// every rank at once for what Agree cannot reach (an error outside the
-// collective steps). One session per process; use from one thread.
+// Agree (comm.h), so every rank stops with the same message. One session per
+// process; use from one thread.
 #ifndef TESSERA_SRC_DIST_PARTITION_MPI_COMM_H_
 #define TESSERA_SRC_DIST_PARTITION_MPI_COMM_H_
 
@@ -30,8 +29,6 @@ class MpiSession {
   MpiSession& operator=(const MpiSession&) = delete;
 
   Comm& world() { return *world_; }
-  // MPI_Abort(MPI_COMM_WORLD, code): every rank exits.
-  [[noreturn]] void Abort(int code);
 
  private:
   explicit MpiSession(int64_t piece_bytes);
