@@ -164,6 +164,12 @@ void Array::ReleasePages() const {
   if (is_mapped()) storage_->mapped.DontNeed(storage_->offset, nbytes());
 }
 
+void Array::ReleasePages(int64_t begin_row, int64_t end_row) const {
+  if (!is_mapped() || end_row <= begin_row) return;
+  storage_->mapped.DontNeed(storage_->offset + static_cast<size_t>(begin_row) * row_bytes(),
+                            static_cast<size_t>(end_row - begin_row) * row_bytes());
+}
+
 namespace {
 
 template <typename T>
@@ -172,12 +178,22 @@ void Widen(const Array& in, Array* out) {
   std::copy(src.begin(), src.end(), out->mutable_span<int64_t>().begin());
 }
 
-Status CheckNonNegative(std::span<const int64_t> ids, std::string_view what) {
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0) {
-      return absl::InvalidArgumentError(StrCat(what, ": negative id ", ids[i], " at position ", i));
+// A chunk at a time, dropping a mapped array's pages behind the check, so
+// that checking a large mapped id list does not leave it resident.
+Status CheckNonNegative(const Array& array, std::string_view what) {
+  constexpr size_t kChunk = 1 << 20;
+  auto ids = array.span<int64_t>();
+  for (size_t begin = 0; begin < ids.size(); begin += kChunk) {
+    const size_t end = std::min(ids.size(), begin + kChunk);
+    for (size_t i = begin; i < end; ++i) {
+      if (ids[i] < 0) {
+        return absl::InvalidArgumentError(
+            StrCat(what, ": negative id ", ids[i], " at position ", i));
+      }
     }
+    array.ReleasePages(static_cast<int64_t>(begin), static_cast<int64_t>(end));
   }
+  array.ReleasePages();  // The pages that chunk boundaries split.
   return absl::OkStatus();
 }
 
@@ -216,7 +232,7 @@ StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative
     array = std::move(out);
   }
   // An int64 input keeps its (possibly mapped) storage.
-  if (non_negative) RETURN_IF_ERROR(CheckNonNegative(array.span<int64_t>(), what));
+  if (non_negative) RETURN_IF_ERROR(CheckNonNegative(array, what));
   return array;
 }
 

@@ -137,8 +137,8 @@ Status ValidateTypes(const Graph& g, const std::string& source) {
     for (const auto& [name, array] : arrays) {
       if (array.ndim() < 1 || array.rows() != rows) {
         return bad(node ? "node" : "edge", " array '", type, "/", name, "' is ", array.Describe(),
-                   " but the graph has ", rows, " ", node ? "'" + type + "' nodes" :
-                   "'" + type + "' edges");
+                   " but the graph has ", rows, " ",
+                   node ? "'" + type + "' nodes" : "'" + type + "' edges");
       }
     }
   }
@@ -162,15 +162,23 @@ Status Graph::Validate(const std::string& source) const {
   if (num_nodes <= 0) {
     return absl::InvalidArgumentError(StrCat(source, ": the graph has no nodes"));
   }
+  // A chunk at a time, dropping a mapped list's pages behind the check, so
+  // that checking a large mapped edge list does not leave it resident.
+  constexpr size_t kChunk = 1 << 20;
   for (const auto& [name, ids] : {std::pair<const char*, const Array*>{"src", &src},
                                   std::pair<const char*, const Array*>{"dst", &dst}}) {
     auto span = ids->span<int64_t>();
-    for (size_t i = 0; i < span.size(); ++i) {
-      if (span[i] < 0 || span[i] >= num_nodes) {
-        return absl::OutOfRangeError(StrCat(source, ": ", name, "[", i, "] = ", span[i],
-                                            " is out of range [0, ", num_nodes, ")"));
+    for (size_t begin = 0; begin < span.size(); begin += kChunk) {
+      const size_t end = std::min(span.size(), begin + kChunk);
+      for (size_t i = begin; i < end; ++i) {
+        if (span[i] < 0 || span[i] >= num_nodes) {
+          return absl::OutOfRangeError(StrCat(source, ": ", name, "[", i, "] = ", span[i],
+                                              " is out of range [0, ", num_nodes, ")"));
+        }
       }
+      ids->ReleasePages(static_cast<int64_t>(begin), static_cast<int64_t>(end));
     }
+    ids->ReleasePages();  // The pages that chunk boundaries split.
   }
   for (const auto& [name, array] : node_data) {
     if (array.ndim() < 1 || array.rows() != num_nodes) {
@@ -187,8 +195,8 @@ Status Graph::Validate(const std::string& source) const {
     }
   }
   if (is_hetero()) return ValidateTypes(*this, source);
-  if (!etypes.empty() || !ntype_offsets.empty() || !etype_offsets.empty() ||
-      !ntype_data.empty() || !etype_data.empty()) {
+  if (!etypes.empty() || !ntype_offsets.empty() || !etype_offsets.empty() || !ntype_data.empty() ||
+      !etype_data.empty()) {
     return absl::InvalidArgumentError(
         StrCat(source, ": relations or type tables without node types"));
   }

@@ -120,6 +120,9 @@ class Array {
   std::string Describe() const;
   // For mapped arrays: drops the resident pages (data stays readable).
   void ReleasePages() const;
+  // The same for rows [begin_row, end_row) only (the whole pages inside
+  // them): a sweep over a large mapped array drops what it has read.
+  void ReleasePages(int64_t begin_row, int64_t end_row) const;
 
  private:
   struct Storage;
@@ -133,7 +136,8 @@ class Array {
 
 // Converts a 1-D integer (or bool) array of any width to int64; errors on
 // floating dtypes and, when `non_negative`, on negative values. `what` names
-// the array in errors.
+// the array in errors. An int64 array keeps its storage; when it is mapped,
+// the check drops the pages it has read.
 StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative);
 
 }  // namespace tessera

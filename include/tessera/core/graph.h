@@ -81,6 +81,8 @@ struct Graph {
   // [0, num_nodes), array first dimensions match; for a heterograph also the
   // type tables (names, offsets covering every id, each relation's endpoints
   // of its declared types). `source` names the input in error messages.
+  // Reads every id once; a mapped edge list's pages are dropped behind the
+  // check (the data stays readable).
   Status Validate(const std::string& source) const;
 };
 
