@@ -1,13 +1,18 @@
 #include "src/partition/metis_adapter.h"
 
 #include <metis.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "spdlog/spdlog.h"
 #include "src/base/logging.h"
+#include "src/base/resource.h"
 #include "src/base/strings.h"
 
 namespace tessera {
@@ -18,62 +23,114 @@ static_assert(sizeof(idx_t) == 4 || sizeof(idx_t) == 8, "unexpected METIS idx_t"
 // Symmetric CSR without self loops or duplicates, in METIS index type. The
 // weight of {u, v} is the number of directed edges u->v and v->u, so the cut
 // METIS minimises is exactly the directed edge cut that sampling pays for.
+// The adjacency is malloc'd so that it shrinks in place once deduplicated.
+struct FreeDelete {
+  void operator()(idx_t* p) const { std::free(p); }
+};
+using IdxArray = std::unique_ptr<idx_t[], FreeDelete>;
+
 struct MetisGraph {
   std::vector<idx_t> xadj;
-  std::vector<idx_t> adjncy;
-  std::vector<idx_t> adjwgt;
+  IdxArray adjncy;
+  IdxArray adjwgt;
+  int64_t num_entries = 0;  // Of adjncy and adjwgt.
 };
 
-StatusOr<MetisGraph> Symmetrize(const Graph& graph) {
-  const int64_t n = graph.num_nodes;
+// Resident bytes of this process now (/proc/self/statm), or -1.
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return -1;
+  return resident * static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+StatusOr<IdxArray> AllocateIdx(int64_t count) {
+  IdxArray a(static_cast<idx_t*>(std::malloc(std::max<int64_t>(count, 1) * sizeof(idx_t))));
+  if (a == nullptr) {
+    return absl::ResourceExhaustedError(
+        StrCat("METIS input: cannot allocate ", FormatBytes(count * sizeof(idx_t))));
+  }
+  return a;
+}
+
+// Calls fn(src, dst) for every edge but self loops, in order; a mapped edge
+// list's pages are dropped behind the sweep.
+template <typename Fn>
+void ForEachNonLoop(const Graph& graph, Fn&& fn) {
+  constexpr int64_t kChunk = 1 << 20;
   auto src = graph.src_ids();
   auto dst = graph.dst_ids();
-  std::vector<int64_t> degree(n + 1, 0);
-  for (size_t e = 0; e < src.size(); ++e) {
-    if (src[e] == dst[e]) continue;
-    ++degree[src[e] + 1];
-    ++degree[dst[e] + 1];
+  const int64_t m = graph.num_edges();
+  for (int64_t begin = 0; begin < m; begin += kChunk) {
+    const int64_t end = std::min(m, begin + kChunk);
+    for (int64_t e = begin; e < end; ++e) {
+      if (src[e] != dst[e]) fn(src[e], dst[e]);
+    }
+    graph.src.ReleasePages(begin, end);
+    graph.dst.ReleasePages(begin, end);
   }
-  for (int64_t v = 0; v < n; ++v) degree[v + 1] += degree[v];
-  const int64_t total = degree[n];
+  graph.src.ReleasePages();  // The pages that chunk boundaries split.
+  graph.dst.ReleasePages();
+}
+
+// Reads the edge list twice; holds at most every directed entry once plus the
+// weights of the distinct ones.
+StatusOr<MetisGraph> Symmetrize(const Graph& graph) {
+  const int64_t n = graph.num_nodes;
+  std::vector<int64_t> begin(n + 1, 0);  // Row starts before deduplication.
+  ForEachNonLoop(graph, [&](int64_t s, int64_t d) {
+    ++begin[s + 1];
+    ++begin[d + 1];
+  });
+  for (int64_t v = 0; v < n; ++v) begin[v + 1] += begin[v];
+  const int64_t total = begin[n];
   if (total > std::numeric_limits<idx_t>::max() || n > std::numeric_limits<idx_t>::max()) {
     return absl::ResourceExhaustedError(StrCat(
         "the symmetrised graph has ", total, " adjacency entries, more than this METIS build's ",
         sizeof(idx_t) * 8, "-bit indices can hold; use --part-method random"));
   }
   MetisGraph g;
-  g.adjncy.resize(total);
+  ASSIGN_OR_RETURN(g.adjncy, AllocateIdx(total));
   {
-    std::vector<int64_t> cursor(degree.begin(), degree.end() - 1);
-    for (size_t e = 0; e < src.size(); ++e) {
-      if (src[e] == dst[e]) continue;
-      g.adjncy[cursor[src[e]]++] = static_cast<idx_t>(dst[e]);
-      g.adjncy[cursor[dst[e]]++] = static_cast<idx_t>(src[e]);
-    }
+    std::vector<int64_t> cursor(begin.begin(), begin.end() - 1);
+    ForEachNonLoop(graph, [&](int64_t s, int64_t d) {
+      g.adjncy[cursor[s]++] = static_cast<idx_t>(d);
+      g.adjncy[cursor[d]++] = static_cast<idx_t>(s);
+    });
   }
-  // Sort every row and merge repeated neighbours into one weighted entry,
-  // compacting in place (the write position never passes the read position).
-  g.xadj.resize(n + 1);
-  g.adjwgt.resize(total);
-  int64_t out = 0;
+  // Sort every row and count its distinct neighbours; then merge repeated
+  // neighbours into one weighted entry, compacting in place (the write
+  // position never passes the read position).
+  g.xadj.assign(n + 1, 0);
   for (int64_t v = 0; v < n; ++v) {
-    g.xadj[v] = static_cast<idx_t>(out);
-    auto begin = g.adjncy.begin() + degree[v];
-    auto end = g.adjncy.begin() + degree[v + 1];
-    std::sort(begin, end);
-    for (auto it = begin; it != end;) {
-      auto run_end = std::find_if(it, end, [&](idx_t x) { return x != *it; });
-      g.adjncy[out] = *it;
-      g.adjwgt[out] = static_cast<idx_t>(run_end - it);
-      ++out;
-      it = run_end;
+    idx_t* row = g.adjncy.get();
+    std::sort(row + begin[v], row + begin[v + 1]);
+    int64_t distinct = 0;
+    for (int64_t i = begin[v]; i < begin[v + 1]; ++i) {
+      distinct += i == begin[v] || row[i] != row[i - 1];
+    }
+    g.xadj[v + 1] = static_cast<idx_t>(g.xadj[v] + distinct);
+  }
+  g.num_entries = g.xadj[n];
+  ASSIGN_OR_RETURN(g.adjwgt, AllocateIdx(g.num_entries));
+  int64_t out = 0;  // Entry i - 1 is only ever rewritten with its own value before i is read.
+  for (int64_t v = 0; v < n; ++v) {
+    for (int64_t i = begin[v]; i < begin[v + 1]; ++i) {
+      if (i > begin[v] && g.adjncy[i] == g.adjncy[i - 1]) {
+        ++g.adjwgt[out - 1];
+        continue;
+      }
+      g.adjncy[out] = g.adjncy[i];
+      g.adjwgt[out++] = 1;
     }
   }
-  g.xadj[n] = static_cast<idx_t>(out);
-  g.adjncy.resize(out);
-  g.adjncy.shrink_to_fit();
-  g.adjwgt.resize(out);
-  g.adjwgt.shrink_to_fit();
+  // Shrinking a block in place (glibc: mremap for large blocks) copies nothing.
+  idx_t* shrunk =
+      static_cast<idx_t*>(std::realloc(g.adjncy.get(), std::max<int64_t>(out, 1) * sizeof(idx_t)));
+  if (shrunk != nullptr) {
+    g.adjncy.release();
+    g.adjncy.reset(shrunk);
+  }
   return g;
 }
 
@@ -122,11 +179,18 @@ StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOpt
   idx_t objval = 0;
   std::vector<idx_t> part(n);
 
-  spdlog::info("METIS: k-way into {} parts, {} nodes, {} undirected edges, {} constraint(s)",
-               options.num_parts, n, g.adjncy.size() / 2, ncon);
+  const int64_t input_bytes = static_cast<int64_t>(sizeof(idx_t)) *
+                              (static_cast<int64_t>(g.xadj.size()) + 2 * g.num_entries +
+                               static_cast<int64_t>(options.vertex_weights.size()));
+  const int64_t resident_before = ResidentBytes(), peak_before = PeakRssBytes();
+  spdlog::info(
+      "METIS: k-way into {} parts, {} nodes, {} undirected edges, {} constraint(s); input arrays "
+      "{}, RSS {}",
+      options.num_parts, n, g.num_entries / 2, ncon, FormatBytes(input_bytes),
+      FormatBytes(resident_before));
   Progress run("METIS", 0, "");
-  int rc = METIS_PartGraphKway(&nvtxs, &ncon, g.xadj.data(), g.adjncy.data(), vwgt,
-                               /*vsize=*/nullptr, g.adjwgt.data(), &nparts, /*tpwgts=*/nullptr,
+  int rc = METIS_PartGraphKway(&nvtxs, &ncon, g.xadj.data(), g.adjncy.get(), vwgt,
+                               /*vsize=*/nullptr, g.adjwgt.get(), &nparts, /*tpwgts=*/nullptr,
                                ubvec.data(), metis_options, &objval, part.data());
   run.Done();
   switch (rc) {
@@ -141,7 +205,17 @@ StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOpt
   }
   spdlog::info("METIS: objective {} ({})", objval,
                options.minimize_volume ? "communication volume" : "directed edges cut");
-  return std::vector<int32_t>(part.begin(), part.end());
+  // What METIS allocates on top of its input (its coarsened graphs), when its
+  // peak is the process's.
+  if (const int64_t peak = PeakRssBytes(); peak > peak_before && resident_before >= 0) {
+    spdlog::info("METIS: peak RSS {} during the call, {} above the RSS it started with",
+                 FormatBytes(peak), FormatBytes(peak - resident_before));
+  }
+  if constexpr (std::is_same_v<idx_t, int32_t>) {
+    return part;
+  } else {
+    return std::vector<int32_t>(part.begin(), part.end());
+  }
 }
 
 }  // namespace tessera

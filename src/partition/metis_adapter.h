@@ -5,6 +5,13 @@
 // vertex weights. Debian's METIS uses 32-bit indices, so graphs whose
 // symmetric adjacency exceeds 2^31-1 entries are rejected with a clear error
 // instead of overflowing (see ParMETIS#8 in shared/reference/distdgl.md).
+//
+// Memory: the input METIS gets (xadj, adjncy, adjwgt: 4 bytes each per node,
+// per distinct neighbour and per distinct neighbour) is built holding at most
+// every directed entry once plus the weights, the edge list's mapped pages
+// dropped as they are read; METIS then allocates its coarsened graphs on top
+// of it, which on graphs whose edges rarely merge is several times its input
+// (bench/README.md). The log names both.
 #ifndef TESSERA_SRC_PARTITION_METIS_ADAPTER_H_
 #define TESSERA_SRC_PARTITION_METIS_ADAPTER_H_
 

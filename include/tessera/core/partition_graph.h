@@ -79,9 +79,8 @@ StatusOr<PartitionResult> PartitionGraph(const Graph& graph, const std::string& 
                                          int num_parts, const std::string& out_path,
                                          const PartitionOptions& options);
 // The same, consuming `graph` (the same output): its edge list (src, dst) is
-// freed as soon as the reshuffle has read it, before the parts are built.
-// That lowers peak memory when the list is on the heap, as the heterogeneous
-// readers build it (a homogeneous .npy list is mapped and dropped anyway).
+// freed as soon as the last part is built (each part is built from a sweep
+// over it), before the mappings and the config are written.
 StatusOr<PartitionResult> PartitionGraph(Graph&& graph, const std::string& graph_name,
                                          int num_parts, const std::string& out_path,
                                          const PartitionOptions& options);
