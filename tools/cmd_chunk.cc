@@ -7,16 +7,15 @@
 #include "src/base/resource.h"
 #include "src/base/time.h"
 #include "src/dist_partition/chunked_graph.h"
-#include "src/graph/readers.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {
 
 Command RegisterChunk(CLI::App& app) {
   struct Flags {
-    std::string input, out, graph_name, format = "auto", split, edge_format = "csv";
+    std::string input, out, graph_name, edge_format = "csv";
     int num_chunks = 4;
-    bool undirected = false, remove_self_loops = false, remove_duplicates = false;
+    ReadFlags read;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -34,27 +33,16 @@ Command RegisterChunk(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--graph-name,--graph_name", f->graph_name,
                   "graph_name in metadata.json (default: the output folder's name)");
-  sub->add_option("--format", f->format, "Input format: auto, npy, csv, ogb")
-      ->capture_default_str();
-  sub->add_option("--split", f->split, "OGB split name (default: public or the only one)");
-  sub->add_flag("--undirected", f->undirected, "Add the reverse of every edge");
-  sub->add_flag("--remove-self-loops", f->remove_self_loops, "Drop edges i -> i");
-  sub->add_flag("--remove-duplicates", f->remove_duplicates, "Drop repeated (src, dst) pairs");
+  AddReadFlags(sub, &f->read);
   return {sub, [f] {
             Stopwatch watch;
             if (f->edge_format != "csv" && f->edge_format != "numpy") {
               return ReportError(absl::InvalidArgumentError(
                   "--edge-format must be csv or numpy, got '" + f->edge_format + "'"));
             }
-            ReadOptions read;
-            auto format = ParseGraphFormat(f->format);
-            if (!format.ok()) return ReportError(format.status());
-            read.format = *format;
-            read.split = f->split;
-            read.add_reverse_edges = f->undirected;
-            read.remove_self_loops = f->remove_self_loops;
-            read.remove_duplicate_edges = f->remove_duplicates;
-            auto graph = ReadGraph(f->input, read);
+            auto read = MakeReadOptions(f->read);
+            if (!read.ok()) return ReportError(read.status());
+            auto graph = ReadGraph(f->input, *read);
             if (!graph.ok()) return ReportError(graph.status());
             dist::ChunkOptions options;
             options.num_chunks = f->num_chunks;

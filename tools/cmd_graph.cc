@@ -14,14 +14,32 @@
 
 namespace tessera::tools {
 
+void AddReadFlags(CLI::App* sub, ReadFlags* flags) {
+  sub->add_option("--format", flags->format, "Input format: auto, npy, csv, ogb")
+      ->capture_default_str();
+  sub->add_option("--split", flags->split, "OGB split name (default: public or the only one)");
+  sub->add_flag("--undirected", flags->undirected, "Add the reverse of every edge");
+  sub->add_flag("--remove-self-loops", flags->remove_self_loops, "Drop edges i -> i");
+  sub->add_flag("--remove-duplicates", flags->remove_duplicates, "Drop repeated (src, dst) pairs");
+}
+
+StatusOr<ReadOptions> MakeReadOptions(const ReadFlags& flags) {
+  ReadOptions read;
+  ASSIGN_OR_RETURN(read.format, ParseGraphFormat(flags.format));
+  read.split = flags.split;
+  read.add_reverse_edges = flags.undirected;
+  read.remove_self_loops = flags.remove_self_loops;
+  read.remove_duplicate_edges = flags.remove_duplicates;
+  return read;
+}
+
 Command RegisterPartition(CLI::App& app) {
   struct Flags {
     std::string input, graph_name, out, part_method = "metis", balance_ntypes, objtype = "cut";
-    std::string format = "auto", split;
     int num_parts = 0, num_hops = 1, num_trainers = 1, metis_iterations = 10, metis_cuts = 1;
     bool balance_edges = false, return_mapping = false;
-    bool undirected = false, remove_self_loops = false, remove_duplicates = false;
     uint64_t seed = 0;
+    ReadFlags read;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("partition", "Partition a graph for distributed training");
@@ -55,22 +73,11 @@ Command RegisterPartition(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--seed", f->seed, "Random seed (METIS and random assignment)")
       ->capture_default_str();
-  sub->add_option("--format", f->format, "Input format: auto, npy, csv, ogb")
-      ->capture_default_str();
-  sub->add_option("--split", f->split, "OGB split name (default: public or the only one)");
-  sub->add_flag("--undirected", f->undirected, "Add the reverse of every edge");
-  sub->add_flag("--remove-self-loops", f->remove_self_loops, "Drop edges i -> i");
-  sub->add_flag("--remove-duplicates", f->remove_duplicates, "Drop repeated (src, dst) pairs");
+  AddReadFlags(sub, &f->read);
   return {sub, [f] {
             Stopwatch watch;
-            ReadOptions read;
-            auto format = ParseGraphFormat(f->format);
-            if (!format.ok()) return ReportError(format.status());
-            read.format = *format;
-            read.split = f->split;
-            read.add_reverse_edges = f->undirected;
-            read.remove_self_loops = f->remove_self_loops;
-            read.remove_duplicate_edges = f->remove_duplicates;
+            auto read = MakeReadOptions(f->read);
+            if (!read.ok()) return ReportError(read.status());
             PartitionOptions options;
             auto method = ParsePartMethod(f->part_method);
             if (!method.ok()) return ReportError(method.status());
@@ -84,7 +91,7 @@ Command RegisterPartition(CLI::App& app) {
             options.seed = f->seed;
             options.metis_iterations = f->metis_iterations;
             options.metis_cuts = f->metis_cuts;
-            auto graph = ReadGraph(f->input, read);
+            auto graph = ReadGraph(f->input, *read);
             if (!graph.ok()) return ReportError(graph.status());
             auto result =
                 PartitionGraph(std::move(*graph), f->graph_name, f->num_parts, f->out, options);

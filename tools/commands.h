@@ -12,6 +12,7 @@
 
 #include "CLI/CLI.hpp"
 #include "src/base/status.h"
+#include "src/graph/readers.h"
 
 namespace tessera::tools {
 
@@ -39,6 +40,15 @@ CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run);
+
+// The input flags of `tessera partition` and `tessera chunk`: --format,
+// --split, --undirected, --remove-self-loops, --remove-duplicates.
+struct ReadFlags {
+  std::string format = "auto", split;
+  bool undirected = false, remove_self_loops = false, remove_duplicates = false;
+};
+void AddReadFlags(CLI::App* sub, ReadFlags* flags);
+StatusOr<ReadOptions> MakeReadOptions(const ReadFlags& flags);
 
 // Prints "error: <message>" to stderr and returns 1 for a non-OK status.
 int ReportError(const Status& status);
