@@ -92,10 +92,6 @@ struct Shuffled {
   std::vector<int32_t> edge_dest;
 };
 
-// Not collective. The parts of home nodes [begin, end) under
-// PartitionGraph's random method: its stream of draws, entered at `begin`.
-std::vector<int32_t> RandomParts(uint64_t seed, int64_t begin, int64_t end, int num_parts);
-
 // The symmetrised graph over this rank's home nodes, as ParMETIS takes it
 // (no self loops, one entry per neighbour; weight = directed edges between
 // the two nodes, which makes the weighted cut the directed edge cut), and

@@ -3,8 +3,6 @@
 // by rank 0.
 #include "src/dist_partition/dist_partition.h"
 
-#include <filesystem>
-
 #include "spdlog/spdlog.h"
 #include "src/base/file.h"
 #include "src/base/resource.h"
@@ -12,6 +10,7 @@
 #include "src/base/time.h"
 #include "src/dist_partition/dist_internal.h"
 #include "src/partition/partition_config.h"
+#include "src/partition/partition_util.h"
 
 namespace tessera::dist {
 namespace {
@@ -49,45 +48,14 @@ Status CheckArguments(const ChunkedGraph& g, const std::string& graph_name, int 
   return absl::OkStatus();
 }
 
-// Errors if another partition config in `out_path` names part folders this
-// run would overwrite (it would then describe the wrong data).
-Status CheckNoOtherConfig(const std::string& out_path, const std::string& config_path,
-                          int num_parts) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(out_path, ec)) {
-    const std::string path = entry.path().string();
-    if (entry.path().extension() != ".json" || path == config_path) continue;
-    auto other = ReadPartitionConfig(path);
-    if (!other.ok()) continue;
-    for (const auto& files : other->parts) {
-      for (int p = 0; p < num_parts; ++p) {
-        if (files.part_graph.rfind(StrCat("part", p, "/"), 0) == 0) {
-          return absl::FailedPreconditionError(
-              StrCat("output folder ", out_path, " already holds the partition ", path,
-                     ", whose files this run would overwrite; use another --out or remove it"));
-        }
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-// Rank 0 prepares the output folder: no config of this graph stays (it
-// reappears only when every part is written), none of another graph is
-// overwritten, and the folder is writable. Every rank creates the folder
-// (the ranks may not share a file system).
+// Rank 0 prepares the output folder as PartitionGraph does (no config of
+// this graph stays until every part is written, none of another graph is
+// overwritten); every rank creates it (the ranks may not share a file
+// system).
 Status PrepareOutput(Comm& comm, const std::string& out_path, const std::string& config_path,
                      int num_parts) {
-  Status st = Annotate(MakeDirs(out_path), "output folder");
-  if (st.ok() && comm.rank() == 0) {
-    st = CheckNoOtherConfig(out_path, config_path, num_parts);
-    if (st.ok()) st = RemoveAll(config_path);
-    if (st.ok()) {
-      st = Annotate(WriteFileAtomic(out_path + "/.tessera-write-test", ""),
-                    "output folder is not writable");
-    }
-    if (st.ok()) st = RemoveAll(out_path + "/.tessera-write-test");
-  }
+  Status st = comm.rank() == 0 ? PrepareOutputFolder(out_path, config_path, num_parts)
+                               : Annotate(MakeDirs(out_path), "output folder");
   return Agree(comm, st);
 }
 
@@ -232,7 +200,7 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   RETURN_IF_ERROR(steps.Start("assign"));
   StatusOr<std::vector<int32_t>> home_part =
       o.part_method == PartMethod::kRandom
-          ? internal::RandomParts(o.seed, layout.home_begin(), layout.home_end(), num_parts)
+          ? RandomParts(o.seed, layout.home_begin(), layout.home_end(), num_parts)
           : MultilevelParts(comm, *g, layout, *edges, o);
   RETURN_IF_ERROR(steps.End(home_part.status()));
 

@@ -1,9 +1,8 @@
-// Steps 2 and 3 of DistPartitionGraph: random assignment and the reshuffle
-// of node and edge ids (dist_internal.h).
+// Step 3 of DistPartitionGraph: the reshuffle of node and edge ids
+// (dist_internal.h).
 #include <algorithm>
 #include <numeric>
 
-#include "src/base/random.h"
 #include "src/base/strings.h"
 #include "src/dist_partition/dist_internal.h"
 #include "src/dist_partition/packing.h"
@@ -47,20 +46,6 @@ int IdLayout::RelationOf(int64_t eid) const {
     at += edge_counts[p * num_etypes + t++];
   }
   return t;
-}
-
-// PartitionGraph's random method (partition.cc) draws one Below(K) per node
-// from Rng(seed, kRandomPartStream), in node order; entering that stream at
-// `begin` gives the same parts. Each draw is one Next(), so skipping is
-// cheap (a rank skips at most n draws, about a nanosecond each).
-std::vector<int32_t> RandomParts(uint64_t seed, int64_t begin, int64_t end, int num_parts) {
-  constexpr uint64_t kRandomPartStream = 101;  // As partition.cc.
-  std::vector<int32_t> parts(end - begin, 0);
-  if (num_parts == 1) return parts;
-  Rng rng(seed, kRandomPartStream);
-  for (int64_t i = 0; i < begin; ++i) rng.Next();
-  for (int32_t& p : parts) p = static_cast<int32_t>(rng.Below(num_parts));
-  return parts;
 }
 
 namespace {

@@ -1,17 +1,16 @@
 #include "src/partition/partition.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 
 #include "spdlog/spdlog.h"
 #include "src/base/file.h"
 #include "src/base/logging.h"
-#include "src/base/random.h"
 #include "src/base/strings.h"
 #include "src/partition/metis_adapter.h"
 #include "src/partition/part_writer.h"
 #include "src/partition/partition_config.h"
+#include "src/partition/partition_util.h"
 
 namespace tessera {
 
@@ -24,7 +23,6 @@ StatusOr<PartMethod> ParsePartMethod(const std::string& name) {
 
 namespace {
 
-constexpr uint64_t kRandomPartStream = 101;
 constexpr int kMaxBalanceTypes = 64;
 
 bool SafeName(const std::string& name) {
@@ -173,29 +171,6 @@ StatusOr<MetisOptions> BalanceWeights(const Graph& graph, const PartitionOptions
   return metis;
 }
 
-// Errors if another partition config in `out_path` uses part folders that
-// this run would overwrite (they would then describe the wrong data).
-Status CheckNoOtherConfig(const std::string& out_path, const std::string& config_path,
-                          int num_parts) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(out_path, ec)) {
-    const std::string path = entry.path().string();
-    if (entry.path().extension() != ".json" || path == config_path) continue;
-    auto other = ReadPartitionConfig(path);
-    if (!other.ok()) continue;  // Not a partition config.
-    for (const auto& files : other->parts) {
-      for (int p = 0; p < num_parts; ++p) {
-        if (files.part_graph.rfind(PartName(p) + "/", 0) == 0) {
-          return absl::FailedPreconditionError(
-              StrCat("output folder ", out_path, " already holds the partition ", path,
-                     ", whose files this run would overwrite; use another --out or remove it"));
-        }
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 // PartitionGraph; `consumed` (the same graph, or null) gives up its edge list
 // once the parts are written; `narrow_ids` as WritePartsOptions.
 StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
@@ -204,15 +179,8 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
                                     bool narrow_ids) {
   RETURN_IF_ERROR(CheckArguments(graph, graph_name, num_parts, o));
   RETURN_IF_ERROR(graph.Validate("input graph"));
-  RETURN_IF_ERROR(Annotate(MakeDirs(out_path), "output folder"));
   const std::string config_path = StrCat(out_path, "/", graph_name, ".json");
-  RETURN_IF_ERROR(CheckNoOtherConfig(out_path, config_path, num_parts));
-  // A config left by an earlier run must not describe what we are about to
-  // overwrite; it reappears only once every part is complete.
-  RETURN_IF_ERROR(RemoveAll(config_path));
-  RETURN_IF_ERROR(Annotate(WriteFileAtomic(out_path + "/.tessera-write-test", ""),
-                           "output folder is not writable"));
-  RETURN_IF_ERROR(RemoveAll(out_path + "/.tessera-write-test"));
+  RETURN_IF_ERROR(PrepareOutputFolder(out_path, config_path, num_parts));
 
   PartitionResult result;
   const int64_t num_edges = graph.num_edges();
@@ -236,9 +204,7 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
     metis.num_cuts = o.metis_cuts;
     ASSIGN_OR_RETURN(trainer, MetisPartition(graph, metis));
   } else {
-    Rng rng(o.seed, kRandomPartStream);
-    trainer.resize(graph.num_nodes);
-    for (int32_t& t : trainer) t = static_cast<int32_t>(rng.Below(total_parts));
+    trainer = RandomParts(o.seed, 0, graph.num_nodes, total_parts);
   }
   std::vector<int32_t> part(trainer.size());
   for (size_t v = 0; v < trainer.size(); ++v) part[v] = trainer[v] / trainers;

@@ -1,0 +1,34 @@
+// File: src/partition/partition_util.h
+//
+// Pieces that PartitionGraph (partition.h) and the distributed partitioner
+// (src/dist_partition) share, so that both write the same output and guard
+// the output folder the same way.
+#ifndef TESSERA_SRC_PARTITION_PARTITION_UTIL_H_
+#define TESSERA_SRC_PARTITION_PARTITION_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace tessera {
+
+// Prepares `out_path` for the partition whose config is `config_path` and
+// whose parts are part0 ... part<num_parts - 1>: creates the folder; refuses
+// (FailedPrecondition) if another partition config there names part folders
+// this run would overwrite (they would then describe the wrong data); removes
+// an earlier config at `config_path` (it reappears only once every part is
+// complete); checks that the folder is writable.
+Status PrepareOutputFolder(const std::string& out_path, const std::string& config_path,
+                           int num_parts);
+
+// The random method's part of nodes [begin, end): one Below(num_parts) per
+// node from one stream seeded by `seed`, in node order, entered at `begin`,
+// so that ranges of nodes assigned apart (by different processes) get the
+// parts a single pass gives. All zeros, without draws, for one part.
+std::vector<int32_t> RandomParts(uint64_t seed, int64_t begin, int64_t end, int num_parts);
+
+}  // namespace tessera
+
+#endif  // TESSERA_SRC_PARTITION_PARTITION_UTIL_H_
