@@ -39,17 +39,12 @@ StatusOr<ChildResult> Run(const MpiBenchFlags& f, std::vector<std::string> argv,
   return child;
 }
 
-// The partition's figures, as `tessera bench partition` reports them.
+// The partition's figures: `tessera inspect --json`'s, without the parts.
 StatusOr<nlohmann::json> Figures(const std::string& config) {
   ASSIGN_OR_RETURN(Inspection in, InspectPartitions(config));
-  return nlohmann::json{{"num_nodes", in.num_nodes},
-                        {"num_edges", in.num_edges},
-                        {"edge_cut", in.edge_cut},
-                        {"edge_cut_fraction", in.edge_cut_fraction()},
-                        {"node_balance", in.node_balance},
-                        {"edge_balance", in.edge_balance},
-                        {"train_mask_balance", in.balanced_array_balance},
-                        {"bytes_on_disk", in.bytes_on_disk}};
+  nlohmann::json figures = nlohmann::json::parse(in.ToJson());
+  figures.erase("parts");
+  return figures;
 }
 
 StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& graph,
