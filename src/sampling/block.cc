@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "src/base/default_init.h"
 #include "src/sampling/radix_sort.h"
 
 namespace tessera::sampling {
@@ -32,7 +33,7 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
         "to_block: {} edges over node ids up to {} exceed its 64-bit keys", n_edges, max_id));
   }
   // Seeds sorted by id, each packed with its position: (id << seed_bits) | i.
-  std::vector<uint64_t> sorted_seeds(n_dst), tmp;
+  UninitVector<uint64_t> sorted_seeds(n_dst), tmp;
   for (size_t i = 0; i < n_dst; ++i) {
     sorted_seeds[i] = (static_cast<uint64_t>(seeds[i]) << seed_bits) | i;
   }
@@ -49,7 +50,7 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
   // tried first, then a binary search.
   Block block;
   block.indptr.assign(n_dst + 1, 0);
-  std::vector<int64_t> dst_index(n_edges), src_index(n_edges);
+  UninitVector<int64_t> dst_index(n_edges), src_index(n_edges);
   int64_t last_dst = 0, last_index = -1;
   for (size_t e = 0; e < n_edges; ++e) {
     const bool new_dst = e == 0 || dst[e] != last_dst;  // (Any id may come first, -1 too.)
@@ -74,7 +75,7 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
   // Sources sorted by id (packed with the edge index), merged with the
   // sorted seeds: a source that is a seed takes the seed's index, the others
   // get n_dst, n_dst + 1, ... in increasing id order.
-  std::vector<uint64_t> sorted_src(n_edges);
+  UninitVector<uint64_t> sorted_src(n_edges);
   for (size_t e = 0; e < n_edges; ++e) {
     sorted_src[e] = (static_cast<uint64_t>(src[e]) << edge_bits) | e;
   }

@@ -121,23 +121,37 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   TypeIndex node_index = TypeIndex::Nodes(book), edge_index = TypeIndex::Edges(book);
   // Checked edges: the count of each relation, and the sources as packed
   // (id, edge index) keys to sort.
-  std::vector<uint64_t> sorted_src(n_edges);
+  UninitVector<uint64_t> sorted_src(n_edges);
   std::vector<int64_t> per_relation(num_etypes, 0);
-  const TypeIndex::Range* run = nullptr;  // Of the previous edge.
+  // The run of edges in one (part, relation) range so far: [run_from, e).
+  // Bounds are held in locals (stores through int64_t pointers would force
+  // reloads through a Range pointer); the empty first range makes the first
+  // edge look its range up.
+  int64_t run_start = 0, run_end = 0;
+  int run_type = 0;
+  size_t run_from = 0;
+  const auto nodes_u = static_cast<uint64_t>(num_nodes);
+  const auto edges_u = static_cast<uint64_t>(num_edges);
   for (size_t e = 0; e < n_edges; ++e) {
-    if (src[e] < 0 || src[e] >= num_nodes) return node_error("the source of edge", e, src[e]);
+    const int64_t s = src[e], id = eids[e];
+    if (static_cast<uint64_t>(s) >= nodes_u) return node_error("the source of edge", e, s);
     // (Destinations are checked where they are matched to seeds.) An id in
     // the previous edge's range is in range.
-    if (e == 0 || eids[e] < run->start || eids[e] >= run->end) {
-      if (eids[e] < 0 || eids[e] >= num_edges) {
+    if (id < run_start || id >= run_end) {
+      if (static_cast<uint64_t>(id) >= edges_u) {
         return absl::InvalidArgumentError(fmt::format(
-            "to_block: edge {} has id {}, outside the graph's {} edges", e, eids[e], num_edges));
+            "to_block: edge {} has id {}, outside the graph's {} edges", e, id, num_edges));
       }
-      run = &edge_index.Find(eids[e]);
+      per_relation[run_type] += static_cast<int64_t>(e - run_from);
+      const TypeIndex::Range& range = edge_index.Find(id);
+      run_start = range.start;
+      run_end = range.end;
+      run_type = range.type;
+      run_from = e;
     }
-    ++per_relation[run->type];
-    sorted_src[e] = (static_cast<uint64_t>(src[e]) << edge_bits) | e;
+    sorted_src[e] = (static_cast<uint64_t>(s) << edge_bits) | e;
   }
+  if (n_edges > 0) per_relation[run_type] += static_cast<int64_t>(n_edges - run_from);
   HeteroBlock block;
   block.dst_nodes.resize(num_ntypes);
   block.src_nodes.resize(num_ntypes);
@@ -146,7 +160,7 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   // Destination nodes, per type in seed order; each seed's type and index.
   std::vector<int> seed_type(n_dst);
   std::vector<int64_t> seed_index(n_dst);
-  std::vector<uint64_t> sorted_seeds(n_dst), tmp;
+  UninitVector<uint64_t> sorted_seeds(n_dst), tmp;
   for (size_t i = 0; i < n_dst; ++i) {
     const TypeIndex::Range& range = node_index.Find(seeds[i]);
     seed_type[i] = range.type;
@@ -184,18 +198,16 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   if (n_edges > static_cast<size_t>(kIndexMask)) {
     return absl::InvalidArgumentError(fmt::format("to_block: {} edges are too many", n_edges));
   }
-  std::vector<int64_t> src_index(n_edges);
-  // Sources of each type so far; the arrays are sized for the edges whose
-  // relation starts at that type (grown if a wrongly typed source, which
-  // the scatter below reports, exceeds that), and cut at the end.
-  std::vector<int64_t> num_src(num_ntypes);
+  UninitVector<int64_t> src_index(n_edges);
+  // Room in the sources of each type for the edges whose relation starts
+  // at that type (a wrongly typed source, which the scatter below reports,
+  // may still exceed it).
   {
     std::vector<int64_t> room(num_ntypes, 0);
     for (int r = 0; r < num_etypes; ++r) room[src_type[r]] += per_relation[r];
     for (int t = 0; t < num_ntypes; ++t) {
-      num_src[t] = static_cast<int64_t>(block.src_nodes[t].size());
-      block.src_nodes[t].resize(num_src[t] + room[t]);
-      block.homo_src_nodes[t].resize(num_src[t] + room[t]);
+      block.src_nodes[t].reserve(block.src_nodes[t].size() + room[t]);
+      block.homo_src_nodes[t].reserve(block.homo_src_nodes[t].size() + room[t]);
     }
   }
   size_t k = 0;  // Into sorted_seeds.
@@ -213,22 +225,12 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
       } else {
         const TypeIndex::Range& range = node_index.Find(id);
         type = range.type;
-        index = num_src[type]++;
-        std::vector<int64_t>& per_type = block.src_nodes[type];
-        std::vector<int64_t>& homo = block.homo_src_nodes[type];
-        if (static_cast<size_t>(index) == per_type.size()) {
-          per_type.resize(2 * per_type.size() + 16);
-          homo.resize(per_type.size());
-        }
-        per_type[index] = id - range.start + range.base;
-        homo[index] = id;
+        index = static_cast<int64_t>(block.src_nodes[type].size());
+        block.src_nodes[type].push_back(id - range.start + range.base);
+        block.homo_src_nodes[type].push_back(id);
       }
     }
     src_index[packed & edge_mask] = index | (static_cast<int64_t>(type) << kTypeShift);
-  }
-  for (int t = 0; t < num_ntypes; ++t) {
-    block.src_nodes[t].resize(num_src[t]);
-    block.homo_src_nodes[t].resize(num_src[t]);
   }
   // Each edge into its relation, with its destination's index (edges come
   // grouped by destination, mostly in seed order: the next seed is tried
@@ -244,44 +246,54 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
     for (auto* v : {&out.src, &out.dst, &out.eids, &out.homo_eids}) v->resize(per_relation[r]);
     cursors[r] = {out.src.data(), out.dst.data(), out.eids.data(), out.homo_eids.data()};
   }
-  int64_t last_dst = 0, last_seed = -1;
-  int r = -1, seed_t = -1;
-  const TypeIndex::Range* range = nullptr;
+  // The current destination and relation are held in locals (see above).
+  int64_t last_dst = 0, last_seed = -1, dst_at = 0;
+  int seed_t = -1;
+  int r = -1, want_dst_type = -1;
+  int64_t want_src_type = -1, r_start = 0, r_end = 0, r_offset = 0;
   Cursor at{};
   for (size_t e = 0; e < n_edges; ++e) {
-    if (e == 0 || dst[e] != last_dst) {  // (Any id may come first, -1 too.)
-      if (last_seed + 1 < static_cast<int64_t>(n_dst) && seeds[last_seed + 1] == dst[e]) {
+    const int64_t d = dst[e];
+    if (e == 0 || d != last_dst) {  // (Any id may come first, -1 too.)
+      if (last_seed + 1 < static_cast<int64_t>(n_dst) && seeds[last_seed + 1] == d) {
         ++last_seed;
       } else {
-        if (dst[e] < 0 || dst[e] >= num_nodes) {
-          return node_error("the destination of edge", e, dst[e]);
-        }
-        uint64_t probe = static_cast<uint64_t>(dst[e]) << seed_bits;
+        if (static_cast<uint64_t>(d) >= nodes_u) return node_error("the destination of edge", e, d);
+        uint64_t probe = static_cast<uint64_t>(d) << seed_bits;
         auto it = std::lower_bound(sorted_seeds.begin(), sorted_seeds.end(), probe);
-        if (it == sorted_seeds.end() || static_cast<int64_t>(*it >> seed_bits) != dst[e]) {
+        if (it == sorted_seeds.end() || static_cast<int64_t>(*it >> seed_bits) != d) {
           return absl::InvalidArgumentError(fmt::format(
-              "to_block: edge {} ({} -> {}) does not end at a seed", e, src[e], dst[e]));
+              "to_block: edge {} ({} -> {}) does not end at a seed", e, src[e], d));
         }
         last_seed = static_cast<int64_t>(*it & position_mask);
       }
-      last_dst = dst[e];
+      last_dst = d;
       seed_t = seed_type[last_seed];
+      dst_at = seed_index[last_seed];
     }
-    if (range == nullptr || eids[e] < range->start || eids[e] >= range->end) {
-      range = &edge_index.Find(eids[e]);
-      if (range->type != r) {
+    const int64_t id = eids[e];  // (In the graph: checked above.)
+    if (id < r_start || id >= r_end) {
+      const TypeIndex::Range& range = edge_index.Find(id);
+      r_start = range.start;
+      r_end = range.end;
+      r_offset = range.base - range.start;
+      if (range.type != r) {
         if (r >= 0) cursors[r] = at;
-        r = range->type;
+        r = range.type;
         at = cursors[r];
+        want_dst_type = dst_type[r];
+        want_src_type = src_type[r];
       }
     }
-    if (seed_t != dst_type[r]) return type_error(e, r, false, seed_t);
-    const int source_type = static_cast<int>(src_index[e] >> kTypeShift);
-    if (source_type != src_type[r]) return type_error(e, r, true, source_type);
-    *at.src++ = src_index[e] & kIndexMask;
-    *at.dst++ = seed_index[last_seed];
-    *at.eid++ = eids[e] - range->start + range->base;
-    *at.homo++ = eids[e];
+    if (seed_t != want_dst_type) return type_error(e, r, false, seed_t);
+    const int64_t source = src_index[e];
+    if ((source >> kTypeShift) != want_src_type) {
+      return type_error(e, r, true, static_cast<int>(source >> kTypeShift));
+    }
+    *at.src++ = source & kIndexMask;
+    *at.dst++ = dst_at;
+    *at.eid++ = id + r_offset;
+    *at.homo++ = id;
   }
   return block;
 }

@@ -28,17 +28,19 @@
 #include <span>
 #include <vector>
 
+#include "src/base/default_init.h"
 #include "src/base/status.h"
 #include "tessera/core/partition_book.h"
 
 namespace tessera::sampling {
 
-// The edges of one relation in a HeteroBlock.
+// The edges of one relation in a HeteroBlock. (UninitVector: ToHeteroBlock
+// sizes them and writes every element once, without a zero fill first.)
 struct HeteroBlockEdges {
-  std::vector<int64_t> src;        // Index into src_nodes[src type of the relation].
-  std::vector<int64_t> dst;        // Index into dst_nodes[dst type of the relation].
-  std::vector<int64_t> eids;       // Per-relation edge id.
-  std::vector<int64_t> homo_eids;  // Homogeneous global edge id.
+  UninitVector<int64_t> src;        // Index into src_nodes[src type of the relation].
+  UninitVector<int64_t> dst;        // Index into dst_nodes[dst type of the relation].
+  UninitVector<int64_t> eids;       // Per-relation edge id.
+  UninitVector<int64_t> homo_eids;  // Homogeneous global edge id.
   int64_t size() const { return static_cast<int64_t>(src.size()); }
 };
 

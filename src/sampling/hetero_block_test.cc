@@ -93,16 +93,16 @@ TEST(HeteroBlockTest, PerTypeNodesDstFirstThenById) {
   // Users: u0 (a seed), then u1, u3 by id; items: i1 (a seed), then i0, i2.
   EXPECT_EQ(b->src_nodes, (std::vector<std::vector<int64_t>>{{0, 1, 3}, {1, 0, 2}, {0}}));
   EXPECT_EQ(b->homo_src_nodes, (std::vector<std::vector<int64_t>>{{0, 1, 3}, {5, 4, 6}, {8}}));
-  EXPECT_EQ(b->edges[0].src, (std::vector<int64_t>{2, 0}));  // buys: u3, u0 -> i1.
-  EXPECT_EQ(b->edges[0].dst, (std::vector<int64_t>{0, 0}));
-  EXPECT_EQ(b->edges[0].eids, (std::vector<int64_t>{8, 1}));
-  EXPECT_EQ(b->edges[1].src, (std::vector<int64_t>{1}));  // bought-by: i0 -> u0.
-  EXPECT_EQ(b->edges[1].eids, (std::vector<int64_t>{0}));
-  EXPECT_EQ(b->edges[2].src, (std::vector<int64_t>{1, 2}));  // follows: u1, u3 -> u0.
-  EXPECT_EQ(b->edges[2].eids, (std::vector<int64_t>{2, 5}));
-  EXPECT_EQ(b->edges[3].src, (std::vector<int64_t>{0, 2}));  // has: i1, i2 -> t0.
-  EXPECT_EQ(b->edges[3].eids, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(b->edges[3].homo_eids, (std::vector<int64_t>{29, 30}));
+  EXPECT_EQ(b->edges[0].src, (UninitVector<int64_t>{2, 0}));  // buys: u3, u0 -> i1.
+  EXPECT_EQ(b->edges[0].dst, (UninitVector<int64_t>{0, 0}));
+  EXPECT_EQ(b->edges[0].eids, (UninitVector<int64_t>{8, 1}));
+  EXPECT_EQ(b->edges[1].src, (UninitVector<int64_t>{1}));  // bought-by: i0 -> u0.
+  EXPECT_EQ(b->edges[1].eids, (UninitVector<int64_t>{0}));
+  EXPECT_EQ(b->edges[2].src, (UninitVector<int64_t>{1, 2}));  // follows: u1, u3 -> u0.
+  EXPECT_EQ(b->edges[2].eids, (UninitVector<int64_t>{2, 5}));
+  EXPECT_EQ(b->edges[3].src, (UninitVector<int64_t>{0, 2}));  // has: i1, i2 -> t0.
+  EXPECT_EQ(b->edges[3].eids, (UninitVector<int64_t>{2, 3}));
+  EXPECT_EQ(b->edges[3].homo_eids, (UninitVector<int64_t>{29, 30}));
   EXPECT_EQ(b->num_edges(), 7);
   EXPECT_EQ(b->NextSeeds(), (std::vector<int64_t>{0, 1, 3, 5, 4, 6, 8}));
   ExpectSame(*b, BruteForce(book, seeds, src, dst, eid));

@@ -143,14 +143,6 @@ torch::Tensor AsIds(const torch::Tensor& ids, const std::string& what) {
   return ids.reshape({-1}).to(torch::kCPU, torch::kInt64).contiguous();
 }
 
-torch::Tensor Owned(std::vector<int64_t>&& v) {
-  if (v.empty()) return torch::empty({0}, torch::kInt64);
-  auto* holder = new std::vector<int64_t>(std::move(v));
-  return torch::from_blob(
-      holder->data(), {static_cast<int64_t>(holder->size())}, [holder](void*) { delete holder; },
-      torch::kInt64);
-}
-
 std::vector<int64_t> ToVector(const torch::Tensor& ids, const std::string& what) {
   torch::Tensor flat = AsIds(ids, what);
   const int64_t* p = flat.data_ptr<int64_t>();

@@ -31,8 +31,15 @@ T ValueOrThrow(StatusOr<T> value, const std::string& what) {
 
 // Ids as a contiguous int64 CPU tensor (integer dtypes only, 0-d or 1-d).
 torch::Tensor AsIds(const torch::Tensor& ids, const std::string& what);
-// A tensor owning `v` (no copy).
-torch::Tensor Owned(std::vector<int64_t>&& v);
+// A tensor owning `v` (no copy), whatever its allocator.
+template <typename Alloc>
+torch::Tensor Owned(std::vector<int64_t, Alloc>&& v) {
+  if (v.empty()) return torch::empty({0}, torch::kInt64);
+  auto* holder = new std::vector<int64_t, Alloc>(std::move(v));
+  return torch::from_blob(
+      holder->data(), {static_cast<int64_t>(holder->size())}, [holder](void*) { delete holder; },
+      torch::kInt64);
+}
 std::vector<int64_t> ToVector(const torch::Tensor& ids, const std::string& what);
 // The elements of a contiguous int64 tensor.
 inline std::span<const int64_t> SpanOf(const torch::Tensor& contiguous_ids) {
