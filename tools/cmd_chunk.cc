@@ -44,11 +44,11 @@ Command RegisterChunk(CLI::App& app) {
             if (!read.ok()) return ReportError(read.status());
             auto graph = ReadGraph(f->input, *read);
             if (!graph.ok()) return ReportError(graph.status());
-            dist::ChunkOptions options;
+            dpart::ChunkOptions options;
             options.num_chunks = f->num_chunks;
             options.csv_edges = f->edge_format == "csv";
             options.graph_name = f->graph_name;
-            Status st = dist::WriteChunkedGraph(*graph, f->out, options);
+            Status st = dpart::WriteChunkedGraph(*graph, f->out, options);
             if (!st.ok()) return ReportError(st);
             spdlog::info("wrote {}/metadata.json: {} nodes, {} edges, {} chunks each, {}", f->out,
                          graph->num_nodes, graph->num_edges(), f->num_chunks,

@@ -91,8 +91,8 @@ int ExecMpirun(const MpiPartitionFlags& f) {
 }
 
 // --fail-at: the hook that fails or kills one rank as a step starts.
-StatusOr<std::function<Status(dist::Comm&, std::string_view)>> FaultHook(const std::string& spec) {
-  if (spec.empty()) return std::function<Status(dist::Comm&, std::string_view)>();
+StatusOr<std::function<Status(dpart::Comm&, std::string_view)>> FaultHook(const std::string& spec) {
+  if (spec.empty()) return std::function<Status(dpart::Comm&, std::string_view)>();
   auto parts = SplitString(spec, ':');
   int64_t rank = -1;
   if (parts.size() < 2 || parts.size() > 3 || !ParseInt64(parts[1], &rank) ||
@@ -101,8 +101,8 @@ StatusOr<std::function<Status(dist::Comm&, std::string_view)>> FaultHook(const s
   }
   const std::string step(parts[0]);
   const bool kill = parts.size() == 3;
-  return std::function<Status(dist::Comm&, std::string_view)>(
-      [step, rank, kill](dist::Comm& comm, std::string_view name) -> Status {
+  return std::function<Status(dpart::Comm&, std::string_view)>(
+      [step, rank, kill](dpart::Comm& comm, std::string_view name) -> Status {
         if (name != step || comm.rank() != rank) return absl::OkStatus();
         if (kill) std::raise(SIGKILL);
         return absl::AbortedError(StrCat("failure injected at step ", step));
@@ -110,7 +110,7 @@ StatusOr<std::function<Status(dist::Comm&, std::string_view)>> FaultHook(const s
 }
 
 // --stats-json: the steps with every rank's peak RSS, and the parts.
-std::string StatsJson(const dist::DistPartitionResult& result) {
+std::string StatsJson(const dpart::DistPartitionResult& result) {
   nlohmann::json steps = nlohmann::json::array(), parts = nlohmann::json::array();
   for (const auto& step : result.steps) {
     steps.push_back(
@@ -135,15 +135,15 @@ int RunRank(const MpiPartitionFlags& f) {
   // per rank keeps the output a function of the input and options (set the
   // variable to trade that for speed).
   ::setenv("SCOTCH_PTHREAD_NUMBER", "1", /*overwrite=*/0);
-  auto session = dist::MpiSession::Init(nullptr, nullptr, f.piece_mb << 20);
+  auto session = dpart::MpiSession::Init(nullptr, nullptr, f.piece_mb << 20);
   if (!session.ok()) return ReportError(session.status());
-  dist::Comm& comm = (*session)->world();
+  dpart::Comm& comm = (*session)->world();
   spdlog::set_pattern(
       StrCat("[%H:%M:%S.%e] [rank ", comm.rank(), "/", comm.size(), "] [%^%l%$] %v"));
   if (comm.rank() != 0 && !f.log_all_ranks && spdlog::get_level() < spdlog::level::warn) {
     spdlog::set_level(spdlog::level::warn);
   }
-  dist::DistPartitionOptions o;
+  dpart::DistPartitionOptions o;
   auto method = ParsePartMethod(f.part_method);
   auto hook = FaultHook(f.fail_at);
   Status st = !method.ok() ? method.status() : hook.status();
@@ -156,7 +156,7 @@ int RunRank(const MpiPartitionFlags& f) {
     o.return_mapping = f.return_mapping;
     o.seed = f.seed;
     o.graph_name = f.graph_name;
-    auto result = dist::DistPartitionGraph(comm, f.input, f.num_parts, f.out, o);
+    auto result = dpart::DistPartitionGraph(comm, f.input, f.num_parts, f.out, o);
     st = result.status();
     if (st.ok() && comm.rank() == 0) {
       spdlog::info("wrote {}", result->config_path);
@@ -215,7 +215,7 @@ Command RegisterMpiPartition(CLI::App& app) {
             if (f->piece_mb < 1) {
               return ReportError(absl::InvalidArgumentError("--piece-mb must be >= 1"));
             }
-            if (f->ranks > 0 && !dist::LaunchedByMpirun()) return ExecMpirun(*f);
+            if (f->ranks > 0 && !dpart::LaunchedByMpirun()) return ExecMpirun(*f);
             return RunRank(*f);
           }};
 }

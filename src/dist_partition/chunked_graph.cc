@@ -10,8 +10,9 @@
 #include "src/base/file.h"
 #include "src/base/strings.h"
 #include "src/graph/npy.h"
+#include "src/partition/partition_util.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -188,17 +189,9 @@ Status MetaParser::ParseEdges(const Json& edges, const std::vector<std::vector<i
   return absl::OkStatus();
 }
 
-// Array names become file names in the output.
-bool SafeArrayName(const std::string& name) {
-  if (name.empty() || name == "." || name == "..") return false;
-  return std::all_of(name.begin(), name.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
-  });
-}
-
 StatusOr<ChunkedArray> MetaParser::ParseArray(const std::string& name, const Json& spec,
                                               const std::string& key, int64_t rows) const {
-  if (!SafeArrayName(name)) {
+  if (!SafeName(name)) {  // Array names become file names.
     return Bad(key, "array name '", name, "' must use only letters, digits, '_', '-' and '.'");
   }
   auto format = FormatName(spec);
@@ -357,4 +350,4 @@ StatusOr<ChunkedGraph> ReadChunkedGraph(const std::string& path) {
   return g;
 }
 
-}  // namespace tessera::dist
+}  // namespace tessera::dpart

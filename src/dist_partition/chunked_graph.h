@@ -48,7 +48,7 @@
 #include "src/graph/array.h"
 #include "src/graph/graph.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 
 // One node or edge array of one type, in chunks.
 struct ChunkedArray {
@@ -121,6 +121,6 @@ struct ChunkOptions {
 Status WriteChunkedGraph(const Graph& graph, const std::string& out_dir,
                          const ChunkOptions& options);
 
-}  // namespace tessera::dist
+}  // namespace tessera::dpart
 
 #endif  // TESSERA_SRC_DIST_PARTITION_CHUNKED_GRAPH_H_

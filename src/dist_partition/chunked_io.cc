@@ -10,7 +10,7 @@
 #include "src/graph/npy.h"
 #include "src/graph/text_reader.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 namespace {
 
 // Calls body(begin, end) with the chunk-local row range of every chunk of
@@ -314,4 +314,4 @@ Status WriteChunkedGraph(const Graph& graph, const std::string& out_dir,
   return WriteFileAtomic(metadata_path, meta.dump(2) + "\n");
 }
 
-}  // namespace tessera::dist
+}  // namespace tessera::dpart

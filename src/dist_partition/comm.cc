@@ -6,7 +6,7 @@
 
 #include "src/base/strings.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 
 Status Agree(Comm& comm, const Status& local) {
   const int32_t code = static_cast<int32_t>(local.code());
@@ -164,4 +164,4 @@ std::vector<Status> RunThreadRanks(int num_ranks, const std::function<Status(Com
   return results;
 }
 
-}  // namespace tessera::dist
+}  // namespace tessera::dpart

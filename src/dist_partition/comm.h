@@ -29,7 +29,7 @@
 
 #include "src/base/status.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 
 class Comm {
  public:
@@ -107,6 +107,6 @@ StatusOr<Received<T>> Exchange(Comm& comm, std::span<const T> send,
 // and single-machine use without MPI.
 std::vector<Status> RunThreadRanks(int num_ranks, const std::function<Status(Comm&)>& body);
 
-}  // namespace tessera::dist
+}  // namespace tessera::dpart
 
 #endif  // TESSERA_SRC_DIST_PARTITION_COMM_H_

@@ -25,7 +25,7 @@ void SCOTCH_randomReset(void);
 #include "src/dist_partition/dist_internal.h"
 #include "src/graph/array.h"
 
-namespace tessera::dist::internal {
+namespace tessera::dpart::internal {
 
 static_assert(sizeof(SCOTCH_Num) == sizeof(int64_t), "PT-Scotch must use 64-bit indices");
 
@@ -315,4 +315,4 @@ StatusOr<int64_t> RepairBalance(Comm& comm, const Layout& layout, const Adjacenc
   return AllSum(comm, num_moved);
 }
 
-}  // namespace tessera::dist::internal
+}  // namespace tessera::dpart::internal

@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "src/dist_partition/dist_internal.h"
 
-namespace tessera::dist::internal {
+namespace tessera::dpart::internal {
 namespace {
 
 Layout TwoRanks(int rank, int64_t nodes, int parts) {
@@ -109,4 +109,4 @@ TEST(DistAssign, PtScotchNeedsMpiRanks) {
 }
 
 }  // namespace
-}  // namespace tessera::dist::internal
+}  // namespace tessera::dpart::internal

@@ -16,7 +16,7 @@
 #include "src/dist_partition/dist_internal.h"
 #include "src/dist_partition/packing.h"
 
-namespace tessera::dist::internal {
+namespace tessera::dpart::internal {
 namespace {
 
 struct OutEdge {
@@ -220,4 +220,4 @@ StatusOr<std::vector<LocalGraph>> BuildLocalGraphs(Comm& comm, const Layout& lay
   return graphs;
 }
 
-}  // namespace tessera::dist::internal
+}  // namespace tessera::dpart::internal

@@ -19,7 +19,7 @@
 #include "src/dist_partition/packing.h"
 #include "src/partition/partition.h"
 
-namespace tessera::dist::internal {
+namespace tessera::dpart::internal {
 
 // `total` items over `n` ranks as evenly as possible: the n + 1 bounds.
 std::vector<int64_t> EvenBounds(int64_t total, int n);
@@ -202,6 +202,6 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
 Status WriteMappings(Comm& comm, const Shuffled& shuffled, int64_t num_nodes, int64_t num_edges,
                      const std::string& out_path);
 
-}  // namespace tessera::dist::internal
+}  // namespace tessera::dpart::internal
 
 #endif  // TESSERA_SRC_DIST_PARTITION_DIST_INTERNAL_H_

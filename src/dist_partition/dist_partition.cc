@@ -12,19 +12,12 @@
 #include "src/partition/partition_config.h"
 #include "src/partition/partition_util.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 namespace {
 
 using internal::Layout;
 using internal::LocalGraph;
 using internal::Shuffled;
-
-bool SafeName(const std::string& name) {
-  if (name.empty() || name == "." || name == "..") return false;
-  return std::all_of(name.begin(), name.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
-  });
-}
 
 Status CheckArguments(const ChunkedGraph& g, const std::string& graph_name, int num_parts,
                       int num_ranks, const DistPartitionOptions& o) {
@@ -265,4 +258,4 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   return result;
 }
 
-}  // namespace tessera::dist
+}  // namespace tessera::dpart

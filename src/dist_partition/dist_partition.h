@@ -50,7 +50,7 @@
 #include "src/dist_partition/comm.h"
 #include "src/partition/partition.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 
 struct DistPartitionOptions {
   PartMethod part_method = PartMethod::kMetis;
@@ -87,6 +87,6 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
                                                  int num_parts, const std::string& out_path,
                                                  const DistPartitionOptions& options);
 
-}  // namespace tessera::dist
+}  // namespace tessera::dpart
 
 #endif  // TESSERA_SRC_DIST_PARTITION_DIST_PARTITION_H_

@@ -15,7 +15,7 @@
 #include "src/graph/readers.h"
 #include "src/partition/load_partition.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 namespace {
 
 using testing::TempDir;
@@ -197,4 +197,4 @@ TEST_F(DistPartitionTest, AFailureWhileWritingRemovesWhatWasWritten) {
 }
 
 }  // namespace
-}  // namespace tessera::dist
+}  // namespace tessera::dpart

@@ -7,7 +7,7 @@
 #include "src/dist_partition/dist_internal.h"
 #include "src/dist_partition/packing.h"
 
-namespace tessera::dist::internal {
+namespace tessera::dpart::internal {
 
 std::vector<int64_t> EvenBounds(int64_t total, int n) {
   __extension__ using Int128 = __int128;
@@ -193,4 +193,4 @@ StatusOr<Shuffled> Reshuffle(Comm& comm, const ChunkedGraph& graph, const Layout
   return s;
 }
 
-}  // namespace tessera::dist::internal
+}  // namespace tessera::dpart::internal

@@ -9,7 +9,7 @@
 #include "src/dist_partition/packing.h"
 #include "src/graph/npy.h"
 
-namespace tessera::dist::internal {
+namespace tessera::dpart::internal {
 namespace {
 
 // Rows per piece when rank 0 gathers a mapping.
@@ -207,4 +207,4 @@ Status WriteMappings(Comm& comm, const Shuffled& s, int64_t num_nodes, int64_t n
   return GatherToFile(comm, out_path + "/orig_eids.npy", s.edges.orig, s.edges.begin, num_edges);
 }
 
-}  // namespace tessera::dist::internal
+}  // namespace tessera::dpart::internal

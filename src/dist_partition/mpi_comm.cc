@@ -8,7 +8,7 @@
 
 #include "src/base/strings.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 namespace {
 
 Status MpiError(int code, const char* call) {
@@ -149,4 +149,4 @@ bool LaunchedByMpirun() {
   return false;
 }
 
-}  // namespace tessera::dist
+}  // namespace tessera::dpart

@@ -16,7 +16,7 @@
 #include "src/base/status.h"
 #include "src/dist_partition/comm.h"
 
-namespace tessera::dist {
+namespace tessera::dpart {
 
 class MpiSession {
  public:
@@ -40,6 +40,6 @@ class MpiSession {
 // only tools/ call it.
 bool LaunchedByMpirun();
 
-}  // namespace tessera::dist
+}  // namespace tessera::dpart
 
 #endif  // TESSERA_SRC_DIST_PARTITION_MPI_COMM_H_

@@ -13,7 +13,7 @@
 
 #include "src/dist_partition/comm.h"
 
-namespace tessera::dist::internal {
+namespace tessera::dpart::internal {
 
 // Item order[k] is the k-th in the packed order: items grouped by
 // destination (rank 0's first), in their own order within a group.
@@ -85,6 +85,6 @@ StatusOr<std::vector<T>> ExchangeInRounds(Comm& comm, std::span<const int32_t> d
   return out;
 }
 
-}  // namespace tessera::dist::internal
+}  // namespace tessera::dpart::internal
 
 #endif  // TESSERA_SRC_DIST_PARTITION_PACKING_H_

@@ -25,13 +25,6 @@ namespace {
 
 constexpr int kMaxBalanceTypes = 64;
 
-bool SafeName(const std::string& name) {
-  if (name.empty() || name == "." || name == "..") return false;
-  return std::all_of(name.begin(), name.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
-  });
-}
-
 Status CheckArguments(const Graph& graph, const std::string& graph_name, int num_parts,
                       const PartitionOptions& o) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };

@@ -1,5 +1,7 @@
 #include "src/partition/partition_util.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "src/base/file.h"
@@ -8,6 +10,14 @@
 #include "src/partition/partition_config.h"
 
 namespace tessera {
+
+bool SafeName(const std::string& name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
+}
+
 namespace {
 
 constexpr uint64_t kRandomPartStream = 101;

@@ -14,6 +14,10 @@
 
 namespace tessera {
 
+// Whether `name` (a graph or array name) is safe as a file name: non-empty,
+// not "." or "..", only letters, digits, '_', '-' and '.'.
+bool SafeName(const std::string& name);
+
 // Prepares `out_path` for the partition whose config is `config_path` and
 // whose parts are part0 ... part<num_parts - 1>: creates the folder; refuses
 // (FailedPrecondition) if another partition config there names part folders
