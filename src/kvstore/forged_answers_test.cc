@@ -164,8 +164,8 @@ TEST_F(ForgedAnswersTest, SampleCountsThatWrapOrLieAreRefused) {
   SampleRequest request{.fanout = 1};
   auto honest = client_->SampleNeighbors(seeds, request);
   ASSERT_TRUE(honest.ok()) << honest.status();
-  EXPECT_EQ(honest->src, (std::vector<int64_t>{3, 4, 5, 6}));
-  EXPECT_EQ(honest->dst, seeds);
+  EXPECT_EQ(honest->src, (UninitVector<int64_t>{3, 4, 5, 6}));
+  EXPECT_EQ(honest->dst, UninitVector<int64_t>(seeds.begin(), seeds.end()));
   for (Forge f : {Forge::kWrappingCounts, Forge::kNegativeCount, Forge::kFewCounts}) {
     fake_.forge = f;
     ExpectDataLoss(client_->SampleNeighbors(seeds, request).status());

@@ -49,7 +49,7 @@ bool IsIdArray(const rpc::WireArray& a) {
   return (a.dtype == DType::kInt32 || a.dtype == DType::kInt64) && a.shape.size() == 1;
 }
 
-std::vector<int64_t> WidenIds(const rpc::WireArray& a) {
+UninitVector<int64_t> WidenIds(const rpc::WireArray& a) {
   if (a.dtype == DType::kInt64) {
     std::span<const int64_t> s = a.span<int64_t>();
     return {s.begin(), s.end()};
@@ -99,8 +99,8 @@ Status UnpackSample(const Message& response, std::span<const int64_t> seeds, int
         "sample_neighbors: the answer of machine {} does not have the expected arrays", part));
   }
   bool in = dir == sampling::EdgeDir::kIn;
-  std::vector<int64_t>& seed_side = in ? out->dst : out->src;
-  std::vector<int64_t>& neighbours = in ? out->src : out->dst;
+  UninitVector<int64_t>& seed_side = in ? out->dst : out->src;
+  UninitVector<int64_t>& neighbours = in ? out->src : out->dst;
   neighbours = WidenIds(a[0]);
   out->eid = WidenIds(a[1]);
   RETURN_IF_ERROR(CheckIdRange(neighbours, book.num_nodes(), part, "sample_neighbors", "node"));

@@ -447,9 +447,10 @@ StatusOr<std::span<const int64_t>> IdsArg(const Message& request, size_t index, 
 }
 
 // Ids below `limit` as int32 when they fit (half the bytes on the wire).
-WireArray CompactIds(std::vector<int64_t> ids, int64_t limit) {
+template <typename Alloc>
+WireArray CompactIds(std::vector<int64_t, Alloc> ids, int64_t limit) {
   if (limit > std::numeric_limits<int32_t>::max()) return rpc::MakeWireArray(std::move(ids));
-  std::vector<int32_t> narrow(ids.size());
+  UninitVector<int32_t> narrow(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) narrow[i] = static_cast<int32_t>(ids[i]);
   return rpc::MakeWireArray(std::move(narrow));
 }
@@ -531,7 +532,7 @@ StatusOr<Message> KvServer::Sample(const Message& request) {
                    graph->SampleNeighbors(seeds, NeighborOptionsOf(sample, weights)));
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());
   // The seed's side of each edge is implied by the counts: send the other.
-  std::vector<int64_t>& neighbours = args.out() ? edges.dst : edges.src;
+  UninitVector<int64_t>& neighbours = args.out() ? edges.dst : edges.src;
   response.arrays.push_back(CompactIds(std::move(neighbours), book_.num_nodes()));
   response.arrays.push_back(CompactIds(std::move(edges.eid), book_.num_edges()));
   std::vector<int64_t> counts(seeds.size());

@@ -32,9 +32,9 @@ struct Blob {
   size_t size = 0;
   std::shared_ptr<const void> owner;
 
-  template <typename T>
-  static Blob FromVector(std::vector<T> values) {
-    auto holder = std::make_shared<std::vector<T>>(std::move(values));
+  template <typename T, typename Alloc>
+  static Blob FromVector(std::vector<T, Alloc> values) {
+    auto holder = std::make_shared<std::vector<T, Alloc>>(std::move(values));
     return {holder->data(), holder->size() * sizeof(T), holder};
   }
   static Blob FromArray(Array array);
@@ -61,8 +61,8 @@ struct WireArray {
   }
 };
 
-template <typename T>
-WireArray MakeWireArray(std::vector<T> values) {
+template <typename T, typename Alloc>
+WireArray MakeWireArray(std::vector<T, Alloc> values) {
   int64_t n = static_cast<int64_t>(values.size());
   return {DTypeOf<T>(), {n}, Blob::FromVector(std::move(values))};
 }

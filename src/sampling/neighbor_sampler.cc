@@ -261,20 +261,29 @@ void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, u
 constexpr uint64_t StreamOf(int r) { return 1 + static_cast<uint64_t>(r); }
 
 // An upper bound of the edges a call returns, from degrees alone (indptr,
-// no row reads), saturating: without replacement a seed gets at most its
-// degree; with it, at most its degree plus its positive fanouts.
+// no row reads), saturating. Without replacement a seed gets at most its
+// degree, and at most the sum of the positive fanouts unless a fanout is
+// -1 (every edge of that relation); with replacement, at most the sum of
+// the positive fanouts, plus its degree if a fanout is -1.
 int64_t MaxEdges(const CscView& csc, std::span<const int64_t> seeds, const SampleOptions& o) {
-  int64_t per_seed = 0, total = 0;
-  if (o.replace) {
-    for (int64_t f : o.etype_fanouts) {
-      if (f > 0 && __builtin_add_overflow(per_seed, f, &per_seed)) return INT64_MAX;
-    }
+  int64_t fanouts = 0;
+  bool every = false;
+  for (int64_t f : o.etype_fanouts) {
+    if (f < 0) every = true;
+    if (f > 0 && __builtin_add_overflow(fanouts, f, &fanouts)) fanouts = INT64_MAX;
   }
+  int64_t total = 0;
   for (int64_t v : seeds) {
-    if (__builtin_add_overflow(total, csc.indptr[v + 1] - csc.indptr[v], &total) ||
-        __builtin_add_overflow(total, per_seed, &total)) {
+    const int64_t degree = csc.indptr[v + 1] - csc.indptr[v];
+    int64_t most;
+    if (!o.replace) {
+      most = every ? degree : std::min(degree, fanouts);
+    } else if (!every) {
+      most = fanouts;
+    } else if (__builtin_add_overflow(degree, fanouts, &most)) {
       return INT64_MAX;
     }
+    if (__builtin_add_overflow(total, most, &total)) return INT64_MAX;
   }
   return total;
 }
@@ -292,6 +301,12 @@ struct EdgeSink {
     }
     size += c;
     return size - c;
+  }
+  // Room for n edges in all.
+  void Reserve(size_t n) {
+    if (n > edges.src.size()) {
+      for (auto* v : {&edges.src, &edges.dst, &edges.eid}) v->resize(n);
+    }
   }
   void Trim() {
     for (auto* v : {&edges.src, &edges.dst, &edges.eid}) v->resize(size);
@@ -312,6 +327,9 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
   RETURN_IF_ERROR(run([&](int t, int64_t lo, int64_t hi) -> Status {
     Scratch scratch;
     EdgeSink& sink = sinks[t];
+    // Sized once for what this chunk can give (the caller checked the
+    // whole call's bound against max_edges).
+    sink.Reserve(static_cast<size_t>(MaxEdges(csc, seeds.subspan(lo, hi - lo), options)));
     constexpr int64_t kAhead = 4;  // Rows are random reads: fetch a few seeds ahead.
     for (int64_t i = lo; i < hi; ++i) {
       if (i + kAhead < hi) {
@@ -361,7 +379,7 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
     const size_t total = static_cast<size_t>(counts[n]);
     for (auto* v : {&out.src, &out.dst, &out.eid}) v->reserve(total);
     for (EdgeSink& sink : sinks) {
-      const auto take = [&](std::vector<int64_t>& to, const std::vector<int64_t>& from) {
+      const auto take = [&](UninitVector<int64_t>& to, const UninitVector<int64_t>& from) {
         to.insert(to.end(), from.begin(), from.begin() + static_cast<ptrdiff_t>(sink.size));
       };
       take(out.src, sink.edges.src);

@@ -29,6 +29,7 @@
 #include <span>
 #include <vector>
 
+#include "src/base/default_init.h"
 #include "src/base/status.h"
 
 namespace tessera::sampling {
@@ -88,10 +89,12 @@ struct SampleOptions {
 };
 
 // One sampled in-edge per entry: src -> dst (dst is the seed), edge id eid.
+// (UninitVector: the sampler sizes them for what a call can give without a
+// zero fill, writes the edges and cuts them.)
 struct SampledEdges {
-  std::vector<int64_t> src;  // As stored in `indices`.
-  std::vector<int64_t> dst;  // The seed (as given).
-  std::vector<int64_t> eid;  // From `eids`.
+  UninitVector<int64_t> src;  // As stored in `indices`.
+  UninitVector<int64_t> dst;  // The seed (as given).
+  UninitVector<int64_t> eid;  // From `eids`.
   // Seed i's edges are entries [offsets[i], offsets[i+1]) (empty once
   // results of several calls are merged).
   std::vector<int64_t> offsets;
