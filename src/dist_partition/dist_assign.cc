@@ -1,25 +1,25 @@
 // Step 2 of DistPartitionGraph with part_method metis: PT-Scotch's
-// distributed multilevel k-way through its ParMETIS interface (the only
-// parmetis.h user), then a repair of the balance of every class
-// (dist_internal.h).
+// distributed multilevel k-way (SCOTCH_dgraphPart, the only PT-Scotch user),
+// then a repair of the balance of every class (dist_internal.h).
 //
-// PT-Scotch's ParMETIS_V3_PartKway ignores ncon and ubvec (Scotch 7,
-// libscotchmetis/parmetis_dgraph_part.c: "Not used"): it balances one vertex
-// weight. METIS's multi-constraint balance (a constraint per node type and
-// balance value) is therefore restored afterwards by RepairBalance, which
-// moves the few nodes of over-full classes whose move cuts the fewest edges.
+// PT-Scotch balances one vertex weight (its ParMETIS_V3_PartKway wrapper
+// ignores ncon and ubvec: Scotch 7, libscotchmetis/parmetis_dgraph_part.c).
+// METIS's multi-constraint balance (a constraint per node type and balance
+// value) is therefore restored afterwards by RepairBalance, which moves the
+// few nodes of over-full classes whose move cuts the fewest edges.
+#include <malloc.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <numeric>
 
-extern "C" {
-#include <parmetis.h>  // PT-Scotch's, 64-bit (parmetis-int64).
-// libscotch's seed for its random generator (scotch.h; not in parmetis.h).
-void SCOTCH_randomSeed(SCOTCH_Num seed);
-void SCOTCH_randomReset(void);
-}
+// PT-Scotch with 64-bit indices; scotch.h needs int64_t and FILE declared.
+// clang-format off
+#include <scotch-int64/ptscotch.h>
+// clang-format on
 
 #include "src/base/strings.h"
 #include "src/dist_partition/dist_internal.h"
@@ -152,13 +152,7 @@ StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adj
     return absl::FailedPreconditionError(
         "part_method metis runs PT-Scotch, which needs MPI ranks (start with mpirun)");
   }
-  std::vector<SCOTCH_Num> vtxdist(layout.home.begin(), layout.home.end());
   std::vector<SCOTCH_Num> vwgt(vertex_weight.begin(), vertex_weight.end());
-  SCOTCH_Num wgtflag = vwgt.empty() ? 1 : 3;  // Edge weights; vertex weights if given.
-  SCOTCH_Num numflag = 0, ncon = 1, nparts = layout.num_parts, edgecut = 0;
-  SCOTCH_Num options[3] = {0, 0, 0};
-  std::vector<float> tpwgts(layout.num_parts, 1.0f / static_cast<float>(layout.num_parts));
-  float ubvec = static_cast<float>(kImbalance);
   std::vector<SCOTCH_Num> part(std::max<int64_t>(n, 1), -1);
   // Scotch reads at least one xadj entry and neighbour, even with none.
   if (adjacency.adjncy.empty()) {
@@ -167,16 +161,40 @@ StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adj
   }
   SCOTCH_randomSeed(static_cast<SCOTCH_Num>(seed & 0x7fffffffffffffffULL));
   SCOTCH_randomReset();
-  const int rc = ParMETIS_V3_PartKway(
-      vtxdist.data(), adjacency.xadj.data(), adjacency.adjncy.data(),
-      vwgt.empty() ? nullptr : vwgt.data(), adjacency.adjwgt.data(), &wgtflag, &numflag, &ncon,
-      &nparts, tpwgts.data(), &ubvec, options, &edgecut, part.data(), mpi_comm);
+  // The distributed graph references our arrays (no copy); the strategy is
+  // Scotch's default k-way for this many ranks and parts, 3 % imbalance.
+  const SCOTCH_Num num_arcs = static_cast<SCOTCH_Num>(adjacency.adjncy.size());
+  SCOTCH_Dgraph graph;
+  if (SCOTCH_dgraphInit(&graph, *mpi_comm) != 0) {
+    return absl::InternalError("PT-Scotch: SCOTCH_dgraphInit failed");
+  }
+  SCOTCH_Strat strat;
+  SCOTCH_stratInit(&strat);
+  const char* failed = nullptr;
+  if (SCOTCH_dgraphBuild(&graph, 0, n, n, adjacency.xadj.data(), adjacency.xadj.data() + 1,
+                         vwgt.empty() ? nullptr : vwgt.data(), nullptr, num_arcs, num_arcs,
+                         adjacency.adjncy.data(), nullptr, adjacency.adjwgt.data()) != 0) {
+    failed = "SCOTCH_dgraphBuild";
+  } else if (SCOTCH_stratDgraphMapBuild(&strat, SCOTCH_STRATDEFAULT, comm.size(), layout.num_parts,
+                                        kImbalance - 1) != 0) {
+    failed = "SCOTCH_stratDgraphMapBuild";
+  } else if (SCOTCH_dgraphPart(&graph, layout.num_parts, &strat, part.data()) != 0) {
+    failed = "SCOTCH_dgraphPart";
+  }
+  SCOTCH_stratExit(&strat);
+  SCOTCH_dgraphExit(&graph);
+  // Freed memory back to the system: PT-Scotch's peak is the step's, and
+  // the heap it leaves behind would otherwise stay resident.
+  malloc_trim(0);
+  if (failed != nullptr) {
+    return absl::InternalError(StrCat("PT-Scotch: ", failed, " failed on rank ", comm.rank(), " (",
+                                      n, " home nodes, ", num_arcs, " arcs)"));
+  }
   std::vector<int32_t> out(n);
   for (int64_t i = 0; i < n; ++i) {
-    // The wrapper returns METIS_OK even when Scotch failed; the parts tell.
-    if (rc != METIS_OK || part[i] < 0 || part[i] >= layout.num_parts) {
-      return absl::InternalError(StrCat("PT-Scotch's ParMETIS_V3_PartKway failed (", rc, "): node ",
-                                        layout.home_begin() + i, " got part ", part[i]));
+    if (part[i] < 0 || part[i] >= layout.num_parts) {
+      return absl::InternalError(StrCat("PT-Scotch: node ", layout.home_begin() + i, " got part ",
+                                        part[i], " of ", layout.num_parts));
     }
     out[i] = static_cast<int32_t>(part[i]);
   }
