@@ -10,6 +10,7 @@
 //    found through in-edges at hop k - 1, fetched from their owners;
 //  * HALO rows hold their edges by edge id.
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include "src/base/strings.h"
@@ -19,30 +20,36 @@
 namespace tessera::dpart::internal {
 namespace {
 
-struct OutEdge {
-  int64_t src, dst, eid;
-  bool operator<(const OutEdge& o) const {
-    if (src != o.src) return src < o.src;
-    if (dst != o.dst) return dst < o.dst;
-    return eid < o.eid;
-  }
+// An edge outside the inner rows. Out-edges of a part arrive with row = the
+// destination's new id and src = the source's new id, sorted by OutEdgeOrder;
+// the part then turns them, in place, into HALO row entries (row and src:
+// local ids). Hop edges are HALO row entries from the start.
+struct HaloEdge {
+  int64_t row, src, eid;
 };
+bool OutEdgeOrder(const HaloEdge& x, const HaloEdge& y) {
+  if (x.src != y.src) return x.src < y.src;
+  if (x.row != y.row) return x.row < y.row;
+  return x.eid < y.eid;
+}
+bool RowOrder(const HaloEdge& x, const HaloEdge& y) {
+  return x.row != y.row ? x.row < y.row : x.eid < y.eid;
+}
 
 struct InEdge {
   int64_t src, eid;
 };
 
-struct HaloEdge {
-  int64_t row, src, eid;
-};
-
 // One part's local graph while it is being built.
 class PartBuilder {
  public:
-  PartBuilder(int64_t first, int64_t end) : first_(first), end_(end) {
+  // `out_edges`: the part's out-edges (OutEdgeOrder), rewritten in place.
+  PartBuilder(int64_t first, int64_t end, std::span<HaloEdge> out_edges)
+      : first_(first), end_(end), out_(out_edges) {
     g_.num_inner = end - first;
     g_.nid.resize(end - first);
     for (int64_t v = first; v < end; ++v) g_.nid[v - first] = v;
+    g_.indptr.reserve(end - first + 1);
     g_.indptr.push_back(0);
   }
 
@@ -59,6 +66,11 @@ class PartBuilder {
     return it->second;
   }
 
+  // Room for the inner rows' `entries` and the out-edges.
+  void Reserve(int64_t entries) {
+    g_.indices.reserve(entries + out_.size());
+    g_.eid.reserve(entries + out_.size());
+  }
   // Inner row of node v: its in-edges (source, edge id), in edge-id order.
   void AddInnerRow(std::span<const int64_t> src, std::span<const int64_t> eid, int num_hops) {
     for (size_t k = 0; k < src.size(); ++k) {
@@ -71,29 +83,54 @@ class PartBuilder {
     }
     g_.indptr.push_back(static_cast<int64_t>(g_.indices.size()));
   }
-  void EndInnerRows() { g_.inner_edge.assign(g_.indices.size(), 1); }
+  void EndInnerRows() {
+    g_.inner_edge.reserve(g_.indices.capacity());
+    g_.inner_edge.assign(g_.indices.size(), 1);
+  }
 
-  void AddOutEdge(const OutEdge& e) {
-    halo_edges_.push_back({Local(e.dst, /*expand=*/false), Local(e.src, false), e.eid});
+  // Hop 1: the out-edges become HALO row entries (destination, then source,
+  // become local ids in this order).
+  void AddOutEdges() {
+    for (HaloEdge& e : out_) {
+      const int64_t row = Local(e.row, /*expand=*/false);
+      const int64_t src = Local(e.src, /*expand=*/false);
+      e = {row, src, e.eid};
+    }
   }
   // Hop k > 1: an in-edge of frontier node h.
   void AddHopEdge(int64_t h, const InEdge& e) {
     if (Inner(e.src)) return;  // Stored already, as an out-edge of the part.
     const int64_t src = Local(e.src, /*expand=*/true);
-    halo_edges_.push_back({halo_.at(h), src, e.eid});
+    hop_edges_.push_back({halo_.at(h), src, e.eid});
   }
   std::vector<int64_t> TakeFrontier() { return std::move(frontier_); }
 
+  // HALO rows hold their out-edges and hop edges merged by edge id.
   LocalGraph Finish() {
-    std::sort(halo_edges_.begin(), halo_edges_.end(), [](const HaloEdge& x, const HaloEdge& y) {
-      return x.row != y.row ? x.row < y.row : x.eid < y.eid;
-    });
-    size_t next = 0;
+    std::unordered_map<int64_t, int64_t>().swap(halo_);
+    std::sort(out_.begin(), out_.end(), RowOrder);
+    std::sort(hop_edges_.begin(), hop_edges_.end(), RowOrder);
+    const size_t total = g_.indices.size() + out_.size() + hop_edges_.size();
+    g_.indices.reserve(total);
+    g_.eid.reserve(total);
+    g_.inner_edge.reserve(total);
+    g_.indptr.reserve(g_.nid.size() + 1);
+    size_t a = 0, b = 0;
+    auto add = [&](const HaloEdge& e) {
+      g_.indices.push_back(e.src);
+      g_.eid.push_back(e.eid);
+      g_.inner_edge.push_back(0);
+    };
     for (int64_t row = g_.num_inner; row < static_cast<int64_t>(g_.nid.size()); ++row) {
-      for (; next < halo_edges_.size() && halo_edges_[next].row == row; ++next) {
-        g_.indices.push_back(halo_edges_[next].src);
-        g_.eid.push_back(halo_edges_[next].eid);
-        g_.inner_edge.push_back(0);
+      while (true) {
+        const bool in_a = a < out_.size() && out_[a].row == row;
+        const bool in_b = b < hop_edges_.size() && hop_edges_[b].row == row;
+        if (!in_a && !in_b) break;
+        if (in_a && (!in_b || out_[a].eid < hop_edges_[b].eid)) {
+          add(out_[a++]);
+        } else {
+          add(hop_edges_[b++]);
+        }
       }
       g_.indptr.push_back(static_cast<int64_t>(g_.indices.size()));
     }
@@ -102,53 +139,53 @@ class PartBuilder {
 
  private:
   int64_t first_, end_;
+  std::span<HaloEdge> out_;
   LocalGraph g_;
   std::unordered_map<int64_t, int64_t> halo_;
   std::vector<int64_t> frontier_;
-  std::vector<HaloEdge> halo_edges_;
+  std::vector<HaloEdge> hop_edges_;
 };
 
 // The out-edges that leave their part, each sent to its source's owner;
-// returns the ones this rank's nodes are the source of, sorted.
-StatusOr<std::vector<OutEdge>> ExchangeOutEdges(Comm& comm, const Layout& layout,
-                                                const Shuffled& s) {
+// returns the ones this rank's nodes are the source of, by OutEdgeOrder.
+StatusOr<std::vector<HaloEdge>> ExchangeOutEdges(Comm& comm, const Layout& layout,
+                                                 const Shuffled& s) {
   const OwnedEdges& e = s.edges;
-  std::vector<OutEdge> leaving;
-  std::vector<int32_t> dest;
+  // The owner of the source of every entry that leaves its part, else -1
+  // (not sent).
+  std::vector<int32_t> dest(e.src.size(), -1);
   for (int64_t row = 0; row + 1 < static_cast<int64_t>(e.in_ptr.size()); ++row) {
-    const int64_t v = s.nodes.begin + row;
-    const int part = s.ids.PartOfNode(v);
+    const int part = s.ids.PartOfNode(s.nodes.begin + row);
     for (int64_t k = e.in_ptr[row]; k < e.in_ptr[row + 1]; ++k) {
       const int src_part = s.ids.PartOfNode(e.src[k]);
-      if (src_part == part) continue;
-      leaving.push_back({e.src[k], v, e.eid[k]});
-      dest.push_back(layout.RankOfPart(src_part));
+      if (src_part != part) dest[k] = layout.RankOfPart(src_part);
     }
   }
-  ASSIGN_OR_RETURN(std::vector<OutEdge> got,
-                   ExchangeInRounds<OutEdge>(comm, dest, [&](int64_t i) { return leaving[i]; }));
-  Free(leaving);
-  std::sort(got.begin(), got.end());
+  ASSIGN_OR_RETURN(
+      std::vector<HaloEdge> got, ExchangeInRounds<HaloEdge>(comm, dest, [&](int64_t k) {
+        const int64_t row =
+            std::upper_bound(e.in_ptr.begin(), e.in_ptr.end(), k) - e.in_ptr.begin() - 1;
+        return HaloEdge{s.nodes.begin + row, e.src[k], e.eid[k]};
+      }));
+  Free(dest);
+  std::sort(got.begin(), got.end(), OutEdgeOrder);
   return got;
 }
 
-// One hop beyond the first: every part's frontier nodes are asked of their
-// owners, who answer with the nodes' in-edges; each part then adds them.
-Status ExpandHop(Comm& comm, const Layout& layout, const Shuffled& s,
-                 std::vector<PartBuilder>& parts) {
-  std::vector<std::vector<int64_t>> frontiers;
-  std::vector<int64_t> asked;
-  std::vector<int32_t> dest;
-  for (PartBuilder& part : parts) {
-    frontiers.push_back(part.TakeFrontier());
-    for (int64_t h : frontiers.back()) {
-      asked.push_back(h);
-      dest.push_back(layout.RankOfPart(s.ids.PartOfNode(h)));
-    }
+// One hop beyond the first: the part's frontier nodes are asked of their
+// owners, who answer with the nodes' in-edges; the part then adds them.
+// Every rank expands one of its parts at a time.
+Status ExpandHop(Comm& comm, const Layout& layout, const Shuffled& s, PartBuilder& part) {
+  std::vector<int64_t> frontier = part.TakeFrontier();
+  std::vector<int32_t> dest(frontier.size());
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    dest[i] = layout.RankOfPart(s.ids.PartOfNode(frontier[i]));
   }
   Packing packing = PackBy(dest, layout.num_ranks);
-  std::vector<int64_t> packed = Pack<int64_t>(packing, [&](int64_t i) { return asked[i]; });
+  Free(dest);
+  std::vector<int64_t> packed = Pack<int64_t>(packing, [&](int64_t i) { return frontier[i]; });
   ASSIGN_OR_RETURN(Received<int64_t> questions, Exchange<int64_t>(comm, packed, packing.counts));
+  Free(packed);
   // Answers: the degree of every asked node, then their in-edges, by source.
   std::vector<int64_t> degrees;
   std::vector<InEdge> in_edges;
@@ -168,21 +205,20 @@ Status ExpandHop(Comm& comm, const Layout& layout, const Shuffled& s,
   }
   ASSIGN_OR_RETURN(Received<int64_t> got_degrees,
                    Exchange<int64_t>(comm, degrees, questions.counts));
+  Free(degrees);
   ASSIGN_OR_RETURN(Received<InEdge> got_edges, Exchange<InEdge>(comm, in_edges, edges_to));
+  Free(in_edges);
   // Answer k belongs to asked item packing.order[k].
-  std::vector<int64_t> first(asked.size()), count(asked.size());
+  std::vector<int64_t> first(frontier.size()), count(frontier.size());
   int64_t offset = 0;
   for (size_t k = 0; k < packing.order.size(); ++k) {
     first[packing.order[k]] = offset;
     count[packing.order[k]] = got_degrees.data[k];
     offset += got_degrees.data[k];
   }
-  size_t item = 0;
-  for (size_t p = 0; p < parts.size(); ++p) {
-    for (int64_t h : frontiers[p]) {
-      for (int64_t k = 0; k < count[item]; ++k)
-        parts[p].AddHopEdge(h, got_edges.data[first[item] + k]);
-      ++item;
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    for (int64_t k = 0; k < count[i]; ++k) {
+      part.AddHopEdge(frontier[i], got_edges.data[first[i] + k]);
     }
   }
   return absl::OkStatus();
@@ -190,34 +226,43 @@ Status ExpandHop(Comm& comm, const Layout& layout, const Shuffled& s,
 
 }  // namespace
 
-StatusOr<std::vector<LocalGraph>> BuildLocalGraphs(Comm& comm, const Layout& layout,
-                                                   const Shuffled& s, int num_hops) {
-  std::vector<OutEdge> out_edges;
+StatusOr<std::vector<PartStats>> BuildLocalGraphs(
+    Comm& comm, const Layout& layout, const Shuffled& s, int num_hops,
+    const std::function<Status(int part, const LocalGraph& graph)>& consume) {
+  std::vector<HaloEdge> out_edges;
   if (num_hops >= 1) {
     ASSIGN_OR_RETURN(out_edges, ExchangeOutEdges(comm, layout, s));
   }
-  std::vector<PartBuilder> parts;
+  std::vector<PartStats> stats;
   const OwnedEdges& e = s.edges;
+  // The i-th part of every rank at once (every rank has as many).
   for (int p = layout.first_part(); p < layout.end_part(); ++p) {
     const int64_t a = s.ids.node_offsets[p], b = s.ids.node_offsets[p + 1];
-    PartBuilder& part = parts.emplace_back(a, b);
-    for (int64_t v = a; v < b; ++v) {
-      const int64_t row = v - s.nodes.begin;
-      const int64_t k0 = e.in_ptr[row], k1 = e.in_ptr[row + 1];
-      part.AddInnerRow(std::span<const int64_t>(e.src).subspan(k0, k1 - k0),
-                       std::span<const int64_t>(e.eid).subspan(k0, k1 - k0), num_hops);
+    auto lo = std::partition_point(out_edges.begin(), out_edges.end(),
+                                   [&](const HaloEdge& x) { return x.src < a; });
+    auto hi = std::partition_point(out_edges.begin(), out_edges.end(),
+                                   [&](const HaloEdge& x) { return x.src < b; });
+    LocalGraph graph;
+    {
+      PartBuilder part(a, b, std::span<HaloEdge>(lo, hi));
+      part.Reserve(e.in_ptr[b - s.nodes.begin] - e.in_ptr[a - s.nodes.begin]);
+      for (int64_t v = a; v < b; ++v) {
+        const int64_t row = v - s.nodes.begin;
+        const int64_t k0 = e.in_ptr[row], k1 = e.in_ptr[row + 1];
+        part.AddInnerRow(std::span<const int64_t>(e.src).subspan(k0, k1 - k0),
+                         std::span<const int64_t>(e.eid).subspan(k0, k1 - k0), num_hops);
+      }
+      part.EndInnerRows();
+      if (num_hops >= 1) part.AddOutEdges();
+      for (int hop = 2; hop <= num_hops; ++hop) RETURN_IF_ERROR(ExpandHop(comm, layout, s, part));
+      graph = part.Finish();
     }
-    part.EndInnerRows();
-    if (num_hops == 0) continue;
-    auto lo = std::lower_bound(out_edges.begin(), out_edges.end(), OutEdge{a, -1, -1});
-    auto hi = std::lower_bound(out_edges.begin(), out_edges.end(), OutEdge{b, -1, -1});
-    for (auto it = lo; it != hi; ++it) part.AddOutEdge(*it);
+    const int64_t inner_edges = s.ids.edge_offsets[p + 1] - s.ids.edge_offsets[p];
+    stats.push_back({graph.num_inner, static_cast<int64_t>(graph.nid.size()) - graph.num_inner,
+                     inner_edges, static_cast<int64_t>(graph.indices.size()), graph.cut_edges});
+    RETURN_IF_ERROR(Agree(comm, consume(p, graph)));
   }
-  Free(out_edges);
-  for (int hop = 2; hop <= num_hops; ++hop) RETURN_IF_ERROR(ExpandHop(comm, layout, s, parts));
-  std::vector<LocalGraph> graphs;
-  for (PartBuilder& part : parts) graphs.push_back(part.Finish());
-  return graphs;
+  return stats;
 }
 
 }  // namespace tessera::dpart::internal

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -115,8 +116,9 @@ StatusOr<BalanceClasses> ClassesOf(Comm& comm, const ChunkedGraph& graph, const 
                                    const std::string& balance_ntypes);
 
 // Step 2 with part_method metis: PT-Scotch's distributed k-way
-// (ParMETIS_V3_PartKway, one constraint: `vertex_weight`, or unit weights
-// when empty) over `adjacency`; then RepairBalance. Needs an MPI Comm.
+// (SCOTCH_dgraphPart with its default strategy, 3 % imbalance; one
+// constraint: `vertex_weight`, or unit weights when empty) over `adjacency`.
+// Needs an MPI Comm.
 StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adjacency& adjacency,
                                            std::span<const int64_t> vertex_weight, uint64_t seed);
 
@@ -179,9 +181,13 @@ struct LocalGraph {
   int64_t cut_edges = 0;
 };
 
-// Step 4: the local graphs of this rank's parts, in part order.
-StatusOr<std::vector<LocalGraph>> BuildLocalGraphs(Comm& comm, const Layout& layout,
-                                                   const Shuffled& shuffled, int num_hops);
+// Step 4: the local graph of each of this rank's parts, in part order, built
+// one at a time (every rank its i-th part together: deeper hops are
+// collective) and handed to `consume` (then freed) before the next is built;
+// `consume`'s errors are agreed on. Returns the parts' statistics.
+StatusOr<std::vector<PartStats>> BuildLocalGraphs(
+    Comm& comm, const Layout& layout, const Shuffled& shuffled, int num_hops,
+    const std::function<Status(int part, const LocalGraph& graph)>& consume);
 
 // Step 5, not collective: part p's graph files (graph_dir is created).
 Status WriteLocalGraph(const std::string& graph_dir, const LocalGraph& g, const IdLayout& ids,

@@ -53,10 +53,15 @@ Status PrepareOutput(Comm& comm, const std::string& out_path, const std::string&
 }
 
 // part_method metis: PT-Scotch's k-way, then the balance of every class.
+// Frees `edges` once the adjacency is built (the reshuffle reads them again),
+// so that PT-Scotch's step does not hold them too.
 StatusOr<std::vector<int32_t>> MultilevelParts(Comm& comm, const ChunkedGraph& g,
-                                               const Layout& layout, const EdgeSlice& edges,
+                                               const Layout& layout, EdgeSlice& edges,
                                                const DistPartitionOptions& o) {
-  ASSIGN_OR_RETURN(internal::Adjacency adjacency, internal::BuildAdjacency(comm, layout, edges));
+  StatusOr<internal::Adjacency> built = internal::BuildAdjacency(comm, layout, edges);
+  internal::Free(edges.src);
+  internal::Free(edges.dst);
+  ASSIGN_OR_RETURN(internal::Adjacency adjacency, std::move(built));
   ASSIGN_OR_RETURN(internal::BalanceClasses classes,
                    internal::ClassesOf(comm, g, layout, o.balance_ntypes));
   // One weight for PT-Scotch: nodes, or nodes and in-edges with
@@ -114,20 +119,17 @@ class Steps {
   Stopwatch watch_;
 };
 
-// Every part's statistics, on every rank.
+// Every part's statistics (`mine`: this rank's parts'), on every rank.
 StatusOr<std::vector<PartStats>> GatherStats(Comm& comm, const Layout& layout,
-                                             const std::vector<LocalGraph>& graphs,
-                                             const internal::IdLayout& ids) {
+                                             const std::vector<PartStats>& mine) {
   constexpr int kFields = 5;
-  std::vector<int64_t> mine;
-  for (int p = layout.first_part(); p < layout.end_part(); ++p) {
-    const LocalGraph& g = graphs[p - layout.first_part()];
-    const int64_t inner_edges = ids.edge_offsets[p + 1] - ids.edge_offsets[p];
-    mine.insert(mine.end(), {g.num_inner, static_cast<int64_t>(g.nid.size()) - g.num_inner,
-                             inner_edges, static_cast<int64_t>(g.indices.size()), g.cut_edges});
+  std::vector<int64_t> fields;
+  for (const PartStats& p : mine) {
+    fields.insert(fields.end(),
+                  {p.inner_nodes, p.halo_nodes, p.inner_edges, p.local_edges, p.cut_edges});
   }
   std::vector<int64_t> all(static_cast<size_t>(layout.num_parts) * kFields);
-  RETURN_IF_ERROR(comm.AllGather(mine.data(), mine.size() * sizeof(int64_t), all.data()));
+  RETURN_IF_ERROR(comm.AllGather(fields.data(), fields.size() * sizeof(int64_t), all.data()));
   std::vector<PartStats> stats(layout.num_parts);
   for (int p = 0; p < layout.num_parts; ++p) {
     const int64_t* f = &all[static_cast<size_t>(p) * kFields];
@@ -198,14 +200,13 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   RETURN_IF_ERROR(steps.End(home_part.status()));
 
   RETURN_IF_ERROR(steps.Start("shuffle"));
+  if (o.part_method == PartMethod::kMetis) {  // Freed for PT-Scotch; read again.
+    edges = ReadEdges(*g, layout.reads[layout.rank], layout.reads[layout.rank + 1]);
+    RETURN_IF_ERROR(Agree(comm, edges.status()));
+  }
   StatusOr<Shuffled> shuffled =
       internal::Reshuffle(comm, *g, layout, std::move(*home_part), std::move(*edges));
   RETURN_IF_ERROR(steps.End(shuffled.status()));
-
-  RETURN_IF_ERROR(steps.Start("halo"));
-  StatusOr<std::vector<LocalGraph>> graphs =
-      internal::BuildLocalGraphs(comm, layout, *shuffled, o.num_hops);
-  RETURN_IF_ERROR(steps.End(graphs.status()));
 
   // From here on, a failure removes what this run wrote.
   std::vector<std::string> part_dirs;
@@ -221,16 +222,23 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
     }
     return st;
   };
-  if (Status started = steps.Start("write"); !started.ok()) return cleanup(started);
   const bool typed = g->ntypes.size() > 1 || g->relations.size() > 1;
+  // Each part's graph is written as soon as it is built.
+  if (Status started = steps.Start("halo"); !started.ok()) return cleanup(started);
+  StatusOr<std::vector<PartStats>> mine = internal::BuildLocalGraphs(
+      comm, layout, *shuffled, o.num_hops, [&](int p, const LocalGraph& graph) {
+        const std::string& dir = part_dirs[p - layout.first_part()];
+        RETURN_IF_ERROR(RemoveAll(dir));
+        return internal::WriteLocalGraph(dir + "/graph", graph, shuffled->ids, typed);
+      });
+  if (Status st = steps.End(mine.status()); !st.ok()) return cleanup(st);
+  // What the arrays and mappings do not need.
+  internal::Free(shuffled->edges.in_ptr);
+  internal::Free(shuffled->edges.src);
+  internal::Free(shuffled->edges.eid);
+
+  if (Status started = steps.Start("write"); !started.ok()) return cleanup(started);
   Status st;
-  for (size_t i = 0; i < part_dirs.size() && st.ok(); ++i) {
-    st = RemoveAll(part_dirs[i]);
-    if (st.ok()) {
-      st = internal::WriteLocalGraph(part_dirs[i] + "/graph", (*graphs)[i], shuffled->ids, typed);
-    }
-  }
-  if (st = Agree(comm, st); !st.ok()) return cleanup(st);
   StatusOr<internal::ArrayNames> names =
       internal::WriteArrays(comm, *g, layout, *shuffled, part_dirs);
   if (!names.ok()) return cleanup(names.status());
@@ -238,7 +246,7 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
     st = internal::WriteMappings(comm, *shuffled, g->num_nodes(), g->num_edges(), out_path);
     if (!st.ok()) return cleanup(st);
   }
-  StatusOr<std::vector<PartStats>> stats = GatherStats(comm, layout, *graphs, shuffled->ids);
+  StatusOr<std::vector<PartStats>> stats = GatherStats(comm, layout, *mine);
   if (!stats.ok()) return cleanup(stats.status());
   result.parts = *stats;
   for (const PartStats& part : result.parts) result.edge_cut += part.cut_edges;

@@ -29,37 +29,77 @@ Status WriteValues(const std::string& path, const std::vector<T>& values) {
   return WriteValues(path, std::span<const T>(values));
 }
 
-// This rank's rows of one array: the rows it read, moved to their owners.
-// `dest` is the owner rank of every read row; `arrival` lists, for every
-// owned row in the order the owners keep them, its original id -- rows
-// arrive ordered by original id, so sorting `arrival` gives where each goes.
-StatusOr<Array> MoveRows(Comm& comm, const Array& read, std::span<const int32_t> dest,
-                         std::span<const int64_t> arrival) {
+// This rank's rows of one array: rows [lo, hi) of `array`, which this rank
+// reads, moved to their owners, in pieces of at most kRoundBytes, so that
+// besides the owned rows only one piece's copies exist. `dest` is the owner
+// rank of every read row; `arrival` lists, for every owned row in the order
+// the owners keep them, its original id, and `read_bounds` (ranks + 1) the
+// original ids every rank reads: a rank's rows arrive in increasing original
+// id, so the k-th row from rank r goes to the k-th owned row (by original id)
+// at or above read_bounds[r].
+StatusOr<Array> MoveRows(Comm& comm, const ChunkedArray& array, int64_t lo, int64_t hi,
+                         std::span<const int32_t> dest, std::span<const int64_t> arrival,
+                         std::span<const int64_t> read_bounds) {
   const int num_ranks = comm.size();
-  const size_t row_bytes = read.row_bytes();
-  Packing packing = PackBy(dest, num_ranks);
-  std::vector<char> packed(packing.order.size() * row_bytes);
-  for (size_t k = 0; k < packing.order.size(); ++k) {
-    read.CopyRow(packing.order[k], packed.data() + k * row_bytes);
-  }
-  std::vector<int64_t> bytes(packing.counts);
-  for (int64_t& b : bytes) b *= static_cast<int64_t>(row_bytes);
-  ASSIGN_OR_RETURN(Received<char> got, Exchange<char>(comm, packed, bytes));
-  Free(packed);
-  std::vector<int64_t> shape = read.shape();
-  shape[0] = static_cast<int64_t>(arrival.size());
-  Array rows = Array::Empty(read.dtype(), shape);
-  if (got.data.size() != arrival.size() * row_bytes) {
-    return absl::InternalError("owned rows and received rows disagree");
-  }
+  std::vector<int64_t> shape = array.row_shape;
+  shape.insert(shape.begin(), static_cast<int64_t>(arrival.size()));
+  Array rows = Array::Empty(array.dtype, shape);
+  const int64_t row_bytes = static_cast<int64_t>(rows.row_bytes());
   std::vector<int64_t> order(arrival.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
   std::sort(order.begin(), order.end(),
             [&](int64_t x, int64_t y) { return arrival[x] < arrival[y]; });
-  char* out = static_cast<char*>(rows.mutable_data());
-  for (size_t k = 0; k < order.size(); ++k) {
-    std::memcpy(out + order[k] * row_bytes, got.data.data() + k * row_bytes, row_bytes);
+  std::vector<int64_t> next(num_ranks), limit(num_ranks);  // Positions in `order`.
+  for (int r = 0; r < num_ranks; ++r) {
+    auto at = [&](int64_t id) {
+      return std::partition_point(order.begin(), order.end(),
+                                  [&](int64_t k) { return arrival[k] < id; }) -
+             order.begin();
+    };
+    next[r] = at(read_bounds[r]);
+    limit[r] = at(read_bounds[r + 1]);
   }
+  const int64_t per_round = std::max<int64_t>(1, kRoundBytes / std::max<int64_t>(1, row_bytes));
+  ASSIGN_OR_RETURN(int64_t rounds, AllMax(comm, (hi - lo + per_round - 1) / per_round));
+  char* out = static_cast<char*>(rows.mutable_data());
+  Status read_status;
+  bool fits = true;
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t b = std::min(hi, lo + round * per_round), e = std::min(hi, b + per_round);
+    std::vector<char> packed;
+    std::vector<int64_t> bytes(num_ranks, 0);
+    if (e > b && read_status.ok()) {  // After a failed read, this rank sends nothing.
+      StatusOr<Array> piece = ReadRows(array, b, e);
+      if (piece.ok()) {
+        Packing packing = PackBy(dest.subspan(b - lo, e - b), num_ranks);
+        packed.resize(packing.order.size() * row_bytes);
+        for (size_t k = 0; k < packing.order.size(); ++k) {
+          piece->CopyRow(packing.order[k], packed.data() + k * row_bytes);
+        }
+        for (int r = 0; r < num_ranks; ++r) bytes[r] = packing.counts[r] * row_bytes;
+      } else {
+        read_status = piece.status();
+      }
+    }
+    ASSIGN_OR_RETURN(Received<char> got, Exchange<char>(comm, packed, bytes));
+    Free(packed);
+    const char* from = got.data.data();
+    for (int r = 0; r < num_ranks; ++r) {
+      for (int64_t k = 0; k < got.counts[r] / row_bytes; ++k, from += row_bytes) {
+        if (next[r] >= limit[r]) {
+          fits = false;
+          continue;
+        }
+        std::memcpy(out + order[next[r]++] * row_bytes, from, row_bytes);
+      }
+    }
+  }
+  RETURN_IF_ERROR(Agree(comm, read_status));
+  for (int r = 0; r < num_ranks && fits; ++r) fits = next[r] == limit[r];
+  RETURN_IF_ERROR(Agree(comm, fits ? absl::OkStatus()
+                                   : absl::InternalError(StrCat(array.name,
+                                                                ": owned rows and received "
+                                                                "rows disagree"))));
   return rows;
 }
 
@@ -181,10 +221,11 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
         bounds.push_back(bounds.back() + c);
       }
       const std::string type = node ? graph.ntypes[t] : graph.relations[t].type.Canonical();
+      // Original ids (as `arrival`) each rank reads.
+      const std::vector<int64_t>& rank_bounds = node ? layout.home : layout.reads;
       for (const ChunkedArray& array : per_type[t]) {
-        StatusOr<Array> read = ReadRows(array, lo - type_offsets[t], hi - type_offsets[t]);
-        RETURN_IF_ERROR(Agree(comm, read.status()));
-        ASSIGN_OR_RETURN(Array rows, MoveRows(comm, *read, dest, arrival));
+        ASSIGN_OR_RETURN(Array rows, MoveRows(comm, array, lo - type_offsets[t],
+                                              hi - type_offsets[t], dest, arrival, rank_bounds));
         const std::string name = typed ? type + "/" + array.name : array.name;
         Status written;
         for (int p = first_part; p < end_part && written.ok(); ++p) {

@@ -16,7 +16,8 @@
 namespace tessera::dpart::internal {
 
 // Item order[k] is the k-th in the packed order: items grouped by
-// destination (rank 0's first), in their own order within a group.
+// destination (rank 0's first), in their own order within a group. Items
+// with a negative destination are not sent (not in `order`).
 struct Packing {
   std::vector<int64_t> counts;  // Items per destination.
   std::vector<int64_t> order;
@@ -25,11 +26,15 @@ struct Packing {
 inline Packing PackBy(std::span<const int32_t> dest, int num_ranks) {
   Packing p;
   p.counts.assign(num_ranks, 0);
-  for (int32_t d : dest) ++p.counts[d];
+  for (int32_t d : dest) {
+    if (d >= 0) ++p.counts[d];
+  }
   std::vector<int64_t> next(num_ranks, 0);
   for (int r = 1; r < num_ranks; ++r) next[r] = next[r - 1] + p.counts[r - 1];
-  p.order.resize(dest.size());
-  for (size_t i = 0; i < dest.size(); ++i) p.order[next[dest[i]]++] = static_cast<int64_t>(i);
+  p.order.resize(next[num_ranks - 1] + p.counts[num_ranks - 1]);
+  for (size_t i = 0; i < dest.size(); ++i) {
+    if (dest[i] >= 0) p.order[next[dest[i]]++] = static_cast<int64_t>(i);
+  }
   return p;
 }
 
@@ -57,18 +62,23 @@ void Free(std::vector<T>& v) {
   std::vector<T>().swap(v);
 }
 
-// Bytes a rank packs per round in ExchangeInRounds.
-constexpr int64_t kRoundBytes = 64 << 20;
+// Bytes a rank packs per round in ExchangeInRounds (and ids per round of
+// LookUp times 8): a round's copies (packed, received, order) are a bounded
+// extra on top of what a step holds.
+constexpr int64_t kRoundBytes = 16 << 20;
 
-// Sends make(i) to rank dest[i] for every item i, in rounds of at most
-// kRoundBytes per rank, so that only one round's packed copy exists at a
-// time. Returns what this rank received: by round, then by source.
+// Sends make(i) to rank dest[i] for every item i (none when dest[i] < 0),
+// in rounds of at most kRoundBytes per rank, so that only one round's packed
+// copy exists at a time. Returns what this rank received: by round, then by
+// source.
 template <typename T, typename Make>
 StatusOr<std::vector<T>> ExchangeInRounds(Comm& comm, std::span<const int32_t> dest, Make make) {
   const int64_t batch = std::max<int64_t>(1, kRoundBytes / static_cast<int64_t>(sizeof(T)));
   const int64_t n = static_cast<int64_t>(dest.size());
   std::vector<int64_t> totals(comm.size(), 0);
-  for (int32_t d : dest) ++totals[d];
+  for (int32_t d : dest) {
+    if (d >= 0) ++totals[d];
+  }
   ASSIGN_OR_RETURN(std::vector<int64_t> incoming, ExchangeCounts(comm, totals));
   int64_t expected = 0;
   for (int64_t c : incoming) expected += c;
