@@ -210,27 +210,41 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
       block.homo_src_nodes[t].reserve(block.homo_src_nodes[t].size() + room[t]);
     }
   }
+  // The next seed at or after the current source, and the node range of
+  // the last source that is not a seed, in locals (see the check pass).
   size_t k = 0;  // Into sorted_seeds.
-  int64_t current = -1, index = -1;
-  int type = -1;
+  auto next_seed = [&] { return k < n_dst ? seed_id(k) : INT64_MAX; };
+  int64_t seed_at = next_seed();
+  int64_t current = -1, packed_index = 0;
+  int64_t node_start = 0, node_end = 0, node_offset = 0;
+  int node_type = 0;
   for (uint64_t packed : sorted_src) {
     const int64_t id = static_cast<int64_t>(packed >> edge_bits);
     if (id != current) {
       current = id;
-      while (k < n_dst && seed_id(k) < id) ++k;
-      if (k < n_dst && seed_id(k) == id) {
+      while (seed_at < id) {
+        ++k;
+        seed_at = next_seed();
+      }
+      if (seed_at == id) {
         const size_t i = sorted_seeds[k] & position_mask;
-        type = seed_type[i];
-        index = seed_index[i];
+        packed_index = seed_index[i] | (static_cast<int64_t>(seed_type[i]) << kTypeShift);
       } else {
-        const TypeIndex::Range& range = node_index.Find(id);
-        type = range.type;
-        index = static_cast<int64_t>(block.src_nodes[type].size());
-        block.src_nodes[type].push_back(id - range.start + range.base);
-        block.homo_src_nodes[type].push_back(id);
+        if (id < node_start || id >= node_end) {
+          const TypeIndex::Range& range = node_index.Find(id);
+          node_start = range.start;
+          node_end = range.end;
+          node_offset = range.base - range.start;
+          node_type = range.type;
+        }
+        std::vector<int64_t>& per_type = block.src_nodes[node_type];
+        packed_index = static_cast<int64_t>(per_type.size()) |
+                       (static_cast<int64_t>(node_type) << kTypeShift);
+        per_type.push_back(id + node_offset);
+        block.homo_src_nodes[node_type].push_back(id);
       }
     }
-    src_index[packed & edge_mask] = index | (static_cast<int64_t>(type) << kTypeShift);
+    src_index[packed & edge_mask] = packed_index;
   }
   // Each edge into its relation, with its destination's index (edges come
   // grouped by destination, mostly in seed order: the next seed is tried
