@@ -77,7 +77,7 @@ class HeteroLoaderTest : public ::testing::Test {
     Edges all = AllEdges(store);
     const int T = book.num_ntypes(), R = book.num_etypes();
     // The seeds, by type, in seed order.
-    std::vector<std::vector<int64_t>> seeds(T);
+    std::vector<UninitVector<int64_t>> seeds(T);
     for (int64_t s : batch.seeds) {
       auto [t, id] = book.MapToPerNtype(s);
       seeds[t].push_back(id);

@@ -199,17 +199,30 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
     return absl::InvalidArgumentError(fmt::format("to_block: {} edges are too many", n_edges));
   }
   UninitVector<int64_t> src_index(n_edges);
-  // Room in the sources of each type for the edges whose relation starts
-  // at that type (a wrongly typed source, which the scatter below reports,
-  // may still exceed it).
+  // The sources of each type so far (its seeds first): the arrays are
+  // sized for the edges whose relation starts at that type, grown if a
+  // wrongly typed source (which the scatter below reports) exceeds that,
+  // and cut at the end. The current type's are written through locals.
+  std::vector<int64_t> num_src(num_ntypes);
   {
     std::vector<int64_t> room(num_ntypes, 0);
     for (int r = 0; r < num_etypes; ++r) room[src_type[r]] += per_relation[r];
     for (int t = 0; t < num_ntypes; ++t) {
-      block.src_nodes[t].reserve(block.src_nodes[t].size() + room[t]);
-      block.homo_src_nodes[t].reserve(block.homo_src_nodes[t].size() + room[t]);
+      num_src[t] = static_cast<int64_t>(block.src_nodes[t].size());
+      block.src_nodes[t].resize(num_src[t] + room[t]);
+      block.homo_src_nodes[t].resize(num_src[t] + room[t]);
     }
   }
+  int out_type = -1;
+  int64_t *out_src = nullptr, *out_homo = nullptr, out_size = 0, out_room = 0;
+  auto write_to = [&](int t) {
+    if (out_type >= 0) num_src[out_type] = out_size;
+    out_type = t;
+    out_size = num_src[t];
+    out_room = static_cast<int64_t>(block.src_nodes[t].size());
+    out_src = block.src_nodes[t].data();
+    out_homo = block.homo_src_nodes[t].data();
+  };
   // The next seed at or after the current source, and the node range of
   // the last source that is not a seed, in locals (see the check pass).
   size_t k = 0;  // Into sorted_seeds.
@@ -237,14 +250,24 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
           node_offset = range.base - range.start;
           node_type = range.type;
         }
-        std::vector<int64_t>& per_type = block.src_nodes[node_type];
-        packed_index = static_cast<int64_t>(per_type.size()) |
-                       (static_cast<int64_t>(node_type) << kTypeShift);
-        per_type.push_back(id + node_offset);
-        block.homo_src_nodes[node_type].push_back(id);
+        if (node_type != out_type) write_to(node_type);
+        if (out_size == out_room) {
+          const size_t grown = 2 * static_cast<size_t>(out_room) + 16;
+          block.src_nodes[out_type].resize(grown);
+          block.homo_src_nodes[out_type].resize(grown);
+          write_to(out_type);
+        }
+        out_src[out_size] = id + node_offset;
+        out_homo[out_size] = id;
+        packed_index = out_size++ | (static_cast<int64_t>(node_type) << kTypeShift);
       }
     }
     src_index[packed & edge_mask] = packed_index;
+  }
+  if (out_type >= 0) num_src[out_type] = out_size;
+  for (int t = 0; t < num_ntypes; ++t) {
+    block.src_nodes[t].resize(num_src[t]);
+    block.homo_src_nodes[t].resize(num_src[t]);
   }
   // Each edge into its relation, with its destination's index (edges come
   // grouped by destination, mostly in seed order: the next seed is tried

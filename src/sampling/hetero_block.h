@@ -46,9 +46,9 @@ struct HeteroBlockEdges {
 
 struct HeteroBlock {
   // One entry per node type (the book's type-id order).
-  std::vector<std::vector<int64_t>> dst_nodes;       // Per-type ids.
-  std::vector<std::vector<int64_t>> src_nodes;       // Per-type ids; dst_nodes[t] first.
-  std::vector<std::vector<int64_t>> homo_src_nodes;  // Global ids of src_nodes[t].
+  std::vector<UninitVector<int64_t>> dst_nodes;       // Per-type ids.
+  std::vector<UninitVector<int64_t>> src_nodes;       // Per-type ids; dst_nodes[t] first.
+  std::vector<UninitVector<int64_t>> homo_src_nodes;  // Global ids of src_nodes[t].
   std::vector<HeteroBlockEdges> edges;               // One entry per relation.
 
   int num_ntypes() const { return static_cast<int>(dst_nodes.size()); }

@@ -89,10 +89,10 @@ TEST(HeteroBlockTest, PerTypeNodesDstFirstThenById) {
   std::vector<int64_t> eid = {8, 1, 10, 22, 25, 29, 30};
   auto b = ToHeteroBlock(book, seeds, src, dst, eid);
   ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ(b->dst_nodes, (std::vector<std::vector<int64_t>>{{0}, {1}, {0}}));
+  EXPECT_EQ(b->dst_nodes, (std::vector<UninitVector<int64_t>>{{0}, {1}, {0}}));
   // Users: u0 (a seed), then u1, u3 by id; items: i1 (a seed), then i0, i2.
-  EXPECT_EQ(b->src_nodes, (std::vector<std::vector<int64_t>>{{0, 1, 3}, {1, 0, 2}, {0}}));
-  EXPECT_EQ(b->homo_src_nodes, (std::vector<std::vector<int64_t>>{{0, 1, 3}, {5, 4, 6}, {8}}));
+  EXPECT_EQ(b->src_nodes, (std::vector<UninitVector<int64_t>>{{0, 1, 3}, {1, 0, 2}, {0}}));
+  EXPECT_EQ(b->homo_src_nodes, (std::vector<UninitVector<int64_t>>{{0, 1, 3}, {5, 4, 6}, {8}}));
   EXPECT_EQ(b->edges[0].src, (UninitVector<int64_t>{2, 0}));  // buys: u3, u0 -> i1.
   EXPECT_EQ(b->edges[0].dst, (UninitVector<int64_t>{0, 0}));
   EXPECT_EQ(b->edges[0].eids, (UninitVector<int64_t>{8, 1}));
