@@ -288,8 +288,9 @@ int64_t MaxEdges(const CscView& csc, std::span<const int64_t> seeds, const Sampl
   return total;
 }
 
-// Sampled edges appended in place: the vectors grow geometrically (so
-// zero-filled rarely) and are cut to `size` at the end.
+// Sampled edges appended in place: the arrays are sized once, without a
+// zero fill, from MaxEdges (pages past what is written are never touched),
+// would grow geometrically past it, and are cut to `size` at the end.
 struct EdgeSink {
   SampledEdges edges;
   size_t size = 0;
