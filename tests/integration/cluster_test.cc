@@ -8,11 +8,17 @@
 //   * copy-files, then GraphSAGE training end to end across the hosts;
 //   * kill -9 of a trainer, kill -9 of a server, SIGINT to the launcher: each
 //     time the launcher exits non-zero within 30 s, and no process of the job
-//     and no shared-memory segment of it remains on either host.
+//     and no shared-memory segment of it remains on either host;
+//   * `tessera mpi-partition` under Open MPI's mpirun across the hosts (its
+//     ssh launcher with the test's key, TCP over the veth link), 2 and 4
+//     ranks: random output byte-identical to `tessera partition`, METIS
+//     checked edge by edge; a failing or killed rank on the second host ends
+//     the job non-zero, naming it, with no config and nothing left running.
 // The namespaces share this machine's file system, process table and
-// /dev/shm, so "on either host" is checked once for both. The test skips
-// (with the reason) where namespaces or sshd are unavailable, and removes
-// its namespaces whatever happens.
+// /dev/shm, so "on either host" is checked once for both. The tests skip
+// (with the reason) where namespaces or sshd are unavailable (the MPI one
+// also where mpirun is not Open MPI's), and remove their namespaces and
+// whatever still runs in them whatever happens.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,10 +30,12 @@
 #include <tuple>
 
 #include "gtest/gtest.h"
+#include "src/base/strings.h"
 #include "src/base/test_util.h"
 #include "src/base/time.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/process.h"
+#include "tests/integration/partition_check.h"
 
 namespace tessera {
 namespace {
@@ -46,6 +54,13 @@ std::string Program(const std::string& name) {
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    SetUpHosts();
+    if (IsSkipped() || HasFatalFailure()) return;
+    SetUpJob();
+  }
+
+  // The two hosts: namespaces, veth link, addresses, keys and sshds.
+  void SetUpHosts() {
     if (geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
     if (!fs::exists("/usr/sbin/sshd")) GTEST_SKIP() << "sshd is not installed (openssh-server)";
     const std::string tag = std::to_string(getpid() % 100000);
@@ -106,7 +121,10 @@ class ClusterTest : public ::testing::Test {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     }
-    // The job: Cora in 2 parts, copied to the hosts' workspace.
+  }
+
+  // The job: Cora in 2 parts, copied to the hosts' workspace.
+  void SetUpJob() {
     std::string parts = kv::testing::PartitionCora(*dir_ / "parts", 2);
     std::ofstream(*dir_ / "ip_config.txt") << ip_[0] << " 30050\n" << ip_[1] << " 30050\n";
     fs::create_directories(*dir_ / "scripts");
@@ -142,6 +160,10 @@ class ClusterTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    // Whatever a failed test left on the hosts, then the sshds.
+    for (int h = 0; h < created_; ++h) {
+      for (const auto& [pid, cmdline] : HostProcesses(h)) kill(pid, SIGKILL);
+    }
     sshd_.clear();  // Stops them.
     for (int h = 0; h < created_; ++h) Shell("ip netns del " + ns_[h]);
   }
@@ -197,6 +219,22 @@ class ClusterTest : public ::testing::Test {
       EXPECT_EQ(entry.path().filename().string().find(job), std::string::npos)
           << entry.path() << " remains";
     }
+  }
+  // The processes of host `h` (pid, command line) but its sshd listener.
+  std::vector<std::pair<pid_t, std::string>> HostProcesses(int h) const {
+    std::vector<std::pair<pid_t, std::string>> found;
+    FILE* pipe = popen(("ip netns pids " + ns_[h] + " 2>/dev/null").c_str(), "r");
+    if (pipe == nullptr) return found;
+    int pid = 0;
+    while (fscanf(pipe, "%d", &pid) == 1) {
+      if (h < static_cast<int>(sshd_.size()) && pid == sshd_[h].pid()) continue;
+      std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      found.emplace_back(pid, cmdline);
+    }
+    pclose(pipe);
+    return found;
   }
   // Kills (SIGKILL) the processes of host `h` whose command line contains
   // every one of `words`.
@@ -323,6 +361,201 @@ TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {
       EXPECT_NE(out.find("interrupted"), std::string::npos) << out;
     }
     ExpectNothingLeft(job);
+  }
+}
+
+// `tessera mpi-partition` with Open MPI across the two hosts: mpirun in the
+// first namespace starts the second host's ranks through its ssh launcher
+// (the test's key) and the ranks talk TCP over the veth link.
+class MpiClusterTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    testing::ShellRun version = testing::RunShell(std::string(TESSERA_MPIRUN) + " --version");
+    if (version.exit_code != 0 || version.output.find("Open MPI") == std::string::npos) {
+      GTEST_SKIP() << TESSERA_MPIRUN << " is not Open MPI's mpirun: " << version.output;
+    }
+    SetUpHosts();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // The graph of mpi_partition_test, chunked, and its single-process
+    // random partition.
+    for (const std::string& args :
+         {"generate --out " + *dir_ / "g" +
+              " --nodes 2000 --edges 8000 --feat-dim 4 --classes 3 --threads 1",
+          "chunk --input " + *dir_ / "g" + " --out " + *dir_ / "chunked" +
+              " --num-chunks 3 --graph-name g",
+          "partition --input " + *dir_ / "g" + " --graph-name g --num-parts 4 " +
+              "--part-method random --seed 3 --num-hops 2 --return-mapping --out " +
+              *dir_ / "serial"}) {
+      testing::ShellRun run = testing::RunShell(testing::TesseraBinary() + " " + args);
+      ASSERT_EQ(run.exit_code, 0) << args << "\n" << run.output;
+    }
+  }
+
+  // What mpirun needs to start ranks on the other host and reach them.
+  std::vector<std::string> MpirunOptions() const {
+    const std::string subnet = subnet_ + "0/24";
+    return {"--allow-run-as-root",
+            "--mca",
+            "plm_rsh_agent",
+            "ssh -o BatchMode=yes -o IdentityFile=" + *dir_ / "id" +
+                " -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+            "--mca",
+            "btl",
+            "self,tcp",
+            "--mca",
+            "btl_tcp_if_include",
+            subnet,
+            "--mca",
+            "oob_tcp_if_include",
+            subnet};
+  }
+  // `mpirun -np 2*per_host`, `per_host` ranks on each host, of `program`
+  // (default: `tessera mpi-partition`) with `args` (split at spaces).
+  std::vector<std::string> Mpirun(int per_host, const std::string& args,
+                                  std::vector<std::string> program = {}) const {
+    std::vector<std::string> argv = {TESSERA_MPIRUN, "-np", std::to_string(2 * per_host), "--host",
+                                     StrCat(ip_[0], ":", per_host, ",", ip_[1], ":", per_host)};
+    for (const std::string& option : MpirunOptions()) argv.push_back(option);
+    if (program.empty()) program = {testing::TesseraBinary(), "mpi-partition"};
+    argv.insert(argv.end(), program.begin(), program.end());
+    for (std::string_view arg : SplitString(args, ' ')) argv.emplace_back(arg);
+    return argv;
+  }
+  // Runs `argv` in the first namespace: its exit code, its output in `log`.
+  // Past `seconds` it fails the test and kills the run's process group and
+  // whatever runs on the hosts (Open MPI waits forever on a filtered port).
+  int Run(const std::vector<std::string>& argv, const std::string& log, double seconds = 120) {
+    auto p = launcher::Process::Spawn({.argv = InNamespace(argv), .log_path = log});
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return -1;
+    auto code = p->Wait(Deadline::InSeconds(seconds));
+    if (code.ok()) return *code;
+    ADD_FAILURE() << "still running after " << seconds << " s: " << StrJoin(argv, " ") << "\n"
+                  << testing::ReadAll(log);
+    kill(-p->pid(), SIGKILL);
+    for (int h = 0; h < 2; ++h) {
+      for (const auto& [pid, cmdline] : HostProcesses(h)) kill(pid, SIGKILL);
+    }
+    return -1;
+  }
+  // Nothing but the sshd listeners remains on either host (within 10 s: the
+  // remote orted exits when it sees mpirun's connection close).
+  void ExpectHostsIdle() const {
+    Deadline deadline = Deadline::InSeconds(10);
+    std::string left;
+    do {
+      left.clear();
+      for (int h = 0; h < 2; ++h) {
+        for (const auto& [pid, cmdline] : HostProcesses(h)) {
+          left += StrCat("host ", h, ": ", pid, " ", cmdline, "\n");
+        }
+      }
+      if (left.empty()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    } while (!deadline.Expired());
+    ADD_FAILURE() << "processes remain:\n" << left;
+  }
+};
+
+TEST_F(MpiClusterTest, PartitionsAcrossHostsAndStopsWhenARemoteRankDies) {
+  const std::string input = *dir_ / "chunked";
+  const auto expected = testing::ReadTree(*dir_ / "serial");
+  // 0. The ranks run on both hosts: two in each host's network namespace.
+  {
+    const std::string log = *dir_ / "where.log";
+    ASSERT_EQ(Run(Mpirun(2, "/proc/self/ns/net", {"/usr/bin/readlink"}), log), 0)
+        << testing::ReadAll(log);
+    const std::string text = testing::ReadAll(log);
+    for (int h = 0; h < 2; ++h) {
+      const std::string net =
+          fs::read_symlink("/proc/" + std::to_string(sshd_[h].pid()) + "/ns/net").string();
+      size_t count = 0;
+      for (size_t at = text.find(net); at != std::string::npos; at = text.find(net, at + 1)) {
+        ++count;
+      }
+      EXPECT_EQ(count, 2u) << "host " << h << " (" << net << "):\n" << text;
+    }
+    ExpectHostsIdle();
+  }
+  // 1. Random: byte-identical to the single process, with one rank per host
+  // (mpirun --host) and two per host (the --ranks wrapper with a hostfile).
+  std::ofstream(*dir_ / "hostfile") << ip_[0] << " slots=2\n" << ip_[1] << " slots=2\n";
+  for (int per_host : {1, 2}) {
+    SCOPED_TRACE(per_host);
+    const std::string out = *dir_ / StrCat("random", per_host), log = out + ".log";
+    const std::string args = "--input " + input +
+                             " --num-parts 4 --part-method random --seed 3 --num-hops 2 "
+                             "--return-mapping --out " +
+                             out;
+    std::vector<std::string> argv;
+    if (per_host == 1) {
+      argv = Mpirun(1, args);
+    } else {
+      argv = {testing::TesseraBinary(), "mpi-partition", "--ranks",     "4", "--hostfile",
+              *dir_ / "hostfile",       "--mpirun",      TESSERA_MPIRUN};
+      for (const std::string& option : MpirunOptions()) {
+        if (option != "--allow-run-as-root") argv.push_back("--mpirun-arg=" + option);
+      }
+      for (std::string_view arg : SplitString(args, ' ')) argv.emplace_back(arg);
+    }
+    Stopwatch watch;
+    ASSERT_EQ(Run(argv, log), 0) << testing::ReadAll(log);
+    std::cout << 2 * per_host << " ranks, random: " << watch.Seconds() << " s\n";
+    const auto actual = testing::ReadTree(out);
+    ASSERT_EQ(actual.size(), expected.size());
+    for (const auto& [name, bytes] : expected) {
+      ASSERT_TRUE(actual.count(name)) << name;
+      EXPECT_TRUE(actual.at(name) == bytes) << name << " differs";
+    }
+    ExpectHostsIdle();
+  }
+  // 2. METIS (PT-Scotch across the hosts): a valid partition, checked edge
+  // by edge against the input.
+  for (int per_host : {1, 2}) {
+    SCOPED_TRACE(per_host);
+    const std::string out = *dir_ / StrCat("metis", per_host), log = out + ".log";
+    Stopwatch watch;
+    ASSERT_EQ(Run(Mpirun(per_host, "--input " + input +
+                                       " --num-parts 4 --balance-ntypes train_mask "
+                                       "--return-mapping --out " +
+                                       out),
+                  log),
+              0)
+        << testing::ReadAll(log);
+    std::cout << 2 * per_host << " ranks, metis: " << watch.Seconds() << " s\n";
+    testing::CheckAgainstInput(out + "/g.json", *dir_ / "g");
+    testing::ShellRun inspect =
+        testing::RunShell(testing::TesseraBinary() + " inspect " + out + "/g.json");
+    EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
+    EXPECT_NE(inspect.output.find("2000 nodes, 16000 edges, 4 parts"), std::string::npos)
+        << inspect.output;
+    ExpectHostsIdle();
+  }
+  // 3. The rank on the second host fails, then is killed mid-shuffle: the
+  // job ends non-zero within 30 s naming rank 1 (and the host it ran on),
+  // with no config, and nothing remains on either host.
+  for (const std::string fail_at : {"halo:1", "shuffle:1:kill"}) {
+    SCOPED_TRACE(fail_at);
+    const std::string out = *dir_ / "failed", log = *dir_ / (fail_at + ".log");
+    Stopwatch watch;
+    const int code =
+        Run(Mpirun(1, "--input " + input + " --num-parts 4 --part-method random --out " + out +
+                          " --fail-at " + fail_at),
+            log, 60);
+    const std::string text = testing::ReadAll(log);
+    EXPECT_NE(code, 0) << text;
+    EXPECT_LT(watch.Seconds(), 30) << text;
+    std::cout << fail_at << ": exit " << code << " after " << watch.Seconds() << " s\n";
+    if (fail_at == "halo:1") {
+      EXPECT_NE(text.find("error: rank 1 of 2: failure injected at step halo"), std::string::npos)
+          << text;
+    } else {
+      EXPECT_NE(text.find("rank 1 with PID"), std::string::npos) << text;
+      EXPECT_NE(text.find("on node " + ip_[1]), std::string::npos) << text;
+      EXPECT_NE(text.find("signal 9"), std::string::npos) << text;
+    }
+    EXPECT_FALSE(fs::exists(out + "/g.json"));
+    ExpectHostsIdle();
   }
 }
 
