@@ -4,6 +4,7 @@
 // starts mpirun itself, on this same command line.
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "src/base/time.h"
 #include "src/dist_partition/dist_partition.h"
 #include "src/dist_partition/mpi_comm.h"
+#include "src/launcher/ip_config.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {
@@ -28,8 +30,11 @@ struct MpiPartitionFlags {
   uint64_t seed = 0;
   // Launching.
   int ranks = 0;
-  std::string hostfile, mpirun = "mpirun";
+  std::string hostfile, ip_config, network, mpirun = "mpirun";
   std::vector<std::string> mpirun_args;
+  int ssh_port = 22;
+  std::string ssh_username;
+  std::vector<std::string> ssh_options;
   int64_t piece_mb = 16;
   bool log_all_ranks = false;
   std::string stats_json;
@@ -68,16 +73,76 @@ std::vector<std::string> RankCommand(const MpiPartitionFlags& f) {
   return args;
 }
 
+// mpirun's --host list for the machines of an ip_config (as `tessera
+// launch` reads it): ranks / machines ranks on each machine, machines that
+// share an IP (a single-host config) pooled.
+StatusOr<std::string> HostsOf(const std::string& path, int ranks) {
+  ASSIGN_OR_RETURN(launcher::IpConfig config, launcher::ReadIpConfig(path));
+  const int machines = config.num_machines();
+  if (ranks % machines != 0) {
+    return absl::InvalidArgumentError(StrCat("--ranks ", ranks, " is not a multiple of the ",
+                                             machines, " machines of ", path));
+  }
+  std::vector<std::pair<std::string, int>> hosts;
+  for (const launcher::MachineAddress& m : config.machines) {
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == m.ip; });
+    if (it == hosts.end()) {
+      hosts.emplace_back(m.ip, ranks / machines);
+    } else {
+      it->second += ranks / machines;
+    }
+  }
+  std::vector<std::string> items;
+  for (const auto& [ip, slots] : hosts) items.push_back(StrCat(ip, ":", slots));
+  return StrJoin(items, ",");
+}
+
+// The mpirun arguments that place the ranks and reach other machines:
+// --hostfile or the ip_config's hosts (else this machine only), ssh as
+// `tessera launch` runs it, TCP over --network.
+StatusOr<std::vector<std::string>> PlacementArgs(const MpiPartitionFlags& f) {
+  std::vector<std::string> args;
+  if (!f.hostfile.empty() && !f.ip_config.empty()) {
+    return absl::InvalidArgumentError("give --hostfile or --ip-config, not both");
+  }
+  if (!f.hostfile.empty()) {
+    args.insert(args.end(), {"--hostfile", f.hostfile});
+  } else if (!f.ip_config.empty()) {
+    ASSIGN_OR_RETURN(std::string hosts, HostsOf(f.ip_config, f.ranks));
+    args.insert(args.end(), {"--host", hosts});
+  } else {
+    args.push_back("--oversubscribe");  // This machine only: more ranks than cores is fine.
+  }
+  // Open MPI starts remote ranks with this command line (split at spaces).
+  std::vector<std::string> ssh = {"ssh", "-o", "BatchMode=yes", "-p", std::to_string(f.ssh_port)};
+  for (const std::string& o : f.ssh_options) ssh.insert(ssh.end(), {"-o", o});
+  if (!f.ssh_username.empty()) ssh.insert(ssh.end(), {"-l", f.ssh_username});
+  for (const std::string& word : ssh) {
+    if (word.empty() || word.find_first_of(" \t\n'\"") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          StrCat("ssh option '", word, "' is empty or has spaces or quotes, which mpirun's ssh "
+                 "agent (one command line split at spaces) cannot carry"));
+    }
+  }
+  args.insert(args.end(), {"--mca", "plm_rsh_agent", StrJoin(ssh, " ")});
+  if (!f.network.empty()) {
+    // TCP only: shared memory between ranks that Open MPI takes for one
+    // node (same host name, as containers and namespaces often have)
+    // crashes when they are not.
+    args.insert(args.end(), {"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include",
+                             f.network, "--mca", "oob_tcp_if_include", f.network});
+  }
+  return args;
+}
+
 // Replaces this process with `mpirun -np P ... <rank command>`; returns only
 // on failure.
 int ExecMpirun(const MpiPartitionFlags& f) {
   std::vector<std::string> argv = {f.mpirun, "-np", std::to_string(f.ranks)};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // Containers run as root.
-  if (!f.hostfile.empty()) {
-    argv.insert(argv.end(), {"--hostfile", f.hostfile});
-  } else {
-    argv.push_back("--oversubscribe");  // This machine only: more ranks than cores is fine.
-  }
+  StatusOr<std::vector<std::string>> placement = PlacementArgs(f);
+  if (!placement.ok()) return ReportError(placement.status());
+  argv.insert(argv.end(), placement->begin(), placement->end());
   argv.insert(argv.end(), f.mpirun_args.begin(), f.mpirun_args.end());
   for (const std::string& arg : RankCommand(f)) argv.push_back(arg);
   // Open MPI's single-copy shared memory needs ptrace rights containers lack.
@@ -202,6 +267,18 @@ Command RegisterMpiPartition(CLI::App& app) {
   sub->add_option("--ranks,-n", f->ranks,
                   "Start this many ranks with mpirun (not needed when started by mpirun)");
   sub->add_option("--hostfile", f->hostfile, "With --ranks: mpirun's hostfile (several machines)");
+  sub->add_option("--ip-config,--ip_config", f->ip_config,
+                  "With --ranks: run on the machines of this ip_config (as tessera launch), "
+                  "--ranks / machines ranks on each");
+  sub->add_option("--network", f->network,
+                  "With --ranks: the subnet (e.g. 10.0.0.0/24) or interface the ranks talk over");
+  sub->add_option("--ssh-port,--ssh_port", f->ssh_port, "With --ranks: ssh port of other machines")
+      ->capture_default_str();
+  sub->add_option("--ssh-username,--ssh_username", f->ssh_username,
+                  "With --ranks: ssh user on other machines");
+  sub->add_option("--ssh-option", f->ssh_options,
+                  "With --ranks: more ssh -o options (e.g. IdentityFile=/path/key), as tessera "
+                  "launch's");
   sub->add_option("--mpirun", f->mpirun, "With --ranks: the mpirun program")->capture_default_str();
   sub->add_option("--mpirun-arg", f->mpirun_args, "With --ranks: one more argument for mpirun");
   sub->add_option("--piece-mb", f->piece_mb, "MiB one rank sends another per round of an exchange")

@@ -478,8 +478,9 @@ TEST_F(MpiClusterTest, PartitionsAcrossHostsAndStopsWhenARemoteRankDies) {
     ExpectHostsIdle();
   }
   // 1. Random: byte-identical to the single process, with one rank per host
-  // (mpirun --host) and two per host (the --ranks wrapper with a hostfile).
-  std::ofstream(*dir_ / "hostfile") << ip_[0] << " slots=2\n" << ip_[1] << " slots=2\n";
+  // (mpirun --host) and two per host (the --ranks wrapper on the machines
+  // of an ip_config, with ssh options as `tessera launch` takes them).
+  std::ofstream(*dir_ / "ip_config") << ip_[0] << "\n" << ip_[1] << " 30060\n";
   for (int per_host : {1, 2}) {
     SCOPED_TRACE(per_host);
     const std::string out = *dir_ / StrCat("random", per_host), log = out + ".log";
@@ -491,10 +492,20 @@ TEST_F(MpiClusterTest, PartitionsAcrossHostsAndStopsWhenARemoteRankDies) {
     if (per_host == 1) {
       argv = Mpirun(1, args);
     } else {
-      argv = {testing::TesseraBinary(), "mpi-partition", "--ranks",     "4", "--hostfile",
-              *dir_ / "hostfile",       "--mpirun",      TESSERA_MPIRUN};
-      for (const std::string& option : MpirunOptions()) {
-        if (option != "--allow-run-as-root") argv.push_back("--mpirun-arg=" + option);
+      argv = {testing::TesseraBinary(),
+              "mpi-partition",
+              "--ranks",
+              "4",
+              "--ip-config",
+              *dir_ / "ip_config",
+              "--network",
+              subnet_ + "0/24",
+              "--mpirun",
+              TESSERA_MPIRUN};
+      for (const char* option : {"IdentityFile=", "StrictHostKeyChecking=no",
+                                 "UserKnownHostsFile=/dev/null", "LogLevel=ERROR"}) {
+        argv.push_back(StrCat("--ssh-option=", option,
+                              std::string_view(option) == "IdentityFile=" ? *dir_ / "id" : ""));
       }
       for (std::string_view arg : SplitString(args, ' ')) argv.emplace_back(arg);
     }

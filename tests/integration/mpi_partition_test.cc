@@ -5,6 +5,7 @@
 // naming the file or rank, and no config.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -203,6 +204,32 @@ TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("starting 2 ranks"), std::string::npos) << run.output;
   EXPECT_TRUE(LoadPartition(out / "g.json", 1).ok());
+}
+
+// The wrapper's placement flags: an ip_config whose machines do not divide
+// the ranks, both --hostfile and --ip-config, an ssh option mpirun's agent
+// cannot carry, a missing ip_config: each an error naming it, before mpirun.
+TEST_F(MpiPartitionTest, TheWrapperRefusesBadPlacementFlags) {
+  TempDir dir;
+  std::ofstream(dir / "ip_config") << "10.0.0.1\n10.0.0.2\n";
+  const std::string base = "mpi-partition --input " + *dir_ / "chunked" +
+                           " --num-parts 4 --out " + dir / "out" + " --mpirun /bin/false ";
+  struct Case {
+    std::string flags, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--ranks 3 --ip-config " + dir / "ip_config",
+            "--ranks 3 is not a multiple of the 2 machines of " + dir / "ip_config"},
+           {"--ranks 2 --ip-config " + dir / "ip_config" + " --hostfile " + dir / "ip_config",
+            "give --hostfile or --ip-config, not both"},
+           {"--ranks 2 --ip-config " + dir / "ip_config" + " '--ssh-option=IdentityFile=/a b'",
+            "ssh option 'IdentityFile=/a b' is empty or has spaces"},
+           {"--ranks 2 --ip-config " + dir / "missing", dir / "missing"}}) {
+    CliRun run = Tessera(base + c.flags);
+    EXPECT_NE(run.exit_code, 0) << c.flags;
+    EXPECT_NE(run.output.find(c.message), std::string::npos) << c.flags << "\n" << run.output;
+    EXPECT_EQ(run.output.find("starting"), std::string::npos) << run.output;
+  }
 }
 
 TEST_F(MpiPartitionTest, BadInputAndFailedRanksLeaveNoConfig) {
