@@ -35,50 +35,94 @@ constexpr int kMaxClasses = 64;  // As PartitionGraph's balance classes.
 constexpr double kImbalance = 1.03;
 
 struct HalfEdge {
-  int64_t node, neighbour, in;  // `in`: 1 if neighbour -> node is the input edge.
-  bool operator<(const HalfEdge& o) const {
-    return node != o.node ? node < o.node : neighbour < o.neighbour;
-  }
+  int64_t node, neighbour_in;  // neighbour_in: neighbour * 2, + 1 if neighbour -> node is the edge.
 };
 
 }  // namespace
 
 StatusOr<Adjacency> BuildAdjacency(Comm& comm, const Layout& layout, const EdgeSlice& edges) {
-  // Each edge u -> v: (u, v) to u's home, (v, u, in) to v's home.
+  // Each edge u -> v: (u, v) to u's home, (v, u, in) to v's home, twice:
+  // first to count every home node's half edges, then to place them in a
+  // CSR of that size (so the half edges are never all held twice).
   const size_t m = edges.src.size();
   std::vector<int32_t> dest(2 * m);
   for (size_t i = 0; i < m; ++i) {
     dest[2 * i] = layout.HomeOf(edges.src[i]);
     dest[2 * i + 1] = layout.HomeOf(edges.dst[i]);
   }
-  ASSIGN_OR_RETURN(std::vector<HalfEdge> got,
-                   ExchangeInRounds<HalfEdge>(comm, dest, [&](int64_t k) {
-                     const size_t i = k / 2;
-                     return k % 2 == 0 ? HalfEdge{edges.src[i], edges.dst[i], 0}
-                                       : HalfEdge{edges.dst[i], edges.src[i], 1};
-                   }));
-  Free(dest);
-  std::sort(got.begin(), got.end());
   const int64_t base = layout.home_begin();
   const int64_t n = layout.home_end() - base;
   Adjacency a;
+  std::vector<int64_t> start(n + 1, 0);
+  bool misplaced = false;
+  RETURN_IF_ERROR(ExchangeEachRound<int64_t>(
+      comm, dest, [&](int64_t k) { return k % 2 == 0 ? edges.src[k / 2] : edges.dst[k / 2]; },
+      [&](std::span<const int64_t> got) {
+        for (int64_t node : got) {
+          const int64_t row = node - base;
+          if (row < 0 || row >= n) {
+            misplaced = true;
+            continue;
+          }
+          ++start[row + 1];
+        }
+      }));
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<int64_t> entries(start[n]);  // neighbour_in, by row.
+  std::vector<int64_t> cursor(start.begin(), start.end() - 1);
+  RETURN_IF_ERROR(ExchangeEachRound<HalfEdge>(
+      comm, dest,
+      [&](int64_t k) {
+        const size_t i = k / 2;
+        return k % 2 == 0 ? HalfEdge{edges.src[i], edges.dst[i] * 2}
+                          : HalfEdge{edges.dst[i], edges.src[i] * 2 + 1};
+      },
+      [&](std::span<const HalfEdge> got) {
+        for (const HalfEdge& h : got) {
+          const int64_t row = h.node - base;
+          if (row < 0 || row >= n || cursor[row] >= start[row + 1]) {
+            misplaced = true;
+            continue;
+          }
+          entries[cursor[row]++] = h.neighbour_in;
+        }
+      }));
+  Free(dest);
+  Free(cursor);
+  if (misplaced) return absl::InternalError("a half edge reached the wrong home");
+  // Per row: neighbours in increasing order, one entry each (weight = half
+  // edges), no self loops; compacted in place.
   a.xadj.assign(n + 1, 0);
   a.in_degree.assign(n, 0);
-  for (size_t k = 0; k < got.size(); ++k) {
-    const HalfEdge& h = got[k];
-    const int64_t row = h.node - base;
-    if (row < 0 || row >= n) return absl::InternalError("a half edge reached the wrong home");
-    a.in_degree[row] += h.in;
-    if (h.node == h.neighbour) continue;  // No self loops for METIS.
-    if (k > 0 && got[k - 1].node == h.node && got[k - 1].neighbour == h.neighbour) {
-      ++a.adjwgt.back();
-      continue;
+  int64_t total = 0;
+  for (int64_t row = 0; row < n; ++row) {
+    std::sort(entries.begin() + start[row], entries.begin() + start[row + 1]);
+    int64_t previous = -1;
+    for (int64_t k = start[row]; k < start[row + 1]; ++k) {
+      a.in_degree[row] += entries[k] & 1;
+      const int64_t neighbour = entries[k] >> 1;
+      if (neighbour == base + row || neighbour == previous) continue;
+      previous = neighbour;
+      ++total;
     }
-    a.adjncy.push_back(h.neighbour);
-    a.adjwgt.push_back(1);
-    ++a.xadj[row + 1];
+    a.xadj[row + 1] = total;
   }
-  std::partial_sum(a.xadj.begin(), a.xadj.end(), a.xadj.begin());
+  a.adjwgt.assign(total, 0);
+  int64_t at = -1;
+  for (int64_t row = 0; row < n; ++row) {
+    int64_t previous = -1;
+    for (int64_t k = start[row]; k < start[row + 1]; ++k) {
+      const int64_t neighbour = entries[k] >> 1;
+      if (neighbour == base + row) continue;  // No self loops for METIS.
+      if (neighbour != previous) {
+        entries[++at] = neighbour;  // at < k: written behind the reading.
+        previous = neighbour;
+      }
+      ++a.adjwgt[at];
+    }
+  }
+  Free(start);
+  a.adjncy.assign(entries.begin(), entries.begin() + total);
   return a;
 }
 

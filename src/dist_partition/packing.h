@@ -68,13 +68,29 @@ void Free(std::vector<T>& v) {
 constexpr int64_t kRoundBytes = 16 << 20;
 
 // Sends make(i) to rank dest[i] for every item i (none when dest[i] < 0),
-// in rounds of at most kRoundBytes per rank, so that only one round's packed
-// copy exists at a time. Returns what this rank received: by round, then by
+// in rounds of at most kRoundBytes per rank, and hands what this rank
+// receives in each round (by source) to consume(std::span<const T>) before
+// the next round: only one round's packed and received copies exist at a time.
+template <typename T, typename Make, typename Consume>
+Status ExchangeEachRound(Comm& comm, std::span<const int32_t> dest, Make make, Consume consume) {
+  const int64_t batch = std::max<int64_t>(1, kRoundBytes / static_cast<int64_t>(sizeof(T)));
+  const int64_t n = static_cast<int64_t>(dest.size());
+  ASSIGN_OR_RETURN(int64_t rounds, AllMax(comm, (n + batch - 1) / batch));
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t begin = std::min(n, round * batch), end = std::min(n, begin + batch);
+    Packing packing = PackBy(dest.subspan(begin, end - begin), comm.size());
+    std::vector<T> packed = Pack<T>(packing, [&](int64_t i) { return make(begin + i); });
+    ASSIGN_OR_RETURN(Received<T> got, Exchange<T>(comm, packed, packing.counts));
+    Free(packed);
+    consume(std::span<const T>(got.data));
+  }
+  return absl::OkStatus();
+}
+
+// As ExchangeEachRound, keeping everything received: by round, then by
 // source.
 template <typename T, typename Make>
 StatusOr<std::vector<T>> ExchangeInRounds(Comm& comm, std::span<const int32_t> dest, Make make) {
-  const int64_t batch = std::max<int64_t>(1, kRoundBytes / static_cast<int64_t>(sizeof(T)));
-  const int64_t n = static_cast<int64_t>(dest.size());
   std::vector<int64_t> totals(comm.size(), 0);
   for (int32_t d : dest) {
     if (d >= 0) ++totals[d];
@@ -84,14 +100,9 @@ StatusOr<std::vector<T>> ExchangeInRounds(Comm& comm, std::span<const int32_t> d
   for (int64_t c : incoming) expected += c;
   std::vector<T> out;
   out.reserve(expected);
-  ASSIGN_OR_RETURN(int64_t rounds, AllMax(comm, (n + batch - 1) / batch));
-  for (int64_t round = 0; round < rounds; ++round) {
-    const int64_t begin = std::min(n, round * batch), end = std::min(n, begin + batch);
-    Packing packing = PackBy(dest.subspan(begin, end - begin), comm.size());
-    std::vector<T> packed = Pack<T>(packing, [&](int64_t i) { return make(begin + i); });
-    ASSIGN_OR_RETURN(Received<T> got, Exchange<T>(comm, packed, packing.counts));
-    out.insert(out.end(), got.data.begin(), got.data.end());
-  }
+  RETURN_IF_ERROR(ExchangeEachRound<T>(comm, dest, make, [&](std::span<const T> got) {
+    out.insert(out.end(), got.begin(), got.end());
+  }));
   return out;
 }
 
