@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <initializer_list>
 #include <cstdlib>
 #include <memory>
 
@@ -32,7 +33,7 @@ struct MpiPartitionFlags {
   int ranks = 0;
   std::string hostfile, ip_config, network, mpirun = "mpirun";
   std::vector<std::string> mpirun_args;
-  int ssh_port = 22;
+  int ssh_port = 0;  // 0: ssh's own (its config's, else 22).
   std::string ssh_username;
   std::vector<std::string> ssh_options;
   int64_t piece_mb = 16;
@@ -113,19 +114,38 @@ StatusOr<std::vector<std::string>> PlacementArgs(const MpiPartitionFlags& f) {
   } else {
     args.push_back("--oversubscribe");  // This machine only: more ranks than cores is fine.
   }
-  // Open MPI starts remote ranks with this command line (split at spaces).
-  std::vector<std::string> ssh = {"ssh", "-o", "BatchMode=yes", "-p", std::to_string(f.ssh_port)};
-  for (const std::string& o : f.ssh_options) ssh.insert(ssh.end(), {"-o", o});
-  if (!f.ssh_username.empty()) ssh.insert(ssh.end(), {"-l", f.ssh_username});
-  for (const std::string& word : ssh) {
-    if (word.empty() || word.find_first_of(" \t\n'\"") != std::string::npos) {
-      return absl::InvalidArgumentError(
-          StrCat("ssh option '", word, "' is empty or has spaces or quotes, which mpirun's ssh "
-                 "agent (one command line split at spaces) cannot carry"));
+  // An MCA parameter the wrapper sets may not come from --mpirun-arg too
+  // (mpirun refuses a parameter given twice with different values).
+  auto also_given = [&](std::initializer_list<const char*> names) -> Status {
+    for (const char* name : names) {
+      if (std::find(f.mpirun_args.begin(), f.mpirun_args.end(), name) != f.mpirun_args.end()) {
+        return absl::InvalidArgumentError(
+            StrCat("--mpirun-arg sets ", name, ", which the wrapper's own flags set too"));
+      }
     }
+    return absl::OkStatus();
+  };
+  // Open MPI starts remote ranks with this command line (split at spaces):
+  // only when told how to reach the machines, else its default ssh as the
+  // user's ssh config has it.
+  if (!f.ip_config.empty() || f.ssh_port != 0 || !f.ssh_username.empty() ||
+      !f.ssh_options.empty()) {
+    RETURN_IF_ERROR(also_given({"plm_rsh_agent"}));
+    std::vector<std::string> ssh = {"ssh", "-o", "BatchMode=yes"};
+    if (f.ssh_port != 0) ssh.insert(ssh.end(), {"-p", std::to_string(f.ssh_port)});
+    for (const std::string& o : f.ssh_options) ssh.insert(ssh.end(), {"-o", o});
+    if (!f.ssh_username.empty()) ssh.insert(ssh.end(), {"-l", f.ssh_username});
+    for (const std::string& word : ssh) {
+      if (word.empty() || word.find_first_of(" \t\n'\"") != std::string::npos) {
+        return absl::InvalidArgumentError(
+            StrCat("ssh option '", word, "' is empty or has spaces or quotes, which mpirun's ssh "
+                   "agent (one command line split at spaces) cannot carry"));
+      }
+    }
+    args.insert(args.end(), {"--mca", "plm_rsh_agent", StrJoin(ssh, " ")});
   }
-  args.insert(args.end(), {"--mca", "plm_rsh_agent", StrJoin(ssh, " ")});
   if (!f.network.empty()) {
+    RETURN_IF_ERROR(also_given({"btl", "btl_tcp_if_include", "oob_tcp_if_include"}));
     // TCP only: shared memory between ranks that Open MPI takes for one
     // node (same host name, as containers and namespaces often have)
     // crashes when they are not.
@@ -272,8 +292,9 @@ Command RegisterMpiPartition(CLI::App& app) {
                   "--ranks / machines ranks on each");
   sub->add_option("--network", f->network,
                   "With --ranks: the subnet (e.g. 10.0.0.0/24) or interface the ranks talk over");
-  sub->add_option("--ssh-port,--ssh_port", f->ssh_port, "With --ranks: ssh port of other machines")
-      ->capture_default_str();
+  sub->add_option("--ssh-port,--ssh_port", f->ssh_port,
+                  "With --ranks: ssh port of other machines (default: ssh's own)")
+      ->check(CLI::Range(1, 65535));
   sub->add_option("--ssh-username,--ssh_username", f->ssh_username,
                   "With --ranks: ssh user on other machines");
   sub->add_option("--ssh-option", f->ssh_options,
@@ -291,6 +312,14 @@ Command RegisterMpiPartition(CLI::App& app) {
   return {sub, [f] {
             if (f->piece_mb < 1) {
               return ReportError(absl::InvalidArgumentError("--piece-mb must be >= 1"));
+            }
+            const bool placement = !f->hostfile.empty() || !f->ip_config.empty() ||
+                                   !f->network.empty() || f->ssh_port != 0 ||
+                                   !f->ssh_username.empty() || !f->ssh_options.empty();
+            if (placement && f->ranks <= 0) {
+              return ReportError(absl::InvalidArgumentError(
+                  "--hostfile, --ip-config, --network and the ssh flags place the ranks that "
+                  "--ranks starts: give --ranks, or give mpirun its own options"));
             }
             if (f->ranks > 0 && !dpart::LaunchedByMpirun()) return ExecMpirun(*f);
             return RunRank(*f);

@@ -208,20 +208,32 @@ StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adj
   // The distributed graph references our arrays (no copy); the strategy is
   // Scotch's default k-way for this many ranks and parts, 3 % imbalance.
   const SCOTCH_Num num_arcs = static_cast<SCOTCH_Num>(adjacency.adjncy.size());
+  // The ranks agree after the local steps (init, strategy), so that no rank
+  // enters PT-Scotch's collective calls while another has left.
   SCOTCH_Dgraph graph;
-  if (SCOTCH_dgraphInit(&graph, *mpi_comm) != 0) {
-    return absl::InternalError("PT-Scotch: SCOTCH_dgraphInit failed");
-  }
+  const bool initialised = SCOTCH_dgraphInit(&graph, *mpi_comm) == 0;
   SCOTCH_Strat strat;
   SCOTCH_stratInit(&strat);
+  const bool strategy = SCOTCH_stratDgraphMapBuild(&strat, SCOTCH_STRATDEFAULT, comm.size(),
+                                                   layout.num_parts, kImbalance - 1) == 0;
+  Status ready = Agree(comm, !initialised ? absl::InternalError(StrCat(
+                                                "PT-Scotch: SCOTCH_dgraphInit failed on rank ",
+                                                comm.rank()))
+                             : !strategy ? absl::InternalError(StrCat(
+                                               "PT-Scotch: SCOTCH_stratDgraphMapBuild failed on "
+                                               "rank ",
+                                               comm.rank()))
+                                         : absl::OkStatus());
+  if (!ready.ok()) {
+    SCOTCH_stratExit(&strat);
+    if (initialised) SCOTCH_dgraphExit(&graph);
+    return ready;
+  }
   const char* failed = nullptr;
   if (SCOTCH_dgraphBuild(&graph, 0, n, n, adjacency.xadj.data(), adjacency.xadj.data() + 1,
                          vwgt.empty() ? nullptr : vwgt.data(), nullptr, num_arcs, num_arcs,
                          adjacency.adjncy.data(), nullptr, adjacency.adjwgt.data()) != 0) {
     failed = "SCOTCH_dgraphBuild";
-  } else if (SCOTCH_stratDgraphMapBuild(&strat, SCOTCH_STRATDEFAULT, comm.size(), layout.num_parts,
-                                        kImbalance - 1) != 0) {
-    failed = "SCOTCH_stratDgraphMapBuild";
   } else if (SCOTCH_dgraphPart(&graph, layout.num_parts, &strat, part.data()) != 0) {
     failed = "SCOTCH_dgraphPart";
   }

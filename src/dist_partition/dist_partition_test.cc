@@ -64,6 +64,8 @@ class DistPartitionTest : public ::testing::Test {
     std::vector<float> weight(graph->num_edges());
     for (size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<float>(i) * 0.5f;
     graph->edge_data.emplace("weight", Array::From(weight));
+    // And a node array of zero-byte rows (a feature of width 0).
+    graph->node_data.emplace("empty", Array::Empty(DType::kFloat32, {graph->num_nodes, 0}));
     ASSERT_TRUE(WriteChunkedGraph(*graph, *dir_ / "chunked", {3, true, "sbm"}).ok());
     HeteroGenerateOptions h;
     h.num_nodes = 1000;
@@ -86,6 +88,7 @@ class DistPartitionTest : public ::testing::Test {
       std::vector<float> weight(graph->num_edges());
       for (size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<float>(i) * 0.5f;
       graph->edge_data.emplace("weight", Array::From(weight));
+      graph->node_data.emplace("empty", Array::Empty(DType::kFloat32, {graph->num_nodes, 0}));
     }
     auto result = PartitionGraph(*graph, input == *dir_ / "sbm" ? "sbm" : "mag", parts, out, o);
     ASSERT_TRUE(result.ok()) << result.status();

@@ -45,6 +45,9 @@ StatusOr<Array> MoveRows(Comm& comm, const ChunkedArray& array, int64_t lo, int6
   shape.insert(shape.begin(), static_cast<int64_t>(arrival.size()));
   Array rows = Array::Empty(array.dtype, shape);
   const int64_t row_bytes = static_cast<int64_t>(rows.row_bytes());
+  // Rows of zero bytes (a row shape with a 0): nothing moves. Every rank
+  // has the same row shape, so every rank skips the exchanges alike.
+  if (row_bytes == 0) return rows;
   std::vector<int64_t> order(arrival.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
   std::sort(order.begin(), order.end(),

@@ -263,8 +263,8 @@ constexpr uint64_t StreamOf(int r) { return 1 + static_cast<uint64_t>(r); }
 // An upper bound of the edges a call returns, from degrees alone (indptr,
 // no row reads), saturating. Without replacement a seed gets at most its
 // degree, and at most the sum of the positive fanouts unless a fanout is
-// -1 (every edge of that relation); with replacement, at most the sum of
-// the positive fanouts, plus its degree if a fanout is -1.
+// -1 (every edge of that relation); with replacement, a seed with edges at
+// most the sum of the positive fanouts, plus its degree if a fanout is -1.
 int64_t MaxEdges(const CscView& csc, std::span<const int64_t> seeds, const SampleOptions& o) {
   int64_t fanouts = 0;
   bool every = false;
@@ -278,6 +278,8 @@ int64_t MaxEdges(const CscView& csc, std::span<const int64_t> seeds, const Sampl
     int64_t most;
     if (!o.replace) {
       most = every ? degree : std::min(degree, fanouts);
+    } else if (degree == 0) {
+      most = 0;
     } else if (!every) {
       most = fanouts;
     } else if (__builtin_add_overflow(degree, fanouts, &most)) {
@@ -289,8 +291,8 @@ int64_t MaxEdges(const CscView& csc, std::span<const int64_t> seeds, const Sampl
 }
 
 // Sampled edges appended in place: the arrays are sized once, without a
-// zero fill, from MaxEdges (pages past what is written are never touched),
-// would grow geometrically past it, and are cut to `size` at the end.
+// zero fill, from MaxEdges (up to a cap), grow geometrically past that,
+// and are cut to `size` at the end.
 struct EdgeSink {
   SampledEdges edges;
   size_t size = 0;
@@ -329,8 +331,12 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
     Scratch scratch;
     EdgeSink& sink = sinks[t];
     // Sized once for what this chunk can give (the caller checked the
-    // whole call's bound against max_edges).
-    sink.Reserve(static_cast<size_t>(MaxEdges(csc, seeds.subspan(lo, hi - lo), options)));
+    // whole call's bound against max_edges), up to kReserveMax edges: a
+    // loose bound (large fanouts with replacement over seeds whose edges
+    // are all excluded or weightless) must not reserve gigabytes.
+    constexpr int64_t kReserveMax = int64_t{1} << 22;
+    sink.Reserve(static_cast<size_t>(
+        std::min(kReserveMax, MaxEdges(csc, seeds.subspan(lo, hi - lo), options))));
     constexpr int64_t kAhead = 4;  // Rows are random reads: fetch a few seeds ahead.
     for (int64_t i = lo; i < hi; ++i) {
       if (i + kAhead < hi) {

@@ -208,7 +208,8 @@ TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
 
 // The wrapper's placement flags: an ip_config whose machines do not divide
 // the ranks, both --hostfile and --ip-config, an ssh option mpirun's agent
-// cannot carry, a missing ip_config: each an error naming it, before mpirun.
+// cannot carry, a missing ip_config, placement without --ranks, an MCA
+// parameter given twice: each an error naming it, before mpirun.
 TEST_F(MpiPartitionTest, TheWrapperRefusesBadPlacementFlags) {
   TempDir dir;
   std::ofstream(dir / "ip_config") << "10.0.0.1\n10.0.0.2\n";
@@ -224,7 +225,11 @@ TEST_F(MpiPartitionTest, TheWrapperRefusesBadPlacementFlags) {
             "give --hostfile or --ip-config, not both"},
            {"--ranks 2 --ip-config " + dir / "ip_config" + " '--ssh-option=IdentityFile=/a b'",
             "ssh option 'IdentityFile=/a b' is empty or has spaces"},
-           {"--ranks 2 --ip-config " + dir / "missing", dir / "missing"}}) {
+           {"--ranks 2 --ip-config " + dir / "missing", dir / "missing"},
+           {"--ip-config " + dir / "ip_config", "give --ranks"},
+           {"--ranks 2 --network 10.0.0.0/24 --mpirun-arg=--mca --mpirun-arg=btl "
+            "--mpirun-arg=self,tcp",
+            "--mpirun-arg sets btl, which the wrapper's own flags set too"}}) {
     CliRun run = Tessera(base + c.flags);
     EXPECT_NE(run.exit_code, 0) << c.flags;
     EXPECT_NE(run.output.find(c.message), std::string::npos) << c.flags << "\n" << run.output;
