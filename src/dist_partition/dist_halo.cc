@@ -235,16 +235,24 @@ StatusOr<std::vector<PartStats>> BuildLocalGraphs(
   }
   std::vector<PartStats> stats;
   const OwnedEdges& e = s.edges;
-  // The i-th part of every rank at once (every rank has as many).
+  // Each part's out-edges (sorted by source), found before any part's are
+  // rewritten in place to local ids.
+  std::vector<std::pair<size_t, size_t>> part_edges;
   for (int p = layout.first_part(); p < layout.end_part(); ++p) {
     const int64_t a = s.ids.node_offsets[p], b = s.ids.node_offsets[p + 1];
     auto lo = std::partition_point(out_edges.begin(), out_edges.end(),
                                    [&](const HaloEdge& x) { return x.src < a; });
-    auto hi = std::partition_point(out_edges.begin(), out_edges.end(),
+    auto hi = std::partition_point(lo, out_edges.end(),
                                    [&](const HaloEdge& x) { return x.src < b; });
+    part_edges.emplace_back(lo - out_edges.begin(), hi - out_edges.begin());
+  }
+  // The i-th part of every rank at once (every rank has as many).
+  for (int p = layout.first_part(); p < layout.end_part(); ++p) {
+    const int64_t a = s.ids.node_offsets[p], b = s.ids.node_offsets[p + 1];
+    const auto [lo, hi] = part_edges[p - layout.first_part()];
     LocalGraph graph;
     {
-      PartBuilder part(a, b, std::span<HaloEdge>(lo, hi));
+      PartBuilder part(a, b, std::span<HaloEdge>(out_edges.data() + lo, hi - lo));
       part.Reserve(e.in_ptr[b - s.nodes.begin] - e.in_ptr[a - s.nodes.begin]);
       for (int64_t v = a; v < b; ++v) {
         const int64_t row = v - s.nodes.begin;
