@@ -154,10 +154,7 @@ PartitionConfig MakeConfig(const ChunkedGraph& g, const std::string& graph_name,
   for (const auto& rel : g.relations) config.layout.etypes.push_back(rel.type);
   config.layout.node_counts = ids.node_counts;
   config.layout.edge_counts = ids.edge_counts;
-  for (int p = 0; p < num_parts; ++p) {
-    config.parts.push_back({StrCat("part", p, "/graph"), StrCat("part", p, "/node_feat"),
-                            StrCat("part", p, "/edge_feat")});
-  }
+  config.parts = PartFolders(num_parts);
   config.node_feat_names = names.node;
   config.edge_feat_names = names.edge;
   config.balance_ntypes = o.balance_ntypes;

@@ -246,10 +246,7 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
   }
   config.layout.node_counts = written->node_counts;
   config.layout.edge_counts = written->edge_counts;
-  for (int p = 0; p < num_parts; ++p) {
-    config.parts.push_back({StrCat(PartName(p), "/graph"), StrCat(PartName(p), "/node_feat"),
-                            StrCat(PartName(p), "/edge_feat")});
-  }
+  config.parts = PartFolders(num_parts);
   config.num_trainers_per_machine = trainers;
   for (int t = 0; t < graph.num_ntypes(); ++t) {
     for (const auto& [name, array] : TypeArrays(graph, true, t)) {

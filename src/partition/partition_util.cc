@@ -18,6 +18,15 @@ bool SafeName(const std::string& name) {
   });
 }
 
+std::vector<PartitionConfig::PartFiles> PartFolders(int num_parts) {
+  std::vector<PartitionConfig::PartFiles> parts;
+  for (int p = 0; p < num_parts; ++p) {
+    parts.push_back({StrCat("part", p, "/graph"), StrCat("part", p, "/node_feat"),
+                     StrCat("part", p, "/edge_feat")});
+  }
+  return parts;
+}
+
 namespace {
 
 constexpr uint64_t kRandomPartStream = 101;

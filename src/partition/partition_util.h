@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "tessera/core/partition_config.h"
 
 namespace tessera {
 
@@ -26,6 +27,10 @@ bool SafeName(const std::string& name);
 // complete); checks that the folder is writable.
 Status PrepareOutputFolder(const std::string& out_path, const std::string& config_path,
                            int num_parts);
+
+// A config's files of parts 0 .. num_parts - 1: part<p>/graph, node_feat,
+// edge_feat (relative to the config).
+std::vector<PartitionConfig::PartFiles> PartFolders(int num_parts);
 
 // The random method's part of nodes [begin, end): one Below(num_parts) per
 // node from one stream seeded by `seed`, in node order, entered at `begin`,
