@@ -319,11 +319,13 @@ struct EdgeSink {
 // Per-relation fanouts in one pass over each row (the row's relations are
 // read once, not counted first and sampled after): each thread appends to
 // its own sink, and the sinks are joined in seed order. The caller checked
-// MaxEdges against options.max_edges, which bounds what this allocates.
+// `max_edges` (MaxEdges of all the seeds) against options.max_edges, which
+// bounds what this allocates.
 template <WeightIndex kIndex, class Run, class CountSegment>
 StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int64_t> seeds,
                                         std::span<const int64_t> keys, const SampleOptions& options,
-                                        int threads, Run& run, CountSegment& count_segment) {
+                                        int64_t max_edges, int threads, Run& run,
+                                        CountSegment& count_segment) {
   const int64_t n = static_cast<int64_t>(seeds.size());
   std::vector<EdgeSink> sinks(threads);
   std::vector<int64_t> counts(n + 1, 0);  // Seed i's edge count at [i + 1].
@@ -335,8 +337,9 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
     // loose bound (large fanouts with replacement over seeds whose edges
     // are all excluded or weightless) must not reserve gigabytes.
     constexpr int64_t kReserveMax = int64_t{1} << 22;
-    sink.Reserve(static_cast<size_t>(
-        std::min(kReserveMax, MaxEdges(csc, seeds.subspan(lo, hi - lo), options))));
+    const int64_t bound =
+        threads == 1 ? max_edges : MaxEdges(csc, seeds.subspan(lo, hi - lo), options);
+    sink.Reserve(static_cast<size_t>(std::min(kReserveMax, bound)));
     constexpr int64_t kAhead = 4;  // Rows are random reads: fetch a few seeds ahead.
     for (int64_t i = lo; i < hi; ++i) {
       if (i + kAhead < hi) {
@@ -438,8 +441,9 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
     FindSkipped(csc, b, e, options.exclude, scratch.skip);
     return CountFor<kIndex>(csc, b, e, fanout, options, scratch.skip);
   };
-  if (per_relation && MaxEdges(csc, seeds, options) <= options.max_edges) {
-    return SampleByRelation<kIndex>(csc, seeds, keys, options, threads, run, count_segment);
+  if (const int64_t most = per_relation ? MaxEdges(csc, seeds, options) : 0;
+      per_relation && most <= options.max_edges) {
+    return SampleByRelation<kIndex>(csc, seeds, keys, options, most, threads, run, count_segment);
   }
   // Pass 1: how many edges each seed gets; pass 2: fill in place. (Rows
   // are read twice, but the first pass reads only indptr for one fanout.)
