@@ -196,15 +196,15 @@ py::list TensorList(const std::vector<torch::Tensor>& v) {
 }
 
 // A heterogeneous block as a dict: per node type src_nodes / dst_nodes /
-// homo_src_nodes (lists in type-id order), per relation an
-// (src, dst, eids, homo_eids) tuple.
+// homo_src_nodes (lists in type-id order), per relation an (src, dst, eids)
+// tuple (eids per-relation, as DGL's edata[dgl.EID]).
 py::dict HeteroBlockDict(const dist::HeteroBlock& b) {
   py::dict d;
   d["src_nodes"] = TensorList(b.src_nodes);
   d["dst_nodes"] = TensorList(b.dst_nodes);
   d["homo_src_nodes"] = TensorList(b.homo_src_nodes);
   py::list edges;
-  for (const auto& e : b.edges) edges.append(py::make_tuple(e.src, e.dst, e.eids, e.homo_eids));
+  for (const auto& e : b.edges) edges.append(py::make_tuple(e.src, e.dst, e.eids));
   d["edges"] = edges;
   return d;
 }

@@ -358,12 +358,13 @@ struct Block {
 // src/sampling/hetero_block.h): per node type, destination nodes and source
 // nodes (destinations first) in per-type ids; per relation, its edges as
 // indices into its source type's src_nodes and its destination type's
-// dst_nodes. Types and relations in the partition book's id order.
+// dst_nodes, and their per-relation edge ids (as DGL's edata[dgl.EID];
+// DistGraph::map_to_homo_eid gives homogeneous ids). Types and relations
+// in the partition book's id order.
 struct HeteroBlock {
   struct Relation {
-    torch::Tensor src, dst;   // int64 [num_edges]: block-local indices.
-    torch::Tensor eids;       // int64: per-relation edge ids.
-    torch::Tensor homo_eids;  // int64: homogeneous edge ids.
+    torch::Tensor src, dst;  // int64 [num_edges]: block-local indices.
+    torch::Tensor eids;      // int64: per-relation edge ids.
   };
   std::vector<std::string> ntypes;
   std::vector<EdgeType> canonical_etypes;

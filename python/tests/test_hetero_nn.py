@@ -74,7 +74,7 @@ def hetero_block(edges=None, num_src=None, num_dst=None):
         n = len(src)
         raw["edges"].append((torch.tensor(src, dtype=torch.int64),
                              torch.tensor(dst, dtype=torch.int64),
-                             torch.arange(100 * r, 100 * r + n), torch.arange(n)))
+                             torch.arange(100 * r, 100 * r + n)))
     return HeteroBlock(FakeGraph(RELS), raw)
 
 

@@ -104,7 +104,10 @@ class HeteroLoaderTest : public ::testing::Test {
         std::map<int64_t, int64_t> picked;  // Destination index -> edges.
         std::set<int64_t> distinct;
         for (int64_t i = 0; i < e.size(); ++i) {
-          int64_t eid = e.homo_eids[i];
+          // The per-relation id is one of r's; its homogeneous id maps back.
+          ASSERT_GE(e.eids[i], 0) << et.Canonical();
+          ASSERT_LT(e.eids[i], book.NumEdgesOfType(r)) << et.Canonical();
+          int64_t eid = book.MapToHomoEid(r, e.eids[i]);
           EXPECT_EQ(book.MapToPerEtype(eid), std::make_pair(r, e.eids[i]));
           EXPECT_EQ(all.src[eid], b.homo_src_nodes[s][e.src[i]]) << et.Canonical();
           EXPECT_EQ(all.dst[eid], book.MapToHomoNid(d, b.dst_nodes[d][e.dst[i]])) << et.Canonical();
@@ -172,8 +175,8 @@ TEST_F(HeteroLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
     ASSERT_TRUE(homo.ok()) << homo.status();
     std::multiset<int64_t> typed_eids,
         homo_eids(homo->blocks[0].eids.begin(), homo->blocks[0].eids.end());
-    for (const auto& e : batch->blocks[0].edges) {
-      typed_eids.insert(e.homo_eids.begin(), e.homo_eids.end());
+    for (int r = 0; r < batch->blocks[0].num_etypes(); ++r) {
+      for (int64_t id : batch->blocks[0].edges[r].eids) typed_eids.insert(book.MapToHomoEid(r, id));
     }
     EXPECT_EQ(typed_eids, homo_eids);
 

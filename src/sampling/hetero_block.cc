@@ -275,13 +275,13 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   // The write positions of each relation; those of the current relation
   // are held in `at` (edges come in runs of one relation).
   struct Cursor {
-    int64_t *src, *dst, *eid, *homo;
+    int64_t *src, *dst, *eid;
   };
   std::vector<Cursor> cursors(num_etypes);
   for (int r = 0; r < num_etypes; ++r) {
     HeteroBlockEdges& out = block.edges[r];
-    for (auto* v : {&out.src, &out.dst, &out.eids, &out.homo_eids}) v->resize(per_relation[r]);
-    cursors[r] = {out.src.data(), out.dst.data(), out.eids.data(), out.homo_eids.data()};
+    for (auto* v : {&out.src, &out.dst, &out.eids}) v->resize(per_relation[r]);
+    cursors[r] = {out.src.data(), out.dst.data(), out.eids.data()};
   }
   // The current destination and relation are held in locals (see above).
   int64_t last_dst = 0, last_seed = -1, dst_at = 0;
@@ -330,7 +330,6 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
     *at.src++ = source & kIndexMask;
     *at.dst++ = dst_at;
     *at.eid++ = id + r_offset;
-    *at.homo++ = id;
   }
   return block;
 }

@@ -12,7 +12,8 @@
 //   * homo_src_nodes[t]: the same nodes in homogeneous global ids.
 // Per relation r (src type s, dst type d): the edges of r in input order,
 // as an index into src_nodes[s], an index into dst_nodes[d], and the edge's
-// per-relation id (and homogeneous id).
+// per-relation id (as DGL's edata[dgl.EID]; PartitionBook::MapToHomoEid
+// gives the homogeneous id).
 //
 // Layers chain like DGL's blocks: the seeds of the next layer inwards are
 // NextSeeds() (every source node, type by type), and the block built on
@@ -37,10 +38,9 @@ namespace tessera::sampling {
 // The edges of one relation in a HeteroBlock. (UninitVector: ToHeteroBlock
 // sizes them and writes every element once, without a zero fill first.)
 struct HeteroBlockEdges {
-  UninitVector<int64_t> src;        // Index into src_nodes[src type of the relation].
-  UninitVector<int64_t> dst;        // Index into dst_nodes[dst type of the relation].
-  UninitVector<int64_t> eids;       // Per-relation edge id.
-  UninitVector<int64_t> homo_eids;  // Homogeneous global edge id.
+  UninitVector<int64_t> src;   // Index into src_nodes[src type of the relation].
+  UninitVector<int64_t> dst;   // Index into dst_nodes[dst type of the relation].
+  UninitVector<int64_t> eids;  // Per-relation edge id.
   int64_t size() const { return static_cast<int64_t>(src.size()); }
 };
 

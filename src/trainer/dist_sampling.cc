@@ -324,8 +324,8 @@ HeteroBlock ToTorch(const PartitionBook& book, sampling::HeteroBlock&& b) {
     out.homo_src_nodes.push_back(Owned(std::move(b.homo_src_nodes[t])));
   }
   for (sampling::HeteroBlockEdges& e : b.edges) {
-    out.edges.push_back({Owned(std::move(e.src)), Owned(std::move(e.dst)), Owned(std::move(e.eids)),
-                         Owned(std::move(e.homo_eids))});
+    out.edges.push_back(
+        {Owned(std::move(e.src)), Owned(std::move(e.dst)), Owned(std::move(e.eids))});
   }
   return out;
 }

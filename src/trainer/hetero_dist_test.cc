@@ -349,8 +349,9 @@ void CheckTypedSampling(const MagFixture& f) {
       const HeteroBlock::Relation& e = b.edges_of("cites");
       EXPECT_LE(e.src.size(0), 2 * b.num_dst_nodes("paper"));
       EXPECT_EQ(b.num_edges(), b.num_edges("cites") + b.num_edges("writes"));
+      const torch::Tensor homo_eids = g.map_to_homo_eid(e.eids, "paper:cites:paper");
       for (int64_t i = 0; i < e.src.size(0); ++i) {
-        int64_t orig = f.orig_eids[e.homo_eids[i].item<int64_t>()];
+        int64_t orig = f.orig_eids[homo_eids[i].item<int64_t>()];
         int64_t s = b.src_nodes[paper][e.src[i].item<int64_t>()].item<int64_t>();
         int64_t d = b.dst_nodes[paper][e.dst[i].item<int64_t>()].item<int64_t>();
         EXPECT_EQ(input_end(in.src.span<int64_t>()[orig]).second, to_input(paper, s));
@@ -459,8 +460,9 @@ void CheckTypedLinkLoader(const MagFixture& f) {
           const HeteroBlock::Relation& e = b.edges[r];
           const EdgeType& et = book.etypes()[r];
           const int s = g.get_ntype_id(et.src_type), d = g.get_ntype_id(et.dst_type);
+          const torch::Tensor homo_eids = g.map_to_homo_eid(e.eids, et.Canonical());
           for (int64_t i = 0; i < e.src.size(0); ++i) {
-            int64_t homo = e.homo_eids[i].item<int64_t>();
+            int64_t homo = homo_eids[i].item<int64_t>();
             EXPECT_FALSE(excluded.count(homo)) << "excluded " << et.Canonical() << " edge sampled";
             auto [in_src, in_dst] = input.Edge(homo);
             EXPECT_EQ(input.Node(s, b.src_nodes[s][e.src[i].item<int64_t>()].item<int64_t>()),
@@ -664,8 +666,7 @@ HeteroBlock SmallHeteroBlock() {
   b.dst_nodes = {t({0, 2}), t({1})};
   b.homo_src_nodes = {t({10, 12, 13}), t({11, 14})};
   auto rel = [&](std::vector<int64_t> src, std::vector<int64_t> dst) {
-    return HeteroBlock::Relation{t(src), t(dst), torch::arange(static_cast<int64_t>(src.size())),
-                                 torch::arange(static_cast<int64_t>(src.size()))};
+    return HeteroBlock::Relation{t(src), t(dst), torch::arange(static_cast<int64_t>(src.size()))};
   };
   b.edges = {rel({2, 2}, {0, 1}), rel({1, 0}, {0, 0}), rel({0}, {0}), rel({1}, {1}), rel({1}, {1})};
   return b;
@@ -716,7 +717,7 @@ TEST(RelGraphConvTest, HeteroBlockMatchesTheHomogeneousLayer) {
   top.dst_nodes = {t({0}), t({1})};
   top.homo_src_nodes = {t({10, 12}), t({11})};
   auto rel = [&](std::vector<int64_t> src, std::vector<int64_t> dst) {
-    return HeteroBlock::Relation{t(src), t(dst), t(src), t(src)};
+    return HeteroBlock::Relation{t(src), t(dst), t(src)};
   };
   top.edges = {rel({1}, {0}), rel({0}, {0}), rel({0}, {0}), rel({}, {}), rel({}, {})};
   std::vector<torch::Tensor> x = {torch::randn({3, 4}), torch::randn({2, 4})};

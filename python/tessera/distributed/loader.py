@@ -139,7 +139,8 @@ class HeteroBlock(_RelationEdges):
     ids (source index into the source type's nodes, destination index into
     the destination type's), ``edata[EID][canonical]`` per-relation edge ids,
     ``num_edges(etype)``. ``srcdata["_homo_nid"]`` holds the sources'
-    homogeneous ids and ``edata["_homo_eid"]`` the edges'."""
+    homogeneous ids. As in DGL, edges carry only per-relation ids: for
+    homogeneous ones use ``g.map_to_homo_eid(block.edata[EID][c], c)``."""
 
     is_block = True
     _what = "block"
@@ -152,8 +153,7 @@ class HeteroBlock(_RelationEdges):
         self.srcdata = {NID: src, "_homo_nid": dict(zip(self.ntypes, raw["homo_src_nodes"]))}
         self.dstdata = {NID: dst}
         self._edges = {c: (e[0], e[1]) for c, e in zip(self.canonical_etypes, raw["edges"])}
-        self.edata = {EID: {c: e[2] for c, e in zip(self.canonical_etypes, raw["edges"])},
-                      "_homo_eid": {c: e[3] for c, e in zip(self.canonical_etypes, raw["edges"])}}
+        self.edata = {EID: {c: e[2] for c, e in zip(self.canonical_etypes, raw["edges"])}}
         self.srcnodes = _NodeSpace({t: {NID: src[t]} for t in self.ntypes})
         self.dstnodes = _NodeSpace({t: {NID: dst[t]} for t in self.ntypes})
 
