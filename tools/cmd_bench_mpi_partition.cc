@@ -27,6 +27,7 @@ struct MpiBenchFlags {
   std::vector<std::string> mpirun_args;
   int num_chunks = 8;
   double timeout_s = 3600;
+  std::vector<double> coarsening = {8};  // metis runs: one per value.
 };
 
 StatusOr<ChildResult> Run(const MpiBenchFlags& f, std::vector<std::string> argv,
@@ -45,6 +46,16 @@ StatusOr<nlohmann::json> Figures(const std::string& config) {
   nlohmann::json figures = nlohmann::json::parse(in.ToJson());
   figures.erase("parts");
   return figures;
+}
+
+// Every (rank count, coarsening) pair, rank counts outermost.
+std::vector<std::pair<int, double>> Cross(const std::vector<int>& ranks,
+                                          const std::vector<double>& factors) {
+  std::vector<std::pair<int, double>> out;
+  for (int r : ranks) {
+    for (double x : factors) out.push_back({r, x});
+  }
+  return out;
 }
 
 StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& graph,
@@ -74,7 +85,9 @@ StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& g
     RETURN_IF_ERROR(RemoveAll(serial_out));
     serial_figures["wall_s"] = serial.seconds;
     serial_figures["peak_rss_bytes"] = serial.peak_rss_bytes;
-    for (int ranks : f.ranks) {
+    const std::vector<double> coarsening =
+        method == "metis" ? f.coarsening : std::vector<double>{1};
+    for (auto [ranks, factor] : Cross(f.ranks, coarsening)) {
       if (f.parts % ranks != 0) continue;
       const std::string out = StrCat(workdir, "/mpi-", method, "-", ranks);
       const std::string stats_path = out + ".stats.json";
@@ -83,8 +96,11 @@ StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& g
           f.mpirun, "--input",     chunked, "--out",         out,       "--stats-json", stats_path};
       for (const std::string& arg : f.mpirun_args) argv.push_back("--mpirun-arg=" + arg);
       argv.insert(argv.end(), options.begin(), options.end());
+      if (method == "metis") argv.insert(argv.end(), {"--coarsening", StrCat(factor)});
       ASSIGN_OR_RETURN(ChildResult child,
-                       Run(f, argv, StrCat("mpi-partition ", method, ", ", ranks, " ranks")));
+                       Run(f, argv,
+                           StrCat("mpi-partition ", method, ", ", ranks, " ranks",
+                                  method == "metis" ? StrCat(", coarsening ", factor) : "")));
       ASSIGN_OR_RETURN(std::string text, ReadFileToString(stats_path));
       auto stats = nlohmann::json::parse(text, nullptr, false);
       if (stats.is_discarded()) return absl::InternalError(stats_path + ": not JSON");
@@ -105,6 +121,7 @@ StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& g
       run["method"] = method;
       run["parts"] = f.parts;
       run["ranks"] = ranks;
+      if (method == "metis") run["coarsening"] = factor;
       run["wall_s"] = child.seconds;
       run["step_seconds"] = steps;
       run["peak_rss_bytes_per_rank"] = peak;
@@ -144,6 +161,12 @@ CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run) 
   sub->add_option("--workdir", f->workdir, "Scratch folder (default: a temporary folder)");
   sub->add_option("--mpirun", f->mpirun, "The mpirun program")->capture_default_str();
   sub->add_option("--mpirun-arg", f->mpirun_args, "One more argument for mpirun");
+  sub->add_option("--coarsening", f->coarsening,
+                  "metis: mpi-partition's --coarsening, a run for each value (1: PT-Scotch on "
+                  "the input graph)")
+      ->delimiter(',')
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")->capture_default_str();
   *run = [f] {
     auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-mpi");

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "src/base/file.h"
@@ -37,6 +38,7 @@ struct MpiPartitionFlags {
   std::string ssh_username;
   std::vector<std::string> ssh_options;
   int64_t piece_mb = 16;
+  double coarsening = 8;
   bool log_all_ranks = false;
   std::string stats_json;
   // Tests: "<step>:<rank>[:kill]" makes that rank fail (or die) as the step starts.
@@ -63,7 +65,9 @@ std::vector<std::string> RankCommand(const MpiPartitionFlags& f) {
                                    "--seed",
                                    std::to_string(f.seed),
                                    "--piece-mb",
-                                   std::to_string(f.piece_mb)};
+                                   std::to_string(f.piece_mb),
+                                   "--coarsening",
+                                   fmt::format("{}", f.coarsening)};
   if (!f.graph_name.empty()) args.insert(args.end(), {"--graph-name", f.graph_name});
   if (!f.balance_ntypes.empty()) args.insert(args.end(), {"--balance-ntypes", f.balance_ntypes});
   if (f.balance_edges) args.push_back("--balance-edges");
@@ -238,6 +242,7 @@ int RunRank(const MpiPartitionFlags& f) {
     o.num_hops = f.num_hops;
     o.balance_ntypes = f.balance_ntypes;
     o.balance_edges = f.balance_edges;
+    o.coarsening = f.coarsening;
     o.return_mapping = f.return_mapping;
     o.seed = f.seed;
     o.graph_name = f.graph_name;
@@ -302,6 +307,12 @@ Command RegisterMpiPartition(CLI::App& app) {
                   "launch's");
   sub->add_option("--mpirun", f->mpirun, "With --ranks: the mpirun program")->capture_default_str();
   sub->add_option("--mpirun-arg", f->mpirun_args, "With --ranks: one more argument for mpirun");
+  sub->add_option("--coarsening", f->coarsening,
+                  "part_method metis: contract the graph by label propagation until it has this "
+                  "many times fewer arcs before PT-Scotch partitions it (1: no contraction); "
+                  "PT-Scotch's memory is about 250 bytes per arc it gets")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
   sub->add_option("--piece-mb", f->piece_mb, "MiB one rank sends another per round of an exchange")
       ->capture_default_str();
   sub->add_flag("--log-all-ranks", f->log_all_ranks, "Log info lines on every rank, not only 0");

@@ -122,6 +122,34 @@ StatusOr<BalanceClasses> ClassesOf(Comm& comm, const ChunkedGraph& graph, const 
 StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adjacency& adjacency,
                                            std::span<const int64_t> vertex_weight, uint64_t seed);
 
+// One level of coarsening for part_method metis (dist_coarsen.cc): the
+// home nodes of `layout` clustered by size-constrained label propagation
+// (no cluster weighs more than max_cluster_weight in `weight`), and the
+// clusters contracted into a coarse graph (weights summed, arcs between the
+// same two clusters merged, arcs inside a cluster dropped) whose nodes are
+// homed on the rank that homes their cluster's label.
+struct Coarse {
+  Layout layout;                        // Coarse nodes per rank (reads: the same).
+  Adjacency graph;                      // Over the coarse home nodes; no in_degree.
+  std::vector<int64_t> weight;          // Per coarse home node.
+  std::vector<int64_t> coarse_of_home;  // The coarse id of every home node of the finer level.
+};
+StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& adjacency,
+                         std::span<const int64_t> weight, int64_t max_cluster_weight,
+                         uint64_t seed);
+
+// The part of every home node of the finer level: its coarse node's part
+// (`coarse_part`: per coarse home node).
+StatusOr<std::vector<int32_t>> Project(Comm& comm, const Coarse& coarse,
+                                       std::span<const int32_t> coarse_part);
+
+// Label-propagation refinement of `home_part`: nodes move to the part they
+// have most edge weight to, when that cuts less, without taking any part
+// over max(floor(1.03 * average), ceil(average)) of `weight` (nodes leave a
+// part above it if that costs no cut). Returns the number of moves.
+StatusOr<int64_t> RefineParts(Comm& comm, const Layout& layout, const Adjacency& adjacency,
+                              std::span<const int64_t> weight, std::vector<int32_t>& home_part);
+
 // Moves the fewest nodes it can, preferring those whose move cuts the fewest
 // edges, so that every part holds at most max(ceil(1.03 * average), average
 // + 1) nodes of every class (PT-Scotch's ParMETIS interface balances one

@@ -59,6 +59,11 @@ struct DistPartitionOptions {
   std::string balance_ntypes;
   bool balance_edges = false;
   bool return_mapping = false;
+  // part_method metis: the graph is contracted by label propagation until
+  // it has this many times fewer arcs than the input (or stops shrinking)
+  // before PT-Scotch partitions it; 1: PT-Scotch gets the input graph.
+  // PT-Scotch holds about 250 bytes per arc, more than anything else here.
+  double coarsening = 8;
   uint64_t seed = 0;
   // The config's graph_name; empty: the metadata's.
   std::string graph_name;
