@@ -11,9 +11,10 @@ set -eu
 # clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes; only a
 # Recommends of clang): the fuzz targets in fuzz/ (scripts/build.sh, CTest).
 #
-# libopenmpi-dev, openmpi-bin, libptscotch-dev, libscotchparmetis-dev:
-# distributed partitioning (`tessera mpi-partition`, src/dist_partition): MPI
-# and PT-Scotch's ParMETIS interface with 64-bit indices.
+# libopenmpi-dev, openmpi-bin, libptscotch-dev: distributed partitioning
+# (`tessera mpi-partition`, src/dist_partition): MPI and PT-Scotch's own API
+# with 64-bit indices (its ParMETIS wrapper, libscotchparmetis-dev, is not
+# used; cmake/TesseraMpi.cmake says why).
 #
 # libopenblas0-openmp: libtorch-dev pulls in the reference BLAS (netlib
 # libblas3), whose GEMM made a GraphSAGE step on CiteSeer 94 ms; OpenBLAS
@@ -25,7 +26,7 @@ packages="g++ cmake ninja-build ccache pkg-config
   zlib1g-dev libmetis-dev
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
   libtorch-dev libopenblas0-openmp libgloo-dev iproute2 openssh-client openssh-server
-  libopenmpi-dev openmpi-bin libptscotch-dev libscotchparmetis-dev
+  libopenmpi-dev openmpi-bin libptscotch-dev
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
   python3-dev python3-torch pybind11-dev python3-numpy python3-pytest"
 for arg in "$@"; do

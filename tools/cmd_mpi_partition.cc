@@ -39,6 +39,7 @@ struct MpiPartitionFlags {
   std::vector<std::string> ssh_options;
   int64_t piece_mb = 16;
   double coarsening = 8;
+  int64_t coarsen_min_arcs = int64_t{1} << 20;
   bool log_all_ranks = false;
   std::string stats_json;
   // Tests: "<step>:<rank>[:kill]" makes that rank fail (or die) as the step starts.
@@ -67,7 +68,9 @@ std::vector<std::string> RankCommand(const MpiPartitionFlags& f) {
                                    "--piece-mb",
                                    std::to_string(f.piece_mb),
                                    "--coarsening",
-                                   fmt::format("{}", f.coarsening)};
+                                   fmt::format("{}", f.coarsening),
+                                   "--coarsen-min-arcs",
+                                   std::to_string(f.coarsen_min_arcs)};
   if (!f.graph_name.empty()) args.insert(args.end(), {"--graph-name", f.graph_name});
   if (!f.balance_ntypes.empty()) args.insert(args.end(), {"--balance-ntypes", f.balance_ntypes});
   if (f.balance_edges) args.push_back("--balance-edges");
@@ -243,6 +246,7 @@ int RunRank(const MpiPartitionFlags& f) {
     o.balance_ntypes = f.balance_ntypes;
     o.balance_edges = f.balance_edges;
     o.coarsening = f.coarsening;
+    o.coarsen_min_arcs = f.coarsen_min_arcs;
     o.return_mapping = f.return_mapping;
     o.seed = f.seed;
     o.graph_name = f.graph_name;
@@ -312,6 +316,11 @@ Command RegisterMpiPartition(CLI::App& app) {
                   "many times fewer arcs before PT-Scotch partitions it (1: no contraction); "
                   "PT-Scotch's memory is about 250 bytes per arc it gets")
       ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
+  sub->add_option("--coarsen-min-arcs", f->coarsen_min_arcs,
+                  "part_method metis: no contraction of graphs with at most this many arcs per "
+                  "rank, nor below it")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--piece-mb", f->piece_mb, "MiB one rank sends another per round of an exchange")
       ->capture_default_str();

@@ -54,6 +54,16 @@ class Comm {
   // The implementation's MPI communicator (an MPI_Comm*) for libraries that
   // need one (PT-Scotch); null when there is none.
   virtual void* mpi_comm() { return nullptr; }
+
+  // Bytes a rank packs per round of the steps' exchanges in rounds
+  // (packing.h's ExchangeEachRound, LookUp, the arrays' moves): a round's
+  // copies are a bounded extra on top of what a step holds. Tests make it
+  // small, so that small graphs take many rounds.
+  int64_t round_bytes() const { return round_bytes_; }
+  void set_round_bytes(int64_t bytes) { round_bytes_ = bytes < 1 ? 1 : bytes; }
+
+ private:
+  int64_t round_bytes_ = int64_t{16} << 20;
 };
 
 // Every rank's `local`. If any rank's is an error, every rank returns the

@@ -331,12 +331,26 @@ StatusOr<int64_t> RepairBalance(Comm& comm, const Layout& layout, const Adjacenc
         room[q] -= moved;
         excess -= moved;
       }
-      // Every rank gives its share of the excess, split over the targets.
+      // Every rank gives its share of the excess. The shares are laid
+      // over the targets' flows in rank order, each target's flow used up
+      // before the next: every rank computes the same split, so each
+      // target gets exactly its flow (splitting each rank's share in
+      // proportion to the flows rounds per rank, and the roundings could
+      // add up to more than a target's room).
       std::vector<int64_t> holders(num_ranks);
       for (int r = 0; r < num_ranks; ++r) holders[r] = count(r, p, c);
-      const int64_t mine_out = Proportional(load[p] - limit, holders)[layout.rank];
-      std::vector<int64_t> to = Proportional(mine_out, flow);
-      for (int q = 0; q < num_parts; ++q) quota[(p * num_classes + c) * num_parts + q] = to[q];
+      const std::vector<int64_t> share = Proportional(load[p] - limit, holders);
+      int q = 0;
+      int64_t flow_left = flow[0];
+      for (int r = 0; r < num_ranks; ++r) {
+        for (int64_t need = share[r]; need > 0;) {
+          while (flow_left == 0) flow_left = flow[++q];
+          const int64_t take = std::min(need, flow_left);
+          if (r == layout.rank) quota[(p * num_classes + c) * num_parts + q] += take;
+          need -= take;
+          flow_left -= take;
+        }
+      }
     }
   }
   if (!any) return 0;

@@ -78,6 +78,39 @@ TEST(DistAssign, RepairBalancesEveryClassWithFewMoves) {
   EXPECT_EQ(parts[1], (std::vector<int32_t>{1, 0, 0, 1}));  // Nodes 4 and 5 moved.
 }
 
+// 40 nodes, 10 per rank, 4 parts (limit 10 a part): part 0 holds 17 (5, 4,
+// 4, 4 on the ranks), part 2 has room for 6 and part 3 for 1. The ranks'
+// shares of the excess of 7 are 2, 2, 2, 1; split in proportion to the
+// flows (6 and 1) each share went wholly to part 2, which got 7. Every part
+// must end within the limit, part 2 and part 3 at exactly 10.
+TEST(DistAssign, RepairNeverOverfillsATargetWhenSharesRound) {
+  const std::vector<std::vector<int32_t>> initial = {{0, 0, 0, 0, 0, 1, 1, 1, 2, 3},
+                                                     {0, 0, 0, 0, 1, 1, 1, 2, 3, 3},
+                                                     {0, 0, 0, 0, 1, 1, 2, 3, 3, 3},
+                                                     {0, 0, 0, 0, 1, 1, 2, 3, 3, 3}};
+  std::vector<std::vector<int32_t>> parts = initial;
+  auto results = RunThreadRanks(4, [&](Comm& comm) -> Status {
+    const int r = comm.rank();
+    Layout layout;
+    layout.num_ranks = 4;
+    layout.rank = r;
+    layout.num_parts = 4;
+    layout.home = EvenBounds(40, 4);
+    layout.reads = layout.home;
+    Adjacency adjacency;
+    adjacency.xadj.assign(11, 0);
+    BalanceClasses classes;
+    classes.of_home.assign(10, 0);
+    return RepairBalance(comm, layout, adjacency, classes, parts[r]).status();
+  });
+  for (const Status& st : results) ASSERT_TRUE(st.ok()) << st;
+  std::vector<int64_t> load(4, 0);
+  for (const auto& p : parts) {
+    for (int32_t q : p) ++load[q];
+  }
+  EXPECT_EQ(load, (std::vector<int64_t>{10, 10, 10, 10}));
+}
+
 TEST(DistAssign, BalancedPartsAreLeftAlone) {
   auto results = RunThreadRanks(2, [&](Comm& comm) -> Status {
     const int r = comm.rank();

@@ -280,7 +280,8 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
     int64_t from, to, weight;
   };
   auto send_rows = [&](const std::function<void(std::span<const Arc>)>& consume) -> Status {
-    const int64_t batch = kRoundBytes / static_cast<int64_t>(sizeof(Arc));
+    const int64_t batch =
+        std::max<int64_t>(1, comm.round_bytes() / static_cast<int64_t>(sizeof(Arc)));
     int64_t row = 0;
     std::vector<Arc> arcs;
     std::vector<int32_t> dest;
@@ -391,9 +392,15 @@ StatusOr<int64_t> RefineParts(Comm& comm, const Layout& layout, const Adjacency&
   for (int iteration = 0; iteration < kRefineIterations; ++iteration) {
     int64_t moved = 0;
     for (int s = 0; s < kSubRounds; ++s) {
-      // This rank's share of each part's room in this sub-round.
+      // This rank's share of each part's room in this sub-round: the
+      // shares add up to the room, the remainder going round the ranks.
       std::vector<int64_t> room(k), delta(k, 0);
-      for (int p = 0; p < k; ++p) room[p] = std::max<int64_t>(0, limit - load[p]) / layout.num_ranks;
+      const int ranks = layout.num_ranks;
+      const int turn = (layout.rank + s + iteration * kSubRounds) % ranks;
+      for (int p = 0; p < k; ++p) {
+        const int64_t free = std::max<int64_t>(0, limit - load[p]);
+        room[p] = free / ranks + (turn < free % ranks ? 1 : 0);
+      }
       for (int64_t i = SubRoundBegin(n, s); i < SubRoundBegin(n, s + 1); ++i) {
         touched.clear();
         for (int64_t e = a.xadj[i]; e < a.xadj[i + 1]; ++e) {

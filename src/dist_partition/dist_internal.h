@@ -163,7 +163,8 @@ StatusOr<int64_t> RepairBalance(Comm& comm, const Layout& layout, const Adjacenc
 template <typename T>
 StatusOr<std::vector<T>> LookUp(Comm& comm, const Layout& layout, std::span<const int64_t> ids,
                                 std::span<const T> home_values) {
-  const int64_t batch = kRoundBytes / sizeof(int64_t);
+  const int64_t batch =
+      std::max<int64_t>(1, comm.round_bytes() / static_cast<int64_t>(sizeof(int64_t)));
   const int64_t n = static_cast<int64_t>(ids.size());
   std::vector<T> out(n);
   ASSIGN_OR_RETURN(int64_t rounds, AllMax(comm, (n + batch - 1) / batch));

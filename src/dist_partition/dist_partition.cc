@@ -41,6 +41,9 @@ Status CheckArguments(const ChunkedGraph& g, const std::string& graph_name, int 
   }
   if (o.num_hops < 0) return bad("num_hops must be >= 0, got ", o.num_hops);
   if (!(o.coarsening >= 1)) return bad("coarsening must be >= 1, got ", o.coarsening);
+  if (o.coarsen_min_arcs < 0) {
+    return bad("coarsen_min_arcs must be >= 0, got ", o.coarsen_min_arcs);
+  }
   return absl::OkStatus();
 }
 
@@ -86,8 +89,12 @@ StatusOr<std::vector<int32_t>> MultilevelParts(Comm& comm, const ChunkedGraph& g
                    AllSum(comm, static_cast<int64_t>(adjacency.adjncy.size())));
   ASSIGN_OR_RETURN(const int64_t total_weight,
                    AllSum(comm, std::accumulate(weight.begin(), weight.end(), int64_t{0})));
-  const int64_t max_cluster_weight =
-      std::max<int64_t>(1, total_weight / (int64_t{layout.num_parts} * kClustersPerPart));
+  // (On small graphs, at least kMinClusterNodes average nodes: clusters of
+  // one node would contract nothing.)
+  constexpr int64_t kMinClusterNodes = 8;
+  const int64_t max_cluster_weight = std::max<int64_t>(
+      {1, total_weight / (int64_t{layout.num_parts} * kClustersPerPart),
+       kMinClusterNodes * total_weight / std::max<int64_t>(1, layout.home.back())});
   // The levels, finest first: level l's graph, layout and weights are
   // levels[l - 1]'s coarse ones (level 0: the input's).
   std::vector<internal::Coarse> levels;
@@ -99,9 +106,13 @@ StatusOr<std::vector<int32_t>> MultilevelParts(Comm& comm, const ChunkedGraph& g
     return l == 0 ? weight : levels[l - 1].weight;
   };
   int64_t arcs = input_arcs, nodes = layout.home.back();
+  // Contraction costs some cut (label propagation is a cruder coarsening
+  // than PT-Scotch's matchings): graphs PT-Scotch can take whole are not
+  // contracted, nor contracted below coarsen_min_arcs arcs per rank.
+  const double min_arcs = static_cast<double>(o.coarsen_min_arcs) * layout.num_ranks;
   while (o.coarsening > 1 && layout.num_parts > 1 &&
          static_cast<double>(arcs) * o.coarsening > static_cast<double>(input_arcs) &&
-         levels.size() < kMaxLevels) {
+         static_cast<double>(arcs) > min_arcs && levels.size() < kMaxLevels) {
     const size_t l = levels.size();
     ASSIGN_OR_RETURN(internal::Coarse coarse,
                      internal::Coarsen(comm, layout_of(l), graph_of(l), weight_of(l),

@@ -64,6 +64,11 @@ struct DistPartitionOptions {
   // before PT-Scotch partitions it; 1: PT-Scotch gets the input graph.
   // PT-Scotch holds about 250 bytes per arc, more than anything else here.
   double coarsening = 8;
+  // ... but graphs of at most coarsen_min_arcs symmetrised arcs per rank
+  // are left whole (PT-Scotch's memory for them is small, and contraction
+  // costs some cut: on a 2000-node test graph 1.07-1.10x serial METIS's
+  // against 0.82x uncontracted).
+  int64_t coarsen_min_arcs = int64_t{1} << 20;
   uint64_t seed = 0;
   // The config's graph_name; empty: the metadata's.
   std::string graph_name;

@@ -30,7 +30,7 @@ Status WriteValues(const std::string& path, const std::vector<T>& values) {
 }
 
 // This rank's rows of one array: rows [lo, hi) of `array`, which this rank
-// reads, moved to their owners, in pieces of at most kRoundBytes, so that
+// reads, moved to their owners, in pieces of at most comm.round_bytes(), so that
 // besides the owned rows only one piece's copies exist. `dest` is the owner
 // rank of every read row; `arrival` lists, for every owned row in the order
 // the owners keep them, its original id, and `read_bounds` (ranks + 1) the
@@ -62,7 +62,7 @@ StatusOr<Array> MoveRows(Comm& comm, const ChunkedArray& array, int64_t lo, int6
     next[r] = at(read_bounds[r]);
     limit[r] = at(read_bounds[r + 1]);
   }
-  const int64_t per_round = std::max<int64_t>(1, kRoundBytes / std::max<int64_t>(1, row_bytes));
+  const int64_t per_round = std::max<int64_t>(1, comm.round_bytes() / std::max<int64_t>(1, row_bytes));
   ASSIGN_OR_RETURN(int64_t rounds, AllMax(comm, (hi - lo + per_round - 1) / per_round));
   char* out = static_cast<char*>(rows.mutable_data());
   Status read_status;

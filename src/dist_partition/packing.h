@@ -62,18 +62,13 @@ void Free(std::vector<T>& v) {
   std::vector<T>().swap(v);
 }
 
-// Bytes a rank packs per round in ExchangeInRounds (and ids per round of
-// LookUp times 8): a round's copies (packed, received, order) are a bounded
-// extra on top of what a step holds.
-constexpr int64_t kRoundBytes = 16 << 20;
-
 // Sends make(i) to rank dest[i] for every item i (none when dest[i] < 0),
-// in rounds of at most kRoundBytes per rank, and hands what this rank
+// in rounds of at most comm.round_bytes() per rank, and hands what this rank
 // receives in each round (by source) to consume(std::span<const T>) before
 // the next round: only one round's packed and received copies exist at a time.
 template <typename T, typename Make, typename Consume>
 Status ExchangeEachRound(Comm& comm, std::span<const int32_t> dest, Make make, Consume consume) {
-  const int64_t batch = std::max<int64_t>(1, kRoundBytes / static_cast<int64_t>(sizeof(T)));
+  const int64_t batch = std::max<int64_t>(1, comm.round_bytes() / static_cast<int64_t>(sizeof(T)));
   const int64_t n = static_cast<int64_t>(dest.size());
   ASSIGN_OR_RETURN(int64_t rounds, AllMax(comm, (n + batch - 1) / batch));
   for (int64_t round = 0; round < rounds; ++round) {

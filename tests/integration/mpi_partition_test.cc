@@ -99,18 +99,22 @@ TEST_F(MpiPartitionTest, MetisCutNearSerialMetisAndBalanced) {
   ASSERT_EQ(serial.exit_code, 0) << serial.output;
   const int64_t serial_cut = EdgeCut(dir / "serial/g.json");
   ASSERT_GT(serial_cut, 0);
-  for (int ranks : {1, 2, 4}) {
-    SCOPED_TRACE(ranks);
-    const std::string out = dir / StrCat("np", ranks);
+  // Whole (the graph is below --coarsen-min-arcs), and contracted by label
+  // propagation before PT-Scotch (as graphs above it are).
+  for (auto [ranks, contract] : std::vector<std::pair<int, bool>>{
+           {1, false}, {2, false}, {4, false}, {1, true}, {2, true}, {4, true}}) {
+    SCOPED_TRACE(::testing::Message() << ranks << " ranks, contracted: " << contract);
+    const std::string out = dir / StrCat("np", ranks, contract ? "c" : "");
     CliRun run = Mpirun(ranks, "mpi-partition --input " + *dir_ / "chunked" +
-                                   " --num-parts 4 --balance-ntypes train_mask --return-mapping "
-                                   "--out " +
-                                   out);
+                                   " --num-parts 4 --balance-ntypes train_mask --return-mapping " +
+                                   (contract ? "--coarsen-min-arcs 0 " : "") + "--out " + out);
     ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(run.output.find("assign: level 1:") != std::string::npos, contract) << run.output;
     CheckAgainstInput(out + "/g.json", *dir_ / "g");
     const int64_t cut = EdgeCut(out + "/g.json");
     EXPECT_LE(cut, serial_cut * 11 / 10) << "serial METIS cut " << serial_cut;
-    std::cout << ranks << " ranks: cut " << cut << " (serial METIS " << serial_cut << ")\n";
+    std::cout << ranks << " ranks" << (contract ? ", contracted" : "") << ": cut " << cut
+              << " (serial METIS " << serial_cut << ")\n";
     // Nodes and training nodes within 3 % (+1) of the average in every part.
     const std::vector<int64_t> train = ReadIds(*dir_ / "g/train_mask.npy");
     const int64_t total_train = std::count(train.begin(), train.end(), 1);
