@@ -39,6 +39,7 @@ struct MpiPartitionFlags {
   std::vector<std::string> ssh_options;
   int64_t piece_mb = 16;
   double coarsening = 8;
+  int num_trainers_per_machine = 1;
   int64_t coarsen_min_arcs = int64_t{1} << 20;
   bool log_all_ranks = false;
   std::string stats_json;
@@ -70,7 +71,9 @@ std::vector<std::string> RankCommand(const MpiPartitionFlags& f) {
                                    "--coarsening",
                                    fmt::format("{}", f.coarsening),
                                    "--coarsen-min-arcs",
-                                   std::to_string(f.coarsen_min_arcs)};
+                                   std::to_string(f.coarsen_min_arcs),
+                                   "--num-trainers-per-machine",
+                                   std::to_string(f.num_trainers_per_machine)};
   if (!f.graph_name.empty()) args.insert(args.end(), {"--graph-name", f.graph_name});
   if (!f.balance_ntypes.empty()) args.insert(args.end(), {"--balance-ntypes", f.balance_ntypes});
   if (f.balance_edges) args.push_back("--balance-edges");
@@ -246,6 +249,7 @@ int RunRank(const MpiPartitionFlags& f) {
     o.balance_ntypes = f.balance_ntypes;
     o.balance_edges = f.balance_edges;
     o.coarsening = f.coarsening;
+    o.num_trainers_per_machine = f.num_trainers_per_machine;
     o.coarsen_min_arcs = f.coarsen_min_arcs;
     o.return_mapping = f.return_mapping;
     o.seed = f.seed;
@@ -311,6 +315,12 @@ Command RegisterMpiPartition(CLI::App& app) {
                   "launch's");
   sub->add_option("--mpirun", f->mpirun, "With --ranks: the mpirun program")->capture_default_str();
   sub->add_option("--mpirun-arg", f->mpirun_args, "With --ranks: one more argument for mpirun");
+  sub->add_option("--num-trainers-per-machine,--num_trainers_per_machine",
+                  f->num_trainers_per_machine,
+                  "Trainers per machine: nodes are split into num_parts x this many sub-parts, "
+                  "recorded as trainer_id arrays (as tessera partition)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--coarsening", f->coarsening,
                   "part_method metis: contract the graph by label propagation until it has this "
                   "many times fewer arcs before PT-Scotch partitions it (1: no contraction); "

@@ -91,7 +91,15 @@ struct Shuffled {
   // read edge went to.
   std::vector<int32_t> home_part;
   std::vector<int32_t> edge_dest;
+  // With trainers per machine: the sub-part (trainer_id) of every owned
+  // node and owned edge (its destination's), by new id - begin.
+  std::vector<int32_t> node_trainer, edge_trainer;
 };
+
+// With trainers per machine (home_trainer: every home node's sub-part):
+// fills s.node_trainer and s.edge_trainer; needs s.edges' CSC.
+Status SpreadTrainers(Comm& comm, const Layout& layout, std::span<const int32_t> home_trainer,
+                      Shuffled& s);
 
 // The symmetrised graph over this rank's home nodes, as ParMETIS takes it
 // (no self loops, one entry per neighbour; weight = directed edges between
@@ -228,6 +236,8 @@ Status WriteLocalGraph(const std::string& graph_dir, const LocalGraph& g, const 
 struct ArrayNames {
   std::vector<std::string> node, edge;
 };
+// With s.node_trainer filled, every part also gets `trainer_id` arrays
+// (after each type's others, as PartitionGraph writes them).
 StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const Layout& layout,
                                  const Shuffled& shuffled,
                                  const std::vector<std::string>& part_dirs);

@@ -35,6 +35,23 @@ Status CheckArguments(const ChunkedGraph& g, const std::string& graph_name, int 
   if (num_parts < 1 || num_parts > g.num_nodes()) {
     return bad("num_parts must be in [1, num_nodes = ", g.num_nodes(), "], got ", num_parts);
   }
+  if (o.num_trainers_per_machine < 1 ||
+      static_cast<int64_t>(num_parts) * o.num_trainers_per_machine > g.num_nodes()) {
+    return bad("num_trainers_per_machine must be >= 1 and num_parts * num_trainers_per_machine ",
+               "<= num_nodes = ", g.num_nodes(), ", got ", o.num_trainers_per_machine);
+  }
+  if (o.num_trainers_per_machine > 1) {
+    for (bool node : {true, false}) {
+      for (const auto& arrays : node ? g.node_data : g.edge_data) {
+        for (const ChunkedArray& a : arrays) {
+          if (a.name == "trainer_id") {
+            return bad("the input already has ", node ? "a node" : "an edge",
+                       " array 'trainer_id', which num_trainers_per_machine > 1 would overwrite");
+          }
+        }
+      }
+    }
+  }
   if (num_parts % num_ranks != 0) {
     return bad("num_parts (", num_parts, ") must be a multiple of the number of ranks (", num_ranks,
                "): each rank writes num_parts / ranks parts");
@@ -227,6 +244,7 @@ PartitionConfig MakeConfig(const ChunkedGraph& g, const std::string& graph_name,
   config.parts = PartFolders(num_parts);
   config.node_feat_names = names.node;
   config.edge_feat_names = names.edge;
+  config.num_trainers_per_machine = o.num_trainers_per_machine;
   config.balance_ntypes = o.balance_ntypes;
   config.balance_edges = o.balance_edges;
   config.seed = o.seed;
@@ -260,10 +278,19 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   RETURN_IF_ERROR(steps.End(edges.status()));
 
   RETURN_IF_ERROR(steps.Start("assign"));
+  // Into num_parts * trainers sub-parts (as PartitionGraph); part = sub / T.
+  const int trainers = o.num_trainers_per_machine;
+  Layout sub_layout = layout;
+  sub_layout.num_parts = num_parts * trainers;
   StatusOr<std::vector<int32_t>> home_part =
       o.part_method == PartMethod::kRandom
-          ? RandomParts(o.seed, layout.home_begin(), layout.home_end(), num_parts)
-          : MultilevelParts(comm, *g, layout, *edges, o);
+          ? RandomParts(o.seed, layout.home_begin(), layout.home_end(), sub_layout.num_parts)
+          : MultilevelParts(comm, *g, sub_layout, *edges, o);
+  std::vector<int32_t> home_trainer;
+  if (home_part.ok() && trainers > 1) {
+    home_trainer = *home_part;
+    for (int32_t& p : *home_part) p /= trainers;
+  }
   RETURN_IF_ERROR(steps.End(home_part.status()));
 
   RETURN_IF_ERROR(steps.Start("shuffle"));
@@ -273,6 +300,11 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   }
   StatusOr<Shuffled> shuffled =
       internal::Reshuffle(comm, *g, layout, std::move(*home_part), std::move(*edges));
+  if (shuffled.ok() && trainers > 1) {
+    Status spread = Agree(comm, internal::SpreadTrainers(comm, layout, home_trainer, *shuffled));
+    internal::Free(home_trainer);
+    if (!spread.ok()) shuffled = spread;
+  }
   RETURN_IF_ERROR(steps.End(shuffled.status()));
 
   // From here on, a failure removes what this run wrote.

@@ -59,6 +59,10 @@ struct DistPartitionOptions {
   std::string balance_ntypes;
   bool balance_edges = false;
   bool return_mapping = false;
+  // As PartitionOptions: nodes are assigned to num_parts * this many parts,
+  // part p being sub-parts [p T, (p + 1) T); with more than one, every part
+  // carries `trainer_id` node and edge arrays (an edge: its destination's).
+  int num_trainers_per_machine = 1;
   // part_method metis: the graph is contracted by label propagation until
   // it has this many times fewer arcs than the input (or stops shrinking)
   // before PT-Scotch partitions it; 1: PT-Scotch gets the input graph.

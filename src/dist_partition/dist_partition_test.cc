@@ -175,6 +175,49 @@ TEST_F(DistPartitionTest, TypedRandomEqualsSingleProcess) {
   }
 }
 
+// Trainers per machine: sub-parts from the same draws as PartitionGraph's,
+// trainer_id arrays for every node and edge type, the config's count.
+TEST_F(DistPartitionTest, TrainersPerMachineEqualSingleProcess) {
+  struct Case {
+    const char* graph;
+    int ranks, parts, trainers;
+  };
+  for (Case c : std::vector<Case>{{"sbm", 1, 2, 2}, {"sbm", 2, 4, 3}, {"sbm", 3, 3, 2},
+                                  {"mag", 2, 2, 2}, {"mag", 4, 4, 2}}) {
+    SCOPED_TRACE(::testing::Message() << c.graph << ", " << c.ranks << " ranks, " << c.parts
+                                      << " parts, " << c.trainers << " trainers");
+    const bool typed = std::string(c.graph) == "mag";
+    TempDir out;
+    PartitionOptions serial;
+    serial.part_method = PartMethod::kRandom;
+    serial.return_mapping = true;
+    serial.num_trainers_per_machine = c.trainers;
+    serial.seed = 11;
+    Serial(*dir_ / c.graph, c.parts, serial, out / "serial");
+    DistPartitionOptions o;
+    o.part_method = PartMethod::kRandom;
+    o.return_mapping = true;
+    o.num_trainers_per_machine = c.trainers;
+    o.seed = 11;
+    auto result = RunRanks(c.ranks, *dir_ / (typed ? "mag_chunked" : "chunked"), c.parts,
+                           out / "dist", o);
+    ASSERT_TRUE(result.ok()) << result.status();
+    ExpectSameFiles(out / "serial", out / "dist");
+    auto part = LoadPartition(result->config_path, 0);
+    ASSERT_TRUE(part.ok()) << part.status();
+    EXPECT_TRUE(part->node_data.count(typed ? "paper/trainer_id" : "trainer_id"));
+  }
+  DistPartitionOptions o;
+  o.part_method = PartMethod::kRandom;
+  o.num_trainers_per_machine = 0;
+  TempDir out;
+  auto bad = RunRanks(2, *dir_ / "chunked", 2, out / "bad", o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("num_trainers_per_machine must be >= 1"),
+            std::string::npos)
+      << bad.status();
+}
+
 TEST_F(DistPartitionTest, AFailedRankStopsEveryRankAndNothingLooksValid) {
   TempDir copy;
   std::filesystem::copy(*dir_ / "chunked", copy / "in", std::filesystem::copy_options::recursive);

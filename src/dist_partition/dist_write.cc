@@ -194,6 +194,7 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
     }
   }
   RETURN_IF_ERROR(Agree(comm, st));
+  const bool trainers = !s.node_trainer.empty();
   for (bool node : {true, false}) {
     const auto& per_type = node ? graph.node_data : graph.edge_data;
     const std::vector<int64_t>& type_offsets = node ? graph.ntype_offsets : graph.etype_offsets;
@@ -201,7 +202,31 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
     const int64_t read_begin = node ? layout.home_begin() : layout.reads[layout.rank];
     const int64_t read_end = node ? layout.home_end() : layout.reads[layout.rank + 1];
     for (size_t t = 0; t < per_type.size(); ++t) {
-      if (per_type[t].empty()) continue;
+      const std::string type = node ? graph.ntypes[t] : graph.relations[t].type.Canonical();
+      // trainer_id: the owned rows of type t, part by part in new-id order.
+      auto write_trainers = [&]() -> Status {
+        if (!trainers) return absl::OkStatus();
+        const std::vector<int32_t>& of = node ? s.node_trainer : s.edge_trainer;
+        const int64_t begin = node ? s.nodes.begin : s.edges.begin;
+        Status written;
+        for (int p = first_part; p < end_part && written.ok(); ++p) {
+          const int64_t b = node ? s.ids.NodeBlock(p, static_cast<int>(t))
+                                 : s.ids.EdgeBlock(p, static_cast<int>(t));
+          const int64_t c = node ? s.ids.node_counts[p * s.ids.num_ntypes + t]
+                                 : s.ids.edge_counts[p * s.ids.num_etypes + t];
+          std::vector<int64_t> values(of.begin() + (b - begin), of.begin() + (b - begin + c));
+          written = WriteValues(StrCat(part_dirs[p - first_part], node ? "/node_feat/" : "/edge_feat/",
+                                       typed ? type + "/" : "", "trainer_id.npy"),
+                                values);
+        }
+        RETURN_IF_ERROR(Agree(comm, written));
+        (node ? names.node : names.edge).push_back(typed ? type + "/trainer_id" : "trainer_id");
+        return absl::OkStatus();
+      };
+      if (per_type[t].empty()) {
+        RETURN_IF_ERROR(write_trainers());
+        continue;
+      }
       const int64_t lo = std::clamp(read_begin, type_offsets[t], type_offsets[t + 1]);
       const int64_t hi = std::clamp(read_end, type_offsets[t], type_offsets[t + 1]);
       std::vector<int32_t> dest(hi - lo);
@@ -223,7 +248,6 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
         }
         bounds.push_back(bounds.back() + c);
       }
-      const std::string type = node ? graph.ntypes[t] : graph.relations[t].type.Canonical();
       // Original ids (as `arrival`) each rank reads.
       const std::vector<int64_t>& rank_bounds = node ? layout.home : layout.reads;
       for (const ChunkedArray& array : per_type[t]) {
@@ -239,9 +263,27 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
         RETURN_IF_ERROR(Agree(comm, written));
         (node ? names.node : names.edge).push_back(name);
       }
+      RETURN_IF_ERROR(write_trainers());
     }
   }
   return names;
+}
+
+Status SpreadTrainers(Comm& comm, const Layout& layout, std::span<const int32_t> home_trainer,
+                      Shuffled& s) {
+  ASSIGN_OR_RETURN(s.node_trainer, LookUp<int32_t>(comm, layout, s.nodes.orig, home_trainer));
+  const OwnedEdges& e = s.edges;
+  s.edge_trainer.assign(e.end - e.begin, -1);
+  for (size_t row = 0; row + 1 < e.in_ptr.size(); ++row) {
+    for (int64_t k = e.in_ptr[row]; k < e.in_ptr[row + 1]; ++k) {
+      const int64_t at = e.eid[k] - e.begin;
+      if (at < 0 || at >= e.end - e.begin) {
+        return absl::InternalError(StrCat("edge ", e.eid[k], " is not owned here"));
+      }
+      s.edge_trainer[at] = s.node_trainer[row];
+    }
+  }
+  return absl::OkStatus();
 }
 
 Status WriteMappings(Comm& comm, const Shuffled& s, int64_t num_nodes, int64_t num_edges,

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -126,6 +127,35 @@ TEST_F(MpiPartitionTest, MetisCutNearSerialMetisAndBalanced) {
       const int64_t part_train = std::count(mask.begin(), mask.end(), true);
       EXPECT_LE(part_train, std::max<int64_t>(total_train * 103 / 400, (total_train + 3) / 4))
           << "part " << p;
+    }
+  }
+}
+
+// Two ranks, two parts, two trainers a machine: METIS-quality sub-parts,
+// every node's and edge's trainer_id in its part's two, both used, every
+// sub-part balanced as a part is.
+TEST_F(MpiPartitionTest, MetisWithTrainersPerMachine) {
+  TempDir dir;
+  const std::string out = dir / "t";
+  CliRun run = Mpirun(2, "mpi-partition --input " + *dir_ / "chunked" +
+                             " --num-parts 2 --num-trainers-per-machine 2 --return-mapping "
+                             "--out " +
+                             out);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  CheckAgainstInput(out + "/g.json", *dir_ / "g");
+  for (int p = 0; p < 2; ++p) {
+    SCOPED_TRACE(p);
+    auto lp = LoadPartition(out + "/g.json", p);
+    ASSERT_TRUE(lp.ok()) << lp.status();
+    auto trainer = lp->node_data.at("trainer_id").span<int64_t>();
+    ASSERT_EQ(static_cast<int64_t>(trainer.size()), lp->num_inner_nodes());
+    std::map<int64_t, int64_t> nodes_of;
+    for (int64_t t : trainer) ++nodes_of[t];
+    ASSERT_EQ(nodes_of.size(), 2u);
+    EXPECT_EQ(nodes_of.begin()->first, 2 * p);
+    for (const auto& [t, n] : nodes_of) EXPECT_LE(n, 2000 * 103 / 400) << "trainer " << t;
+    for (int64_t t : lp->edge_data.at("trainer_id").span<int64_t>()) {
+      EXPECT_TRUE(t == 2 * p || t == 2 * p + 1) << t;
     }
   }
 }
