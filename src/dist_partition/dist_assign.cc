@@ -188,7 +188,8 @@ StatusOr<BalanceClasses> ClassesOf(Comm& comm, const ChunkedGraph& graph, const 
 }
 
 StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adjacency& adjacency,
-                                           std::span<const int64_t> vertex_weight, uint64_t seed) {
+                                           bool weighted, std::span<const int64_t> vertex_weight,
+                                           uint64_t seed) {
   const int64_t n = layout.home_end() - layout.home_begin();
   if (layout.num_parts == 1) return std::vector<int32_t>(n, 0);
   auto* mpi_comm = static_cast<MPI_Comm*>(comm.mpi_comm());
@@ -196,7 +197,10 @@ StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adj
     return absl::FailedPreconditionError(
         "part_method metis runs PT-Scotch, which needs MPI ranks (start with mpirun)");
   }
+  // Vertex loads on every rank or none (a rank without nodes passes an
+  // empty array, not null, or PT-Scotch finds the ranks inconsistent).
   std::vector<SCOTCH_Num> vwgt(vertex_weight.begin(), vertex_weight.end());
+  vwgt.reserve(1);
   std::vector<SCOTCH_Num> part(std::max<int64_t>(n, 1), -1);
   // Scotch reads at least one xadj entry and neighbour, even with none.
   if (adjacency.adjncy.empty()) {
@@ -231,7 +235,7 @@ StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adj
   }
   const char* failed = nullptr;
   if (SCOTCH_dgraphBuild(&graph, 0, n, n, adjacency.xadj.data(), adjacency.xadj.data() + 1,
-                         vwgt.empty() ? nullptr : vwgt.data(), nullptr, num_arcs, num_arcs,
+                         weighted ? vwgt.data() : nullptr, nullptr, num_arcs, num_arcs,
                          adjacency.adjncy.data(), nullptr, adjacency.adjwgt.data()) != 0) {
     failed = "SCOTCH_dgraphBuild";
   } else if (SCOTCH_dgraphPart(&graph, layout.num_parts, &strat, part.data()) != 0) {

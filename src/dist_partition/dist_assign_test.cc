@@ -136,7 +136,7 @@ TEST(DistAssign, PtScotchNeedsMpiRanks) {
     layout.home = {0, 4};
     Adjacency adjacency;
     adjacency.xadj.assign(5, 0);
-    return ScotchParts(comm, layout, adjacency, {}, 0).status();
+    return ScotchParts(comm, layout, adjacency, false, {}, 0).status();
   });
   EXPECT_NE(results[0].message().find("needs MPI ranks"), std::string::npos) << results[0];
 }

@@ -191,7 +191,8 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
       for (size_t k = 0; k < requests.data.size(); ++k) {
         const Request& q = requests.data[k];
         const int64_t at = q.label - base;
-        if (at < 0 || at >= n) return absl::InternalError("coarsening: a join reached the wrong rank");
+        if (at < 0 || at >= n)
+          return absl::InternalError("coarsening: a join reached the wrong rank");
         if (cluster_weight[at] + q.weight <= max_cluster_weight) {
           cluster_weight[at] += q.weight;
           granted[k] = 1;
@@ -213,7 +214,8 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
       ASSIGN_OR_RETURN(Received<Request> left, Exchange<Request>(comm, packed, leaves.counts));
       for (const Request& q : left.data) {
         const int64_t at = q.label - base;
-        if (at < 0 || at >= n) return absl::InternalError("coarsening: a leave reached the wrong rank");
+        if (at < 0 || at >= n)
+          return absl::InternalError("coarsening: a leave reached the wrong rank");
         cluster_weight[at] -= q.weight;
       }
       RETURN_IF_ERROR(FetchGhosts(comm, layout, v, label));
@@ -230,17 +232,23 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
     if (cluster_weight[i] > 0) coarse_of_label[i] = mine++;
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> counts, AllGatherValue(comm, mine));
-  out.layout = layout;
-  out.layout.home.assign(layout.num_ranks + 1, 0);
-  for (int r = 0; r < layout.num_ranks; ++r) out.layout.home[r + 1] = out.layout.home[r] + counts[r];
-  out.layout.reads = out.layout.home;
-  for (int64_t& c : coarse_of_label) {
-    if (c >= 0) c += out.layout.home[layout.rank];
+  int64_t first = 0, clusters = 0;
+  for (int r = 0; r < layout.num_ranks; ++r) {
+    if (r < layout.rank) first += counts[r];
+    clusters += counts[r];
   }
+  for (int64_t& c : coarse_of_label) {
+    if (c >= 0) c += first;
+  }
+  // Coarse nodes are homed evenly over the ranks, whichever rank names
+  // their clusters (labels can gather on a few ranks).
+  out.layout = layout;
+  out.layout.home = EvenBounds(clusters, layout.num_ranks);
+  out.layout.reads = out.layout.home;
   // Every home node's and ghost's coarse id.
-  ASSIGN_OR_RETURN(std::vector<int64_t> own_coarse,
-                   LookUp<int64_t>(comm, layout, std::span<const int64_t>(label.data(), n),
-                                   coarse_of_label));
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> own_coarse,
+      LookUp<int64_t>(comm, layout, std::span<const int64_t>(label.data(), n), coarse_of_label));
   Free(coarse_of_label);
   std::vector<int64_t> coarse(v.size());
   std::copy(own_coarse.begin(), own_coarse.end(), coarse.begin());
@@ -260,7 +268,10 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
     out.weight.assign(coarse_n, 0);
     bool misplaced = false;
     RETURN_IF_ERROR(ExchangeEachRound<Request>(
-        comm, dest, [&](int64_t i) { return Request{coarse[i], weight[i]}; },
+        comm, dest,
+        [&](int64_t i) {
+          return Request{coarse[i], weight[i]};
+        },
         [&](std::span<const Request> got) {
           for (const Request& q : got) {
             const int64_t at = q.label - coarse_base;
@@ -299,7 +310,8 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
         const int home = out.layout.HomeOf(coarse[row]);
         for (size_t k = 0; k < merged.size();) {
           Arc arc{coarse[row], merged[k].first, 0};
-          for (; k < merged.size() && merged[k].first == arc.to; ++k) arc.weight += merged[k].second;
+          for (; k < merged.size() && merged[k].first == arc.to; ++k)
+            arc.weight += merged[k].second;
           arcs.push_back(arc);
           dest.push_back(home);
         }

@@ -64,11 +64,11 @@ std::vector<RankCoarse> CoarsenOnRanks(int ranks, int64_t max_cluster_weight) {
   std::vector<RankCoarse> out(ranks);
   auto results = RunThreadRanks(ranks, [&](Comm& comm) -> Status {
     const int r = comm.rank();
+    comm.set_round_bytes(40);  // Several rounds in every exchange.
     out[r].layout = RanksLayout(r, ranks, 2);
     ASSIGN_OR_RETURN(Adjacency a, RankAdjacency(comm, out[r].layout));
     std::vector<int64_t> weight(a.xadj.size() - 1, 1);
-    ASSIGN_OR_RETURN(out[r].coarse,
-                     Coarsen(comm, out[r].layout, a, weight, max_cluster_weight, 7));
+    ASSIGN_OR_RETURN(out[r].coarse, Coarsen(comm, out[r].layout, a, weight, max_cluster_weight, 7));
     return absl::OkStatus();
   });
   for (const Status& st : results) EXPECT_TRUE(st.ok()) << st;
@@ -103,9 +103,10 @@ void ExpectContractionOfTheFineGraph(const std::vector<RankCoarse>& ranks) {
     ASSERT_EQ(c.graph.xadj.size(), c.weight.size() + 1);
     for (size_t row = 0; row + 1 < c.graph.xadj.size(); ++row) {
       for (int64_t k = c.graph.xadj[row]; k < c.graph.xadj[row + 1]; ++k) {
-        EXPECT_TRUE(got_arcs.insert({{base + static_cast<int64_t>(row), c.graph.adjncy[k]},
-                                     c.graph.adjwgt[k]})
-                        .second)
+        EXPECT_TRUE(
+            got_arcs
+                .insert({{base + static_cast<int64_t>(row), c.graph.adjncy[k]}, c.graph.adjwgt[k]})
+                .second)
             << "arc listed twice";
       }
     }

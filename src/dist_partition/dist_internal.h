@@ -91,8 +91,10 @@ struct Shuffled {
   // read edge went to.
   std::vector<int32_t> home_part;
   std::vector<int32_t> edge_dest;
-  // With trainers per machine: the sub-part (trainer_id) of every owned
-  // node and owned edge (its destination's), by new id - begin.
+  // With trainers per machine (has_trainers, the same on every rank): the
+  // sub-part (trainer_id) of every owned node and owned edge (its
+  // destination's), by new id - begin.
+  bool has_trainers = false;
   std::vector<int32_t> node_trainer, edge_trainer;
 };
 
@@ -125,10 +127,11 @@ StatusOr<BalanceClasses> ClassesOf(Comm& comm, const ChunkedGraph& graph, const 
 
 // Step 2 with part_method metis: PT-Scotch's distributed k-way
 // (SCOTCH_dgraphPart with its default strategy, 3 % imbalance; one
-// constraint: `vertex_weight`, or unit weights when empty) over `adjacency`.
-// Needs an MPI Comm.
+// constraint: `vertex_weight` (one per home node) if `weighted`, the same on
+// every rank, else unit weights) over `adjacency`. Needs an MPI Comm.
 StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adjacency& adjacency,
-                                           std::span<const int64_t> vertex_weight, uint64_t seed);
+                                           bool weighted, std::span<const int64_t> vertex_weight,
+                                           uint64_t seed);
 
 // One level of coarsening for part_method metis (dist_coarsen.cc): the
 // home nodes of `layout` clustered by size-constrained label propagation
@@ -236,7 +239,7 @@ Status WriteLocalGraph(const std::string& graph_dir, const LocalGraph& g, const 
 struct ArrayNames {
   std::vector<std::string> node, edge;
 };
-// With s.node_trainer filled, every part also gets `trainer_id` arrays
+// With s.has_trainers, every part also gets `trainer_id` arrays
 // (after each type's others, as PartitionGraph writes them).
 StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const Layout& layout,
                                  const Shuffled& shuffled,

@@ -36,9 +36,10 @@ Status CheckArguments(const ChunkedGraph& g, const std::string& graph_name, int 
     return bad("num_parts must be in [1, num_nodes = ", g.num_nodes(), "], got ", num_parts);
   }
   if (o.num_trainers_per_machine < 1 ||
-      static_cast<int64_t>(num_parts) * o.num_trainers_per_machine > g.num_nodes()) {
+      static_cast<int64_t>(num_parts) * o.num_trainers_per_machine >
+          std::min<int64_t>(g.num_nodes(), INT32_MAX)) {
     return bad("num_trainers_per_machine must be >= 1 and num_parts * num_trainers_per_machine ",
-               "<= num_nodes = ", g.num_nodes(), ", got ", o.num_trainers_per_machine);
+               "<= num_nodes = ", g.num_nodes(), " (and < 2^31), got ", o.num_trainers_per_machine);
   }
   if (o.num_trainers_per_machine > 1) {
     for (bool node : {true, false}) {
@@ -109,13 +110,18 @@ StatusOr<std::vector<int32_t>> MultilevelParts(Comm& comm, const ChunkedGraph& g
   // (On small graphs, at least kMinClusterNodes average nodes: clusters of
   // one node would contract nothing.)
   constexpr int64_t kMinClusterNodes = 8;
+  // (And at most half a part, so that the parts can be balanced.)
+  const int64_t half_part = total_weight / (2 * int64_t{layout.num_parts});
   const int64_t max_cluster_weight = std::max<int64_t>(
-      {1, total_weight / (int64_t{layout.num_parts} * kClustersPerPart),
-       kMinClusterNodes * total_weight / std::max<int64_t>(1, layout.home.back())});
+      1, std::min(half_part, std::max(total_weight / (int64_t{layout.num_parts} * kClustersPerPart),
+                                      kMinClusterNodes * total_weight /
+                                          std::max<int64_t>(1, layout.home.back()))));
   // The levels, finest first: level l's graph, layout and weights are
   // levels[l - 1]'s coarse ones (level 0: the input's).
   std::vector<internal::Coarse> levels;
-  auto layout_of = [&](size_t l) -> const Layout& { return l == 0 ? layout : levels[l - 1].layout; };
+  auto layout_of = [&](size_t l) -> const Layout& {
+    return l == 0 ? layout : levels[l - 1].layout;
+  };
   auto graph_of = [&](size_t l) -> internal::Adjacency& {
     return l == 0 ? adjacency : levels[l - 1].graph;
   };
@@ -148,8 +154,7 @@ StatusOr<std::vector<int32_t>> MultilevelParts(Comm& comm, const ChunkedGraph& g
   }
   const size_t top = levels.size();
   StatusOr<std::vector<int32_t>> parts = internal::ScotchParts(
-      comm, layout_of(top), graph_of(top),
-      top == 0 && !o.balance_edges ? std::span<const int64_t>() : weight_of(top), o.seed);
+      comm, layout_of(top), graph_of(top), top > 0 || o.balance_edges, weight_of(top), o.seed);
   RETURN_IF_ERROR(Agree(comm, parts.status()));
   int64_t refined = 0;
   for (size_t l = top; l-- > 0;) {
@@ -300,8 +305,12 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   }
   StatusOr<Shuffled> shuffled =
       internal::Reshuffle(comm, *g, layout, std::move(*home_part), std::move(*edges));
-  if (shuffled.ok() && trainers > 1) {
-    Status spread = Agree(comm, internal::SpreadTrainers(comm, layout, home_trainer, *shuffled));
+  if (trainers > 1) {
+    // (Every rank must agree the shuffle worked before the lookups.)
+    Status spread = Agree(comm, shuffled.status());
+    if (spread.ok()) {
+      spread = Agree(comm, internal::SpreadTrainers(comm, layout, home_trainer, *shuffled));
+    }
     internal::Free(home_trainer);
     if (!spread.ok()) shuffled = spread;
   }

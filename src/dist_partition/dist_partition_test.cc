@@ -182,8 +182,11 @@ TEST_F(DistPartitionTest, TrainersPerMachineEqualSingleProcess) {
     const char* graph;
     int ranks, parts, trainers;
   };
-  for (Case c : std::vector<Case>{{"sbm", 1, 2, 2}, {"sbm", 2, 4, 3}, {"sbm", 3, 3, 2},
-                                  {"mag", 2, 2, 2}, {"mag", 4, 4, 2}}) {
+  for (Case c : std::vector<Case>{{"sbm", 1, 2, 2},
+                                  {"sbm", 2, 4, 3},
+                                  {"sbm", 3, 3, 2},
+                                  {"mag", 2, 2, 2},
+                                  {"mag", 4, 4, 2}}) {
     SCOPED_TRACE(::testing::Message() << c.graph << ", " << c.ranks << " ranks, " << c.parts
                                       << " parts, " << c.trainers << " trainers");
     const bool typed = std::string(c.graph) == "mag";
@@ -199,8 +202,8 @@ TEST_F(DistPartitionTest, TrainersPerMachineEqualSingleProcess) {
     o.return_mapping = true;
     o.num_trainers_per_machine = c.trainers;
     o.seed = 11;
-    auto result = RunRanks(c.ranks, *dir_ / (typed ? "mag_chunked" : "chunked"), c.parts,
-                           out / "dist", o);
+    auto result =
+        RunRanks(c.ranks, *dir_ / (typed ? "mag_chunked" : "chunked"), c.parts, out / "dist", o);
     ASSERT_TRUE(result.ok()) << result.status();
     ExpectSameFiles(out / "serial", out / "dist");
     auto part = LoadPartition(result->config_path, 0);
@@ -213,8 +216,7 @@ TEST_F(DistPartitionTest, TrainersPerMachineEqualSingleProcess) {
   TempDir out;
   auto bad = RunRanks(2, *dir_ / "chunked", 2, out / "bad", o);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("num_trainers_per_machine must be >= 1"),
-            std::string::npos)
+  EXPECT_NE(bad.status().message().find("num_trainers_per_machine must be >= 1"), std::string::npos)
       << bad.status();
 }
 

@@ -62,7 +62,8 @@ StatusOr<Array> MoveRows(Comm& comm, const ChunkedArray& array, int64_t lo, int6
     next[r] = at(read_bounds[r]);
     limit[r] = at(read_bounds[r + 1]);
   }
-  const int64_t per_round = std::max<int64_t>(1, comm.round_bytes() / std::max<int64_t>(1, row_bytes));
+  const int64_t per_round =
+      std::max<int64_t>(1, comm.round_bytes() / std::max<int64_t>(1, row_bytes));
   ASSIGN_OR_RETURN(int64_t rounds, AllMax(comm, (hi - lo + per_round - 1) / per_round));
   char* out = static_cast<char*>(rows.mutable_data());
   Status read_status;
@@ -194,7 +195,7 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
     }
   }
   RETURN_IF_ERROR(Agree(comm, st));
-  const bool trainers = !s.node_trainer.empty();
+  const bool trainers = s.has_trainers;
   for (bool node : {true, false}) {
     const auto& per_type = node ? graph.node_data : graph.edge_data;
     const std::vector<int64_t>& type_offsets = node ? graph.ntype_offsets : graph.etype_offsets;
@@ -215,9 +216,10 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
           const int64_t c = node ? s.ids.node_counts[p * s.ids.num_ntypes + t]
                                  : s.ids.edge_counts[p * s.ids.num_etypes + t];
           std::vector<int64_t> values(of.begin() + (b - begin), of.begin() + (b - begin + c));
-          written = WriteValues(StrCat(part_dirs[p - first_part], node ? "/node_feat/" : "/edge_feat/",
-                                       typed ? type + "/" : "", "trainer_id.npy"),
-                                values);
+          written =
+              WriteValues(StrCat(part_dirs[p - first_part], node ? "/node_feat/" : "/edge_feat/",
+                                 typed ? type + "/" : "", "trainer_id.npy"),
+                          values);
         }
         RETURN_IF_ERROR(Agree(comm, written));
         (node ? names.node : names.edge).push_back(typed ? type + "/trainer_id" : "trainer_id");
@@ -271,6 +273,7 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
 
 Status SpreadTrainers(Comm& comm, const Layout& layout, std::span<const int32_t> home_trainer,
                       Shuffled& s) {
+  s.has_trainers = true;
   ASSIGN_OR_RETURN(s.node_trainer, LookUp<int32_t>(comm, layout, s.nodes.orig, home_trainer));
   const OwnedEdges& e = s.edges;
   s.edge_trainer.assign(e.end - e.begin, -1);
