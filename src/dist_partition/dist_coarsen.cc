@@ -83,6 +83,11 @@ Status FetchGhosts(Comm& comm, const Layout& layout, const LocalView& v, std::ve
   return absl::OkStatus();
 }
 
+// An internal error (a broken invariant) if `broken`.
+Status Broken(bool broken, const char* what) {
+  return broken ? absl::InternalError(StrCat("coarsening: ", what)) : absl::OkStatus();
+}
+
 // The first home node of sub-round s.
 int64_t SubRoundBegin(int64_t n, int s) { return n * s / kSubRounds; }
 
@@ -188,16 +193,22 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
       std::vector<Request> packed = Pack<Request>(packing, [&](int64_t k) { return asked[k]; });
       ASSIGN_OR_RETURN(Received<Request> requests, Exchange<Request>(comm, packed, packing.counts));
       std::vector<uint8_t> granted(requests.data.size(), 0);
+      bool misrouted = false;
       for (size_t k = 0; k < requests.data.size(); ++k) {
         const Request& q = requests.data[k];
         const int64_t at = q.label - base;
-        if (at < 0 || at >= n)
-          return absl::InternalError("coarsening: a join reached the wrong rank");
+        if (at < 0 || at >= n) {
+          misrouted = true;
+          continue;
+        }
         if (cluster_weight[at] + q.weight <= max_cluster_weight) {
           cluster_weight[at] += q.weight;
           granted[k] = 1;
         }
       }
+      // (Local checks end in an agreement: no rank leaves while the others
+      // enter the next exchange.)
+      RETURN_IF_ERROR(Agree(comm, Broken(misrouted, "a join reached the wrong rank")));
       ASSIGN_OR_RETURN(Received<uint8_t> answers,
                        Exchange<uint8_t>(comm, granted, requests.counts));
       std::vector<uint8_t> ok = Unpack(packing, std::move(answers.data));
@@ -214,10 +225,13 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
       ASSIGN_OR_RETURN(Received<Request> left, Exchange<Request>(comm, packed, leaves.counts));
       for (const Request& q : left.data) {
         const int64_t at = q.label - base;
-        if (at < 0 || at >= n)
-          return absl::InternalError("coarsening: a leave reached the wrong rank");
+        if (at < 0 || at >= n) {
+          misrouted = true;
+          continue;
+        }
         cluster_weight[at] -= q.weight;
       }
+      RETURN_IF_ERROR(Agree(comm, Broken(misrouted, "a leave reached the wrong rank")));
       RETURN_IF_ERROR(FetchGhosts(comm, layout, v, label));
     }
     ASSIGN_OR_RETURN(int64_t all_moved, AllSum(comm, moved));
@@ -257,9 +271,9 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
   Free(label);
   const int64_t coarse_base = out.layout.home_begin();
   const int64_t coarse_n = out.layout.home_end() - coarse_base;
-  for (int64_t i = 0; i < n; ++i) {
-    if (coarse[i] < 0) return absl::InternalError("coarsening: a node's cluster has no coarse id");
-  }
+  RETURN_IF_ERROR(Agree(
+      comm, Broken(std::any_of(coarse.begin(), coarse.begin() + n, [](int64_t c) { return c < 0; }),
+                   "a node's cluster has no coarse id")));
   out.coarse_of_home.assign(coarse.begin(), coarse.begin() + n);
   // Coarse weights, summed at the coarse homes.
   {
@@ -282,7 +296,7 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
             out.weight[at] += q.weight;
           }
         }));
-    if (misplaced) return absl::InternalError("coarsening: a weight reached the wrong rank");
+    RETURN_IF_ERROR(Agree(comm, Broken(misplaced, "a weight reached the wrong rank")));
   }
   // Coarse arcs: each row's arcs between different clusters, merged per
   // neighbour cluster, sent to the home of the row's cluster in rounds;
@@ -351,7 +365,7 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
   }));
   Free(cursor);
   Free(coarse);
-  if (misplaced) return absl::InternalError("coarsening: an arc reached the wrong rank");
+  RETURN_IF_ERROR(Agree(comm, Broken(misplaced, "an arc reached the wrong rank")));
   Adjacency& c = out.graph;
   c.xadj.assign(coarse_n + 1, 0);
   int64_t total = 0;

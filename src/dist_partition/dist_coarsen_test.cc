@@ -31,12 +31,13 @@ std::vector<std::pair<int64_t, int64_t>> RingOfCliques() {
   return edges;
 }
 
-Layout RanksLayout(int rank, int ranks, int parts) {
+// home: the nodes each rank homes (P + 1 bounds; default even).
+Layout RanksLayout(int rank, int ranks, int parts, std::vector<int64_t> home = {}) {
   Layout layout;
   layout.num_ranks = ranks;
   layout.rank = rank;
   layout.num_parts = parts;
-  layout.home = EvenBounds(kNodes, ranks);
+  layout.home = home.empty() ? EvenBounds(kNodes, ranks) : std::move(home);
   layout.reads = layout.home;
   return layout;
 }
@@ -60,14 +61,22 @@ struct RankCoarse {
   Layout layout;
 };
 
-std::vector<RankCoarse> CoarsenOnRanks(int ranks, int64_t max_cluster_weight) {
+// Node v weighs WeightOf(v): 1 unless the test says otherwise.
+int64_t UnitWeight(int64_t) { return 1; }
+
+std::vector<RankCoarse> CoarsenOnRanks(int ranks, int64_t max_cluster_weight,
+                                       int64_t (*weight_of)(int64_t) = UnitWeight,
+                                       std::vector<int64_t> home = {}) {
   std::vector<RankCoarse> out(ranks);
   auto results = RunThreadRanks(ranks, [&](Comm& comm) -> Status {
     const int r = comm.rank();
     comm.set_round_bytes(40);  // Several rounds in every exchange.
-    out[r].layout = RanksLayout(r, ranks, 2);
+    out[r].layout = RanksLayout(r, ranks, 2, home);
     ASSIGN_OR_RETURN(Adjacency a, RankAdjacency(comm, out[r].layout));
-    std::vector<int64_t> weight(a.xadj.size() - 1, 1);
+    std::vector<int64_t> weight;
+    for (int64_t v = out[r].layout.home_begin(); v < out[r].layout.home_end(); ++v) {
+      weight.push_back(weight_of(v));
+    }
     ASSIGN_OR_RETURN(out[r].coarse, Coarsen(comm, out[r].layout, a, weight, max_cluster_weight, 7));
     return absl::OkStatus();
   });
@@ -78,7 +87,8 @@ std::vector<RankCoarse> CoarsenOnRanks(int ranks, int64_t max_cluster_weight) {
 // The coarse graph every rank's pieces describe, as (from, to) -> weight,
 // and each coarse node's weight; checked against the contraction of the
 // fine graph by the coarse ids the ranks gave its nodes.
-void ExpectContractionOfTheFineGraph(const std::vector<RankCoarse>& ranks) {
+void ExpectContractionOfTheFineGraph(const std::vector<RankCoarse>& ranks,
+                                     int64_t (*weight_of)(int64_t) = UnitWeight) {
   std::vector<int64_t> coarse_of;  // Fine node -> coarse id.
   for (const RankCoarse& rc : ranks) {
     coarse_of.insert(coarse_of.end(), rc.coarse.coarse_of_home.begin(),
@@ -95,7 +105,7 @@ void ExpectContractionOfTheFineGraph(const std::vector<RankCoarse>& ranks) {
     ++want_arcs[{cv, cu}];
   }
   std::vector<int64_t> want_weight(num_coarse, 0), got_weight;
-  for (int64_t c : coarse_of) ++want_weight[c];
+  for (int64_t v = 0; v < kNodes; ++v) want_weight[coarse_of[v]] += weight_of(v);
   for (const RankCoarse& rc : ranks) {
     const Coarse& c = rc.coarse;
     EXPECT_EQ(c.layout.home, ranks[0].coarse.layout.home);
@@ -157,6 +167,26 @@ TEST(DistCoarsen, NoClusterOutweighsTheCap) {
     EXPECT_GE(clusters, 2 * kCliques);
     EXPECT_LT(clusters, kNodes);
   }
+}
+
+// Weights 1 to 3 (node v: 1 + v % 3, so a clique weighs 12), the cap 7,
+// and 4 ranks of which rank 2 homes no node: every cluster within the cap,
+// the contraction exact, and the coarse nodes spread over all 4 ranks.
+int64_t MixedWeight(int64_t v) { return 1 + v % 3; }
+
+TEST(DistCoarsen, MixedWeightsAndARankWithoutNodes) {
+  auto got = CoarsenOnRanks(4, 7, MixedWeight, {0, 16, 32, 32, 48});
+  ExpectContractionOfTheFineGraph(got, MixedWeight);
+  int64_t total = 0;
+  for (const RankCoarse& rc : got) {
+    EXPECT_GT(rc.coarse.weight.size(), 0u) << "rank " << rc.layout.rank;
+    for (int64_t w : rc.coarse.weight) {
+      EXPECT_LE(w, 7);
+      total += w;
+    }
+  }
+  EXPECT_EQ(total, 2 * kNodes);  // Weights 1, 2, 3 in turn: 2 on average.
+  EXPECT_EQ(got[2].coarse.coarse_of_home.size(), 0u);
 }
 
 // Parts by clique: cliques 0-2 and half of clique 3 in part 0, the rest in
