@@ -40,7 +40,7 @@ struct HalfEdge {
 
 }  // namespace
 
-StatusOr<Adjacency> BuildAdjacency(Comm& comm, const Layout& layout, const EdgeSlice& edges) {
+StatusOr<Adjacency> BuildAdjacency(Comm& comm, const Layout& layout, EdgeSlice edges) {
   // Each edge u -> v: (u, v) to u's home, (v, u, in) to v's home, twice:
   // first to count every home node's half edges, then to place them in a
   // CSR of that size (so the half edges are never all held twice).
@@ -89,6 +89,8 @@ StatusOr<Adjacency> BuildAdjacency(Comm& comm, const Layout& layout, const EdgeS
       }));
   Free(dest);
   Free(cursor);
+  Free(edges.src);
+  Free(edges.dst);
   if (misplaced) return absl::InternalError("a half edge reached the wrong home");
   // Per row: neighbours in increasing order, one entry each (weight = half
   // edges), no self loops; compacted in place.

@@ -113,7 +113,9 @@ struct Adjacency {
   std::vector<int64_t> adjwgt;
   std::vector<int64_t> in_degree;
 };
-StatusOr<Adjacency> BuildAdjacency(Comm& comm, const Layout& layout, const EdgeSlice& edges);
+// Consumes `edges` (the rank's read edges): they are freed as soon as the
+// half edges are placed, before the rows are compacted.
+StatusOr<Adjacency> BuildAdjacency(Comm& comm, const Layout& layout, EdgeSlice edges);
 
 // The balance class of every home node (as PartitionGraph's METIS
 // constraints): one class per node type, split by the values of node array

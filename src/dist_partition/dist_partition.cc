@@ -80,8 +80,9 @@ Status PrepareOutput(Comm& comm, const std::string& out_path, const std::string&
 // o.coarsening times fewer arcs (PT-Scotch's memory per arc is the step's
 // peak), PT-Scotch's k-way on the coarsest graph, its parts projected back
 // and refined on every finer level, then the balance of every class.
-// Frees `edges` once the adjacency is built (the reshuffle reads them
-// again), so that the step does not hold them too.
+// Consumes `edges`: BuildAdjacency frees them once their half edges are
+// placed (the reshuffle reads them again), so that the step does not hold
+// them too.
 StatusOr<std::vector<int32_t>> MultilevelParts(Comm& comm, const ChunkedGraph& g,
                                                const Layout& layout, EdgeSlice& edges,
                                                const DistPartitionOptions& o) {
@@ -91,10 +92,9 @@ StatusOr<std::vector<int32_t>> MultilevelParts(Comm& comm, const ChunkedGraph& g
   // of a part left a few clusters at the cap, across communities, and a
   // cut of 1.7x serial METIS's; 1/128 and 1/256 gave METIS's cut.
   constexpr int64_t kClustersPerPart = 256;
-  StatusOr<internal::Adjacency> built = internal::BuildAdjacency(comm, layout, edges);
-  internal::Free(edges.src);
-  internal::Free(edges.dst);
-  ASSIGN_OR_RETURN(internal::Adjacency adjacency, std::move(built));
+  StatusOr<internal::Adjacency> built = internal::BuildAdjacency(comm, layout, std::move(edges));
+  RETURN_IF_ERROR(Agree(comm, built.status()));
+  internal::Adjacency adjacency = std::move(*built);
   ASSIGN_OR_RETURN(internal::BalanceClasses classes,
                    internal::ClassesOf(comm, g, layout, o.balance_ntypes));
   // One weight for PT-Scotch and the clusters: nodes, or nodes and in-edges
