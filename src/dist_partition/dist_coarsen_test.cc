@@ -3,7 +3,14 @@
 // Clique c holds nodes c, c + 8, ..., c + 40, so that with 2 or 3 ranks
 // every clique has nodes on several ranks; inside a clique every ordered
 // pair is an edge (symmetrised weight 2), and one edge c -> c + 1 (mod 8)
-// joins neighbouring cliques (weight 1).
+// joins neighbouring cliques (weight 1):
+//
+//        K0 --> K1 --> K2 --> K3
+//        ^                     |        Ki = {i, i + 8, i + 16, ..., i + 40},
+//        |                     v        a clique (K6); the ring edge leaves
+//        K7 <-- K6 <-- K5 <-- K4        node i for node i + 1.
+//
+// With 2 ranks, rank 0 homes nodes 0-23 (three nodes of every clique).
 #include <map>
 #include <numeric>
 #include <set>
