@@ -111,8 +111,7 @@ StatusOr<Coarse> Coarsen(Comm& comm, const Layout& layout, const Adjacency& a,
   // The weight of the cluster of each label this rank homes.
   std::vector<int64_t> cluster_weight(weight.begin(), weight.end());
   std::vector<std::pair<int64_t, int64_t>> rating;  // (label, weight) of one row.
-  int64_t total_nodes = 0;
-  ASSIGN_OR_RETURN(total_nodes, AllSum(comm, n));
+  ASSIGN_OR_RETURN(const int64_t total_nodes, AllSum(comm, n));
   for (int iteration = 0; iteration < kClusterIterations; ++iteration) {
     int64_t moved = 0;
     for (int s = 0; s < kSubRounds; ++s) {

@@ -195,7 +195,6 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
     }
   }
   RETURN_IF_ERROR(Agree(comm, st));
-  const bool trainers = s.has_trainers;
   for (bool node : {true, false}) {
     const auto& per_type = node ? graph.node_data : graph.edge_data;
     const std::vector<int64_t>& type_offsets = node ? graph.ntype_offsets : graph.etype_offsets;
@@ -204,17 +203,22 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
     const int64_t read_end = node ? layout.home_end() : layout.reads[layout.rank + 1];
     for (size_t t = 0; t < per_type.size(); ++t) {
       const std::string type = node ? graph.ntypes[t] : graph.relations[t].type.Canonical();
+      // The owned rows of type t in part p: new ids [first, first + count).
+      auto block = [&](int p) -> std::pair<int64_t, int64_t> {
+        const int type_id = static_cast<int>(t);
+        return node ? std::pair{s.ids.NodeBlock(p, type_id),
+                                s.ids.node_counts[p * s.ids.num_ntypes + t]}
+                    : std::pair{s.ids.EdgeBlock(p, type_id),
+                                s.ids.edge_counts[p * s.ids.num_etypes + t]};
+      };
       // trainer_id: the owned rows of type t, part by part in new-id order.
       auto write_trainers = [&]() -> Status {
-        if (!trainers) return absl::OkStatus();
+        if (!s.has_trainers) return absl::OkStatus();
         const std::vector<int32_t>& of = node ? s.node_trainer : s.edge_trainer;
         const int64_t begin = node ? s.nodes.begin : s.edges.begin;
         Status written;
         for (int p = first_part; p < end_part && written.ok(); ++p) {
-          const int64_t b = node ? s.ids.NodeBlock(p, static_cast<int>(t))
-                                 : s.ids.EdgeBlock(p, static_cast<int>(t));
-          const int64_t c = node ? s.ids.node_counts[p * s.ids.num_ntypes + t]
-                                 : s.ids.edge_counts[p * s.ids.num_etypes + t];
+          const auto [b, c] = block(p);
           std::vector<int64_t> values(of.begin() + (b - begin), of.begin() + (b - begin + c));
           written =
               WriteValues(StrCat(part_dirs[p - first_part], node ? "/node_feat/" : "/edge_feat/",
@@ -240,10 +244,7 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
       // original id of each.
       std::vector<int64_t> arrival, bounds{0};
       for (int p = first_part; p < end_part; ++p) {
-        const int64_t b = node ? s.ids.NodeBlock(p, static_cast<int>(t))
-                               : s.ids.EdgeBlock(p, static_cast<int>(t));
-        const int64_t c = node ? s.ids.node_counts[p * s.ids.num_ntypes + t]
-                               : s.ids.edge_counts[p * s.ids.num_etypes + t];
+        const auto [b, c] = block(p);
         for (int64_t id = b; id < b + c; ++id) {
           arrival.push_back(node ? s.nodes.orig[id - s.nodes.begin]
                                  : s.edges.orig[id - s.edges.begin]);
