@@ -215,7 +215,10 @@ TEST(HeteroBlockTest, LayersFromRealPartitionsMatchBruteForceAndChain) {
   }
 }
 
-// Large random layers (the radix-sort path) over a two-part book.
+// Large random layers (the radix-sort path) over a two-part book. Some edge
+// ids and sources are the first or last of a (part, type) block: ToHeteroBlock
+// finds blocks through a table of id buckets, and the buckets that straddle
+// two blocks take another path.
 TEST(HeteroBlockTest, LargeRandomLayerMatchesBruteForce) {
   TypeLayout layout{{"a", "b"},
                     {{"a", "x", "b"}, {"b", "y", "a"}, {"a", "z", "a"}},
@@ -226,6 +229,11 @@ TEST(HeteroBlockTest, LargeRandomLayerMatchesBruteForce) {
   Rng rng(5);
   auto node_of = [&](int t) {
     return book->MapToHomoNid(t, static_cast<int64_t>(rng.Below(book->NumNodesOfType(t))));
+  };
+  // The first or last per-type id of a random part's block.
+  auto block_end = [&](const std::vector<int64_t>& offsets) {
+    const size_t p = rng.Below(offsets.size() - 1);
+    return rng.Below(2) ? offsets[p] : offsets[p + 1] - 1;
   };
   std::vector<int64_t> seeds;
   std::set<int64_t> seen;
@@ -240,6 +248,7 @@ TEST(HeteroBlockTest, LargeRandomLayerMatchesBruteForce) {
       int r = t == 1 ? 0 : (k % 2 ? 1 : 2);  // Relations ending at the seed's type.
       int src_type = r == 1 ? 1 : 0;
       int64_t u = node_of(src_type);
+      if (k == 3) u = book->MapToHomoNid(src_type, block_end(book->TypedNodeOffsets(src_type)));
       if (k == 5) {  // Some sources are seeds of the right type.
         int64_t candidate = seeds[rng.Below(seeds.size())];
         if (book->MapToPerNtype(candidate).first == src_type) u = candidate;
@@ -247,7 +256,8 @@ TEST(HeteroBlockTest, LargeRandomLayerMatchesBruteForce) {
       src.push_back(u);
       dst.push_back(s);
       eid.push_back(
-          book->MapToHomoEid(r, static_cast<int64_t>(rng.Below(book->NumEdgesOfType(r)))));
+          book->MapToHomoEid(r, k == 4 ? block_end(book->TypedEdgeOffsets(r))
+                                       : static_cast<int64_t>(rng.Below(book->NumEdgesOfType(r)))));
     }
   }
   auto b = ToHeteroBlock(*book, seeds, src, dst, eid);

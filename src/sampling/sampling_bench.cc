@@ -5,6 +5,12 @@
 // a comma-separated list of partition configs; part 0 of each is loaded and
 // every owned node sampled, in a shuffled order, best of a few runs. Prints
 // numbers; asserts nothing about time.
+//
+// TESSERA_TO_BLOCK_BENCH, a list of configs too: to_block (ToBlock, or
+// ToHeteroBlock on a typed partition) of two-layer batches of 1000 shuffled
+// seeds of the first node type, fanouts 25 then 10 (per relation when
+// typed, as `tessera bench hetero`), best of a few calls per layer, with freed
+// memory retained as in trainers.
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
@@ -14,7 +20,10 @@
 #include "gtest/gtest.h"
 #include "src/base/random.h"
 #include "src/base/time.h"
+#include "src/sampling/block.h"
+#include "src/sampling/hetero_block.h"
 #include "src/sampling/local_graph.h"
+#include "tessera/core/resource.h"
 
 namespace tessera::sampling {
 namespace {
@@ -81,6 +90,78 @@ TEST(SamplingBench, CostPerSampledEdge) {
         }
       }
     }
+  }
+}
+
+TEST(SamplingBench, ToBlockCostPerSampledEdge) {
+  const char* env = std::getenv("TESSERA_TO_BLOCK_BENCH");
+  if (env == nullptr) GTEST_SKIP() << "set TESSERA_TO_BLOCK_BENCH to partition configs";
+  RetainFreedMemory();  // As trainers and `tessera bench hetero` do.
+  std::stringstream list(env);
+  for (std::string config; std::getline(list, config, ',');) {
+    auto part = LoadPartition(config, 0, {.load_feats = false});
+    ASSERT_TRUE(part.ok()) << part.status();
+    auto shared = std::make_shared<const LocalPartition>(std::move(*part));
+    const PartitionBook& book = shared->book;
+    auto g = LocalGraph::Create(PartArraysOf(shared));
+    ASSERT_TRUE(g.ok()) << g.status();
+    const bool typed = !book.is_homogeneous();
+    auto [first, last] = book.NodeTypeRange(0, 0);
+    std::vector<int64_t> pool(static_cast<size_t>(last - first));
+    std::iota(pool.begin(), pool.end(), first);
+    Rng rng(1);
+    for (size_t i = pool.size(); i > 1; --i) std::swap(pool[i - 1], pool[rng.Below(i)]);
+    constexpr size_t kBatch = 1000, kBatches = 20;
+    pool.resize(std::min(pool.size(), kBatch * kBatches));
+    double block_s = 0, sample_s = 0, homo_s = 0;
+    int64_t edges = 0;
+    for (size_t b = 0; b + kBatch <= pool.size(); b += kBatch) {
+      std::vector<int64_t> frontier(pool.begin() + b, pool.begin() + b + kBatch);
+      for (int64_t fanout : {25, 10}) {
+        NeighborOptions o{.fanout = fanout, .seed = b};
+        if (typed) o.etype_fanouts.assign((*g)->num_etypes(), fanout);
+        Stopwatch sample_watch;
+        auto e = (*g)->SampleNeighbors(frontier, o);
+        sample_s += sample_watch.Seconds();
+        ASSERT_TRUE(e.ok()) << e.status();
+        edges += static_cast<int64_t>(e->size());
+        double best = 1e30;
+        std::vector<int64_t> next;
+        for (int r = 0; r < 5; ++r) {
+          Stopwatch watch;
+          if (typed) {
+            auto block = ToHeteroBlock(book, frontier, e->src, e->dst, e->eid);
+            best = std::min(best, watch.Seconds());
+            ASSERT_TRUE(block.ok()) << block.status();
+            next = block->NextSeeds();
+          } else {
+            auto block = ToBlock(frontier, e->src, e->dst, e->eid);
+            best = std::min(best, watch.Seconds());
+            ASSERT_TRUE(block.ok()) << block.status();
+            next.assign(block->src_nodes.begin(), block->src_nodes.end());
+          }
+        }
+        block_s += best;
+        if (typed) {  // The same edges through the homogeneous ToBlock.
+          best = 1e30;
+          for (int r = 0; r < 5; ++r) {
+            Stopwatch watch;
+            auto block = ToBlock(frontier, e->src, e->dst, e->eid);
+            best = std::min(best, watch.Seconds());
+            ASSERT_TRUE(block.ok()) << block.status();
+          }
+          homo_s += best;
+        }
+        frontier = std::move(next);
+      }
+    }
+    fmt::print(
+        "{}: {} batches, {} edges per batch, sample {:.2f} ns/edge, to_block {:.2f} ns/edge{}\n",
+        config, pool.size() / kBatch, edges / std::max<size_t>(1, pool.size() / kBatch),
+        sample_s * 1e9 / edges, block_s * 1e9 / edges,
+        typed
+            ? fmt::format(" (the same edges through ToBlock: {:.2f} ns/edge)", homo_s * 1e9 / edges)
+            : "");
   }
 }
 
