@@ -26,6 +26,7 @@ struct BenchFlags {
   std::vector<std::string> graphs;
   std::vector<int> parts = {2, 4};
   std::vector<std::string> methods = {"metis", "random"};
+  std::vector<double> coarsening = {1};  // metis only; 1: METIS on the whole graph.
   std::string workdir;
   double timeout_s = 3600;
 };
@@ -42,7 +43,7 @@ const std::map<std::pair<std::string, int>, DglFigure> kDglMedium = {
 constexpr int64_t kMediumEdges = 14'953'958;
 
 StatusOr<nlohmann::json> BenchOne(const BenchFlags& f, const std::string& graph,
-                                  const std::string& method, int parts,
+                                  const std::string& method, int parts, double coarsening,
                                   const std::string& workdir) {
   const std::string out = StrCat(workdir, "/", method, "-", parts);
   std::vector<std::string> argv = {SelfExecutable(),
@@ -64,30 +65,33 @@ StatusOr<nlohmann::json> BenchOne(const BenchFlags& f, const std::string& graph,
   if (PathExists(graph + "/train_mask.npy")) {
     argv.insert(argv.end(), {"--balance-ntypes", "train_mask"});
   }
-  spdlog::info("bench: {} {} parts of {}", method, parts, graph);
+  if (coarsening != 1) argv.insert(argv.end(), {"--coarsening", StrCat(coarsening)});
+  spdlog::info("bench: {} {} parts of {}{}", method, parts, graph,
+               coarsening != 1 ? StrCat(", coarsening ", coarsening) : "");
   ASSIGN_OR_RETURN(ChildResult child, RunChild(argv, Deadline::InSeconds(f.timeout_s)));
   if (child.exit_code != 0) {
     return absl::InternalError(StrCat("partition of ", graph, " exited with ", child.exit_code));
   }
   ASSIGN_OR_RETURN(Inspection in, InspectPartitions(out + "/bench.json"));
-  nlohmann::json run = {{"graph", graph},
-                        {"num_nodes", in.num_nodes},
-                        {"num_edges", in.num_edges},
-                        {"method", method},
-                        {"parts", parts},
-                        {"wall_s", child.seconds},
-                        {"peak_rss_bytes", child.peak_rss_bytes},
-                        {"peak_rss_gib", child.peak_rss_bytes / double(1 << 30)},
-                        {"peak_rss_bytes_per_edge",
-                         static_cast<double>(child.peak_rss_bytes) / in.num_edges},
-                        {"edge_cut", in.edge_cut},
-                        {"edge_cut_fraction", in.edge_cut_fraction()},
-                        {"node_balance", in.node_balance},
-                        {"edge_balance", in.edge_balance},
-                        {"train_mask_balance", in.balanced_array_balance},
-                        {"bytes_on_disk", in.bytes_on_disk}};
+  nlohmann::json run = {
+      {"graph", graph},
+      {"num_nodes", in.num_nodes},
+      {"num_edges", in.num_edges},
+      {"method", method},
+      {"coarsening", coarsening},
+      {"parts", parts},
+      {"wall_s", child.seconds},
+      {"peak_rss_bytes", child.peak_rss_bytes},
+      {"peak_rss_gib", child.peak_rss_bytes / double(1 << 30)},
+      {"peak_rss_bytes_per_edge", static_cast<double>(child.peak_rss_bytes) / in.num_edges},
+      {"edge_cut", in.edge_cut},
+      {"edge_cut_fraction", in.edge_cut_fraction()},
+      {"node_balance", in.node_balance},
+      {"edge_balance", in.edge_balance},
+      {"train_mask_balance", in.balanced_array_balance},
+      {"bytes_on_disk", in.bytes_on_disk}};
   auto dgl = kDglMedium.find({method, parts});
-  if (in.num_edges == kMediumEdges && dgl != kDglMedium.end()) {
+  if (in.num_edges == kMediumEdges && dgl != kDglMedium.end() && coarsening == 1) {
     run["dgl"] = {{"wall_s", dgl->second.wall_s},
                   {"peak_rss_gib", dgl->second.peak_rss_gib},
                   {"edge_cut_fraction", dgl->second.edge_cut_fraction}};
@@ -103,8 +107,12 @@ Status RunBench(const BenchFlags& f, const std::string& workdir) {
   for (const std::string& graph : f.graphs) {
     for (const std::string& method : f.methods) {
       for (int parts : f.parts) {
-        ASSIGN_OR_RETURN(nlohmann::json run, BenchOne(f, graph, method, parts, workdir));
-        runs.push_back(std::move(run));
+        for (double coarsening : f.coarsening) {
+          if (method != "metis" && coarsening != 1) continue;
+          ASSIGN_OR_RETURN(nlohmann::json run,
+                           BenchOne(f, graph, method, parts, coarsening, workdir));
+          runs.push_back(std::move(run));
+        }
       }
     }
   }
@@ -175,6 +183,12 @@ Command RegisterBench(CLI::App& app) {
   sub->add_option("--parts", f->parts, "Part counts")->delimiter(',')->capture_default_str();
   sub->add_option("--methods", f->methods, "metis and/or random")
       ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--coarsening", f->coarsening,
+                  "metis: tessera partition --coarsening values, each its own run (1: METIS on "
+                  "the whole graph)")
+      ->delimiter(',')
+      ->check(CLI::Range(1.0, 1e6))
       ->capture_default_str();
   sub->add_option("--workdir", f->workdir, "Scratch folder (default: a temporary folder)");
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per configuration")

@@ -14,6 +14,7 @@
 #include "src/base/logging.h"
 #include "src/base/resource.h"
 #include "src/base/strings.h"
+#include "src/partition/coarsen.h"
 
 namespace tessera {
 namespace {
@@ -134,39 +135,14 @@ StatusOr<MetisGraph> Symmetrize(const Graph& graph) {
   return g;
 }
 
-}  // namespace
-
-StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOptions& options) {
-  const int64_t n = graph.num_nodes;
-  if (options.num_parts < 1 || options.num_parts > n) {
-    return absl::InvalidArgumentError(
-        StrCat("METIS: cannot make ", options.num_parts, " parts of ", n, " nodes"));
-  }
-  if (options.num_parts == 1) return std::vector<int32_t>(n, 0);
-  if (!options.vertex_weights.empty() &&
-      static_cast<int64_t>(options.vertex_weights.size()) != n * options.num_constraints) {
-    return absl::InternalError("METIS: vertex weight array has the wrong size");
-  }
-
-  Progress sym("METIS input (symmetrise, deduplicate)", 0, "");
-  ASSIGN_OR_RETURN(MetisGraph g, Symmetrize(graph));
-  sym.Done();
-
+// METIS k-way on one graph (METIS's own arrays; it only reads them), with
+// the log of its share of memory.
+StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t* adjncy,
+                                      idx_t* adjwgt, int64_t num_entries, idx_t* vwgt, int ncon,
+                                      const MetisOptions& options) {
   idx_t nvtxs = static_cast<idx_t>(n);
-  idx_t ncon = static_cast<idx_t>(options.num_constraints);
+  idx_t metis_ncon = static_cast<idx_t>(ncon);
   idx_t nparts = static_cast<idx_t>(options.num_parts);
-  // The weights go to METIS as they are when idx_t is 32-bit (METIS only
-  // reads them), else as a widened copy.
-  std::vector<idx_t> widened;
-  idx_t* vwgt = nullptr;
-  if (!options.vertex_weights.empty()) {
-    if constexpr (std::is_same_v<idx_t, int32_t>) {
-      vwgt = const_cast<idx_t*>(options.vertex_weights.data());
-    } else {
-      widened.assign(options.vertex_weights.begin(), options.vertex_weights.end());
-      vwgt = widened.data();
-    }
-  }
   std::vector<real_t> ubvec(ncon, static_cast<real_t>(options.imbalance));
   idx_t metis_options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(metis_options);
@@ -179,19 +155,19 @@ StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOpt
   idx_t objval = 0;
   std::vector<idx_t> part(n);
 
-  const int64_t input_bytes = static_cast<int64_t>(sizeof(idx_t)) *
-                              (static_cast<int64_t>(g.xadj.size()) + 2 * g.num_entries +
-                               static_cast<int64_t>(options.vertex_weights.size()));
+  const int64_t input_bytes =
+      static_cast<int64_t>(sizeof(idx_t)) *
+      (static_cast<int64_t>(xadj.size()) + 2 * num_entries + (vwgt != nullptr ? n * ncon : 0));
   const int64_t resident_before = ResidentBytes(), peak_before = PeakRssBytes();
   spdlog::info(
       "METIS: k-way into {} parts, {} nodes, {} undirected edges, {} constraint(s); input arrays "
       "{}, RSS {}",
-      options.num_parts, n, g.num_entries / 2, ncon, FormatBytes(input_bytes),
+      options.num_parts, n, num_entries / 2, ncon, FormatBytes(input_bytes),
       FormatBytes(resident_before));
   Progress run("METIS", 0, "");
-  int rc = METIS_PartGraphKway(&nvtxs, &ncon, g.xadj.data(), g.adjncy.get(), vwgt,
-                               /*vsize=*/nullptr, g.adjwgt.get(), &nparts, /*tpwgts=*/nullptr,
-                               ubvec.data(), metis_options, &objval, part.data());
+  int rc = METIS_PartGraphKway(&nvtxs, &metis_ncon, xadj.data(), adjncy, vwgt,
+                               /*vsize=*/nullptr, adjwgt, &nparts, /*tpwgts=*/nullptr, ubvec.data(),
+                               metis_options, &objval, part.data());
   run.Done();
   switch (rc) {
     case METIS_OK:
@@ -211,6 +187,117 @@ StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOpt
     spdlog::info("METIS: peak RSS {} during the call, {} above the RSS it started with",
                  FormatBytes(peak), FormatBytes(peak - resident_before));
   }
+  return part;
+}
+
+// MetisOptions::coarsening: contraction levels of `fine` (coarsen.h), METIS
+// on the coarsest, then the parts projected back and refined level by level,
+// each level freed once its parts are projected.
+StatusOr<std::vector<int32_t>> CoarsenedParts(const CsrView& fine, const MetisOptions& options) {
+  const int64_t n = fine.num_nodes();
+  const int64_t k = options.num_parts;
+  const std::vector<int32_t> ones(n, 1);  // Every fine node's size.
+  // A cluster holds at most 1/256 of a part's nodes (at least 8, at most
+  // half a part): finer clusters cost METIS nothing in cut, coarser ones did
+  // (docs/distributed-partitioning.md).
+  const int64_t max_cluster =
+      std::min(std::max<int64_t>(n / (k * 256), 8), std::max<int64_t>(1, n / (2 * k)));
+  const auto target =
+      static_cast<int64_t>(static_cast<double>(fine.num_entries()) / options.coarsening);
+  constexpr int kMaxLevels = 8;
+  std::vector<CoarseLevel> levels;
+  Progress contract("coarsening", 0, "");
+  while (static_cast<int>(levels.size()) < kMaxLevels) {
+    const CsrView finer = levels.empty() ? fine : levels.back().view();
+    if (finer.num_entries() <= target || finer.num_entries() <= options.coarsen_min_entries) break;
+    ASSIGN_OR_RETURN(CoarseLevel level,
+                     Contract(finer,
+                              levels.empty() ? std::span<const int32_t>(ones)
+                                             : std::span<const int32_t>(levels.back().size),
+                              max_cluster));
+    const int64_t nodes = static_cast<int64_t>(level.size.size());
+    spdlog::info("coarsening level {}: {} nodes -> {}, {} adjacency entries -> {}",
+                 levels.size() + 1, finer.num_nodes(), nodes, finer.num_entries(),
+                 level.num_entries);
+    levels.push_back(std::move(level));
+    if (nodes > finer.num_nodes() * 9 / 10) break;  // Less than 10 % fewer nodes.
+  }
+  contract.Done();
+  std::vector<int32_t> part;
+  {
+    CoarseLevel& coarsest = levels.back();
+    ASSIGN_OR_RETURN(std::vector<idx_t> coarse_part,
+                     RunMetis(static_cast<int64_t>(coarsest.size.size()), coarsest.xadj,
+                              coarsest.adjncy.get(), coarsest.adjwgt.get(), coarsest.num_entries,
+                              coarsest.vwgt.data(), coarsest.ncon, options));
+    part.assign(coarse_part.begin(), coarse_part.end());
+  }
+  Progress refine("project and refine", 0, "");
+  while (!levels.empty()) {
+    const CsrView finer = levels.size() == 1 ? fine : levels[levels.size() - 2].view();
+    std::vector<int32_t> finer_part(finer.num_nodes());
+    const std::vector<int32_t>& cmap = levels.back().cmap;
+    for (size_t v = 0; v < finer_part.size(); ++v) finer_part[v] = part[cmap[v]];
+    levels.pop_back();
+    part = std::move(finer_part);
+    const int64_t cut_before = WeightedCut(finer, part);
+    const int64_t moves = RefineParts(finer, options.num_parts, options.imbalance, part);
+    spdlog::info("refinement on {} nodes: {} moves, weighted cut {} -> {}", finer.num_nodes(),
+                 moves, cut_before, WeightedCut(finer, part));
+  }
+  refine.Done();
+  return part;
+}
+
+}  // namespace
+
+StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOptions& options) {
+  const int64_t n = graph.num_nodes;
+  if (options.num_parts < 1 || options.num_parts > n) {
+    return absl::InvalidArgumentError(
+        StrCat("METIS: cannot make ", options.num_parts, " parts of ", n, " nodes"));
+  }
+  if (options.num_parts == 1) return std::vector<int32_t>(n, 0);
+  if (!options.vertex_weights.empty() &&
+      static_cast<int64_t>(options.vertex_weights.size()) != n * options.num_constraints) {
+    return absl::InternalError("METIS: vertex weight array has the wrong size");
+  }
+
+  Progress sym("METIS input (symmetrise, deduplicate)", 0, "");
+  ASSIGN_OR_RETURN(MetisGraph g, Symmetrize(graph));
+  sym.Done();
+
+  // The weights go to METIS as they are when idx_t is 32-bit (METIS only
+  // reads them), else as a widened copy.
+  std::vector<idx_t> widened;
+  idx_t* vwgt = nullptr;
+  if (!options.vertex_weights.empty()) {
+    if constexpr (std::is_same_v<idx_t, int32_t>) {
+      vwgt = const_cast<idx_t*>(options.vertex_weights.data());
+    } else {
+      widened.assign(options.vertex_weights.begin(), options.vertex_weights.end());
+      vwgt = widened.data();
+    }
+  }
+  if (options.coarsening > 1 && g.num_entries > options.coarsen_min_entries) {
+    if constexpr (std::is_same_v<idx_t, int32_t>) {
+      const std::vector<int32_t> unit(options.vertex_weights.empty() ? n : 0, 1);
+      const CsrView fine{g.xadj,
+                         {g.adjncy.get(), static_cast<size_t>(g.num_entries)},
+                         {g.adjwgt.get(), static_cast<size_t>(g.num_entries)},
+                         options.vertex_weights.empty()
+                             ? std::span<const int32_t>(unit)
+                             : std::span<const int32_t>(options.vertex_weights),
+                         options.vertex_weights.empty() ? 1 : options.num_constraints};
+      return CoarsenedParts(fine, options);
+    } else {
+      return absl::UnimplementedError(
+          "--coarsening needs METIS built with 32-bit indices (Debian's is)");
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<idx_t> part,
+                   RunMetis(n, g.xadj, g.adjncy.get(), g.adjwgt.get(), g.num_entries, vwgt,
+                            static_cast<int>(options.num_constraints), options));
   if constexpr (std::is_same_v<idx_t, int32_t>) {
     return part;
   } else {

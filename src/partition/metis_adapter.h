@@ -11,7 +11,8 @@
 // every directed entry once plus the weights, the edge list's mapped pages
 // dropped as they are read; METIS then allocates its coarsened graphs on top
 // of it, which on graphs whose edges rarely merge is several times its input
-// (bench/README.md). The log names both.
+// (bench/README.md). The log names both. MetisOptions::coarsening gives METIS
+// a contracted graph instead.
 #ifndef TESSERA_SRC_PARTITION_METIS_ADAPTER_H_
 #define TESSERA_SRC_PARTITION_METIS_ADAPTER_H_
 
@@ -38,6 +39,14 @@ struct MetisOptions {
   // METIS_OPTION_NCUTS (independent partitionings; the best is kept).
   int refine_iterations = 10;
   int num_cuts = 1;
+  // With coarsening > 1 (`tessera partition --coarsening`), the graph is
+  // first contracted (coarsen.h) while its adjacency holds more than
+  // 1/coarsening of the input's entries and more than coarsen_min_entries;
+  // METIS partitions the coarsest graph and the parts are projected back
+  // with refinement. Another output than METIS on the whole graph, in a
+  // fraction of the memory.
+  double coarsening = 1;
+  int64_t coarsen_min_entries = int64_t{1} << 20;
 };
 
 // Returns the part of every node, in [0, options.num_parts).

@@ -195,6 +195,8 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
     metis.minimize_volume = o.objtype == "vol";
     metis.refine_iterations = o.metis_iterations;
     metis.num_cuts = o.metis_cuts;
+    metis.coarsening = o.coarsening;
+    metis.coarsen_min_entries = o.coarsen_min_entries;
     ASSIGN_OR_RETURN(trainer, MetisPartition(graph, metis));
   } else {
     trainer = RandomParts(o.seed, 0, graph.num_nodes, total_parts);

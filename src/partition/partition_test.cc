@@ -360,6 +360,45 @@ TEST(Partition, MetisBalancesMasksAndEdgesOnAnSbmGraph) {
   EXPECT_LT(m->edge_cut * 2, r->edge_cut) << m->edge_cut << " vs " << r->edge_cut;
 }
 
+// --coarsening: METIS on a contracted graph, the parts projected back and
+// refined. Forced here (coarsen_min_entries 0; graphs under 2^20 adjacency
+// entries are otherwise left whole).
+TEST(Partition, CoarsenedMetisCutsAboutAsMuchAndBalancesEveryConstraint) {
+  TempDir gen_dir, whole_dir, a, b;
+  GenerateOptions gen;
+  gen.num_nodes = 20000;
+  gen.num_undirected_edges = 150000;
+  gen.feat_dim = 4;
+  gen.num_classes = 8;
+  gen.seed = 3;
+  ASSERT_TRUE(GenerateSbmGraph(gen, gen_dir.path()).ok());
+  auto g = ReadGraph(gen_dir.path());
+  ASSERT_TRUE(g.ok());
+  AddCheckArrays(&*g);
+  PartitionOptions o;
+  o.balance_ntypes = "train_mask";
+  o.balance_edges = true;
+  o.return_mapping = true;
+  auto whole = PartitionGraph(*g, "sbm", 4, whole_dir.path(), o);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  o.coarsening = 8;
+  o.coarsen_min_entries = 0;
+  auto m = PartitionGraph(*g, "sbm", 4, a.path(), o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  CheckPartition(*g, m->config_path, 1);
+  auto in = InspectPartitions(m->config_path);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_LE(in->node_balance, 1.035);
+  EXPECT_LE(in->edge_balance, 1.035);
+  EXPECT_LE(in->balanced_array_balance, 1.035);
+  EXPECT_LE(m->edge_cut, whole->edge_cut * 11 / 10) << m->edge_cut << " vs " << whole->edge_cut;
+  // Another assignment than METIS's on the whole graph, the same every run.
+  auto again = PartitionGraph(*g, "sbm", 4, b.path(), o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(ReadAll(a / "orig_nids.npy"), ReadAll(b / "orig_nids.npy"));
+  EXPECT_NE(ReadAll(a / "orig_nids.npy"), ReadAll(whole_dir / "orig_nids.npy"));
+}
+
 TEST(Partition, BadArgumentsAreRejectedBeforeWriting) {
   Graph g = HandDrawn();
   TempDir dir;

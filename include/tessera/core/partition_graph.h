@@ -56,6 +56,12 @@ struct PartitionOptions {
   // METIS effort: refinement iterations and independent tries (best kept).
   int metis_iterations = 10;
   int metis_cuts = 1;
+  // Above 1: METIS gets the graph contracted by label propagation until its
+  // adjacency is this many times smaller (and no smaller than
+  // coarsen_min_entries), and its parts are projected back with refinement:
+  // a fraction of METIS's memory, another output (docs/partition-format.md).
+  double coarsening = 1;
+  int64_t coarsen_min_entries = int64_t{1} << 20;
 };
 
 struct PartStats {
