@@ -161,7 +161,8 @@ tessera::PartitionOptions MakePartitionOptions(int num_hops, const std::string& 
                                                const std::string& balance_ntypes,
                                                bool balance_edges, bool return_mapping,
                                                int num_trainers_per_machine,
-                                               const std::string& objtype, uint64_t seed) {
+                                               const std::string& objtype, uint64_t seed,
+                                               double coarsening, int64_t coarsen_min_arcs) {
   tessera::PartitionOptions o;
   auto method = tessera::ParsePartMethod(part_method);
   ThrowIfError(method.status(), "partition_graph");
@@ -173,6 +174,16 @@ tessera::PartitionOptions MakePartitionOptions(int num_hops, const std::string& 
   o.num_trainers_per_machine = num_trainers_per_machine;
   o.objtype = objtype;
   o.seed = seed;
+  if (!(coarsening >= 1)) {
+    throw dist::Error(
+        fmt::format("partition_graph: coarsening must be 1 (none) or more, got {}", coarsening));
+  }
+  if (coarsen_min_arcs < 0) {
+    throw dist::Error(fmt::format(
+        "partition_graph: coarsen_min_arcs must be 0 or more, got {}", coarsen_min_arcs));
+  }
+  o.coarsening = coarsening;
+  o.coarsen_min_entries = coarsen_min_arcs;
   return o;
 }
 
@@ -566,9 +577,11 @@ PYBIND11_MODULE(_C, m) {
         [](const std::string& input, const std::string& graph_name, int num_parts,
            const std::string& out_path, int num_hops, const std::string& part_method,
            const std::string& balance_ntypes, bool balance_edges, bool return_mapping,
-           int num_trainers_per_machine, const std::string& objtype, uint64_t seed) {
+           int num_trainers_per_machine, const std::string& objtype, uint64_t seed,
+           double coarsening, int64_t coarsen_min_arcs) {
           auto o = MakePartitionOptions(num_hops, part_method, balance_ntypes, balance_edges,
-                                        return_mapping, num_trainers_per_machine, objtype, seed);
+                                        return_mapping, num_trainers_per_machine, objtype, seed,
+                                        coarsening, coarsen_min_arcs);
           auto r = Wait([&] {
             auto graph = tessera::read_graph(input);
             ThrowIfError(graph.status(), "partition_graph: reading " + input);
@@ -584,9 +597,11 @@ PYBIND11_MODULE(_C, m) {
            const std::map<std::string, torch::Tensor>& edata, const std::string& graph_name,
            int num_parts, const std::string& out_path, int num_hops, const std::string& part_method,
            const std::string& balance_ntypes, bool balance_edges, bool return_mapping,
-           int num_trainers_per_machine, const std::string& objtype, uint64_t seed) {
+           int num_trainers_per_machine, const std::string& objtype, uint64_t seed,
+           double coarsening, int64_t coarsen_min_arcs) {
           auto o = MakePartitionOptions(num_hops, part_method, balance_ntypes, balance_edges,
-                                        return_mapping, num_trainers_per_machine, objtype, seed);
+                                        return_mapping, num_trainers_per_machine, objtype, seed,
+                                        coarsening, coarsen_min_arcs);
           tessera::Graph graph = GraphFrom(num_nodes, src, dst, ndata, edata);
           auto r = Wait([&] {
             auto result = tessera::partition_graph(graph, graph_name, num_parts, out_path, o);

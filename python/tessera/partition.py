@@ -26,7 +26,7 @@ def _graph_arrays(g):
 def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method="metis",
                     balance_ntypes=None, balance_edges=False, return_mapping=False,
                     num_trainers_per_machine=1, objtype="cut", graph_formats=None,
-                    seed=0):
+                    seed=0, coarsening=1, coarsen_min_arcs=1 << 20):
     """Partitions ``g`` into ``num_parts`` parts under ``out_path``
     (``<graph_name>.json`` + ``part<i>/``), like ``tessera partition``.
 
@@ -37,6 +37,11 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     integer node array, or that array itself (it must then be one of the
     graph's ndata). With ``return_mapping`` it returns ``(orig_nids,
     orig_eids)``: the original id of each new id.
+
+    ``coarsening`` and ``coarsen_min_arcs`` are tessera's (``tessera
+    partition --coarsening``): above 1, METIS partitions the graph contracted
+    that many times, in a fraction of METIS's memory, and the parts are
+    refined back; another output than METIS on the whole graph.
     """
     if not isinstance(graph_name, str) or not graph_name:
         raise TypeError("partition_graph: graph_name must be a non-empty string")
@@ -44,7 +49,8 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     args = dict(num_hops=int(num_hops), part_method=str(part_method),
                 balance_edges=bool(balance_edges), return_mapping=bool(return_mapping),
                 num_trainers_per_machine=int(num_trainers_per_machine), objtype=str(objtype),
-                seed=int(seed))
+                seed=int(seed), coarsening=float(coarsening),
+                coarsen_min_arcs=int(coarsen_min_arcs))
     if isinstance(g, (str, os.PathLike)):
         if balance_ntypes is not None and not isinstance(balance_ntypes, str):
             raise TypeError("partition_graph: with a graph folder, balance_ntypes is the name "
@@ -54,7 +60,8 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
                                          balance_ntypes or "", args["balance_edges"],
                                          args["return_mapping"],
                                          args["num_trainers_per_machine"], args["objtype"],
-                                         args["seed"])
+                                         args["seed"], args["coarsening"],
+                                         args["coarsen_min_arcs"])
     else:
         num_nodes, src, dst, ndata, edata = _graph_arrays(g)
         ndata = {k: torch.as_tensor(v) for k, v in ndata.items() if k not in (NID,)}
@@ -76,7 +83,8 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
                                            args["part_method"], balance, args["balance_edges"],
                                            args["return_mapping"],
                                            args["num_trainers_per_machine"], args["objtype"],
-                                           args["seed"])
+                                           args["seed"], args["coarsening"],
+                                           args["coarsen_min_arcs"])
     if return_mapping:
         nids = torch.from_numpy(np.load(os.path.join(out_path, "orig_nids.npy")))
         eids = torch.from_numpy(np.load(os.path.join(out_path, "orig_eids.npy")))

@@ -149,3 +149,23 @@ def test_partition_graph_bad_input(tmp_path):
                                  "num_nodes": 3}, "bad", 1, str(tmp_path))
     with pytest.raises(TypeError):
         tessera.partition_graph(42, "bad", 1, str(tmp_path))
+
+
+def test_partition_graph_with_coarsening_keeps_the_cliques_apart(tmp_path):
+    """coarsening (tessera's): METIS on the contracted graph, refined back.
+    Two cliques of 20 nodes joined by one edge 19 -> 20 make the two parts."""
+    pairs = [(u, v) for base in (0, 20) for u in range(base, base + 20)
+             for v in range(base, base + 20) if u != v] + [(19, 20)]
+    src = torch.tensor([u for u, _ in pairs])
+    dst = torch.tensor([v for _, v in pairs])
+    graph = {"edges": (src, dst), "num_nodes": 40}
+    orig_nids, _ = tessera.partition_graph(graph, "cliques", 2, str(tmp_path),
+                                           return_mapping=True, coarsening=8,
+                                           coarsen_min_arcs=0)
+    parts = []
+    for p in range(2):
+        _, _, _, gpb, _, _, _ = tessera.load_partition(str(tmp_path / "cliques.json"), p)
+        parts.append(sorted(orig_nids[gpb.partid2nids(p)].tolist()))
+    assert sorted(parts) == [list(range(20)), list(range(20, 40))]
+    with pytest.raises(tessera.TesseraError, match="coarsening must be 1"):
+        tessera.partition_graph(graph, "cliques", 2, str(tmp_path / "bad"), coarsening=0.5)
