@@ -179,8 +179,8 @@ tessera::PartitionOptions MakePartitionOptions(int num_hops, const std::string& 
         fmt::format("partition_graph: coarsening must be 1 (none) or more, got {}", coarsening));
   }
   if (coarsen_min_arcs < 0) {
-    throw dist::Error(fmt::format(
-        "partition_graph: coarsen_min_arcs must be 0 or more, got {}", coarsen_min_arcs));
+    throw dist::Error(fmt::format("partition_graph: coarsen_min_arcs must be 0 or more, got {}",
+                                  coarsen_min_arcs));
   }
   o.coarsening = coarsening;
   o.coarsen_min_entries = coarsen_min_arcs;
