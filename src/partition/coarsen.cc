@@ -2,6 +2,7 @@
 #include "src/partition/coarsen.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "src/base/strings.h"
@@ -167,8 +168,12 @@ StatusOr<CoarseLevel> Contract(const CsrView& g, std::span<const int32_t> size,
       }
     }
     for (int32_t to : tally.touched()) {
-      // (A merged weight is at most the sum of all weights, which the
-      // caller's 32-bit adjacency bounds: see metis_adapter.cc.)
+      // (Within 32 bits when the sum of all weights is, as for the
+      // symmetrised graphs of metis_adapter.cc.)
+      if (tally[to] > std::numeric_limits<int32_t>::max()) {
+        return absl::ResourceExhaustedError(
+            StrCat("coarsening: a merged edge weight ", tally[to], " exceeds 32 bits"));
+      }
       c.adjncy[out] = to;
       c.adjwgt[out++] = static_cast<int32_t>(tally[to]);
     }
@@ -183,34 +188,43 @@ StatusOr<CoarseLevel> Contract(const CsrView& g, std::span<const int32_t> size,
 
 int64_t RefineParts(const CsrView& g, int num_parts, double imbalance, std::span<int32_t> part) {
   const int64_t n = g.num_nodes();
-  const int ncon = g.ncon;
+  const auto ncon = static_cast<size_t>(g.ncon);
   const auto k = static_cast<size_t>(num_parts);
-  // Part weights per constraint, and the limit of each constraint.
-  std::vector<int64_t> load(k * ncon, 0), total(ncon, 0), limit(ncon);
+  // Part weights per constraint, and the bounds of each constraint.
+  std::vector<int64_t> load(k * ncon, 0), total(ncon, 0), limit(ncon), least(ncon);
+  auto at = [&](int32_t p, size_t j) -> int64_t& {
+    return load[static_cast<size_t>(p) * ncon + j];
+  };
   for (int64_t v = 0; v < n; ++v) {
-    for (int j = 0; j < ncon; ++j) {
+    for (size_t j = 0; j < ncon; ++j) {
       const int32_t w = g.vwgt[static_cast<size_t>(v) * ncon + j];
-      load[part[v] * ncon + j] += w;
+      at(part[v], j) += w;
       total[j] += w;
     }
   }
-  for (int j = 0; j < ncon; ++j) {
+  for (size_t j = 0; j < ncon; ++j) {
     const auto average = static_cast<double>(total[j]) / num_parts;
     limit[j] =
         std::max(static_cast<int64_t>(imbalance * average), (total[j] + num_parts - 1) / num_parts);
+    // And no part below min(ceil(average / imbalance), floor(average)), as
+    // METIS's own k-way refinement: moves that only lowered the cut drained
+    // parts, down to empty ones with many parts.
+    least[j] = std::min(static_cast<int64_t>(std::ceil(average / imbalance)), total[j] / num_parts);
   }
   auto weights = [&](int64_t v) { return g.vwgt.subspan(static_cast<size_t>(v) * ncon, ncon); };
-  auto fits = [&](int64_t v, int32_t p) {
+  // Whether v may move from `from` to `to`: `to` stays within every limit
+  // and `from` at or above every `least` (constraints v has weight in).
+  auto movable = [&](int64_t v, int32_t from, int32_t to) {
     auto w = weights(v);
-    for (int j = 0; j < ncon; ++j) {
-      if (w[j] > 0 && load[p * ncon + j] + w[j] > limit[j]) return false;
+    for (size_t j = 0; j < ncon; ++j) {
+      if (w[j] > 0 && (at(to, j) + w[j] > limit[j] || at(from, j) - w[j] < least[j])) return false;
     }
     return true;
   };
   auto over = [&](int64_t v, int32_t p) {
     auto w = weights(v);
-    for (int j = 0; j < ncon; ++j) {
-      if (w[j] > 0 && load[p * ncon + j] > limit[j]) return true;
+    for (size_t j = 0; j < ncon; ++j) {
+      if (w[j] > 0 && at(p, j) > limit[j]) return true;
     }
     return false;
   };
@@ -237,7 +251,7 @@ int64_t RefineParts(const CsrView& g, int num_parts, double imbalance, std::span
       for (int32_t p : tally.touched()) {
         if (p == own) continue;
         const int64_t gain = tally[p] - tally[own];
-        if (gain >= need && gain > best_gain && fits(v, p)) {
+        if (gain >= need && gain > best_gain && movable(v, own, p)) {
           best = p;
           best_gain = gain;
         }
@@ -245,9 +259,9 @@ int64_t RefineParts(const CsrView& g, int num_parts, double imbalance, std::span
       tally.Clear();
       if (best != own) {
         auto w = weights(v);
-        for (int j = 0; j < ncon; ++j) {
-          load[own * ncon + j] -= w[j];
-          load[best * ncon + j] += w[j];
+        for (size_t j = 0; j < ncon; ++j) {
+          at(own, j) -= w[j];
+          at(best, j) += w[j];
         }
         part[v] = best;
         ++round_moves;

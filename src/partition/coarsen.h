@@ -57,14 +57,16 @@ struct CoarseLevel {
 // max_cluster_size of `size`) and contracts every cluster into one node:
 // vertex weights and sizes summed, entries between the same two clusters
 // merged with their weights summed, entries inside a cluster dropped.
-// ResourceExhausted if a summed vertex weight exceeds 32 bits.
+// Edge weights must be positive (as METIS's). ResourceExhausted if a summed
+// vertex weight or a merged edge weight exceeds 32 bits.
 StatusOr<CoarseLevel> Contract(const CsrView& g, std::span<const int32_t> size,
                                int64_t max_cluster_size);
 
 // Moves nodes of `g` to the part they have most edge weight to, when that
 // cuts less, without taking any part over max(floor(imbalance * average),
-// ceil(average)) of any constraint (a node may leave a part over that limit
-// at no cost in cut); a few passes. Returns the number of moves.
+// ceil(average)) of any constraint nor under min(ceil(average / imbalance),
+// floor(average)) (a node may leave a part over the upper limit at no cost in
+// cut); a few passes. Returns the number of moves.
 int64_t RefineParts(const CsrView& g, int num_parts, double imbalance, std::span<int32_t> part);
 
 // The weighted edge cut of `part` (each cut entry once per direction).

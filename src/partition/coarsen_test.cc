@@ -117,6 +117,20 @@ TEST(Coarsen, SummedWeightsBeyond32BitsAreAClearError) {
   EXPECT_NE(c.status().message().find("exceeds 32 bits"), std::string::npos) << c.status();
 }
 
+TEST(Coarsen, MergedEdgeWeightsBeyond32BitsAreAClearError) {
+  // 0-1 and 2-3 pair up (cap 2); the two entries between the pairs merge
+  // into one of 3e9.
+  TestGraph g(
+      4,
+      {{0, 1, 2'000'000'000}, {2, 3, 2'000'000'000}, {0, 2, 1'500'000'000}, {1, 2, 1'500'000'000}},
+      std::vector<int32_t>(4, 1), 1);
+  auto c = Contract(g.view(), std::vector<int32_t>(4, 1), 2);
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted) << c.status();
+  EXPECT_NE(c.status().message().find("merged edge weight 3000000000 exceeds 32 bits"),
+            std::string::npos)
+      << c.status();
+}
+
 TEST(Coarsen, RefinementMendsASplitCliqueWithinTheBalance) {
   TestGraph g = RingOfCliques(std::vector<int32_t>(48, 1), 1);
   // Parts: cliques 0-3 in part 0, 4-7 in part 1 (the ring cut twice), with
@@ -152,6 +166,40 @@ TEST(Coarsen, ANodeLeavesAPartOverItsLimitAtNoCostInCut) {
   std::vector<int32_t> kept = part;
   EXPECT_EQ(RefineParts(g.view(), 2, 1.4, kept), 0);
   EXPECT_EQ(kept, part);
+}
+
+TEST(Coarsen, RefinementDrainsNoPartBelowItsFloor) {
+  // Two cliques of 6 (weight 3), 0-5 and 6-11, joined by 5-6. Part 1 holds
+  // one node of each; parts 0 and 2 the rest of a clique each. Nodes 5 and
+  // 6 cut less in their clique's part, and there is room there (a limit of
+  // 6), but part 1 may not go below min(ceil(4 / 1.5), 4) = 3 nodes: it
+  // keeps both (moving them emptied it).
+  std::vector<std::tuple<int, int, int>> edges = {{5, 6, 1}};
+  for (int c : {0, 6}) {
+    for (int i = 0; i < 6; ++i) {
+      for (int j = i + 1; j < 6; ++j) edges.push_back({c + i, c + j, 3});
+    }
+  }
+  TestGraph g(12, edges, std::vector<int32_t>(12, 1), 1);
+  const std::vector<int32_t> part = {0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2};
+  std::vector<int32_t> refined = part;
+  EXPECT_EQ(RefineParts(g.view(), 3, 1.5, refined), 0);
+  EXPECT_EQ(refined, part);
+  // With part 1 one node above its floor, one node leaves (node 3, the
+  // first in id order that cuts less in part 0); node 4 would too, but
+  // part 1 is then at its floor.
+  const std::vector<int32_t> roomy_part = {0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2};
+  const std::vector<int32_t> want = {0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2};
+  std::vector<int32_t> roomy = roomy_part;
+  EXPECT_EQ(RefineParts(g.view(), 3, 1.5, roomy), 1);
+  EXPECT_EQ(roomy, want);
+  // A constraint no node has weight in (total 0) bounds nothing.
+  std::vector<int32_t> two(24, 0);
+  for (int v = 0; v < 12; ++v) two[2 * v] = 1;
+  TestGraph weighted(12, edges, two, 2);
+  std::vector<int32_t> again = roomy_part;
+  EXPECT_EQ(RefineParts(weighted.view(), 3, 1.5, again), 1);
+  EXPECT_EQ(again, want);
 }
 
 }  // namespace
