@@ -190,24 +190,45 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
   return part;
 }
 
-// MetisOptions::coarsening: contraction levels of `fine` (coarsen.h), METIS
-// on the coarsest, then the parts projected back and refined level by level,
-// each level freed once its parts are projected.
-StatusOr<std::vector<int32_t>> CoarsenedParts(const CsrView& fine, const MetisOptions& options) {
-  const int64_t n = fine.num_nodes();
+// The most finest-level nodes a cluster may hold (Contract's
+// max_cluster_size) for n nodes in k parts: 1/256 of a part (finer clusters
+// cost METIS nothing in cut, coarser ones did:
+// docs/distributed-partitioning.md), at least 8 (smaller caps contract
+// little), but never more than a part may exceed its average by, so that
+// METIS can balance the coarse nodes as it would the fine ones. (Half a part,
+// the bound before, gave METIS clusters it could not balance on small parts:
+// 2000 nodes in 250 parts came back 50 % over the average, with empty parts.)
+// 1: nothing to contract.
+int64_t MaxClusterSize(int64_t n, int64_t k, double imbalance) {
+  const auto slack =
+      static_cast<int64_t>((imbalance - 1) * static_cast<double>(n) / static_cast<double>(k));
+  return std::max<int64_t>(1, std::min(std::max<int64_t>(n / (k * 256), 8), slack));
+}
+
+// MetisOptions::coarsening (32-bit METIS): contraction levels of the
+// symmetrised graph `g` (coarsen.h), METIS on the coarsest, then the parts
+// projected back and refined level by level, each level freed once its parts
+// are projected. A level that removes under 10 % of the nodes is dropped;
+// with none left (or clusters capped at one node), METIS gets `g` itself.
+StatusOr<std::vector<int32_t>> CoarsenedParts(MetisGraph& g, idx_t* vwgt,
+                                              const MetisOptions& options) {
+  const int64_t n = static_cast<int64_t>(g.xadj.size()) - 1;
   const int64_t k = options.num_parts;
-  const std::vector<int32_t> ones(n, 1);  // Every fine node's size.
-  // A cluster holds at most 1/256 of a part's nodes (at least 8, at most
-  // half a part): finer clusters cost METIS nothing in cut, coarser ones did
-  // (docs/distributed-partitioning.md).
-  const int64_t max_cluster =
-      std::min(std::max<int64_t>(n / (k * 256), 8), std::max<int64_t>(1, n / (2 * k)));
-  const auto target =
-      static_cast<int64_t>(static_cast<double>(fine.num_entries()) / options.coarsening);
+  const int ncon = vwgt != nullptr ? options.num_constraints : 1;
+  const int64_t max_cluster = MaxClusterSize(n, k, options.imbalance);
+  const auto target = static_cast<int64_t>(static_cast<double>(g.num_entries) / options.coarsening);
   constexpr int kMaxLevels = 8;
   std::vector<CoarseLevel> levels;
+  std::vector<int32_t> ones;  // Every fine node's size and, unweighted, its weight.
+  if (max_cluster > 1) ones.assign(n, 1);
+  const CsrView fine{g.xadj,
+                     {g.adjncy.get(), static_cast<size_t>(g.num_entries)},
+                     {g.adjwgt.get(), static_cast<size_t>(g.num_entries)},
+                     vwgt != nullptr ? std::span<const int32_t>(vwgt, static_cast<size_t>(n) * ncon)
+                                     : std::span<const int32_t>(ones),
+                     ncon};
   Progress contract("coarsening", 0, "");
-  while (static_cast<int>(levels.size()) < kMaxLevels) {
+  while (max_cluster > 1 && static_cast<int>(levels.size()) < kMaxLevels) {
     const CsrView finer = levels.empty() ? fine : levels.back().view();
     if (finer.num_entries() <= target || finer.num_entries() <= options.coarsen_min_entries) break;
     ASSIGN_OR_RETURN(CoarseLevel level,
@@ -216,13 +237,22 @@ StatusOr<std::vector<int32_t>> CoarsenedParts(const CsrView& fine, const MetisOp
                                              : std::span<const int32_t>(levels.back().size),
                               max_cluster));
     const int64_t nodes = static_cast<int64_t>(level.size.size());
-    spdlog::info("coarsening level {}: {} nodes -> {}, {} adjacency entries -> {}",
+    const bool kept = nodes * 10 <= finer.num_nodes() * 9;  // At least 10 % fewer nodes.
+    spdlog::info("coarsening level {}: {} nodes -> {}, {} adjacency entries -> {}{}",
                  levels.size() + 1, finer.num_nodes(), nodes, finer.num_entries(),
-                 level.num_entries);
+                 level.num_entries, kept ? "" : " (under 10 % fewer nodes: dropped)");
+    if (!kept) break;
     levels.push_back(std::move(level));
-    if (nodes > finer.num_nodes() * 9 / 10) break;  // Less than 10 % fewer nodes.
   }
   contract.Done();
+  if (levels.empty()) {
+    spdlog::info("coarsening: nothing contracted ({}); METIS on the whole graph",
+                 max_cluster > 1 ? "the first level removed under 10 % of the nodes"
+                                 : "parts too small for clusters within the balance");
+    ones = {};
+    return RunMetis(n, g.xadj, g.adjncy.get(), g.adjwgt.get(), g.num_entries, vwgt,
+                    options.num_constraints, options);
+  }
   std::vector<int32_t> part;
   {
     CoarseLevel& coarsest = levels.back();
@@ -281,15 +311,7 @@ StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOpt
   }
   if (options.coarsening > 1 && g.num_entries > options.coarsen_min_entries) {
     if constexpr (std::is_same_v<idx_t, int32_t>) {
-      const std::vector<int32_t> unit(options.vertex_weights.empty() ? n : 0, 1);
-      const CsrView fine{g.xadj,
-                         {g.adjncy.get(), static_cast<size_t>(g.num_entries)},
-                         {g.adjwgt.get(), static_cast<size_t>(g.num_entries)},
-                         options.vertex_weights.empty()
-                             ? std::span<const int32_t>(unit)
-                             : std::span<const int32_t>(options.vertex_weights),
-                         options.vertex_weights.empty() ? 1 : options.num_constraints};
-      return CoarsenedParts(fine, options);
+      return CoarsenedParts(g, vwgt, options);
     } else {
       return absl::UnimplementedError(
           "--coarsening needs METIS built with 32-bit indices (Debian's is)");

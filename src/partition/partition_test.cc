@@ -399,6 +399,42 @@ TEST(Partition, CoarsenedMetisCutsAboutAsMuchAndBalancesEveryConstraint) {
   EXPECT_NE(ReadAll(a / "orig_nids.npy"), ReadAll(whole_dir / "orig_nids.npy"));
 }
 
+// --coarsening with many small parts (4 machines x 25 trainers: 100 parts of
+// 200 nodes): clusters stay within what a part may exceed its average by, so
+// METIS balances the coarse graph, and refinement drains no part (clusters
+// of up to half a part and moves bounded only from above left trainer
+// parts at 30 % of the average, or empty).
+TEST(Partition, CoarsenedMetisBalancesManySmallTrainerParts) {
+  TempDir gen_dir, dir;
+  GenerateOptions gen;
+  gen.num_nodes = 20000;
+  gen.num_undirected_edges = 150000;
+  gen.feat_dim = 4;
+  gen.num_classes = 8;
+  gen.seed = 3;
+  ASSERT_TRUE(GenerateSbmGraph(gen, gen_dir.path()).ok());
+  auto g = ReadGraph(gen_dir.path());
+  ASSERT_TRUE(g.ok());
+  constexpr int kMachines = 4, kTrainers = 25;
+  PartitionOptions o;
+  o.num_trainers_per_machine = kTrainers;
+  o.coarsening = 8;
+  o.coarsen_min_entries = 0;
+  auto r = PartitionGraph(*g, "sbm", kMachines, dir.path(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const double average = 20000.0 / (kMachines * kTrainers);
+  for (int p = 0; p < kMachines; ++p) {
+    auto lp = LoadPartition(r->config_path, p);
+    ASSERT_TRUE(lp.ok()) << lp.status();
+    std::vector<int64_t> count(kTrainers);
+    for (int64_t t : lp->node_data.at("trainer_id").span<int64_t>()) ++count[t - p * kTrainers];
+    for (int t = 0; t < kTrainers; ++t) {
+      EXPECT_GE(count[t], average / 1.05) << "machine " << p << ", trainer " << t;
+      EXPECT_LE(count[t], average * 1.05) << "machine " << p << ", trainer " << t;
+    }
+  }
+}
+
 TEST(Partition, BadArgumentsAreRejectedBeforeWriting) {
   Graph g = HandDrawn();
   TempDir dir;
