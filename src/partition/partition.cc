@@ -48,6 +48,10 @@ Status CheckArguments(const Graph& graph, const std::string& graph_name, int num
   if (o.metis_iterations < 1 || o.metis_cuts < 1) {
     return bad("METIS iterations and cuts must be >= 1");
   }
+  if (!(o.coarsening >= 1)) return bad("coarsening must be >= 1, got ", o.coarsening);
+  if (o.coarsen_min_entries < 0) {
+    return bad("coarsen_min_entries must be >= 0, got ", o.coarsen_min_entries);
+  }
   if (o.objtype != "cut" && o.objtype != "vol") {
     return bad("objtype must be 'cut' or 'vol', got '", o.objtype, "'");
   }

@@ -1,5 +1,6 @@
 #include "src/partition/partition.h"
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -458,6 +459,15 @@ TEST(Partition, BadArgumentsAreRejectedBeforeWriting) {
   o = {};
   o.num_hops = -1;
   EXPECT_NE(message(2, o).find("num_hops"), std::string::npos);
+  // --coarsening below 1 (or NaN, which the CLI's range check lets through).
+  for (double c : {0.5, 0.0, std::nan("")}) {
+    o = {};
+    o.coarsening = c;
+    EXPECT_NE(message(2, o).find("coarsening must be >= 1"), std::string::npos) << c;
+  }
+  o = {};
+  o.coarsen_min_entries = -1;
+  EXPECT_NE(message(2, o).find("coarsen_min_entries must be >= 0"), std::string::npos);
   testing::WriteAll(dir / "file", "x");
   EXPECT_NE(message(2, {}, "g", dir / "file/sub").find("output folder"), std::string::npos);
   Graph empty;
