@@ -117,9 +117,15 @@ TEST(Coarsen, SummedWeightsBeyond32BitsAreAClearError) {
   EXPECT_NE(c.status().message().find("exceeds 32 bits"), std::string::npos) << c.status();
 }
 
+// Nodes 0-1 and 2-3 pair up (a cap of 2); the two entries between the
+// pairs merge into one of 3e9.
+//
+//   0 ==2e9== 1
+//    \        /
+//   1.5e9  1.5e9
+//       \  /
+//        2 ==2e9== 3
 TEST(Coarsen, MergedEdgeWeightsBeyond32BitsAreAClearError) {
-  // 0-1 and 2-3 pair up (cap 2); the two entries between the pairs merge
-  // into one of 3e9.
   TestGraph g(
       4,
       {{0, 1, 2'000'000'000}, {2, 3, 2'000'000'000}, {0, 2, 1'500'000'000}, {1, 2, 1'500'000'000}},
@@ -168,38 +174,41 @@ TEST(Coarsen, ANodeLeavesAPartOverItsLimitAtNoCostInCut) {
   EXPECT_EQ(kept, part);
 }
 
+// Two cliques of 5 (edges of weight 3) joined by one edge of weight 1, in
+// 3 parts with a limit of 5 nodes and a floor of min(ceil(3.33 / 1.5),
+// floor(3.33)) = 3 (imbalance 1.5):
+//
+//   [0 1 2 3 4] --1-- [5 6 7 8 9]
 TEST(Coarsen, RefinementDrainsNoPartBelowItsFloor) {
-  // Two cliques of 6 (weight 3), 0-5 and 6-11, joined by 5-6. Part 1 holds
-  // one node of each; parts 0 and 2 the rest of a clique each. Nodes 5 and
-  // 6 cut less in their clique's part, and there is room there (a limit of
-  // 6), but part 1 may not go below min(ceil(4 / 1.5), 4) = 3 nodes: it
-  // keeps both (moving them emptied it).
-  std::vector<std::tuple<int, int, int>> edges = {{5, 6, 1}};
-  for (int c : {0, 6}) {
-    for (int i = 0; i < 6; ++i) {
-      for (int j = i + 1; j < 6; ++j) edges.push_back({c + i, c + j, 3});
+  std::vector<std::tuple<int, int, int>> edges = {{4, 5, 1}};
+  for (int c : {0, 5}) {
+    for (int i = 0; i < 5; ++i) {
+      for (int j = i + 1; j < 5; ++j) edges.push_back({c + i, c + j, 3});
     }
   }
-  TestGraph g(12, edges, std::vector<int32_t>(12, 1), 1);
-  const std::vector<int32_t> part = {0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2};
+  TestGraph g(10, edges, std::vector<int32_t>(10, 1), 1);
+  // Part 1 holds nodes 4 and 5, which cut less with their cliques in parts
+  // 0 and 2, where there is room; but part 1 is under its floor already, so
+  // both stay (moving them emptied it).
+  const std::vector<int32_t> part = {0, 0, 0, 0, 1, 1, 2, 2, 2, 2};
   std::vector<int32_t> refined = part;
   EXPECT_EQ(RefineParts(g.view(), 3, 1.5, refined), 0);
   EXPECT_EQ(refined, part);
-  // With part 1 one node above its floor, one node leaves (node 3, the
-  // first in id order that cuts less in part 0); node 4 would too, but
-  // part 1 is then at its floor.
-  const std::vector<int32_t> roomy_part = {0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2};
-  const std::vector<int32_t> want = {0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2};
-  std::vector<int32_t> roomy = roomy_part;
-  EXPECT_EQ(RefineParts(g.view(), 3, 1.5, roomy), 1);
-  EXPECT_EQ(roomy, want);
-  // A constraint no node has weight in (total 0) bounds nothing.
-  std::vector<int32_t> two(24, 0);
-  for (int v = 0; v < 12; ++v) two[2 * v] = 1;
-  TestGraph weighted(12, edges, two, 2);
-  std::vector<int32_t> again = roomy_part;
-  EXPECT_EQ(RefineParts(weighted.view(), 3, 1.5, again), 1);
-  EXPECT_EQ(again, want);
+  // Part 1 one node above its floor: node 3 (the first to cut less
+  // elsewhere) leaves; nodes 4, 5 and 6 would too, but part 1 is then at
+  // its floor.
+  const std::vector<int32_t> roomy = {0, 0, 0, 1, 1, 1, 1, 2, 2, 2};
+  const std::vector<int32_t> want = {0, 0, 0, 0, 1, 1, 1, 2, 2, 2};
+  refined = roomy;
+  EXPECT_EQ(RefineParts(g.view(), 3, 1.5, refined), 1);
+  EXPECT_EQ(refined, want);
+  // A second constraint no node has weight in (total 0) bounds nothing.
+  std::vector<int32_t> two(20, 0);
+  for (int v = 0; v < 10; ++v) two[2 * v] = 1;
+  TestGraph weighted(10, edges, two, 2);
+  refined = roomy;
+  EXPECT_EQ(RefineParts(weighted.view(), 3, 1.5, refined), 1);
+  EXPECT_EQ(refined, want);
 }
 
 }  // namespace
