@@ -8,7 +8,6 @@
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <type_traits>
 
 #include "spdlog/spdlog.h"
 #include "src/base/logging.h"
@@ -190,6 +189,8 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
   return part;
 }
 
+#if IDXTYPEWIDTH == 32  // --coarsening hands METIS its 32-bit arrays as they are.
+
 // The most finest-level nodes a cluster may hold (Contract's
 // max_cluster_size) for n nodes in k parts: 1/256 of a part (finer clusters
 // cost METIS nothing in cut, coarser ones did:
@@ -279,6 +280,8 @@ StatusOr<std::vector<int32_t>> CoarsenedParts(MetisGraph& g, idx_t* vwgt,
   return part;
 }
 
+#endif  // IDXTYPEWIDTH == 32
+
 }  // namespace
 
 StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOptions& options) {
@@ -302,29 +305,29 @@ StatusOr<std::vector<int32_t>> MetisPartition(const Graph& graph, const MetisOpt
   std::vector<idx_t> widened;
   idx_t* vwgt = nullptr;
   if (!options.vertex_weights.empty()) {
-    if constexpr (std::is_same_v<idx_t, int32_t>) {
-      vwgt = const_cast<idx_t*>(options.vertex_weights.data());
-    } else {
-      widened.assign(options.vertex_weights.begin(), options.vertex_weights.end());
-      vwgt = widened.data();
-    }
+#if IDXTYPEWIDTH == 32
+    vwgt = const_cast<idx_t*>(options.vertex_weights.data());
+#else
+    widened.assign(options.vertex_weights.begin(), options.vertex_weights.end());
+    vwgt = widened.data();
+#endif
   }
   if (options.coarsening > 1 && g.num_entries > options.coarsen_min_entries) {
-    if constexpr (std::is_same_v<idx_t, int32_t>) {
-      return CoarsenedParts(g, vwgt, options);
-    } else {
-      return absl::UnimplementedError(
-          "--coarsening needs METIS built with 32-bit indices (Debian's is)");
-    }
+#if IDXTYPEWIDTH == 32
+    return CoarsenedParts(g, vwgt, options);
+#else
+    return absl::UnimplementedError(
+        "--coarsening needs METIS built with 32-bit indices (Debian's is)");
+#endif
   }
   ASSIGN_OR_RETURN(std::vector<idx_t> part,
                    RunMetis(n, g.xadj, g.adjncy.get(), g.adjwgt.get(), g.num_entries, vwgt,
                             static_cast<int>(options.num_constraints), options));
-  if constexpr (std::is_same_v<idx_t, int32_t>) {
-    return part;
-  } else {
-    return std::vector<int32_t>(part.begin(), part.end());
-  }
+#if IDXTYPEWIDTH == 32
+  return part;
+#else
+  return std::vector<int32_t>(part.begin(), part.end());
+#endif
 }
 
 }  // namespace tessera
