@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/base/random.h"
 #include "src/base/test_util.h"
@@ -158,6 +159,64 @@ TEST(HeteroBlockTest, BadInputIsAClearError) {
                 .find("the destination of edge 0 is node -1, outside the graph's 10 nodes"),
             std::string::npos);
   EXPECT_NE(message({5}, {0, 1}, {5}, {1}).find("differ in length"), std::string::npos);
+  // Sources outside the graph, below and above.
+  EXPECT_NE(message({5}, {0, -1}, {5, 5}, {1, 2})
+                .find("the source of edge 1 is node -1, outside the graph's 10 nodes"),
+            std::string::npos);
+  EXPECT_NE(message({5}, {10}, {5}, {1})
+                .find("the source of edge 0 is node 10, outside the graph's 10 nodes"),
+            std::string::npos);
+  // No seeds: any edge is refused (-1 as outside the graph).
+  EXPECT_NE(message({}, {0}, {5}, {1}).find("edge 0 (0 -> 5) does not end at a seed"),
+            std::string::npos);
+  EXPECT_NE(message({}, {0}, {-1}, {1}).find("the destination of edge 0 is node -1"),
+            std::string::npos);
+}
+
+// No edges: every seed is its type's only source, every relation is empty;
+// no seeds either: every type and relation is empty.
+TEST(HeteroBlockTest, ZeroEdges) {
+  PartitionBook book = ShopBook();
+  const std::vector<int64_t> none;
+  auto b = ToHeteroBlock(book, std::vector<int64_t>{5, 0, 8, 4}, none, none, none);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->dst_nodes, (std::vector<UninitVector<int64_t>>{{0}, {1, 0}, {0}}));
+  EXPECT_EQ(b->src_nodes, b->dst_nodes);
+  EXPECT_EQ(b->homo_src_nodes, (std::vector<UninitVector<int64_t>>{{0}, {5, 4}, {8}}));
+  ASSERT_EQ(b->num_etypes(), 4);
+  EXPECT_EQ(b->num_edges(), 0);
+  EXPECT_EQ(b->NextSeeds(), (std::vector<int64_t>{0, 5, 4, 8}));
+  auto empty = ToHeteroBlock(book, none, none, none, none);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->num_ntypes(), 3);
+  EXPECT_EQ(empty->num_etypes(), 4);
+  for (int t = 0; t < 3; ++t) EXPECT_EQ(empty->num_src(t), 0);
+  EXPECT_EQ(empty->num_edges(), 0);
+  EXPECT_TRUE(empty->NextSeeds().empty());
+}
+
+// One relation (no relation bits in the sort key) between two node types.
+TEST(HeteroBlockTest, OneRelationChecksSourceTypes) {
+  TypeLayout layout{{"a", "b"}, {{"b", "r", "a"}}, {3, 2}, {5}};
+  auto book = PartitionBook::CreateTyped(std::move(layout), 0);
+  ASSERT_TRUE(book.ok()) << book.status();
+  // a: nodes 0-2, b: nodes 3-4. Seeds a0, a2; b4 -> a0, b3 -> a0, b4 -> a2.
+  std::vector<int64_t> seeds = {0, 2}, src = {4, 3, 4}, dst = {0, 0, 2}, eid = {0, 3, 4};
+  auto b = ToHeteroBlock(*book, seeds, src, dst, eid);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ExpectSame(*book, *b, BruteForce(*book, seeds, src, dst, eid), eid);
+  EXPECT_EQ(b->homo_src_nodes, (std::vector<UninitVector<int64_t>>{{0, 2}, {3, 4}}));
+  // a1 (not a seed) and a2 (a seed) are no b.
+  for (int64_t wrong : {1, 2}) {
+    src[1] = wrong;
+    auto bad = ToHeteroBlock(*book, seeds, src, dst, eid);
+    EXPECT_NE(bad.status().message().find(fmt::format(
+                  "edge 1 ({} -> 0, id 3) of relation 'b:r:a' does not start at a node of type "
+                  "'b' (node {} is a 'a')",
+                  wrong, wrong)),
+              std::string::npos)
+        << bad.status();
+  }
 }
 
 // Two layers sampled from a real two-part partition of the shop graph, each
@@ -264,6 +323,138 @@ TEST(HeteroBlockTest, LargeRandomLayerMatchesBruteForce) {
   ASSERT_TRUE(b.ok()) << b.status();
   ExpectSame(*book, *b, BruteForce(*book, seeds, src, dst, eid), eid);
   EXPECT_EQ(b->num_edges(), static_cast<int64_t>(src.size()));
+}
+
+// A book of 301 parts: 300 with 0-3 nodes of each type and 0-3 edges of
+// each relation (many blocks empty), and one (part 150) with large blocks.
+// ToHeteroBlock's id buckets are then 16 ids wide, and around the small
+// blocks nearly every bucket straddles two or more of them (the binary
+// search path), as does the last one (the book ends with small blocks).
+// Large (radix sort) and small layers, sources and edge ids almost all in
+// the small blocks, match the brute force.
+TEST(HeteroBlockTest, ManyPartsWithMostBucketsMixedMatchBruteForce) {
+  constexpr int kParts = 301, kBig = 150;
+  Rng rng(11);
+  TypeLayout layout{{"a", "b"}, {{"a", "x", "b"}, {"b", "y", "a"}, {"a", "z", "a"}}, {}, {}};
+  for (int p = 0; p < kParts; ++p) {
+    for (int t = 0; t < 2; ++t) {
+      layout.node_counts.push_back(p == kBig ? 60000 : static_cast<int64_t>(rng.Below(4)));
+    }
+    for (int r = 0; r < 3; ++r) {
+      layout.edge_counts.push_back(p == kBig ? 70000 : static_cast<int64_t>(rng.Below(4)));
+    }
+  }
+  auto book = PartitionBook::CreateTyped(std::move(layout), 0);
+  ASSERT_TRUE(book.ok()) << book.status();
+  // A random id of type t (node) or relation r (edge), in a small block but
+  // one time in 20, often a block's first or last.
+  auto pick = [&](auto range_of, int type) {
+    for (;;) {
+      const int p = rng.Below(20) == 0 ? kBig : static_cast<int>(rng.Below(kParts));
+      auto [start, end] = range_of(type, p);
+      if (start == end) continue;
+      switch (rng.Below(3)) {
+        case 0:
+          return start;
+        case 1:
+          return end - 1;
+        default:
+          return start + static_cast<int64_t>(rng.Below(end - start));
+      }
+    }
+  };
+  auto node_of = [&](int t) {
+    return pick([&](int u, int p) { return book->NodeTypeRange(u, p); }, t);
+  };
+  auto edge_of = [&](int r) {
+    return pick([&](int u, int p) { return book->EdgeTypeRange(u, p); }, r);
+  };
+  for (size_t num_seeds : {40, 400}) {  // 240 edges (std::sort), 2400 (radix sort).
+    std::vector<int64_t> seeds;
+    std::set<int64_t> seen;
+    while (seeds.size() < num_seeds) {
+      const int64_t v = node_of(static_cast<int>(rng.Below(2)));
+      if (seen.insert(v).second) seeds.push_back(v);
+    }
+    std::vector<int64_t> src, dst, eid;
+    for (int64_t s : seeds) {
+      const int t = book->MapToPerNtype(s).first;
+      for (int k = 0; k < 6; ++k) {
+        const int r = t == 1 ? 0 : (k % 2 ? 1 : 2);  // Relations ending at the seed's type.
+        const int src_type = r == 1 ? 1 : 0;
+        int64_t u = node_of(src_type);
+        if (k == 5) {  // Some sources are seeds of the right type.
+          const int64_t candidate = seeds[rng.Below(seeds.size())];
+          if (book->MapToPerNtype(candidate).first == src_type) u = candidate;
+        }
+        src.push_back(u);
+        dst.push_back(s);
+        eid.push_back(edge_of(r));
+      }
+    }
+    auto b = ToHeteroBlock(*book, seeds, src, dst, eid);
+    ASSERT_TRUE(b.ok()) << b.status();
+    ExpectSame(*book, *b, BruteForce(*book, seeds, src, dst, eid), eid);
+    // One source of the wrong type, a seed or not, in the middle of the
+    // batch: the error names that edge.
+    const size_t bad = src.size() / 2;
+    const int want = book->MapToPerNtype(src[bad]).first;
+    for (bool seed : {false, true}) {
+      std::vector<int64_t> wrong_src = src;
+      if (seed) {
+        for (int64_t v : seeds) {
+          if (book->MapToPerNtype(v).first != want) wrong_src[bad] = v;
+        }
+      } else {
+        do {
+          wrong_src[bad] = node_of(1 - want);
+        } while (seen.count(wrong_src[bad]));
+      }
+      ASSERT_NE(book->MapToPerNtype(wrong_src[bad]).first, want);
+      auto e = ToHeteroBlock(*book, seeds, wrong_src, dst, eid);
+      EXPECT_NE(e.status().message().find(fmt::format("edge {} ({} -> {}, id {})", bad,
+                                                      wrong_src[bad], dst[bad], eid[bad])),
+                std::string::npos)
+          << e.status();
+      EXPECT_NE(e.status().message().find("does not start at a node of type"), std::string::npos)
+          << e.status();
+    }
+  }
+}
+
+// A source of a type no relation starts at (tags: its sources are its
+// seeds only, with no room for more) is refused before it is placed, in a
+// batch large enough for the radix sort.
+TEST(HeteroBlockTest, SourceOfATypeWithNoRelationsIsRefused) {
+  PartitionBook book = ShopBook();
+  Rng rng(3);
+  // Seeds i1 and t0; buys edges from random users to i1, and at edge 300 a
+  // has edge from t1 (not a seed) to t0.
+  std::vector<int64_t> seeds = {5, 8}, src, dst, eid;
+  for (int e = 0; e < 600; ++e) {
+    src.push_back(static_cast<int64_t>(rng.Below(4)));
+    dst.push_back(5);
+    eid.push_back(static_cast<int64_t>(rng.Below(10)));
+  }
+  src[300] = 9;
+  dst[300] = 8;
+  eid[300] = 27;
+  auto b = ToHeteroBlock(book, seeds, src, dst, eid);
+  EXPECT_NE(b.status().message().find(
+                "edge 300 (9 -> 8, id 27) of relation 'item:has:tag' does not start at a node of "
+                "type 'item' (node 9 is a 'tag')"),
+            std::string::npos)
+      << b.status();
+  // The seed t0 as that source is refused too, and a valid has edge (i2 ->
+  // t0) is accepted.
+  src[300] = 8;
+  EXPECT_NE(
+      ToHeteroBlock(book, seeds, src, dst, eid).status().message().find("(node 8 is a 'tag')"),
+      std::string::npos);
+  src[300] = 6;
+  auto ok = ToHeteroBlock(book, seeds, src, dst, eid);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  ExpectSame(book, *ok, BruteForce(book, seeds, src, dst, eid), eid);
 }
 
 }  // namespace
