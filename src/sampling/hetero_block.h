@@ -65,7 +65,8 @@ struct HeteroBlock {
 // edge ids eids[i]) whose destinations are `seeds` (distinct global ids).
 // InvalidArgument, naming the edge or node, if lengths differ, an id is out
 // of the book's range, a seed repeats, an edge does not end at a seed, or an
-// edge's endpoints are not of its relation's node types.
+// edge's endpoints are not of its relation's node types (which edge is named
+// when several are bad is unspecified); also if edges plus seeds reach 2^32.
 StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const int64_t> seeds,
                                     std::span<const int64_t> src, std::span<const int64_t> dst,
                                     std::span<const int64_t> eids);
