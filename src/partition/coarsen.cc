@@ -206,10 +206,12 @@ int64_t RefineParts(const CsrView& g, int num_parts, double imbalance, std::span
     const auto average = static_cast<double>(total[j]) / num_parts;
     limit[j] =
         std::max(static_cast<int64_t>(imbalance * average), (total[j] + num_parts - 1) / num_parts);
-    // And no part below min(ceil(average / imbalance), floor(average)), as
-    // METIS's own k-way refinement: moves that only lowered the cut drained
-    // parts, down to empty ones with many parts.
-    least[j] = std::min(static_cast<int64_t>(std::ceil(average / imbalance)), total[j] / num_parts);
+    // And no part below half the average: moves that only lowered the cut
+    // drained parts, down to empty ones with many parts. (Balance is the
+    // heaviest part's, as METIS's; a floor at average / imbalance, as METIS's
+    // own refinement keeps, left label propagation so few moves that the
+    // cut of 4 parts of the generated graphs came out 6-7 % above METIS's.)
+    least[j] = total[j] / (2 * static_cast<int64_t>(num_parts));
   }
   auto weights = [&](int64_t v) { return g.vwgt.subspan(static_cast<size_t>(v) * ncon, ncon); };
   // Whether v may move from `from` to `to`: `to` stays within every limit

@@ -64,9 +64,9 @@ StatusOr<CoarseLevel> Contract(const CsrView& g, std::span<const int32_t> size,
 
 // Moves nodes of `g` to the part they have most edge weight to, when that
 // cuts less, without taking any part over max(floor(imbalance * average),
-// ceil(average)) of any constraint nor under min(ceil(average / imbalance),
-// floor(average)) (a node may leave a part over the upper limit at no cost in
-// cut); a few passes. Returns the number of moves.
+// ceil(average)) of any constraint nor under floor(average / 2) (a node may
+// leave a part over the upper limit at no cost in cut); a few passes.
+// Returns the number of moves.
 int64_t RefineParts(const CsrView& g, int num_parts, double imbalance, std::span<int32_t> part);
 
 // The weighted edge cut of `part` (each cut entry once per direction).

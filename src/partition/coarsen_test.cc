@@ -175,8 +175,8 @@ TEST(Coarsen, ANodeLeavesAPartOverItsLimitAtNoCostInCut) {
 }
 
 // Two cliques of 5 (edges of weight 3) joined by one edge of weight 1, in
-// 3 parts with a limit of 5 nodes and a floor of min(ceil(3.33 / 1.5),
-// floor(3.33)) = 3 (imbalance 1.5):
+// 3 parts with a limit of max(floor(1.5 * 3.33), 4) = 5 nodes and a floor of
+// floor(3.33 / 2) = 1 (imbalance 1.5):
 //
 //   [0 1 2 3 4] --1-- [5 6 7 8 9]
 TEST(Coarsen, RefinementDrainsNoPartBelowItsFloor) {
@@ -187,18 +187,17 @@ TEST(Coarsen, RefinementDrainsNoPartBelowItsFloor) {
     }
   }
   TestGraph g(10, edges, std::vector<int32_t>(10, 1), 1);
-  // Part 1 holds nodes 4 and 5, which cut less with their cliques in parts
-  // 0 and 2, where there is room; but part 1 is under its floor already, so
-  // both stay (moving them emptied it).
-  const std::vector<int32_t> part = {0, 0, 0, 0, 1, 1, 2, 2, 2, 2};
+  // Part 1 holds node 4 alone, which cuts less with its clique in part 0,
+  // where there is room; but part 1 is at its floor, so it stays (moving it
+  // emptied the part).
+  const std::vector<int32_t> part = {0, 0, 0, 0, 1, 2, 2, 2, 2, 2};
   std::vector<int32_t> refined = part;
   EXPECT_EQ(RefineParts(g.view(), 3, 1.5, refined), 0);
   EXPECT_EQ(refined, part);
-  // Part 1 one node above its floor: node 3 (the first to cut less
-  // elsewhere) leaves; nodes 4, 5 and 6 would too, but part 1 is then at
-  // its floor.
-  const std::vector<int32_t> roomy = {0, 0, 0, 1, 1, 1, 1, 2, 2, 2};
-  const std::vector<int32_t> want = {0, 0, 0, 0, 1, 1, 1, 2, 2, 2};
+  // Part 1 one node above its floor (nodes 4 and 5): node 4 leaves for part
+  // 0; node 5 would leave for part 2 too, but part 1 is then at its floor.
+  const std::vector<int32_t> roomy = {0, 0, 0, 0, 1, 1, 2, 2, 2, 2};
+  const std::vector<int32_t> want = {0, 0, 0, 0, 0, 1, 2, 2, 2, 2};
   refined = roomy;
   EXPECT_EQ(RefineParts(g.view(), 3, 1.5, refined), 1);
   EXPECT_EQ(refined, want);
