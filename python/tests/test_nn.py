@@ -151,21 +151,29 @@ def test_partition_graph_bad_input(tmp_path):
         tessera.partition_graph(42, "bad", 1, str(tmp_path))
 
 
-def test_partition_graph_with_coarsening_keeps_the_cliques_apart(tmp_path):
+def test_partition_graph_with_coarsening_keeps_the_communities_apart(tmp_path, capfd):
     """coarsening (tessera's): METIS on the contracted graph, refined back.
-    Two cliques of 20 nodes joined by one edge 19 -> 20 make the two parts."""
-    pairs = [(u, v) for base in (0, 20) for u in range(base, base + 20)
-             for v in range(base, base + 20) if u != v] + [(19, 20)]
-    src = torch.tensor([u for u, _ in pairs])
-    dst = torch.tensor([v for _, v in pairs])
-    graph = {"edges": (src, dst), "num_nodes": 40}
-    orig_nids, _ = tessera.partition_graph(graph, "cliques", 2, str(tmp_path),
+    Two communities of 300 nodes (8 random neighbours each, inside its own)
+    joined by one edge 299 -> 300 make the two parts."""
+    gen = torch.Generator().manual_seed(1)
+    src, dst = [], []
+    for base in (0, 300):
+        u = torch.arange(base, base + 300).repeat_interleave(8)
+        v = base + torch.randint(0, 300, (2400,), generator=gen)
+        keep = u != v
+        src.append(u[keep])
+        dst.append(v[keep])
+    src = torch.cat(src + [torch.tensor([299])])
+    dst = torch.cat(dst + [torch.tensor([300])])
+    graph = {"edges": (src, dst), "num_nodes": 600}
+    orig_nids, _ = tessera.partition_graph(graph, "two", 2, str(tmp_path),
                                            return_mapping=True, coarsening=8,
                                            coarsen_min_arcs=0)
+    assert "coarsening level 1" in capfd.readouterr().out, "the graph was not contracted"
     parts = []
     for p in range(2):
-        _, _, _, gpb, _, _, _ = tessera.load_partition(str(tmp_path / "cliques.json"), p)
+        _, _, _, gpb, _, _, _ = tessera.load_partition(str(tmp_path / "two.json"), p)
         parts.append(sorted(orig_nids[gpb.partid2nids(p)].tolist()))
-    assert sorted(parts) == [list(range(20)), list(range(20, 40))]
+    assert sorted(parts) == [list(range(300)), list(range(300, 600))]
     with pytest.raises(tessera.TesseraError, match="coarsening must be 1"):
-        tessera.partition_graph(graph, "cliques", 2, str(tmp_path / "bad"), coarsening=0.5)
+        tessera.partition_graph(graph, "two", 2, str(tmp_path / "bad"), coarsening=0.5)
