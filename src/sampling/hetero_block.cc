@@ -105,10 +105,11 @@ class TypeIndex {
 };
 
 // A run of edges in one range of the edge index (one relation inside one
-// part): edges [begin, the next run's begin).
+// part): edges [begin, the next run's begin). (No member initializers: an
+// UninitVector of them is sized for every edge and left unwritten.)
 struct Run {
-  size_t begin = 0;
-  uint32_t range = 0;
+  size_t begin;
+  uint32_t range;
 };
 
 // The phases of ToHeteroBlock are functions of their own: one function
