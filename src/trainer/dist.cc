@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -128,7 +129,6 @@ std::shared_ptr<Context> CurrentContext() {
   return g_context;
 }
 
-
 void ThrowIfError(const Status& status, const std::string& what) {
   if (!status.ok()) throw Error(fmt::format("{}: {}", what, std::string(status.message())));
 }
@@ -153,7 +153,6 @@ std::vector<int64_t> ToVector(const torch::Tensor& ids, const std::string& what)
 
 using namespace internal;  // NOLINT: this file is its home.
 
-
 namespace {
 
 // Says goodbye for a context that ends; an exit path: logs, never throws.
@@ -164,6 +163,18 @@ void CloseQuietly(kv::KvStore& store, const char* what) {
       spdlog::warn("{}: closing the key-value store: {}", what, std::string(s.message()));
   } catch (const std::exception& e) {
     spdlog::warn("{}: closing the key-value store: {}", what, e.what());
+  }
+}
+
+// A peer's death (a trainer killed, a server gone) must reach this process
+// as an error on the socket (EPIPE), not kill it: Gloo's TCP pairs write
+// with writev, which raises SIGPIPE, and a trainer killed by it was blamed
+// by the launcher for the death of the peer that caused it. (Python ignores
+// SIGPIPE already; a handler the program installed is kept.)
+void IgnoreSigpipe() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    std::signal(SIGPIPE, SIG_IGN);
   }
 }
 
@@ -180,6 +191,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   if (!getenv) getenv = [](const char* name) { return std::getenv(name); };
   auto env = ValueOrThrow(launcher::ParseJobEnv(getenv), "initialize");
   if (options.retain_freed_memory) RetainFreedMemory();
+  IgnoreSigpipe();
   std::shared_ptr<Context> ctx(new Context());
   ctx->options_ = options;
   if (!env) {
@@ -273,16 +285,16 @@ std::string TypeName(const PartitionBook& book, bool node, int type) {
 
 // The policy and type of a new tensor (DGL's choice of partition policy).
 std::pair<PartPolicy, int> ChoosePolicy(const PartitionBook& book, const std::string& name,
-                                        int64_t rows, PartPolicy policy,
-                                        const std::string& type) {
+                                        int64_t rows, PartPolicy policy, const std::string& type) {
   if (!type.empty()) {
     if (policy == PartPolicy::kAuto) {
       auto n = book.NodeTypeId(type);
       auto e = book.EdgeTypeId(type);
       if (n.ok() == e.ok()) {
-        throw Error(fmt::format("DistTensor '{}': '{}' is {} a node type and a relation; pass "
-                                "PartPolicy::kNode or kEdge",
-                                name, type, n.ok() ? "both" : "neither"));
+        throw Error(
+            fmt::format("DistTensor '{}': '{}' is {} a node type and a relation; pass "
+                        "PartPolicy::kNode or kEdge",
+                        name, type, n.ok() ? "both" : "neither"));
       }
       policy = n.ok() ? PartPolicy::kNode : PartPolicy::kEdge;
     }
@@ -300,8 +312,8 @@ std::pair<PartPolicy, int> ChoosePolicy(const PartitionBook& book, const std::st
     const int num_types = node ? book.num_ntypes() : book.num_etypes();
     for (int t = 0; t < num_types; ++t) {
       const int64_t count = node ? book.NumNodesOfType(t) : book.NumEdgesOfType(t);
-      sizes.push_back(fmt::format("{} '{}': {}", node ? "nodes" : "edges", TypeName(book, node, t),
-                                  count));
+      sizes.push_back(
+          fmt::format("{} '{}': {}", node ? "nodes" : "edges", TypeName(book, node, t), count));
       if (count == rows) fits.push_back({p, t});
     }
   }
@@ -314,9 +326,10 @@ std::pair<PartPolicy, int> ChoosePolicy(const PartitionBook& book, const std::st
                                                           : "relation",
                             fmt::join(sizes, ", ")));
   }
-  throw Error(fmt::format("DistTensor '{}': shape[0] = {} fits several types ({}); pass the policy "
-                          "and the type",
-                          name, rows, fmt::join(sizes, ", ")));
+  throw Error(
+      fmt::format("DistTensor '{}': shape[0] = {} fits several types ({}); pass the policy "
+                  "and the type",
+                  name, rows, fmt::join(sizes, ", ")));
 }
 
 }  // namespace
@@ -566,8 +579,8 @@ std::map<std::string, AttrScheme> DistGraph::TypeView::schemes() const {
 
 namespace {
 
-std::pair<torch::Tensor, torch::Tensor> ToPerType(const PartitionBook& book, const torch::Tensor& ids,
-                                                  bool node) {
+std::pair<torch::Tensor, torch::Tensor> ToPerType(const PartitionBook& book,
+                                                  const torch::Tensor& ids, bool node) {
   torch::Tensor flat = AsIds(ids, node ? "map_to_per_ntype" : "map_to_per_etype");
   const int64_t n = flat.size(0), limit = node ? book.num_nodes() : book.num_edges();
   torch::Tensor types = torch::empty({n}, torch::kInt64);
@@ -608,11 +621,13 @@ torch::Tensor ToHomo(const PartitionBook& book, const torch::Tensor& ids, bool n
 
 }  // namespace
 
-std::pair<torch::Tensor, torch::Tensor> DistGraph::map_to_per_ntype(const torch::Tensor& nids) const {
+std::pair<torch::Tensor, torch::Tensor> DistGraph::map_to_per_ntype(
+    const torch::Tensor& nids) const {
   return ToPerType(partition_book(), nids, true);
 }
 
-std::pair<torch::Tensor, torch::Tensor> DistGraph::map_to_per_etype(const torch::Tensor& eids) const {
+std::pair<torch::Tensor, torch::Tensor> DistGraph::map_to_per_etype(
+    const torch::Tensor& eids) const {
   return ToPerType(partition_book(), eids, false);
 }
 

@@ -6,7 +6,12 @@
 // sockets and shared memory) serving a two-part Cora partition.
 #include "include/tessera/dist.h"
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -322,6 +327,28 @@ TEST(DistTest, Standalone) {
   CheckSampling(config);
   CheckEmbedding(config, dir.path());
   CheckInference(config);
+  exit_client();
+}
+
+// A trainer whose peer dies (killed, or its host gone) must see an error on
+// the socket, not die of SIGPIPE: Gloo writes with writev, and a trainer
+// killed by SIGPIPE was blamed by the launcher for its peer's death.
+TEST(DistTest, InitializeIgnoresSigpipeSoAWriteToADeadPeerIsAnError) {
+  std::signal(SIGPIPE, SIG_DFL);
+  auto ctx = initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  close(fds[1]);
+  char byte = 0;
+  struct iovec iov {
+    &byte, 1
+  };
+  EXPECT_EQ(writev(fds[0], &iov, 1), -1);  // Without the fix, SIGPIPE ends the test here.
+  EXPECT_EQ(errno, EPIPE);
+  close(fds[0]);
   exit_client();
 }
 
