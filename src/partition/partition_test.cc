@@ -329,17 +329,23 @@ TEST_F(CoraPartition, TrainersPerMachineSplitsEveryPart) {
   }
 }
 
-TEST(Partition, MetisBalancesMasksAndEdgesOnAnSbmGraph) {
-  TempDir gen_dir, a, b;
+// The 20,000-node, 300,000-edge SBM graph (8 classes, a train mask) the
+// METIS balance and coarsening tests partition, generated into `dir`.
+StatusOr<Graph> SmallSbmGraph(const std::string& dir) {
   GenerateOptions gen;
   gen.num_nodes = 20000;
   gen.num_undirected_edges = 150000;
   gen.feat_dim = 4;
   gen.num_classes = 8;
   gen.seed = 3;
-  ASSERT_TRUE(GenerateSbmGraph(gen, gen_dir.path()).ok());
-  auto g = ReadGraph(gen_dir.path());
-  ASSERT_TRUE(g.ok());
+  RETURN_IF_ERROR(GenerateSbmGraph(gen, dir).status());
+  return ReadGraph(dir);
+}
+
+TEST(Partition, MetisBalancesMasksAndEdgesOnAnSbmGraph) {
+  TempDir gen_dir, a, b;
+  auto g = SmallSbmGraph(gen_dir.path());
+  ASSERT_TRUE(g.ok()) << g.status();
   PartitionOptions o;
   o.balance_ntypes = "train_mask";
   o.balance_edges = true;
@@ -366,15 +372,8 @@ TEST(Partition, MetisBalancesMasksAndEdgesOnAnSbmGraph) {
 // entries are otherwise left whole).
 TEST(Partition, CoarsenedMetisCutsAboutAsMuchAndBalancesEveryConstraint) {
   TempDir gen_dir, whole_dir, a, b;
-  GenerateOptions gen;
-  gen.num_nodes = 20000;
-  gen.num_undirected_edges = 150000;
-  gen.feat_dim = 4;
-  gen.num_classes = 8;
-  gen.seed = 3;
-  ASSERT_TRUE(GenerateSbmGraph(gen, gen_dir.path()).ok());
-  auto g = ReadGraph(gen_dir.path());
-  ASSERT_TRUE(g.ok());
+  auto g = SmallSbmGraph(gen_dir.path());
+  ASSERT_TRUE(g.ok()) << g.status();
   AddCheckArrays(&*g);
   PartitionOptions o;
   o.balance_ntypes = "train_mask";
@@ -407,15 +406,8 @@ TEST(Partition, CoarsenedMetisCutsAboutAsMuchAndBalancesEveryConstraint) {
 // above left trainer parts at 30 % of the average, or empty).
 TEST(Partition, CoarsenedMetisBalancesManySmallTrainerParts) {
   TempDir gen_dir, dir;
-  GenerateOptions gen;
-  gen.num_nodes = 20000;
-  gen.num_undirected_edges = 150000;
-  gen.feat_dim = 4;
-  gen.num_classes = 8;
-  gen.seed = 3;
-  ASSERT_TRUE(GenerateSbmGraph(gen, gen_dir.path()).ok());
-  auto g = ReadGraph(gen_dir.path());
-  ASSERT_TRUE(g.ok());
+  auto g = SmallSbmGraph(gen_dir.path());
+  ASSERT_TRUE(g.ok()) << g.status();
   constexpr int kMachines = 4, kTrainers = 25;
   PartitionOptions o;
   o.num_trainers_per_machine = kTrainers;
