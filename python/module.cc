@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "include/tessera/aggregate.h"
 #include "include/tessera/dist.h"
 #include "include/tessera/embedding.h"
 #include "include/tessera/nn.h"
@@ -94,16 +95,6 @@ dist::Init MakeInit(const std::string& kind, double a, double b, uint64_t seed) 
   if (kind == "uniform") return dist::Init::Uniform(a, b, seed);
   if (kind == "normal") return dist::Init::Normal(a, b, seed);
   throw dist::Error(fmt::format("unknown init \"{}\" (zeros, uniform, normal)", kind));
-}
-
-dist::Block BlockOf(const torch::Tensor& src_nodes, const torch::Tensor& indptr,
-                    const torch::Tensor& indices) {
-  dist::Block b;
-  b.src_nodes = src_nodes;
-  b.indptr = indptr;
-  b.indices = indices;
-  b.eids = torch::empty({0}, torch::kInt64);
-  return b;
 }
 
 tessera::Array ToArray(const torch::Tensor& t, const std::string& what) {
@@ -522,11 +513,53 @@ PYBIND11_MODULE(_C, m) {
   DefLoaders(m);
 
   // ---------------------------------------------------------- nn kernels
-  m.def("mean_aggregate",
-        [](const torch::Tensor& indptr, const torch::Tensor& indices, const torch::Tensor& h_src) {
-          return tessera::nn::mean_aggregate(
-              BlockOf(torch::empty({h_src.size(0)}, torch::kInt64), indptr, indices), h_src);
+  // Index tensors as the kernels take them: contiguous int64.
+  auto ids = [](const torch::Tensor& t) { return t.to(torch::kInt64).contiguous(); };
+  m.def(
+      "aggregate",
+      [ids](const torch::Tensor& indptr, const torch::Tensor& indices, const torch::Tensor& h,
+            const std::string& reduce, std::optional<torch::Tensor> edge_weight,
+            std::optional<py::tuple> transpose) {
+        tessera::nn::CsrTranspose t;
+        if (transpose) {
+          t = {(*transpose)[0].cast<torch::Tensor>(), (*transpose)[1].cast<torch::Tensor>(),
+               (*transpose)[2].cast<torch::Tensor>()};
+        }
+        return tessera::nn::aggregate(ids(indptr), ids(indices), h,
+                                      tessera::nn::ParseReduce(reduce),
+                                      edge_weight.value_or(torch::Tensor()),
+                                      transpose ? &t : nullptr);
+      },
+      py::arg("indptr"), py::arg("indices"), py::arg("h"), py::arg("reduce"),
+      py::arg("edge_weight") = py::none(), py::arg("transpose") = py::none());
+  m.def("transpose_csr",
+        [ids](const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src) {
+          tessera::nn::CsrTranspose t = tessera::nn::TransposeCsr(ids(indptr), ids(indices), num_src);
+          return py::make_tuple(t.t_indptr, t.t_dst, t.t_eid);
         });
+  m.def("edge_softmax", [ids](const torch::Tensor& indptr, const torch::Tensor& scores) {
+    return tessera::nn::edge_softmax(ids(indptr), scores);
+  });
+  py::class_<tessera::nn::RelationGroups>(m, "RelationGroups")
+      .def_readonly("pair_indptr", &tessera::nn::RelationGroups::pair_indptr)
+      .def_readonly("pair_src", &tessera::nn::RelationGroups::pair_src)
+      .def_readonly("pair_eid", &tessera::nn::RelationGroups::pair_eid)
+      .def_readonly("rel_pairs", &tessera::nn::RelationGroups::rel_pairs)
+      .def_readonly("dst_indptr", &tessera::nn::RelationGroups::dst_indptr)
+      .def_readonly("dst_pairs", &tessera::nn::RelationGroups::dst_pairs);
+  m.def("group_by_relation",
+        [ids](const torch::Tensor& src, const torch::Tensor& dst, const torch::Tensor& etypes,
+              int64_t num_src, int64_t num_dst, int64_t num_rels) {
+          return tessera::nn::GroupByRelation(ids(src), ids(dst), ids(etypes), num_src, num_dst,
+                                              num_rels);
+        });
+  m.def(
+      "relation_aggregate",
+      [](const tessera::nn::RelationGroups& groups, const torch::Tensor& h,
+         const std::vector<torch::Tensor>& weights, std::optional<torch::Tensor> norm) {
+        return tessera::nn::relation_aggregate(groups, h, weights, norm.value_or(torch::Tensor()));
+      },
+      py::arg("groups"), py::arg("h"), py::arg("weights"), py::arg("norm") = py::none());
 
   // ---------------------------------------------------------- embeddings
   py::class_<dist::DistEmbedding>(m, "DistEmbedding")

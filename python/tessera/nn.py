@@ -44,17 +44,48 @@ def _check_rows(graph, h_src, in_feats, what):
                               f"expects {in_feats}")
 
 
+def _csr(block):
+    """``(indptr, sources in CSR order, perm)``: ``perm[i]`` is the edge id
+    at CSR position ``i``, or None when the block's edges are in CSR order
+    (a loader's blocks; a ``RelationBlock`` keeps its relation's order)."""
+    return block.indptr, getattr(block, "csr_indices", block.indices), getattr(
+        block, "csr_perm", None)
+
+
+def _to_csr_order(block, values):
+    """Per-edge ``values`` (edge order) in CSR order."""
+    perm = getattr(block, "csr_perm", None)
+    return values if perm is None else values.index_select(0, perm)
+
+
+def _to_edge_order(block, values):
+    """Per-edge ``values`` in CSR order back in edge order."""
+    perm = getattr(block, "csr_perm", None)
+    if perm is None:
+        return values
+    return values.new_empty(values.shape).index_copy(0, perm, values)
+
+
+def aggregate(block, h_src, reduce="sum", edge_weight=None):
+    """``out[d] = reduce over the block's edges s -> d of edge_weight_e *
+    h_src[s]`` (``reduce``: "sum", "mean" or "max"; 0 without in-edges), in
+    tessera's CSR kernels (forward and backward multi-threaded, no per-edge
+    intermediate). ``edge_weight``: ``[E]``, ``[E, 1]`` or ``[E, H]`` (one per
+    head of ``h_src`` ``[N, H, F]``), in the block's edge order."""
+    indptr, indices, _ = _csr(block)
+    if edge_weight is not None:
+        edge_weight = _to_csr_order(block, edge_weight)
+    return _C.aggregate(indptr, indices, h_src, reduce, edge_weight)
+
+
 def mean_aggregate(block, h_src):
     """out[d] = mean of h_src[s] over the block's edges s -> d (0 without edges)."""
-    # A RelationBlock keeps its edges in the relation's order; csr_indices
-    # are its sources in the order of indptr.
-    return _C.mean_aggregate(block.indptr, getattr(block, "csr_indices", block.indices), h_src)
+    return aggregate(block, h_src, "mean")
 
 
-def sum_aggregate(block, h_src):
-    """out[d] = sum of h_src[s] over the block's edges s -> d."""
-    out = h_src.new_zeros((block.num_dst_nodes(),) + tuple(h_src.shape[1:]))
-    return out.index_add(0, block.edge_dst, h_src.index_select(0, block.indices))
+def sum_aggregate(block, h_src, edge_weight=None):
+    """out[d] = sum of h_src[s] (times ``edge_weight``) over the block's edges s -> d."""
+    return aggregate(block, h_src, "sum", edge_weight)
 
 
 class SAGEConv(nn.Module):
@@ -161,11 +192,11 @@ class GraphConv(nn.Module):
             h_src = h_src @ w
             w = None
         if edge_weight is not None:
-            msg = h_src.index_select(0, graph.indices) * edge_weight.view(-1, 1)
-            rst = h_src.new_zeros((graph.num_dst_nodes(),) + tuple(h_src.shape[1:]))
-            rst = rst.index_add(0, graph.edge_dst, msg)
-        else:
-            rst = sum_aggregate(graph, h_src)
+            if edge_weight.numel() != graph.num_edges():
+                raise _C.TesseraError(f"GraphConv: edge_weight {tuple(edge_weight.shape)} for "
+                                      f"{graph.num_edges()} edges")
+            edge_weight = edge_weight.reshape(-1)
+        rst = sum_aggregate(graph, h_src, edge_weight)
         if w is not None:
             rst = rst @ w
         if self._norm in ("both", "right"):
@@ -180,18 +211,10 @@ class GraphConv(nn.Module):
 
 
 def edge_softmax(block, scores):
-    """Softmax of per-edge scores [E, H] over each destination's in-edges."""
-    dst = block.edge_dst
-    heads = scores.shape[1:]
-    index = dst.view(-1, *([1] * len(heads))).expand_as(scores)
-    fill = torch.full((block.num_dst_nodes(),) + tuple(heads), float("-inf"),
-                      dtype=scores.dtype)
-    with warnings.catch_warnings():  # torch 1.13 calls scatter_reduce "beta".
-        warnings.simplefilter("ignore", UserWarning)
-        peak = fill.scatter_reduce(0, index, scores.detach(), reduce="amax", include_self=True)
-    e = torch.exp(scores - peak.index_select(0, dst))
-    total = scores.new_zeros(fill.shape).index_add(0, dst, e)
-    return e / total.index_select(0, dst)
+    """Softmax of per-edge scores ``[E]`` or ``[E, H]`` (edge order) over each
+    destination's in-edges (DGL's ``edge_softmax`` on a block)."""
+    out = _C.edge_softmax(block.indptr, _to_csr_order(block, scores))
+    return _to_edge_order(block, out)
 
 
 class GATConv(nn.Module):
@@ -265,17 +288,23 @@ class GATConv(nn.Module):
             feat_dst = feat_src[:graph.num_dst_nodes()]
         el = (feat_src * self.attn_l).sum(-1)  # [src, H]
         er = (feat_dst * self.attn_r).sum(-1)  # [dst, H]
-        e = self.leaky_relu(el.index_select(0, graph.indices) + er.index_select(0, graph.edge_dst))
-        a = self.attn_drop(edge_softmax(graph, e))  # [E, H]
-        msg = feat_src.index_select(0, graph.indices) * a.unsqueeze(-1)
-        rst = feat_src.new_zeros((graph.num_dst_nodes(), H, Fo)).index_add(0, graph.edge_dst, msg)
+        # Per edge in CSR order (destinations in order): softmax and the
+        # weighted sum run in the CSR kernels.
+        indptr, indices, _ = _csr(graph)
+        edge_dst = torch.repeat_interleave(
+            torch.arange(graph.num_dst_nodes(), dtype=torch.int64), indptr[1:] - indptr[:-1])
+        e = self.leaky_relu(el.index_select(0, indices) + er.index_select(0, edge_dst))
+        a = self.attn_drop(_C.edge_softmax(indptr, e))  # [E, H], CSR order
+        rst = _C.aggregate(indptr, indices, feat_src, "sum", a)
         if self.res_fc is not None:
             rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], H, Fo)
         if self.bias is not None:
             rst = rst + self.bias.view(1, H, Fo)
         if self.activation is not None:
             rst = self.activation(rst)
-        return (rst, a) if get_attention else rst
+        if get_attention:
+            return rst, _to_edge_order(graph, a).unsqueeze(-1)
+        return rst
 
 
 def _edge_types(types, n, num_types, what, presorted=False):
@@ -354,6 +383,15 @@ class TypedLinear(nn.Module):
             bases = self.W.view(self.num_bases, self.in_size * self.out_size)
             return (self.coeff @ bases).view(self.num_types, self.in_size, self.out_size)
         return self.W
+
+    def type_weights(self):
+        """Each type's weight as a dense ``[in, out]`` matrix (bdd: its
+        block-diagonal expansion)."""
+        w = self.get_weight()
+        if self.regularizer != "bdd":
+            return list(w.unbind(0))
+        return [torch.block_diag(*w[k].view(self.num_bases, self.submat_in, self.submat_out))
+                for k in range(self.num_types)]
 
     def forward(self, x, x_type, sorted_by_type=False):
         if x.dim() != 2 or x.shape[1] != self.in_size:
@@ -463,10 +501,10 @@ class RelGraphConv(nn.Module):
         _check_rows(g, feat, self.in_feat, "RelGraphConv")
         num_edges = g.num_edges()
         t = _edge_types(etypes, num_edges, self.num_rels, "RelGraphConv etypes", presorted)
-        x = feat.index_select(0, g.indices)
         if norm is not None:
-            x = x * _edge_norm(norm, num_edges, "RelGraphConv").to(x.dtype)
-        return self._propagate(x, t, g.edge_dst, feat[:g.num_dst_nodes()])
+            norm = _edge_norm(norm, num_edges, "RelGraphConv").to(feat.dtype)
+        h = self._relational(feat, g.indices, g.edge_dst, t, g.num_dst_nodes(), norm)
+        return self._finish(h, feat[:g.num_dst_nodes()])
 
     def _forward_hetero(self, g, feat, etypes, norm):
         if etypes is not None:
@@ -481,32 +519,37 @@ class RelGraphConv(nn.Module):
         counts = [g.num_dst_nodes(t) for t in ntypes]
         offset = dict(zip(ntypes, torch.tensor([0] + counts[:-1]).cumsum(0).tolist()))
         norms = _relation_norms(g, norm, "RelGraphConv")
-        # The homogeneous layer over all relations at once: destinations of
-        # every type stacked in ntypes order, edge relation ids r.
-        xs, ts, ds = [], [], []
+        # The homogeneous layer over all relations at once: source rows of
+        # every type stacked in g.ntypes order, destinations in dsttypes
+        # order, edge relation ids r.
+        src_types = list(g.ntypes)
+        src_counts = [h[t].shape[0] for t in src_types]
+        src_offset = dict(zip(src_types,
+                              torch.tensor([0] + src_counts[:-1]).cumsum(0).tolist()))
+        srcs, ts, ds = [], [], []
         for r, c in enumerate(rels):
             src, dst = g.edges(etype=c)
-            x = h[c[0]].index_select(0, src)
-            xs.append(x if norms is None else x * norms[r].to(x.dtype))
+            srcs.append(src + src_offset[c[0]])
             ts.append(torch.full_like(dst, r))
             ds.append(dst + offset[c[2]])
-        out = self._propagate(torch.cat(xs), torch.cat(ts), torch.cat(ds),
-                              torch.cat([h[t][:n] for t, n in zip(ntypes, counts)]))
+        x = torch.cat([h[t] for t in src_types])
+        w = None if norms is None else torch.cat([n.to(x.dtype).reshape(-1) for n in norms])
+        out = self._relational(x, torch.cat(srcs), torch.cat(ds), torch.cat(ts), sum(counts), w)
+        out = self._finish(out, torch.cat([h[t][:n] for t, n in zip(ntypes, counts)]))
         return dict(zip(ntypes, torch.split(out, counts)))
 
-    def _propagate(self, x, t, edge_dst, h_dst):
-        """x: the (normed) source row of every edge, t its relation, edge_dst
-        its destination among the rows h_dst (the self loop's input)."""
-        num_dst = h_dst.shape[0]
-        # sum_e norm_e h_src W_r = sum_r (sum_{e of r} norm_e h_src) W_r: sum
-        # each destination's messages of one relation first, then one matmul
-        # per (destination, relation) pair instead of one per edge (DGL's
-        # result, fewer flops). Keys r * num_dst + dst come out grouped by r.
-        pairs, inverse = torch.unique(t * max(num_dst, 1) + edge_dst, return_inverse=True)
-        agg = x.new_zeros((pairs.numel(), self.in_feat)).index_add(0, inverse, x)
-        m = self.linear_r._typed(agg, torch.div(pairs, max(num_dst, 1), rounding_mode="floor"),
-                                 True)
-        h = m.new_zeros((num_dst, self.out_feat)).index_add(0, pairs % max(num_dst, 1), m)
+    def _relational(self, x, src, dst, t, num_dst, norm):
+        """sum over edges e = (s -> d) of relation t_e of norm_e x[s] W_t:
+        the messages of one (relation, destination) pair summed first, then
+        one GEMM per relation over its pairs, then the pairs summed into
+        their destinations (tessera's CSR kernels; DGL's result up to float
+        rounding, with fewer flops than one product per edge)."""
+        groups = _C.group_by_relation(src, dst, t, x.shape[0], num_dst, self.num_rels)
+        return _C.relation_aggregate(groups, x, self.linear_r.type_weights(), norm)
+
+    def _finish(self, h, h_dst):
+        """Layer norm, bias, self loop (over the destinations' rows h_dst),
+        activation and dropout, in DGL's order."""
         if self.layer_norm:
             h = self.layer_norm_weight(h)
         if self.bias:
@@ -680,7 +723,8 @@ class RelationBlock(Block):
     ``edata[EID]`` the relation's edge ids. ``edges()``, ``indices`` and
     ``edge_dst`` keep the relation's edge order (that of per-edge arguments
     such as ``edge_weight``); ``indptr`` with ``csr_indices`` is the CSR over
-    destinations. Destinations are not a prefix of the sources here: pass
+    destinations, ``csr_perm`` the edge at each CSR position (None when the
+    relation's edges are already in destination order). Destinations are not a prefix of the sources here: pass
     modules a ``(src, dst)`` feature pair."""
 
     def __init__(self, block, etype):
@@ -693,7 +737,8 @@ class RelationBlock(Block):
         self.dstdata = {NID: block.dstdata[NID][c[2]]}
         self._edge_dst = dst
         in_order = dst.numel() < 2 or bool((dst[1:] >= dst[:-1]).all())
-        self.csr_indices = src if in_order else src[torch.argsort(dst, stable=True)]
+        self.csr_perm = None if in_order else torch.argsort(dst, stable=True)
+        self.csr_indices = src if in_order else src.index_select(0, self.csr_perm)
         self.canonical_etype, self.srctype, self.dsttype = c, c[0], c[2]
 
     def __repr__(self):

@@ -82,7 +82,8 @@ def test_gatconv_attention_is_a_softmax_per_destination():
     conv = tnn.GATConv(2, 3, num_heads=2, allow_zero_in_degree=True)
     h = torch.randn(5, 2, requires_grad=True)
     out, att = conv(block(), h, get_attention=True)
-    assert out.shape == (3, 2, 3) and att.shape == (5, 2)
+    assert out.shape == (3, 2, 3) and att.shape == (5, 2, 1)  # DGL's [E, heads, 1]
+    att = att.squeeze(-1)
     assert torch.allclose(att[:3].sum(0), torch.ones(2)) and torch.allclose(att[3:].sum(0),
                                                                             torch.ones(2))
     # Destination 1 by hand: softmax over its edges from sources 0 and 4.

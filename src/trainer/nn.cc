@@ -3,11 +3,14 @@
 // SAGEConv and SAGE, RelGraphConv and RGCN (include/tessera/nn.h).
 #include "include/tessera/nn.h"
 
+#include <torch/nn/init.h>
+
 #include <torch/nn/functional/activation.h>
 
 #include <cmath>
 
 #include "fmt/format.h"
+#include "include/tessera/aggregate.h"
 #include "include/tessera/parallel.h"
 #include "spdlog/spdlog.h"
 #include "src/base/time.h"
@@ -19,21 +22,28 @@ torch::Tensor mean_aggregate(const dist::Block& block, const torch::Tensor& h_sr
     throw dist::Error(fmt::format("mean_aggregate: {} source rows for a block of {} sources",
                                   h_src.size(0), block.num_src_nodes()));
   }
-  const int64_t num_dst = block.num_dst_nodes();
-  torch::Tensor degrees = (block.indptr.slice(0, 1) - block.indptr.slice(0, 0, -1))
-                              .clamp_min(1)
-                              .to(h_src.scalar_type())
-                              .unsqueeze(1);
-  torch::Tensor sum = torch::zeros({num_dst, h_src.size(1)}, h_src.options())
-                          .index_add(0, block.edge_dst(), h_src.index_select(0, block.indices));
-  return sum / degrees;
+  return aggregate(block.indptr, block.indices, h_src, Reduce::kMean);
 }
+
+namespace {
+
+// DGL's initialisation of a layer's weights: Xavier-uniform with ReLU gain,
+// biases zero.
+void InitLinear(torch::nn::Linear& fc) {
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_uniform_(fc->weight, std::sqrt(2.0));
+  if (fc->bias.defined()) fc->bias.zero_();
+}
+
+}  // namespace
 
 SAGEConvImpl::SAGEConvImpl(int64_t in_feats, int64_t out_feats)
     : in_feats_(in_feats), out_feats_(out_feats) {
   fc_self_ = register_module("fc_self", torch::nn::Linear(in_feats, out_feats));
   fc_neigh_ = register_module(
       "fc_neigh", torch::nn::Linear(torch::nn::LinearOptions(in_feats, out_feats).bias(false)));
+  InitLinear(fc_self_);
+  InitLinear(fc_neigh_);
 }
 
 torch::Tensor SAGEConvImpl::forward(const dist::Block& block, const torch::Tensor& h_src) {
@@ -153,8 +163,9 @@ RelGraphConvImpl::RelGraphConvImpl(int64_t in_feats, int64_t out_feats, int64_t 
   }
   const bool basis = num_bases >= 1 && num_bases < num_rels;
   num_bases_ = basis ? num_bases : num_rels;
-  // Xavier-uniform with ReLU gain, as DGL initialises its weights.
-  const double bound = std::sqrt(2.0) * std::sqrt(6.0 / static_cast<double>(in_feats + out_feats));
+  // DGL's TypedLinear: U(-1/sqrt(in), 1/sqrt(in)) for the (basis) weights,
+  // Xavier-uniform with ReLU gain for the coefficients and the self loop.
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_feats));
   bases_ = register_parameter(
       "bases", torch::empty({num_bases_, in_feats, out_feats}).uniform_(-bound, bound));
   if (basis) {
@@ -167,6 +178,7 @@ RelGraphConvImpl::RelGraphConvImpl(int64_t in_feats, int64_t out_feats, int64_t 
   if (self_loop) {
     self_loop_ = register_module(
         "self_loop", torch::nn::Linear(torch::nn::LinearOptions(in_feats, out_feats).bias(false)));
+    InitLinear(self_loop_);
   }
 }
 
@@ -191,20 +203,16 @@ torch::Tensor RelGraphConvImpl::forward(const dist::Block& block, const torch::T
     throw dist::Error(fmt::format("RelGraphConv: edge types must be in [0, {})", num_rels_));
   }
   const int64_t num_dst = block.num_dst_nodes();
-  torch::Tensor dst = block.edge_dst();
-  // norm = 1 / (in-edges of the destination with the same relation).
-  torch::Tensor key = dst * num_rels_ + rel;
-  torch::Tensor counts = torch::zeros({num_dst * num_rels_}, torch::kFloat32)
-                             .index_add(0, key, torch::ones({key.size(0)}, torch::kFloat32));
-  torch::Tensor norm = (1.0 / counts.index_select(0, key)).to(h_src.scalar_type()).unsqueeze(1);
-  // Project every source once per basis, then mix per edge by its relation.
-  torch::Tensor projected =
-      torch::matmul(h_src, bases_.permute({1, 0, 2}).reshape({in_feats_, num_bases_ * out_feats_}))
-          .view({h_src.size(0), num_bases_, out_feats_});
-  torch::Tensor per_edge = projected.index_select(0, block.indices);           // [E, B, out]
-  torch::Tensor mix = coeff_.index_select(0, rel).unsqueeze(2);                 // [E, B, 1]
-  torch::Tensor messages = (per_edge * mix).sum(1) * norm;                      // [E, out]
-  torch::Tensor out = torch::zeros({num_dst, out_feats_}, h_src.options()).index_add(0, dst, messages);
+  // norm = 1 / (in-edges of the destination with the same relation): the
+  // mean of each (relation, destination) pair's messages.
+  RelationGroups groups = GroupByRelation(block.indices, block.edge_dst(), rel.contiguous(),
+                                          block.num_src_nodes(), num_dst, num_rels_);
+  torch::Tensor sizes = groups.pair_indptr.slice(0, 1) - groups.pair_indptr.slice(0, 0, -1);
+  torch::Tensor norm = torch::empty({block.num_edges()}, h_src.options());
+  norm.index_put_({groups.pair_eid},
+                  sizes.to(h_src.scalar_type()).reciprocal().repeat_interleave(sizes));
+  torch::Tensor weights = relation_weights();  // [R, in, out]
+  torch::Tensor out = relation_aggregate(groups, h_src, weights.unbind(0), norm);
   if (self_loop_) out = out + self_loop_(h_src.slice(0, 0, num_dst));
   if (bias_.defined()) out = out + bias_;
   return out;
@@ -235,19 +243,21 @@ std::vector<torch::Tensor> RelGraphConvImpl::forward(const dist::HeteroBlock& bl
   for (size_t t = 0; t < T; ++t) {
     out[t] = torch::zeros({block.dst_nodes[t].size(0), out_feats_}, h_src[t].options());
   }
+  // Per relation: the mean of each destination's messages (one CSR
+  // kernel), then one GEMM over the destinations that have any.
   for (int64_t r = 0; r < num_rels_; ++r) {
-    const dist::HeteroBlock::Relation& e = block.edges[r];
+    const dist::HeteroBlock::Relation& e = block.edges[static_cast<size_t>(r)];
     if (e.src.size(0) == 0) continue;
     const int s = block.ntype_id(block.canonical_etypes[r].src_type);
     const int d = block.ntype_id(block.canonical_etypes[r].dst_type);
     const int64_t num_dst = block.dst_nodes[d].size(0);
-    // norm = 1 / (in-edges of the destination with this relation).
-    torch::Tensor counts = torch::zeros({num_dst}, torch::kFloat32)
-                               .index_add(0, e.dst, torch::ones({e.dst.size(0)}, torch::kFloat32));
-    torch::Tensor norm = (1.0 / counts.index_select(0, e.dst)).to(h_src[s].scalar_type());
-    torch::Tensor messages =
-        torch::matmul(h_src[s].index_select(0, e.src), weights[r]) * norm.unsqueeze(1);
-    out[d] = out[d].index_add(0, e.dst, messages);
+    RelationGroups csr = GroupByRelation(e.src, e.dst, torch::zeros_like(e.dst),
+                                         block.src_nodes[s].size(0), num_dst, 1);
+    torch::Tensor mean =
+        aggregate(csr.pair_indptr, csr.pair_src, h_src[s], Reduce::kMean);  // [pairs, in]
+    torch::Tensor dst_of_pair = torch::repeat_interleave(
+        csr.dst_indptr.slice(0, 1) - csr.dst_indptr.slice(0, 0, -1));
+    out[d] = out[d].index_add(0, dst_of_pair, torch::mm(mean, weights[r]));
   }
   for (size_t t = 0; t < T; ++t) {
     if (self_loop_) out[t] = out[t] + self_loop_(h_src[t].slice(0, 0, block.dst_nodes[t].size(0)));
