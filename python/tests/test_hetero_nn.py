@@ -274,14 +274,14 @@ def adj(c):
 
 def sage_reference(conv, a, h_src, h_dst):
     mean = (a / a.sum(1, keepdim=True).clamp(min=1)) @ h_src
-    return h_dst @ conv.fc_self.weight.T + mean @ conv.fc_neigh.weight.T + conv.bias
+    return h_dst @ conv.fc_self.weight.T + mean @ conv.fc_neigh.weight.T + conv.fc_self.bias
 
 
 def sage_mods():
     mods = {"follows": tnn.SAGEConv(3, 5), "buys": tnn.SAGEConv((3, 2), 5),
             "bought-by": tnn.SAGEConv((2, 3), 5)}
     for m in mods.values():
-        torch.nn.init.normal_(m.bias)
+        torch.nn.init.normal_(m.fc_self.bias)
     return mods
 
 
@@ -347,7 +347,7 @@ def test_heterographconv_skips_relations_without_inputs_and_computes_empty_ones(
     edges = {**EDGES, BOUGHT: ([], [])}
     out = conv(hetero_block(edges), h)
     per = sage_by_relation(mods, h)
-    empty = h["user"][:2] @ mods["bought-by"].fc_self.weight.T + mods["bought-by"].bias
+    empty = h["user"][:2] @ mods["bought-by"].fc_self.weight.T + mods["bought-by"].fc_self.bias
     assert torch.allclose(out["user"], per[FOLLOWS] + empty, atol=1e-5)
     assert torch.allclose(out["item"], per[BUYS], atol=1e-5)
 

@@ -46,11 +46,14 @@ def test_mean_and_sum_aggregate():
 def test_sageconv_formula_and_gradients(in_feats, out_feats):
     torch.manual_seed(0)
     conv = tnn.SAGEConv(in_feats, out_feats, "mean")
-    torch.nn.init.normal_(conv.bias)
+    # DGL 1.1.3's parameters: the bias lives in fc_self.
+    assert sorted(n for n, _ in conv.named_parameters()) == [
+        "fc_neigh.weight", "fc_self.bias", "fc_self.weight"]
+    torch.nn.init.normal_(conv.fc_self.bias)
     h = torch.randn(5, in_feats, requires_grad=True)
     out = conv(block(), h)
     neigh = torch.stack([(h[0] + h[1] + h[3]) / 3, (h[0] + h[4]) / 2, torch.zeros(in_feats)])
-    want = h[:3] @ conv.fc_self.weight.T + neigh @ conv.fc_neigh.weight.T + conv.bias
+    want = h[:3] @ conv.fc_self.weight.T + neigh @ conv.fc_neigh.weight.T + conv.fc_self.bias
     assert torch.allclose(out, want, atol=1e-5)
     out.sum().backward()
     assert h.grad is not None and h.grad[2].abs().sum() > 0 and h.grad[4].abs().sum() > 0

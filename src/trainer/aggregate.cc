@@ -291,7 +291,7 @@ Args<T> MakeArgs(const torch::Tensor& indptr, const torch::Tensor& indices, cons
   a.num_src = h.size(0);
   a.num_edges = indices.size(0);
   a.heads = heads;
-  a.width = h.numel() / std::max<int64_t>(h.size(0), 1) / heads;
+  a.width = h.size(1) / heads;  // h is [num_src, F] here.
   a.h = h.data_ptr<T>();
   a.w = w.defined() ? w.data_ptr<T>() : nullptr;
   return a;
@@ -516,7 +516,8 @@ torch::Tensor aggregate(const torch::Tensor& indptr, const torch::Tensor& indice
   }
   std::vector<int64_t> out_shape(h.sizes().begin(), h.sizes().end());
   out_shape[0] = indptr.size(0) - 1;
-  const int64_t F = h.dim() == 1 ? 1 : h.numel() / std::max<int64_t>(h.size(0), 1);
+  int64_t F = 1;
+  for (int64_t i = 1; i < h.dim(); ++i) F *= h.size(i);
   torch::Tensor rows = h.reshape({h.size(0), F}).contiguous();
   torch::Tensor w;
   int64_t heads = 1;
