@@ -27,7 +27,7 @@ namespace {
 // ------------------------------------------------------------ conversions
 
 py::tuple BlockTuple(const dist::Block& b) {
-  return py::make_tuple(b.src_nodes, b.indptr, b.indices, b.eids);
+  return py::make_tuple(b.src_nodes, b.indptr, b.indices, b.eids, b.srcdata, b.dstdata);
 }
 
 py::list BlockList(const std::vector<dist::Block>& blocks) {
@@ -402,13 +402,19 @@ void DefLoaders(py::module_& m) {
                                  bool replace, const std::string& prob, int64_t batch_size,
                                  bool shuffle, bool drop_last, uint64_t seed, int num_workers,
                                  int prefetch, bool even_batches, double timeout_s,
-                                 std::vector<dist::FanoutMap> etype_fanouts) {
+                                 std::vector<dist::FanoutMap> etype_fanouts,
+                                 std::vector<std::string> prefetch_node_feats,
+                                 std::vector<std::string> prefetch_labels) {
     auto sampler =
         sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+    sampler.prefetch_node_feats = std::move(prefetch_node_feats);
+    sampler.prefetch_labels = std::move(prefetch_labels);
     auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
                                even_batches, timeout_s);
     return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
   }));
+  node.def("add_prefetch", [](dist::DistNodeDataLoader& l, const std::string& name,
+                              bool labels) { Wait([&] { l.add_prefetch(name, labels); }); });
   DefEpochs(m, node, "_NodeIterator", &ConvertNodeBatch);
 
   PyLoader<dist::DistEdgeDataLoader> edge(m, "EdgeLoader");

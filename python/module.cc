@@ -532,6 +532,12 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("indptr"), py::arg("indices"), py::arg("h"), py::arg("reduce"),
       py::arg("edge_weight") = py::none(), py::arg("transpose") = py::none());
+  m.def(
+      "narrow_linear",
+      [](const torch::Tensor& x, const torch::Tensor& weight, std::optional<torch::Tensor> bias) {
+        return tessera::nn::narrow_linear(x, weight, bias.value_or(torch::Tensor()));
+      },
+      py::arg("x"), py::arg("weight"), py::arg("bias") = py::none());
   m.def("transpose_csr",
         [ids](const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src) {
           tessera::nn::CsrTranspose t = tessera::nn::TransposeCsr(ids(indptr), ids(indices), num_src);

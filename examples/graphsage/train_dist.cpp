@@ -74,7 +74,10 @@ dist::DistTensor RowNormalized(const dist::DistGraph& g, const dist::DistTensor&
 }
 
 struct EpochStats {
-  double seconds = 0, sample = 0, pull = 0, compute = 0, sync = 0;
+  // sample: waiting for the next batch (sampled and its rows pulled by the
+  // loader's threads, while earlier batches computed); pull: taking its
+  // rows (0 unless prefetching is off).
+  double seconds = 0, sample = 0, pull = 0, forward = 0, backward = 0, update = 0, sync = 0;
   double loss = 0, train_acc = 0;
   int64_t seeds = 0, batches = 0;
 };
@@ -107,7 +110,12 @@ int Run(const Flags& f) {
   dist::DistributedDataParallel ddp(model.ptr());
   torch::optim::Adam optimizer(model->parameters(),
                                torch::optim::AdamOptions(f.lr).weight_decay(f.weight_decay));
-  dist::DistNodeDataLoader loader(g, train_nid, {.fanouts = fanouts},
+  // The sampler threads pull each batch's features and labels while the
+  // previous batch computes (DGL's prefetch_node_feats / prefetch_labels).
+  dist::DistNodeDataLoader loader(g, train_nid,
+                                  {.fanouts = fanouts,
+                                   .prefetch_node_feats = {f.feat},
+                                   .prefetch_labels = {f.label}},
                                   {.batch_size = f.batch_size,
                                    .shuffle = true,
                                    .seed = f.seed,
@@ -132,15 +140,17 @@ int Run(const Flags& f) {
     for (; it != loader.end();) {
       const dist::MiniBatch& batch = *it;
       step.Reset();
-      torch::Tensor x = feat[batch.input_nodes];
-      torch::Tensor y = labels[batch.seeds].to(torch::kInt64);
+      torch::Tensor x = batch.blocks.front().srcdata.at(f.feat);
+      torch::Tensor y = batch.blocks.back().dstdata.at(f.label).to(torch::kInt64);
       e.pull += step.Seconds();
       step.Reset();
       torch::Tensor logits = model->forward(batch.blocks, x);
       torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+      e.forward += step.Seconds();
+      step.Reset();
       optimizer.zero_grad();
       loss.backward();
-      e.compute += step.Seconds();
+      e.backward += step.Seconds();
       e.sync += ddp.synchronize().wait_seconds;
       step.Reset();
       optimizer.step();
@@ -149,7 +159,7 @@ int Run(const Flags& f) {
       correct += (logits.argmax(1) == y).sum().item<double>();
       e.seeds += n;
       ++e.batches;
-      e.compute += step.Seconds();
+      e.update += step.Seconds();
       if (f.log_every > 0 && e.batches % f.log_every == 0) {
         spdlog::info("trainer {} epoch {} batch {}/{}: loss {:.4f}", rank, epoch, e.batches,
                      loader.size(), loss.item<double>());
@@ -167,15 +177,20 @@ int Run(const Flags& f) {
     e.loss = sums[0].item<double>() / all_seeds;
     e.train_acc = sums[1].item<double>() / all_seeds;
     spdlog::info(
-        "trainer {} epoch {}: loss {:.4f}, train acc {:.4f}, {:.2f} s (sample {:.2f}, pull {:.2f}, "
-        "forward+backward {:.2f}, gradient sync {:.2f}), {:.0f} seeds/s here, {:.0f} in all",
-        rank, epoch, e.loss, e.train_acc, e.seconds, e.sample, e.pull, e.compute, e.sync,
+        "trainer {} epoch {}: loss {:.4f}, train acc {:.4f}, {:.2f} s (sample {:.2f}, pull {:.2f} "
+        "[waited for; done ahead by the sampler threads], forward {:.2f}, backward {:.2f}, update "
+        "{:.2f}, gradient sync {:.2f}), {:.0f} seeds/s here, {:.0f} in all",
+        rank, epoch, e.loss, e.train_acc, e.seconds, e.sample, e.pull, e.forward, e.backward,
+        e.update, e.sync,
         static_cast<double>(e.seeds) / e.seconds, all_seeds / e.seconds);
     epochs.push_back({{"epoch", epoch},
                       {"time_s", e.seconds},
                       {"sample_s", e.sample},
                       {"pull_s", e.pull},
-                      {"forward_backward_s", e.compute},
+                      {"forward_backward_s", e.forward + e.backward},
+                      {"forward_s", e.forward},
+                      {"backward_s", e.backward},
+                      {"update_s", e.update},
                       {"sync_s", e.sync},
                       {"loss", e.loss},
                       {"train_acc", e.train_acc},

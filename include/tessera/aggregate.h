@@ -107,6 +107,20 @@ torch::Tensor relation_aggregate(const RelationGroups& groups, const torch::Tens
                                  const std::vector<torch::Tensor>& weights,
                                  const torch::Tensor& norm = {});
 
+// ---------------------------------------------------------------- narrow linear maps
+
+// x W^T + b (torch::nn::functional::linear) for float32 x [N, in] and a
+// weight [out, in] with out <= kNarrowLinearMaxOut, on CPUs with AVX-512: a
+// GNN's first layer projects every sampled node to a few columns, a shape
+// general BLAS blocks badly. Multi-threaded forward and weight gradient in
+// register tiles; the input's gradient (when x requires one) is torch::mm.
+// Other shapes, dtypes and CPUs go to functional::linear. Differentiable in
+// x, weight and bias; throws dist::Error on mismatched shapes.
+inline constexpr int64_t kNarrowLinearMaxOut = 32;
+bool narrow_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
+torch::Tensor narrow_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                            const torch::Tensor& bias = {});
+
 }  // namespace tessera::nn
 
 #endif  // TESSERA_INCLUDE_TESSERA_AGGREGATE_H_

@@ -346,6 +346,12 @@ struct Block {
   torch::Tensor indptr;     // int64 [num_dst + 1]
   torch::Tensor indices;    // int64 [num_edges]: index into src_nodes.
   torch::Tensor eids;       // int64 [num_edges]: global edge ids.
+  // Node data pulled by the loader's sampler threads, ahead of use (DGL's
+  // prefetching; NeighborSampler::prefetch_node_feats / prefetch_labels):
+  // the first block's srcdata holds rows of its source nodes (a batch's
+  // input nodes), the last block's dstdata rows of its destinations (the
+  // seeds). Empty unless asked for.
+  std::map<std::string, torch::Tensor> srcdata, dstdata;
   int64_t num_src_nodes() const { return src_nodes.size(0); }
   int64_t num_dst_nodes() const { return indptr.size(0) - 1; }
   int64_t num_edges() const { return indices.size(0); }
@@ -391,6 +397,13 @@ struct NeighborSampler {
   std::string edge_dir = "in";
   bool replace = false;
   std::string prob;  // float32 edge tensor of weights; "": uniform.
+  // Node tensors (g.ndata names) the sampler threads pull for each batch
+  // while the trainer computes the previous one (DGL's NeighborSampler
+  // arguments of these names): prefetch_node_feats at the input nodes into
+  // blocks.front().srcdata, prefetch_labels at the seeds into
+  // blocks.back().dstdata. Homogeneous node and edge loaders; an unknown
+  // name is an Error when the loader is made.
+  std::vector<std::string> prefetch_node_feats, prefetch_labels;
 };
 
 struct MiniBatch {
@@ -560,6 +573,7 @@ namespace internal {
 std::shared_ptr<const loader::EpochPlan> MakePlan(std::vector<int64_t> items,
                                                   const LoaderOptions& options);
 int ResolveWorkers(const LoaderOptions& options);
+struct Prefetch;  // The node tensors a loader's sampler threads pull.
 }  // namespace internal
 
 template <typename T>
@@ -578,6 +592,16 @@ class DistNodeDataLoader : public BatchLoader<MiniBatch> {
  public:
   DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids, NeighborSampler sampler,
                      LoaderOptions options = {});
+  // Adds node tensor `name` to what the sampler threads pull, as if it had
+  // been in the sampler's prefetch_labels (labels: at the seeds) or
+  // prefetch_node_feats (else: at the input nodes), for the batches sampled
+  // from now on (batches already sampled have no rows of it). Thread-safe;
+  // Error if the graph has no such node tensor. (tessera.distributed uses
+  // it to prefetch what a DGL script reads at input_nodes / seeds.)
+  void add_prefetch(const std::string& name, bool labels);
+
+ private:
+  std::shared_ptr<internal::Prefetch> prefetch_;
 };
 
 // DGL's DistNodeDataLoader with dict seeds: batches of the typed seeds

@@ -20,6 +20,14 @@ from tessera import _C, EID, NID
 from tessera.distributed.loader import Block, HeteroBlock
 
 
+def _linear(x, fc):
+    """``fc(x)`` for an ``nn.Linear`` ``fc``; narrow outputs (a first layer's
+    projection of every sampled node) in tessera's AVX-512 kernel."""
+    if x.dim() == 2 and x.dtype == torch.float32 and fc.weight.shape[0] <= 32:
+        return _C.narrow_linear(x, fc.weight, fc.bias)
+    return fc(x)
+
+
 def _check_block(graph, what):
     if not hasattr(graph, "indptr") or not hasattr(graph, "indices"):
         raise _C.TesseraError(f"{what}: expected a Block (a loader's blocks), got "
@@ -130,10 +138,10 @@ class SAGEConv(nn.Module):
             h_src, h_dst = self.feat_drop(h_src), self.feat_drop(h_dst)
         if self._aggre_type == "mean":
             if self._in_src_feats > self._out_feats:  # Aggregate the narrower side.
-                h_neigh = mean_aggregate(graph, self.fc_neigh(h_src))
+                h_neigh = mean_aggregate(graph, _linear(h_src, self.fc_neigh))
             else:
-                h_neigh = self.fc_neigh(mean_aggregate(graph, h_src))
-            rst = self.fc_self(h_dst) + h_neigh
+                h_neigh = _linear(mean_aggregate(graph, h_src), self.fc_neigh)
+            rst = _linear(h_dst, self.fc_self) + h_neigh
         else:  # gcn: (sum of neighbours + self) / (in-degree + 1)
             deg = graph.in_degrees().to(h_src.dtype).unsqueeze(1)
             h = (sum_aggregate(graph, h_src) + h_dst) / (deg + 1)
@@ -191,7 +199,8 @@ class GraphConv(nn.Module):
             scale = out_deg.pow(-0.5) if self._norm == "both" else 1.0 / out_deg
             h_src = h_src * scale.view(-1, *([1] * (h_src.dim() - 1)))
         if w is not None and self._in_feats > self._out_feats:
-            h_src = h_src @ w
+            h_src = (_C.narrow_linear(h_src, w.t()) if h_src.dim() == 2 and w.shape[1] <= 32
+                     and h_src.dtype == torch.float32 else h_src @ w)
             w = None
         if edge_weight is not None:
             if edge_weight.numel() != graph.num_edges():
@@ -280,13 +289,13 @@ class GATConv(nn.Module):
         H, Fo = self._num_heads, self._out_feats
         if isinstance(feat, (tuple, list)):
             shared = hasattr(self, "fc")
-            feat_src = (self.fc if shared else self.fc_src)(h_src).view(-1, H, Fo)
+            feat_src = _linear(h_src, self.fc if shared else self.fc_src).view(-1, H, Fo)
             feat_dst = (self.fc if shared else self.fc_dst)(h_dst).view(-1, H, Fo)
         elif not hasattr(self, "fc"):
             raise _C.TesseraError("GATConv: a layer with (source, destination) in_feats "
                                   "takes a (src, dst) feature pair")
         else:
-            feat_src = self.fc(h_src).view(-1, H, Fo)
+            feat_src = _linear(h_src, self.fc).view(-1, H, Fo)
             feat_dst = feat_src[:graph.num_dst_nodes()]
         el = (feat_src * self.attn_l).sum(-1)  # [src, H]
         er = (feat_dst * self.attn_r).sum(-1)  # [dst, H]

@@ -8,6 +8,8 @@
 
 #include <tuple>
 
+#include "fmt/format.h"
+
 #include "include/tessera/dist.h"
 
 namespace tessera::nn {
@@ -243,6 +245,40 @@ TEST(AggregateTest, RelationAggregateMatchesPerEdgeProducts) {
   auto a = torch::autograd::grad({got}, {h, w, norm}, {gout});
   auto b = torch::autograd::grad({want}, {h, w, norm}, {gout});
   for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-10, 1e-10)) << i;
+  torch::set_num_threads(1);
+}
+
+TEST(NarrowLinearTest, MatchesLinearForwardAndBackward) {
+  for (int threads : {1, 2}) {
+    torch::set_num_threads(threads);
+    for (int64_t out : {1, 16, 17, 32, 33}) {
+      for (int64_t n : {0, 5, 8, 1003, 5000}) {
+        SCOPED_TRACE(fmt::format("threads {} out {} rows {}", threads, out, n));
+        torch::Tensor x = torch::randn({n, 37}, torch::requires_grad());
+        torch::Tensor w = torch::randn({out, 37}, torch::requires_grad());
+        torch::Tensor b = torch::randn({out}, torch::requires_grad());
+        EXPECT_EQ(narrow_linear_applies(x, w), out <= 32 && __builtin_cpu_supports("avx512f"));
+        torch::Tensor got = narrow_linear(x, w, b);
+        torch::Tensor want = torch::nn::functional::linear(x, w, b);
+        ASSERT_EQ(got.sizes(), want.sizes());
+        EXPECT_TRUE(torch::allclose(got, want, 1e-4, 1e-4));
+        torch::Tensor g = torch::randn_like(want);
+        auto a = torch::autograd::grad({got}, {x, w, b}, {g});
+        auto c = torch::autograd::grad({want}, {x, w, b}, {g});
+        for (size_t i = 0; i < 3; ++i) {
+          EXPECT_TRUE(torch::allclose(a[i], c[i], 1e-3, 1e-3)) << i << ": " << (a[i] - c[i]).abs().max();
+        }
+      }
+    }
+  }
+  // Without a bias, and with an input that needs no gradient (a first layer).
+  torch::Tensor x = torch::randn({300, 100});
+  torch::Tensor w = torch::randn({16, 100}, torch::requires_grad());
+  narrow_linear(x, w).sum().backward();
+  torch::Tensor want = torch::autograd::grad({torch::nn::functional::linear(x, w).sum()}, {w})[0];
+  EXPECT_TRUE(torch::allclose(w.grad(), want, 1e-3, 1e-3));
+  EXPECT_THROW(narrow_linear(x, torch::randn({16, 99})), dist::Error);
+  EXPECT_THROW(narrow_linear(x, w, torch::randn({15})), dist::Error);
   torch::set_num_threads(1);
 }
 

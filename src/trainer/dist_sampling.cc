@@ -5,6 +5,7 @@
 // homogeneous and typed.
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <random>
 #include <set>
 
@@ -435,20 +436,84 @@ std::function<typename loader::Pipeline<T>::Produce(int64_t)> EpochBatches(
 
 }  // namespace
 
+// The node tensors a loader's sampler threads pull for each batch: the
+// sampler's, looked up when the loader is made (an unknown name is an Error
+// then, not in a sampler thread), and those add_prefetch adds while batches
+// are being sampled.
+struct internal::Prefetch {
+  DistGraph g;
+  mutable std::mutex mutex;
+  std::vector<std::pair<std::string, DistTensor>> node_feats, labels;  // Guarded by mutex.
+
+  void Add(const std::string& name, bool label) {
+    DistTensor t = g.ndata(name);
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& list = label ? labels : node_feats;
+    for (const auto& [have, unused] : list) {
+      if (have == name) return;
+    }
+    list.emplace_back(name, std::move(t));
+  }
+};
+
+namespace {
+
+std::shared_ptr<internal::Prefetch> PrefetchOf(const DistGraph& g, const NeighborSampler& sampler,
+                                               const char* loader) {
+  auto p = std::make_shared<internal::Prefetch>(g);
+  for (const std::string& name : sampler.prefetch_node_feats) p->Add(name, false);
+  for (const std::string& name : sampler.prefetch_labels) p->Add(name, true);
+  if (loader != nullptr && (!p->node_feats.empty() || !p->labels.empty())) {
+    throw Error(fmt::format("{}: prefetch_node_feats / prefetch_labels work on homogeneous "
+                            "loaders only for now; pull the typed rows in the training loop",
+                            loader));
+  }
+  return p;
+}
+
+// Pulls the prefetched rows (in a sampler thread): input nodes' into the
+// first block's srcdata, the seeds' into the last block's dstdata.
+Status PullPrefetched(const internal::Prefetch& p, std::vector<Block>& blocks) {
+  std::vector<std::pair<std::string, DistTensor>> node_feats, labels;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    node_feats = p.node_feats;
+    labels = p.labels;
+  }
+  try {
+    for (const auto& [name, t] : node_feats) {
+      blocks.front().srcdata[name] = t[blocks.front().src_nodes];
+    }
+    for (const auto& [name, t] : labels) blocks.back().dstdata[name] = t[blocks.back().dst_nodes()];
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(fmt::format("prefetching node data: {}", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids,
                                        NeighborSampler sampler, LoaderOptions options) {
   auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
   auto plan = internal::MakePlan(ToVector(nids, "DistNodeDataLoader nids"), options);
-  auto make = [g, spec](std::vector<int64_t> seeds, uint64_t seed) -> StatusOr<MiniBatch> {
+  prefetch_ = PrefetchOf(g, sampler, nullptr);
+  auto make = [g, spec, prefetch = prefetch_](std::vector<int64_t> seeds,
+                                              uint64_t seed) -> StatusOr<MiniBatch> {
     ASSIGN_OR_RETURN(loader::MiniBatch mb,
                      loader::SampleBlocks(g.store(), std::move(seeds), *spec, seed));
     MiniBatch out;
     out.seeds = Owned(std::move(mb.seeds));
     out.blocks = ToTorch(std::move(mb.blocks));
     out.input_nodes = out.blocks.front().src_nodes;  // The same tensor, no copy.
+    RETURN_IF_ERROR(PullPrefetched(*prefetch, out.blocks));
     return out;
   };
   Init(plan->num_batches(), options, EpochBatches<MiniBatch>(plan, std::move(make)));
+}
+
+void DistNodeDataLoader::add_prefetch(const std::string& name, bool labels) {
+  prefetch_->Add(name, labels);
 }
 
 DistHeteroNodeDataLoader::DistHeteroNodeDataLoader(const DistGraph& g,
@@ -461,6 +526,7 @@ DistHeteroNodeDataLoader::DistHeteroNodeDataLoader(const DistGraph& g,
         "sample the reverse relations)");
   }
   if (nids.empty()) throw Error("DistNodeDataLoader: no seed types given");
+  PrefetchOf(g, sampler, "DistNodeDataLoader with typed seeds");
   auto plan = internal::MakePlan(
       ToVector(HomoIds(g, nids, true, "DistNodeDataLoader nids"), "DistNodeDataLoader nids"),
       options);
@@ -585,7 +651,9 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& 
     }
   }
   auto plan = internal::MakePlan(std::move(ids), options);
-  auto make = [g, spec](std::vector<int64_t> eids, uint64_t seed) -> StatusOr<EdgeMiniBatch> {
+  auto prefetch = PrefetchOf(g, sampler, nullptr);
+  auto make = [g, spec, prefetch](std::vector<int64_t> eids,
+                                  uint64_t seed) -> StatusOr<EdgeMiniBatch> {
     ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), eids, *spec, seed));
     EdgeMiniBatch out;
     out.pair_nodes = Owned(std::move(eb.mini.seeds));
@@ -596,6 +664,7 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& 
     out.neg_dst = Owned(std::move(eb.negative.dst));
     out.blocks = ToTorch(std::move(eb.mini.blocks));
     out.input_nodes = out.blocks.front().src_nodes;
+    RETURN_IF_ERROR(PullPrefetched(*prefetch, out.blocks));
     return out;
   };
   Init(plan->num_batches(), options, EpochBatches<EdgeMiniBatch>(plan, std::move(make)));
@@ -644,6 +713,7 @@ DistHeteroEdgeDataLoader::DistHeteroEdgeDataLoader(const DistGraph& g,
                                                    NeighborSampler sampler, LoaderOptions options,
                                                    EdgeLoaderOptions edge_options) {
   const std::string what = "DistEdgeDataLoader";
+  PrefetchOf(g, sampler, "DistEdgeDataLoader with typed edges");
   const PartitionBook& book = g.partition_book();
   auto spec = std::make_shared<const loader::EdgeSpec>(EdgeSpecOf(g, sampler, edge_options, what));
   if (spec->neighbors.dir != sampling::EdgeDir::kIn) {

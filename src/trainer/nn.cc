@@ -53,9 +53,10 @@ torch::Tensor SAGEConvImpl::forward(const dist::Block& block, const torch::Tenso
   torch::Tensor h_dst = h_src.slice(0, 0, block.num_dst_nodes());
   // Aggregate the narrower side: project first when that shrinks the rows
   // that travel along the edges (as DGL does).
-  torch::Tensor neigh = in_feats_ > out_feats_ ? mean_aggregate(block, fc_neigh_(h_src))
-                                               : fc_neigh_(mean_aggregate(block, h_src));
-  return fc_self_(h_dst) + neigh;
+  auto neigh_fc = [&](const torch::Tensor& x) { return narrow_linear(x, fc_neigh_->weight); };
+  torch::Tensor neigh = in_feats_ > out_feats_ ? mean_aggregate(block, neigh_fc(h_src))
+                                               : neigh_fc(mean_aggregate(block, h_src));
+  return narrow_linear(h_dst, fc_self_->weight, fc_self_->bias) + neigh;
 }
 
 torch::Tensor SAGEConvImpl::project(const torch::Tensor& h) {

@@ -3,7 +3,7 @@ import torch
 
 from tessera import _C, EID, NID
 from tessera._utils import as_ids
-from tessera.distributed import context
+from tessera.distributed import _prefetch, context
 from tessera.distributed.graph import _etype_str
 
 
@@ -17,11 +17,11 @@ class Block:
 
     is_block = True
 
-    def __init__(self, src_nodes, indptr, indices, eids):
+    def __init__(self, src_nodes, indptr, indices, eids, srcdata=None, dstdata=None):
         self.indptr, self.indices = indptr, indices
         self._num_dst = indptr.numel() - 1
-        self.srcdata = {NID: src_nodes}
-        self.dstdata = {NID: src_nodes[:self._num_dst]}
+        self.srcdata = {NID: src_nodes, **(srcdata or {})}
+        self.dstdata = {NID: src_nodes[:self._num_dst], **(dstdata or {})}
         self.edata = {EID: eids}
         self._edge_dst = None
 
@@ -268,9 +268,19 @@ class HeteroPairGraph(_RelationEdges):
 class NeighborSampler:
     """Multi-layer neighbour sampling (dgl.dataloading.NeighborSampler):
     ``fanouts[l]`` neighbours per node at layer l, input layer first; -1 takes
-    all."""
+    all. ``prefetch_node_feats`` / ``prefetch_labels`` (node tensor names, as
+    DGL): the loader's sampler threads pull them ahead into
+    ``blocks[0].srcdata`` (at the input nodes) / ``blocks[-1].dstdata`` (at
+    the seeds); homogeneous node and edge loaders."""
 
-    def __init__(self, fanouts, edge_dir="in", prob=None, replace=False, **kwargs):
+    def __init__(self, fanouts, edge_dir="in", prob=None, replace=False,
+                 prefetch_node_feats=None, prefetch_labels=None, prefetch_edge_feats=None,
+                 **kwargs):
+        if prefetch_edge_feats:
+            raise _C.TesseraError("NeighborSampler: prefetch_edge_feats is not supported; "
+                                  "read edge data in the training loop")
+        self.prefetch_node_feats = [str(n) for n in (prefetch_node_feats or [])]
+        self.prefetch_labels = [str(n) for n in (prefetch_labels or [])]
         if isinstance(fanouts, int):
             raise TypeError("NeighborSampler: fanouts is a list, one per layer")
         for f in fanouts:
@@ -333,7 +343,7 @@ def _seed():
 def _loader_args(kwargs, what):
     known = {"batch_size", "shuffle", "drop_last", "num_workers", "seed", "prefetch",
              "even_batches", "timeout", "device", "pin_memory", "persistent_workers",
-             "use_ddp", "queue_size"}
+             "use_ddp", "queue_size", "auto_prefetch"}
     unknown = set(kwargs) - known
     if unknown:
         raise TypeError(f"{what}: unexpected arguments {sorted(unknown)}")
@@ -388,7 +398,14 @@ class DistNodeDataLoader:
         else:
             self._loader = _C.NodeLoader(g._g, _node_ids(nids, "DistNodeDataLoader nids"),
                                          fanouts, s.edge_dir, s.replace, s.prob, *common,
-                                         etype_fanouts)
+                                         etype_fanouts, s.prefetch_node_feats, s.prefetch_labels)
+        if (s.prefetch_node_feats or s.prefetch_labels) and self._typed:
+            raise _C.TesseraError("DistNodeDataLoader: prefetch_node_feats / prefetch_labels "
+                                  "work on homogeneous loaders only for now")
+        # Rows a script reads at input_nodes / seeds are learned and pulled
+        # ahead (tessera/distributed/_prefetch.py); never on typed batches.
+        self._auto_prefetch = bool(kwargs.get("auto_prefetch", True)) and not self._typed
+        self._unlearnable = set()
 
     def __len__(self):
         return len(self._loader)
@@ -398,8 +415,27 @@ class DistNodeDataLoader:
             for input_nodes, seeds, raw in _each(self._loader):
                 yield input_nodes, seeds, [HeteroBlock(self._g, b) for b in raw]
             return
-        for input_nodes, seeds, raw in _each(self._loader):
-            yield input_nodes, seeds, _blocks(raw)
+        current = None
+        try:
+            for input_nodes, seeds, raw in _each(self._loader):
+                blocks = _blocks(raw)
+                if self._auto_prefetch:
+                    current = _prefetch.BatchRows(self, input_nodes, seeds, blocks[0].srcdata,
+                                                  blocks[-1].dstdata)
+                    _prefetch.set_current(current)
+                yield input_nodes, seeds, blocks
+        finally:
+            _prefetch.clear(current)
+
+    def _learn(self, name, labels):
+        """A script read node tensor `name` at this loader's input nodes
+        (labels: seeds): pull it ahead for the next batches."""
+        if name in self._unlearnable:
+            return
+        try:
+            self._loader.add_prefetch(name, labels)
+        except _C.TesseraError:
+            self._unlearnable.add(name)
 
 
 class DistEdgeDataLoader:

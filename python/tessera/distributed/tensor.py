@@ -3,6 +3,7 @@ import torch
 
 from tessera import _C
 from tessera._utils import as_ids
+from tessera.distributed import _prefetch
 
 
 _DEFAULT_TYPES = ("", "_N", "_E", "_N:_E:_N")
@@ -194,6 +195,12 @@ class DistTensor:
         return cls(None, None, _handle=handle)
 
     def __getitem__(self, idx):
+        # A homogeneous node tensor read at a batch's input nodes or seeds:
+        # perhaps pulled ahead by the loader (tessera/distributed/_prefetch.py).
+        if isinstance(idx, torch.Tensor) and self._t.key == "node/" + self._t.name:
+            rows = _prefetch.lookup(self._t.name, idx)
+            if rows is not None:
+                return rows
         ids, scalar = as_ids(idx, f"DistTensor '{self.name}'", len(self))
         rows = self._t.pull(ids)
         return rows[0] if scalar else rows
@@ -203,6 +210,7 @@ class DistTensor:
         val = val if isinstance(val, torch.Tensor) else torch.as_tensor(val, dtype=self.dtype)
         if scalar and val.dim() == len(self.shape) - 1:
             val = val.unsqueeze(0)
+        _prefetch.wrote(self._t.name)
         self._t.set(ids, val)
 
     def __len__(self):
@@ -245,4 +253,5 @@ class DistTensor:
     def add_(self, idx, val):
         """Adds rows element-wise (atomic per row); a tessera extension."""
         ids, _ = as_ids(idx, f"DistTensor '{self.name}'", len(self))
+        _prefetch.wrote(self._t.name)
         self._t.add(ids, torch.as_tensor(val))
