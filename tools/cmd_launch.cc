@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <cctype>
 #include <csignal>
@@ -404,6 +405,11 @@ int Launch::Run() {
       auto vars = env.ToVariables();
       if (f_.num_omp_threads > 0)
         vars.emplace_back("OMP_NUM_THREADS", std::to_string(f_.num_omp_threads));
+      // LibTorch's OpenMP threads would otherwise spin between parallel
+      // regions, taking the cores from the sampler threads (see
+      // examples/common.h); a value the user exported is kept.
+      if (std::getenv("OMP_WAIT_POLICY") == nullptr)
+        vars.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
       vars.insert(vars.end(), extra.begin(), extra.end());
       Status st = Start(*m, {"/bin/sh", "-c", StrJoin(f_.command, " ")}, vars);
       members_.push_back(std::move(m));

@@ -128,6 +128,7 @@ int Run(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessera::examples::RestartWithPassiveOmpWait(argv);
   Flags f;
   CLI::App app{"Transductive node classification with learned node embeddings (tessera)"};
   app.add_option("--graph-name,--graph_name", f.graph_name)->required();

@@ -243,6 +243,7 @@ int Run(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessera::examples::RestartWithPassiveOmpWait(argv);
   Flags f;
   CLI::App app{"Distributed GraphSAGE node classification (tessera)"};
   app.add_option("--graph-name,--graph_name", f.graph_name, "Graph name of the partition")

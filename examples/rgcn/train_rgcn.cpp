@@ -304,6 +304,7 @@ int Run(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessera::examples::RestartWithPassiveOmpWait(argv);
   Flags f;
   CLI::App app{"Distributed R-GCN entity classification on a heterogeneous graph (tessera)"};
   app.add_option("--graph-name,--graph_name", f.graph_name)->required();

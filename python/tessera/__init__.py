@@ -7,7 +7,19 @@ a native C++ core.
 
 Every error of the core is raised as :class:`TesseraError` (a RuntimeError).
 """
-from tessera._C import TesseraError  # noqa: F401
+import os as _os
+import sys as _sys
+
+# LibTorch's OpenMP threads (libgomp) spin between parallel regions by
+# default, taking the cores from the loaders' sampler threads: DGL's
+# GraphSAGE epoch took 1.5-1.6 s with OMP_WAIT_POLICY=PASSIVE against
+# 1.7-2.1 s without (2 cores, one sampler thread). libgomp reads it once,
+# when it is loaded: only effective when torch was not imported before
+# tessera (docs/training.md, "Threads").
+if "torch" not in _sys.modules:
+    _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from tessera._C import TesseraError  # noqa: E402,F401
 
 NID = "_ID"  # dgl.NID: the global id of each node of a block or subgraph
 EID = "_ID"  # dgl.EID: the global id of each edge

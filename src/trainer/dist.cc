@@ -11,6 +11,9 @@
 #include <limits>
 #include <mutex>
 #include <random>
+#include <thread>
+
+#include <sched.h>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -178,6 +181,39 @@ void IgnoreSigpipe() {
   }
 }
 
+// The cores this process may run on (its affinity mask).
+int UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Standalone, the process owns its machine: LibTorch computes on every
+// usable core (unless OMP_NUM_THREADS says otherwise) and a quarter of them
+// (at least one, on 2 or more) sample and pull the next batches meanwhile.
+// On a 2-core machine one sampler thread made DGL's GraphSAGE epoch 1.96 s
+// against 2.44 s with none (sampling inline) and 2.29-2.50 s with two.
+// Returns the sampler threads.
+int ChooseStandaloneThreads(const launcher::GetEnvFn& getenv) {
+  const int cores = UsableCores();
+  const char* omp = getenv("OMP_NUM_THREADS");
+  if (omp == nullptr || *omp == '\0') torch::set_num_threads(cores);
+  const int samplers = cores >= 2 ? std::max(1, cores / 4) : 0;
+  const char* wait = getenv("OMP_WAIT_POLICY");
+  if (samplers > 0 && (wait == nullptr || std::string_view(wait) != "PASSIVE")) {
+    spdlog::warn("tessera: OMP_WAIT_POLICY is not PASSIVE: LibTorch's OpenMP threads will spin "
+                 "between parallel regions and slow the sampler threads (a GraphSAGE epoch "
+                 "took 1.9x as long); export OMP_WAIT_POLICY=PASSIVE before starting the "
+                 "trainer");
+  }
+  spdlog::info("tessera: standalone mode (no launcher environment): {} compute threads{}, {} "
+               "sampler threads, {} usable cores",
+               torch::get_num_threads(), omp && *omp ? " (OMP_NUM_THREADS)" : "", samplers,
+               cores);
+  return samplers;
+}
+
 }  // namespace
 
 Context::~Context() {
@@ -195,7 +231,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   std::shared_ptr<Context> ctx(new Context());
   ctx->options_ = options;
   if (!env) {
-    spdlog::info("tessera: standalone mode (no launcher environment)");
+    ctx->num_samplers_ = ChooseStandaloneThreads(getenv);
     g_context = ctx;
     return ctx;
   }
@@ -229,8 +265,11 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
                                  .heartbeat_timeout = Ms(options.heartbeat_timeout_s)};
   std::unique_ptr<kv::KvClient> client =
       ValueOrThrow(kv::KvClient::Connect(kv_options), "initialize: connecting to the servers");
-  spdlog::info("tessera: trainer {} of {} on machine {}, connected to {} servers", env->rank,
-               env->world_size, env->machine_id, kv_options.servers.size());
+  spdlog::info("tessera: trainer {} of {} on machine {}, connected to {} servers; {} compute "
+               "threads, {} sampler threads (the launcher's --num-omp-threads and "
+               "--num-samplers), {} usable cores",
+               env->rank, env->world_size, env->machine_id, kv_options.servers.size(),
+               torch::get_num_threads(), env->num_samplers, UsableCores());
   ctx->store_ = std::move(client);
   g_context = ctx;
   return ctx;
