@@ -9,7 +9,8 @@ Prints JSON.
     /usr/bin/python3 bench/train_vs_dgl.py --graph /tmp/medium --dgl /tmp/dgl/dgl-1.1.3 \\
         --threads 2 --pairs 3
 
-Each pair runs DGL then tessera back to back (the machine's speed drifts
+Each pair runs DGL, tessera (Python) and tessera's C++ example
+(``graphsage_train_dist``, same settings) back to back (the machine's speed drifts
 between minutes, not within a pair); the figures are per pair, and the
 summary is the median of the per-pair ratios. An epoch's figure is the mean
 of the epochs after the first (the first one warms caches and allocators).
@@ -27,6 +28,9 @@ import sys
 EPOCH = re.compile(r"Epoch Time\(s\): ([\d.]+), sample\+data_copy: ([\d.]+), forward: ([\d.]+), "
                    r"backward: ([\d.]+), update: ([\d.]+)")
 ACC = re.compile(r"Test Acc ([\d.]+)")
+CPP_EPOCH = re.compile(r"epoch \d+: loss [\d.]+, train acc [\d.]+, ([\d.]+) s \(sample ([\d.]+), "
+                       r"pull ([\d.]+) \[[^]]*\], forward ([\d.]+), backward ([\d.]+), update "
+                       r"([\d.]+)")
 DGL_PARTITION = """
 import sys, numpy as np, torch, dgl
 src, out = sys.argv[1], sys.argv[2]
@@ -51,6 +55,9 @@ def parse():
     p.add_argument("--work", default="/tmp/tessera-train-vs-dgl")
     p.add_argument("--tessera", default=os.path.join(os.path.dirname(__file__), "..", "build",
                                                      "bin", "tessera"))
+    p.add_argument("--cpp", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin",
+                                                 "graphsage_train_dist"),
+                   help="tessera's C++ example, run in each pair too ('' to skip)")
     return p.parse_args()
 
 
@@ -119,6 +126,25 @@ def train(script, part_config, env, args, what):
     return result
 
 
+def train_cpp(part_config, args, what):
+    """tessera's C++ example on the same settings (its flags are the Python
+    example's)."""
+    cmd = [args.cpp, "--graph_name", "medium", "--part_config", part_config, "--num_epochs",
+           str(args.epochs), "--eval_every", str(args.epochs if args.eval else args.epochs + 1),
+           "--batch_size", "1000", "--fan_out", "10,25", "--num_hidden", "16", "--feat",
+           "features", "--label", "labels"]
+    out = run(cmd, dict(os.environ, OMP_NUM_THREADS=str(args.threads)), what)
+    epochs = [tuple(map(float, m.groups())) for m in CPP_EPOCH.finditer(out)]
+    if len(epochs) != args.epochs:
+        sys.stderr.write(out[-4000:])
+        raise SystemExit(f"train_vs_dgl: {what} printed {len(epochs)} epochs, not {args.epochs}")
+    steady = epochs[1:] or epochs
+    keys = ("epoch_s", "sample_wait_s", "pull_s", "forward_s", "backward_s", "update_s")
+    result = {k: statistics.mean(e[i] for e in steady) for i, k in enumerate(keys)}
+    result["epochs_s"] = [e[0] for e in epochs]
+    return result
+
+
 def main():
     args = parse()
     dgl_parts, ours, script, dgl_env = prepare(args)
@@ -131,7 +157,13 @@ def main():
         ratio = {k: t[k] / d[k] for k in ("epoch_s", "forward_s", "backward_s")}
         ratio["forward_backward"] = (t["forward_s"] + t["backward_s"]) / (d["forward_s"] +
                                                                           d["backward_s"])
-        pairs.append({"dgl": d, "tessera": t, "tessera_vs_dgl": ratio})
+        pair = {"dgl": d, "tessera": t, "tessera_vs_dgl": ratio}
+        if args.cpp:
+            c = train_cpp(os.path.join(ours, "medium.json"), args, f"pair {i + 1}: tessera C++")
+            pair["tessera_cpp"] = c
+            ratio["cpp_epoch_s"] = c["epoch_s"] / d["epoch_s"]
+            ratio["cpp_vs_python_epoch"] = c["epoch_s"] / t["epoch_s"]
+        pairs.append(pair)
         print(json.dumps(pairs[-1]), file=sys.stderr)
     summary = {k: statistics.median(p["tessera_vs_dgl"][k] for p in pairs)
                for k in pairs[0]["tessera_vs_dgl"]}
