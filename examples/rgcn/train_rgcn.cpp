@@ -248,30 +248,50 @@ int Run(const Flags& f) {
   double val_acc = 0, test_acc = 0;
   for (int epoch = 0; epoch < f.num_epochs; ++epoch) {
     t.set_training(true);
-    Stopwatch watch;
+    Stopwatch watch, step;
     double loss_sum = 0, correct = 0, seeds = 0;
-    for (const dist::MiniBatch& batch : loader) {
+    // sample: waiting for the next batch (sampled ahead by the sampler
+    // threads); forward includes reading the input rows and embeddings.
+    double sample_s = 0, forward_s = 0, backward_s = 0, update_s = 0;
+    auto it = loader.begin();
+    sample_s += step.Seconds();
+    for (; it != loader.end();) {
+      const dist::MiniBatch& batch = *it;
+      step.Reset();
       torch::Tensor logits = t.Forward(batch);
       torch::Tensor y = t.Labels(batch.seeds);
       torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+      forward_s += step.Seconds();
+      step.Reset();
       optimizer.zero_grad();
       loss.backward();
       ddp.synchronize();
+      backward_s += step.Seconds();
+      step.Reset();
       optimizer.step();
       if (t.sparse()) t.sparse()->step();
       loss_sum += loss.item<double>() * static_cast<double>(y.size(0));
       correct += (logits.argmax(1) == y).sum().item<double>();
       seeds += static_cast<double>(y.size(0));
+      update_s += step.Seconds();
+      step.Reset();
+      ++it;
+      sample_s += step.Seconds();
     }
     torch::Tensor sums = torch::tensor({loss_sum, correct, seeds}, torch::kFloat64);
     dist::all_reduce_sum(sums);
     const double n = std::max(1.0, sums[2].item<double>()), seconds = watch.Seconds();
     val_acc = Evaluate(t, g, val, fanouts, f.batch_size_eval, f.seed);
-    spdlog::info("trainer {} epoch {}: loss {:.4f}, train acc {:.4f}, val acc {:.4f}, {:.2f} s",
+    spdlog::info("trainer {} epoch {}: loss {:.4f}, train acc {:.4f}, val acc {:.4f}, {:.2f} s "
+                 "(sample {:.2f}, forward {:.2f}, backward {:.2f}, update {:.2f})",
                  rank, epoch, sums[0].item<double>() / n, sums[1].item<double>() / n, val_acc,
-                 seconds);
+                 seconds, sample_s, forward_s, backward_s, update_s);
     epochs.push_back({{"epoch", epoch},
                       {"time_s", seconds},
+                      {"sample_s", sample_s},
+                      {"forward_s", forward_s},
+                      {"backward_s", backward_s},
+                      {"update_s", update_s},
                       {"loss", sums[0].item<double>() / n},
                       {"train_acc", sums[1].item<double>() / n},
                       {"val_acc", val_acc}});
