@@ -65,7 +65,7 @@ if [ "${1:-}" = "--test" ]; then
   fi
   build_dir="${FUZZ_BUILD_DIR:-$(dirname "$bin_dir")}"
   if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-    echo "fuzz.sh: $build_dir is not configured: run scripts/build.sh" \
+    echo "fuzz.sh: $build_dir is not configured: run scripts/build.sh --tests" \
       "(it sets up the fuzz build when clang++ is installed)"
     exit 1
   fi
