@@ -67,21 +67,8 @@ struct HeteroFlags {
   double timeout_s = 3600;
 };
 
-constexpr int64_t kMagNodes = 1'939'743;
 constexpr const char* kPredictNtype = "paper";
 constexpr double kTargetSampleRatio = 1.3;  // Issue 14 §5.
-
-// DGL's recorded ogbn-mag figures (shared/reference/distdgl.md §7): the
-// distributed R-GCN example's README (2 parts; DGL partitions) and DGL 0.5.0's
-// release notes. Other hardware: for scale, not for ratios.
-nlohmann::json DglMagFigures() {
-  return {{"source", "shared/reference/distdgl.md §7"},
-          {"partition_part_size_mb", {714, 716}},
-          {"rgcn_peak_memory_gb", 9.2},
-          {"rgcn_sample_time_per_epoch_s", {48.2, 91.4}},
-          {"rgcn_test_acc_after_3_epochs", 0.4276},
-          {"rgcn_epoch_s_dgl_0_5_4_machines", 841}};
-}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -265,7 +252,6 @@ StatusOr<nlohmann::json> RunPartitions(const HeteroFlags& f, const std::string& 
        {{"peak_rss_per_edge", ratio("typed", "same_structure", "peak_rss_bytes_per_edge")},
         {"wall", ratio("typed", "same_structure", "wall_s")}}},
       {"target_peak_rss_per_edge_ratio_at_most", 1.0}};
-  if (f.nodes == kMagNodes) report["dgl_ogbn_mag"] = DglMagFigures();
   return report;
 }
 
@@ -538,7 +524,6 @@ StatusOr<nlohmann::json> RunRgcn(const HeteroFlags& f, const std::string& dir,
       {"runs", runs},
       {"distributed_over_standalone_epoch",
        runs[1]["epoch_time_mean_s"].get<double>() / runs[0]["epoch_time_mean_s"].get<double>()}};
-  if (f.nodes == kMagNodes) report["dgl_ogbn_mag"] = DglMagFigures();
   return report;
 }
 

@@ -3,8 +3,8 @@
 // 10,25, batch 1000, lr 0.003, dropout 0.5, 3 epochs, layer-wise inference
 // after the last), standalone (one process, one part) and on a 2-machine
 // loopback job (2 parts x 1 trainer), for each --hidden. Prints JSON: epoch
-// time and its split, inference time, test accuracy, and the ratios to DGL's
-// figures measured on this kind of machine.
+// time and its split, inference time, test accuracy. DGL itself, in the same
+// run: bench/train_vs_dgl.py (no recorded DGL figures here: they went stale).
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -32,15 +32,6 @@ struct TrainFlags {
   double timeout_s = 3600;
   bool no_encryption = false;
 };
-
-// DGL 1.1.3, hidden 16, 3 epochs on the 600k-node graph (shared/baselines.md
-// §3 with 0 samplers, §4): the fastest of its measured range.
-struct DglTrain {
-  double epoch_s, inference_s, test_acc;
-};
-const std::map<std::string, DglTrain> kDgl = {{"standalone", {21.0, 18.5, 0.9919}},
-                                              {"distributed", {14.9, 16.0, 0.869}}};
-constexpr int64_t kMediumNodes = 600'000;
 
 StatusOr<nlohmann::json> RunOne(const TrainFlags& f, const BenchPartitions& parts,
                                 const std::string& program, const std::string& mode, int hidden,
@@ -116,15 +107,6 @@ Status RunBenchTrain(const TrainFlags& f, const std::string& dir) {
         if (program == "cpp") cpp_epoch[key] = run["epoch_time_mean_s"].get<double>();
         if (program == "python" && cpp_epoch.count(key)) {
           run["epoch_time_vs_cpp"] = run["epoch_time_mean_s"].get<double>() / cpp_epoch[key];
-        }
-        const DglTrain& dgl = kDgl.at(mode);
-        ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(parts.one));
-        if (config.num_nodes == kMediumNodes) {
-          run["dgl_hidden16"] = {{"epoch_time_s", dgl.epoch_s},
-                                 {"inference_s", dgl.inference_s},
-                                 {"test_acc", dgl.test_acc}};
-          run["epoch_time_vs_dgl"] = run["epoch_time_mean_s"].get<double>() / dgl.epoch_s;
-          run["inference_vs_dgl"] = run["inference_s"].get<double>() / dgl.inference_s;
         }
         spdlog::info(
             "bench train: {} {} hidden {}: epoch {:.2f} s, inference {:.2f} s, test acc {:.4f}",
