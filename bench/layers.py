@@ -78,26 +78,16 @@ HEADS = 4
 RELS, BASES = 8, 2
 
 
-def make_tessera(kind, fin, fout):
-    import tessera.nn as tnn
+def make_layer(nn_module, kind, fin, fout):
+    """The layer of `kind` from `nn_module` (tessera.nn or dgl.nn.pytorch:
+    the same constructors)."""
     if kind == "sage":
-        return tnn.SAGEConv(fin, fout, "mean")
+        return nn_module.SAGEConv(fin, fout, "mean")
     if kind == "gcn":
-        return tnn.GraphConv(fin, fout, norm="right", allow_zero_in_degree=True)
+        return nn_module.GraphConv(fin, fout, norm="right", allow_zero_in_degree=True)
     if kind == "gat":
-        return tnn.GATConv(fin, fout, HEADS, allow_zero_in_degree=True)
-    return tnn.RelGraphConv(fin, fout, RELS, "basis", BASES, self_loop=True)
-
-
-def make_dgl(kind, fin, fout):
-    import dgl.nn.pytorch as dglnn
-    if kind == "sage":
-        return dglnn.SAGEConv(fin, fout, "mean")
-    if kind == "gcn":
-        return dglnn.GraphConv(fin, fout, norm="right", allow_zero_in_degree=True)
-    if kind == "gat":
-        return dglnn.GATConv(fin, fout, HEADS, allow_zero_in_degree=True)
-    return dglnn.RelGraphConv(fin, fout, RELS, "basis", BASES, self_loop=True)
+        return nn_module.GATConv(fin, fout, HEADS, allow_zero_in_degree=True)
+    return nn_module.RelGraphConv(fin, fout, RELS, "basis", BASES, self_loop=True)
 
 
 def copy_weights(src, dst):
@@ -155,12 +145,13 @@ def run_layer(name, args, dgl):
     x = torch.randn(num_src, fin)
     etypes = torch.randint(0, RELS, (E,), generator=torch.Generator().manual_seed(1))
     block = Block(torch.arange(num_src), indptr, indices, torch.arange(E))
-    ours = make_tessera(kind, fin, fout)
+    ours = make_layer(tnn, kind, fin, fout)
     extra_ours = (etypes,) if kind == "rgcn" else ()
     result = {"layer": name, "kind": kind, "num_dst": num_dst, "num_src": num_src, "edges": E,
               "in": fin, "out": fout, "threads": torch.get_num_threads()}
     if dgl is not None:
-        theirs = make_dgl(kind, fin, fout)
+        import dgl.nn.pytorch as dglnn
+        theirs = make_layer(dglnn, kind, fin, fout)
         copy_weights(theirs, ours)
         dst = torch.repeat_interleave(torch.arange(num_dst), fanout)
         dblock = dgl.create_block((indices, dst), num_src_nodes=num_src, num_dst_nodes=num_dst)

@@ -24,8 +24,9 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
+
+import _dgl_runs
 
 DGL_EPOCH = re.compile(r"Epoch Time\(s\): ([\d.]+), sample: ([\d.]+), data copy: ([\d.]+), "
                        r"forward: ([\d.]+), backward: ([\d.]+), update: ([\d.]+)")
@@ -78,23 +79,11 @@ def parse():
 
 
 def run(cmd, env, what):
-    print(f"rgcn_vs_dgl: {what}: {' '.join(cmd)}", file=sys.stderr)
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
-        raise SystemExit(f"rgcn_vs_dgl: {what} failed with exit code {r.returncode}")
-    return r.stdout + r.stderr
+    return _dgl_runs.run(cmd, env, what, "rgcn_vs_dgl")
 
 
 def epochs_of(regex, out, keys, args, what):
-    found = [tuple(map(float, m.groups())) for m in regex.finditer(out)]
-    if len(found) != args.epochs:
-        sys.stderr.write(out[-4000:])
-        raise SystemExit(f"rgcn_vs_dgl: {what} printed {len(found)} epochs, not {args.epochs}")
-    steady = found[1:] or found
-    result = {k: statistics.mean(e[i] for e in steady) for i, k in enumerate(keys)}
-    result["epochs_s"] = [e[0] for e in found]
-    return result
+    return _dgl_runs.epochs_of(regex, out, keys, args.epochs, what, "rgcn_vs_dgl")
 
 
 def main():

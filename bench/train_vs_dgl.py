@@ -22,8 +22,9 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
+
+import _dgl_runs
 
 EPOCH = re.compile(r"Epoch Time\(s\): ([\d.]+), sample\+data_copy: ([\d.]+), forward: ([\d.]+), "
                    r"backward: ([\d.]+), update: ([\d.]+)")
@@ -62,12 +63,7 @@ def parse():
 
 
 def run(cmd, env, what):
-    print(f"train_vs_dgl: {what}: {' '.join(cmd)}", file=sys.stderr)
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
-        raise SystemExit(f"train_vs_dgl: {what} failed with exit code {r.returncode}")
-    return r.stdout + r.stderr
+    return _dgl_runs.run(cmd, env, what, "train_vs_dgl")
 
 
 def prepare(args):
@@ -112,14 +108,9 @@ def train(script, part_config, env, args, what):
            str(args.epochs), "--eval_every", str(args.epochs if args.eval else args.epochs + 1),
            "--batch_size", "1000", "--fan_out", "10,25", "--num_hidden", "16"]
     out = run(cmd, dict(env, OMP_NUM_THREADS=str(args.threads)), what)
-    epochs = [tuple(map(float, m.groups())) for m in EPOCH.finditer(out)]
-    if len(epochs) != args.epochs:
-        sys.stderr.write(out[-4000:])
-        raise SystemExit(f"train_vs_dgl: {what} printed {len(epochs)} epochs, not {args.epochs}")
-    steady = epochs[1:] or epochs
-    keys = ("epoch_s", "sample_and_copy_s", "forward_s", "backward_s", "update_s")
-    result = {k: statistics.mean(e[i] for e in steady) for i, k in enumerate(keys)}
-    result["epochs_s"] = [e[0] for e in epochs]
+    result = _dgl_runs.epochs_of(EPOCH, out, ("epoch_s", "sample_and_copy_s", "forward_s",
+                                              "backward_s", "update_s"), args.epochs, what,
+                                 "train_vs_dgl")
     acc = ACC.findall(out)
     if acc:
         result["test_acc"] = float(acc[-1])
@@ -134,15 +125,9 @@ def train_cpp(part_config, args, what):
            "--batch_size", "1000", "--fan_out", "10,25", "--num_hidden", "16", "--feat",
            "features", "--label", "labels"]
     out = run(cmd, dict(os.environ, OMP_NUM_THREADS=str(args.threads)), what)
-    epochs = [tuple(map(float, m.groups())) for m in CPP_EPOCH.finditer(out)]
-    if len(epochs) != args.epochs:
-        sys.stderr.write(out[-4000:])
-        raise SystemExit(f"train_vs_dgl: {what} printed {len(epochs)} epochs, not {args.epochs}")
-    steady = epochs[1:] or epochs
-    keys = ("epoch_s", "sample_wait_s", "pull_s", "forward_s", "backward_s", "update_s")
-    result = {k: statistics.mean(e[i] for e in steady) for i, k in enumerate(keys)}
-    result["epochs_s"] = [e[0] for e in epochs]
-    return result
+    return _dgl_runs.epochs_of(CPP_EPOCH, out, ("epoch_s", "sample_wait_s", "pull_s", "forward_s",
+                                                "backward_s", "update_s"), args.epochs, what,
+                               "train_vs_dgl")
 
 
 def main():
