@@ -24,12 +24,17 @@ namespace tessera::examples {
 // threads (GraphSAGE epoch on 2 cores: 2.28 s spinning, 1.20 s passive).
 // libgomp reads the variable once, as it loads, before main: so when it is
 // unset, set it and restart this program (first thing in main, before any
-// thread exists). Returns only if it is already set or the restart failed.
+// thread exists). Any value already set is kept (OMP_WAIT_POLICY=active
+// keeps libgomp's default). Returns only if it was set or the restart
+// failed (then the program goes on as it is).
 inline void RestartWithPassiveOmpWait(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  std::perror("restarting with OMP_WAIT_POLICY=PASSIVE");  // And go on as we are.
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0 || setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  self[n] = '\0';
+  execv(self, argv);
+  std::perror("restarting with OMP_WAIT_POLICY=PASSIVE");
 }
 
 // "10,25" -> {10, 25}; -1 means every neighbour.

@@ -397,43 +397,47 @@ void DefLoaders(py::module_& m) {
   DefEpochs(m, hetero_node, "_HeteroNodeIterator", &ConvertHeteroNodeBatch);
 
   PyLoader<dist::DistNodeDataLoader> node(m, "NodeLoader");
-  node.def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& nids,
-                                 std::vector<int64_t> fanouts, const std::string& edge_dir,
-                                 bool replace, const std::string& prob, int64_t batch_size,
-                                 bool shuffle, bool drop_last, uint64_t seed, int num_workers,
-                                 int prefetch, bool even_batches, double timeout_s,
-                                 std::vector<dist::FanoutMap> etype_fanouts,
-                                 std::vector<std::string> prefetch_node_feats,
-                                 std::vector<std::string> prefetch_labels) {
-    auto sampler =
-        sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-    sampler.prefetch_node_feats = std::move(prefetch_node_feats);
-    sampler.prefetch_labels = std::move(prefetch_labels);
-    auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                               even_batches, timeout_s);
-    return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
-  }));
-  node.def("add_prefetch", [](dist::DistNodeDataLoader& l, const std::string& name,
-                              bool labels) { Wait([&] { l.add_prefetch(name, labels); }); });
+  node.def(py::init(
+      [sampler_of](
+          const dist::DistGraph& g, const torch::Tensor& nids, std::vector<int64_t> fanouts,
+          const std::string& edge_dir, bool replace, const std::string& prob, int64_t batch_size,
+          bool shuffle, bool drop_last, uint64_t seed, int num_workers, int prefetch,
+          bool even_batches, double timeout_s, std::vector<dist::FanoutMap> etype_fanouts,
+          std::vector<std::string> prefetch_node_feats, std::vector<std::string> prefetch_labels) {
+        auto sampler =
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+        sampler.prefetch_node_feats = std::move(prefetch_node_feats);
+        sampler.prefetch_labels = std::move(prefetch_labels);
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
+      }));
+  node.def("add_prefetch", [](dist::DistNodeDataLoader& l, const std::string& name, bool labels) {
+    Wait([&] { l.add_prefetch(name, labels); });
+  });
+  node.def("remove_prefetch", &dist::DistNodeDataLoader::remove_prefetch);
   DefEpochs(m, node, "_NodeIterator", &ConvertNodeBatch);
 
   PyLoader<dist::DistEdgeDataLoader> edge(m, "EdgeLoader");
-  edge.def(py::init([sampler_of](const dist::DistGraph& g, const torch::Tensor& eids,
-                                 std::vector<int64_t> fanouts, const std::string& edge_dir,
-                                 bool replace, const std::string& prob, int64_t batch_size,
-                                 bool shuffle, bool drop_last, uint64_t seed, int num_workers,
-                                 int prefetch, bool even_batches, double timeout_s, int negatives,
-                                 const std::string& exclude,
-                                 std::optional<torch::Tensor> reverse_eids,
-                                 std::vector<dist::FanoutMap> etype_fanouts) {
-    auto sampler =
-        sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-    auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                               even_batches, timeout_s);
-    dist::EdgeLoaderOptions e{.negatives = negatives, .exclude = exclude};
-    if (reverse_eids) e.reverse_eids = *reverse_eids;
-    return Wait([&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
-  }));
+  edge.def(py::init(
+      [sampler_of](
+          const dist::DistGraph& g, const torch::Tensor& eids, std::vector<int64_t> fanouts,
+          const std::string& edge_dir, bool replace, const std::string& prob, int64_t batch_size,
+          bool shuffle, bool drop_last, uint64_t seed, int num_workers, int prefetch,
+          bool even_batches, double timeout_s, int negatives, const std::string& exclude,
+          std::optional<torch::Tensor> reverse_eids, std::vector<dist::FanoutMap> etype_fanouts,
+          std::vector<std::string> prefetch_node_feats, std::vector<std::string> prefetch_labels) {
+        auto sampler =
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
+        sampler.prefetch_node_feats = std::move(prefetch_node_feats);
+        sampler.prefetch_labels = std::move(prefetch_labels);
+        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                                   even_batches, timeout_s);
+        dist::EdgeLoaderOptions e{.negatives = negatives, .exclude = exclude};
+        if (reverse_eids) e.reverse_eids = *reverse_eids;
+        return Wait(
+            [&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
+      }));
   DefEpochs(m, edge, "_EdgeIterator", &ConvertEdgeBatch);
 
   // Typed link prediction: eids {etype: per-relation ids}; reverse_eids a

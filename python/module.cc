@@ -515,34 +515,23 @@ PYBIND11_MODULE(_C, m) {
   // ---------------------------------------------------------- nn kernels
   // Index tensors as the kernels take them: contiguous int64.
   auto ids = [](const torch::Tensor& t) { return t.to(torch::kInt64).contiguous(); };
+  // (Without aggregate()'s `transpose` argument, whose contents it trusts.)
   m.def(
       "aggregate",
       [ids](const torch::Tensor& indptr, const torch::Tensor& indices, const torch::Tensor& h,
-            const std::string& reduce, std::optional<torch::Tensor> edge_weight,
-            std::optional<py::tuple> transpose) {
-        tessera::nn::CsrTranspose t;
-        if (transpose) {
-          t = {(*transpose)[0].cast<torch::Tensor>(), (*transpose)[1].cast<torch::Tensor>(),
-               (*transpose)[2].cast<torch::Tensor>()};
-        }
+            const std::string& reduce, std::optional<torch::Tensor> edge_weight) {
         return tessera::nn::aggregate(ids(indptr), ids(indices), h,
                                       tessera::nn::ParseReduce(reduce),
-                                      edge_weight.value_or(torch::Tensor()),
-                                      transpose ? &t : nullptr);
+                                      edge_weight.value_or(torch::Tensor()));
       },
       py::arg("indptr"), py::arg("indices"), py::arg("h"), py::arg("reduce"),
-      py::arg("edge_weight") = py::none(), py::arg("transpose") = py::none());
+      py::arg("edge_weight") = py::none());
   m.def(
       "narrow_linear",
       [](const torch::Tensor& x, const torch::Tensor& weight, std::optional<torch::Tensor> bias) {
         return tessera::nn::narrow_linear(x, weight, bias.value_or(torch::Tensor()));
       },
       py::arg("x"), py::arg("weight"), py::arg("bias") = py::none());
-  m.def("transpose_csr",
-        [ids](const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src) {
-          tessera::nn::CsrTranspose t = tessera::nn::TransposeCsr(ids(indptr), ids(indices), num_src);
-          return py::make_tuple(t.t_indptr, t.t_dst, t.t_eid);
-        });
   m.def("edge_softmax", [ids](const torch::Tensor& indptr, const torch::Tensor& scores) {
     return tessera::nn::edge_softmax(ids(indptr), scores);
   });

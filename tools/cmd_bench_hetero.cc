@@ -377,16 +377,16 @@ StatusOr<nlohmann::json> Breakdown(const HeteroFlags& f, const Sampler& s) {
       edges += static_cast<int64_t>(e.size());
       sampling::HeteroBlock typed_block;
       sampling::Block block;
-      ASSIGN_OR_RETURN(double block_call, best_of([&]() -> Status {
-                         if (s.graph->typed) {
-                           ASSIGN_OR_RETURN(typed_block, sampling::ToHeteroBlock(
-                                                             book, frontier, e.src, e.dst, e.eid));
-                         } else {
-                           ASSIGN_OR_RETURN(block,
-                                            sampling::ToBlock(frontier, e.src, e.dst, e.eid));
-                         }
-                         return absl::OkStatus();
-                       }));
+      ASSIGN_OR_RETURN(
+          double block_call, best_of([&]() -> Status {
+            if (s.graph->typed) {
+              ASSIGN_OR_RETURN(typed_block,
+                               sampling::ToHeteroBlock(book, frontier, e.src, e.dst, e.eid));
+            } else {
+              ASSIGN_OR_RETURN(block, sampling::ToBlock(frontier, e.src, e.dst, e.eid));
+            }
+            return absl::OkStatus();
+          }));
       block_s += block_call;
       frontier = s.graph->typed ? typed_block.NextSeeds() : std::move(block.src_nodes);
     }

@@ -20,15 +20,15 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "tessera/dist.h"
-#include "tessera/nn.h"
-#include "tessera/parallel.h"
 #include "examples/common.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "tessera/core/resource.h"
 #include "tessera/core/strings.h"
 #include "tessera/core/time.h"
+#include "tessera/dist.h"
+#include "tessera/nn.h"
+#include "tessera/parallel.h"
 
 namespace {
 
@@ -106,20 +106,16 @@ int Run(const Flags& f) {
                train_nid.size(0), val_nid.size(0), test_nid.size(0), in_feats, num_classes);
 
   tessera::nn::SAGE model(in_feats, f.num_hidden, num_classes, f.num_layers, f.dropout,
-                                f.input_dropout);
+                          f.input_dropout);
   dist::DistributedDataParallel ddp(model.ptr());
   torch::optim::Adam optimizer(model->parameters(),
                                torch::optim::AdamOptions(f.lr).weight_decay(f.weight_decay));
   // The sampler threads pull each batch's features and labels while the
   // previous batch computes (DGL's prefetch_node_feats / prefetch_labels).
-  dist::DistNodeDataLoader loader(g, train_nid,
-                                  {.fanouts = fanouts,
-                                   .prefetch_node_feats = {f.feat},
-                                   .prefetch_labels = {f.label}},
-                                  {.batch_size = f.batch_size,
-                                   .shuffle = true,
-                                   .seed = f.seed,
-                                   .num_workers = f.num_workers});
+  dist::DistNodeDataLoader loader(
+      g, train_nid,
+      {.fanouts = fanouts, .prefetch_node_feats = {feat.name()}, .prefetch_labels = {f.label}},
+      {.batch_size = f.batch_size, .shuffle = true, .seed = f.seed, .num_workers = f.num_workers});
 
   nlohmann::json result = {{"mode", ctx->standalone() ? "standalone" : "distributed"},
                            {"world_size", ctx->world_size()},
@@ -140,7 +136,7 @@ int Run(const Flags& f) {
     for (; it != loader.end();) {
       const dist::MiniBatch& batch = *it;
       step.Reset();
-      torch::Tensor x = batch.blocks.front().srcdata.at(f.feat);
+      torch::Tensor x = batch.blocks.front().srcdata.at(feat.name());  // Row-normalised or not.
       torch::Tensor y = batch.blocks.back().dstdata.at(f.label).to(torch::kInt64);
       e.pull += step.Seconds();
       step.Reset();
@@ -170,8 +166,8 @@ int Run(const Flags& f) {
     }
     e.seconds = epoch_watch.Seconds();
     // Loss and accuracy over every trainer's seeds.
-    torch::Tensor sums = torch::tensor({loss_sum, correct, static_cast<double>(e.seeds)},
-                                       torch::kFloat64);
+    torch::Tensor sums =
+        torch::tensor({loss_sum, correct, static_cast<double>(e.seeds)}, torch::kFloat64);
     dist::all_reduce_sum(sums);
     double all_seeds = std::max(1.0, sums[2].item<double>());
     e.loss = sums[0].item<double>() / all_seeds;
@@ -181,8 +177,7 @@ int Run(const Flags& f) {
         "[waited for; done ahead by the sampler threads], forward {:.2f}, backward {:.2f}, update "
         "{:.2f}, gradient sync {:.2f}), {:.0f} seeds/s here, {:.0f} in all",
         rank, epoch, e.loss, e.train_acc, e.seconds, e.sample, e.pull, e.forward, e.backward,
-        e.update, e.sync,
-        static_cast<double>(e.seeds) / e.seconds, all_seeds / e.seconds);
+        e.update, e.sync, static_cast<double>(e.seeds) / e.seconds, all_seeds / e.seconds);
     epochs.push_back({{"epoch", epoch},
                       {"time_s", e.seconds},
                       {"sample_s", e.sample},
@@ -205,8 +200,8 @@ int Run(const Flags& f) {
         best_val = val_acc;
         test_at_best_val = test_acc;
       }
-      spdlog::info("trainer {} epoch {}: val acc {:.4f}, test acc {:.4f}, inference {:.2f} s",
-                   rank, epoch, val_acc, test_acc, inference_s);
+      spdlog::info("trainer {} epoch {}: val acc {:.4f}, test acc {:.4f}, inference {:.2f} s", rank,
+                   epoch, val_acc, test_acc, inference_s);
       g.barrier();  // Nobody drops the outputs while another trainer still reads them.
     }
   }
@@ -230,9 +225,10 @@ int Run(const Flags& f) {
   result["parameter_checksum"] = checksum;
   if (!f.save_model.empty() && rank == 0) torch::save(model, f.save_model);
   if (rank == 0) {
-    spdlog::info("done: test accuracy {:.4f} (val {:.4f}), mean epoch {:.2f} s, inference "
-                 "{:.2f} s, total {:.1f} s",
-                 test_acc, val_acc, mean, inference_s, total.Seconds());
+    spdlog::info(
+        "done: test accuracy {:.4f} (val {:.4f}), mean epoch {:.2f} s, inference "
+        "{:.2f} s, total {:.1f} s",
+        test_acc, val_acc, mean, inference_s, total.Seconds());
     if (f.json) std::printf("RESULT %s\n", result.dump().c_str());
     std::fflush(stdout);
   }
@@ -252,15 +248,23 @@ int main(int argc, char** argv) {
                  "ip_config file (default: the launcher's)");
   app.add_option("--part-config,--part_config", f.part_config,
                  "Partition config (needed standalone)");
-  app.add_option("--num-epochs,--num_epochs", f.num_epochs)->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--batch-size,--batch_size", f.batch_size)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--num-epochs,--num_epochs", f.num_epochs)
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch-size,--batch_size", f.batch_size)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--batch-size-eval,--batch_size_eval", f.batch_size_eval)
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--fan-out,--fan_out", f.fan_out, "Fanout per layer, input layer first")
       ->capture_default_str();
-  app.add_option("--num-hidden,--num_hidden", f.num_hidden)->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--num-layers,--num_layers", f.num_layers)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--num-hidden,--num_hidden", f.num_hidden)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--num-layers,--num_layers", f.num_layers)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--lr", f.lr)->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--dropout", f.dropout)->capture_default_str()->check(CLI::Range(0.0, 0.999));
   app.add_option("--input-dropout,--input_dropout", f.input_dropout,

@@ -91,17 +91,17 @@ class Trainer {
     num_classes_ = NumClasses();
     const int layers = static_cast<int>(ParseFanouts(f.fan_out).size());
     if (f.model == "rgcn") {
-      net_->rgcn = net_->register_module(
-          "rgcn", tnn::RGCN(f.num_hidden, f.num_hidden, num_classes_,
-                            static_cast<int64_t>(g.canonical_etypes().size()), f.num_bases,
-                            layers, f.dropout));
+      net_->rgcn =
+          net_->register_module("rgcn", tnn::RGCN(f.num_hidden, f.num_hidden, num_classes_,
+                                                  static_cast<int64_t>(g.canonical_etypes().size()),
+                                                  f.num_bases, layers, f.dropout));
       for (size_t t = 0; t < ntypes.size(); ++t) {
         if (features_.count(static_cast<int>(t))) continue;
-        embeddings_.emplace(static_cast<int>(t),
-                            dist::DistEmbedding(g.num_nodes(ntypes[t]), f.num_hidden,
-                                                "rgcn_emb_" + ntypes[t],
-                                                dist::Init::Uniform(-1, 1, f.seed),
-                                                dist::PartPolicy::kNode, ntypes[t]));
+        embeddings_.emplace(
+            static_cast<int>(t),
+            dist::DistEmbedding(g.num_nodes(ntypes[t]), f.num_hidden, "rgcn_emb_" + ntypes[t],
+                                dist::Init::Uniform(-1, 1, f.seed), dist::PartPolicy::kNode,
+                                ntypes[t]));
       }
     } else {
       net_->mlp = net_->register_module(
@@ -160,8 +160,8 @@ class Trainer {
 
   // This trainer's seeds of a mask of the predicted type, as homogeneous ids.
   torch::Tensor Split(const std::string& mask) {
-    torch::Tensor mine = dist::node_split(g_.nodes(f_.predict_ntype).data(mask),
-                                          g_.partition_book());
+    torch::Tensor mine =
+        dist::node_split(g_.nodes(f_.predict_ntype).data(mask), g_.partition_book());
     return g_.map_to_homo_nid(mine, f_.predict_ntype);
   }
 
@@ -218,10 +218,11 @@ int Run(const Flags& f) {
   Trainer t(f, g);
   torch::Tensor train = t.Split("train_mask"), val = t.Split("val_mask"),
                 test = t.Split("test_mask");
-  spdlog::info("trainer {}: {} node types, {} relations; {} train / {} val / {} test '{}' "
-               "nodes here, {} classes, model {}",
-               rank, g.ntypes().size(), g.canonical_etypes().size(), train.size(0), val.size(0),
-               test.size(0), f.predict_ntype, t.num_classes(), f.model);
+  spdlog::info(
+      "trainer {}: {} node types, {} relations; {} train / {} val / {} test '{}' "
+      "nodes here, {} classes, model {}",
+      rank, g.ntypes().size(), g.canonical_etypes().size(), train.size(0), val.size(0),
+      test.size(0), f.predict_ntype, t.num_classes(), f.model);
   // The majority-class baseline: the most frequent training label.
   torch::Tensor hist = torch::zeros({t.num_classes()}, torch::kFloat64);
   if (train.size(0) > 0) {
@@ -235,15 +236,14 @@ int Run(const Flags& f) {
     test_hist[1] = static_cast<double>(test.size(0));
   }
   dist::all_reduce_sum(test_hist);
-  const double majority_acc = test_hist[0].item<double>() / std::max(1.0, test_hist[1].item<double>());
+  const double majority_acc =
+      test_hist[0].item<double>() / std::max(1.0, test_hist[1].item<double>());
 
   dist::DistributedDataParallel ddp(t.net().ptr());
   torch::optim::Adam optimizer(t.net()->parameters(), torch::optim::AdamOptions(f.lr));
-  dist::DistNodeDataLoader loader(g, train, {.fanouts = fanouts},
-                                  {.batch_size = f.batch_size,
-                                   .shuffle = true,
-                                   .seed = f.seed,
-                                   .num_workers = f.num_workers});
+  dist::DistNodeDataLoader loader(
+      g, train, {.fanouts = fanouts},
+      {.batch_size = f.batch_size, .shuffle = true, .seed = f.seed, .num_workers = f.num_workers});
   nlohmann::json epochs = nlohmann::json::array();
   double val_acc = 0, test_acc = 0;
   for (int epoch = 0; epoch < f.num_epochs; ++epoch) {
@@ -282,10 +282,11 @@ int Run(const Flags& f) {
     dist::all_reduce_sum(sums);
     const double n = std::max(1.0, sums[2].item<double>()), seconds = watch.Seconds();
     val_acc = Evaluate(t, g, val, fanouts, f.batch_size_eval, f.seed);
-    spdlog::info("trainer {} epoch {}: loss {:.4f}, train acc {:.4f}, val acc {:.4f}, {:.2f} s "
-                 "(sample {:.2f}, forward {:.2f}, backward {:.2f}, update {:.2f})",
-                 rank, epoch, sums[0].item<double>() / n, sums[1].item<double>() / n, val_acc,
-                 seconds, sample_s, forward_s, backward_s, update_s);
+    spdlog::info(
+        "trainer {} epoch {}: loss {:.4f}, train acc {:.4f}, val acc {:.4f}, {:.2f} s "
+        "(sample {:.2f}, forward {:.2f}, backward {:.2f}, update {:.2f})",
+        rank, epoch, sums[0].item<double>() / n, sums[1].item<double>() / n, val_acc, seconds,
+        sample_s, forward_s, backward_s, update_s);
     epochs.push_back({{"epoch", epoch},
                       {"time_s", seconds},
                       {"sample_s", sample_s},
@@ -301,9 +302,10 @@ int Run(const Flags& f) {
   for (const auto& e : epochs) mean += e["time_s"].get<double>();
   mean /= std::max<size_t>(1, epochs.size());
   if (rank == 0) {
-    spdlog::info("done ({}): test accuracy {:.4f} (val {:.4f}; majority class {:.4f}), mean "
-                 "epoch {:.2f} s, total {:.1f} s",
-                 f.model, test_acc, val_acc, majority_acc, mean, total.Seconds());
+    spdlog::info(
+        "done ({}): test accuracy {:.4f} (val {:.4f}; majority class {:.4f}), mean "
+        "epoch {:.2f} s, total {:.1f} s",
+        f.model, test_acc, val_acc, majority_acc, mean, total.Seconds());
     nlohmann::json result = {{"mode", ctx->standalone() ? "standalone" : "distributed"},
                              {"model", f.model},
                              {"world_size", ctx->world_size()},
@@ -337,14 +339,26 @@ int main(int argc, char** argv) {
   app.add_option("--model", f.model, "rgcn, or mlp (features of the seeds only)")
       ->capture_default_str()
       ->check(CLI::IsMember({"rgcn", "mlp"}));
-  app.add_option("--num-epochs,--num_epochs", f.num_epochs)->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--batch-size,--batch_size", f.batch_size)->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batch-size-eval,--batch_size_eval", f.batch_size_eval)->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--fan-out,--fan_out", f.fan_out, "Fanout per layer, input layer first")->capture_default_str();
-  app.add_option("--num-hidden,--num_hidden", f.num_hidden)->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--num-bases,--num_bases", f.num_bases, "Basis weights (<= 0: one per relation)")->capture_default_str();
+  app.add_option("--num-epochs,--num_epochs", f.num_epochs)
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch-size,--batch_size", f.batch_size)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch-size-eval,--batch_size_eval", f.batch_size_eval)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--fan-out,--fan_out", f.fan_out, "Fanout per layer, input layer first")
+      ->capture_default_str();
+  app.add_option("--num-hidden,--num_hidden", f.num_hidden)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--num-bases,--num_bases", f.num_bases, "Basis weights (<= 0: one per relation)")
+      ->capture_default_str();
   app.add_option("--lr", f.lr)->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--sparse-lr,--sparse_lr", f.sparse_lr)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--sparse-lr,--sparse_lr", f.sparse_lr)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--dropout", f.dropout)->capture_default_str()->check(CLI::Range(0.0, 0.999));
   app.add_option("--num-workers,--num_workers", f.num_workers)->capture_default_str();
   app.add_option("--seed", f.seed)->capture_default_str();

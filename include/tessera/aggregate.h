@@ -74,7 +74,6 @@ torch::Tensor aggregate(const torch::Tensor& indptr, const torch::Tensor& indice
 // in-edges (DGL's edge_softmax on a block). Differentiable in scores.
 torch::Tensor edge_softmax(const torch::Tensor& indptr, const torch::Tensor& scores);
 
-
 // The edges of a relational layer grouped for R-GCN: the messages of one
 // (relation, destination) pair are summed first, then each relation's pairs
 // go through that relation's weight in one GEMM, and the pairs are summed

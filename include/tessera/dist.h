@@ -70,6 +70,9 @@ struct InitOptions {
   // Keep freed memory mapped (src/base/resource.h): mini-batches then reuse
   // pages instead of faulting in new ones, measured 1.5x faster sampling.
   bool retain_freed_memory = true;
+  // Standalone: raise LibTorch's intra-op threads to the cores this process
+  // may use, unless OMP_NUM_THREADS is set (false: leave them as they are).
+  bool choose_threads = true;
 };
 
 // The process's connection to its job (or its standalone state).
@@ -80,7 +83,8 @@ class Context {
   int rank() const { return rank_; }              // Trainer rank (RANK), 0 standalone.
   int world_size() const { return world_size_; }  // Number of trainers.
   int machine_id() const { return machine_id_; }
-  // Sampler threads per trainer the launcher asked for (--num-samplers).
+  // Sampler threads a loader gets by default: the launcher's --num-samplers,
+  // or standalone a quarter of the usable cores (at least one on 2 or more).
   int num_samplers() const { return num_samplers_; }
   const std::string& part_config() const { return part_config_; }
   // The trainers' c10d rendezvous (MASTER_ADDR, MASTER_PORT) and this
@@ -470,7 +474,7 @@ struct LoaderOptions {
   bool shuffle = false;
   bool drop_last = false;
   uint64_t seed = 0;         // Shuffling and sampling: batch b of epoch e is reproducible.
-  int num_workers = -1;      // Sampler threads; -1: the launcher's --num-samplers (else 0).
+  int num_workers = -1;      // Sampler threads; -1: Context::num_samplers().
   int prefetch = 0;          // Batches sampled ahead; 0: two per worker.
   bool even_batches = true;  // Every trainer gets the batch count of the largest.
   double timeout_s = 600;    // Longest wait for one batch (<= 0: no limit).
@@ -595,10 +599,14 @@ class DistNodeDataLoader : public BatchLoader<MiniBatch> {
   // Adds node tensor `name` to what the sampler threads pull, as if it had
   // been in the sampler's prefetch_labels (labels: at the seeds) or
   // prefetch_node_feats (else: at the input nodes), for the batches sampled
-  // from now on (batches already sampled have no rows of it). Thread-safe;
-  // Error if the graph has no such node tensor. (tessera.distributed uses
-  // it to prefetch what a DGL script reads at input_nodes / seeds.)
+  // from now on (batches already sampled have no rows of it). Best effort:
+  // if a pull of it fails (the tensor was deleted, say), it is dropped with
+  // a warning rather than failing the batch. Thread-safe; Error if the graph
+  // has no such node tensor now. (tessera.distributed uses it to prefetch
+  // what a DGL script reads at input_nodes / seeds.)
   void add_prefetch(const std::string& name, bool labels);
+  // Stops pulling `name` (either kind) for batches sampled from now on.
+  void remove_prefetch(const std::string& name);
 
  private:
   std::shared_ptr<internal::Prefetch> prefetch_;

@@ -10,22 +10,15 @@ tensor}`` features, and ``HeteroGraphConv`` runs one homogeneous-block module
 per relation of a heterogeneous block (over ``RelationBlock`` views).
 """
 import math
-import warnings
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from tessera import _C, EID, NID
+from tessera.ops import (_csr, _linear, _to_edge_order, edge_softmax, mean_aggregate,
+                         sum_aggregate)
 from tessera.distributed.loader import Block, HeteroBlock
-
-
-def _linear(x, fc):
-    """``fc(x)`` for an ``nn.Linear`` ``fc``; narrow outputs (a first layer's
-    projection of every sampled node) in tessera's AVX-512 kernel."""
-    if x.dim() == 2 and x.dtype == torch.float32 and fc.weight.shape[0] <= 32:
-        return _C.narrow_linear(x, fc.weight, fc.bias)
-    return fc(x)
 
 
 def _check_block(graph, what):
@@ -50,50 +43,6 @@ def _check_rows(graph, h_src, in_feats, what):
     if in_feats is not None and h_src.shape[-1] != in_feats:
         raise _C.TesseraError(f"{what}: input has {h_src.shape[-1]} features, the layer "
                               f"expects {in_feats}")
-
-
-def _csr(block):
-    """``(indptr, sources in CSR order, perm)``: ``perm[i]`` is the edge id
-    at CSR position ``i``, or None when the block's edges are in CSR order
-    (a loader's blocks; a ``RelationBlock`` keeps its relation's order)."""
-    return block.indptr, getattr(block, "csr_indices", block.indices), getattr(
-        block, "csr_perm", None)
-
-
-def _to_csr_order(block, values):
-    """Per-edge ``values`` (edge order) in CSR order."""
-    perm = getattr(block, "csr_perm", None)
-    return values if perm is None else values.index_select(0, perm)
-
-
-def _to_edge_order(block, values):
-    """Per-edge ``values`` in CSR order back in edge order."""
-    perm = getattr(block, "csr_perm", None)
-    if perm is None:
-        return values
-    return values.new_empty(values.shape).index_copy(0, perm, values)
-
-
-def aggregate(block, h_src, reduce="sum", edge_weight=None):
-    """``out[d] = reduce over the block's edges s -> d of edge_weight_e *
-    h_src[s]`` (``reduce``: "sum", "mean" or "max"; 0 without in-edges), in
-    tessera's CSR kernels (forward and backward multi-threaded, no per-edge
-    intermediate). ``edge_weight``: ``[E]``, ``[E, 1]`` or ``[E, H]`` (one per
-    head of ``h_src`` ``[N, H, F]``), in the block's edge order."""
-    indptr, indices, _ = _csr(block)
-    if edge_weight is not None:
-        edge_weight = _to_csr_order(block, edge_weight)
-    return _C.aggregate(indptr, indices, h_src, reduce, edge_weight)
-
-
-def mean_aggregate(block, h_src):
-    """out[d] = mean of h_src[s] over the block's edges s -> d (0 without edges)."""
-    return aggregate(block, h_src, "mean")
-
-
-def sum_aggregate(block, h_src, edge_weight=None):
-    """out[d] = sum of h_src[s] (times ``edge_weight``) over the block's edges s -> d."""
-    return aggregate(block, h_src, "sum", edge_weight)
 
 
 class SAGEConv(nn.Module):
@@ -219,13 +168,6 @@ class GraphConv(nn.Module):
         if self._activation is not None:
             rst = self._activation(rst)
         return rst
-
-
-def edge_softmax(block, scores):
-    """Softmax of per-edge scores ``[E]`` or ``[E, H]`` (edge order) over each
-    destination's in-edges (DGL's ``edge_softmax`` on a block)."""
-    out = _C.edge_softmax(block.indptr, _to_csr_order(block, scores))
-    return _to_edge_order(block, out)
 
 
 class GATConv(nn.Module):

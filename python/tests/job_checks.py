@@ -125,6 +125,49 @@ seen = torch.cat(seen)
 assert seen.numel() == train.numel(), (seen.numel(), train.numel())
 assert torch.equal(torch.sort(seen).values, torch.sort(train).values), "each training node once"
 
+# Prefetching, DGL's explicit form: the sampler threads fill blocks[0].srcdata
+# and blocks[-1].dstdata; a read of the same rows gets them cloned.
+from tessera.distributed import _prefetch  # noqa: E402
+feat_t, label_t = g.ndata["feat"], g.ndata["label"]
+sampler = dist.NeighborSampler([5, 10], prefetch_node_feats=["feat"], prefetch_labels=["label"])
+loader = dist.DistNodeDataLoader(g, train, sampler, batch_size=16, num_workers=1,
+                                 even_batches=False)
+for input_nodes, seeds_b, blocks in loader:
+    x = blocks[0].srcdata["feat"]
+    assert torch.equal(x, feat_t[input_nodes.clone()])  # Another ids object: a pull.
+    y = feat_t[input_nodes]
+    assert torch.equal(y, x) and y.data_ptr() != x.data_ptr()
+    assert torch.equal(blocks[-1].dstdata["label"], label_t[seeds_b.clone()])
+    assert "feat" not in blocks[-1].srcdata or len(blocks) == 1
+ok("explicit_prefetch")
+
+# Learned: DGL's own loop reads g.ndata[...][input_nodes] / [seeds]; after
+# the first reads the loader pulls those rows ahead, hands each out once,
+# keeps them out of the blocks, and stops for a tensor this process writes.
+marks = dist.DistTensor((g.num_nodes(), 1), torch.float32, f"marks_{rank}", persistent=True)
+assert torch.equal(marks[torch.arange(3)], torch.zeros(3, 1))
+loader = dist.DistNodeDataLoader(g, train, dist.NeighborSampler([5, 10]), batch_size=8,
+                                 num_workers=1, even_batches=False)
+hits, n = 0, len(loader)
+for i, (input_nodes, seeds_b, blocks) in enumerate(loader):
+    cur = _prefetch._local.current
+    hits += "feat" in cur.input_rows and "label" in cur.seed_rows
+    x, y = feat_t[input_nodes], label_t[seeds_b]
+    assert torch.equal(x, feat_t[input_nodes.clone()]) and torch.equal(y, label_t[seeds_b.clone()])
+    assert "feat" not in blocks[0].srcdata and "label" not in blocks[-1].dstdata
+    again = feat_t[input_nodes]  # Given out once: a second read pulls.
+    assert torch.equal(again, x) and again.data_ptr() != x.data_ptr()
+    m = marks[input_nodes]
+    if world == 1 and i == n // 2:  # Written: from now on every read is a pull.
+        marks[input_nodes] = torch.full((input_nodes.numel(), 1), 7.0)
+        assert torch.equal(marks[input_nodes], torch.full((input_nodes.numel(), 1), 7.0))
+    if world == 1 and i > n // 2:
+        assert f"marks_{rank}" not in cur.input_rows
+        assert torch.equal(m, marks[input_nodes.clone()])
+assert _prefetch._local.current is None  # Cleared when the epoch ends.
+assert hits >= max(1, n - 4), (hits, n)
+ok("learned_prefetch")
+
 # Edge batches: k negatives per edge, the batch's own edges never in its
 # blocks (exclude="self"), pairs in pair-node ids matching find_edges.
 eids = dist.edge_split(torch.ones(g.num_edges(), dtype=torch.bool), book)

@@ -5,7 +5,8 @@ import subprocess
 from conftest import PYTHON, HERE, launch, python_cmd
 
 CHECKS = ["pull_equals_files", "python_init_func", "push_visible_everywhere",
-          "sparse_adam_formula", "sparse_adagrad_formula", "sampling", "node_loader", "edge_loader", "subgraphs",
+          "sparse_adam_formula", "sparse_adagrad_formula", "sampling", "node_loader",
+          "explicit_prefetch", "learned_prefetch", "edge_loader", "subgraphs",
           "int_mask_split", "python_collate", "bad_input"]
 
 

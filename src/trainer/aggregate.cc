@@ -42,9 +42,8 @@ using torch::autograd::tensor_list;
 // edges ahead. Unsigned arithmetic: an index not yet validated cannot make
 // the address computation undefined, and a prefetch never faults.
 TESSERA_INLINE void PrefetchRow(const void* base, int64_t s, int64_t bytes) {
-  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(base) +
-                                                   static_cast<uint64_t>(s) *
-                                                       static_cast<uint64_t>(bytes)));
+  __builtin_prefetch(reinterpret_cast<const void*>(
+      reinterpret_cast<uintptr_t>(base) + static_cast<uint64_t>(s) * static_cast<uint64_t>(bytes)));
 }
 constexpr int64_t kPrefetchDistance = 8;
 
@@ -62,8 +61,8 @@ struct Args {
   const int64_t* t_indptr;
   const int64_t* t_dst;
   const int64_t* t_eid;
-  const T* grad;     // [num_dst, F] (backward)
-  int64_t* arg;      // [num_dst, F] edge of each maximum (max)
+  const T* grad;  // [num_dst, F] (backward)
+  int64_t* arg;   // [num_dst, F] edge of each maximum (max)
   T* out;
 };
 
@@ -258,21 +257,23 @@ int64_t Grain(int64_t rows, int64_t edges, int64_t width) {
 
 void CheckIndex(const torch::Tensor& t, const char* what) {
   if (t.scalar_type() != torch::kInt64 || t.dim() != 1 || !t.is_contiguous()) {
-    throw dist::Error(fmt::format("aggregate: {} must be a contiguous 1-D int64 tensor, got {} "
-                                  "of shape [{}]",
-                                  what, c10::toString(t.scalar_type()), fmt::join(t.sizes(), ", ")));
+    throw dist::Error(
+        fmt::format("aggregate: {} must be a contiguous 1-D int64 tensor, got {} "
+                    "of shape [{}]",
+                    what, c10::toString(t.scalar_type()), fmt::join(t.sizes(), ", ")));
   }
 }
 
 // Checks indptr: starts at 0, never decreases, ends at num_edges.
 void CheckIndptr(const torch::Tensor& indptr, int64_t num_edges) {
   CheckIndex(indptr, "indptr");
-  if (indptr.size(0) < 1) throw dist::Error("aggregate: indptr is empty (it has num_dst + 1 entries)");
+  if (indptr.size(0) < 1)
+    throw dist::Error("aggregate: indptr is empty (it has num_dst + 1 entries)");
   const int64_t* p = indptr.data_ptr<int64_t>();
   const int64_t n = indptr.size(0) - 1;
   if (p[0] != 0 || p[n] != num_edges) {
-    throw dist::Error(fmt::format("aggregate: indptr runs from {} to {}, not from 0 to the {} edges",
-                                  p[0], p[n], num_edges));
+    throw dist::Error(fmt::format(
+        "aggregate: indptr runs from {} to {}, not from 0 to the {} edges", p[0], p[n], num_edges));
   }
   for (int64_t d = 0; d < n; ++d) {
     if (p[d + 1] < p[d]) {
@@ -313,13 +314,13 @@ class AggregateOp : public torch::autograd::Function<AggregateOp> {
                                c10::optional<torch::Tensor> w_opt, torch::Tensor indptr,
                                torch::Tensor indices, c10::optional<torch::Tensor> t_indptr,
                                c10::optional<torch::Tensor> t_dst,
-                               c10::optional<torch::Tensor> t_eid, int64_t reduce,
-                               int64_t heads) {
+                               c10::optional<torch::Tensor> t_eid, int64_t reduce, int64_t heads) {
     const torch::Tensor w = w_opt.value_or(torch::Tensor());
     const int64_t num_dst = indptr.size(0) - 1, F = h.size(1);
     torch::Tensor out = torch::empty({num_dst, F}, h.options());
     torch::Tensor arg;
-    if (reduce == static_cast<int64_t>(Reduce::kMax)) arg = torch::empty({num_dst, F}, indptr.options());
+    if (reduce == static_cast<int64_t>(Reduce::kMax))
+      arg = torch::empty({num_dst, F}, indptr.options());
     std::atomic<bool> ok{true};
     AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "tessera::nn::aggregate", [&] {
       Args<scalar_t> a = MakeArgs<scalar_t>(indptr, indices, h, w, heads);
@@ -333,8 +334,8 @@ class AggregateOp : public torch::autograd::Function<AggregateOp> {
       });
     });
     if (!ok.load()) {
-      throw dist::Error(fmt::format("aggregate: a source index is outside [0, {}) (the rows of h)",
-                                    h.size(0)));
+      throw dist::Error(
+          fmt::format("aggregate: a source index is outside [0, {}) (the rows of h)", h.size(0)));
     }
     ctx->save_for_backward({h, w});
     ctx->saved_data["indptr"] = indptr;
@@ -363,7 +364,8 @@ class AggregateOp : public torch::autograd::Function<AggregateOp> {
     torch::Tensor arg = max ? ctx->saved_data["arg"].toTensor() : torch::Tensor();
     const int64_t num_dst = indptr.size(0) - 1, F = h.size(1);
     torch::Tensor inv_deg;
-    if (reduce == static_cast<int64_t>(Reduce::kMean)) inv_deg = InverseDegrees(indptr, h.scalar_type());
+    if (reduce == static_cast<int64_t>(Reduce::kMean))
+      inv_deg = InverseDegrees(indptr, h.scalar_type());
     torch::Tensor grad_h, grad_w;
     AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "tessera::nn::aggregate_backward", [&] {
       Args<scalar_t> a = MakeArgs<scalar_t>(indptr, indices, h, w, heads);
@@ -409,20 +411,22 @@ class EdgeSoftmaxOp : public torch::autograd::Function<EdgeSoftmaxOp> {
       const int64_t* p = indptr.data_ptr<int64_t>();
       const scalar_t* x = scores.data_ptr<scalar_t>();
       scalar_t* out = y.data_ptr<scalar_t>();
-      at::parallel_for(0, num_dst, Grain(num_dst, scores.size(0), 4 * H), [&](int64_t d0, int64_t d1) {
-        for (int64_t d = d0; d < d1; ++d) {
-          for (int64_t c = 0; c < H; ++c) {
-            scalar_t peak = -std::numeric_limits<scalar_t>::infinity();
-            for (int64_t k = p[d]; k < p[d + 1]; ++k) peak = std::max(peak, x[k * H + c]);
-            scalar_t total = 0;
-            for (int64_t k = p[d]; k < p[d + 1]; ++k) {
-              out[k * H + c] = std::exp(x[k * H + c] - peak);
-              total += out[k * H + c];
-            }
-            for (int64_t k = p[d]; k < p[d + 1]; ++k) out[k * H + c] /= total;
-          }
-        }
-      });
+      at::parallel_for(0, num_dst, Grain(num_dst, scores.size(0), 4 * H),
+                       [&](int64_t d0, int64_t d1) {
+                         for (int64_t d = d0; d < d1; ++d) {
+                           for (int64_t c = 0; c < H; ++c) {
+                             scalar_t peak = -std::numeric_limits<scalar_t>::infinity();
+                             for (int64_t k = p[d]; k < p[d + 1]; ++k)
+                               peak = std::max(peak, x[k * H + c]);
+                             scalar_t total = 0;
+                             for (int64_t k = p[d]; k < p[d + 1]; ++k) {
+                               out[k * H + c] = std::exp(x[k * H + c] - peak);
+                               total += out[k * H + c];
+                             }
+                             for (int64_t k = p[d]; k < p[d + 1]; ++k) out[k * H + c] /= total;
+                           }
+                         }
+                       });
     });
     ctx->save_for_backward({y});
     ctx->saved_data["indptr"] = indptr;
@@ -462,9 +466,10 @@ Reduce ParseReduce(const std::string& name) {
   if (name == "sum") return Reduce::kSum;
   if (name == "mean") return Reduce::kMean;
   if (name == "max") return Reduce::kMax;
-  throw dist::Error(fmt::format("aggregate: reduce must be \"sum\", \"mean\" or \"max\", got "
-                                "\"{}\"",
-                                name));
+  throw dist::Error(
+      fmt::format("aggregate: reduce must be \"sum\", \"mean\" or \"max\", got "
+                  "\"{}\"",
+                  name));
 }
 
 CsrTranspose TransposeCsr(const torch::Tensor& indptr, const torch::Tensor& indices,
@@ -487,8 +492,8 @@ CsrTranspose TransposeCsr(const torch::Tensor& indptr, const torch::Tensor& indi
   for (int64_t k = 0; k < num_edges; ++k) {
     const int64_t s = idx[k];
     if (static_cast<uint64_t>(s) >= static_cast<uint64_t>(num_src)) {
-      throw dist::Error(fmt::format("aggregate: edge {} has source {}, outside [0, {})", k, s,
-                                    num_src));
+      throw dist::Error(
+          fmt::format("aggregate: edge {} has source {}, outside [0, {})", k, s, num_src));
     }
     ++tp[s + 1];
   }
@@ -511,8 +516,9 @@ torch::Tensor aggregate(const torch::Tensor& indptr, const torch::Tensor& indice
   CheckIndptr(indptr, indices.size(0));
   const int64_t num_edges = indices.size(0);
   if (h.dim() < 1 || !(h.scalar_type() == torch::kFloat32 || h.scalar_type() == torch::kFloat64)) {
-    throw dist::Error(fmt::format("aggregate: h must be float32 or float64 rows, got {} of shape [{}]",
-                                  c10::toString(h.scalar_type()), fmt::join(h.sizes(), ", ")));
+    throw dist::Error(
+        fmt::format("aggregate: h must be float32 or float64 rows, got {} of shape [{}]",
+                    c10::toString(h.scalar_type()), fmt::join(h.sizes(), ", ")));
   }
   std::vector<int64_t> out_shape(h.sizes().begin(), h.sizes().end());
   out_shape[0] = indptr.size(0) - 1;
@@ -522,19 +528,21 @@ torch::Tensor aggregate(const torch::Tensor& indptr, const torch::Tensor& indice
   torch::Tensor w;
   int64_t heads = 1;
   if (edge_weight.defined()) {
-    const bool shape_ok = edge_weight.size(0) == num_edges &&
-                          (edge_weight.dim() == 1 || edge_weight.dim() == 2);
+    const bool shape_ok =
+        (edge_weight.dim() == 1 || edge_weight.dim() == 2) && edge_weight.size(0) == num_edges;
     if (!shape_ok || !edge_weight.is_floating_point()) {
-      throw dist::Error(fmt::format("aggregate: edge_weight must be floating [{}] or [{}, H], got "
-                                    "{} of shape [{}]",
-                                    num_edges, num_edges, c10::toString(edge_weight.scalar_type()),
-                                    fmt::join(edge_weight.sizes(), ", ")));
+      throw dist::Error(
+          fmt::format("aggregate: edge_weight must be floating [{}] or [{}, H], got "
+                      "{} of shape [{}]",
+                      num_edges, num_edges, c10::toString(edge_weight.scalar_type()),
+                      fmt::join(edge_weight.sizes(), ", ")));
     }
     heads = edge_weight.dim() == 2 ? edge_weight.size(1) : 1;
     if (heads < 1 || F % heads != 0) {
-      throw dist::Error(fmt::format("aggregate: {} features do not split into the {} heads of "
-                                    "edge_weight",
-                                    F, heads));
+      throw dist::Error(
+          fmt::format("aggregate: {} features do not split into the {} heads of "
+                      "edge_weight",
+                      F, heads));
     }
     w = edge_weight.to(h.scalar_type()).reshape({num_edges, heads}).contiguous();
   }
@@ -564,7 +572,6 @@ torch::Tensor edge_softmax(const torch::Tensor& indptr, const torch::Tensor& sco
   return EdgeSoftmaxOp::apply(flat, indptr).view(scores.sizes());
 }
 
-
 RelationGroups GroupByRelation(const torch::Tensor& src, const torch::Tensor& dst,
                                const torch::Tensor& etypes, int64_t num_src, int64_t num_dst,
                                int64_t num_rels) {
@@ -573,9 +580,10 @@ RelationGroups GroupByRelation(const torch::Tensor& src, const torch::Tensor& ds
   CheckIndex(etypes, "etypes");
   const int64_t E = src.size(0);
   if (dst.size(0) != E || etypes.size(0) != E) {
-    throw dist::Error(fmt::format("relation groups: {} sources, {} destinations and {} relations "
-                                  "for the edges",
-                                  E, dst.size(0), etypes.size(0)));
+    throw dist::Error(
+        fmt::format("relation groups: {} sources, {} destinations and {} relations "
+                    "for the edges",
+                    E, dst.size(0), etypes.size(0)));
   }
   if (num_src < 0 || num_dst < 0 || num_rels < 1) {
     throw dist::Error(fmt::format("relation groups: {} sources, {} destinations, {} relations",
@@ -588,9 +596,10 @@ RelationGroups GroupByRelation(const torch::Tensor& src, const torch::Tensor& ds
     if (static_cast<uint64_t>(s[k]) >= static_cast<uint64_t>(num_src) ||
         static_cast<uint64_t>(d[k]) >= static_cast<uint64_t>(num_dst) ||
         static_cast<uint64_t>(r[k]) >= static_cast<uint64_t>(num_rels)) {
-      throw dist::Error(fmt::format("relation groups: edge {} ({} -> {}, relation {}) is outside "
-                                    "{} sources, {} destinations, {} relations",
-                                    k, s[k], d[k], r[k], num_src, num_dst, num_rels));
+      throw dist::Error(
+          fmt::format("relation groups: edge {} ({} -> {}, relation {}) is outside "
+                      "{} sources, {} destinations, {} relations",
+                      k, s[k], d[k], r[k], num_src, num_dst, num_rels));
     }
   }
   // Two stable counting sorts, by destination then by relation: edges in
@@ -641,7 +650,8 @@ RelationGroups GroupByRelation(const torch::Tensor& src, const torch::Tensor& ds
   for (int64_t p = 0; p < P; ++p) ++di[pair_dst[static_cast<size_t>(p)] + 1];
   for (int64_t v = 0; v < num_dst; ++v) di[v + 1] += di[v];
   std::vector<int64_t> cursor(di, di + num_dst);
-  for (int64_t p = 0; p < P; ++p) dp[cursor[static_cast<size_t>(pair_dst[static_cast<size_t>(p)])]++] = p;
+  for (int64_t p = 0; p < P; ++p)
+    dp[cursor[static_cast<size_t>(pair_dst[static_cast<size_t>(p)])]++] = p;
   return g;
 }
 
@@ -680,7 +690,8 @@ torch::Tensor relation_aggregate(const RelationGroups& groups, const torch::Tens
   // Every relation's weight takes part, even without pairs (a zero-row
   // product), so that DDP sees every parameter used.
   for (int64_t r = 0; r < groups.num_rels; ++r) {
-    parts.push_back(torch::mm(agg.narrow(0, offset, rel_pairs[r]), weights[static_cast<size_t>(r)]));
+    parts.push_back(
+        torch::mm(agg.narrow(0, offset, rel_pairs[r]), weights[static_cast<size_t>(r)]));
     offset += rel_pairs[r];
   }
   torch::Tensor m = torch::cat(parts);

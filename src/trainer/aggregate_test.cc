@@ -9,7 +9,6 @@
 #include <tuple>
 
 #include "fmt/format.h"
-
 #include "include/tessera/dist.h"
 
 namespace tessera::nn {
@@ -25,8 +24,8 @@ torch::Tensor HandIndptr() { return torch::tensor({0, 3, 5, 5}, torch::kInt64); 
 torch::Tensor HandIndices() { return torch::tensor({0, 1, 3, 0, 4}, torch::kInt64); }
 
 // A random CSR: num_dst rows of 0..max_deg edges from num_src sources.
-std::pair<torch::Tensor, torch::Tensor> RandomCsr(int64_t num_dst, int64_t num_src,
-                                                  int64_t max_deg, uint64_t seed) {
+std::pair<torch::Tensor, torch::Tensor> RandomCsr(int64_t num_dst, int64_t num_src, int64_t max_deg,
+                                                  uint64_t seed) {
   torch::manual_seed(seed);
   torch::Tensor deg = torch::randint(0, max_deg + 1, {num_dst}, torch::kInt64);
   torch::Tensor indptr = torch::cat({torch::zeros({1}, torch::kInt64), deg.cumsum(0)});
@@ -97,8 +96,8 @@ void ExpectMatchesReference(const torch::Tensor& indptr, const torch::Tensor& in
 TEST(AggregateTest, HandBlockSumMeanMax) {
   torch::Tensor h = torch::arange(10, torch::kFloat32).view({5, 2});
   torch::Tensor sum = aggregate(HandIndptr(), HandIndices(), h, Reduce::kSum);
-  EXPECT_TRUE(torch::equal(sum, torch::tensor({{0 + 2 + 6, 1 + 3 + 7}, {0 + 8, 1 + 9}, {0, 0}},
-                                              torch::kFloat32)));
+  EXPECT_TRUE(torch::equal(
+      sum, torch::tensor({{0 + 2 + 6, 1 + 3 + 7}, {0 + 8, 1 + 9}, {0, 0}}, torch::kFloat32)));
   torch::Tensor mean = aggregate(HandIndptr(), HandIndices(), h, Reduce::kMean);
   EXPECT_TRUE(torch::allclose(mean[0], (h[0] + h[1] + h[3]) / 3));
   EXPECT_TRUE(torch::equal(mean[2], torch::zeros({2})));
@@ -126,10 +125,10 @@ TEST(AggregateTest, MatchesPerEdgeReferenceForwardAndBackward) {
       SCOPED_TRACE(static_cast<int>(reduce));
       for (int64_t F : {1, 16, 37}) {
         ExpectMatchesReference(indptr, indices, torch::randn({500, F}), reduce, {}, 1e-5);
-        ExpectMatchesReference(indptr, indices, torch::randn({500, F}), reduce,
-                               torch::rand({E}), 1e-5);
-        ExpectMatchesReference(indptr, indices, torch::randn({500, F}), reduce,
-                               torch::rand({E, 1}), 1e-5);
+        ExpectMatchesReference(indptr, indices, torch::randn({500, F}), reduce, torch::rand({E}),
+                               1e-5);
+        ExpectMatchesReference(indptr, indices, torch::randn({500, F}), reduce, torch::rand({E, 1}),
+                               1e-5);
       }
       // One weight per head over [N, H, F'] rows (GAT), in double.
       ExpectMatchesReference(indptr, indices, torch::randn({500, 4, 5}, torch::kFloat64), reduce,
@@ -146,13 +145,14 @@ TEST(AggregateTest, GivenTransposeIsUsed) {
   // increasing within a source.
   torch::Tensor t_indptr = t.t_indptr;
   EXPECT_EQ(t_indptr[-1].item<int64_t>(), indices.size(0));
-  EXPECT_TRUE(torch::equal(indices.index_select(0, t.t_eid),
-                           torch::repeat_interleave(t_indptr.slice(0, 1) - t_indptr.slice(0, 0, -1))));
+  EXPECT_TRUE(
+      torch::equal(indices.index_select(0, t.t_eid),
+                   torch::repeat_interleave(t_indptr.slice(0, 1) - t_indptr.slice(0, 0, -1))));
   EXPECT_TRUE(torch::equal(EdgeDst(indptr).index_select(0, t.t_eid), t.t_dst));
   torch::Tensor h = torch::randn({80, 8}, torch::requires_grad());
   aggregate(indptr, indices, h, Reduce::kMean, {}, &t).sum().backward();
-  torch::Tensor want = torch::autograd::grad(
-      {Reference(indptr, indices, h, Reduce::kMean, {}).sum()}, {h})[0];
+  torch::Tensor want =
+      torch::autograd::grad({Reference(indptr, indices, h, Reduce::kMean, {}).sum()}, {h})[0];
   EXPECT_TRUE(torch::allclose(h.grad(), want, 1e-5, 1e-5));
   CsrTranspose wrong = TransposeCsr(indptr, indices, 81);
   EXPECT_THROW(aggregate(indptr, indices, h, Reduce::kMean, {}, &wrong), dist::Error);
@@ -236,9 +236,8 @@ TEST(AggregateTest, RelationAggregateMatchesPerEdgeProducts) {
   torch::Tensor norm = torch::rand({E, 1}, torch::dtype(torch::kFloat64).requires_grad(true));
   RelationGroups g = GroupByRelation(indices, dst, rel, 300, 200, R);
   torch::Tensor got = relation_aggregate(g, h, w.unbind(0), norm);
-  torch::Tensor msg = torch::bmm(h.index_select(0, indices).unsqueeze(1), w.index_select(0, rel))
-                          .squeeze(1) *
-                      norm;
+  torch::Tensor msg =
+      torch::bmm(h.index_select(0, indices).unsqueeze(1), w.index_select(0, rel)).squeeze(1) * norm;
   torch::Tensor want = torch::zeros({200, 5}, torch::kFloat64).index_add(0, dst, msg);
   EXPECT_TRUE(torch::allclose(got, want, 1e-10, 1e-10));
   torch::Tensor gout = torch::randn_like(want);
@@ -266,7 +265,8 @@ TEST(NarrowLinearTest, MatchesLinearForwardAndBackward) {
         auto a = torch::autograd::grad({got}, {x, w, b}, {g});
         auto c = torch::autograd::grad({want}, {x, w, b}, {g});
         for (size_t i = 0; i < 3; ++i) {
-          EXPECT_TRUE(torch::allclose(a[i], c[i], 1e-3, 1e-3)) << i << ": " << (a[i] - c[i]).abs().max();
+          EXPECT_TRUE(torch::allclose(a[i], c[i], 1e-3, 1e-3))
+              << i << ": " << (a[i] - c[i]).abs().max();
         }
       }
     }

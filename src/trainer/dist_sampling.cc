@@ -441,18 +441,28 @@ std::function<typename loader::Pipeline<T>::Produce(int64_t)> EpochBatches(
 // then, not in a sampler thread), and those add_prefetch adds while batches
 // are being sampled.
 struct internal::Prefetch {
+  struct Entry {
+    std::string name;
+    DistTensor tensor;
+    bool label;        // At the seeds (dstdata), else at the input nodes (srcdata).
+    bool best_effort;  // Added by add_prefetch: a failed pull drops it, not the batch.
+  };
   DistGraph g;
   mutable std::mutex mutex;
-  std::vector<std::pair<std::string, DistTensor>> node_feats, labels;  // Guarded by mutex.
+  std::vector<Entry> entries;  // Guarded by mutex.
 
-  void Add(const std::string& name, bool label) {
+  void Add(const std::string& name, bool label, bool best_effort) {
     DistTensor t = g.ndata(name);
     std::lock_guard<std::mutex> lock(mutex);
-    auto& list = label ? labels : node_feats;
-    for (const auto& [have, unused] : list) {
-      if (have == name) return;
+    for (const Entry& e : entries) {
+      if (e.name == name && e.label == label) return;
     }
-    list.emplace_back(name, std::move(t));
+    entries.push_back({name, std::move(t), label, best_effort});
+  }
+
+  void Remove(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::erase_if(entries, [&](const Entry& e) { return e.name == name; });
   }
 };
 
@@ -460,33 +470,44 @@ namespace {
 
 std::shared_ptr<internal::Prefetch> PrefetchOf(const DistGraph& g, const NeighborSampler& sampler,
                                                const char* loader) {
-  auto p = std::make_shared<internal::Prefetch>(g);
-  for (const std::string& name : sampler.prefetch_node_feats) p->Add(name, false);
-  for (const std::string& name : sampler.prefetch_labels) p->Add(name, true);
-  if (loader != nullptr && (!p->node_feats.empty() || !p->labels.empty())) {
-    throw Error(fmt::format("{}: prefetch_node_feats / prefetch_labels work on homogeneous "
-                            "loaders only for now; pull the typed rows in the training loop",
-                            loader));
+  if (loader != nullptr &&
+      (!sampler.prefetch_node_feats.empty() || !sampler.prefetch_labels.empty())) {
+    throw Error(
+        fmt::format("{}: prefetch_node_feats / prefetch_labels work on homogeneous "
+                    "loaders only for now; pull the typed rows in the training loop",
+                    loader));
   }
+  auto p = std::make_shared<internal::Prefetch>(g);
+  for (const std::string& name : sampler.prefetch_node_feats) p->Add(name, false, false);
+  for (const std::string& name : sampler.prefetch_labels) p->Add(name, true, false);
   return p;
 }
 
 // Pulls the prefetched rows (in a sampler thread): input nodes' into the
-// first block's srcdata, the seeds' into the last block's dstdata.
-Status PullPrefetched(const internal::Prefetch& p, std::vector<Block>& blocks) {
-  std::vector<std::pair<std::string, DistTensor>> node_feats, labels;
+// first block's srcdata, the seeds' into the last block's dstdata. A
+// best-effort entry whose pull fails (its tensor deleted, say) is dropped
+// with a warning; the trainer then pulls it itself.
+Status PullPrefetched(internal::Prefetch& p, std::vector<Block>& blocks) {
+  std::vector<internal::Prefetch::Entry> entries;
   {
     std::lock_guard<std::mutex> lock(p.mutex);
-    node_feats = p.node_feats;
-    labels = p.labels;
+    entries = p.entries;
   }
-  try {
-    for (const auto& [name, t] : node_feats) {
-      blocks.front().srcdata[name] = t[blocks.front().src_nodes];
+  for (const internal::Prefetch::Entry& e : entries) {
+    try {
+      if (e.label) {
+        blocks.back().dstdata[e.name] = e.tensor[blocks.back().dst_nodes()];
+      } else {
+        blocks.front().srcdata[e.name] = e.tensor[blocks.front().src_nodes];
+      }
+    } catch (const std::exception& error) {
+      if (!e.best_effort) {
+        return absl::UnavailableError(
+            fmt::format("prefetching node data '{}': {}", e.name, error.what()));
+      }
+      spdlog::warn("loader: no longer prefetching '{}': {}", e.name, error.what());
+      p.Remove(e.name);
     }
-    for (const auto& [name, t] : labels) blocks.back().dstdata[name] = t[blocks.back().dst_nodes()];
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(fmt::format("prefetching node data: {}", e.what()));
   }
   return absl::OkStatus();
 }
@@ -513,8 +534,10 @@ DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& 
 }
 
 void DistNodeDataLoader::add_prefetch(const std::string& name, bool labels) {
-  prefetch_->Add(name, labels);
+  prefetch_->Add(name, labels, /*best_effort=*/true);
 }
+
+void DistNodeDataLoader::remove_prefetch(const std::string& name) { prefetch_->Remove(name); }
 
 DistHeteroNodeDataLoader::DistHeteroNodeDataLoader(const DistGraph& g,
                                                    const std::map<std::string, torch::Tensor>& nids,
@@ -644,9 +667,10 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& 
       if (e < 0 || e >= book.num_edges()) continue;  // Refused by the batches.
       const int r = book.MapToPerEtype(e).first;
       if (!reversed[r]) {
-        throw Error(fmt::format("{}: exclude reverse_id: relation {} (of edge {}) has no "
-                                "reverse_eids",
-                                what, book.etypes()[r].Canonical(), e));
+        throw Error(
+            fmt::format("{}: exclude reverse_id: relation {} (of edge {}) has no "
+                        "reverse_eids",
+                        what, book.etypes()[r].Canonical(), e));
       }
     }
   }

@@ -176,12 +176,14 @@ void CheckSampling(const std::string& config) {
   // seed labels (from both machines when distributed) into its blocks.
   for (int workers : {0, 2}) {
     DistNodeDataLoader loader(
-        g, train, {.fanouts = {4, 3}, .prefetch_node_feats = {"feat"}, .prefetch_labels = {"label"}},
+        g, train,
+        {.fanouts = {4, 3}, .prefetch_node_feats = {"feat"}, .prefetch_labels = {"label"}},
         {.batch_size = 32, .shuffle = true, .seed = 3, .num_workers = workers});
     int64_t n = 0;
     for (const MiniBatch& b : loader) {
       ++n;
-      EXPECT_TRUE(torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes]));
+      EXPECT_TRUE(
+          torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes]));
       EXPECT_TRUE(torch::equal(b.blocks.back().dstdata.at("label"), g.ndata("label")[b.seeds]));
       EXPECT_TRUE(b.blocks.back().srcdata.empty());
       EXPECT_TRUE(b.blocks.front().dstdata.empty());
@@ -198,15 +200,16 @@ void CheckSampling(const std::string& config) {
     loader.add_prefetch("label", true);
     EXPECT_THROW(loader.add_prefetch("nope", true), Error);
     for (const MiniBatch& b : loader) {
-      EXPECT_TRUE(torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes]));
+      EXPECT_TRUE(
+          torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes]));
       EXPECT_TRUE(torch::equal(b.blocks.back().dstdata.at("label"), g.ndata("label")[b.seeds]));
       EXPECT_EQ(b.blocks.front().srcdata.size(), 1u);
     }
   }
   EXPECT_THROW(DistNodeDataLoader(g, train, {.fanouts = {2}, .prefetch_node_feats = {"nope"}}),
                Error);
-  EXPECT_THROW(DistEdgeDataLoader(g, torch::arange(10), {.fanouts = {2}, .prefetch_labels = {"no"}}),
-               Error);
+  EXPECT_THROW(
+      DistEdgeDataLoader(g, torch::arange(10), {.fanouts = {2}, .prefetch_labels = {"no"}}), Error);
 
   // Edge loader: pairs are the batch's edges; they are not sampled.
   DistEdgeDataLoader edges(g, torch::arange(200), {.fanouts = {3}}, {.batch_size = 50},

@@ -6,11 +6,10 @@
 // OpenBLAS's GEMM and its weight gradient were 63 % of a GraphSAGE step.
 // Here, with AVX-512: the forward keeps 8 rows x 16 (or 32) outputs in
 // registers while the inner dimension streams by (one broadcast FMA per
-// row and input); the weight gradient keeps 24 inputs x 16 (or 32) outputs
+// row and input); the weight gradient keeps 12 inputs x 16 (or 32) outputs
 // in registers over a tile of rows that stays in L2, one partial sum per
 // thread. Without AVX-512, or wider outputs, torch's linear runs instead.
 #include <ATen/Parallel.h>
-#include <immintrin.h>
 #include <torch/autograd.h>
 #include <torch/nn/functional/linear.h>
 
@@ -21,13 +20,22 @@
 #include "include/tessera/aggregate.h"
 #include "include/tessera/dist.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TESSERA_NARROW_LINEAR 1
+#include <immintrin.h>
+#else
+#define TESSERA_NARROW_LINEAR 0
+#endif
+
 namespace tessera::nn {
+
+#if TESSERA_NARROW_LINEAR
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-constexpr int64_t kRows = 8;    // Forward: rows per register tile.
+constexpr int64_t kRows = 8;     // Forward: rows per register tile.
 constexpr int64_t kInputs = 12;  // Weight gradient: inputs per register tile.
 constexpr int64_t kTile = 256;   // Weight gradient: rows per cache tile.
 
@@ -40,9 +48,9 @@ bool HaveAvx512() {
 // [in, 16 V] (W^T, zero columns past `out`), b [16 V] (zero past `out`), y
 // [n, out].
 template <int V>
-__attribute__((target("avx512f"))) void ForwardRows(const float* x, const float* wt,
-                                                    const float* b, float* y, int64_t in,
-                                                    int64_t out, int64_t r0, int64_t r1) {
+__attribute__((target("avx512f"))) void ForwardRows(const float* x, const float* wt, const float* b,
+                                                    float* y, int64_t in, int64_t out, int64_t r0,
+                                                    int64_t r1) {
   const __mmask16 tail = static_cast<__mmask16>((1u << (out - 16 * (V - 1))) - 1);
   int64_t r = r0;
   for (; r + kRows <= r1; r += kRows) {
@@ -82,9 +90,9 @@ __attribute__((target("avx512f"))) void ForwardRows(const float* x, const float*
 
 // gwt [in, 16 V] += x[r0, r1)^T g[r0, r1): g [n, out].
 template <int V>
-__attribute__((target("avx512f"))) void WeightGradRows(const float* x, const float* g,
-                                                       float* gwt, int64_t in, int64_t out,
-                                                       int64_t r0, int64_t r1) {
+__attribute__((target("avx512f"))) void WeightGradRows(const float* x, const float* g, float* gwt,
+                                                       int64_t in, int64_t out, int64_t r0,
+                                                       int64_t r1) {
   const __mmask16 tail = static_cast<__mmask16>((1u << (out - 16 * (V - 1))) - 1);
   for (int64_t t = r0; t < r1; t += kTile) {
     const int64_t t1 = std::min(r1, t + kTile);
@@ -181,12 +189,17 @@ class NarrowLinearOp : public torch::autograd::Function<NarrowLinearOp> {
 };
 
 }  // namespace
+#endif  // TESSERA_NARROW_LINEAR
 
 bool narrow_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {
+#if !TESSERA_NARROW_LINEAR
+  return false;
+#else
   return HaveAvx512() && x.dim() == 2 && x.scalar_type() == torch::kFloat32 &&
-         weight.scalar_type() == torch::kFloat32 && weight.dim() == 2 &&
-         weight.size(0) >= 1 && weight.size(0) <= kNarrowLinearMaxOut &&
-         x.size(1) == weight.size(1) && x.device().is_cpu() && weight.device().is_cpu();
+         weight.scalar_type() == torch::kFloat32 && weight.dim() == 2 && weight.size(0) >= 1 &&
+         weight.size(0) <= kNarrowLinearMaxOut && x.size(1) == weight.size(1) &&
+         x.device().is_cpu() && weight.device().is_cpu();
+#endif
 }
 
 torch::Tensor narrow_linear(const torch::Tensor& x, const torch::Tensor& weight,
@@ -199,12 +212,17 @@ torch::Tensor narrow_linear(const torch::Tensor& x, const torch::Tensor& weight,
     throw dist::Error(fmt::format("narrow_linear: bias [{}] for {} outputs",
                                   fmt::join(bias.sizes(), ", "), weight.size(0)));
   }
-  if (!narrow_linear_applies(x, weight) || (bias.defined() && bias.scalar_type() != torch::kFloat32)) {
+  if (!narrow_linear_applies(x, weight) ||
+      (bias.defined() && bias.scalar_type() != torch::kFloat32)) {
     return torch::nn::functional::linear(x, weight, bias);
   }
+#if TESSERA_NARROW_LINEAR
   c10::optional<torch::Tensor> b;
   if (bias.defined()) b = bias;
   return NarrowLinearOp::apply(x.contiguous(), weight, b);
+#else
+  return torch::nn::functional::linear(x, weight, bias);  // Not reached: never applies.
+#endif
 }
 
 }  // namespace tessera::nn

@@ -3,9 +3,8 @@
 // SAGEConv and SAGE, RelGraphConv and RGCN (include/tessera/nn.h).
 #include "include/tessera/nn.h"
 
-#include <torch/nn/init.h>
-
 #include <torch/nn/functional/activation.h>
+#include <torch/nn/init.h>
 
 #include <cmath>
 
@@ -157,9 +156,10 @@ RelGraphConvImpl::RelGraphConvImpl(int64_t in_feats, int64_t out_feats, int64_t 
                                    int64_t num_bases, bool self_loop, bool bias)
     : in_feats_(in_feats), out_feats_(out_feats), num_rels_(num_rels) {
   if (in_feats < 1 || out_feats < 1 || num_rels < 1) {
-    throw dist::Error(fmt::format("RelGraphConv: in_feats ({}), out_feats ({}) and num_rels ({}) "
-                                  "must be positive",
-                                  in_feats, out_feats, num_rels));
+    throw dist::Error(
+        fmt::format("RelGraphConv: in_feats ({}), out_feats ({}) and num_rels ({}) "
+                    "must be positive",
+                    in_feats, out_feats, num_rels));
   }
   const bool basis = num_bases >= 1 && num_bases < num_rels;
   num_bases_ = basis ? num_bases : num_rels;
@@ -189,17 +189,18 @@ torch::Tensor RelGraphConvImpl::relation_weights() const {
 torch::Tensor RelGraphConvImpl::forward(const dist::Block& block, const torch::Tensor& h_src,
                                         const torch::Tensor& etypes) {
   if (h_src.dim() != 2 || h_src.size(1) != in_feats_ || h_src.size(0) != block.num_src_nodes()) {
-    throw dist::Error(fmt::format("RelGraphConv({} -> {}): input of shape {} for a block of {} "
-                                  "sources",
-                                  in_feats_, out_feats_, fmt::join(h_src.sizes(), "x"),
-                                  block.num_src_nodes()));
+    throw dist::Error(
+        fmt::format("RelGraphConv({} -> {}): input of shape {} for a block of {} "
+                    "sources",
+                    in_feats_, out_feats_, fmt::join(h_src.sizes(), "x"), block.num_src_nodes()));
   }
   if (etypes.dim() != 1 || etypes.size(0) != block.num_edges()) {
     throw dist::Error(fmt::format("RelGraphConv: {} edge types for a block of {} edges",
                                   etypes.dim() == 1 ? etypes.size(0) : -1, block.num_edges()));
   }
   torch::Tensor rel = etypes.to(torch::kInt64);
-  if (rel.numel() > 0 && (rel.min().item<int64_t>() < 0 || rel.max().item<int64_t>() >= num_rels_)) {
+  if (rel.numel() > 0 &&
+      (rel.min().item<int64_t>() < 0 || rel.max().item<int64_t>() >= num_rels_)) {
     throw dist::Error(fmt::format("RelGraphConv: edge types must be in [0, {})", num_rels_));
   }
   const int64_t num_dst = block.num_dst_nodes();
@@ -232,10 +233,11 @@ std::vector<torch::Tensor> RelGraphConvImpl::forward(const dist::HeteroBlock& bl
   for (size_t t = 0; t < T; ++t) {
     const torch::Tensor& h = h_src[t];
     if (h.dim() != 2 || h.size(1) != in_feats_ || h.size(0) != block.src_nodes[t].size(0)) {
-      throw dist::Error(fmt::format("RelGraphConv({} -> {}): input of shape {} for {} sources "
-                                    "of type {}",
-                                    in_feats_, out_feats_, fmt::join(h.sizes(), "x"),
-                                    block.src_nodes[t].size(0), block.ntypes[t]));
+      throw dist::Error(
+          fmt::format("RelGraphConv({} -> {}): input of shape {} for {} sources "
+                      "of type {}",
+                      in_feats_, out_feats_, fmt::join(h.sizes(), "x"), block.src_nodes[t].size(0),
+                      block.ntypes[t]));
     }
   }
   const torch::Tensor weights = relation_weights();  // [R, in, out]
@@ -255,8 +257,8 @@ std::vector<torch::Tensor> RelGraphConvImpl::forward(const dist::HeteroBlock& bl
                                          block.src_nodes[s].size(0), num_dst, 1);
     torch::Tensor mean =
         aggregate(csr.pair_indptr, csr.pair_src, h_src[s], Reduce::kMean);  // [pairs, in]
-    torch::Tensor dst_of_pair = torch::repeat_interleave(
-        csr.dst_indptr.slice(0, 1) - csr.dst_indptr.slice(0, 0, -1));
+    torch::Tensor dst_of_pair =
+        torch::repeat_interleave(csr.dst_indptr.slice(0, 1) - csr.dst_indptr.slice(0, 0, -1));
     out[d] = out[d].index_add(0, dst_of_pair, torch::mm(mean, weights[r]));
   }
   for (size_t t = 0; t < T; ++t) {
@@ -272,8 +274,8 @@ RGCNImpl::RGCNImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int64_t 
   for (int l = 0; l < num_layers; ++l) {
     int64_t in = l == 0 ? in_feats : hidden;
     int64_t out = l + 1 == num_layers ? out_feats : hidden;
-    layers_.push_back(register_module(fmt::format("layer{}", l),
-                                      RelGraphConv(in, out, num_rels, num_bases)));
+    layers_.push_back(
+        register_module(fmt::format("layer{}", l), RelGraphConv(in, out, num_rels, num_bases)));
   }
   dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
 }

@@ -29,7 +29,11 @@ struct Summary {
 
 Summary Parse(const std::string& output) {
   Summary s;
-  std::istringstream in(output.substr(output.find("ok ")));
+  // The program's summary line starts with "ok " (log lines may contain it).
+  size_t at_ok = output.rfind("\nok ");
+  at_ok = output.compare(0, 3, "ok ") == 0 ? 0 : at_ok == std::string::npos ? at_ok : at_ok + 1;
+  if (at_ok == std::string::npos) return s;
+  std::istringstream in(output.substr(at_ok));
   std::string word;
   in >> word >> s.feat_sum >> s.label_sum;
   if (size_t at = output.find("loader batches "); at != std::string::npos) {

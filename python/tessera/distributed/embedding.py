@@ -4,6 +4,7 @@ import itertools
 import torch
 
 from tessera import _C
+from tessera.distributed import _prefetch
 from tessera._utils import as_ids
 from tessera.distributed.tensor import (DistTensor, _BuiltinInit, _init_collectively, _init_kind,
                                         _policy_args)
@@ -38,6 +39,9 @@ class DistEmbedding:
         policy_kind, policy_type = _policy_args(part_policy)
         self._e = _C.DistEmbedding(int(num_embeddings), int(embedding_dim), name, kind, a, b,
                                    seed, policy_kind, policy_type)
+        # Its rows change with every optimizer step (in C++, on any trainer):
+        # never answer a read of them from rows a loader pulled ahead.
+        _prefetch.wrote(self._e.weight.name)
         if init_func is not None and not isinstance(init_func, _BuiltinInit):
             _init_collectively(self._e.weight, init_func)
 

@@ -322,7 +322,13 @@ MultiLayerNeighborSampler = NeighborSampler
 
 class MultiLayerFullNeighborSampler(NeighborSampler):
     def __init__(self, num_layers, edge_dir="in", **kwargs):
-        super().__init__([-1] * num_layers, edge_dir=edge_dir)
+        super().__init__([-1] * num_layers, edge_dir=edge_dir, **kwargs)
+
+
+def _prefetch_names(sampler):
+    """(prefetch_node_feats, prefetch_labels) of a sampler ([] if it has none)."""
+    return (list(getattr(sampler, "prefetch_node_feats", [])),
+            list(getattr(sampler, "prefetch_labels", [])))
 
 
 class Uniform:
@@ -392,20 +398,31 @@ class DistNodeDataLoader:
         self._typed = typed is not None
         common = (a["batch_size"], a["shuffle"], a["drop_last"], a["seed"], a["num_workers"],
                   a["prefetch"], a["even_batches"], a["timeout"])
+        feats, labels = _prefetch_names(s)
         if self._typed:
+            if feats or labels:
+                raise _C.TesseraError("DistNodeDataLoader: prefetch_node_feats / "
+                                      "prefetch_labels work on homogeneous loaders only for now")
             self._loader = _C.HeteroNodeLoader(g._g, typed, fanouts, etype_fanouts, s.edge_dir,
                                                s.replace, s.prob, *common)
         else:
             self._loader = _C.NodeLoader(g._g, _node_ids(nids, "DistNodeDataLoader nids"),
                                          fanouts, s.edge_dir, s.replace, s.prob, *common,
-                                         etype_fanouts, s.prefetch_node_feats, s.prefetch_labels)
-        if (s.prefetch_node_feats or s.prefetch_labels) and self._typed:
-            raise _C.TesseraError("DistNodeDataLoader: prefetch_node_feats / prefetch_labels "
-                                  "work on homogeneous loaders only for now")
+                                         etype_fanouts, feats, labels)
         # Rows a script reads at input_nodes / seeds are learned and pulled
-        # ahead (tessera/distributed/_prefetch.py); never on typed batches.
+        # ahead (tessera/distributed/_prefetch.py): node tensors the graph
+        # has now (its partition's data, mostly), never on typed batches.
+        self._explicit = set(feats) | set(labels)
         self._auto_prefetch = bool(kwargs.get("auto_prefetch", True)) and not self._typed
-        self._unlearnable = set()
+        self._learnable = set()
+        if self._auto_prefetch:
+            try:
+                self._learnable = set(g._g.node_attr_schemes())
+            except _C.TesseraError:  # A graph whose ndata are typed: nothing to learn.
+                self._auto_prefetch = False
+        self._learned = set()  # (name, labels) pairs added to the C++ loader.
+        if self._auto_prefetch:
+            _prefetch.register(self)
 
     def __len__(self):
         return len(self._loader)
@@ -420,22 +437,44 @@ class DistNodeDataLoader:
             for input_nodes, seeds, raw in _each(self._loader):
                 blocks = _blocks(raw)
                 if self._auto_prefetch:
-                    current = _prefetch.BatchRows(self, input_nodes, seeds, blocks[0].srcdata,
-                                                  blocks[-1].dstdata)
+                    current = _prefetch.BatchRows(self, input_nodes, seeds,
+                                                  self._take_learned(blocks[0].srcdata),
+                                                  self._take_learned(blocks[-1].dstdata))
                     _prefetch.set_current(current)
                 yield input_nodes, seeds, blocks
         finally:
             _prefetch.clear(current)
 
+    def _take_learned(self, data):
+        """The rows of `data` (a block's srcdata / dstdata) to answer reads
+        with: learned ones are moved out (the script did not ask for them in
+        its blocks), ones the sampler named stay (and are given out cloned)."""
+        rows = {}
+        learned = {name for name, _ in self._learned}
+        for name in list(data):
+            if name in learned and name not in self._explicit:
+                rows[name] = data.pop(name)
+            elif name in self._explicit:
+                rows[name] = data[name]
+        return rows
+
     def _learn(self, name, labels):
         """A script read node tensor `name` at this loader's input nodes
         (labels: seeds): pull it ahead for the next batches."""
-        if name in self._unlearnable:
+        if name not in self._learnable or (name, labels) in self._learned:
             return
         try:
             self._loader.add_prefetch(name, labels)
+            self._learned.add((name, labels))
         except _C.TesseraError:
-            self._unlearnable.add(name)
+            self._learnable.discard(name)
+
+    def _forget(self, name):
+        """Tensor `name` was written by this process: stop pulling it ahead."""
+        self._learnable.discard(name)
+        if any(n == name for n, _ in self._learned):
+            self._learned = {(n, l) for n, l in self._learned if n != name}
+            self._loader.remove_prefetch(name)
 
 
 class DistEdgeDataLoader:
@@ -472,6 +511,9 @@ class DistEdgeDataLoader:
                   a["prefetch"], a["even_batches"], a["timeout"], self._negatives,
                   exclude or "none")
         if self._typed:
+            if any(_prefetch_names(s)):
+                raise _C.TesseraError("DistEdgeDataLoader: prefetch_node_feats / "
+                                      "prefetch_labels work on homogeneous loaders only for now")
             typed_rev, rev = {}, None
             if isinstance(reverse_eids, dict):
                 typed_rev = {_etype_str(k): as_ids(v, "reverse_eids")[0]
@@ -494,9 +536,10 @@ class DistEdgeDataLoader:
         if isinstance(reverse_eids, dict):
             reverse_eids = _node_ids(reverse_eids, "reverse_eids")
         rev = None if reverse_eids is None else as_ids(reverse_eids, "reverse_eids")[0]
+        feats, labels = _prefetch_names(s)
         self._loader = _C.EdgeLoader(g._g, _node_ids(eids, "DistEdgeDataLoader eids"),
                                      fanouts, s.edge_dir, s.replace, s.prob, *common, rev,
-                                     etype_fanouts)
+                                     etype_fanouts, feats, labels)
 
     def __len__(self):
         return len(self._loader)
