@@ -161,9 +161,11 @@ for i, (input_nodes, seeds_b, blocks) in enumerate(loader):
     if world == 1 and i == n // 2:  # Written: from now on every read is a pull.
         marks[input_nodes] = torch.full((input_nodes.numel(), 1), 7.0)
         assert torch.equal(marks[input_nodes], torch.full((input_nodes.numel(), 1), 7.0))
-    if world == 1 and i > n // 2:
-        assert f"marks_{rank}" not in cur.input_rows
+    if world == 1 and i > n // 2:  # Never served again, and soon no longer pulled.
         assert torch.equal(m, marks[input_nodes.clone()])
+        assert f"marks_{rank}" not in blocks[0].srcdata
+        if i > n // 2 + 3:  # Past the batches sampled before the write.
+            assert f"marks_{rank}" not in cur.input_rows
 assert _prefetch._local.current is None  # Cleared when the epoch ends.
 assert hits >= max(1, n - 4), (hits, n)
 ok("learned_prefetch")

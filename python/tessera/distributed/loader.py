@@ -385,8 +385,8 @@ def _node_ids(nids, what):
 class DistNodeDataLoader:
     """Mini-batches for node classification: iterating yields ``(input_nodes,
     seeds, blocks)``. Sampling runs in ``num_workers`` C++ threads of this
-    process (default: the launcher's ``--num-samplers``), batches come in
-    order. Every trainer gets the same number of batches (``even_batches``),
+    process (default: the launcher's ``--num-samplers``; standalone a quarter
+    of the cores, at least one), batches come in order. Every trainer gets the same number of batches (``even_batches``),
     so DDP never waits for a trainer that ran out."""
 
     def __init__(self, g, nids, graph_sampler, device=None, **kwargs):
@@ -450,12 +450,12 @@ class DistNodeDataLoader:
         with: learned ones are moved out (the script did not ask for them in
         its blocks), ones the sampler named stay (and are given out cloned)."""
         rows = {}
-        learned = {name for name, _ in self._learned}
         for name in list(data):
-            if name in learned and name not in self._explicit:
-                rows[name] = data.pop(name)
-            elif name in self._explicit:
-                rows[name] = data[name]
+            if name == NID:
+                continue
+            # Anything else the sampler threads pulled was named by the
+            # sampler (explicit) or learned (perhaps forgotten since).
+            rows[name] = data[name] if name in self._explicit else data.pop(name)
         return rows
 
     def _learn(self, name, labels):
