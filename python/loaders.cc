@@ -373,12 +373,16 @@ void DefGraphOperations(py::module_& m, PyDistGraph& graph) {
 
 void DefLoaders(py::module_& m) {
   auto sampler_of = [](std::vector<int64_t> fanouts, const std::string& edge_dir, bool replace,
-                       const std::string& prob, std::vector<dist::FanoutMap> etype_fanouts = {}) {
+                       const std::string& prob, std::vector<dist::FanoutMap> etype_fanouts = {},
+                       std::vector<std::string> prefetch_node_feats = {},
+                       std::vector<std::string> prefetch_labels = {}) {
     return dist::NeighborSampler{.fanouts = std::move(fanouts),
                                  .etype_fanouts = std::move(etype_fanouts),
                                  .edge_dir = edge_dir,
                                  .replace = replace,
-                                 .prob = prob};
+                                 .prob = prob,
+                                 .prefetch_node_feats = std::move(prefetch_node_feats),
+                                 .prefetch_labels = std::move(prefetch_labels)};
   };
   using HeteroNodeLoader = dist::DistHeteroNodeDataLoader;
   PyLoader<HeteroNodeLoader> hetero_node(m, "HeteroNodeLoader");
@@ -405,9 +409,8 @@ void DefLoaders(py::module_& m) {
           bool even_batches, double timeout_s, std::vector<dist::FanoutMap> etype_fanouts,
           std::vector<std::string> prefetch_node_feats, std::vector<std::string> prefetch_labels) {
         auto sampler =
-            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-        sampler.prefetch_node_feats = std::move(prefetch_node_feats);
-        sampler.prefetch_labels = std::move(prefetch_labels);
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts),
+                       std::move(prefetch_node_feats), std::move(prefetch_labels));
         auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
                                    even_batches, timeout_s);
         return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
@@ -428,9 +431,8 @@ void DefLoaders(py::module_& m) {
           std::optional<torch::Tensor> reverse_eids, std::vector<dist::FanoutMap> etype_fanouts,
           std::vector<std::string> prefetch_node_feats, std::vector<std::string> prefetch_labels) {
         auto sampler =
-            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-        sampler.prefetch_node_feats = std::move(prefetch_node_feats);
-        sampler.prefetch_labels = std::move(prefetch_labels);
+            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts),
+                       std::move(prefetch_node_feats), std::move(prefetch_labels));
         auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
                                    even_batches, timeout_s);
         dist::EdgeLoaderOptions e{.negatives = negatives, .exclude = exclude};

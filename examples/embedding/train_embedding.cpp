@@ -17,13 +17,13 @@
 
 #include "CLI/CLI.hpp"
 #include "examples/common.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "tessera/core/time.h"
 #include "tessera/dist.h"
 #include "tessera/embedding.h"
 #include "tessera/nn.h"
 #include "tessera/parallel.h"
-#include "nlohmann/json.hpp"
-#include "spdlog/spdlog.h"
-#include "tessera/core/time.h"
 
 namespace {
 
@@ -61,11 +61,9 @@ int Run(const Flags& f) {
   dist::DistributedDataParallel ddp(model.ptr());
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(f.lr));
   dist::SparseAdam sparse_optimizer({emb}, f.sparse_lr);
-  dist::DistNodeDataLoader loader(g, train_nid, {.fanouts = fanouts},
-                                  {.batch_size = f.batch_size,
-                                   .shuffle = true,
-                                   .seed = f.seed,
-                                   .num_workers = f.num_workers});
+  dist::DistNodeDataLoader loader(
+      g, train_nid, {.fanouts = fanouts},
+      {.batch_size = f.batch_size, .shuffle = true, .seed = f.seed, .num_workers = f.num_workers});
 
   auto evaluate = [&](const char* when) {
     Stopwatch watch;
