@@ -95,9 +95,27 @@ def _exit_quietly():
         print(f"tessera: exit_client at interpreter exit: {e}", file=sys.stderr)
 
 
+def _destroy_torch_process_group():
+    """DGL's scripts call torch.distributed.init_process_group("gloo") and never
+    destroy it; torch 1.13 then tears Gloo's worker threads down during
+    interpreter finalization, which can end a finished trainer in
+    std::terminate ("terminate called without an active exception", exit 134;
+    pytorch/pytorch#190489, seen once in this project's Python training test).
+    Destroying it while the interpreter is whole avoids that."""
+    try:
+        import torch.distributed as torch_dist
+        if torch_dist.is_available() and torch_dist.is_initialized():
+            torch_dist.destroy_process_group()
+    except Exception as e:  # An exit path never raises; say what went wrong.
+        import sys
+        print(f"tessera: destroying torch's process group at exit: {e}", file=sys.stderr)
+
+
 atexit.register(_exit_quietly)
 # Registered after: runs first, joining the sampler threads of dropped loaders.
 atexit.register(_C._shutdown)
+# Runs before both: the trainers' process group goes while Python is whole.
+atexit.register(_destroy_torch_process_group)
 
 
 def info():
