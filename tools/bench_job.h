@@ -22,8 +22,13 @@ struct BenchJob {
 };
 
 // `encryption`: the wire is encrypted (the default of real jobs).
+// `num_clients`: the job's trainers; the returned client is client 0, the
+// caller connects the others (BenchClient).
 StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir,
-                                 bool encryption = true);
+                                 bool encryption = true, int num_clients = 1);
+
+// The options of client `client_id` of `job` (of `num_clients`), on machine 0.
+kv::KvClientOptions BenchClient(const launcher::LocalJob& job, int client_id, int num_clients);
 
 // The benchmark graph's partitions (graph name "bench"): one part
 // (<workdir>/one, for standalone runs) and two METIS parts (<workdir>/two),

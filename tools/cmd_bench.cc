@@ -126,24 +126,27 @@ Status RunBench(const BenchFlags& f, const std::string& workdir) {
 }  // namespace
 
 StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir,
-                                 bool encryption) {
+                                 bool encryption, int num_clients) {
   BenchJob b;
   launcher::LocalJobOptions options{.tessera_binary = SelfExecutable(),
                                     .part_config = part_config,
                                     .workdir = workdir + (encryption ? "/job" : "/job-plain"),
-                                    .num_clients = 1,
+                                    .num_clients = num_clients,
                                     .encryption = encryption};
   ASSIGN_OR_RETURN(b.job, launcher::LocalJob::Start(options));
-  const launcher::JobEnv& env = b.job->base_env();
-  ASSIGN_OR_RETURN(b.client,
-                   kv::KvClient::Connect({.job_id = env.job_id,
-                                          .token = env.token,
-                                          .curve_secret_key = env.curve_secret_key,
-                                          .client_id = 0,
-                                          .machine_id = 0,
-                                          .servers = b.job->ip_config().ServerEndpoints(1),
-                                          .num_clients = 1}));
+  ASSIGN_OR_RETURN(b.client, kv::KvClient::Connect(BenchClient(*b.job, 0, num_clients)));
   return b;
+}
+
+kv::KvClientOptions BenchClient(const launcher::LocalJob& job, int client_id, int num_clients) {
+  const launcher::JobEnv& env = job.base_env();
+  return {.job_id = env.job_id,
+          .token = env.token,
+          .curve_secret_key = env.curve_secret_key,
+          .client_id = client_id,
+          .machine_id = 0,
+          .servers = job.ip_config().ServerEndpoints(1),
+          .num_clients = num_clients};
 }
 
 StatusOr<BenchPartitions> EnsureBenchPartitions(const std::string& graph_path,

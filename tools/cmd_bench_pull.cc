@@ -7,7 +7,8 @@
 // a ZeroMQ loopback exchange of the same size as a remote pull's answer.
 // The job is encrypted, as jobs are by default; a second job without
 // encryption runs beside it, and each round times the same remote pull on
-// both, for the cost of encryption.
+// both, for the cost of encryption, and on a second client of the encrypted
+// job that has one connection per server (no streams: one core decrypts).
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -80,7 +81,11 @@ StatusOr<std::string> PrepareGraph(const PullFlags& f, const std::string& dir) {
 
 Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   ASSIGN_OR_RETURN(std::string config, PrepareGraph(f, dir));
-  ASSIGN_OR_RETURN(BenchJob bench, StartBenchJob(config, dir));
+  ASSIGN_OR_RETURN(BenchJob bench, StartBenchJob(config, dir, /*encryption=*/true, 2));
+  kv::KvClientOptions one_stream_options = BenchClient(*bench.job, 1, 2);
+  one_stream_options.streams = 1;
+  ASSIGN_OR_RETURN(std::unique_ptr<kv::KvClient> one_stream,
+                   kv::KvClient::Connect(one_stream_options));
   ASSIGN_OR_RETURN(BenchJob plain, StartBenchJob(config, dir, /*encryption=*/false));
   std::unique_ptr<launcher::LocalJob>& job = bench.job;
   std::unique_ptr<kv::KvClient>& client = bench.client;
@@ -105,7 +110,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   };
   std::vector<double> gather_s, local_s, zmq_s, zmq_one_s, zmq_best_s, remote_s, mixed_s;
   std::vector<double> local_ratio, remote_ratio, remote_best_ratio, remote_unique_ratio,
-      remote_unique_s, remote_plain_s, encryption_ratio;
+      remote_unique_s, remote_plain_s, remote_one_stream_s, encryption_ratio;
   for (int r = 0; r < f.rounds; ++r) {
     // Limit 1: single-thread random row gather from the same shared memory.
     std::vector<int64_t> ids = RandomIds(rng, book.NodeRange(0), f.batch);
@@ -143,6 +148,9 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     RETURN_IF_ERROR(plain.client->PullInto("node/feat", remote_ids, out.data()));
     remote_plain_s.push_back(plain_watch.Seconds());
     encryption_ratio.push_back(remote_plain_s.back() / remote);
+    Stopwatch one_stream_watch;
+    RETURN_IF_ERROR(one_stream->PullInto("node/feat", remote_ids, out.data()));
+    remote_one_stream_s.push_back(one_stream_watch.Seconds());
     remote_ratio.push_back(zmq_s.back() / remote);
     remote_best_ratio.push_back(zmq_best_s.back() / remote);
     // The same without repeated ids (nothing for deduplication to save).
@@ -181,6 +189,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   RETURN_IF_ERROR(client->DeleteData("node/bench_push"));
   RETURN_IF_ERROR(client->Close());
   RETURN_IF_ERROR(plain.client->Close());
+  RETURN_IF_ERROR(one_stream->Close());
 
   double gather = gbps(Median(gather_s)), zmq = gbps(Median(zmq_s));
   double local = gbps(Median(local_s)), remote = gbps(Median(remote_s));
@@ -194,6 +203,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
       {"batch_ids", f.batch},
       {"row_bytes", row_bytes},
       {"rounds", f.rounds},
+      {"io_threads_and_streams", rpc::DefaultIoThreads()},
       {"limits_gbps",
        {{"random_row_gather_1thread", gather},
         {"zeromq_loopback_8mib_messages", zmq},
@@ -205,6 +215,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
         {"remote", remote},
         {"remote_unique_ids", gbps(Median(remote_unique_s))},
         {"remote_without_encryption", gbps(Median(remote_plain_s))},
+        {"remote_encrypted_one_stream", gbps(Median(remote_one_stream_s))},
         {"mixed_uniform", gbps(Median(mixed_s))}}},
       {"pull_rows_per_s",
        {{"local", f.batch / Median(local_s)}, {"remote", f.batch / Median(remote_s)}}},

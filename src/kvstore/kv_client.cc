@@ -254,7 +254,8 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
                                  .client_id = options.client_id,
                                  .servers = options.servers,
                                  .heartbeat_interval = options.heartbeat_interval,
-                                 .heartbeat_timeout = options.heartbeat_timeout};
+                                 .heartbeat_timeout = options.heartbeat_timeout,
+                                 .streams = options.streams};
   ASSIGN_OR_RETURN(client->rpc_, rpc::RpcClient::Create(rpc_options));
   // Main servers first: backups can only answer once their main server has
   // published the partition.

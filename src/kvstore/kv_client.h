@@ -55,6 +55,7 @@ struct KvClientOptions {
   rpc::Millis barrier_timeout{1800000};  // Dead clients fail barriers sooner.
   rpc::Millis heartbeat_interval{1000};
   rpc::Millis heartbeat_timeout{10000};
+  int streams = 0;  // Connections per server and calling thread (rpc::ClientOptions).
 };
 
 class KvClient : public KvStore {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -34,6 +35,10 @@ const std::string& Key() {
 class EchoService : public Service {
  public:
   std::optional<Message> Handle(const Peer& peer, Message& request) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      connections_.insert(peer.routing_id);
+    }
     if (request.header.name() == "fail") {
       return MakeResponse(request.header, absl::NotFoundError("no tensor named 'fail'"));
     }
@@ -52,7 +57,14 @@ class EchoService : public Service {
     return response;
   }
   void OnClientGone(int client_id, bool lost) override { (lost ? lost_ : left_)++; }
+  // The connections requests came on (ZeroMQ's routing ids).
+  size_t connections() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return connections_.size();
+  }
   std::atomic<int> lost_{0}, left_{0};
+  std::mutex mutex_;
+  std::set<std::string> connections_;
 };
 
 struct ServerThread {
@@ -127,6 +139,43 @@ TEST(MessageTest, ShapesOfZeroRowsMustStillFit) {
   EXPECT_NE(std::string(parsed.status().message()).find("shape too large"), std::string::npos);
   WireArray unchecked{DType::kFloat64, {0, int64_t{1} << 40, int64_t{1} << 40}, {}};
   EXPECT_EQ(unchecked.row_bytes(), SIZE_MAX);
+}
+
+// An encrypted client spreads one CallMany's requests to a server over its
+// streams (connections, each encrypted on one of ZeroMQ's I/O threads), and
+// every answer still reaches its own call.
+TEST(RpcTest, EncryptedCallsAreSpreadOverStreams) {
+  ServerThread st({.host = "127.0.0.1", .token = "secret", .io_threads = 3});
+  ClientOptions options = Client(st.endpoint);
+  options.io_threads = 3;
+  options.streams = 3;
+  auto client = RpcClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<Call> calls;
+  for (int64_t i = 0; i < 12; ++i) {
+    Message pull = MakeRequest(wire::PULL);
+    pull.arrays.push_back(MakeWireArray(std::vector<int64_t>(1000 + i, i)));
+    calls.push_back({0, std::move(pull)});
+  }
+  auto responses = (*client)->CallMany(std::move(calls), Deadline::InSeconds(30));
+  ASSERT_TRUE(responses.ok()) << responses.status();
+  ASSERT_EQ(responses->size(), 12u);
+  for (int64_t i = 0; i < 12; ++i) {
+    auto values = (*responses)[i].arrays.at(0).span<int64_t>();
+    ASSERT_EQ(values.size(), static_cast<size_t>(1000 + i));
+    EXPECT_EQ(values.front(), 2 * i);
+    EXPECT_EQ(values.back(), 2 * i);
+  }
+  EXPECT_EQ(st.service.connections(), 3u);
+
+  // Defaults: as many streams as I/O threads when encrypted, one in clear.
+  EXPECT_GE(DefaultIoThreads(), 1);
+  EXPECT_LE(DefaultIoThreads(), 4);
+  ClientOptions bad = Client(st.endpoint);
+  bad.streams = kMaxStreams + 1;
+  EXPECT_EQ(RpcClient::Create(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RpcServer::Bind({.host = "127.0.0.1", .token = "t", .io_threads = -1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(RpcTest, RequestResponseWithArraysAndErrors) {

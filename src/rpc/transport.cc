@@ -3,6 +3,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <map>
@@ -110,14 +111,26 @@ void ConfigureSocket(zmq::socket_t& socket) {
 
 }  // namespace
 
+int DefaultIoThreads() {
+  unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(cores, 1u, 4u));
+}
+
+namespace {
+
+int IoThreadsOr(int requested) { return requested > 0 ? requested : DefaultIoThreads(); }
+
+}  // namespace
+
 // ---------------------------------------------------------------- server
 
 struct RpcServer::State {
+  explicit State(int io_threads) : context(io_threads) {}
   // Destroyed in reverse: the socket, then the ZAP handler, then the context.
   // Answers' bytes ZeroMQ still holds (clients that do not read them);
   // shared with the frames, which may be released after the State is gone.
   QueuedBytes queued = std::make_shared<std::atomic<int64_t>>(0);
-  zmq::context_t context{1};
+  zmq::context_t context;
   std::unique_ptr<ZapHandler> zap;
   zmq::socket_t socket{context, zmq::socket_type::router};
   struct Client {
@@ -134,13 +147,19 @@ struct RpcServer::State {
 };
 
 RpcServer::RpcServer(ServerOptions options)
-    : options_(std::move(options)), state_(std::make_unique<State>()) {}
+    : options_(std::move(options)),
+      state_(std::make_unique<State>(IoThreadsOr(options_.io_threads))) {}
 
 RpcServer::~RpcServer() = default;
 
 StatusOr<std::unique_ptr<RpcServer>> RpcServer::Bind(const ServerOptions& options) {
   if (options.token.empty()) {
     return absl::InvalidArgumentError(fmt::format("{}: no job token", options.name));
+  }
+  if (options.io_threads < 0 || options.io_threads > kMaxIoThreads) {
+    return absl::InvalidArgumentError(fmt::format("{}: {} I/O threads; expected 0..{}",
+                                                  options.name, options.io_threads,
+                                                  kMaxIoThreads));
   }
   std::unique_ptr<RpcServer> server(new RpcServer(options));
   JobCredentials credentials{options.token, options.curve_secret_key};
@@ -394,12 +413,15 @@ Status RpcServer::Serve(Service& service, const std::atomic<bool>& stop) {
 
 // ---------------------------------------------------------------- client
 
+// Connections to every server: server s's streams are sockets
+// [s * streams, (s + 1) * streams), each connected on first use.
 struct RpcClient::SocketSet {
   std::vector<std::unique_ptr<zmq::socket_t>> sockets;
 };
 
 struct RpcClient::Shared {
-  zmq::context_t context{1};
+  explicit Shared(int io_threads) : context(io_threads) {}
+  zmq::context_t context;
   std::mutex mutex;
   std::vector<std::unique_ptr<SocketSet>> free_sets;
   struct ServerHealth {
@@ -415,14 +437,25 @@ struct RpcClient::Shared {
   std::thread heartbeat;
 };
 
-RpcClient::RpcClient(ClientOptions options)
-    : options_(std::move(options)), shared_(std::make_unique<Shared>()) {}
+RpcClient::RpcClient(ClientOptions options) : options_(std::move(options)) {
+  options_.io_threads = IoThreadsOr(options_.io_threads);
+  if (options_.streams == 0) {
+    options_.streams = options_.curve_secret_key.empty() ? 1 : options_.io_threads;
+  }
+  shared_ = std::make_unique<Shared>(options_.io_threads);
+}
 
 StatusOr<std::unique_ptr<RpcClient>> RpcClient::Create(const ClientOptions& options) {
   if (options.servers.empty()) return absl::InvalidArgumentError("no servers to connect to");
   if (options.token.empty()) return absl::InvalidArgumentError("no job token");
   if (!options.curve_secret_key.empty()) {
     RETURN_IF_ERROR(ValidateCurveSecretKey(options.curve_secret_key, "the job key"));
+  }
+  if (options.io_threads < 0 || options.io_threads > kMaxIoThreads || options.streams < 0 ||
+      options.streams > kMaxStreams) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} I/O threads and {} streams per server; expected 0..{} and 0..{}",
+                    options.io_threads, options.streams, kMaxIoThreads, kMaxStreams));
   }
   std::unique_ptr<RpcClient> client(new RpcClient(options));
   {
@@ -458,7 +491,7 @@ std::unique_ptr<RpcClient::SocketSet> RpcClient::Lease() {
     }
   }
   auto set = std::make_unique<SocketSet>();
-  set->sockets.resize(options_.servers.size());
+  set->sockets.resize(options_.servers.size() * options_.streams);
   return set;
 }
 
@@ -482,11 +515,11 @@ Status RpcClient::ServerStatus(int server) const {
 
 namespace {
 
-// The socket to `server` in `sockets`, connected on first use.
+// sockets[index], a connection to `server` made on first use.
 zmq::socket_t& SocketFor(zmq::context_t& context,
-                         std::vector<std::unique_ptr<zmq::socket_t>>& sockets, int server,
-                         const ClientOptions& options) {
-  if (!sockets[server]) {
+                         std::vector<std::unique_ptr<zmq::socket_t>>& sockets, size_t index,
+                         int server, const ClientOptions& options) {
+  if (!sockets[index]) {
     auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
     ConfigureSocket(*socket);
     Status secured =
@@ -495,9 +528,9 @@ zmq::socket_t& SocketFor(zmq::context_t& context,
     // and zmq::error_t reports its errno.
     if (!secured.ok()) throw zmq::error_t();
     socket->connect(options.servers[server]);
-    sockets[server] = std::move(socket);
+    sockets[index] = std::move(socket);
   }
-  return *sockets[server];
+  return *sockets[index];
 }
 
 // zmq::poll, except that a signal arriving meanwhile (EINTR) counts as a
@@ -518,10 +551,13 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
   std::unique_ptr<SocketSet> set = Lease();
   struct Pending {
     int server;
+    size_t socket;  // Index into set->sockets.
     uint64_t request_id;
     wire::Method method;
   };
   std::vector<Pending> pending;
+  // The next stream of each server, round-robin.
+  std::vector<int> next_stream(options_.servers.size(), 0);
   std::vector<std::optional<Message>> responses(calls.size());
   std::vector<bool> answered(calls.size(), false);
   auto finish = [&](Status status) -> StatusOr<std::vector<Message>> {
@@ -540,8 +576,11 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
       h.set_token(options_.token);
       h.set_client_id(options_.client_id);
       h.set_timeout_ms(static_cast<uint32_t>(deadline.RemainingMillis()));
-      pending.push_back({call.server, h.request_id(), h.method()});
-      zmq::socket_t& s = SocketFor(shared_->context, set->sockets, call.server, options_);
+      int& stream = next_stream[call.server];
+      size_t index = static_cast<size_t>(call.server) * options_.streams + stream;
+      stream = (stream + 1) % options_.streams;
+      pending.push_back({call.server, index, h.request_id(), h.method()});
+      zmq::socket_t& s = SocketFor(shared_->context, set->sockets, index, call.server, options_);
       while (!SendMessage(s, nullptr, call.request)) {
         if (deadline.Expired()) {
           return finish(absl::DeadlineExceededError(
@@ -556,22 +595,21 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
     if (between) between();
     size_t remaining = pending.size();
     std::vector<zmq::pollitem_t> items;
-    std::vector<int> item_server;
+    std::vector<size_t> item_socket;
     std::vector<Blob> frames;
     while (remaining > 0) {
       items.clear();
-      item_server.clear();
+      item_socket.clear();
       for (size_t i = 0; i < pending.size(); ++i) {
         if (answered[i]) continue;
         int server = pending[i].server;
         if (Status s = ServerStatus(server); !s.ok()) {
           return finish(Annotate(s, fmt::format("{} failed", MethodName(pending[i].method))));
         }
-        bool listed = false;
-        for (int x : item_server) listed |= x == server;
-        if (!listed) {
-          items.push_back({set->sockets[server]->handle(), 0, ZMQ_POLLIN, 0});
-          item_server.push_back(server);
+        size_t socket = pending[i].socket;
+        if (std::find(item_socket.begin(), item_socket.end(), socket) == item_socket.end()) {
+          items.push_back({set->sockets[socket]->handle(), 0, ZMQ_POLLIN, 0});
+          item_socket.push_back(socket);
         }
       }
       if (deadline.Expired()) {
@@ -596,9 +634,10 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
                    std::min(kPollSlice, Millis(std::max(1, deadline.RemainingMillis()))));
       for (size_t k = 0; k < items.size(); ++k) {
         if (!(items[k].revents & ZMQ_POLLIN)) continue;
-        int server = item_server[k];
+        size_t socket = item_socket[k];
+        int server = static_cast<int>(socket / options_.streams);
         bool overflow = false;
-        while (ReceiveFrames(*set->sockets[server], frames, overflow)) {
+        while (ReceiveFrames(*set->sockets[socket], frames, overflow)) {
           if (overflow) continue;
           StatusOr<Message> parsed = ParseMessage(std::move(frames), "");
           frames.clear();
@@ -608,7 +647,7 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
           }
           uint64_t id = parsed->header.request_id();
           for (size_t i = 0; i < pending.size(); ++i) {
-            if (answered[i] || pending[i].server != server || pending[i].request_id != id) {
+            if (answered[i] || pending[i].socket != socket || pending[i].request_id != id) {
               continue;
             }
             shared_->health[server].contacted.store(true);
@@ -657,7 +696,7 @@ void RpcClient::HeartbeatLoop() {
       for (int s = 0; s < num_servers(); ++s) {
         Shared::ServerHealth& h = shared_->health[s];
         if (!h.contacted.load() || h.dead.load()) continue;
-        zmq::socket_t& socket = SocketFor(shared_->context, sockets, s, options_);
+        zmq::socket_t& socket = SocketFor(shared_->context, sockets, s, s, options_);
         bool overflow = false;
         while (ReceiveFrames(socket, frames, overflow)) {
           StatusOr<Message> parsed = ParseMessage(std::move(frames), "");

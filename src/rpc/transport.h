@@ -14,7 +14,11 @@
 //
 // RpcClient connects DEALER sockets to every server. Calls are thread-safe:
 // each calling thread leases a private set of sockets for the duration of
-// one call, so a socket only ever has one user at a time. Every call has a
+// one call, so a socket only ever has one user at a time. A set holds
+// `streams` connections to each server, and the calls of one CallMany to a
+// server are spread over them: ZeroMQ encrypts and decrypts a connection's
+// traffic on one of its I/O threads, so a large transfer split across
+// streams is encrypted on several cores at each end. Every call has a
 // deadline; a background thread sends heartbeats to each server that has
 // answered once, and a server that stops answering them is reported dead,
 // failing calls to it at once with an error naming it.
@@ -80,10 +84,19 @@ struct ServerOptions {
   // ZeroMQ pings every connection this often and closes one whose peer
   // stays silent for three intervals (dead hosts, half-open connections).
   Millis connection_heartbeat{5000};
+  // ZeroMQ I/O threads: they encrypt the answers, each connection on one of
+  // them. 0: DefaultIoThreads().
+  int io_threads = 0;
 };
+
+// One per core, at most 4: idle I/O threads cost nothing but a thread.
+int DefaultIoThreads();
 
 // Client ids a server accepts when it does not know the job's size.
 inline constexpr int kMaxClients = 1 << 16;
+// Bounds of ServerOptions::io_threads / ClientOptions::io_threads and streams.
+inline constexpr int kMaxIoThreads = 64;
+inline constexpr int kMaxStreams = 16;
 
 class RpcServer {
  public:
@@ -134,6 +147,12 @@ struct ClientOptions {
   std::vector<std::string> servers;  // ZeroMQ endpoints; index = server id.
   Millis heartbeat_interval{1000};
   Millis heartbeat_timeout{10000};  // 0 disables heartbeats.
+  // ZeroMQ I/O threads (they decrypt the answers). 0: DefaultIoThreads().
+  int io_threads = 0;
+  // Connections to each server per calling thread; one call's requests to
+  // a server are spread over them round-robin. 0: as many as I/O threads
+  // when encrypted (so that several cores decrypt one transfer), else 1.
+  int streams = 0;
 };
 
 struct Call {
