@@ -66,10 +66,10 @@ def run(cmd, env, what):
     return _dgl_runs.run(cmd, env, what, "train_vs_dgl")
 
 
-def prepare(args):
-    os.makedirs(args.work, exist_ok=True)
-    # DGL's example reads `features` / `labels`: give both partitioners a
-    # folder where those names exist.
+def input_folder(args):
+    """`args.work`/input: links to the graph's files (`args.graph`), plus the
+    names DGL's example reads (`features`, `labels`), so both partitioners
+    see them."""
     data = os.path.join(args.work, "input")
     os.makedirs(data, exist_ok=True)
     for name in os.listdir(args.graph):
@@ -80,6 +80,24 @@ def prepare(args):
         link = os.path.join(data, theirs)
         if not os.path.exists(link):
             os.symlink(os.path.abspath(os.path.join(args.graph, ours)), link)
+    return data
+
+
+def tessera_script(dgl_folder, out):
+    """Writes DGL's train_dist.py with its imports changed (docs/python.md)
+    to `out`."""
+    with open(os.path.join(dgl_folder, "train_dist.py")) as f:
+        text = f.read()
+    text = text.replace("import dgl.nn.pytorch as dglnn", "import tessera.nn as dglnn")
+    text = re.sub(r"^import dgl$", "import tessera as dgl", text, flags=re.M)
+    with open(out, "w") as f:
+        f.write(text)
+    return out
+
+
+def prepare(args):
+    os.makedirs(args.work, exist_ok=True)
+    data = input_folder(args)
     env = dict(os.environ, PYTHONPATH=os.path.join(args.dgl, "python"), DGLBACKEND="pytorch")
     dgl_parts = os.path.join(args.work, "dgl_parts")
     if not os.path.exists(os.path.join(dgl_parts, "medium.json")):
@@ -91,14 +109,7 @@ def prepare(args):
              "--num-parts", "1", "--out", ours], dict(os.environ), "tessera partition")
     with open(os.path.join(args.work, "ip.txt"), "w") as f:
         f.write("127.0.0.1\n")
-    # The same file with its imports changed (docs/python.md).
-    with open(os.path.join(args.dgl, "train_dist.py")) as f:
-        text = f.read()
-    text = text.replace("import dgl.nn.pytorch as dglnn", "import tessera.nn as dglnn")
-    text = re.sub(r"^import dgl$", "import tessera as dgl", text, flags=re.M)
-    script = os.path.join(args.work, "train_dist_tessera.py")
-    with open(script, "w") as f:
-        f.write(text)
+    script = tessera_script(args.dgl, os.path.join(args.work, "train_dist_tessera.py"))
     return dgl_parts, ours, script, env
 
 
