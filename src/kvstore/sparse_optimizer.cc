@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fmt/format.h"
+#include "src/base/simd.h"
 
 namespace tessera::kv {
 
@@ -38,27 +39,34 @@ std::string StateKey(const std::string& embedding_key, const StateTensor& state)
   return embedding_key + state.suffix;
 }
 
+// In float, as torch's optimizers compute: the loops vectorise (this file
+// is built with -fno-math-errno, so sqrt does not stop that).
+TESSERA_SIMD_CLONES
 void SparseUpdateRow(const SparseOptimizerSpec& spec, float* row, float* const* state,
                      const float* grad, int64_t dim) {
-  const double lr = spec.lr, eps = spec.eps;
+  const float lr = static_cast<float>(spec.lr), eps = static_cast<float>(spec.eps);
   if (spec.kind == SparseOptimizerKind::kAdagrad) {
     float* sum = state[0];
     for (int64_t j = 0; j < dim; ++j) {
-      sum[j] += grad[j] * grad[j];
-      row[j] -= static_cast<float>(lr * grad[j] / (std::sqrt(static_cast<double>(sum[j])) + eps));
+      const float g = grad[j], s = sum[j] + g * g;
+      sum[j] = s;
+      row[j] -= lr * g / (std::sqrt(s) + eps);
     }
     return;
   }
   float *m = state[0], *v = state[1], *step = state[2];
   step[0] += 1;
   const double b1 = spec.beta1, b2 = spec.beta2;
-  const double correction1 = 1 - std::pow(b1, step[0]);
-  const double correction2 = 1 - std::pow(b2, step[0]);
+  // torch.optim.Adam: row -= lr / c1 * m / (sqrt(v) / sqrt(c2) + eps).
+  const float step_size = static_cast<float>(lr / (1 - std::pow(b1, step[0])));
+  const float inv_sqrt_c2 = static_cast<float>(1 / std::sqrt(1 - std::pow(b2, step[0])));
+  const float fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2);
   for (int64_t j = 0; j < dim; ++j) {
-    m[j] = static_cast<float>(b1 * m[j] + (1 - b1) * grad[j]);
-    v[j] = static_cast<float>(b2 * v[j] + (1 - b2) * grad[j] * grad[j]);
-    const double m_hat = m[j] / correction1, v_hat = v[j] / correction2;
-    row[j] -= static_cast<float>(lr * m_hat / (std::sqrt(v_hat) + eps));
+    const float g = grad[j];
+    const float mj = fb1 * m[j] + (1 - fb1) * g, vj = fb2 * v[j] + (1 - fb2) * g * g;
+    m[j] = mj;
+    v[j] = vj;
+    row[j] -= step_size * mj / (std::sqrt(vj) * inv_sqrt_c2 + eps);
   }
 }
 

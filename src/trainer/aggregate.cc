@@ -23,13 +23,8 @@
 
 #include "fmt/format.h"
 #include "include/tessera/dist.h"
+#include "src/base/simd.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TESSERA_SIMD_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TESSERA_SIMD_CLONES
-#endif
 #define TESSERA_INLINE inline __attribute__((always_inline))
 
 namespace tessera::nn {
