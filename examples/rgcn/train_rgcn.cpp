@@ -124,10 +124,13 @@ class Trainer {
   }
 
   // Hidden input rows of homogeneous node ids: projected features, or the
-  // type's learned embedding.
+  // type's learned embedding. Each type's rows are computed together, then
+  // put in the nodes' order by one gather (one scatter in the backward).
   torch::Tensor Input(const torch::Tensor& nodes) {
     auto [types, per] = g_.map_to_per_ntype(nodes);
-    torch::Tensor x = torch::zeros({nodes.size(0), f_.num_hidden});
+    const int64_t n = nodes.size(0);
+    std::vector<torch::Tensor> parts, places;
+    int64_t placed = 0;
     for (size_t t = 0; t < g_.ntypes().size(); ++t) {
       torch::Tensor where = (types == static_cast<int64_t>(t)).nonzero().reshape({-1});
       if (where.size(0) == 0) continue;
@@ -142,9 +145,21 @@ class Trainer {
         if (emb == embeddings_.end()) continue;  // MLP: no other types are read.
         rows = emb->second(ids);
       }
-      x = x.index_copy(0, where, rows);
+      parts.push_back(rows);
+      places.push_back(where);
+      placed += where.size(0);
     }
-    return x;
+    if (placed < n) {  // Types read by neither (the MLP's): zero rows.
+      torch::Tensor unread = torch::ones({n}, torch::kBool);
+      for (const torch::Tensor& where : places) unread.index_fill_(0, where, false);
+      places.push_back(unread.nonzero().reshape({-1}));
+      parts.push_back(torch::zeros({n - placed, f_.num_hidden}));
+    }
+    if (parts.empty()) return torch::zeros({0, f_.num_hidden});
+    // inverse[i]: the row of node i in the concatenated parts.
+    torch::Tensor inverse = torch::empty({n}, torch::kInt64);
+    inverse.index_put_({torch::cat(places)}, torch::arange(n, torch::kInt64));
+    return torch::cat(parts).index_select(0, inverse);
   }
 
   torch::Tensor Forward(const dist::MiniBatch& batch) {

@@ -71,8 +71,11 @@ class DistEmbedLayer(nn.Module):
         return self
 
     def forward(self, node_ids, ntype_ids):
-        """node_ids: per-type ids; ntype_ids: their node types."""
-        embeds = th.zeros(node_ids.shape[0], self.embed_size)
+        """node_ids: per-type ids; ntype_ids: their node types. Each type's
+        rows are computed together, then put in the nodes' order by one
+        gather (one scatter in the backward)."""
+        n = node_ids.shape[0]
+        parts, places = [], []
         for ntype_id, ntype in self.ntype_id_map.items():
             loc = th.nonzero(ntype_ids == ntype_id).reshape(-1)
             ids = node_ids[loc]
@@ -84,8 +87,20 @@ class DistEmbedLayer(nn.Module):
                 rows = self.node_embeds[ntype](ids)
             else:
                 continue  # the MLP reads no other type
-            embeds = embeds.index_copy(0, loc, rows)
-        return embeds
+            parts.append(rows)
+            places.append(loc)
+        placed = sum(len(loc) for loc in places)
+        if placed < n:  # types read by neither (the MLP's): zero rows
+            unread = th.ones(n, dtype=th.bool)
+            for loc in places:
+                unread[loc] = False
+            places.append(th.nonzero(unread).reshape(-1))
+            parts.append(th.zeros(n - placed, self.embed_size))
+        if not parts:
+            return th.zeros(0, self.embed_size)
+        inverse = th.empty(n, dtype=th.int64)  # node i's row in the parts
+        inverse[th.cat(places)] = th.arange(n)
+        return th.cat(parts).index_select(0, inverse)
 
 
 class MLP(nn.Module):
