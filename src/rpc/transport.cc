@@ -113,7 +113,7 @@ void ConfigureSocket(zmq::socket_t& socket) {
 
 int DefaultIoThreads() {
   unsigned cores = std::thread::hardware_concurrency();
-  return static_cast<int>(std::clamp(cores, 1u, 4u));
+  return static_cast<int>(std::clamp(cores / 2, 1u, 4u));
 }
 
 namespace {

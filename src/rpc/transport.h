@@ -89,7 +89,10 @@ struct ServerOptions {
   int io_threads = 0;
 };
 
-// One per core, at most 4: idle I/O threads cost nothing but a thread.
+// One per two cores, 1 to 4: the other half is left to the trainer and its
+// samplers. (On a 2-core host, where both ends of a loopback transfer
+// already keep both cores busy with the cipher, a second stream was 3-10 %
+// slower in `tessera bench pull`.)
 int DefaultIoThreads();
 
 // Client ids a server accepts when it does not know the job's size.
