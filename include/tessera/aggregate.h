@@ -120,6 +120,19 @@ bool narrow_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
 torch::Tensor narrow_linear(const torch::Tensor& x, const torch::Tensor& weight,
                             const torch::Tensor& bias = {});
 
+// ---------------------------------------------------------------- dropout
+
+// torch::nn::functional::dropout's distribution (each element zeroed with
+// probability p, the others scaled by 1 / (1 - p); x itself when not
+// training or p is 0) from a counter-based hash of the element's index
+// instead of one Bernoulli draw per element, which LibTorch's CPU
+// bernoulli_ makes serially (~20x slower). The hash's key is drawn from
+// torch's default generator, so torch::manual_seed repeats the masks; the
+// backward recomputes the mask instead of keeping it. Throws dist::Error
+// when p is outside [0, 1] or x is not a floating-point CPU tensor. Call it
+// qualified: argument-dependent lookup also finds at::dropout.
+torch::Tensor dropout(const torch::Tensor& x, double p, bool training = true);
+
 }  // namespace tessera::nn
 
 #endif  // TESSERA_INCLUDE_TESSERA_AGGREGATE_H_

@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tessera import _C, EID, NID
-from tessera.ops import (_csr, _linear, _to_edge_order, edge_softmax, mean_aggregate,
+from tessera.ops import (Dropout, _csr, _linear, _to_edge_order, edge_softmax, mean_aggregate,
                          sum_aggregate)
 from tessera.distributed.loader import Block, HeteroBlock
 
@@ -61,7 +61,7 @@ class SAGEConv(nn.Module):
             self._in_src_feats = self._in_dst_feats = in_feats
         self._out_feats = out_feats
         self._aggre_type = aggregator_type
-        self.feat_drop = nn.Dropout(feat_drop)
+        self.feat_drop = Dropout(feat_drop)
         self.norm, self.activation = norm, activation
         self.fc_neigh = nn.Linear(self._in_src_feats, out_feats, bias=False)
         # DGL 1.1.3's parameters: "mean" keeps its bias in fc_self (with
@@ -194,8 +194,8 @@ class GATConv(nn.Module):
             self.fc = nn.Linear(in_feats, width, bias=False)
         self.attn_l = nn.Parameter(torch.empty(1, num_heads, out_feats))
         self.attn_r = nn.Parameter(torch.empty(1, num_heads, out_feats))
-        self.feat_drop = nn.Dropout(feat_drop)
-        self.attn_drop = nn.Dropout(attn_drop)
+        self.feat_drop = Dropout(feat_drop)
+        self.attn_drop = Dropout(attn_drop)
         self.leaky_relu = nn.LeakyReLU(negative_slope)
         self.bias = nn.Parameter(torch.zeros(width)) if bias else None
         if residual:
@@ -422,7 +422,7 @@ class RelGraphConv(nn.Module):
         if self.self_loop:
             self.loop_weight = nn.Parameter(torch.empty(in_feat, out_feat))
             nn.init.xavier_uniform_(self.loop_weight, gain=nn.init.calculate_gain("relu"))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, g, feat, etypes=None, norm=None, *, presorted=False):
         """A ``Block``: ``feat`` its source rows ``[num_src, in_feat]``

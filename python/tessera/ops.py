@@ -65,3 +65,22 @@ def edge_softmax(block, scores):
     destination's in-edges (DGL's ``edge_softmax`` on a block)."""
     out = _C.edge_softmax(block.indptr, _to_csr_order(block, scores))
     return _to_edge_order(block, out)
+
+
+def dropout(x, p=0.5, training=True):
+    """``torch.nn.functional.dropout``'s distribution (each element zeroed with
+    probability ``p``, the others scaled by ``1 / (1 - p)``) from a hash of
+    each element's index instead of one Bernoulli draw per element, which
+    torch 1.13's CPU kernel makes serially (~20x slower). The hash's key
+    comes from torch's default generator: ``torch.manual_seed`` repeats the
+    masks. CPU floating-point tensors."""
+    return _C.dropout(x, float(p), bool(training))
+
+
+class Dropout(torch.nn.Dropout):
+    """``torch.nn.Dropout`` (same ``p``, same train/eval behaviour) computed
+    by :func:`dropout`. The layers of ``tessera.nn`` use it; ``inplace`` is
+    accepted and ignored (a new tensor is returned)."""
+
+    def forward(self, x):
+        return dropout(x, self.p, self.training)

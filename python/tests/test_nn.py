@@ -212,3 +212,27 @@ def test_ops_aggregate_against_per_edge_reference():
         ops.aggregate(b, torch.randn(5, 2), "sum", torch.ones(4))
     with pytest.raises(tessera.TesseraError, match="reduce"):
         ops.aggregate(b, torch.randn(5, 2), "min")
+
+
+def test_ops_dropout_is_torch_dropout_with_a_hashed_mask():
+    """tessera.ops.Dropout (what tessera.nn's layers use) is a torch Dropout:
+    same p and modes, the rate and scale of torch's, the forward's mask in the
+    backward, repeated by torch.manual_seed."""
+    from tessera import ops
+    d = ops.Dropout(0.25)
+    assert isinstance(d, torch.nn.Dropout) and d.p == 0.25
+    x = torch.randn(500, 400, requires_grad=True)
+    torch.manual_seed(5)
+    y = d(x)
+    kept = y != 0
+    assert abs(1 - kept.double().mean().item() - 0.25) < 0.005
+    assert torch.allclose(y[kept], x[kept] / 0.75)
+    y.sum().backward()
+    assert torch.allclose(x.grad, kept.float() / 0.75)
+    torch.manual_seed(5)
+    assert torch.equal(d(x.detach()) != 0, kept)
+    d.eval()
+    assert d(x) is x
+    assert isinstance(tnn.RelGraphConv(4, 4, 2, dropout=0.5).dropout, ops.Dropout)
+    with pytest.raises(tessera.TesseraError, match="probability"):
+        ops.dropout(x, 2.0)

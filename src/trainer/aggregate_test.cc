@@ -247,6 +247,46 @@ TEST(AggregateTest, RelationAggregateMatchesPerEdgeProducts) {
   torch::set_num_threads(1);
 }
 
+// (Qualified: at::dropout is found by argument-dependent lookup too.)
+TEST(DropoutTest, DropsAtRateScalesAndRepeatsInTheBackward) {
+  torch::set_num_threads(2);
+  const double p = 0.3;
+  torch::Tensor x = torch::randn({1000, 1000}).requires_grad_(true);
+  torch::manual_seed(7);
+  torch::Tensor y = tessera::nn::dropout(x, p);
+  torch::Tensor dropped = (y == 0);
+  const double rate = dropped.to(torch::kFloat64).mean().item<double>();
+  EXPECT_NEAR(rate, p, 0.003);  // 1M draws: sd 0.00046.
+  // Neighbours are independent: both dropped at rate p^2.
+  torch::Tensor flat = dropped.reshape({-1});
+  const double pairs = (flat.slice(0, 1) & flat.slice(0, 0, -1)).to(torch::kFloat64).mean()
+                           .item<double>();
+  EXPECT_NEAR(pairs, p * p, 0.003);
+  // Every row and column is dropped at about the same rate.
+  torch::Tensor per_row = dropped.to(torch::kFloat64).mean(1);
+  EXPECT_LT((per_row - p).abs().max().item<double>(), 0.08);
+  torch::Tensor kept = ~dropped;
+  EXPECT_TRUE(torch::allclose(y.masked_select(kept), x.masked_select(kept) / (1 - p)));
+  // The backward uses the forward's mask.
+  y.sum().backward();
+  torch::Tensor want = kept.to(torch::kFloat32) / (1 - p);
+  EXPECT_TRUE(torch::allclose(x.grad(), want));
+  // torch::manual_seed repeats the mask; the next call draws another one.
+  torch::manual_seed(7);
+  torch::Tensor again = tessera::nn::dropout(x.detach(), p);
+  EXPECT_TRUE(torch::equal(again == 0, dropped));
+  EXPECT_FALSE(torch::equal(tessera::nn::dropout(x.detach(), p) == 0, dropped));
+  // Doubles, evaluation, p = 0 and p = 1, bad input.
+  torch::Tensor d = torch::ones({4096}, torch::kFloat64);
+  EXPECT_NEAR((tessera::nn::dropout(d, 0.5) == 0).to(torch::kFloat64).mean().item<double>(), 0.5, 0.05);
+  EXPECT_TRUE(tessera::nn::dropout(x, p, /*training=*/false).is_same(x));
+  EXPECT_TRUE(tessera::nn::dropout(x, 0).is_same(x));
+  EXPECT_EQ(tessera::nn::dropout(x.detach(), 1).abs().sum().item<double>(), 0);
+  EXPECT_THROW(tessera::nn::dropout(x, 1.5), dist::Error);
+  EXPECT_THROW(tessera::nn::dropout(torch::ones({3}, torch::kInt64), 0.5), dist::Error);
+  torch::set_num_threads(1);
+}
+
 TEST(NarrowLinearTest, MatchesLinearForwardAndBackward) {
   for (int threads : {1, 2}) {
     torch::set_num_threads(threads);

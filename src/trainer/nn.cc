@@ -33,6 +33,11 @@ void InitLinear(torch::nn::Linear& fc) {
   torch::nn::init::xavier_uniform_(fc->weight, std::sqrt(2.0));
 }
 
+// The module's dropout (its p, in its train/eval mode) by tessera's kernel.
+torch::Tensor Drop(const torch::nn::Dropout& d, const torch::Tensor& x) {
+  return tessera::nn::dropout(x, d->options.p(), d->is_training());
+}
+
 }  // namespace
 
 SAGEConvImpl::SAGEConvImpl(int64_t in_feats, int64_t out_feats)
@@ -84,7 +89,7 @@ SAGEImpl::SAGEImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int num_
 }
 
 torch::Tensor SAGEImpl::activate(int l, const torch::Tensor& out) {
-  return l + 1 < num_layers() ? dropout_(torch::relu(out)) : out;
+  return l + 1 < num_layers() ? Drop(dropout_, torch::relu(out)) : out;
 }
 
 torch::Tensor SAGEImpl::forward_layer(int l, const dist::Block& block, const torch::Tensor& h) {
@@ -96,7 +101,7 @@ torch::Tensor SAGEImpl::forward(const std::vector<dist::Block>& blocks, const to
     throw dist::Error(fmt::format("SAGE: {} blocks for {} layers (one fanout per layer)",
                                   blocks.size(), num_layers()));
   }
-  torch::Tensor h = input_dropout_->options.p() > 0 ? input_dropout_(x) : x;
+  torch::Tensor h = input_dropout_->options.p() > 0 ? Drop(input_dropout_, x) : x;
   for (int l = 0; l < num_layers(); ++l) h = forward_layer(l, blocks[static_cast<size_t>(l)], h);
   return h;
 }
@@ -289,7 +294,7 @@ torch::Tensor RGCNImpl::forward(const std::vector<dist::Block>& blocks,
   torch::Tensor h = x;
   for (size_t l = 0; l < layers_.size(); ++l) {
     h = layers_[l]->forward(blocks[l], h, etypes[l]);
-    if (l + 1 < layers_.size()) h = dropout_(torch::relu(h));
+    if (l + 1 < layers_.size()) h = Drop(dropout_, torch::relu(h));
   }
   return h;
 }
@@ -302,7 +307,7 @@ std::vector<torch::Tensor> RGCNImpl::forward(const std::vector<dist::HeteroBlock
   for (size_t l = 0; l < layers_.size(); ++l) {
     x = layers_[l]->forward(blocks[l], x);
     if (l + 1 < layers_.size()) {
-      for (torch::Tensor& h : x) h = dropout_(torch::relu(h));
+      for (torch::Tensor& h : x) h = Drop(dropout_, torch::relu(h));
     }
   }
   return x;
