@@ -650,6 +650,62 @@ RelationGroups GroupByRelation(const torch::Tensor& src, const torch::Tensor& ds
   return g;
 }
 
+namespace {
+
+// rows [P, in] in segments of `counts` rows, segment r times weights[r]
+// ([R, in, out]) into one [P, out] tensor. The backward writes each
+// segment's input gradient into one [P, in] tensor: as one torch::mm per
+// narrow()ed segment, every segment's backward would allocate a zeroed
+// [P, in] tensor and add it to the others (R times the work).
+class SegmentMmOp : public torch::autograd::Function<SegmentMmOp> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor rows, torch::Tensor weights,
+                               std::vector<int64_t> counts) {
+    torch::Tensor out = torch::empty({rows.size(0), weights.size(2)}, rows.options());
+    int64_t offset = 0;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      if (counts[r] > 0) {
+        torch::Tensor part = out.narrow(0, offset, counts[r]);
+        torch::mm_out(part, rows.narrow(0, offset, counts[r]), weights[static_cast<int64_t>(r)]);
+      }
+      offset += counts[r];
+    }
+    ctx->save_for_backward({rows, weights});
+    ctx->saved_data["counts"] = c10::IValue(counts);
+    return out;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const torch::Tensor rows = ctx->get_saved_variables()[0];
+    const torch::Tensor weights = ctx->get_saved_variables()[1];
+    const std::vector<int64_t> counts = ctx->saved_data["counts"].toIntVector();
+    const torch::Tensor grad = grads[0].contiguous();
+    torch::Tensor grad_rows, grad_weights;
+    if (ctx->needs_input_grad(0)) grad_rows = torch::empty_like(rows);
+    if (ctx->needs_input_grad(1)) grad_weights = torch::zeros_like(weights);
+    int64_t offset = 0;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      const int64_t n = counts[r];
+      if (n > 0) {
+        torch::Tensor g = grad.narrow(0, offset, n);
+        const int64_t rel = static_cast<int64_t>(r);
+        if (grad_rows.defined()) {
+          torch::Tensor part = grad_rows.narrow(0, offset, n);
+          torch::mm_out(part, g, weights[rel].t());
+        }
+        if (grad_weights.defined()) {
+          torch::Tensor part = grad_weights[rel];
+          torch::mm_out(part, rows.narrow(0, offset, n).t(), g);
+        }
+      }
+      offset += n;
+    }
+    return {grad_rows, grad_weights, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
 torch::Tensor relation_aggregate(const RelationGroups& groups, const torch::Tensor& h,
                                  const std::vector<torch::Tensor>& weights,
                                  const torch::Tensor& norm) {
@@ -677,19 +733,14 @@ torch::Tensor relation_aggregate(const RelationGroups& groups, const torch::Tens
     }
     w = norm.reshape({E}).index_select(0, groups.pair_eid);
   }
-  // Per pair the (normed) sum of its messages, pairs in relation order.
+  // Per pair the (normed) sum of its messages, pairs in relation order,
+  // then each relation's pairs times its weight. Every relation's weight
+  // takes part, even without pairs (a zero gradient), so that DDP sees
+  // every parameter used.
   torch::Tensor agg = aggregate(groups.pair_indptr, groups.pair_src, h, Reduce::kSum, w);
-  std::vector<torch::Tensor> parts;
   const int64_t* rel_pairs = groups.rel_pairs.data_ptr<int64_t>();
-  int64_t offset = 0;
-  // Every relation's weight takes part, even without pairs (a zero-row
-  // product), so that DDP sees every parameter used.
-  for (int64_t r = 0; r < groups.num_rels; ++r) {
-    parts.push_back(
-        torch::mm(agg.narrow(0, offset, rel_pairs[r]), weights[static_cast<size_t>(r)]));
-    offset += rel_pairs[r];
-  }
-  torch::Tensor m = torch::cat(parts);
+  std::vector<int64_t> counts(rel_pairs, rel_pairs + groups.num_rels);
+  torch::Tensor m = SegmentMmOp::apply(agg.contiguous(), torch::stack(weights), counts);
   return aggregate(groups.dst_indptr, groups.dst_pairs, m, Reduce::kSum);
 }
 
