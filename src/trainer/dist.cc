@@ -197,13 +197,18 @@ int UsableCores() {
 // On a 2-core machine one sampler thread made DGL's GraphSAGE epoch 1.96 s
 // against 2.44 s with none (sampling inline) and 2.29-2.50 s with two.
 // Returns the sampler threads.
+// Sampler threads for a trainer with `cores` cores to itself: one per four,
+// at least one (none on a single core, where they would only take turns
+// with the compute threads).
+int DefaultSamplerThreads(int cores) { return cores >= 2 ? std::max(1, cores / 4) : 0; }
+
 int ChooseStandaloneThreads(const launcher::GetEnvFn& getenv, bool choose_threads) {
   const int cores = UsableCores();
   const char* omp = getenv("OMP_NUM_THREADS");
   if (choose_threads && (omp == nullptr || *omp == '\0') && torch::get_num_threads() < cores) {
     torch::set_num_threads(cores);
   }
-  const int samplers = cores >= 2 ? std::max(1, cores / 4) : 0;
+  const int samplers = DefaultSamplerThreads(cores);
   const char* wait = getenv("OMP_WAIT_POLICY");
   if (samplers > 0 && (wait == nullptr || strcasecmp(wait, "passive") != 0)) {
     spdlog::warn(
@@ -245,7 +250,12 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   ctx->world_size_ = env->world_size;
   ctx->machine_id_ = env->machine_id;
   ctx->part_config_ = env->part_config;
-  ctx->num_samplers_ = env->num_samplers;
+  // --num-samplers 0, DGL's default, means no sampler processes: tessera
+  // has none anyway, and the trainer samples ahead on threads of its own,
+  // sized by its share of the cores (its compute threads).
+  ctx->num_samplers_ = env->num_samplers > 0
+                           ? env->num_samplers
+                           : DefaultSamplerThreads(torch::get_num_threads());
   std::string ip_path = ip_config.empty() ? env->ip_config : ip_config;
   auto ip = ValueOrThrow(launcher::ReadIpConfig(ip_path), "initialize");
   if (env->machine_id >= ip.num_machines()) {
@@ -272,10 +282,11 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
       ValueOrThrow(kv::KvClient::Connect(kv_options), "initialize: connecting to the servers");
   spdlog::info(
       "tessera: trainer {} of {} on machine {}, connected to {} servers; {} compute "
-      "threads, {} sampler threads (the launcher's --num-omp-threads and "
-      "--num-samplers), {} usable cores",
+      "threads (the launcher's --num-omp-threads), {} sampler threads ({}), {} usable cores",
       env->rank, env->world_size, env->machine_id, kv_options.servers.size(),
-      torch::get_num_threads(), env->num_samplers, UsableCores());
+      torch::get_num_threads(), ctx->num_samplers_,
+      env->num_samplers > 0 ? "--num-samplers" : "--num-samplers 0: one per 4 compute threads",
+      UsableCores());
   ctx->store_ = std::move(client);
   g_context = ctx;
   return ctx;
