@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <csignal>
-#include <initializer_list>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 
 #include "fmt/format.h"
@@ -91,12 +91,13 @@ StatusOr<std::string> HostsOf(const std::string& path, int ranks) {
   ASSIGN_OR_RETURN(launcher::IpConfig config, launcher::ReadIpConfig(path));
   const int machines = config.num_machines();
   if (ranks % machines != 0) {
-    return absl::InvalidArgumentError(StrCat("--ranks ", ranks, " is not a multiple of the ",
-                                             machines, " machines of ", path));
+    return absl::InvalidArgumentError(
+        StrCat("--ranks ", ranks, " is not a multiple of the ", machines, " machines of ", path));
   }
   std::vector<std::pair<std::string, int>> hosts;
   for (const launcher::MachineAddress& m : config.machines) {
-    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == m.ip; });
+    auto it =
+        std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == m.ip; });
     if (it == hosts.end()) {
       hosts.emplace_back(m.ip, ranks / machines);
     } else {
@@ -148,7 +149,8 @@ StatusOr<std::vector<std::string>> PlacementArgs(const MpiPartitionFlags& f) {
     for (const std::string& word : ssh) {
       if (word.empty() || word.find_first_of(" \t\n'\"") != std::string::npos) {
         return absl::InvalidArgumentError(
-            StrCat("ssh option '", word, "' is empty or has spaces or quotes, which mpirun's ssh "
+            StrCat("ssh option '", word,
+                   "' is empty or has spaces or quotes, which mpirun's ssh "
                    "agent (one command line split at spaces) cannot carry"));
       }
     }
@@ -159,8 +161,8 @@ StatusOr<std::vector<std::string>> PlacementArgs(const MpiPartitionFlags& f) {
     // TCP only: shared memory between ranks that Open MPI takes for one
     // node (same host name, as containers and namespaces often have)
     // crashes when they are not.
-    args.insert(args.end(), {"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include",
-                             f.network, "--mca", "oob_tcp_if_include", f.network});
+    args.insert(args.end(), {"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", f.network,
+                             "--mca", "oob_tcp_if_include", f.network});
   }
   return args;
 }

@@ -121,9 +121,9 @@ class RelGraphConvImpl : public torch::nn::Module {
 
  private:
   int64_t in_feats_, out_feats_, num_rels_, num_bases_;
-  torch::Tensor bases_;   // [num_bases, in, out]
-  torch::Tensor coeff_;   // [num_rels, num_bases]; identity without a regulariser.
-  torch::Tensor bias_;    // [out] or undefined.
+  torch::Tensor bases_;  // [num_bases, in, out]
+  torch::Tensor coeff_;  // [num_rels, num_bases]; identity without a regulariser.
+  torch::Tensor bias_;   // [out] or undefined.
   torch::nn::Linear self_loop_{nullptr};
 };
 TORCH_MODULE(RelGraphConv);
@@ -132,8 +132,8 @@ TORCH_MODULE(RelGraphConv);
 // model): RelGraphConv layers with ReLU and dropout between them.
 class RGCNImpl : public torch::nn::Module {
  public:
-  RGCNImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int64_t num_rels,
-           int64_t num_bases, int num_layers, double dropout);
+  RGCNImpl(int64_t in_feats, int64_t hidden, int64_t out_feats, int64_t num_rels, int64_t num_bases,
+           int num_layers, double dropout);
   // blocks and their edge relations (block_etypes), input layer first.
   torch::Tensor forward(const std::vector<dist::Block>& blocks,
                         const std::vector<torch::Tensor>& etypes, const torch::Tensor& x);

@@ -222,14 +222,14 @@ StatusOr<std::vector<int32_t>> ScotchParts(Comm& comm, const Layout& layout, Adj
   SCOTCH_stratInit(&strat);
   const bool strategy = SCOTCH_stratDgraphMapBuild(&strat, SCOTCH_STRATDEFAULT, comm.size(),
                                                    layout.num_parts, kImbalance - 1) == 0;
-  Status ready = Agree(comm, !initialised ? absl::InternalError(StrCat(
-                                                "PT-Scotch: SCOTCH_dgraphInit failed on rank ",
-                                                comm.rank()))
-                             : !strategy ? absl::InternalError(StrCat(
-                                               "PT-Scotch: SCOTCH_stratDgraphMapBuild failed on "
+  Status ready = Agree(
+      comm,
+      !initialised
+          ? absl::InternalError(StrCat("PT-Scotch: SCOTCH_dgraphInit failed on rank ", comm.rank()))
+      : !strategy ? absl::InternalError(StrCat("PT-Scotch: SCOTCH_stratDgraphMapBuild failed on "
                                                "rank ",
                                                comm.rank()))
-                                         : absl::OkStatus());
+                  : absl::OkStatus());
   if (!ready.ok()) {
     SCOTCH_stratExit(&strat);
     if (initialised) SCOTCH_dgraphExit(&graph);

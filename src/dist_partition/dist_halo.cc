@@ -242,8 +242,8 @@ StatusOr<std::vector<PartStats>> BuildLocalGraphs(
     const int64_t a = s.ids.node_offsets[p], b = s.ids.node_offsets[p + 1];
     auto lo = std::partition_point(out_edges.begin(), out_edges.end(),
                                    [&](const HaloEdge& x) { return x.src < a; });
-    auto hi = std::partition_point(lo, out_edges.end(),
-                                   [&](const HaloEdge& x) { return x.src < b; });
+    auto hi =
+        std::partition_point(lo, out_edges.end(), [&](const HaloEdge& x) { return x.src < b; });
     part_edges.emplace_back(lo - out_edges.begin(), hi - out_edges.begin());
   }
   // The i-th part of every rank at once (every rank has as many).

@@ -104,14 +104,13 @@ Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book) {
   bool printable =
       std::all_of(spec.name.begin(), spec.name.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
   const size_t slash = spec.name.find('/');
-  const std::string_view plain =
-      book.is_homogeneous() || slash == std::string::npos
-          ? std::string_view(spec.name)
-          : std::string_view(spec.name).substr(slash + 1);
+  const std::string_view plain = book.is_homogeneous() || slash == std::string::npos
+                                     ? std::string_view(spec.name)
+                                     : std::string_view(spec.name).substr(slash + 1);
   if (plain.empty() || plain.find('/') != std::string::npos || !printable) {
-    return absl::InvalidArgumentError(fmt::format(
-        "bad tensor name {:?}: printable ASCII without '/'{}", spec.name,
-        book.is_homogeneous() ? "" : " after its type (\"<type>/<name>\")"));
+    return absl::InvalidArgumentError(
+        fmt::format("bad tensor name {:?}: printable ASCII without '/'{}", spec.name,
+                    book.is_homogeneous() ? "" : " after its type (\"<type>/<name>\")"));
   }
   if (spec.policy != shm::Policy::kNode && spec.policy != shm::Policy::kEdge) {
     return absl::InvalidArgumentError("policy must be node or edge");
@@ -133,11 +132,10 @@ Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book) {
     return absl::InvalidArgumentError(fmt::format(
         "tensor '{}': shape[0] must be the number of {}s{} ({}), with 1 to {} dimensions",
         spec.name, shm::PolicyName(spec.policy),
-        book.is_homogeneous()
-            ? ""
-            : fmt::format(" of type '{}'", spec.policy == shm::Policy::kNode
-                                                ? book.ntypes()[type]
-                                                : book.etypes()[type].Canonical()),
+        book.is_homogeneous() ? ""
+                              : fmt::format(" of type '{}'", spec.policy == shm::Policy::kNode
+                                                                 ? book.ntypes()[type]
+                                                                 : book.etypes()[type].Canonical()),
         rows, int{shm::Catalog::kMaxDims}));
   }
   // The size in bytes, checked: a wrapped product would pass every later
@@ -408,8 +406,7 @@ StatusOr<std::vector<TensorMeta>> KvClient::List() {
   return out;
 }
 
-StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, int type,
-                                             const std::string& what,
+StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, int type, const std::string& what,
                                              std::span<const int64_t> ids) const {
   Split split;
   int K = book_.num_partitions();
@@ -429,7 +426,8 @@ StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, int type,
                       node ? "node" : "edge"));
     }
     owners[i] = static_cast<int32_t>(std::upper_bound(offsets.begin() + 1, offsets.end(), id) -
-                                     offsets.begin()) - 1;
+                                     offsets.begin()) -
+                1;
     ++counts[owners[i]];
   }
   for (int p = 0; p < K; ++p) {
@@ -449,7 +447,8 @@ StatusOr<KvClient::Split> KvClient::SplitIds(shm::Policy policy, int type,
 Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, void* out) {
   RETURN_IF_ERROR(JobHealth());
   ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
-  ASSIGN_OR_RETURN(Split split, SplitIds(meta.policy, meta.type, fmt::format("'{}'", meta.key), ids));
+  ASSIGN_OR_RETURN(Split split,
+                   SplitIds(meta.policy, meta.type, fmt::format("'{}'", meta.key), ids));
   size_t row_bytes = meta.row_bytes();
   char* dst = static_cast<char*>(out);
   int local_part = local_ ? book_.part_id() : -1;
@@ -466,7 +465,8 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
   size_t chunk_rows = std::max<size_t>(1, kChunkBytes / std::max(sizeof(int64_t), row_bytes));
   for (int p = 0; p < book_.num_partitions(); ++p) {
     if (p == local_part || split.ids[p].empty()) continue;
-    grouped[p] = GroupIds(split.ids[p], split.positions[p], IdRange(book_, meta.policy, meta.type, p));
+    grouped[p] =
+        GroupIds(split.ids[p], split.positions[p], IdRange(book_, meta.policy, meta.type, p));
     const std::vector<int64_t>& ids_p = grouped[p].ids;
     for (size_t begin = 0; begin < ids_p.size(); begin += chunk_rows) {
       size_t end = std::min(ids_p.size(), begin + chunk_rows);
@@ -526,7 +526,8 @@ Status KvClient::PullInto(const std::string& key, std::span<const int64_t> ids, 
 
 Status KvClient::ScatterRows(const TensorMeta& meta, std::span<const int64_t> ids, const void* rows,
                              const std::function<void(Message*)>& fill, const LocalRows& local) {
-  ASSIGN_OR_RETURN(Split split, SplitIds(meta.policy, meta.type, fmt::format("'{}'", meta.key), ids));
+  ASSIGN_OR_RETURN(Split split,
+                   SplitIds(meta.policy, meta.type, fmt::format("'{}'", meta.key), ids));
   size_t row_bytes = meta.row_bytes();
   const char* src = static_cast<const char*>(rows);
   int local_part = local_ ? book_.part_id() : -1;

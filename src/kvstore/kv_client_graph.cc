@@ -65,17 +65,17 @@ Status CheckIdRange(std::span<const int64_t> ids, int64_t bound, int part, const
                     const char* kind) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= bound) {
-      return absl::DataLossError(fmt::format("{}: machine {} answered {} {} (entry {}), not one of "
-                                             "the graph's {}",
-                                             what, part, kind, ids[i], i, bound));
+      return absl::DataLossError(
+          fmt::format("{}: machine {} answered {} {} (entry {}), not one of "
+                      "the graph's {}",
+                      what, part, kind, ids[i], i, bound));
     }
   }
   return absl::OkStatus();
 }
 
 Status UnpackSample(const Message& response, std::span<const int64_t> seeds, int part,
-                    sampling::EdgeDir dir, const PartitionBook& book,
-                    sampling::SampledEdges* out) {
+                    sampling::EdgeDir dir, const PartitionBook& book, sampling::SampledEdges* out) {
   const auto& a = response.arrays;
   bool ok = a.size() == 3 && IsIdArray(a[0]) && IsIdArray(a[1]) && a[0].shape == a[1].shape &&
             a[2].dtype == DType::kInt64 && a[2].shape.size() == 1 &&

@@ -84,7 +84,8 @@ std::vector<int64_t> LoadIds(const std::string& path) {
 
 int TypeOfId(const std::vector<int64_t>& offsets, int64_t id) {
   return static_cast<int>(std::upper_bound(offsets.begin() + 1, offsets.end(), id) -
-                          offsets.begin()) - 1;
+                          offsets.begin()) -
+         1;
 }
 
 class HeteroPartitionTest : public ::testing::TestWithParam<std::tuple<PartMethod, int, int>> {};

@@ -24,9 +24,9 @@ struct PartInspection {
   int64_t balanced_count = 0;  // Non-zero entries of the balanced array.
   int64_t bytes_on_disk = 0;
   // Per node type / relation (one entry each on a homogeneous graph).
-  std::vector<int64_t> type_nodes;     // Inner nodes of each type.
-  std::vector<int64_t> type_edges;     // Inner edges of each relation.
-  std::vector<int64_t> type_cut_edges; // Of those, with a HALO source.
+  std::vector<int64_t> type_nodes;      // Inner nodes of each type.
+  std::vector<int64_t> type_edges;      // Inner edges of each relation.
+  std::vector<int64_t> type_cut_edges;  // Of those, with a HALO source.
 };
 
 struct Inspection {

@@ -97,8 +97,9 @@ StatusOr<std::map<std::string, Array>> ReadArrays(const LocalPartition& lp, bool
     auto type = node ? lp.config.NodeArrayType(name) : lp.config.EdgeArrayType(name);
     RETURN_IF_ERROR(type.status());
     const int t = type->first, p = lp.part_id;
-    const int64_t rows = node ? lp.book.NodeTypeRange(t, p).second - lp.book.NodeTypeRange(t, p).first
-                              : lp.book.EdgeTypeRange(t, p).second - lp.book.EdgeTypeRange(t, p).first;
+    const int64_t rows =
+        node ? lp.book.NodeTypeRange(t, p).second - lp.book.NodeTypeRange(t, p).first
+             : lp.book.EdgeTypeRange(t, p).second - lp.book.EdgeTypeRange(t, p).first;
     std::string path = StrCat(dir, "/", name, ".npy");
     ASSIGN_OR_RETURN(Array array, ReadNpy(path));
     if (array.ndim() < 1 || array.rows() != rows) {

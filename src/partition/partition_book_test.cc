@@ -38,8 +38,10 @@ TEST(PartitionBook, RejectsBadTypeLayouts) {
             std::string::npos);
   TypeLayout missing = ok;
   missing.etypes = {{"a", "r", "c"}};
-  EXPECT_NE(PartitionBook::CreateTyped(missing, 0).status().message().find(
-                "'a:r:c' names a node type it does not list"),
+  EXPECT_NE(PartitionBook::CreateTyped(missing, 0)
+                .status()
+                .message()
+                .find("'a:r:c' names a node type it does not list"),
             std::string::npos);
   TypeLayout bad_name = ok;
   bad_name.ntypes = {"a", "x/y"};

@@ -45,7 +45,8 @@ StatusOr<std::vector<std::string>> ParseTypeIds(const json& value, const char* k
   std::vector<std::string> names(value.size());
   for (const auto& [name, id] : value.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
-        id.get<int64_t>() >= static_cast<int64_t>(value.size()) || !names[id.get<int64_t>()].empty()) {
+        id.get<int64_t>() >= static_cast<int64_t>(value.size()) ||
+        !names[id.get<int64_t>()].empty()) {
       return bad(StrCat("must number its types 0..", value.size() - 1, " once each; '", name,
                         "' has ", id.dump()));
     }
@@ -91,7 +92,8 @@ StatusOr<std::vector<int64_t>> ParseMap(const json& value, const char* key,
     ASSIGN_OR_RETURN(ranges[0], ParseTypeRanges(value.begin().value(), true, num_parts,
                                                 StrCat(path, ": '", key, "'")));
   } else if (value.is_array() && num_types == 1) {
-    ASSIGN_OR_RETURN(ranges[0], ParseTypeRanges(value, true, num_parts, StrCat(path, ": '", key, "'")));
+    ASSIGN_OR_RETURN(ranges[0],
+                     ParseTypeRanges(value, true, num_parts, StrCat(path, ": '", key, "'")));
   } else if (value.is_object()) {
     if (static_cast<int>(value.size()) != num_types) {
       std::vector<std::string> have;
@@ -106,7 +108,7 @@ StatusOr<std::vector<int64_t>> ParseMap(const json& value, const char* key,
             StrCat(path, ": '", key, "' has no ranges for the type '", names[t], "'"));
       }
       ASSIGN_OR_RETURN(ranges[t], ParseTypeRanges(value[names[t]], num_types == 1, num_parts,
-                                                   StrCat(path, ": '", key, "'.'", names[t], "'")));
+                                                  StrCat(path, ": '", key, "'.'", names[t], "'")));
     }
   } else {
     return absl::InvalidArgumentError(StrCat(path, ": '", key, "' must map each type to ranges"));
@@ -117,10 +119,10 @@ StatusOr<std::vector<int64_t>> ParseMap(const json& value, const char* key,
     for (int t = 0; t < num_types; ++t) {
       auto [start, end] = ranges[t][p];
       if (start != next || end < start) {
-        return absl::InvalidArgumentError(StrCat(
-            path, ": '", key, "'.'", names[t], "' range ", p, " is [", start, ", ", end,
-            "); ranges must be ordered by partition, then type, contiguous and start at 0 ",
-            "(expected it to start at ", next, ")"));
+        return absl::InvalidArgumentError(
+            StrCat(path, ": '", key, "'.'", names[t], "' range ", p, " is [", start, ", ", end,
+                   "); ranges must be ordered by partition, then type, contiguous and start at 0 ",
+                   "(expected it to start at ", next, ")"));
       }
       counts[p * num_types + t] = end - start;
       next = end;
@@ -159,10 +161,9 @@ Status ParseTypes(const json& j, const std::string& path, TypeLayout* layout) {
     }
     auto parsed = ParseEdgeType(name);
     if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          StrCat(path, ": 'etypes': ", parsed.status().message(),
-                 " (DGL configs with plain relation names need DGL's "
-                 "change_etype_to_canonical_etype.py first)"));
+      return absl::InvalidArgumentError(StrCat(path, ": 'etypes': ", parsed.status().message(),
+                                               " (DGL configs with plain relation names need DGL's "
+                                               "change_etype_to_canonical_etype.py first)"));
     }
     for (const std::string* end : {&parsed->src_type, &parsed->dst_type}) {
       if (!FindNodeType(layout->ntypes, *end).ok()) {
@@ -389,9 +390,9 @@ StatusOr<std::pair<int, std::string>> PartitionConfig::EdgeArrayType(
       return std::pair<int, std::string>{static_cast<int>(r), name.substr(slash + 1)};
     }
   }
-  return absl::InvalidArgumentError(
-      StrCat("edge array '", name, "' does not start with a canonical relation (",
-             StrJoin(Canonical(layout.etypes), ", "), ") and '/'"));
+  return absl::InvalidArgumentError(StrCat("edge array '", name,
+                                           "' does not start with a canonical relation (",
+                                           StrJoin(Canonical(layout.etypes), ", "), ") and '/'"));
 }
 
 StatusOr<PartitionConfig> ReadPartitionConfig(const std::string& path) {

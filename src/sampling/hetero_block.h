@@ -49,7 +49,7 @@ struct HeteroBlock {
   std::vector<UninitVector<int64_t>> dst_nodes;       // Per-type ids.
   std::vector<UninitVector<int64_t>> src_nodes;       // Per-type ids; dst_nodes[t] first.
   std::vector<UninitVector<int64_t>> homo_src_nodes;  // Global ids of src_nodes[t].
-  std::vector<HeteroBlockEdges> edges;               // One entry per relation.
+  std::vector<HeteroBlockEdges> edges;                // One entry per relation.
 
   int num_ntypes() const { return static_cast<int>(dst_nodes.size()); }
   int num_etypes() const { return static_cast<int>(edges.size()); }

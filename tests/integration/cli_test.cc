@@ -110,9 +110,9 @@ TEST(Cli, HeteroGraphGeneratePartitionInspect) {
   TempDir dir;
   CliRun gen = Tessera("generate --hetero --num-nodes 6000 --feat-dim 4 --out " + dir / "mag");
   ASSERT_EQ(gen.exit_code, 0) << gen.output;
-  CliRun part = Tessera("partition --input " + dir / "mag" +
-                        " --graph-name mag --num-parts 2 --balance-ntypes train_mask --out " +
-                        dir / "parts");
+  CliRun part =
+      Tessera("partition --input " + dir / "mag" +
+              " --graph-name mag --num-parts 2 --balance-ntypes train_mask --out " + dir / "parts");
   ASSERT_EQ(part.exit_code, 0) << part.output;
   for (int p = 0; p < 2; ++p) {
     auto lp = LoadPartition(dir / "parts/mag.json", p);
@@ -131,9 +131,9 @@ TEST(Cli, HeteroGraphGeneratePartitionInspect) {
   ASSERT_EQ(json.exit_code, 0);
   EXPECT_NE(json.output.find("\"type_cut_edges\""), std::string::npos);
   // The homogeneous transformations do not apply to typed input.
-  CliRun undirected = Tessera("partition --input " + dir / "mag" +
-                              " --graph-name mag --num-parts 2 --undirected --out " +
-                              dir / "parts2");
+  CliRun undirected =
+      Tessera("partition --input " + dir / "mag" +
+              " --graph-name mag --num-parts 2 --undirected --out " + dir / "parts2");
   EXPECT_NE(undirected.exit_code, 0);
   EXPECT_FALSE(PathExists(dir / "parts2/mag.json"));
 }

@@ -492,16 +492,9 @@ TEST_F(MpiClusterTest, PartitionsAcrossHostsAndStopsWhenARemoteRankDies) {
     if (per_host == 1) {
       argv = Mpirun(1, args);
     } else {
-      argv = {testing::TesseraBinary(),
-              "mpi-partition",
-              "--ranks",
-              "4",
-              "--ip-config",
-              *dir_ / "ip_config",
-              "--network",
-              subnet_ + "0/24",
-              "--mpirun",
-              TESSERA_MPIRUN};
+      argv = {
+          testing::TesseraBinary(), "mpi-partition", "--ranks",        "4",        "--ip-config",
+          *dir_ / "ip_config",      "--network",     subnet_ + "0/24", "--mpirun", TESSERA_MPIRUN};
       for (const char* option : {"IdentityFile=", "StrictHostKeyChecking=no",
                                  "UserKnownHostsFile=/dev/null", "LogLevel=ERROR"}) {
         argv.push_back(StrCat("--ssh-option=", option,

@@ -254,8 +254,8 @@ TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
 TEST_F(MpiPartitionTest, TheWrapperRefusesBadPlacementFlags) {
   TempDir dir;
   std::ofstream(dir / "ip_config") << "10.0.0.1\n10.0.0.2\n";
-  const std::string base = "mpi-partition --input " + *dir_ / "chunked" +
-                           " --num-parts 4 --out " + dir / "out" + " --mpirun /bin/false ";
+  const std::string base = "mpi-partition --input " + *dir_ / "chunked" + " --num-parts 4 --out " +
+                           dir / "out" + " --mpirun /bin/false ";
   struct Case {
     std::string flags, message;
   };

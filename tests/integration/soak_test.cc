@@ -348,8 +348,8 @@ TEST(SoakTest, TrainingUnderAttackKeepsItsAccuracyAndMemory) {
   // calibration run of the same length) make up the rest of the soak.
   double total = attacked.seconds;
   while (total < soak_seconds && !::testing::Test::HasFailure()) {
-    JobOutcome more = RunJob(config, dir / fmt::format("attacked-{:.0f}", total), 200,
-                             calibration.seconds);
+    JobOutcome more =
+        RunJob(config, dir / fmt::format("attacked-{:.0f}", total), 200, calibration.seconds);
     std::printf("under attack (top-up): test accuracy %.4f in %.1f s\n", more.test_acc,
                 more.seconds);
     std::fflush(stdout);

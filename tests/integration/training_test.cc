@@ -175,9 +175,18 @@ TEST(TrainingTest, RgcnOnGeneratedMagBeatsMlpAndMatchesStandaloneDistributed) {
     (parts == 1 ? one : two) = r->config_path;
   }
   auto flags = [&](const std::string& config, const std::string& seed, int64_t batch) {
-    return std::vector<std::string>{Program("rgcn_train"), "--graph-name", "mag", "--part-config",
-                                    config, "--seed", seed, "--num-epochs", "30", "--batch-size",
-                                    std::to_string(batch), "--json"};
+    return std::vector<std::string>{Program("rgcn_train"),
+                                    "--graph-name",
+                                    "mag",
+                                    "--part-config",
+                                    config,
+                                    "--seed",
+                                    seed,
+                                    "--num-epochs",
+                                    "30",
+                                    "--batch-size",
+                                    std::to_string(batch),
+                                    "--json"};
   };
   double standalone = 0, distributed = 0, mlp = 0, majority = 0;
   const std::vector<std::string> seeds = {"42", "1", "2"};
@@ -206,9 +215,10 @@ TEST(TrainingTest, RgcnOnGeneratedMagBeatsMlpAndMatchesStandaloneDistributed) {
     EXPECT_EQ(d["world_size"], 4);
     distributed += d["test_acc"].get<double>() / seeds.size();
   }
-  std::printf("mag (20k) test accuracy: R-GCN standalone %.4f, 2 machines x 2 trainers %.4f; "
-              "MLP %.4f; majority class %.4f\n",
-              standalone, distributed, mlp, majority);
+  std::printf(
+      "mag (20k) test accuracy: R-GCN standalone %.4f, 2 machines x 2 trainers %.4f; "
+      "MLP %.4f; majority class %.4f\n",
+      standalone, distributed, mlp, majority);
   EXPECT_GT(standalone, mlp + 0.3);
   EXPECT_GT(mlp, majority);
   // Runs are deterministic for a seed; the mean of 3 seeds over 759 test
