@@ -7,7 +7,7 @@
 # site-packages (/usr/local/lib/python3.X/dist-packages), so that
 # /usr/bin/python3 imports it without PYTHONPATH. Skipped with a message when
 # that folder is not writable (run as root, or set INSTALL_PYTHON=0).
-#   BUILD_TYPE=Release|RelWithDebInfo|Debug   (default RelWithDebInfo: -O3 -g)
+#   BUILD_TYPE=Release|RelWithDebInfo|Debug   (default RelWithDebInfo: -O3 -g1)
 #   SANITIZE=1                                AddressSanitizer + UBSan
 # With --tests and clang++ installed it also builds the libFuzzer targets of fuzz/
 # into <build>/fuzz (clang++, ASan + UBSan; CTest runs them, label "fuzz");

@@ -505,8 +505,9 @@ Command RegisterLaunch(CLI::App& app) {
       ->check(CLI::Range(1, 256));
   sub->add_option("--num-samplers,--num_samplers", f->num_samplers,
                   "Sampler threads per trainer (TESSERA_NUM_SAMPLERS); 0: as in DGL, no "
-                  "sampler processes, and the trainer samples ahead on one thread per 4 of "
-                  "its OMP threads (none with 1)")
+                  "sampler processes, and the trainer samples ahead on one thread per 4 "
+                  "cores of its share (its OMP threads, at most the cores over the "
+                  "machine's trainers; none below 2)")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
   sub->add_option("--num-servers,--num_servers", f->num_servers, "Servers per machine")

@@ -93,7 +93,9 @@ StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& o) {
     ASSIGN_OR_RETURN(std::string program, TrainerProgram());
     argv.push_back(program);
   }
-  const auto program_len = static_cast<std::ptrdiff_t>(argv.size());
+  // Exactly o.samplers threads (0: inline), standalone and launched alike:
+  // a launched trainer's default for --num-samplers 0 is one thread.
+  argv.insert(argv.end(), {"--num-workers", std::to_string(o.samplers)});
   RETURN_IF_ERROR(MakeDirs(o.workdir));
   argv.insert(argv.end(), {"--graph-name", o.graph_name, "--part-config", o.part_config});
   if (o.capture) argv.push_back("--json");
@@ -102,8 +104,6 @@ StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& o) {
   if (o.standalone) {
     std::string log = o.capture ? o.workdir + "/standalone.log" : "";
     launcher::SpawnOptions spawn{.argv = argv, .log_path = log};
-    spawn.argv.insert(spawn.argv.begin() + program_len,
-                      {"--num-workers", std::to_string(o.samplers)});
     ASSIGN_OR_RETURN(launcher::Process trainer, launcher::Process::Spawn(spawn));
     while (!trainer.Poll()) {
       if (g_cancel.load()) {

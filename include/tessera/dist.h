@@ -83,8 +83,11 @@ class Context {
   int rank() const { return rank_; }              // Trainer rank (RANK), 0 standalone.
   int world_size() const { return world_size_; }  // Number of trainers.
   int machine_id() const { return machine_id_; }
-  // Sampler threads a loader gets by default: the launcher's --num-samplers,
-  // or standalone a quarter of the usable cores (at least one on 2 or more).
+  // Sampler threads a loader gets by default: the launcher's --num-samplers
+  // (0, DGL's "no sampler processes": one per 4 cores of the trainer's
+  // share, its compute threads but at most the usable cores over the
+  // machine's trainers; none below 2), or standalone a quarter of the usable
+  // cores (at least one on 2 or more).
   int num_samplers() const { return num_samplers_; }
   const std::string& part_config() const { return part_config_; }
   // The trainers' c10d rendezvous (MASTER_ADDR, MASTER_PORT) and this

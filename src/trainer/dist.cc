@@ -190,17 +190,17 @@ int UsableCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Standalone, the process owns its machine: LibTorch computes on every
-// usable core (unless OMP_NUM_THREADS or InitOptions say otherwise; a
-// program's own larger setting is kept) and a quarter of them
-// (at least one, on 2 or more) sample and pull the next batches meanwhile.
-// On a 2-core machine one sampler thread made DGL's GraphSAGE epoch 1.96 s
-// against 2.44 s with none (sampling inline) and 2.29-2.50 s with two.
-// Returns the sampler threads.
 // Sampler threads for a trainer with `cores` cores to itself: one per four,
 // at least one (none on a single core, where they would only take turns
-// with the compute threads).
+// with the compute threads). On a 2-core machine one sampler thread made
+// DGL's GraphSAGE epoch 1.96 s against 2.44 s with none (sampling inline)
+// and 2.29-2.50 s with two.
 int DefaultSamplerThreads(int cores) { return cores >= 2 ? std::max(1, cores / 4) : 0; }
+
+// Standalone, the process owns its machine: LibTorch computes on every
+// usable core (unless OMP_NUM_THREADS or InitOptions say otherwise; a
+// program's own larger setting is kept) and DefaultSamplerThreads of them
+// sample and pull the next batches meanwhile. Returns the sampler threads.
 
 int ChooseStandaloneThreads(const launcher::GetEnvFn& getenv, bool choose_threads) {
   const int cores = UsableCores();
@@ -250,14 +250,18 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   ctx->world_size_ = env->world_size;
   ctx->machine_id_ = env->machine_id;
   ctx->part_config_ = env->part_config;
-  // --num-samplers 0, DGL's default, means no sampler processes: tessera
-  // has none anyway, and the trainer samples ahead on threads of its own,
-  // sized by its share of the cores (its compute threads).
-  ctx->num_samplers_ = env->num_samplers > 0
-                           ? env->num_samplers
-                           : DefaultSamplerThreads(torch::get_num_threads());
   std::string ip_path = ip_config.empty() ? env->ip_config : ip_config;
   auto ip = ValueOrThrow(launcher::ReadIpConfig(ip_path), "initialize");
+  // --num-samplers 0, DGL's default, means no sampler processes: tessera
+  // has none anyway, and the trainer samples ahead on threads of its own,
+  // sized by its share of the machine: its compute threads, at most the
+  // usable cores over the trainers of the machine (4 trainers on 2 cores
+  // sample inline; each extra thread there only adds switches).
+  const int local_trainers = std::max(1, env->world_size / std::max(1, ip.num_machines()));
+  const int share = std::max(1, UsableCores() / local_trainers);
+  ctx->num_samplers_ = env->num_samplers > 0
+                           ? env->num_samplers
+                           : DefaultSamplerThreads(std::min(torch::get_num_threads(), share));
   if (env->machine_id >= ip.num_machines()) {
     throw Error(fmt::format("initialize: TESSERA_MACHINE_ID={} but {} lists {} machines",
                             env->machine_id, ip_path, ip.num_machines()));
@@ -285,7 +289,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
       "threads (the launcher's --num-omp-threads), {} sampler threads ({}), {} usable cores",
       env->rank, env->world_size, env->machine_id, kv_options.servers.size(),
       torch::get_num_threads(), ctx->num_samplers_,
-      env->num_samplers > 0 ? "--num-samplers" : "--num-samplers 0: one per 4 compute threads",
+      env->num_samplers > 0 ? "--num-samplers" : "--num-samplers 0: one per 4 cores of its share",
       UsableCores());
   ctx->store_ = std::move(client);
   g_context = ctx;
