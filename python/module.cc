@@ -555,8 +555,7 @@ PYBIND11_MODULE(_C, m) {
         return tessera::nn::relation_aggregate(groups, h, weights, norm.value_or(torch::Tensor()));
       },
       py::arg("groups"), py::arg("h"), py::arg("weights"), py::arg("norm") = py::none());
-  m.def("dropout", &tessera::nn::dropout, py::arg("x"), py::arg("p"),
-        py::arg("training") = true);
+  m.def("dropout", &tessera::nn::dropout, py::arg("x"), py::arg("p"), py::arg("training") = true);
 
   // ---------------------------------------------------------- embeddings
   py::class_<dist::DistEmbedding>(m, "DistEmbedding")

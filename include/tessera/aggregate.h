@@ -101,7 +101,7 @@ RelationGroups GroupByRelation(const torch::Tensor& src, const torch::Tensor& ds
 // h [num_src, in], weights [num_rels, in, out] (or a list of num_rels
 // [in, out] matrices), norm [E] / [E, 1] in the input edge order or
 // undefined (1). Returns [num_dst, out]; differentiable in h, the weights
-// and norm.
+// and norm (first derivatives only).
 torch::Tensor relation_aggregate(const RelationGroups& groups, const torch::Tensor& h,
                                  const std::vector<torch::Tensor>& weights,
                                  const torch::Tensor& norm = {});
@@ -128,9 +128,11 @@ torch::Tensor narrow_linear(const torch::Tensor& x, const torch::Tensor& weight,
 // instead of one Bernoulli draw per element, which LibTorch's CPU
 // bernoulli_ makes serially (~20x slower). The hash's key is drawn from
 // torch's default generator, so torch::manual_seed repeats the masks; the
-// backward recomputes the mask instead of keeping it. Throws dist::Error
-// when p is outside [0, 1] or x is not a floating-point CPU tensor. Call it
-// qualified: argument-dependent lookup also finds at::dropout.
+// backward recomputes the mask instead of keeping it (it is not itself
+// differentiable: no double backward). float32 and float64 CPU tensors;
+// other floating types and devices go to torch::dropout. Throws dist::Error
+// when p is outside [0, 1] or x is not floating-point. Call it qualified:
+// argument-dependent lookup also finds at::dropout.
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training = true);
 
 }  // namespace tessera::nn

@@ -168,7 +168,7 @@ TEST(RpcTest, EncryptedCallsAreSpreadOverStreams) {
   }
   EXPECT_EQ(st.service.connections(), 3u);
 
-  // Defaults: as many streams as I/O threads when encrypted, one in clear.
+  // The default I/O threads, and bounds.
   EXPECT_GE(DefaultIoThreads(), 1);
   EXPECT_LE(DefaultIoThreads(), 4);
   ClientOptions bad = Client(st.endpoint);

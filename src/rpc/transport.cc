@@ -158,8 +158,7 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Bind(const ServerOptions& option
   }
   if (options.io_threads < 0 || options.io_threads > kMaxIoThreads) {
     return absl::InvalidArgumentError(fmt::format("{}: {} I/O threads; expected 0..{}",
-                                                  options.name, options.io_threads,
-                                                  kMaxIoThreads));
+                                                  options.name, options.io_threads, kMaxIoThreads));
   }
   std::unique_ptr<RpcServer> server(new RpcServer(options));
   JobCredentials credentials{options.token, options.curve_secret_key};
@@ -440,7 +439,8 @@ struct RpcClient::Shared {
 RpcClient::RpcClient(ClientOptions options) : options_(std::move(options)) {
   options_.io_threads = IoThreadsOr(options_.io_threads);
   if (options_.streams == 0) {
-    options_.streams = options_.curve_secret_key.empty() ? 1 : options_.io_threads;
+    options_.streams =
+        options_.curve_secret_key.empty() ? 1 : std::min(options_.io_threads, kMaxStreams);
   }
   shared_ = std::make_unique<Shared>(options_.io_threads);
 }

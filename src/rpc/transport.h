@@ -154,7 +154,9 @@ struct ClientOptions {
   int io_threads = 0;
   // Connections to each server per calling thread; one call's requests to
   // a server are spread over them round-robin. 0: as many as I/O threads
-  // when encrypted (so that several cores decrypt one transfer), else 1.
+  // (at most kMaxStreams) when encrypted, so that several cores decrypt one
+  // transfer, else 1. Each is a socket and a descriptor: calling threads x
+  // servers x streams must stay under ZeroMQ's 1023 sockets per context.
   int streams = 0;
 };
 

@@ -259,8 +259,8 @@ TEST(DropoutTest, DropsAtRateScalesAndRepeatsInTheBackward) {
   EXPECT_NEAR(rate, p, 0.003);  // 1M draws: sd 0.00046.
   // Neighbours are independent: both dropped at rate p^2.
   torch::Tensor flat = dropped.reshape({-1});
-  const double pairs = (flat.slice(0, 1) & flat.slice(0, 0, -1)).to(torch::kFloat64).mean()
-                           .item<double>();
+  const double pairs =
+      (flat.slice(0, 1) & flat.slice(0, 0, -1)).to(torch::kFloat64).mean().item<double>();
   EXPECT_NEAR(pairs, p * p, 0.003);
   // Every row and column is dropped at about the same rate.
   torch::Tensor per_row = dropped.to(torch::kFloat64).mean(1);
@@ -278,12 +278,17 @@ TEST(DropoutTest, DropsAtRateScalesAndRepeatsInTheBackward) {
   EXPECT_FALSE(torch::equal(tessera::nn::dropout(x.detach(), p) == 0, dropped));
   // Doubles, evaluation, p = 0 and p = 1, bad input.
   torch::Tensor d = torch::ones({4096}, torch::kFloat64);
-  EXPECT_NEAR((tessera::nn::dropout(d, 0.5) == 0).to(torch::kFloat64).mean().item<double>(), 0.5, 0.05);
+  EXPECT_NEAR((tessera::nn::dropout(d, 0.5) == 0).to(torch::kFloat64).mean().item<double>(), 0.5,
+              0.05);
   EXPECT_TRUE(tessera::nn::dropout(x, p, /*training=*/false).is_same(x));
   EXPECT_TRUE(tessera::nn::dropout(x, 0).is_same(x));
   EXPECT_EQ(tessera::nn::dropout(x.detach(), 1).abs().sum().item<double>(), 0);
   EXPECT_THROW(tessera::nn::dropout(x, 1.5), dist::Error);
   EXPECT_THROW(tessera::nn::dropout(torch::ones({3}, torch::kInt64), 0.5), dist::Error);
+  // Half precision goes to torch's dropout.
+  torch::Tensor half = torch::ones({4096}, torch::kBFloat16);
+  EXPECT_NEAR((tessera::nn::dropout(half, 0.5) == 0).to(torch::kFloat64).mean().item<double>(), 0.5,
+              0.05);
   torch::set_num_threads(1);
 }
 

@@ -8,6 +8,7 @@
 
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <torch/optim/adam.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,8 +16,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <torch/optim/adam.h>
 
 #include "gtest/gtest.h"
 #include "include/tessera/embedding.h"
@@ -296,20 +295,21 @@ void CheckEmbedding(const std::string& config, const std::string& dir) {
   torch::Tensor steps = g.ndata("emb_adam.adam_step")[all].reshape({-1});
   EXPECT_EQ(steps.sum().item<float>(), 3.f);  // One step for each of the three rows.
   EXPECT_EQ(steps[5].item<float>(), 1.f);
-  // Later steps follow torch.optim.Adam on the same rows and gradients.
-  torch::Tensor dense = a0.index_select(0, unique).clone().requires_grad_(true);
-  torch::optim::Adam reference({dense}, torch::optim::AdamOptions(lr));
+  // Steps with other gradients, betas and a large eps follow torch.optim.Adam.
+  DistEmbedding emb_ref(2708, 3, "emb_adam_ref", Init::Normal(0, 1, 5));
+  SparseAdam adam_ref({emb_ref}, lr, {0.8, 0.95}, 0.1);
+  torch::Tensor dense = emb_ref.weight()[unique].clone().requires_grad_(true);
+  torch::optim::Adam reference({dense}, torch::optim::AdamOptions(lr).betas({0.8, 0.95}).eps(0.1));
   for (int step = 1; step <= 4; ++step) {
-    if (step > 1) {
-      (emb_adam(ids) * coef).sum().backward();
-      adam.step();
-    }
+    const double scale = step % 2 == 0 ? -0.5 * step : 1.0 * step;  // Sign and size vary.
+    (emb_ref(ids) * coef * scale).sum().backward();
+    adam_ref.step();
     reference.zero_grad();
-    dense.mutable_grad() = g_rows.clone();
+    dense.mutable_grad() = g_rows * scale;
     reference.step();
     // Float rounding differs between the two (the moves are ~0.1 a step).
-    EXPECT_TRUE(torch::allclose(emb_adam.weight()[unique], dense.detach(), 1e-4, 1e-5))
-        << "step " << step << ": " << emb_adam.weight()[unique] << " against " << dense;
+    EXPECT_TRUE(torch::allclose(emb_ref.weight()[unique], dense.detach(), 1e-4, 1e-5))
+        << "step " << step << ": " << emb_ref.weight()[unique] << " against " << dense;
   }
 
   // Lookups in eval mode or without gradients are not recorded.

@@ -34,9 +34,9 @@ inline __attribute__((always_inline)) uint32_t Mix(uint32_t h) {
 }
 
 struct Mask {
-  uint32_t k0, k1;       // The key.
-  uint32_t threshold;    // An element is kept when its hash is >= threshold.
-  double scale;          // 1 / (1 - p).
+  uint32_t k0, k1;     // The key.
+  uint32_t threshold;  // An element is kept when its hash is >= threshold.
+  double scale;        // 1 / (1 - p).
 };
 
 // Element i's hash: two mixing rounds over the index and the key.
@@ -47,16 +47,15 @@ inline __attribute__((always_inline)) uint32_t HashOf(const Mask& m, uint64_t i)
 
 // y[i] = keep(i) ? x[i] * scale : 0 for i in [begin, end).
 template <typename T>
-inline __attribute__((always_inline)) void ApplyImpl(const Mask& m, const T* x, T* y,
-                                                     int64_t begin, int64_t end) {
+inline __attribute__((always_inline)) void ApplyImpl(const Mask& m, const T* x, T* y, int64_t begin,
+                                                     int64_t end) {
   const T scale = static_cast<T>(m.scale);
   for (int64_t i = begin; i < end; ++i) {
     y[i] = HashOf(m, static_cast<uint64_t>(i)) >= m.threshold ? x[i] * scale : T(0);
   }
 }
 
-TESSERA_SIMD_CLONES void ApplyRange(const Mask& m, const float* x, float* y, int64_t b,
-                                    int64_t e) {
+TESSERA_SIMD_CLONES void ApplyRange(const Mask& m, const float* x, float* y, int64_t b, int64_t e) {
   ApplyImpl(m, x, y, b, e);
 }
 TESSERA_SIMD_CLONES void ApplyRange(const Mask& m, const double* x, double* y, int64_t b,
@@ -93,8 +92,8 @@ class DropoutOp : public torch::autograd::Function<DropoutOp> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     // The same mask, recomputed from the key.
     torch::Tensor g = grads[0].contiguous();
-    torch::Tensor dx = forward(ctx, g, ctx->saved_data["key"].toInt(),
-                               ctx->saved_data["p"].toDouble());
+    torch::Tensor dx =
+        forward(ctx, g, ctx->saved_data["key"].toInt(), ctx->saved_data["p"].toDouble());
     return {dx, torch::Tensor(), torch::Tensor()};
   }
 };
@@ -105,14 +104,19 @@ torch::Tensor dropout(const torch::Tensor& x, double p, bool training) {
   if (!(p >= 0 && p <= 1)) {
     throw dist::Error(fmt::format("dropout: probability {} is outside [0, 1]", p));
   }
-  if (!training || p == 0) return x;
-  if (p == 1) return x * 0;  // Keeps the graph (and x's dtype) as torch does.
-  if (!x.is_floating_point() || !x.device().is_cpu()) {
-    throw dist::Error("dropout: a floating-point CPU tensor is expected");
+  if (!x.is_floating_point()) {
+    throw dist::Error(fmt::format("dropout: a floating-point tensor is expected, not {}",
+                                  c10::toString(x.scalar_type())));
   }
+  if (!training || p == 0) return x;
+  const auto dtype = x.scalar_type();
+  if (!x.device().is_cpu() || (dtype != torch::kFloat32 && dtype != torch::kFloat64)) {
+    return torch::dropout(x, p, training);  // Half precision, other devices: torch's.
+  }
+  if (p == 1) return x * 0;  // Keeps the graph (and x's dtype) as torch does.
   // The key from torch's default generator: torch::manual_seed repeats it.
-  int64_t key = torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64)
-                    .item<int64_t>();
+  int64_t key =
+      torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>();
   return DropoutOp::apply(x.contiguous(), key, p);
 }
 

@@ -444,14 +444,16 @@ TEST(Cli, BenchPullReportsEveryFigure) {
   }
   EXPECT_GT(report["ratios"]["local_over_gather_limit"].get<double>(), 0);
   EXPECT_GT(report["ratios"]["remote_over_zeromq_limit"].get<double>(), 0);
-  // The servers left by themselves once the benchmark's client had gone, and
-  // took their shared memory with them.
+  EXPECT_GT(report["pull_gbps"]["remote_encrypted_one_stream"].get<double>(), 0);
+  // The servers left by themselves once the benchmark's clients had gone
+  // (two on the encrypted job: one with streams, one without), and took
+  // their shared memory with them.
   std::string log = testing::ReadAll(dir / "job/server-0.log");
   size_t at = log.find("(job ");
   ASSERT_NE(at, std::string::npos) << log;
   std::string job = log.substr(at + 5, log.find(')', at) - at - 5);
   EXPECT_TRUE(shm::ListJobSegments(job).empty()) << job;
-  EXPECT_NE(log.find("all 1 clients left"), std::string::npos) << log;
+  EXPECT_NE(log.find("all 2 clients left"), std::string::npos) << log;
 }
 
 // `tessera bench sample` on a small generated graph: standalone and a real
