@@ -19,6 +19,7 @@ rate measured here (``index_select`` of the same rows): what no
 implementation of the layer's arithmetic can beat on this machine.
 """
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -192,7 +193,7 @@ def main():
         os.environ.setdefault("DGLBACKEND", "pytorch")
         import dgl as dgl_module
         dgl = dgl_module
-    import tessera  # noqa: F401  (after DGL: tessera's context sets no threads here)
+    importlib.import_module("tessera")  # after DGL: tessera's context sets no threads here
     torch.set_num_threads(args.threads)
     out = {"bench": "layers", "threads": args.threads, "rounds": args.rounds,
            "dgl": None if dgl is None else dgl.__version__, "layers": []}

@@ -5,7 +5,7 @@
 #
 #   scripts/install-deps.sh           build + test dependencies
 #   scripts/install-deps.sh --bench   also python3-numpy (shared/tools/gen_graph.py)
-#   scripts/install-deps.sh --dev     also clang-format (scripts/format.sh)
+#   scripts/install-deps.sh --dev     the same (clang-format is now always installed)
 set -eu
 
 # clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes; only a
@@ -15,6 +15,9 @@ set -eu
 # (`tessera mpi-partition`, src/dist_partition): MPI and PT-Scotch's own API
 # with 64-bit indices (its ParMETIS wrapper, libscotchparmetis-dev, is not
 # used; cmake/TesseraMpi.cmake says why).
+#
+# clang-format, python3-pyflakes: the test command checks the formatting
+# (scripts/format.sh --check) and lints the Python (pyflakes) before building.
 #
 # libopenblas0-openmp: libtorch-dev pulls in the reference BLAS (netlib
 # libblas3), whose GEMM made a GraphSAGE step on CiteSeer 94 ms; OpenBLAS
@@ -28,11 +31,12 @@ packages="g++ cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-openmp libgloo-dev iproute2 openssh-client openssh-server
   libopenmpi-dev openmpi-bin libptscotch-dev
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
-  python3-dev python3-torch pybind11-dev python3-numpy python3-pytest"
+  python3-dev python3-torch pybind11-dev python3-numpy python3-pytest
+  clang-format python3-pyflakes"
 for arg in "$@"; do
   case "$arg" in
     --bench) packages="$packages python3-numpy" ;;
-    --dev) packages="$packages clang-format" ;;
+    --dev) ;;
     *) echo "install-deps.sh: unknown option '$arg' (expected --bench or --dev)" >&2; exit 2 ;;
   esac
 done

@@ -6,3 +6,7 @@ from tessera.distributed.loader import (DistDataLoader, DistEdgeDataLoader,  # n
                                         MultiLayerNeighborSampler, NeighborSampler, Uniform)
 
 negative_sampler = types.SimpleNamespace(Uniform=Uniform)
+
+__all__ = ["DistDataLoader", "DistEdgeDataLoader", "DistNodeDataLoader",
+           "MultiLayerFullNeighborSampler", "MultiLayerNeighborSampler", "NeighborSampler",
+           "negative_sampler"]

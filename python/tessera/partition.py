@@ -55,13 +55,13 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
         if balance_ntypes is not None and not isinstance(balance_ntypes, str):
             raise TypeError("partition_graph: with a graph folder, balance_ntypes is the name "
                             "of a node array")
-        result = _C.partition_graph_path(str(g), graph_name, int(num_parts), out_path,
-                                         args["num_hops"], args["part_method"],
-                                         balance_ntypes or "", args["balance_edges"],
-                                         args["return_mapping"],
-                                         args["num_trainers_per_machine"], args["objtype"],
-                                         args["seed"], args["coarsening"],
-                                         args["coarsen_min_arcs"])
+        _C.partition_graph_path(str(g), graph_name, int(num_parts), out_path,
+                                args["num_hops"], args["part_method"],
+                                balance_ntypes or "", args["balance_edges"],
+                                args["return_mapping"],
+                                args["num_trainers_per_machine"], args["objtype"],
+                                args["seed"], args["coarsening"],
+                                args["coarsen_min_arcs"])
     else:
         num_nodes, src, dst, ndata, edata = _graph_arrays(g)
         ndata = {k: torch.as_tensor(v) for k, v in ndata.items() if k not in (NID,)}
@@ -78,13 +78,13 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
             else:
                 raise _C.TesseraError("partition_graph: balance_ntypes must be one of the "
                                       "graph's node arrays (or its name)")
-        result = _C.partition_graph_arrays(num_nodes, src, dst, ndata, edata, graph_name,
-                                           int(num_parts), out_path, args["num_hops"],
-                                           args["part_method"], balance, args["balance_edges"],
-                                           args["return_mapping"],
-                                           args["num_trainers_per_machine"], args["objtype"],
-                                           args["seed"], args["coarsening"],
-                                           args["coarsen_min_arcs"])
+        _C.partition_graph_arrays(num_nodes, src, dst, ndata, edata, graph_name,
+                                  int(num_parts), out_path, args["num_hops"],
+                                  args["part_method"], balance, args["balance_edges"],
+                                  args["return_mapping"],
+                                  args["num_trainers_per_machine"], args["objtype"],
+                                  args["seed"], args["coarsening"],
+                                  args["coarsen_min_arcs"])
     if return_mapping:
         nids = torch.from_numpy(np.load(os.path.join(out_path, "orig_nids.npy")))
         eids = torch.from_numpy(np.load(os.path.join(out_path, "orig_eids.npy")))
@@ -119,7 +119,7 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     """DGL's load_partition: ``(graph, node_feats, edge_feats, gpb, graph_name,
     ntypes_list, etypes_list)``. Feature keys are DGL's ``"_N/<name>"`` and
     ``"_N:_E:_N/<name>"``."""
-    from tessera.distributed.graph import GraphPartitionBook
+    from tessera.distributed.partition_book import GraphPartitionBook
     if use_graphbolt:
         raise ValueError("load_partition: use_graphbolt=True is not supported")
     d = _C.load_partition(str(part_config), int(part_id), bool(load_feats))

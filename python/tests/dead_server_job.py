@@ -4,8 +4,6 @@ prints the exception it got."""
 import sys
 import time
 
-import torch
-
 import tessera
 import tessera.distributed as dist
 

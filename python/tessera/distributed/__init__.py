@@ -28,4 +28,4 @@ __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbeddin
            "sample_neighbors", "in_subgraph", "edge_subgraph", "find_edges", "Block", "HeteroBlock",
            "PairGraph", "HeteroPairGraph",
            "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
-           "optim", "TesseraError"]
+           "optim", "init", "manual_seed", "TesseraError"]

@@ -4,7 +4,7 @@ import torch
 from tessera import _C, EID, NID
 from tessera._utils import as_ids
 from tessera.distributed import _prefetch, context
-from tessera.distributed.graph import _etype_str
+from tessera.distributed.partition_book import _etype_str
 
 
 class Block:
@@ -385,8 +385,9 @@ def _node_ids(nids, what):
 class DistNodeDataLoader:
     """Mini-batches for node classification: iterating yields ``(input_nodes,
     seeds, blocks)``. Sampling runs in ``num_workers`` C++ threads of this
-    process (default: the launcher's ``--num-samplers``; standalone a quarter
-    of the cores, at least one), batches come in order. Every trainer gets the same number of batches (``even_batches``),
+    process (default: the launcher's ``--num-samplers``, 0 there meaning one
+    per 4 cores of the trainer's share; standalone a quarter of the cores, at
+    least one), batches come in order. Every trainer gets the same number of batches (``even_batches``),
     so DDP never waits for a trainer that ran out."""
 
     def __init__(self, g, nids, graph_sampler, device=None, **kwargs):

@@ -4,6 +4,7 @@ import torch
 from tessera import _C
 from tessera._utils import as_ids
 from tessera.distributed import _prefetch
+from tessera.distributed.partition_book import GraphPartitionBook
 
 
 _DEFAULT_TYPES = ("", "_N", "_E", "_N:_E:_N")
@@ -112,7 +113,6 @@ def normal(mean=0.0, std=1.0, seed=0):
 def _fill_with(t, init_func):
     """Creator only: every partition's rows from init_func(part_shape, dtype),
     as DGL's servers do for their shard."""
-    from tessera.distributed.graph import GraphPartitionBook
     gpb = GraphPartitionBook(t.book())
     book = t.book()
     offsets = (gpb._node_offsets(t.type_name) if t.policy == "node"
@@ -241,7 +241,6 @@ class DistTensor:
 
     @property
     def part_policy(self):
-        from tessera.distributed.graph import GraphPartitionBook
         return PartitionPolicy(f"{self._t.policy}~{self._t.type_name}",
                                GraphPartitionBook(self._t.book()))
 
