@@ -37,6 +37,9 @@ def test_import_and_error_type():
                  "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader", "NeighborSampler"]:
         assert hasattr(dist, name), name
     assert hasattr(dist.optim, "SparseAdam") and hasattr(dist.optim, "SparseAdagrad")
+    # The seeds' chapter spells them dgl.distributed.SparseAdagrad (DGL 0.x).
+    assert dist.SparseAdagrad is dist.optim.SparseAdagrad
+    assert dist.SparseAdam is dist.optim.SparseAdam
 
 
 def test_installed_package_is_this_build():

@@ -20,6 +20,9 @@ from tessera.distributed.loader import (Block, DistDataLoader, DistEdgeDataLoade
 from tessera.distributed.tensor import (DistTensor, EdgePartitionPolicy,  # noqa: F401
                                         NodePartitionPolicy, PartitionPolicy)
 from tessera.distributed import optim  # noqa: F401
+# DGL 0.x's spelling, which the seeds' API chapter (7.2) uses:
+# dgl.distributed.SparseAdagrad([emb], lr=...).
+from tessera.distributed.optim import SparseAdagrad, SparseAdam  # noqa: F401
 from tessera.distributed import tensor as init  # noqa: F401  (init.uniform(a, b), ...)
 
 __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbedding",
@@ -28,4 +31,4 @@ __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbeddin
            "sample_neighbors", "in_subgraph", "edge_subgraph", "find_edges", "Block", "HeteroBlock",
            "PairGraph", "HeteroPairGraph",
            "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
-           "optim", "init", "manual_seed", "TesseraError"]
+           "optim", "SparseAdagrad", "SparseAdam", "init", "manual_seed", "TesseraError"]
