@@ -35,14 +35,17 @@ function(tessera_cc_test)
     PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
 endfunction()
 
-# tessera_reuse_trainer_pch(target)
-#   Compiles `target` with tessera_trainer's precompiled LibTorch headers. The
+# tessera_reuse_torch_pch(target)
+#   Compiles `target` with tessera_dist's precompiled LibTorch headers. The
 #   libraries are position-independent (they are also linked into the Python
 #   extension), so the header was compiled with -fPIC; an executable must use
 #   -fPIC too (not -fPIE), or GCC ignores the header (-Winvalid-pch) and every
 #   LibTorch translation unit compiles from scratch.
-function(tessera_reuse_trainer_pch target)
-  target_precompile_headers(${target} REUSE_FROM tessera_trainer)
-  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
-  target_compile_options(${target} PRIVATE -fPIC)
+function(tessera_reuse_torch_pch target)
+  target_precompile_headers(${target} REUSE_FROM tessera_dist)
+  get_target_property(_type ${target} TYPE)
+  if(_type STREQUAL "EXECUTABLE")
+    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+    target_compile_options(${target} PRIVATE -fPIC)
+  endif()
 endfunction()

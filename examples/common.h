@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tessera/core/strings.h"
+#include "tessera/base/strings.h"
 #include "tessera/dist.h"
-#include "tessera/parallel.h"
+#include "tessera/dist/parallel.h"
 
 namespace tessera::examples {
 

@@ -14,8 +14,8 @@
 #include <string_view>
 
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/status.h"
+#include "tessera/base/file.h"
+#include "tessera/base/status.h"
 
 namespace tessera::fuzz {
 

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "src/graph/array.h"
 #include "src/graph/npy.h"
+#include "tessera/graph/array.h"
 
 namespace tessera {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "src/partition/partition_config.h"
+#include "tessera/partition/partition_config.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   tessera::fuzz::Quiet();

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "src/graph/readers.h"
+#include "tessera/graph/readers.h"
 
 namespace tessera {
 namespace {

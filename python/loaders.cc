@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "include/tessera/dist.h"
 #include "python/module_internal.h"
+#include "tessera/dist.h"
 
 namespace tessera::pyext {
 namespace {

@@ -25,16 +25,16 @@
 #include <vector>
 
 #include "fmt/format.h"
-#include "include/tessera/aggregate.h"
-#include "include/tessera/dist.h"
-#include "include/tessera/embedding.h"
-#include "include/tessera/nn.h"
-#include "include/tessera/partition.h"
 #include "python/module_internal.h"
-#include "src/base/interrupt.h"
 #include "src/base/logging.h"
+#include "src/dist/torch_dtype.h"
 #include "src/kvstore/kv_store.h"
-#include "src/trainer/torch_dtype.h"
+#include "tessera/base/interrupt.h"
+#include "tessera/dist.h"
+#include "tessera/dist/embedding.h"
+#include "tessera/nn.h"
+#include "tessera/nn/aggregate.h"
+#include "tessera/partition.h"
 
 namespace tessera::pyext {
 namespace {
@@ -174,7 +174,7 @@ tessera::PartitionOptions MakePartitionOptions(int num_hops, const std::string& 
                                   coarsen_min_arcs));
   }
   o.coarsening = coarsening;
-  o.coarsen_min_entries = coarsen_min_arcs;
+  o.coarsen_min_arcs = coarsen_min_arcs;
   return o;
 }
 

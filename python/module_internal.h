@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "include/tessera/dist.h"
-#include "src/base/status.h"
+#include "tessera/base/status.h"
+#include "tessera/dist.h"
 
 namespace tessera::pyext {
 

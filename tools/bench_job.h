@@ -10,15 +10,15 @@
 #include <memory>
 #include <string>
 
-#include "src/base/status.h"
 #include "src/kvstore/kv_client.h"
 #include "src/launcher/local_job.h"
+#include "tessera/base/status.h"
 
 namespace tessera::tools {
 
 struct BenchJob {
   std::unique_ptr<launcher::LocalJob> job;
-  std::unique_ptr<kv::KvClient> client;
+  std::unique_ptr<kvstore::KvClient> client;
 };
 
 // `encryption`: the wire is encrypted (the default of real jobs).
@@ -28,7 +28,7 @@ StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::stri
                                  bool encryption = true, int num_clients = 1);
 
 // The options of client `client_id` of `job` (of `num_clients`), on machine 0.
-kv::KvClientOptions BenchClient(const launcher::LocalJob& job, int client_id, int num_clients);
+kvstore::KvClientOptions BenchClient(const launcher::LocalJob& job, int client_id, int num_clients);
 
 // The benchmark graph's partitions (graph name "bench"): one part
 // (<workdir>/one, for standalone runs) and two METIS parts (<workdir>/two),

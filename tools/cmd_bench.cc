@@ -9,12 +9,12 @@
 
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/strings.h"
 #include "src/graph/npy.h"
-#include "src/graph/readers.h"
 #include "src/partition/inspect.h"
 #include "src/partition/partition.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
+#include "tessera/graph/readers.h"
 #include "tools/bench_job.h"
 #include "tools/commands.h"
 #include "tools/subprocess.h"
@@ -134,11 +134,12 @@ StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::stri
                                     .num_clients = num_clients,
                                     .encryption = encryption};
   ASSIGN_OR_RETURN(b.job, launcher::LocalJob::Start(options));
-  ASSIGN_OR_RETURN(b.client, kv::KvClient::Connect(BenchClient(*b.job, 0, num_clients)));
+  ASSIGN_OR_RETURN(b.client, kvstore::KvClient::Connect(BenchClient(*b.job, 0, num_clients)));
   return b;
 }
 
-kv::KvClientOptions BenchClient(const launcher::LocalJob& job, int client_id, int num_clients) {
+kvstore::KvClientOptions BenchClient(const launcher::LocalJob& job, int client_id,
+                                     int num_clients) {
   const launcher::JobEnv& env = job.base_env();
   return {.job_id = env.job_id,
           .token = env.token,

@@ -34,19 +34,19 @@
 
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
 #include "src/graph/generator.h"
 #include "src/graph/hetero_generator.h"
 #include "src/graph/npy.h"
-#include "src/graph/readers.h"
 #include "src/kvstore/local_store.h"
 #include "src/loader/minibatch.h"
 #include "src/partition/inspect.h"
 #include "src/partition/work_split.h"
 #include "src/sampling/block.h"
 #include "src/sampling/hetero_block.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
+#include "tessera/graph/readers.h"
 #include "tools/bench_job.h"
 #include "tools/commands.h"
 #include "tools/subprocess.h"
@@ -257,7 +257,7 @@ StatusOr<nlohmann::json> RunPartitions(const HeteroFlags& f, const std::string& 
 
 // The training seeds: papers with train_mask on a typed book (as homogeneous
 // ids), else the nodes with train_mask. Sorted.
-StatusOr<std::vector<int64_t>> TrainSeeds(kv::KvStore& store) {
+StatusOr<std::vector<int64_t>> TrainSeeds(kvstore::KvStore& store) {
   const PartitionBook& book = store.book();
   int type = 0;
   std::string key = "node/train_mask";
@@ -267,7 +267,7 @@ StatusOr<std::vector<int64_t>> TrainSeeds(kv::KvStore& store) {
     type = static_cast<int>(it - book.ntypes().begin());
     key = StrCat("node/", kPredictNtype, "/train_mask");
   }
-  ASSIGN_OR_RETURN(kv::TensorMeta meta, store.Meta(key));
+  ASSIGN_OR_RETURN(kvstore::TensorMeta meta, store.Meta(key));
   const int64_t n = meta.shape[0];
   std::vector<int64_t> all(static_cast<size_t>(n));
   std::iota(all.begin(), all.end(), 0);
@@ -287,7 +287,7 @@ StatusOr<std::vector<int64_t>> TrainSeeds(kv::KvStore& store) {
 // A store to sample from and the shuffled seeds of its batches.
 struct Sampler {
   const BenchGraph* graph = nullptr;
-  kv::KvStore* store = nullptr;
+  kvstore::KvStore* store = nullptr;
   std::vector<int64_t> seeds;
   std::vector<double> ns_per_edge, edges_per_s, ms_per_batch;
   int64_t edges_per_batch = 0, input_nodes_per_batch = 0;
@@ -433,11 +433,11 @@ StatusOr<nlohmann::json> RunSampling(const HeteroFlags& f, const std::string& di
                            {"sampler_threads", 0},
                            {"target_typed_over_homogeneous_at_most", kTargetSampleRatio}};
   {
-    std::vector<std::unique_ptr<kv::LocalKvStore>> stores;
+    std::vector<std::unique_ptr<kvstore::LocalKvStore>> stores;
     std::vector<Sampler> samplers(graphs.size());
     for (size_t i = 0; i < graphs.size(); ++i) {
-      ASSIGN_OR_RETURN(std::unique_ptr<kv::LocalKvStore> store,
-                       kv::LocalKvStore::Open(graphs[i].one));
+      ASSIGN_OR_RETURN(std::unique_ptr<kvstore::LocalKvStore> store,
+                       kvstore::LocalKvStore::Open(graphs[i].one));
       samplers[i].graph = &graphs[i];
       samplers[i].store = store.get();
       ASSIGN_OR_RETURN(std::vector<int64_t> seeds, TrainSeeds(*store));

@@ -9,9 +9,9 @@
 
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/strings.h"
 #include "src/partition/inspect.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 #include "tools/commands.h"
 #include "tools/subprocess.h"
 

@@ -16,11 +16,11 @@
 
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
 #include "src/graph/generator.h"
-#include "src/graph/readers.h"
 #include "src/partition/partition.h"
 #include "src/rpc/transport.h"
+#include "tessera/base/file.h"
+#include "tessera/graph/readers.h"
 #include "tools/bench_job.h"
 #include "tools/commands.h"
 
@@ -82,17 +82,17 @@ StatusOr<std::string> PrepareGraph(const PullFlags& f, const std::string& dir) {
 Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   ASSIGN_OR_RETURN(std::string config, PrepareGraph(f, dir));
   ASSIGN_OR_RETURN(BenchJob bench, StartBenchJob(config, dir, /*encryption=*/true, 2));
-  kv::KvClientOptions one_stream_options = BenchClient(*bench.job, 1, 2);
+  kvstore::KvClientOptions one_stream_options = BenchClient(*bench.job, 1, 2);
   one_stream_options.streams = 1;
-  ASSIGN_OR_RETURN(std::unique_ptr<kv::KvClient> one_stream,
-                   kv::KvClient::Connect(one_stream_options));
+  ASSIGN_OR_RETURN(std::unique_ptr<kvstore::KvClient> one_stream,
+                   kvstore::KvClient::Connect(one_stream_options));
   ASSIGN_OR_RETURN(BenchJob plain, StartBenchJob(config, dir, /*encryption=*/false));
   std::unique_ptr<launcher::LocalJob>& job = bench.job;
-  std::unique_ptr<kv::KvClient>& client = bench.client;
+  std::unique_ptr<kvstore::KvClient>& client = bench.client;
   if (client->num_machines() != 2) {
     return absl::InvalidArgumentError("bench pull needs a 2-part partition");
   }
-  ASSIGN_OR_RETURN(kv::TensorMeta meta, client->Meta("node/feat"));
+  ASSIGN_OR_RETURN(kvstore::TensorMeta meta, client->Meta("node/feat"));
   size_t row_bytes = meta.row_bytes();
   const PartitionBook& book = client->book();
   std::mt19937_64 rng(1);
@@ -102,7 +102,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
 
   // Each round measures a limit and the matching pull back to back, on the
   // same ids, so that the ratios compare like with like on a noisy machine.
-  ASSIGN_OR_RETURN(kv::Shard shard, client->local_shards()->Get("node/feat"));
+  ASSIGN_OR_RETURN(kvstore::Shard shard, client->local_shards()->Get("node/feat"));
   auto time_pull = [&](const std::vector<int64_t>& ids) -> StatusOr<double> {
     Stopwatch watch;
     RETURN_IF_ERROR(client->PullInto("node/feat", ids, out.data()));
@@ -182,7 +182,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     for (int part : {0, 1}) {
       std::vector<int64_t> ids = RandomIds(rng, book.NodeRange(part), f.batch);
       Stopwatch watch;
-      RETURN_IF_ERROR(client->Push("node/bench_push", ids, out.data(), kv::PushMode::kAssign));
+      RETURN_IF_ERROR(client->Push("node/bench_push", ids, out.data(), kvstore::PushMode::kAssign));
       (part == 0 ? push_local_s : push_remote_s).push_back(watch.Seconds());
     }
   }

@@ -13,17 +13,17 @@
 
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
 #include "src/base/random.h"
-#include "src/base/resource.h"
-#include "src/base/time.h"
-#include "src/graph/readers.h"
 #include "src/kvstore/local_store.h"
-#include "src/loader/epoch.h"
 #include "src/loader/minibatch.h"
-#include "src/loader/pipeline.h"
 #include "src/partition/partition.h"
 #include "src/partition/work_split.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/time.h"
+#include "tessera/graph/readers.h"
+#include "tessera/loader/epoch.h"
+#include "tessera/loader/pipeline.h"
 #include "tools/bench_job.h"
 #include "tools/commands.h"
 
@@ -50,9 +50,9 @@ double Median(std::vector<double> v) {
 }
 
 // The training nodes (train_mask), or every node if there is no mask.
-StatusOr<std::vector<int64_t>> TrainIds(kv::KvStore& store) {
+StatusOr<std::vector<int64_t>> TrainIds(kvstore::KvStore& store) {
   int64_t n = store.book().num_nodes();
-  StatusOr<kv::TensorMeta> meta = store.Meta("node/train_mask");
+  StatusOr<kvstore::TensorMeta> meta = store.Meta("node/train_mask");
   std::vector<int64_t> all(static_cast<size_t>(n));
   std::iota(all.begin(), all.end(), 0);
   if (!meta.ok()) return all;
@@ -69,7 +69,7 @@ StatusOr<std::vector<int64_t>> TrainIds(kv::KvStore& store) {
 }
 
 // Samples `batches` batches of the seeds with `threads` sampler threads.
-StatusOr<nlohmann::json> RunLoader(kv::KvStore& store, const std::vector<int64_t>& seeds,
+StatusOr<nlohmann::json> RunLoader(kvstore::KvStore& store, const std::vector<int64_t>& seeds,
                                    const SampleFlags& f, int threads) {
   loader::BatchOptions options{.batch_size = f.batch_size, .shuffle = true, .seed = 7};
   int64_t own = loader::EpochPlan::OwnBatches(static_cast<int64_t>(seeds.size()), options);
@@ -103,7 +103,7 @@ StatusOr<nlohmann::json> RunLoader(kv::KvStore& store, const std::vector<int64_t
 }
 
 // Where one thread's batch time goes: sample_neighbors vs to_block.
-StatusOr<nlohmann::json> Breakdown(kv::KvStore& store, const std::vector<int64_t>& seeds,
+StatusOr<nlohmann::json> Breakdown(kvstore::KvStore& store, const std::vector<int64_t>& seeds,
                                    const SampleFlags& f) {
   double sample_s = 0, block_s = 0;
   int64_t edges = 0;
@@ -131,7 +131,7 @@ StatusOr<nlohmann::json> Breakdown(kv::KvStore& store, const std::vector<int64_t
 
 // Time per sampled edge of one layer (fanout fanouts.back()) for seeds all
 // owned by machine 0 (local) or all by machine 1 (remote), alternated.
-StatusOr<nlohmann::json> RemoteVsLocal(kv::KvClient& client, const SampleFlags& f) {
+StatusOr<nlohmann::json> RemoteVsLocal(kvstore::KvClient& client, const SampleFlags& f) {
   const PartitionBook& book = client.book();
   Rng rng(3);
   int64_t n = 25'000;
@@ -173,7 +173,8 @@ Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
 
   // Standalone: the one-part partition in this process.
   {
-    ASSIGN_OR_RETURN(std::unique_ptr<kv::LocalKvStore> store, kv::LocalKvStore::Open(one_config));
+    ASSIGN_OR_RETURN(std::unique_ptr<kvstore::LocalKvStore> store,
+                     kvstore::LocalKvStore::Open(one_config));
     ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainIds(*store));
     report["graph"] = {{"nodes", store->book().num_nodes()},
                        {"edges", store->book().num_edges()},
@@ -192,7 +193,7 @@ Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
   // Distributed: two servers on loopback, this process trainer 0 of machine 0.
   ASSIGN_OR_RETURN(BenchJob bench, StartBenchJob(two_config, dir));
   std::unique_ptr<launcher::LocalJob>& job = bench.job;
-  std::unique_ptr<kv::KvClient>& client = bench.client;
+  std::unique_ptr<kvstore::KvClient>& client = bench.client;
   {
     ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainIds(*client));
     ASSIGN_OR_RETURN(std::vector<int64_t> mine,

@@ -11,8 +11,8 @@
 
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/strings.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 #include "tools/bench_job.h"
 #include "tools/commands.h"
 #include "tools/train_job.h"

@@ -3,10 +3,10 @@
 #include <memory>
 
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/resource.h"
-#include "src/base/time.h"
 #include "src/dist_partition/chunked_graph.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/time.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {
@@ -44,11 +44,11 @@ Command RegisterChunk(CLI::App& app) {
             if (!read.ok()) return ReportError(read.status());
             auto graph = ReadGraph(f->input, *read);
             if (!graph.ok()) return ReportError(graph.status());
-            dpart::ChunkOptions options;
+            dist_partition::ChunkOptions options;
             options.num_chunks = f->num_chunks;
             options.csv_edges = f->edge_format == "csv";
             options.graph_name = f->graph_name;
-            Status st = dpart::WriteChunkedGraph(*graph, f->out, options);
+            Status st = dist_partition::WriteChunkedGraph(*graph, f->out, options);
             if (!st.ok()) return ReportError(st);
             spdlog::info("wrote {}/metadata.json: {} nodes, {} edges, {} chunks each, {}", f->out,
                          graph->num_nodes, graph->num_edges(), f->num_chunks,

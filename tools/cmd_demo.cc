@@ -7,12 +7,12 @@
 #include <memory>
 
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/strings.h"
-#include "src/base/time.h"
 #include "src/graph/generator.h"
-#include "src/graph/readers.h"
 #include "src/partition/partition.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
+#include "tessera/base/time.h"
+#include "tessera/graph/readers.h"
 #include "tools/commands.h"
 #include "tools/train_job.h"
 

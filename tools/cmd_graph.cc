@@ -2,14 +2,14 @@
 #include <memory>
 
 #include "spdlog/spdlog.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
-#include "src/base/time.h"
 #include "src/graph/generator.h"
 #include "src/graph/hetero_generator.h"
-#include "src/graph/readers.h"
 #include "src/partition/inspect.h"
 #include "src/partition/partition.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
+#include "tessera/base/time.h"
+#include "tessera/graph/readers.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {
@@ -106,7 +106,7 @@ Command RegisterPartition(CLI::App& app) {
             options.metis_iterations = f->metis_iterations;
             options.metis_cuts = f->metis_cuts;
             options.coarsening = f->coarsening;
-            options.coarsen_min_entries = f->coarsen_min_arcs;
+            options.coarsen_min_arcs = f->coarsen_min_arcs;
             auto graph = ReadGraph(f->input, *read);
             if (!graph.ok()) return ReportError(graph.status());
             auto result =

@@ -13,13 +13,14 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
-#include "src/base/time.h"
 #include "src/dist_partition/dist_partition.h"
 #include "src/dist_partition/mpi_comm.h"
 #include "src/launcher/ip_config.h"
+#include "src/launcher/process.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
+#include "tessera/base/time.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {
@@ -167,9 +168,9 @@ StatusOr<std::vector<std::string>> PlacementArgs(const MpiPartitionFlags& f) {
   return args;
 }
 
-// Replaces this process with `mpirun -np P ... <rank command>`; returns only
-// on failure.
-int ExecMpirun(const MpiPartitionFlags& f) {
+// Runs `mpirun -np P ... <rank command>` and returns its exit code; Ctrl-C
+// (or SIGTERM) stops mpirun, which stops the ranks.
+int RunMpirun(const MpiPartitionFlags& f) {
   std::vector<std::string> argv = {f.mpirun, "-np", std::to_string(f.ranks)};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // Containers run as root.
   StatusOr<std::vector<std::string>> placement = PlacementArgs(f);
@@ -180,16 +181,21 @@ int ExecMpirun(const MpiPartitionFlags& f) {
   // Open MPI's single-copy shared memory needs ptrace rights containers lack.
   ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", /*overwrite=*/0);
   spdlog::info("starting {} ranks: {}", f.ranks, StrJoin(argv, " "));
-  std::vector<char*> raw;
-  for (std::string& arg : argv) raw.push_back(arg.data());
-  raw.push_back(nullptr);
-  ::execvp(raw[0], raw.data());
-  return ReportError(ErrnoError(StrCat("cannot run ", f.mpirun), errno));
+  launcher::SpawnOptions spawn;
+  spawn.argv = std::move(argv);
+  spawn.grace_seconds = 10;  // mpirun's own teardown of remote ranks.
+  // mpirun runs in its own process group: reading a terminal from there
+  // would stop it (SIGTTIN), and the ranks read nothing.
+  spawn.stdin_null = true;
+  StatusOr<launcher::Process> mpirun = launcher::Process::Spawn(spawn);
+  if (!mpirun.ok()) return ReportError(Annotate(mpirun.status(), StrCat("cannot run ", f.mpirun)));
+  return launcher::WaitInForeground(*mpirun, -1, nullptr);
 }
 
 // --fail-at: the hook that fails or kills one rank as a step starts.
-StatusOr<std::function<Status(dpart::Comm&, std::string_view)>> FaultHook(const std::string& spec) {
-  if (spec.empty()) return std::function<Status(dpart::Comm&, std::string_view)>();
+StatusOr<std::function<Status(dist_partition::Comm&, std::string_view)>> FaultHook(
+    const std::string& spec) {
+  if (spec.empty()) return std::function<Status(dist_partition::Comm&, std::string_view)>();
   auto parts = SplitString(spec, ':');
   int64_t rank = -1;
   if (parts.size() < 2 || parts.size() > 3 || !ParseInt64(parts[1], &rank) ||
@@ -198,8 +204,8 @@ StatusOr<std::function<Status(dpart::Comm&, std::string_view)>> FaultHook(const 
   }
   const std::string step(parts[0]);
   const bool kill = parts.size() == 3;
-  return std::function<Status(dpart::Comm&, std::string_view)>(
-      [step, rank, kill](dpart::Comm& comm, std::string_view name) -> Status {
+  return std::function<Status(dist_partition::Comm&, std::string_view)>(
+      [step, rank, kill](dist_partition::Comm& comm, std::string_view name) -> Status {
         if (name != step || comm.rank() != rank) return absl::OkStatus();
         if (kill) std::raise(SIGKILL);
         return absl::AbortedError(StrCat("failure injected at step ", step));
@@ -207,7 +213,7 @@ StatusOr<std::function<Status(dpart::Comm&, std::string_view)>> FaultHook(const 
 }
 
 // --stats-json: the steps with every rank's peak RSS, and the parts.
-std::string StatsJson(const dpart::DistPartitionResult& result) {
+std::string StatsJson(const dist_partition::DistPartitionResult& result) {
   nlohmann::json steps = nlohmann::json::array(), parts = nlohmann::json::array();
   for (const auto& step : result.steps) {
     steps.push_back(
@@ -232,15 +238,15 @@ int RunRank(const MpiPartitionFlags& f) {
   // per rank keeps the output a function of the input and options (set the
   // variable to trade that for speed).
   ::setenv("SCOTCH_PTHREAD_NUMBER", "1", /*overwrite=*/0);
-  auto session = dpart::MpiSession::Init(nullptr, nullptr, f.piece_mb << 20);
+  auto session = dist_partition::MpiSession::Init(nullptr, nullptr, f.piece_mb << 20);
   if (!session.ok()) return ReportError(session.status());
-  dpart::Comm& comm = (*session)->world();
+  dist_partition::Comm& comm = (*session)->world();
   spdlog::set_pattern(
       StrCat("[%H:%M:%S.%e] [rank ", comm.rank(), "/", comm.size(), "] [%^%l%$] %v"));
   if (comm.rank() != 0 && !f.log_all_ranks && spdlog::get_level() < spdlog::level::warn) {
     spdlog::set_level(spdlog::level::warn);
   }
-  dpart::DistPartitionOptions o;
+  dist_partition::DistPartitionOptions o;
   auto method = ParsePartMethod(f.part_method);
   auto hook = FaultHook(f.fail_at);
   Status st = !method.ok() ? method.status() : hook.status();
@@ -256,7 +262,7 @@ int RunRank(const MpiPartitionFlags& f) {
     o.return_mapping = f.return_mapping;
     o.seed = f.seed;
     o.graph_name = f.graph_name;
-    auto result = dpart::DistPartitionGraph(comm, f.input, f.num_parts, f.out, o);
+    auto result = dist_partition::DistPartitionGraph(comm, f.input, f.num_parts, f.out, o);
     st = result.status();
     if (st.ok() && comm.rank() == 0) {
       spdlog::info("wrote {}", result->config_path);
@@ -353,7 +359,7 @@ Command RegisterMpiPartition(CLI::App& app) {
                   "--hostfile, --ip-config, --network and the ssh flags place the ranks that "
                   "--ranks starts: give --ranks, or give mpirun its own options"));
             }
-            if (f->ranks > 0 && !dpart::LaunchedByMpirun()) return ExecMpirun(*f);
+            if (f->ranks > 0 && !dist_partition::LaunchedByMpirun()) return RunMpirun(*f);
             return RunRank(*f);
           }};
 }

@@ -13,14 +13,14 @@
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
-#include "src/base/resource.h"
-#include "src/base/time.h"
 #include "src/kvstore/kv_server.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
-#include "src/partition/partition_config.h"
 #include "src/rpc/transport.h"
 #include "src/shm/segment.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/time.h"
+#include "tessera/partition/partition_config.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {
@@ -88,13 +88,13 @@ Status RunServer(const ServerFlags& flags) {
         fmt::format("--server-id {} is out of range: {} machines x {} servers", flags.server_id,
                     ip.num_machines(), S));
   }
-  kv::KvServerOptions options{.job_id = job_id,
-                              .part_config = flags.part_config,
-                              .machine_id = flags.server_id / S,
-                              .local_index = flags.server_id % S,
-                              .servers_per_machine = S,
-                              .num_clients = flags.num_clients,
-                              .max_message_bytes = flags.max_message_bytes};
+  kvstore::KvServerOptions options{.job_id = job_id,
+                                   .part_config = flags.part_config,
+                                   .machine_id = flags.server_id / S,
+                                   .local_index = flags.server_id % S,
+                                   .servers_per_machine = S,
+                                   .num_clients = flags.num_clients,
+                                   .max_message_bytes = flags.max_message_bytes};
   const launcher::MachineAddress& address = ip.machines[options.machine_id];
   std::string name = fmt::format("server {}", flags.server_id);
   ASSIGN_OR_RETURN(
@@ -111,11 +111,11 @@ Status RunServer(const ServerFlags& flags) {
            .max_message_bytes = flags.max_message_bytes,
            .handshake_timeout =
                rpc::Millis(static_cast<int64_t>(flags.handshake_timeout * 1000))}));
-  std::unique_ptr<kv::KvServer> kv;
+  std::unique_ptr<kvstore::KvServer> kv;
   if (options.local_index == 0) {
-    ASSIGN_OR_RETURN(kv, kv::KvServer::Load(options, g_stop));
+    ASSIGN_OR_RETURN(kv, kvstore::KvServer::Load(options, g_stop));
   } else {
-    ASSIGN_OR_RETURN(kv, kv::KvServer::Attach(options));
+    ASSIGN_OR_RETURN(kv, kvstore::KvServer::Attach(options));
   }
   kv->set_rpc(rpc.get());
   spdlog::info("{}: serving partition {} on {}:{} (job {})", name, options.machine_id, address.ip,

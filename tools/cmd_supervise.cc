@@ -15,10 +15,6 @@
 // signal if the child was killed.
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -26,9 +22,10 @@
 #include <memory>
 
 #include "spdlog/spdlog.h"
-#include "src/base/time.h"
 #include "src/launcher/env_var.h"
+#include "src/launcher/process.h"
 #include "src/shm/segment.h"
+#include "tessera/base/time.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {
@@ -42,8 +39,9 @@ struct SuperviseFlags {
 
 // Reads "KEY=VALUE" lines from fd 0 up to an empty line; keys must be
 // variable names and values free of NUL (src/launcher/env_var.h).
-StatusOr<std::vector<std::string>> ReadEnvironment(Deadline deadline) {
-  std::vector<std::string> env;
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+StatusOr<EnvVars> ReadEnvironment(Deadline deadline) {
+  EnvVars env;
   std::string line;
   char c;
   while (true) {
@@ -60,78 +58,34 @@ StatusOr<std::vector<std::string>> ReadEnvironment(Deadline deadline) {
     if (line.empty()) return env;
     StatusOr<std::pair<std::string, std::string>> var = launcher::ParseEnvAssignment(line);
     if (!var.ok()) return Annotate(var.status(), "environment from the launcher");
-    env.push_back(line);
+    env.push_back(*std::move(var));
     line.clear();
   }
 }
 
-int ExitCodeOf(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
 int RunSupervise(const SuperviseFlags& f) {
-  // Signals arrive on a descriptor, next to stdin and the child.
+  signal(SIGPIPE, SIG_IGN);
+  // Until WaitInForeground watches them, a stop signal must not kill this
+  // process before it can stop the child's group.
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
   auto env = ReadEnvironment(Deadline::InSeconds(60));
   if (!env.ok()) return ReportError(env.status());
-  pid_t child = fork();
-  if (child < 0) return ReportError(absl::InternalError(std::strerror(errno)));
-  if (child == 0) {
-    setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);  // The link stays the supervisor's.
-    if (!f.cwd.empty() && chdir(f.cwd.c_str()) != 0) {
-      std::fprintf(stderr, "supervise: cannot enter %s: %s\n", f.cwd.c_str(), std::strerror(errno));
-      _exit(126);
-    }
-    for (std::string& e : *env) putenv(e.data());
-    std::vector<char*> argv;
-    for (const std::string& a : f.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "supervise: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
+  launcher::SpawnOptions spawn;
+  spawn.argv = f.argv;
+  spawn.cwd = f.cwd;
+  spawn.grace_seconds = f.grace_s;
+  spawn.env = *std::move(env);
+  spawn.stdin_null = true;  // The link stays the supervisor's.
+  StatusOr<launcher::Process> child = launcher::Process::Spawn(spawn);
+  if (!child.ok()) {
+    ReportError(child.status());
+    return 127;
   }
-  setpgid(child, child);
-  int child_fd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
   bool stop = false;
-  int status = 0;
-  bool exited = false;
-  while (!exited && !stop) {
-    pollfd fds[3] = {{STDIN_FILENO, POLLIN, 0}, {sig_fd, POLLIN, 0}, {child_fd, POLLIN, 0}};
-    if (poll(fds, 3, -1) < 0 && errno != EINTR) break;
-    if (fds[2].revents) {
-      exited = waitpid(child, &status, 0) == child;
-    }
-    if (fds[1].revents) {
-      signalfd_siginfo info;
-      (void)!read(sig_fd, &info, sizeof(info));
-      stop = true;
-    }
-    if (fds[0].revents) {
-      char buffer[256];
-      ssize_t n = read(STDIN_FILENO, buffer, sizeof(buffer));
-      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) stop = true;
-    }
-  }
-  if (!exited) {
-    kill(-child, SIGTERM);
-    pollfd fd{child_fd, POLLIN, 0};
-    if (poll(&fd, 1, static_cast<int>(f.grace_s * 1000)) <= 0) kill(-child, SIGKILL);
-    waitpid(child, &status, 0);
-  }
-  kill(-child, SIGKILL);  // Anything the child left in its group.
+  int code = launcher::WaitInForeground(*child, STDIN_FILENO, &stop);
   if (stop && !f.cleanup_job.empty()) {
     StatusOr<int> removed = shm::RemoveJobSegments(f.cleanup_job);
     if (removed.ok() && *removed > 0) {
@@ -139,7 +93,7 @@ int RunSupervise(const SuperviseFlags& f) {
                    f.cleanup_job);
     }
   }
-  return ExitCodeOf(status);
+  return code;
 }
 
 }  // namespace

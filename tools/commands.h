@@ -11,8 +11,8 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "src/base/status.h"
-#include "src/graph/readers.h"
+#include "tessera/base/status.h"
+#include "tessera/graph/readers.h"
 
 namespace tessera::tools {
 

@@ -6,10 +6,10 @@
 
 #include "CLI/CLI.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
 #include "src/base/logging.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {

@@ -3,7 +3,7 @@
 // RunChild: runs a program to completion with a deadline and reports its exit
 // status, wall time and peak RSS (the benchmarks use it to measure one
 // configuration per process). The child is killed (SIGKILL) if the deadline
-// passes, and also if this process dies first (PR_SET_PDEATHSIG).
+// passes, and also if this process dies first (launcher::Process).
 #ifndef TESSERA_TOOLS_SUBPROCESS_H_
 #define TESSERA_TOOLS_SUBPROCESS_H_
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/base/time.h"
+#include "tessera/base/status.h"
+#include "tessera/base/time.h"
 
 namespace tessera::tools {
 

@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/strings.h"
 #include "src/launcher/local_job.h"
 #include "src/launcher/process.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 #include "tools/commands.h"
 
 namespace tessera::tools {

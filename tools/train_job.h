@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 namespace tessera::tools {
 

@@ -19,11 +19,11 @@
 #include "examples/common.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "tessera/core/time.h"
+#include "tessera/base/time.h"
 #include "tessera/dist.h"
-#include "tessera/embedding.h"
+#include "tessera/dist/embedding.h"
+#include "tessera/dist/parallel.h"
 #include "tessera/nn.h"
-#include "tessera/parallel.h"
 
 namespace {
 

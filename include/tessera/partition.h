@@ -17,9 +17,9 @@
 
 #include <string>
 
-#include "tessera/core/load_partition.h"
-#include "tessera/core/partition_graph.h"
-#include "tessera/core/readers.h"
+#include "tessera/graph/readers.h"
+#include "tessera/partition/load_partition.h"
+#include "tessera/partition/partition_graph.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "src/base/file.h"
+#include "tessera/base/file.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include <system_error>
 #include <utility>
 
-#include "src/base/strings.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace fs = std::filesystem;

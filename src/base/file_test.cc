@@ -1,4 +1,4 @@
-#include "src/base/file.h"
+#include "tessera/base/file.h"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // File: src/base/interrupt.cc
-#include "src/base/interrupt.h"
+#include "tessera/base/interrupt.h"
 
 #include <atomic>
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "spdlog/spdlog.h"
-#include "src/base/time.h"
+#include "tessera/base/time.h"
 
 namespace tessera {
 

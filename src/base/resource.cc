@@ -1,5 +1,5 @@
 // File: src/base/resource.cc
-#include "src/base/resource.h"
+#include "tessera/base/resource.h"
 
 #include <malloc.h>
 #include <sys/resource.h>

@@ -1,4 +1,4 @@
-#include "src/base/resource.h"
+#include "tessera/base/resource.h"
 
 #include <limits>
 

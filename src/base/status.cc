@@ -1,10 +1,10 @@
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 #include <cerrno>
 #include <cstring>
 #include <string>
 
-#include "src/base/strings.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 #include <cerrno>
 

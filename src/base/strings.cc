@@ -1,4 +1,4 @@
-#include "src/base/strings.h"
+#include "tessera/base/strings.h"
 
 #include <charconv>
 

@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
+#include "tessera/base/file.h"
 
 namespace tessera::testing {
 

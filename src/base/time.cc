@@ -1,4 +1,4 @@
-#include "src/base/time.h"
+#include "tessera/base/time.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -7,12 +7,12 @@
 #include <limits>
 
 #include "nlohmann/json.hpp"
-#include "src/base/file.h"
-#include "src/base/strings.h"
 #include "src/graph/npy.h"
 #include "src/partition/partition_util.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -350,4 +350,4 @@ StatusOr<ChunkedGraph> ReadChunkedGraph(const std::string& path) {
   return g;
 }
 
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition

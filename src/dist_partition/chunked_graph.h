@@ -44,11 +44,11 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/graph/array.h"
-#include "src/graph/graph.h"
+#include "tessera/base/status.h"
+#include "tessera/graph/array.h"
+#include "tessera/graph/graph.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 
 // One node or edge array of one type, in chunks.
 struct ChunkedArray {
@@ -121,6 +121,6 @@ struct ChunkOptions {
 Status WriteChunkedGraph(const Graph& graph, const std::string& out_dir,
                          const ChunkOptions& options);
 
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition
 
 #endif  // TESSERA_SRC_DIST_PARTITION_CHUNKED_GRAPH_H_

@@ -10,7 +10,7 @@
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 namespace {
 
 using testing::TempDir;
@@ -232,4 +232,4 @@ TEST(ChunkedGraph, NumpyEdgeChunksAreChecked) {
 }
 
 }  // namespace
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition

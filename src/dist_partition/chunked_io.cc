@@ -4,13 +4,13 @@
 #include <filesystem>
 
 #include "nlohmann/json.hpp"
-#include "src/base/file.h"
-#include "src/base/strings.h"
 #include "src/dist_partition/chunked_graph.h"
 #include "src/graph/npy.h"
 #include "src/graph/text_reader.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 namespace {
 
 // Calls body(begin, end) with the chunk-local row range of every chunk of
@@ -314,4 +314,4 @@ Status WriteChunkedGraph(const Graph& graph, const std::string& out_dir,
   return WriteFileAtomic(metadata_path, meta.dump(2) + "\n");
 }
 
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition

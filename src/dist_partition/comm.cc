@@ -4,9 +4,9 @@
 #include <barrier>
 #include <thread>
 
-#include "src/base/strings.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 
 Status Agree(Comm& comm, const Status& local) {
   const int32_t code = static_cast<int32_t>(local.code());
@@ -164,4 +164,4 @@ std::vector<Status> RunThreadRanks(int num_ranks, const std::function<Status(Com
   return results;
 }
 
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition

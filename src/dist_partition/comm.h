@@ -27,9 +27,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 
 class Comm {
  public:
@@ -117,6 +117,6 @@ StatusOr<Received<T>> Exchange(Comm& comm, std::span<const T> send,
 // and single-machine use without MPI.
 std::vector<Status> RunThreadRanks(int num_ranks, const std::function<Status(Comm&)>& body);
 
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition
 
 #endif  // TESSERA_SRC_DIST_PARTITION_COMM_H_

@@ -9,10 +9,10 @@
 
 #include <numeric>
 
-#include "src/base/strings.h"
 #include "src/dist_partition/comm.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart::testing {
+namespace tessera::dist_partition::testing {
 
 // Rank r sends rank d (r + 1) * (d + 1) * scale values v = r * 1e9 + d * 1e6 +
 // i: uneven sizes, empty ones when scale is 0, and values that tell where
@@ -79,6 +79,6 @@ inline Status CheckAgree(Comm& comm) {
   return absl::OkStatus();
 }
 
-}  // namespace tessera::dpart::testing
+}  // namespace tessera::dist_partition::testing
 
 #endif  // TESSERA_SRC_DIST_PARTITION_COMM_CHECKS_H_

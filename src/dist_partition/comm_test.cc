@@ -4,7 +4,7 @@
 #include "gtest/gtest.h"
 #include "src/dist_partition/comm_checks.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 namespace {
 
 void ExpectAllOk(const std::vector<Status>& results) {
@@ -25,4 +25,4 @@ TEST(ThreadComm, Collectives) {
 }
 
 }  // namespace
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition

@@ -21,11 +21,11 @@
 #include <scotch-int64/ptscotch.h>
 // clang-format on
 
-#include "src/base/strings.h"
 #include "src/dist_partition/dist_internal.h"
-#include "src/graph/array.h"
+#include "tessera/base/strings.h"
+#include "tessera/graph/array.h"
 
-namespace tessera::dpart::internal {
+namespace tessera::dist_partition::internal {
 
 static_assert(sizeof(SCOTCH_Num) == sizeof(int64_t), "PT-Scotch must use 64-bit indices");
 
@@ -409,4 +409,4 @@ StatusOr<int64_t> RepairBalance(Comm& comm, const Layout& layout, const Adjacenc
   return AllSum(comm, num_moved);
 }
 
-}  // namespace tessera::dpart::internal
+}  // namespace tessera::dist_partition::internal

@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "src/dist_partition/dist_internal.h"
 
-namespace tessera::dpart::internal {
+namespace tessera::dist_partition::internal {
 namespace {
 
 Layout TwoRanks(int rank, int64_t nodes, int parts) {
@@ -142,4 +142,4 @@ TEST(DistAssign, PtScotchNeedsMpiRanks) {
 }
 
 }  // namespace
-}  // namespace tessera::dpart::internal
+}  // namespace tessera::dist_partition::internal

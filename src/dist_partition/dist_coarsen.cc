@@ -20,10 +20,10 @@
 #include <limits>
 #include <numeric>
 
-#include "src/base/strings.h"
 #include "src/dist_partition/dist_internal.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart::internal {
+namespace tessera::dist_partition::internal {
 namespace {
 
 constexpr int kSubRounds = 4;
@@ -474,4 +474,4 @@ StatusOr<int64_t> RefineParts(Comm& comm, const Layout& layout, const Adjacency&
   return moved_total;
 }
 
-}  // namespace tessera::dpart::internal
+}  // namespace tessera::dist_partition::internal

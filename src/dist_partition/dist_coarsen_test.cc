@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "src/dist_partition/dist_internal.h"
 
-namespace tessera::dpart::internal {
+namespace tessera::dist_partition::internal {
 namespace {
 
 constexpr int64_t kCliques = 8, kCliqueSize = 6, kNodes = kCliques * kCliqueSize;
@@ -249,4 +249,4 @@ TEST(DistCoarsen, ProjectionGivesEveryNodeItsClustersPart) {
 }
 
 }  // namespace
-}  // namespace tessera::dpart::internal
+}  // namespace tessera::dist_partition::internal

@@ -13,11 +13,11 @@
 #include <functional>
 #include <unordered_map>
 
-#include "src/base/strings.h"
 #include "src/dist_partition/dist_internal.h"
 #include "src/dist_partition/packing.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart::internal {
+namespace tessera::dist_partition::internal {
 namespace {
 
 // An edge outside the inner rows. Out-edges of a part arrive with row = the
@@ -273,4 +273,4 @@ StatusOr<std::vector<PartStats>> BuildLocalGraphs(
   return stats;
 }
 
-}  // namespace tessera::dpart::internal
+}  // namespace tessera::dist_partition::internal

@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/base/strings.h"
 #include "src/dist_partition/chunked_graph.h"
 #include "src/dist_partition/comm.h"
 #include "src/dist_partition/packing.h"
 #include "src/partition/partition.h"
+#include "tessera/base/status.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart::internal {
+namespace tessera::dist_partition::internal {
 
 // `total` items over `n` ranks as evenly as possible: the n + 1 bounds.
 std::vector<int64_t> EvenBounds(int64_t total, int n);
@@ -252,6 +252,6 @@ StatusOr<ArrayNames> WriteArrays(Comm& comm, const ChunkedGraph& graph, const La
 Status WriteMappings(Comm& comm, const Shuffled& shuffled, int64_t num_nodes, int64_t num_edges,
                      const std::string& out_path);
 
-}  // namespace tessera::dpart::internal
+}  // namespace tessera::dist_partition::internal
 
 #endif  // TESSERA_SRC_DIST_PARTITION_DIST_INTERNAL_H_

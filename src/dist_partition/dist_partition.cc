@@ -6,15 +6,15 @@
 #include <numeric>
 
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
-#include "src/base/time.h"
 #include "src/dist_partition/dist_internal.h"
-#include "src/partition/partition_config.h"
 #include "src/partition/partition_util.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
+#include "tessera/base/time.h"
+#include "tessera/partition/partition_config.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 namespace {
 
 using internal::Layout;
@@ -374,4 +374,4 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   return result;
 }
 
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition

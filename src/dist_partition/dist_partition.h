@@ -46,35 +46,17 @@
 #include <string_view>
 #include <vector>
 
-#include "src/base/status.h"
 #include "src/dist_partition/chunked_graph.h"
 #include "src/dist_partition/comm.h"
 #include "src/partition/partition.h"
+#include "tessera/base/status.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 
-struct DistPartitionOptions {
-  PartMethod part_method = PartMethod::kMetis;
-  int num_hops = 1;
-  // As PartitionOptions (partition.h).
-  std::string balance_ntypes;
-  bool balance_edges = false;
-  bool return_mapping = false;
-  // As PartitionOptions: nodes are assigned to num_parts * this many parts,
-  // part p being sub-parts [p T, (p + 1) T); with more than one, every part
-  // carries `trainer_id` node and edge arrays (an edge: its destination's).
-  int num_trainers_per_machine = 1;
-  // part_method metis: the graph is contracted by label propagation until
-  // it has this many times fewer arcs than the input (or stops shrinking)
-  // before PT-Scotch partitions it; 1: PT-Scotch gets the input graph.
-  // PT-Scotch holds about 250 bytes per arc, more than anything else here.
-  double coarsening = 8;
-  // ... but graphs of at most coarsen_min_arcs symmetrised arcs per rank
-  // are left whole (PT-Scotch's memory for them is small, and contraction
-  // costs some cut: on a 2000-node test graph 1.07-1.10x serial METIS's
-  // against 0.82x uncontracted; 1.0001x on 600k nodes / 15M edges).
-  int64_t coarsen_min_arcs = int64_t{1} << 20;
-  uint64_t seed = 0;
+// PartitionOptions (include/tessera/partition/partition_graph.h), with the
+// distributed partitioner's default coarsening and what only it has.
+struct DistPartitionOptions : PartitionOptions {
+  DistPartitionOptions() { coarsening = 8; }
   // The config's graph_name; empty: the metadata's.
   std::string graph_name;
   // Called on every rank as each step starts, with the step's name ("read",
@@ -102,6 +84,6 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
                                                  int num_parts, const std::string& out_path,
                                                  const DistPartitionOptions& options);
 
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition
 
 #endif  // TESSERA_SRC_DIST_PARTITION_DIST_PARTITION_H_

@@ -12,10 +12,10 @@
 #include "src/dist_partition/chunked_graph.h"
 #include "src/graph/generator.h"
 #include "src/graph/hetero_generator.h"
-#include "src/graph/readers.h"
-#include "src/partition/load_partition.h"
+#include "tessera/graph/readers.h"
+#include "tessera/partition/load_partition.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 namespace {
 
 using testing::TempDir;
@@ -272,4 +272,4 @@ TEST_F(DistPartitionTest, AFailureWhileWritingRemovesWhatWasWritten) {
 }
 
 }  // namespace
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
-#include "src/base/strings.h"
 #include "src/dist_partition/dist_internal.h"
 #include "src/dist_partition/packing.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart::internal {
+namespace tessera::dist_partition::internal {
 
 std::vector<int64_t> EvenBounds(int64_t total, int n) {
   __extension__ using Int128 = __int128;
@@ -193,4 +193,4 @@ StatusOr<Shuffled> Reshuffle(Comm& comm, const ChunkedGraph& graph, const Layout
   return s;
 }
 
-}  // namespace tessera::dpart::internal
+}  // namespace tessera::dist_partition::internal

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "src/base/file.h"
-#include "src/base/strings.h"
 #include "src/dist_partition/dist_internal.h"
 #include "src/dist_partition/packing.h"
 #include "src/graph/npy.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart::internal {
+namespace tessera::dist_partition::internal {
 namespace {
 
 // Rows per piece when rank 0 gathers a mapping.
@@ -297,4 +297,4 @@ Status WriteMappings(Comm& comm, const Shuffled& s, int64_t num_nodes, int64_t n
   return GatherToFile(comm, out_path + "/orig_eids.npy", s.edges.orig, s.edges.begin, num_edges);
 }
 
-}  // namespace tessera::dpart::internal
+}  // namespace tessera::dist_partition::internal

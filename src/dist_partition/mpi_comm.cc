@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "src/base/strings.h"
+#include "tessera/base/strings.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 namespace {
 
 Status MpiError(int code, const char* call) {
@@ -149,4 +149,4 @@ bool LaunchedByMpirun() {
   return false;
 }
 
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition

@@ -13,10 +13,10 @@
 
 #include <memory>
 
-#include "src/base/status.h"
 #include "src/dist_partition/comm.h"
+#include "tessera/base/status.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 
 class MpiSession {
  public:
@@ -40,6 +40,6 @@ class MpiSession {
 // only tools/ call it.
 bool LaunchedByMpirun();
 
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition
 
 #endif  // TESSERA_SRC_DIST_PARTITION_MPI_COMM_H_

@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "src/dist_partition/comm_checks.h"
 
-namespace tessera::dpart {
+namespace tessera::dist_partition {
 namespace {
 
 Comm* world = nullptr;
@@ -22,15 +22,15 @@ TEST(MpiComm, Collectives) {
 }
 
 }  // namespace
-}  // namespace tessera::dpart
+}  // namespace tessera::dist_partition
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  auto session = tessera::dpart::MpiSession::Init(&argc, &argv, /*piece_bytes=*/1000);
+  auto session = tessera::dist_partition::MpiSession::Init(&argc, &argv, /*piece_bytes=*/1000);
   if (!session.ok()) {
     std::fprintf(stderr, "%s\n", session.status().ToString().c_str());
     return 1;
   }
-  tessera::dpart::world = &(*session)->world();
+  tessera::dist_partition::world = &(*session)->world();
   return RUN_ALL_TESTS();
 }

@@ -13,7 +13,7 @@
 
 #include "src/dist_partition/comm.h"
 
-namespace tessera::dpart::internal {
+namespace tessera::dist_partition::internal {
 
 // Item order[k] is the k-th in the packed order: items grouped by
 // destination (rank 0's first), in their own order within a group. Items
@@ -101,6 +101,6 @@ StatusOr<std::vector<T>> ExchangeInRounds(Comm& comm, std::span<const int32_t> d
   return out;
 }
 
-}  // namespace tessera::dpart::internal
+}  // namespace tessera::dist_partition::internal
 
 #endif  // TESSERA_SRC_DIST_PARTITION_PACKING_H_

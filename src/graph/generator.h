@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string>
 
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 namespace tessera {
 

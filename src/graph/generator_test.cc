@@ -5,7 +5,7 @@
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
-#include "src/graph/readers.h"
+#include "tessera/graph/readers.h"
 
 namespace tessera {
 namespace {

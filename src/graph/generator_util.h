@@ -19,8 +19,8 @@
 
 #include "src/base/logging.h"
 #include "src/base/random.h"
-#include "src/base/status.h"
-#include "src/graph/array.h"
+#include "tessera/base/status.h"
+#include "tessera/graph/array.h"
 
 namespace tessera {
 

@@ -1,11 +1,11 @@
-#include "src/graph/graph.h"
+#include "tessera/graph/graph.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <tuple>
 
-#include "src/base/strings.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "src/graph/graph.h"
+#include "tessera/graph/graph.h"
 
 #include "gtest/gtest.h"
 

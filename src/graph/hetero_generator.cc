@@ -7,12 +7,12 @@
 
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
 #include "src/base/logging.h"
 #include "src/base/random.h"
-#include "src/base/strings.h"
 #include "src/graph/generator_util.h"
 #include "src/graph/npy.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace {

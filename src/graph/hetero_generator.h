@@ -49,8 +49,8 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
 #include "src/graph/generator.h"
+#include "tessera/base/status.h"
 
 namespace tessera {
 

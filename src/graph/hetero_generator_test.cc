@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
-#include "src/graph/readers.h"
+#include "tessera/graph/readers.h"
 
 namespace tessera {
 namespace {

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
-#include "src/base/file.h"
-#include "src/base/strings.h"
 #include "src/graph/npy.h"
 #include "src/graph/reader_util.h"
-#include "src/graph/readers.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
+#include "tessera/graph/readers.h"
 
 namespace tessera {
 namespace {

@@ -3,10 +3,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "src/base/strings.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
-#include "src/graph/readers.h"
+#include "tessera/base/strings.h"
+#include "tessera/graph/readers.h"
 
 namespace tessera {
 namespace {

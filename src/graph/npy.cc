@@ -4,7 +4,7 @@
 #include <limits>
 #include <string_view>
 
-#include "src/base/strings.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace {

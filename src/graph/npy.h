@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "src/base/file.h"
-#include "src/base/status.h"
-#include "src/graph/array.h"
+#include "tessera/base/file.h"
+#include "tessera/base/status.h"
+#include "tessera/graph/array.h"
 
 namespace tessera {
 

@@ -15,11 +15,11 @@
 #include <string_view>
 #include <vector>
 
-#include "src/base/file.h"
-#include "src/base/strings.h"
 #include "src/graph/reader_util.h"
-#include "src/graph/readers.h"
 #include "src/graph/text_reader.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
+#include "tessera/graph/readers.h"
 
 namespace tessera {
 namespace {

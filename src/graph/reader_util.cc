@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <type_traits>
 
-#include "src/base/resource.h"
-#include "src/base/strings.h"
 #include "src/graph/text_reader.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace fs = std::filesystem;

@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/graph/array.h"
-#include "src/graph/graph.h"
+#include "tessera/base/status.h"
+#include "tessera/graph/array.h"
+#include "tessera/graph/graph.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "src/graph/readers.h"
+#include "tessera/graph/readers.h"
 
 #include <algorithm>
 #include <limits>
@@ -7,11 +7,11 @@
 
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
 #include "src/base/logging.h"
-#include "src/base/strings.h"
 #include "src/graph/npy.h"
 #include "src/graph/reader_util.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 

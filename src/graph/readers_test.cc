@@ -1,12 +1,12 @@
-#include "src/graph/readers.h"
+#include "tessera/graph/readers.h"
 
 #include <zlib.h>
 
 #include "gtest/gtest.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace {

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "src/base/strings.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 namespace tessera {
 

@@ -14,7 +14,7 @@
 #include "src/kvstore/kv_client.h"
 #include "src/shm/segment.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 namespace {
 
 enum class Forge {
@@ -226,4 +226,4 @@ TEST_F(ForgedAnswersTest, PullAnswersAndTensorShapesAreChecked) {
 }
 
 }  // namespace
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore

@@ -14,7 +14,7 @@
 #include "src/kvstore/local_store.h"
 #include "src/kvstore/test_cluster.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 namespace {
 
 const PartWeights kNoWeights;  // Uniform sampling.
@@ -346,4 +346,4 @@ TEST_F(GraphOpsTest, StandaloneAndDistributedAgreeInOriginalIds) {
 }
 
 }  // namespace
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore

@@ -23,6 +23,7 @@
 #define TESSERA_SRC_KVSTORE_KV_SERVER_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,13 +33,14 @@
 #include <string_view>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/kvstore/kv_store.h"
+#include "src/kvstore/feature_store.h"
+#include "src/kvstore/graph_service.h"
 #include "src/kvstore/shard_map.h"
-#include "src/partition/partition_book.h"
 #include "src/rpc/transport.h"
+#include "tessera/base/status.h"
+#include "tessera/partition/partition_book.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 
 struct KvServerOptions {
   std::string job_id;
@@ -81,6 +83,15 @@ class KvServer : public rpc::Service {
  private:
   KvServer(KvServerOptions options, PartitionBook book, std::string graph_name, int halo_hops);
   Status EnsureCatalog();
+  // Requests are served by handlers registered per method by each service
+  // (kv_server.cc: the job's; kv_server_features.cc, kv_server_graph.cc).
+  // A handler's nullopt means the answer comes later (barriers).
+  using Reply = StatusOr<std::optional<rpc::Message>>;
+  using Handler = std::function<Reply(const rpc::Peer& peer, rpc::Message& request)>;
+  void On(wire::Method method, Handler handler) { handlers_[method] = std::move(handler); }
+  void RegisterJobHandlers();
+  void RegisterFeatureHandlers();
+  void RegisterGraphHandlers();
   std::optional<rpc::Message> Dispatch(const rpc::Peer& peer, rpc::Message& request);
   // ResourceExhausted unless `count` items of `item_bytes` bytes stay within
   // options_.max_response_bytes.
@@ -112,6 +123,7 @@ class KvServer : public rpc::Service {
   std::shared_ptr<const sampling::LocalGraph> graph_;  // Built on first use.
   std::map<uint64_t, shm::SharedSegment> owned_;       // Segments this server created.
   rpc::RpcServer* rpc_ = nullptr;
+  std::map<int, Handler> handlers_;  // By wire::Method.
 
   struct BarrierState {
     uint64_t generation = 0;
@@ -122,6 +134,6 @@ class KvServer : public rpc::Service {
   std::string last_departure_;    // "client 3 has left", for barrier errors.
 };
 
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore
 
 #endif  // TESSERA_SRC_KVSTORE_KV_SERVER_H_

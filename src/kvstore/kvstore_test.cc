@@ -11,9 +11,9 @@
 
 #include "gtest/gtest.h"
 #include "src/kvstore/test_cluster.h"
-#include "src/partition/load_partition.h"
+#include "tessera/partition/load_partition.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 namespace {
 
 using testing::TestCluster;
@@ -314,4 +314,4 @@ TEST_F(KvStoreTest, WrongJobOrServerListIsAClearError) {
 }
 
 }  // namespace
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore

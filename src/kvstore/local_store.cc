@@ -4,9 +4,10 @@
 #include <cstring>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "src/shm/catalog.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 
 StatusOr<std::unique_ptr<LocalKvStore>> LocalKvStore::Open(const std::string& part_config) {
   ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(part_config));
@@ -17,11 +18,13 @@ StatusOr<std::unique_ptr<LocalKvStore>> LocalKvStore::Open(const std::string& pa
         part_config, config.num_parts));
   }
   ASSIGN_OR_RETURN(LocalPartition part, LoadPartition(part_config, 0));
-  return std::unique_ptr<LocalKvStore>(
-      new LocalKvStore(std::make_shared<LocalPartition>(std::move(part))));
+  auto partition = std::make_shared<LocalPartition>(std::move(part));
+  auto features = std::make_shared<LocalFeatureStore>(partition);
+  auto graph = std::make_shared<LocalGraphService>(partition, features);
+  return std::unique_ptr<LocalKvStore>(new LocalKvStore(partition, features, graph));
 }
 
-LocalKvStore::LocalKvStore(std::shared_ptr<LocalPartition> partition)
+LocalFeatureStore::LocalFeatureStore(std::shared_ptr<LocalPartition> partition)
     : partition_(std::move(partition)) {
   auto add = [&](const std::string& prefix, shm::Policy policy,
                  std::map<std::string, Array>& arrays) {
@@ -38,7 +41,7 @@ LocalKvStore::LocalKvStore(std::shared_ptr<LocalPartition> partition)
   add("edge/", shm::Policy::kEdge, partition_->edge_data);
 }
 
-StatusOr<LocalKvStore::Entry*> LocalKvStore::Find(const std::string& key) {
+StatusOr<LocalFeatureStore::Entry*> LocalFeatureStore::Find(const std::string& key) {
   auto it = tensors_.find(key);
   if (it == tensors_.end()) {
     return absl::NotFoundError(fmt::format("no tensor '{}' in graph '{}'", key, graph_name()));
@@ -46,20 +49,20 @@ StatusOr<LocalKvStore::Entry*> LocalKvStore::Find(const std::string& key) {
   return &it->second;
 }
 
-StatusOr<TensorMeta> LocalKvStore::Meta(const std::string& key) {
+StatusOr<TensorMeta> LocalFeatureStore::Meta(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(Entry * e, Find(key));
   return e->meta;
 }
 
-StatusOr<std::vector<TensorMeta>> LocalKvStore::List() {
+StatusOr<std::vector<TensorMeta>> LocalFeatureStore::List() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<TensorMeta> out;
   for (const auto& [key, e] : tensors_) out.push_back(e.meta);
   return out;
 }
 
-Status LocalKvStore::CheckIds(const Entry& e, std::span<const int64_t> ids) const {
+Status LocalFeatureStore::CheckIds(const Entry& e, std::span<const int64_t> ids) const {
   int64_t limit = e.meta.shape[0];
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= limit) {
@@ -71,7 +74,8 @@ Status LocalKvStore::CheckIds(const Entry& e, std::span<const int64_t> ids) cons
   return absl::OkStatus();
 }
 
-Status LocalKvStore::PullInto(const std::string& key, std::span<const int64_t> ids, void* out) {
+Status LocalFeatureStore::PullInto(const std::string& key, std::span<const int64_t> ids,
+                                   void* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(Entry * e, Find(key));
   RETURN_IF_ERROR(CheckIds(*e, ids));
@@ -84,8 +88,8 @@ Status LocalKvStore::PullInto(const std::string& key, std::span<const int64_t> i
   return absl::OkStatus();
 }
 
-Status LocalKvStore::Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
-                          PushMode mode) {
+Status LocalFeatureStore::Push(const std::string& key, std::span<const int64_t> ids,
+                               const void* rows, PushMode mode) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(Entry * e, Find(key));
   RETURN_IF_ERROR(CheckIds(*e, ids));
@@ -105,8 +109,8 @@ Status LocalKvStore::Push(const std::string& key, std::span<const int64_t> ids, 
   return absl::OkStatus();
 }
 
-Status LocalKvStore::SparseUpdate(const std::string& key, std::span<const int64_t> ids,
-                                  const float* grads, const SparseOptimizerSpec& spec) {
+Status LocalFeatureStore::SparseUpdate(const std::string& key, std::span<const int64_t> ids,
+                                       const float* grads, const SparseOptimizerSpec& spec) {
   RETURN_IF_ERROR(ValidateSparseSpec(spec));
   std::lock_guard<std::mutex> lock(mutex_);  // Rows and state change together.
   ASSIGN_OR_RETURN(Entry * e, Find(key));
@@ -145,7 +149,7 @@ Status LocalKvStore::SparseUpdate(const std::string& key, std::span<const int64_
   return absl::OkStatus();
 }
 
-StatusOr<bool> LocalKvStore::InitData(const InitSpec& spec) {
+StatusOr<bool> LocalFeatureStore::InitData(const InitSpec& spec) {
   std::lock_guard<std::mutex> lock(mutex_);
   RETURN_IF_ERROR(ValidateInitSpec(spec, book()));
   std::string key = TensorKey(spec);
@@ -166,7 +170,7 @@ StatusOr<bool> LocalKvStore::InitData(const InitSpec& spec) {
   return true;
 }
 
-Status LocalKvStore::DeleteData(const std::string& key) {
+Status LocalFeatureStore::DeleteData(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(Entry * e, Find(key));
   (void)e;
@@ -174,7 +178,13 @@ Status LocalKvStore::DeleteData(const std::string& key) {
   return absl::OkStatus();
 }
 
-StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalKvStore::LocalGraph() {
+StatusOr<EdgeRows> LocalFeatureStore::EdgeRowsOf(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(Entry * e, Find(key));
+  return EdgeRows{e->meta.dtype, e->meta.shape, e->data->data(), e->data};
+}
+
+StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalGraphService::LocalGraph() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!graph_) {
     ASSIGN_OR_RETURN(graph_, sampling::LocalGraph::Create(sampling::PartArraysOf(partition_)));
@@ -182,30 +192,27 @@ StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalKvStore::LocalGraph()
   return graph_;
 }
 
-StatusOr<sampling::SampledEdges> LocalKvStore::SampleNeighbors(std::span<const int64_t> seeds,
-                                                               const SampleRequest& request) {
+StatusOr<sampling::SampledEdges> LocalGraphService::SampleNeighbors(std::span<const int64_t> seeds,
+                                                                    const SampleRequest& request) {
   RETURN_IF_ERROR(CheckFanouts(request.fanout, request.etype_fanouts, book()));
   ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
   // The arrays are shared, so the weights stay valid if a push replaces them.
-  ASSIGN_OR_RETURN(
-      PartWeights weights,
-      PartWeightsOf(book(), 0, request, [&](const std::string& key) -> StatusOr<EdgeRows> {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ASSIGN_OR_RETURN(Entry * e, Find(key));
-        return EdgeRows{e->meta.dtype, e->meta.shape, e->data->data(), e->data};
-      }));
+  ASSIGN_OR_RETURN(PartWeights weights,
+                   PartWeightsOf(book(), 0, request, [&](const std::string& key) {
+                     return features_->EdgeRowsOf(key);
+                   }));
   return graph->SampleNeighbors(seeds, NeighborOptionsOf(request, weights));
 }
 
-Status LocalKvStore::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) {
+Status LocalGraphService::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) {
   ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
   return graph->FindEdges(eids, src, dst);
 }
 
-Status LocalKvStore::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int etype,
-                             int64_t* out) {
+Status LocalGraphService::Degrees(std::span<const int64_t> nids, sampling::EdgeDir dir, int etype,
+                                  int64_t* out) {
   ASSIGN_OR_RETURN(std::shared_ptr<const sampling::LocalGraph> graph, LocalGraph());
   return graph->Degrees(nids, dir, etype, out);
 }
 
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore

@@ -17,9 +17,9 @@
 
 #include "gtest/gtest.h"
 #include "src/kvstore/test_cluster.h"
-#include "src/partition/load_partition.h"
+#include "tessera/partition/load_partition.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 namespace {
 
 constexpr size_t kLimit = size_t{256} << 10;  // The servers' answer limit here.
@@ -288,4 +288,4 @@ TEST_F(RequestLimitsTest, AllocationFailureIsAnErrorAnswer) {
 }
 
 }  // namespace
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore

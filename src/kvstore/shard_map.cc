@@ -2,9 +2,9 @@
 #include "src/kvstore/shard_map.h"
 
 #include "fmt/format.h"
-#include "src/kvstore/kv_store.h"
+#include "src/kvstore/graph_service.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 
 StatusOr<Shard> ShardMap::Get(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -79,4 +79,4 @@ StatusOr<PartWeights> EdgeWeightsFromShards(ShardMap& shards, const PartitionBoo
   });
 }
 
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore

@@ -12,13 +12,13 @@
 #include <mutex>
 #include <string>
 
-#include "src/base/status.h"
-#include "src/partition/partition_book.h"
 #include "src/sampling/local_graph.h"
 #include "src/shm/catalog.h"
 #include "src/shm/segment.h"
+#include "tessera/base/status.h"
+#include "tessera/partition/partition_book.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 
 struct Shard {
   shm::ArrayInfo info;
@@ -47,14 +47,14 @@ class ShardMap {
 StatusOr<std::shared_ptr<const sampling::LocalGraph>> LocalGraphFromShards(
     ShardMap& shards, const PartitionBook& book, int halo_hops);
 
-struct SampleRequest;  // src/kvstore/kv_store.h (which includes this header).
+struct SampleRequest;  // src/kvstore/graph_service.h (which includes this header).
 struct PartWeights;
 
 // This machine's sampling weights for `request` (partition `part`'s owned
-// edges; PartWeightsOf in src/kvstore/kv_store.h), read from its shards.
+// edges; PartWeightsOf in src/kvstore/graph_service.h), read from its shards.
 StatusOr<PartWeights> EdgeWeightsFromShards(ShardMap& shards, const PartitionBook& book, int part,
                                             const SampleRequest& request);
 
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore
 
 #endif  // TESSERA_SRC_KVSTORE_SHARD_MAP_H_

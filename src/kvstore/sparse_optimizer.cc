@@ -6,7 +6,7 @@
 #include "fmt/format.h"
 #include "src/base/simd.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 
 Status ValidateSparseSpec(const SparseOptimizerSpec& spec) {
   if (spec.kind != SparseOptimizerKind::kAdagrad && spec.kind != SparseOptimizerKind::kAdam) {
@@ -125,4 +125,4 @@ Status ApplySparseUpdate(ShardMap& shards, const std::string& key, std::span<con
   return absl::OkStatus();
 }
 
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore

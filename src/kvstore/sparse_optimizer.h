@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
 #include "src/kvstore/shard_map.h"
-#include "tessera/core/sparse_optimizer_spec.h"
+#include "tessera/base/status.h"
+#include "tessera/kvstore/sparse_optimizer_spec.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 
 // InvalidArgument naming the bad hyper-parameter.
 Status ValidateSparseSpec(const SparseOptimizerSpec& spec);
@@ -46,6 +46,6 @@ Status ApplySparseUpdate(ShardMap& shards, const std::string& key, std::span<con
                          int64_t first_id, const float* grads, int64_t grad_width,
                          const SparseOptimizerSpec& spec);
 
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore
 
 #endif  // TESSERA_SRC_KVSTORE_SPARSE_OPTIMIZER_H_

@@ -15,13 +15,13 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
-#include "src/graph/readers.h"
 #include "src/kvstore/kv_client.h"
 #include "src/kvstore/kv_server.h"
 #include "src/partition/partition.h"
 #include "src/rpc/security.h"
+#include "tessera/graph/readers.h"
 
-namespace tessera::kv::testing {
+namespace tessera::kvstore::testing {
 
 // Partitions Cora into `parts` parts under `dir`; returns the config path.
 inline std::string PartitionCora(const std::string& dir, int parts) {
@@ -143,6 +143,6 @@ class TestCluster {
   std::vector<std::unique_ptr<Node>> nodes_;
 };
 
-}  // namespace tessera::kv::testing
+}  // namespace tessera::kvstore::testing
 
 #endif  // TESSERA_SRC_KVSTORE_TEST_CLUSTER_H_

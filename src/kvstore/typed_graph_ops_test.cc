@@ -23,7 +23,7 @@
 #include "src/kvstore/test_cluster.h"
 #include "src/sampling/typed_test_graph.h"
 
-namespace tessera::kv {
+namespace tessera::kvstore {
 namespace {
 
 const PartWeights kNoWeights;  // Uniform sampling.
@@ -508,4 +508,4 @@ TEST_F(TypedGraphOpsTest, TypedProbFromThePartitionFiles) {
 }
 
 }  // namespace
-}  // namespace tessera::kv
+}  // namespace tessera::kvstore

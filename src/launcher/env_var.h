@@ -12,8 +12,8 @@
 #include <string_view>
 #include <utility>
 
-#include "src/base/status.h"
-#include "src/base/strings.h"
+#include "tessera/base/status.h"
+#include "tessera/base/strings.h"
 
 namespace tessera::launcher {
 

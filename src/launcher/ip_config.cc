@@ -10,8 +10,8 @@
 #include <set>
 
 #include "fmt/format.h"
-#include "src/base/file.h"
-#include "src/base/strings.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 
 namespace tessera::launcher {
 

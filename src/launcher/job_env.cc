@@ -4,8 +4,8 @@
 #include <random>
 
 #include "fmt/format.h"
-#include "src/base/strings.h"
 #include "src/rpc/security.h"
+#include "tessera/base/strings.h"
 
 namespace tessera::launcher {
 

@@ -1,4 +1,5 @@
 // File: src/launcher/launcher_test.cc
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -125,6 +126,57 @@ TEST(ProcessTest, ExitCodesSignalsAndStop) {
   Stopwatch watch;
   EXPECT_EQ(stubborn->Stop(), -SIGKILL);
   EXPECT_LT(watch.Seconds(), 10);
+}
+
+// Whether process `pid` is gone (or a zombie nobody reaps yet).
+bool Gone(pid_t pid) {
+  std::string stat = tessera::testing::ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
+}
+
+TEST(ProcessTest, GroupLeftoversCwdStdinAndPeakRss) {
+  tessera::testing::TempDir dir;
+  // What the child leaves running in its group dies with it.
+  auto parent = Process::Spawn(
+      {.argv = {"/bin/sh", "-c", "sleep 60 & echo $! > left; exit 0"}, .cwd = dir.path()});
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  EXPECT_EQ(*parent->Wait(Deadline::InSeconds(10)), 0);
+  EXPECT_GT(parent->peak_rss_bytes(), 0);
+  const pid_t left = std::stoi(tessera::testing::ReadAll(dir / "left"));
+  Deadline deadline = Deadline::InSeconds(10);
+  while (!Gone(left) && !deadline.Expired()) usleep(1000);
+  EXPECT_TRUE(Gone(left)) << "pid " << left << " outlived its group leader";
+  // A directory that does not exist is an error naming it.
+  auto lost = Process::Spawn({.argv = {"/bin/true"}, .cwd = dir / "missing"});
+  ASSERT_FALSE(lost.ok());
+  EXPECT_NE(lost.status().message().find("missing"), std::string::npos) << lost.status();
+  // stdin_null: a reader sees end of file at once.
+  auto reader = Process::Spawn(
+      {.argv = {"/bin/sh", "-c", "cat > got"}, .stdin_null = true, .cwd = dir.path()});
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(*reader->Wait(Deadline::InSeconds(10)), 0);
+  EXPECT_EQ(tessera::testing::ReadAll(dir / "got"), "");
+}
+
+TEST(ProcessTest, WaitInForegroundStopsOnLinkEof) {
+  auto quick = Process::Spawn({.argv = {"/bin/sh", "-c", "exit 4"}});
+  ASSERT_TRUE(quick.ok());
+  bool stopped = true;
+  EXPECT_EQ(WaitInForeground(*quick, -1, &stopped), 4);
+  EXPECT_FALSE(stopped);
+
+  int link[2];
+  ASSERT_EQ(pipe2(link, O_CLOEXEC), 0);  // The child must not hold the link open.
+  auto sleeper = Process::Spawn({.argv = {"/bin/sleep", "60"}, .grace_seconds = 5});
+  ASSERT_TRUE(sleeper.ok());
+  ASSERT_EQ(write(link[1], "x", 1), 1);  // Data on the link is not a stop.
+  close(link[1]);                        // Its end is.
+  Stopwatch watch;
+  EXPECT_EQ(WaitInForeground(*sleeper, link[0], &stopped), 128 + SIGTERM);
+  EXPECT_TRUE(stopped);
+  EXPECT_LT(watch.Seconds(), 5);
+  close(link[0]);
 }
 
 TEST(RemoteTest, LocalAddresses) {

@@ -12,10 +12,10 @@
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
-#include "src/partition/partition_config.h"
 #include "src/rpc/security.h"
 #include "src/shm/segment.h"
+#include "tessera/base/file.h"
+#include "tessera/partition/partition_config.h"
 
 namespace tessera::launcher {
 

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/base/time.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
 #include "src/launcher/process.h"
+#include "tessera/base/status.h"
+#include "tessera/base/time.h"
 
 namespace tessera::launcher {
 

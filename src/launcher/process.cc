@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,11 +44,25 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
     log_fd = open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) return ErrnoError(fmt::format("open log file {}", options.log_path), errno);
   }
+  int stdin_fd = options.stdin_fd;
+  if (options.stdin_null) {
+    stdin_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (stdin_fd < 0) {
+      int e = errno;
+      if (log_fd >= 0) close(log_fd);
+      return ErrnoError("open /dev/null", e);
+    }
+  }
+  auto close_fds = [&] {
+    if (log_fd >= 0) close(log_fd);
+    if (options.stdin_null) close(stdin_fd);
+  };
   // Reports exec failures to the parent through a close-on-exec pipe.
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    if (log_fd >= 0) close(log_fd);
-    return ErrnoError("pipe", errno);
+    int e = errno;
+    close_fds();
+    return ErrnoError("pipe", e);
   }
   const pid_t parent = getpid();
   pid_t pid = fork();
@@ -54,7 +70,7 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
     int e = errno;
     close(err_pipe[0]);
     close(err_pipe[1]);
-    if (log_fd >= 0) close(log_fd);
+    close_fds();
     return ErrnoError("fork", e);
   }
   if (pid == 0) {
@@ -68,18 +84,25 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
     }
-    if (options.stdin_fd >= 0) dup2(options.stdin_fd, STDIN_FILENO);
+    if (stdin_fd >= 0) dup2(stdin_fd, STDIN_FILENO);
     if (options.inherit_fd >= 0) fcntl(options.inherit_fd, F_SETFD, 0);
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
+      int e = errno;
+      (void)!write(err_pipe[1], &e, sizeof(e));
+      _exit(126);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(argv[0], argv.data(), envp.data());
+    for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
+    execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
     (void)!write(err_pipe[1], &e, sizeof(e));
     _exit(127);
   }
+  setpgid(pid, pid);  // Also here, so that Signal() reaches the group at once.
   close(err_pipe[1]);
-  if (log_fd >= 0) close(log_fd);
+  close_fds();
   int exec_errno = 0;
   ssize_t n;
   do {
@@ -93,7 +116,9 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
   if (n == sizeof(exec_errno)) {
     waitpid(pid, nullptr, 0);
     p.pid_ = -1;
-    return ErrnoError(fmt::format("run {}", options.argv[0]), exec_errno);
+    return ErrnoError(
+        fmt::format("run {}{}", options.argv[0], options.cwd.empty() ? "" : " in " + options.cwd),
+        exec_errno);
   }
   p.pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   return p;
@@ -108,6 +133,7 @@ Process& Process::operator=(Process&& other) noexcept {
     pidfd_ = std::exchange(other.pidfd_, -1);
     finished_ = other.finished_;
     exit_code_ = other.exit_code_;
+    peak_rss_bytes_ = other.peak_rss_bytes_;
     grace_seconds_ = other.grace_seconds_;
     name_ = std::move(other.name_);
   }
@@ -124,18 +150,27 @@ void Process::Reset() {
 }
 
 void Process::Signal(int signal) const {
-  if (pid_ > 0 && !finished_) kill(pid_, signal);
+  if (pid_ > 0 && !finished_ && kill(-pid_, signal) != 0) kill(pid_, signal);
 }
 
 bool Process::Poll() {
   if (finished_ || pid_ <= 0) return true;
-  int status = 0;
-  pid_t r = waitpid(pid_, &status, WNOHANG);
-  if (r == pid_) {
-    finished_ = true;
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  siginfo_t info{};
+  if (waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid_) {
+    return false;
   }
-  return finished_;
+  // Exited but not reaped: its pid (and so its group id) is still ours.
+  kill(-pid_, SIGKILL);
+  int status = 0;
+  struct rusage usage {};
+  pid_t r;
+  do {
+    r = wait4(pid_, &status, 0, &usage);
+  } while (r < 0 && errno == EINTR);
+  finished_ = true;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  peak_rss_bytes_ = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  return true;
 }
 
 StatusOr<int> Process::Wait(Deadline deadline) {
@@ -161,6 +196,36 @@ int Process::Stop() {
     (void)Wait(Deadline::InSeconds(60));
   }
   return exit_code_;
+}
+
+int WaitInForeground(Process& child, int link_fd, bool* stopped) {
+  sigset_t mask, old;
+  sigemptyset(&mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
+  sigprocmask(SIG_BLOCK, &mask, &old);
+  int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+  bool stop = false;
+  while (!child.Poll() && !stop) {
+    pollfd fds[3] = {{child.exit_fd(), POLLIN, 0}, {sig_fd, POLLIN, 0}, {link_fd, POLLIN, 0}};
+    if (poll(fds, link_fd >= 0 ? 3 : 2, child.exit_fd() >= 0 ? -1 : 100) < 0 && errno != EINTR) {
+      break;
+    }
+    if (fds[1].revents) {
+      signalfd_siginfo info;
+      (void)!read(sig_fd, &info, sizeof(info));
+      stop = true;
+    }
+    if (link_fd >= 0 && fds[2].revents) {
+      char buffer[256];
+      ssize_t n = read(link_fd, buffer, sizeof(buffer));
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) stop = true;
+    }
+  }
+  int code = child.Stop();
+  if (sig_fd >= 0) close(sig_fd);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (stopped != nullptr) *stopped = stop;
+  return code >= 0 ? code : 128 - code;
 }
 
 }  // namespace tessera::launcher

@@ -1,31 +1,39 @@
 // File: src/launcher/process.h
 //
-// Process: the move-only owner of a child process. The child dies with its
-// parent (PR_SET_PDEATHSIG), and a Process that is destroyed while its child
-// still runs stops it (SIGTERM, then SIGKILL after a grace period) and reaps
-// it, so no code path leaves an orphan or a zombie. Waits have deadlines and
-// use a pidfd (no polling loops).
+// Process: the move-only owner of a child process, and the project's one way
+// to start one (the launchers, `tessera supervise`, the benchmarks' runs and
+// mpi-partition's mpirun all use it). The child leads its own process group
+// and dies with its parent (PR_SET_PDEATHSIG). Signals go to the whole
+// group; when the child exits, whatever it left in its group is killed
+// before the child is reaped (so the group id cannot have been reused). A
+// Process destroyed while its child still runs stops it (SIGTERM, then
+// SIGKILL after a grace period) and reaps it, so no code path leaves an
+// orphan or a zombie. Waits have deadlines and use a pidfd (no polling).
 #ifndef TESSERA_SRC_LAUNCHER_PROCESS_H_
 #define TESSERA_SRC_LAUNCHER_PROCESS_H_
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/base/time.h"
+#include "tessera/base/status.h"
+#include "tessera/base/time.h"
 
 namespace tessera::launcher {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;                         // argv[0]: path of the program.
+  // argv[0]: the program, looked up in PATH unless it contains a slash.
+  std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // Added to this process's.
   std::string log_path;      // Where stdout and stderr go; empty: inherited.
   int inherit_fd = -1;       // One extra descriptor the child keeps open.
   int stdin_fd = -1;         // The child's stdin (default: inherited).
+  bool stdin_null = false;   // stdin is /dev/null (overrides stdin_fd).
   int output_fd = -1;        // The child's stdout and stderr (overrides log_path).
+  std::string cwd;           // Directory to run in; empty: this one.
   double grace_seconds = 5;  // SIGTERM -> SIGKILL delay when stopping.
 };
 
@@ -46,7 +54,10 @@ class Process {
   bool finished() const { return finished_; }
   // Exit code, or -signal; only meaningful once finished().
   int exit_code() const { return exit_code_; }
+  // Peak resident set of the child (and its reaped descendants); once finished().
+  int64_t peak_rss_bytes() const { return peak_rss_bytes_; }
 
+  // Sends `signal` to the child's process group.
   void Signal(int signal) const;
   // Waits for the child to exit; DeadlineExceeded if it has not by then.
   StatusOr<int> Wait(Deadline deadline);
@@ -61,9 +72,19 @@ class Process {
   int pidfd_ = -1;
   bool finished_ = false;
   int exit_code_ = 0;
+  int64_t peak_rss_bytes_ = 0;
   double grace_seconds_ = 5;
   std::string name_;
 };
+
+// Waits for `child` to exit while this process runs in the foreground: a
+// SIGINT, SIGTERM or SIGHUP to this process, or EOF (or an error) on
+// `link_fd` when it is >= 0 (data read from it is discarded), stops the
+// child (Process::Stop). Those signals are blocked while it waits and the
+// one that arrived is consumed. Returns the exit code in the shell's form
+// (128 + signal when the child was killed); *stopped says whether it was
+// stopped.
+int WaitInForeground(Process& child, int link_fd, bool* stopped);
 
 }  // namespace tessera::launcher
 

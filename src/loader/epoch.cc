@@ -1,5 +1,5 @@
 // File: src/loader/epoch.cc
-#include "src/loader/epoch.h"
+#include "tessera/loader/epoch.h"
 
 #include "fmt/format.h"
 #include "src/base/random.h"

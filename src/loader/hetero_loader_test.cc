@@ -58,7 +58,7 @@ class HeteroLoaderTest : public ::testing::Test {
   struct Edges {
     std::vector<int64_t> src, dst;
   };
-  static Edges AllEdges(kv::KvStore& store) {
+  static Edges AllEdges(kvstore::KvStore& store) {
     int64_t e = store.book().num_edges();
     std::vector<int64_t> all(e);
     for (int64_t i = 0; i < e; ++i) all[i] = i;
@@ -71,7 +71,7 @@ class HeteroLoaderTest : public ::testing::Test {
   // fanout of relation r; no edge of `excluded` (homogeneous ids) is
   // sampled, and the fanout is filled from the others.
   template <typename Fanout>
-  static void CheckHeteroBatch(kv::KvStore& store, const HeteroMiniBatch& batch, Fanout fanout,
+  static void CheckHeteroBatch(kvstore::KvStore& store, const HeteroMiniBatch& batch, Fanout fanout,
                                const std::set<int64_t>& excluded = {}) {
     const PartitionBook& book = store.book();
     Edges all = AllEdges(store);
@@ -143,16 +143,16 @@ std::string* HeteroLoaderTest::two_ = nullptr;
 HeteroLoaderTest::Mapping* HeteroLoaderTest::maps_[2] = {nullptr, nullptr};
 
 TEST_F(HeteroLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
-  auto standalone = kv::LocalKvStore::Open(*one_);
+  auto standalone = kvstore::LocalKvStore::Open(*one_);
   ASSERT_TRUE(standalone.ok()) << standalone.status();
-  kv::testing::TestCluster cluster(*two_, 2, 1);
+  kvstore::testing::TestCluster cluster(*two_, 2, 1);
   auto client = cluster.Connect(0, 1);
   ASSERT_NE(client, nullptr);
   // Relations: [0] user:buys:item, [1] item:bought-by:user, [2]
   // user:follows:user, [3] item:has:tag.
   NeighborSpec spec{.etype_fanouts = {{-1, 1, 0, -1}, {2, 0, 1, -1}}};
-  for (kv::KvStore* store :
-       {static_cast<kv::KvStore*>(standalone->get()), static_cast<kv::KvStore*>(client.get())}) {
+  for (kvstore::KvStore* store : {static_cast<kvstore::KvStore*>(standalone->get()),
+                                  static_cast<kvstore::KvStore*>(client.get())}) {
     const PartitionBook& book = store->book();
     // Seeds: every item, user 2 and tag 1, mixed.
     std::vector<int64_t> seeds = {book.MapToHomoNid(1, 3), book.MapToHomoNid(0, 2),
@@ -198,7 +198,7 @@ TEST_F(HeteroLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
 }
 
 TEST_F(HeteroLoaderTest, NegativesComeFromTheRelationsDestinationType) {
-  auto store = kv::LocalKvStore::Open(*one_);
+  auto store = kvstore::LocalKvStore::Open(*one_);
   ASSERT_TRUE(store.ok()) << store.status();
   const PartitionBook& book = (*store)->book();
   // Every buys edge (user -> item) and every has edge (item -> tag).
@@ -231,12 +231,12 @@ TEST_F(HeteroLoaderTest, NegativesComeFromTheRelationsDestinationType) {
 TEST_F(HeteroLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndExclusion) {
   const Graph input = sampling::typed_test::ShopGraph();
   auto in_src = input.src.span<int64_t>(), in_dst = input.dst.span<int64_t>();
-  auto standalone = kv::LocalKvStore::Open(*one_);
+  auto standalone = kvstore::LocalKvStore::Open(*one_);
   ASSERT_TRUE(standalone.ok()) << standalone.status();
-  kv::testing::TestCluster cluster(*two_, 2, 1);
+  kvstore::testing::TestCluster cluster(*two_, 2, 1);
   auto client = cluster.Connect(0, 1);
   ASSERT_NE(client, nullptr);
-  const std::vector<std::pair<kv::KvStore*, const Mapping*>> stores = {
+  const std::vector<std::pair<kvstore::KvStore*, const Mapping*>> stores = {
       {standalone->get(), maps_[0]}, {client.get(), maps_[1]}};
   for (const auto& [store, map] : stores) {
     const PartitionBook& book = store->book();
@@ -364,7 +364,7 @@ TEST_F(HeteroLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndEx
 // reverse_types needs one entry per relation, each reverse going the other
 // way with as many edges; errors name the relations.
 TEST_F(HeteroLoaderTest, ReverseTypesAreCheckedAgainstTheBook) {
-  auto store = kv::LocalKvStore::Open(*one_);
+  auto store = kvstore::LocalKvStore::Open(*one_);
   ASSERT_TRUE(store.ok()) << store.status();
   const PartitionBook& book = (*store)->book();
   EdgeSpec spec{.neighbors = {.fanouts = {2}}, .exclude = Exclude::kReverseTypes};
@@ -399,33 +399,14 @@ TEST_F(HeteroLoaderTest, ReverseTypesAreCheckedAgainstTheBook) {
             std::string::npos);
 }
 
-// A store whose find_edges answers carry a forged source for the first
-// edge (what a lying machine could send); everything else is `real`'s.
-class ForgedSources : public kv::KvStore {
+// A graph service whose find_edges answers carry a forged source for the
+// first edge (what a lying machine could send); everything else is `real`'s.
+class ForgedSources : public kvstore::GraphService {
  public:
-  ForgedSources(kv::KvStore& real, int64_t source) : real_(real), source_(source) {}
+  ForgedSources(kvstore::GraphService& real, int64_t source) : real_(real), source_(source) {}
   const PartitionBook& book() const override { return real_.book(); }
-  const std::string& graph_name() const override { return real_.graph_name(); }
-  StatusOr<kv::TensorMeta> Meta(const std::string& key) override { return real_.Meta(key); }
-  StatusOr<std::vector<kv::TensorMeta>> List() override { return real_.List(); }
-  Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out) override {
-    return real_.PullInto(key, ids, out);
-  }
-  Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
-              kv::PushMode mode) override {
-    return real_.Push(key, ids, rows, mode);
-  }
-  Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, const float* grads,
-                      const kv::SparseOptimizerSpec& spec) override {
-    return real_.SparseUpdate(key, ids, grads, spec);
-  }
-  StatusOr<bool> InitData(const kv::InitSpec& spec) override { return real_.InitData(spec); }
-  Status DeleteData(const std::string& key) override { return real_.DeleteData(key); }
-  Status Barrier() override { return real_.Barrier(); }
-  StatusOr<int64_t> BarrierMax(int64_t value) override { return real_.BarrierMax(value); }
-  Status Close() override { return real_.Close(); }
   StatusOr<sampling::SampledEdges> SampleNeighbors(std::span<const int64_t> seeds,
-                                                   const kv::SampleRequest& request) override {
+                                                   const kvstore::SampleRequest& request) override {
     return real_.SampleNeighbors(seeds, request);
   }
   Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) override {
@@ -439,7 +420,7 @@ class ForgedSources : public kv::KvStore {
   }
 
  private:
-  kv::KvStore& real_;
+  kvstore::GraphService& real_;
   int64_t source_;
 };
 
@@ -447,7 +428,7 @@ class ForgedSources : public kv::KvStore {
 // source out of the graph or of the wrong type is DataLoss naming the edge,
 // not a pair that indexes another type's nodes (or a read outside the book).
 TEST_F(HeteroLoaderTest, TypedEdgeBatchesRefuseForgedEndpoints) {
-  auto store = kv::LocalKvStore::Open(*one_);
+  auto store = kvstore::LocalKvStore::Open(*one_);
   ASSERT_TRUE(store.ok()) << store.status();
   const PartitionBook& book = (*store)->book();
   // A buys edge (user -> item); a tag is no user.

@@ -12,9 +12,9 @@
 #include "gtest/gtest.h"
 #include "src/kvstore/local_store.h"
 #include "src/kvstore/test_cluster.h"
-#include "src/loader/epoch.h"
 #include "src/loader/minibatch.h"
-#include "src/loader/pipeline.h"
+#include "tessera/loader/epoch.h"
+#include "tessera/loader/pipeline.h"
 
 namespace tessera::loader {
 namespace {
@@ -23,23 +23,23 @@ class LoaderTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new tessera::testing::TempDir();
-    one_ = new std::string(kv::testing::PartitionCora(dir_->path() + "/one", 1));
-    two_ = new std::string(kv::testing::PartitionCora(dir_->path() + "/two", 2));
+    one_ = new std::string(kvstore::testing::PartitionCora(dir_->path() + "/one", 1));
+    two_ = new std::string(kvstore::testing::PartitionCora(dir_->path() + "/two", 2));
   }
   static void TearDownTestSuite() {
     delete one_;
     delete two_;
     delete dir_;
   }
-  static std::unique_ptr<kv::LocalKvStore> Standalone() {
-    auto store = kv::LocalKvStore::Open(*one_);
+  static std::unique_ptr<kvstore::LocalKvStore> Standalone() {
+    auto store = kvstore::LocalKvStore::Open(*one_);
     EXPECT_TRUE(store.ok()) << store.status();
     return std::move(*store);
   }
 
   // Checks the blocks of a batch against the graph: chained layers, real
   // edges, and min(fanout, allowed degree) in-edges per destination.
-  static void CheckBlocks(kv::KvStore& store, const MiniBatch& batch, const NeighborSpec& spec,
+  static void CheckBlocks(kvstore::KvStore& store, const MiniBatch& batch, const NeighborSpec& spec,
                           const std::set<int64_t>& excluded = {}) {
     ASSERT_EQ(batch.blocks.size(), spec.fanouts.size());
     const auto& last = batch.blocks.back();
@@ -57,7 +57,7 @@ class LoaderTest : public ::testing::Test {
       std::vector<int64_t> nodes(b.dst_nodes().begin(), b.dst_nodes().end());
       std::vector<int64_t> degree(nodes.size());
       ASSERT_TRUE(
-          store.Degrees(nodes, sampling::EdgeDir::kIn, kv::kAllRelations, degree.data()).ok());
+          store.Degrees(nodes, sampling::EdgeDir::kIn, kvstore::kAllRelations, degree.data()).ok());
       for (int64_t d = 0; d < b.num_dst(); ++d) {
         std::set<int64_t> seen;
         int64_t excluded_here = 0;
@@ -97,7 +97,7 @@ TEST_F(LoaderTest, BlocksChainLayersWithRealEdgesStandaloneAndDistributed) {
   auto again = SampleBlocks(*standalone, seeds, spec, 42);
   EXPECT_EQ(again->blocks[0].eids, a->blocks[0].eids);  // Deterministic.
 
-  kv::testing::TestCluster cluster(*two_, 2, 1);
+  kvstore::testing::TestCluster cluster(*two_, 2, 1);
   for (int machine : {0, -1}) {
     auto client = cluster.Connect(machine + 2, machine);
     ASSERT_TRUE(client);

@@ -66,13 +66,13 @@ Status ValidateNeighborSpec(const NeighborSpec& spec, const PartitionBook& book)
   return absl::OkStatus();
 }
 
-kv::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBook& book, size_t layer,
-                               uint64_t seed, std::span<const int64_t> exclude) {
-  kv::SampleRequest request{.dir = spec.dir,
-                            .replace = spec.replace,
-                            .prob = spec.prob,
-                            .exclude = exclude,
-                            .seed = DeriveSeed(seed, layer)};
+kvstore::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBook& book,
+                                    size_t layer, uint64_t seed, std::span<const int64_t> exclude) {
+  kvstore::SampleRequest request{.dir = spec.dir,
+                                 .replace = spec.replace,
+                                 .prob = spec.prob,
+                                 .exclude = exclude,
+                                 .seed = DeriveSeed(seed, layer)};
   if (!spec.etype_fanouts.empty()) {
     request.etype_fanouts = spec.etype_fanouts[layer];
   } else if (book.num_etypes() > 1) {
@@ -83,7 +83,7 @@ kv::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBook& bo
   return request;
 }
 
-StatusOr<MiniBatch> SampleBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
+StatusOr<MiniBatch> SampleBlocks(kvstore::GraphService& store, std::vector<int64_t> seeds,
                                  const NeighborSpec& spec, uint64_t seed,
                                  std::span<const int64_t> exclude) {
   RETURN_IF_ERROR(ValidateNeighborSpec(spec, store.book()));
@@ -111,9 +111,9 @@ int64_t HeteroMiniBatch::num_sampled_edges() const {
   return n;
 }
 
-StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
-                                             const NeighborSpec& spec, uint64_t seed,
-                                             std::span<const int64_t> exclude) {
+StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kvstore::GraphService& store,
+                                             std::vector<int64_t> seeds, const NeighborSpec& spec,
+                                             uint64_t seed, std::span<const int64_t> exclude) {
   const PartitionBook& book = store.book();
   RETURN_IF_ERROR(ValidateNeighborSpec(spec, book));
   if (spec.dir != sampling::EdgeDir::kIn) {
@@ -217,8 +217,8 @@ struct Pairs {
 // Each negative keeps the edge's source; its destination is uniform among
 // the nodes of the edge relation's destination type (DGL's Uniform on one
 // relation; on a one-type graph, among all nodes).
-StatusOr<Pairs> FindPairs(kv::KvStore& store, std::span<const int64_t> eids, int negatives,
-                          uint64_t seed) {
+StatusOr<Pairs> FindPairs(kvstore::GraphService& store, std::span<const int64_t> eids,
+                          int negatives, uint64_t seed) {
   const PartitionBook& book = store.book();
   const size_t n = eids.size(), k = static_cast<size_t>(negatives);
   Pairs p{std::vector<int64_t>(n), std::vector<int64_t>(n), std::vector<int64_t>(n * k),
@@ -326,7 +326,7 @@ StatusOr<std::vector<int64_t>> ExcludedEdges(const PartitionBook& book,
 
 }  // namespace
 
-StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
+StatusOr<EdgeBatch> SampleEdgeBatch(kvstore::GraphService& store, std::span<const int64_t> eids,
                                     const EdgeSpec& spec, uint64_t seed) {
   EdgeBatch batch;
   batch.eids.assign(eids.begin(), eids.end());
@@ -348,8 +348,9 @@ StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t>
   return batch;
 }
 
-StatusOr<HeteroEdgeBatch> SampleHeteroEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
-                                                const EdgeSpec& spec, uint64_t seed) {
+StatusOr<HeteroEdgeBatch> SampleHeteroEdgeBatch(kvstore::GraphService& store,
+                                                std::span<const int64_t> eids, const EdgeSpec& spec,
+                                                uint64_t seed) {
   const PartitionBook& book = store.book();
   ASSIGN_OR_RETURN(Pairs p, FindPairs(store, eids, spec.negatives, seed));
   RETURN_IF_ERROR(CheckEndpointTypes(book, eids, p));

@@ -1,7 +1,7 @@
 // File: src/loader/minibatch.h
 //
 // Mini-batches for GNN training (DGL's NeighborSampler, NodeCollator and
-// EdgeCollator), built on any KvStore (distributed or standalone):
+// EdgeCollator), built on any GraphService (distributed or standalone):
 //
 //   SampleBlocks: multi-layer neighbour sampling. Starting from the output
 //     seeds, each layer samples `fanouts[l]` neighbours of the current
@@ -38,10 +38,10 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/kvstore/kv_store.h"
+#include "src/kvstore/graph_service.h"
 #include "src/sampling/block.h"
 #include "src/sampling/hetero_block.h"
+#include "tessera/base/status.h"
 
 namespace tessera::loader {
 
@@ -73,12 +73,12 @@ size_t NumLayers(const NeighborSpec& spec);
 
 // The request of layer `layer` (input layer 0): its fanout, per relation on
 // a typed book.
-kv::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBook& book, size_t layer,
-                               uint64_t seed, std::span<const int64_t> exclude);
+kvstore::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBook& book,
+                                    size_t layer, uint64_t seed, std::span<const int64_t> exclude);
 
 // `seeds`: distinct node ids. `exclude`: sorted distinct edge ids never to
 // sample.
-StatusOr<MiniBatch> SampleBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
+StatusOr<MiniBatch> SampleBlocks(kvstore::GraphService& store, std::vector<int64_t> seeds,
                                  const NeighborSpec& spec, uint64_t seed,
                                  std::span<const int64_t> exclude = {});
 
@@ -93,9 +93,9 @@ struct HeteroMiniBatch {
 // dst_nodes are the seeds by type, in seed order; each block's dst_nodes
 // are the next block's src_nodes. Out-edge sampling is refused (sample the
 // reverse relations).
-StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kv::KvStore& store, std::vector<int64_t> seeds,
-                                             const NeighborSpec& spec, uint64_t seed,
-                                             std::span<const int64_t> exclude = {});
+StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kvstore::GraphService& store,
+                                             std::vector<int64_t> seeds, const NeighborSpec& spec,
+                                             uint64_t seed, std::span<const int64_t> exclude = {});
 
 // What a batch's edges keep out of its blocks (DGL's exclude): nothing, the
 // batch's edges, they and their reverse edges by id (reverse_id) or by
@@ -135,7 +135,7 @@ struct EdgeBatch {
 Status ValidateEdgeSpec(const EdgeSpec& spec, const PartitionBook& book);
 
 // `eids`: homogeneous edge ids; `spec` passed ValidateEdgeSpec.
-StatusOr<EdgeBatch> SampleEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
+StatusOr<EdgeBatch> SampleEdgeBatch(kvstore::GraphService& store, std::span<const int64_t> eids,
                                     const EdgeSpec& spec, uint64_t seed);
 
 // Pair graphs of a typed batch: per relation id, pairs as indices into the
@@ -163,8 +163,9 @@ struct HeteroEdgeBatch {
 
 // `eids`: homogeneous edge ids of any relations; `spec` passed
 // ValidateEdgeSpec and samples in-edges.
-StatusOr<HeteroEdgeBatch> SampleHeteroEdgeBatch(kv::KvStore& store, std::span<const int64_t> eids,
-                                                const EdgeSpec& spec, uint64_t seed);
+StatusOr<HeteroEdgeBatch> SampleHeteroEdgeBatch(kvstore::GraphService& store,
+                                                std::span<const int64_t> eids, const EdgeSpec& spec,
+                                                uint64_t seed);
 
 // The seed of stream `index` derived from `seed` (batches of an epoch,
 // layers of a batch).

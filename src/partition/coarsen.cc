@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "src/base/strings.h"
-#include "tessera/core/resource.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace {

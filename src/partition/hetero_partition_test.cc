@@ -9,9 +9,9 @@
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
-#include "src/partition/load_partition.h"
 #include "src/partition/partition.h"
-#include "src/partition/partition_config.h"
+#include "tessera/partition/load_partition.h"
+#include "tessera/partition/partition_config.h"
 
 namespace tessera {
 namespace {

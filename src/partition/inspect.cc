@@ -4,10 +4,10 @@
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "src/base/file.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
-#include "src/partition/load_partition.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
+#include "tessera/partition/load_partition.h"
 
 namespace tessera {
 namespace {

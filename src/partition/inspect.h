@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 namespace tessera {
 

@@ -1,8 +1,8 @@
-#include "src/partition/load_partition.h"
+#include "tessera/partition/load_partition.h"
 
-#include "src/base/file.h"
-#include "src/base/strings.h"
 #include "src/graph/npy.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "spdlog/spdlog.h"
 #include "src/base/logging.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
 #include "src/partition/coarsen.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace {

@@ -20,8 +20,8 @@
 #include <span>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/graph/graph.h"
+#include "tessera/base/status.h"
+#include "tessera/graph/graph.h"
 
 namespace tessera {
 

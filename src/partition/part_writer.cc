@@ -6,11 +6,11 @@
 #include <optional>
 
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
 #include "src/base/logging.h"
-#include "src/base/resource.h"
-#include "src/base/strings.h"
 #include "src/graph/npy.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 

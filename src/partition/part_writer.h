@@ -22,9 +22,9 @@
 #include <utility>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/graph/graph.h"
 #include "src/partition/partition.h"
+#include "tessera/base/status.h"
+#include "tessera/graph/graph.h"
 
 namespace tessera {
 

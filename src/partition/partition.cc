@@ -4,13 +4,13 @@
 #include <map>
 
 #include "spdlog/spdlog.h"
-#include "src/base/file.h"
 #include "src/base/logging.h"
-#include "src/base/strings.h"
 #include "src/partition/metis_adapter.h"
 #include "src/partition/part_writer.h"
-#include "src/partition/partition_config.h"
 #include "src/partition/partition_util.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
+#include "tessera/partition/partition_config.h"
 
 namespace tessera {
 
@@ -49,8 +49,8 @@ Status CheckArguments(const Graph& graph, const std::string& graph_name, int num
     return bad("METIS iterations and cuts must be >= 1");
   }
   if (!(o.coarsening >= 1)) return bad("coarsening must be >= 1, got ", o.coarsening);
-  if (o.coarsen_min_entries < 0) {
-    return bad("coarsen_min_entries must be >= 0, got ", o.coarsen_min_entries);
+  if (o.coarsen_min_arcs < 0) {
+    return bad("coarsen_min_arcs must be >= 0, got ", o.coarsen_min_arcs);
   }
   if (o.objtype != "cut" && o.objtype != "vol") {
     return bad("objtype must be 'cut' or 'vol', got '", o.objtype, "'");
@@ -200,7 +200,7 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
     metis.refine_iterations = o.metis_iterations;
     metis.num_cuts = o.metis_cuts;
     metis.coarsening = o.coarsening;
-    metis.coarsen_min_entries = o.coarsen_min_entries;
+    metis.coarsen_min_entries = o.coarsen_min_arcs;
     ASSIGN_OR_RETURN(trainer, MetisPartition(graph, metis));
   } else {
     trainer = RandomParts(o.seed, 0, graph.num_nodes, total_parts);

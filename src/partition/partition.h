@@ -1,12 +1,11 @@
 // File: src/partition/partition.h
 //
-// Moved to include/tessera/core/partition_graph.h: it is part of the installed API (the public
-// headers include it). This forwarding header keeps the project's includes as they were, and
-// declares what only tests use.
+// Test hooks of the partitioner. PartitionGraph itself is declared in the
+// installed include/tessera/partition/partition_graph.h.
 #ifndef TESSERA_SRC_PARTITION_PARTITION_H_
 #define TESSERA_SRC_PARTITION_PARTITION_H_
 
-#include "tessera/core/partition_graph.h"  // IWYU pragma: export
+#include "tessera/partition/partition_graph.h"
 
 namespace tessera {
 

@@ -1,9 +1,9 @@
-#include "src/partition/partition_book.h"
+#include "tessera/partition/partition_book.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "src/base/strings.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 

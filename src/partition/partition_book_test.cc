@@ -1,8 +1,8 @@
-#include "src/partition/partition_book.h"
+#include "tessera/partition/partition_book.h"
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
-#include "src/partition/partition_config.h"
+#include "tessera/partition/partition_config.h"
 
 namespace tessera {
 namespace {

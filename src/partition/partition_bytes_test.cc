@@ -13,8 +13,8 @@
 #include "src/base/test_util.h"
 #include "src/graph/generator.h"
 #include "src/graph/hetero_generator.h"
-#include "src/graph/readers.h"
 #include "src/partition/partition.h"
+#include "tessera/graph/readers.h"
 
 namespace tessera {
 namespace {

@@ -1,10 +1,10 @@
-#include "src/partition/partition_config.h"
+#include "tessera/partition/partition_config.h"
 
 #include <filesystem>
 
 #include "nlohmann/json.hpp"
-#include "src/base/file.h"
-#include "src/base/strings.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace {

@@ -11,10 +11,10 @@
 #include "src/base/test_util.h"
 #include "src/graph/generator.h"
 #include "src/graph/npy.h"
-#include "src/graph/readers.h"
 #include "src/partition/inspect.h"
-#include "src/partition/load_partition.h"
+#include "tessera/graph/readers.h"
 #include "tessera/partition.h"
+#include "tessera/partition/load_partition.h"
 
 namespace tessera {
 namespace {
@@ -368,7 +368,7 @@ TEST(Partition, MetisBalancesMasksAndEdgesOnAnSbmGraph) {
 }
 
 // --coarsening: METIS on a contracted graph, the parts projected back and
-// refined. Forced here (coarsen_min_entries 0; graphs under 2^20 adjacency
+// refined. Forced here (coarsen_min_arcs 0; graphs under 2^20 adjacency
 // entries are otherwise left whole).
 TEST(Partition, CoarsenedMetisCutsAboutAsMuchAndBalancesEveryConstraint) {
   TempDir gen_dir, whole_dir, a, b;
@@ -382,7 +382,7 @@ TEST(Partition, CoarsenedMetisCutsAboutAsMuchAndBalancesEveryConstraint) {
   auto whole = PartitionGraph(*g, "sbm", 4, whole_dir.path(), o);
   ASSERT_TRUE(whole.ok()) << whole.status();
   o.coarsening = 8;
-  o.coarsen_min_entries = 0;
+  o.coarsen_min_arcs = 0;
   auto m = PartitionGraph(*g, "sbm", 4, a.path(), o);
   ASSERT_TRUE(m.ok()) << m.status();
   CheckPartition(*g, m->config_path, 1);
@@ -412,7 +412,7 @@ TEST(Partition, CoarsenedMetisBalancesManySmallTrainerParts) {
   PartitionOptions o;
   o.num_trainers_per_machine = kTrainers;
   o.coarsening = 8;
-  o.coarsen_min_entries = 0;
+  o.coarsen_min_arcs = 0;
   auto r = PartitionGraph(*g, "sbm", kMachines, dir.path(), o);
   ASSERT_TRUE(r.ok()) << r.status();
   const double average = 20000.0 / (kMachines * kTrainers);
@@ -458,8 +458,8 @@ TEST(Partition, BadArgumentsAreRejectedBeforeWriting) {
     EXPECT_NE(message(2, o).find("coarsening must be >= 1"), std::string::npos) << c;
   }
   o = {};
-  o.coarsen_min_entries = -1;
-  EXPECT_NE(message(2, o).find("coarsen_min_entries must be >= 0"), std::string::npos);
+  o.coarsen_min_arcs = -1;
+  EXPECT_NE(message(2, o).find("coarsen_min_arcs must be >= 0"), std::string::npos);
   testing::WriteAll(dir / "file", "x");
   EXPECT_NE(message(2, {}, "g", dir / "file/sub").find("output folder"), std::string::npos);
   Graph empty;

@@ -4,10 +4,10 @@
 #include <cctype>
 #include <filesystem>
 
-#include "src/base/file.h"
 #include "src/base/random.h"
-#include "src/base/strings.h"
-#include "src/partition/partition_config.h"
+#include "tessera/base/file.h"
+#include "tessera/base/strings.h"
+#include "tessera/partition/partition_config.h"
 
 namespace tessera {
 

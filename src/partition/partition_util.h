@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
-#include "tessera/core/partition_config.h"
+#include "tessera/base/status.h"
+#include "tessera/partition/partition_config.h"
 
 namespace tessera {
 

@@ -9,11 +9,6 @@
 
 namespace tessera::rpc {
 
-Blob Blob::FromArray(Array array) {
-  auto holder = std::make_shared<Array>(std::move(array));
-  return {holder->data(), holder->nbytes(), holder};
-}
-
 size_t WireArray::row_bytes() const {
   // Parsed arrays cannot overflow (ParseMessage); others saturate.
   size_t n = DTypeSize(dtype);

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/graph/array.h"
 #include "src/rpc/wire.pb.h"
+#include "tessera/base/dtype.h"
+#include "tessera/base/status.h"
 
 namespace tessera::rpc {
 
@@ -37,7 +37,6 @@ struct Blob {
     auto holder = std::make_shared<std::vector<T, Alloc>>(std::move(values));
     return {holder->data(), holder->size() * sizeof(T), holder};
   }
-  static Blob FromArray(Array array);
   // Borrows memory the caller keeps alive (e.g. a shared-memory shard).
   static Blob Borrow(const void* data, size_t size) { return {data, size, nullptr}; }
   // `size` uninitialised bytes (8-byte aligned) to fill before sending.

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 namespace zmq {
 class context_t;

@@ -12,10 +12,10 @@
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
-#include "src/base/interrupt.h"
 #include "src/base/logging.h"
-#include "src/base/resource.h"
 #include "src/rpc/security.h"
+#include "tessera/base/interrupt.h"
+#include "tessera/base/resource.h"
 #include "zmq.hpp"
 
 namespace tessera::rpc {

@@ -33,9 +33,9 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/base/time.h"
 #include "src/rpc/message.h"
+#include "tessera/base/status.h"
+#include "tessera/base/time.h"
 
 namespace tessera::rpc {
 

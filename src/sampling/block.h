@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 namespace tessera::sampling {
 

@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "src/base/default_init.h"
-#include "src/base/status.h"
-#include "tessera/core/partition_book.h"
+#include "tessera/base/status.h"
+#include "tessera/partition/partition_book.h"
 
 namespace tessera::sampling {
 

@@ -6,7 +6,7 @@
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
-#include "src/base/time.h"
+#include "tessera/base/time.h"
 
 namespace tessera::sampling {
 

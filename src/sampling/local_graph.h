@@ -32,9 +32,9 @@
 #include <utility>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/partition/load_partition.h"
 #include "src/sampling/neighbor_sampler.h"
+#include "tessera/base/status.h"
+#include "tessera/partition/load_partition.h"
 
 namespace tessera::sampling {
 

@@ -11,8 +11,8 @@
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
-#include "src/graph/readers.h"
 #include "src/partition/partition.h"
+#include "tessera/graph/readers.h"
 
 namespace tessera::sampling {
 namespace {

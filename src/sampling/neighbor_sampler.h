@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "src/base/default_init.h"
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 namespace tessera::sampling {
 

@@ -19,11 +19,11 @@
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/base/random.h"
-#include "src/base/time.h"
 #include "src/sampling/block.h"
 #include "src/sampling/hetero_block.h"
 #include "src/sampling/local_graph.h"
-#include "tessera/core/resource.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/time.h"
 
 namespace tessera::sampling {
 namespace {

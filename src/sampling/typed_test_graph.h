@@ -32,9 +32,9 @@
 #include <vector>
 
 #include "src/graph/npy.h"
-#include "src/partition/load_partition.h"
 #include "src/partition/partition.h"
 #include "src/sampling/local_graph.h"
+#include "tessera/partition/load_partition.h"
 
 namespace tessera::sampling::typed_test {
 

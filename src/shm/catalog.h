@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "src/base/status.h"
-#include "src/graph/array.h"
 #include "src/shm/segment.h"
+#include "tessera/base/dtype.h"
+#include "tessera/base/status.h"
 
 namespace tessera::shm {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "fmt/format.h"
-#include "src/base/resource.h"
+#include "tessera/base/resource.h"
 
 namespace tessera::shm {
 namespace {

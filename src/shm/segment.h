@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/base/status.h"
+#include "tessera/base/status.h"
 
 namespace tessera::shm {
 

@@ -22,11 +22,11 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "src/base/resource.h"
 #include "src/base/test_util.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/local_job.h"
 #include "src/rpc/security.h"
+#include "tessera/base/resource.h"
 #include "tests/integration/attack_util.h"
 #include "zmq.hpp"
 
@@ -154,9 +154,9 @@ TEST_F(AttackTest, IdleConnectionFloodIsDroppedAndTheJobIsServed) {
   // Served while the flood is open, on new connections too.
   for (int i = 0; i < 5; ++i) EXPECT_EQ(PullRows(), reference_);
   Stopwatch watch;
-  kv::KvClientOptions second = client_options_;
+  kvstore::KvClientOptions second = client_options_;
   second.client_id = 1;
-  auto fresh = kv::KvClient::Connect(second);
+  auto fresh = kvstore::KvClient::Connect(second);
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_LT(watch.Seconds(), 5);
   (*fresh)->Close().IgnoreError();

@@ -24,9 +24,9 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
-#include "src/base/time.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/local_job.h"
+#include "tessera/base/time.h"
 
 namespace tessera::testing::attack {
 
@@ -123,7 +123,7 @@ class CoraServersTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
-    config_ = new std::string(kv::testing::PartitionCora(dir_->path(), 2));
+    config_ = new std::string(kvstore::testing::PartitionCora(dir_->path(), 2));
   }
   static void TearDownTestSuite() {
     delete config_;
@@ -151,7 +151,7 @@ class CoraServersTest : public ::testing::Test {
                        .servers = endpoints_,
                        .num_clients = 1,  // Barriers: this client alone.
                        .connect_timeout = rpc::Millis(30000)};
-    auto client = kv::KvClient::Connect(client_options_);
+    auto client = kvstore::KvClient::Connect(client_options_);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::move(*client);
     reference_ = PullRows();
@@ -174,8 +174,8 @@ class CoraServersTest : public ::testing::Test {
   TempDir work_;
   std::unique_ptr<launcher::LocalJob> job_;
   std::vector<std::string> endpoints_;
-  kv::KvClientOptions client_options_;
-  std::unique_ptr<kv::KvClient> client_;
+  kvstore::KvClientOptions client_options_;
+  std::unique_ptr<kvstore::KvClient> client_;
   std::vector<int64_t> ids_ = {0, 1, 1500, 2700};  // Rows of both machines.
   std::vector<float> reference_;
 };

@@ -16,8 +16,8 @@
 #include "src/graph/npy.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/ip_config.h"
-#include "src/partition/load_partition.h"
 #include "src/shm/segment.h"
+#include "tessera/partition/load_partition.h"
 
 namespace tessera {
 namespace {
@@ -564,7 +564,7 @@ namespace {
 // prefixed output, and a failing trainer stops everything with its code.
 TEST(Cli, LaunchLocallyChecksRunsAndStops) {
   TempDir dir;
-  std::string parts = kv::testing::PartitionCora(dir / "ws/parts", 2);
+  std::string parts = kvstore::testing::PartitionCora(dir / "ws/parts", 2);
   {
     // Free ports: servers at p and p + 1 (machine 0; p + 1 is also the
     // rendezvous port), q (machine 1).

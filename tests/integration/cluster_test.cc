@@ -30,11 +30,11 @@
 #include <tuple>
 
 #include "gtest/gtest.h"
-#include "src/base/strings.h"
 #include "src/base/test_util.h"
-#include "src/base/time.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/process.h"
+#include "tessera/base/strings.h"
+#include "tessera/base/time.h"
 #include "tests/integration/partition_check.h"
 
 namespace tessera {
@@ -125,7 +125,7 @@ class ClusterTest : public ::testing::Test {
 
   // The job: Cora in 2 parts, copied to the hosts' workspace.
   void SetUpJob() {
-    std::string parts = kv::testing::PartitionCora(*dir_ / "parts", 2);
+    std::string parts = kvstore::testing::PartitionCora(*dir_ / "parts", 2);
     std::ofstream(*dir_ / "ip_config.txt") << ip_[0] << " 30050\n" << ip_[1] << " 30050\n";
     fs::create_directories(*dir_ / "scripts");
     std::ofstream(*dir_ / "scripts/train.sh")

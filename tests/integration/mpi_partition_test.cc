@@ -10,10 +10,10 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "src/base/strings.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
-#include "src/partition/load_partition.h"
+#include "tessera/base/strings.h"
+#include "tessera/partition/load_partition.h"
 #include "tests/integration/partition_check.h"
 
 namespace tessera {

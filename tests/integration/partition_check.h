@@ -15,7 +15,7 @@
 
 #include "gtest/gtest.h"
 #include "src/graph/npy.h"
-#include "src/partition/load_partition.h"
+#include "tessera/partition/load_partition.h"
 
 namespace tessera::testing {
 

@@ -30,7 +30,7 @@ class RuntimeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    config_ = new std::string(kv::testing::PartitionCora(dir_->path(), 2));
+    config_ = new std::string(kvstore::testing::PartitionCora(dir_->path(), 2));
   }
   static void TearDownTestSuite() {
     delete config_;
@@ -201,13 +201,13 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
   ASSERT_TRUE(job.ok()) << job.status();
   const launcher::JobEnv& env = (*job)->base_env();
   std::vector<std::string> endpoints = (*job)->ip_config().ServerEndpoints(1);
-  auto client = kv::KvClient::Connect({.job_id = env.job_id,
-                                       .token = env.token,
-                                       .curve_secret_key = env.curve_secret_key,
-                                       .client_id = 0,
-                                       .machine_id = -1,
-                                       .servers = endpoints,
-                                       .num_clients = 1});
+  auto client = kvstore::KvClient::Connect({.job_id = env.job_id,
+                                            .token = env.token,
+                                            .curve_secret_key = env.curve_secret_key,
+                                            .client_id = 0,
+                                            .machine_id = -1,
+                                            .servers = endpoints,
+                                            .num_clients = 1});
   ASSERT_TRUE(client.ok()) << client.status();
   std::vector<int64_t> ids = {0, 1, 2700};
   std::vector<float> reference(3 * 1433), out(3 * 1433);

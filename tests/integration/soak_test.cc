@@ -21,12 +21,12 @@
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "src/base/resource.h"
 #include "src/base/test_util.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/local_job.h"
 #include "src/rpc/message.h"
 #include "src/rpc/security.h"
+#include "tessera/base/resource.h"
 #include "tests/integration/attack_util.h"
 #include "zmq.hpp"
 
@@ -238,13 +238,13 @@ JobOutcome RunJob(const std::string& config, const std::string& workdir, int epo
   if (!job.ok()) return out;
   const launcher::JobEnv& env = (*job)->base_env();
   std::vector<std::string> endpoints = (*job)->ip_config().ServerEndpoints(1);
-  auto holder = kv::KvClient::Connect({.job_id = env.job_id,
-                                       .token = env.token,
-                                       .curve_secret_key = env.curve_secret_key,
-                                       .client_id = 4,
-                                       .machine_id = -1,
-                                       .servers = endpoints,
-                                       .num_clients = 5});
+  auto holder = kvstore::KvClient::Connect({.job_id = env.job_id,
+                                            .token = env.token,
+                                            .curve_secret_key = env.curve_secret_key,
+                                            .client_id = 4,
+                                            .machine_id = -1,
+                                            .servers = endpoints,
+                                            .num_clients = 5});
   EXPECT_TRUE(holder.ok()) << holder.status();
   if (!holder.ok()) return out;
   std::unique_ptr<Hostile> hostile;
@@ -314,7 +314,7 @@ TEST(SoakTest, TrainingUnderAttackKeepsItsAccuracyAndMemory) {
   double soak_seconds = 300;
   if (const char* s = std::getenv("TESSERA_SOAK_SECONDS")) soak_seconds = std::atof(s);
   testing::TempDir dir;
-  std::string config = kv::testing::PartitionCora(dir / "parts", 2);
+  std::string config = kvstore::testing::PartitionCora(dir / "parts", 2);
   // 200 epochs tell how many make the soak long enough on this machine.
   JobOutcome calibration = RunJob(config, dir / "calibration", 200, 0);
   ASSERT_TRUE(calibration.ok);

@@ -20,12 +20,12 @@
 
 #include "fmt/format.h"
 #include "src/base/logging.h"
-#include "src/base/strings.h"
-#include "src/base/time.h"
 #include "src/kvstore/kv_client.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
-#include "src/partition/load_partition.h"
+#include "tessera/base/strings.h"
+#include "tessera/base/time.h"
+#include "tessera/partition/load_partition.h"
 
 using namespace tessera;
 
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   const launcher::JobEnv& job = **env;
   auto ip = launcher::ReadIpConfig(job.ip_config);
   if (!ip.ok()) return Fail("ip_config", ip.status());
-  kv::KvClientOptions options{
+  kvstore::KvClientOptions options{
       .job_id = job.job_id,
       .token = job.token,
       .curve_secret_key = job.curve_secret_key,
@@ -71,9 +71,9 @@ int main(int argc, char** argv) {
       .num_clients = job.world_size,
       .call_timeout = rpc::Millis(static_cast<int64_t>(call_timeout * 1000)),
       .connect_timeout = rpc::Millis(60000)};
-  auto client = kv::KvClient::Connect(options);
+  auto client = kvstore::KvClient::Connect(options);
   if (!client.ok()) return Fail("connect", client.status());
-  kv::KvClient& kv = **client;
+  kvstore::KvClient& kv = **client;
   std::string mode = positional[0];
   for (int r : idle_ranks) {
     if (r == job.rank) mode = "idle";
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < 64; ++i) ids.push_back((i * 7919) % n);
     std::vector<double> ones(ids.size() * 4, 1.0);
     for (int r = 0; r < rounds; ++r) {
-      if (Status s = kv.Push("node/acc", ids, ones.data(), kv::PushMode::kAdd); !s.ok()) {
+      if (Status s = kv.Push("node/acc", ids, ones.data(), kvstore::PushMode::kAdd); !s.ok()) {
         return Fail("push", s);
       }
     }

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <set>
 
-#include "include/tessera/dist.h"
+#include "tessera/dist.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) return 2;

@@ -45,8 +45,8 @@ Summary Parse(const std::string& output) {
 
 TEST(TrainerTest, SameProgramStandaloneAndDistributed) {
   testing::TempDir dir;
-  std::string one = kv::testing::PartitionCora(dir / "one", 1);
-  std::string two = kv::testing::PartitionCora(dir / "two", 2);
+  std::string one = kvstore::testing::PartitionCora(dir / "one", 1);
+  std::string two = kvstore::testing::PartitionCora(dir / "two", 2);
 
   // Standalone: no launcher environment.
   std::string command = "env -u TESSERA_JOB_ID " + TrainerBinary() + " cora " + one + " 2>&1";

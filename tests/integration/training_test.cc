@@ -112,8 +112,8 @@ double Checksum(const std::string& log) {
 
 TEST(TrainingTest, CoraReachesPublishedAccuracyStandaloneAndDistributed) {
   testing::TempDir dir;
-  std::string one = kv::testing::PartitionCora(dir / "one", 1);
-  std::string two = kv::testing::PartitionCora(dir / "two", 2);
+  std::string one = kvstore::testing::PartitionCora(dir / "one", 1);
+  std::string two = kvstore::testing::PartitionCora(dir / "two", 2);
   double standalone = 0, distributed = 0;
   const std::vector<std::string> seeds = {"42", "1", "2"};  // Means over 3 seeds.
   for (const std::string& seed : seeds) {
@@ -250,7 +250,7 @@ TEST(TrainingTest, CiteSeerReachesPublishedAccuracy) {
 // on the untrained (random) embeddings.
 TEST(TrainingTest, LearnedEmbeddingsBeatTheUntrainedModel) {
   testing::TempDir dir;
-  std::string two = kv::testing::PartitionCora(dir / "two", 2);
+  std::string two = kvstore::testing::PartitionCora(dir / "two", 2);
   JobRun job = RunJob(
       two, dir / "job", 1,
       {Program("embedding_train"), "--graph-name", "cora", "--part-config", two, "--num-epochs",

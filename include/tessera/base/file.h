@@ -1,0 +1,113 @@
+// File: include/tessera/base/file.h
+//
+// Thin, Status-returning wrappers over POSIX files: a move-only read-only
+// memory map, a move-only output file with checked writes, and whole-file
+// helpers. Every error message names the path and the cause.
+#ifndef TESSERA_INCLUDE_TESSERA_BASE_FILE_H_
+#define TESSERA_INCLUDE_TESSERA_BASE_FILE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tessera/base/status.h"
+
+namespace tessera {
+
+// A read-only, private memory map of a whole file. Move-only owner: the map is
+// released by the destructor. An empty file maps to data() == nullptr, size 0.
+class MappedFile {
+ public:
+  static StatusOr<MappedFile> Open(const std::string& path);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Tells the kernel these pages will not be needed again soon (drops them from
+  // this process's resident set; the file is unchanged).
+  void DontNeed(size_t offset, size_t length) const;
+
+ private:
+  void Release();
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+// A file opened for writing (created or truncated). Writes are unbuffered
+// system calls; callers batch their data. Close() reports deferred errors
+// (e.g. ENOSPC); the destructor closes silently.
+class OutputFile {
+ public:
+  static StatusOr<OutputFile> Create(const std::string& path);
+
+  OutputFile() = default;
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&& other) noexcept;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile();
+
+  // Appends `size` bytes at the current end.
+  Status Append(const void* data, size_t size);
+  // Writes `size` bytes at `offset` without moving the append position.
+  // Thread-safe for disjoint ranges (pwrite).
+  Status WriteAt(uint64_t offset, const void* data, size_t size) const;
+  // Sets the file length (ftruncate).
+  Status Resize(uint64_t size);
+  Status Close();
+  const std::string& path() const { return path_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// A working folder: either one the user named (created if needed, never
+// removed) or, when `path` is empty, a new /tmp/<prefix>-XXXXXX folder that
+// the destructor removes unless `keep`. Move-only owner.
+class ScratchDir {
+ public:
+  static StatusOr<ScratchDir> Open(const std::string& path, const std::string& prefix,
+                                   bool keep = false);
+  ScratchDir() = default;
+  ScratchDir(ScratchDir&& other) noexcept;
+  ScratchDir& operator=(ScratchDir&& other) noexcept;
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir();
+
+  const std::string& path() const { return path_; }
+  // True if the destructor removes the folder.
+  bool removed_on_exit() const { return remove_; }
+
+ private:
+  std::string path_;
+  bool remove_ = false;
+};
+
+StatusOr<std::string> ReadFileToString(const std::string& path);
+// Writes `contents` to "<path>.tmp" and renames it over `path`, so readers see
+// either the old file or the complete new one.
+Status WriteFileAtomic(const std::string& path, std::string_view contents);
+// mkdir -p.
+Status MakeDirs(const std::string& path);
+// rm -rf; a missing path is not an error.
+Status RemoveAll(const std::string& path);
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+StatusOr<int64_t> FileSize(const std::string& path);
+// Total size of the regular files below `path`.
+int64_t DirectorySize(const std::string& path);
+
+}  // namespace tessera
+
+#endif  // TESSERA_INCLUDE_TESSERA_BASE_FILE_H_

@@ -1,0 +1,357 @@
+// File: include/tessera/dist/dataloader.h
+//
+// Blocks, mini-batches and the loaders that sample them ahead
+// (dgl.distributed.dist_dataloader).
+#ifndef TESSERA_INCLUDE_TESSERA_DIST_DATALOADER_H_
+#define TESSERA_INCLUDE_TESSERA_DIST_DATALOADER_H_
+
+#include <torch/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/dist/graph_services.h"
+#include "tessera/loader/epoch.h"
+#include "tessera/loader/pipeline.h"
+
+namespace tessera {
+namespace dist {
+
+// ------------------------------------------------------------ mini-batches
+
+// One message-passing layer (DGL's block). Its first num_dst_nodes() source
+// nodes are its destination nodes; edges are a CSR over destinations with
+// block-local source indices.
+struct Block {
+  torch::Tensor src_nodes;  // int64 [num_src]: global ids.
+  torch::Tensor indptr;     // int64 [num_dst + 1]
+  torch::Tensor indices;    // int64 [num_edges]: index into src_nodes.
+  torch::Tensor eids;       // int64 [num_edges]: global edge ids.
+  // Node data pulled by the loader's sampler threads, ahead of use (DGL's
+  // prefetching; NeighborSampler::prefetch_node_feats / prefetch_labels):
+  // the first block's srcdata holds rows of its source nodes (a batch's
+  // input nodes), the last block's dstdata rows of its destinations (the
+  // seeds). Empty unless asked for.
+  std::map<std::string, torch::Tensor> srcdata, dstdata;
+  int64_t num_src_nodes() const { return src_nodes.size(0); }
+  int64_t num_dst_nodes() const { return indptr.size(0) - 1; }
+  int64_t num_edges() const { return indices.size(0); }
+  torch::Tensor dst_nodes() const { return src_nodes.slice(0, 0, num_dst_nodes()); }
+  // The destination index of each edge (for scatter/index_add aggregation).
+  torch::Tensor edge_dst() const;
+};
+
+// One layer of a heterograph (DGL's block of a heterograph; see
+// src/sampling/hetero_block.h): per node type, destination nodes and source
+// nodes (destinations first) in per-type ids; per relation, its edges as
+// indices into its source type's src_nodes and its destination type's
+// dst_nodes, and their per-relation edge ids (as DGL's edata[dgl.EID];
+// DistGraph::map_to_homo_eid gives homogeneous ids). Types and relations
+// in the partition book's id order.
+struct HeteroBlock {
+  struct Relation {
+    torch::Tensor src, dst;  // int64 [num_edges]: block-local indices.
+    torch::Tensor eids;      // int64: per-relation edge ids.
+  };
+  std::vector<std::string> ntypes;
+  std::vector<EdgeType> canonical_etypes;
+  std::vector<torch::Tensor> src_nodes, dst_nodes;  // Per type: per-type ids.
+  std::vector<torch::Tensor> homo_src_nodes;        // Per type: homogeneous ids of src_nodes.
+  std::vector<Relation> edges;                      // Per relation id.
+
+  int ntype_id(const std::string& ntype) const;  // Error if unknown.
+  int etype_id(const std::string& etype) const;  // Error if unknown or ambiguous.
+  int64_t num_src_nodes(const std::string& ntype) const;
+  int64_t num_dst_nodes(const std::string& ntype) const;
+  int64_t num_edges(const std::string& etype) const;
+  int64_t num_edges() const;  // All relations.
+  const Relation& edges_of(const std::string& etype) const;
+};
+
+// Multi-layer neighbour sampling (dgl.dataloading.NeighborSampler).
+struct NeighborSampler {
+  std::vector<int64_t> fanouts;  // Per layer, input layer first; -1: all neighbours.
+  // Instead of fanouts (DGL's list of dicts): per layer, every relation's
+  // fanout (see FanoutMap). On a graph with several relations an int fanout
+  // is already per relation.
+  std::vector<FanoutMap> etype_fanouts;
+  std::string edge_dir = "in";
+  bool replace = false;
+  std::string prob;  // float32 edge tensor of weights; "": uniform.
+  // Node tensors (g.ndata names) the sampler threads pull for each batch
+  // while the trainer computes the previous one (DGL's NeighborSampler
+  // arguments of these names): prefetch_node_feats at the input nodes into
+  // blocks.front().srcdata, prefetch_labels at the seeds into
+  // blocks.back().dstdata. Homogeneous node and edge loaders; an unknown
+  // name is an Error when the loader is made.
+  std::vector<std::string> prefetch_node_feats, prefetch_labels;
+};
+
+struct MiniBatch {
+  torch::Tensor input_nodes;  // Nodes whose features the first layer reads.
+  torch::Tensor seeds;        // Output nodes.
+  std::vector<Block> blocks;  // Input layer first.
+};
+
+// Node classification on a heterograph: seeds and input nodes by node type
+// (per-type ids), blocks typed.
+struct HeteroMiniBatch {
+  std::map<std::string, torch::Tensor> input_nodes;  // blocks.front().src_nodes by type.
+  std::map<std::string, torch::Tensor> seeds;        // Output nodes by type, in batch order.
+  std::vector<HeteroBlock> blocks;                   // Input layer first.
+};
+
+// Link prediction: pairs index into pair_nodes (= blocks.back().dst_nodes()).
+struct EdgeMiniBatch {
+  torch::Tensor input_nodes;
+  torch::Tensor pair_nodes;        // Nodes of both pair graphs, sorted.
+  torch::Tensor eids;              // The batch's (positive) edges.
+  torch::Tensor pos_src, pos_dst;  // [batch]
+  torch::Tensor neg_src, neg_dst;  // [batch * negatives]; k per edge, in order.
+  std::vector<Block> blocks;
+};
+
+// The pair graph of a typed link-prediction batch (DGL's heterograph
+// pair_graph): per node type, the batch's nodes (every endpoint of the
+// positive and negative pairs, per-type ids ascending; the last block's
+// dst_nodes); per relation, pairs as indices into its source type's and its
+// destination type's nodes. Types and relations in the book's id order.
+struct HeteroPairGraph {
+  struct Relation {
+    torch::Tensor src, dst;  // int64 [num_pairs]: indices into nodes[src type] / nodes[dst type].
+    // Positive graph: the per-relation edge id of each pair (DGL's
+    // edata[EID]); negative graph: empty.
+    torch::Tensor eids;
+  };
+  std::vector<std::string> ntypes;
+  std::vector<EdgeType> canonical_etypes;
+  std::vector<torch::Tensor> nodes;  // Per type: per-type ids (DGL's ndata[NID]).
+  std::vector<Relation> edges;       // Per relation id.
+
+  int64_t num_nodes(const std::string& ntype) const;  // Error if unknown.
+  int64_t num_edges(const std::string& etype) const;  // Error if unknown or ambiguous.
+  int64_t num_edges() const;                          // All relations.
+  const Relation& edges_of(const std::string& etype) const;
+};
+
+// Link prediction on a heterograph (DGL's DistEdgeDataLoader with dict
+// eids): the positive pairs are the batch's edges by relation, the negative
+// pairs k per positive edge of each relation, in order (the source kept,
+// the destination uniform over the relation's destination type); both over
+// the same nodes, which are the seeds of the blocks.
+struct HeteroEdgeMiniBatch {
+  std::map<std::string, torch::Tensor> input_nodes;  // blocks.front().src_nodes by type.
+  HeteroPairGraph positive;
+  HeteroPairGraph negative;         // No pairs without negatives.
+  std::vector<HeteroBlock> blocks;  // Input layer first; blocks.back().dst_nodes == nodes.
+};
+
+struct LoaderOptions {
+  int64_t batch_size = 1;
+  bool shuffle = false;
+  bool drop_last = false;
+  uint64_t seed = 0;         // Shuffling and sampling: batch b of epoch e is reproducible.
+  int num_workers = -1;      // Sampler threads; -1: Context::num_samplers().
+  int prefetch = 0;          // Batches sampled ahead; 0: two per worker.
+  bool even_batches = true;  // Every trainer gets the batch count of the largest.
+  double timeout_s = 600;    // Longest wait for one batch (<= 0: no limit).
+};
+
+// Link prediction (DGL's EdgeCollator arguments). A batch's excluded edges
+// are never sampled into its blocks (the fanout is still filled from the
+// others).
+struct EdgeLoaderOptions {
+  int negatives = 0;  // Uniform negative destinations per edge (of its relation's dst type).
+  // "none"; "self": the batch's edges; "reverse_id": they and their reverse
+  // edges by id (reverse_eids); "reverse_types": they and their reverse
+  // edges by relation (reverse_etypes).
+  std::string exclude = "none";
+  // reverse_id: reverse_eids[e] is the reverse of edge e (homogeneous ids,
+  // one per edge of the graph).
+  torch::Tensor reverse_eids;
+  // reverse_id on a heterograph, instead of reverse_eids (DGL's dict): per
+  // relation (name or "src:rel:dst"), one entry per edge of the relation:
+  // the per-relation id of its reverse, in the same relation. Every relation
+  // of the loader's eids must be given.
+  std::map<std::string, torch::Tensor> typed_reverse_eids;
+  // reverse_types: relation -> its reverse relation (names or "src:rel:dst");
+  // the reverse of edge i of a relation is edge i (per-relation id) of its
+  // reverse, whose endpoint types must be swapped and edge count equal.
+  // Every relation of the loader's eids must be given.
+  std::map<std::string, std::string> reverse_etypes;
+};
+
+// Range-for iteration over one epoch of batches (each begin() starts the
+// next epoch; batches come in order, sampled ahead by the worker threads).
+template <typename T>
+class BatchLoader {
+ public:
+  class Iterator {
+   public:
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    const T& operator*() const { return *current_; }
+    const T* operator->() const { return &*current_; }
+    Iterator& operator++() {
+      Fetch();
+      return *this;
+    }
+    bool operator==(const Iterator& other) const {
+      return !current_.has_value() && !other.current_.has_value();
+    }
+    bool operator!=(const Iterator& other) const { return !(*this == other); }
+
+   private:
+    friend class BatchLoader;
+    void Fetch() {
+      auto next = pipeline_->Next();
+      if (!next.ok()) {
+        current_.reset();
+        throw Error(std::string(next.status().message()));
+      }
+      current_ = std::move(*next);
+    }
+    std::shared_ptr<loader::Pipeline<T>> pipeline_;
+    std::optional<T> current_;
+  };
+
+  // Batches per epoch (the same on every trainer with even_batches).
+  int64_t size() const { return num_batches_; }
+  int64_t epoch() const { return epoch_; }  // Epochs started so far.
+  Iterator begin() {
+    Iterator it = start();
+    it.Fetch();
+    return it;
+  }
+  // Starts the next epoch without waiting for its first batch: the first ++
+  // fetches it (begin() is start() plus that). The caller then owns the
+  // sampler threads even if that first wait fails or is interrupted.
+  Iterator start() {
+    Iterator it;
+    it.pipeline_ = std::make_shared<loader::Pipeline<T>>(
+        num_batches_, make_epoch_(epoch_++), workers_, depth_,
+        std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+    return it;
+  }
+  Iterator end() const { return Iterator(); }
+
+ protected:
+  using Produce = typename loader::Pipeline<T>::Produce;
+  void Init(int64_t num_batches, const LoaderOptions& options,
+            std::function<Produce(int64_t epoch)> make_epoch);
+
+ private:
+  int64_t num_batches_ = 0, epoch_ = 0;
+  int workers_ = 0, depth_ = 1;
+  double timeout_s_ = 600;
+  std::function<Produce(int64_t)> make_epoch_;
+};
+
+namespace internal {
+// The plan of `items` (the trainer's ids or dataset rows) under `options`:
+// with even_batches, the largest batch count of all trainers (a collective
+// call: every trainer constructs its loaders in the same order).
+std::shared_ptr<const loader::EpochPlan> MakePlan(std::vector<int64_t> items,
+                                                  const LoaderOptions& options);
+int ResolveWorkers(const LoaderOptions& options);
+struct Prefetch;  // The node tensors a loader's sampler threads pull.
+}  // namespace internal
+
+template <typename T>
+void BatchLoader<T>::Init(int64_t num_batches, const LoaderOptions& options,
+                          std::function<Produce(int64_t epoch)> make_epoch) {
+  num_batches_ = num_batches;
+  workers_ = internal::ResolveWorkers(options);
+  depth_ = options.prefetch > 0 ? options.prefetch : std::max(1, 2 * workers_);
+  timeout_s_ = options.timeout_s;
+  make_epoch_ = std::move(make_epoch);
+}
+
+// Node classification batches (dgl.distributed.DistNodeDataLoader): blocks
+// sampled around batches of `nids` (this trainer's ids, e.g. node_split's).
+class DistNodeDataLoader : public BatchLoader<MiniBatch> {
+ public:
+  DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids, NeighborSampler sampler,
+                     LoaderOptions options = {});
+  // Adds node tensor `name` to what the sampler threads pull, as if it had
+  // been in the sampler's prefetch_labels (labels: at the seeds) or
+  // prefetch_node_feats (else: at the input nodes), for the batches sampled
+  // from now on (batches already sampled have no rows of it). Best effort:
+  // if a pull of it fails (the tensor was deleted, say), it is dropped with
+  // a warning rather than failing the batch. Thread-safe; Error if the graph
+  // has no such node tensor now. (tessera.distributed uses it to prefetch
+  // what a DGL script reads at input_nodes / seeds.)
+  void add_prefetch(const std::string& name, bool labels);
+  // Stops pulling `name` (either kind) for batches sampled from now on.
+  void remove_prefetch(const std::string& name);
+
+ private:
+  std::shared_ptr<internal::Prefetch> prefetch_;
+};
+
+// DGL's DistNodeDataLoader with dict seeds: batches of the typed seeds
+// {ntype: per-type ids} (types shuffled together), heterogeneous blocks.
+// (DistNodeDataLoader over homogeneous ids gives homogeneous blocks on any
+// graph; block_etypes gives their relations.)
+class DistHeteroNodeDataLoader : public BatchLoader<HeteroMiniBatch> {
+ public:
+  DistHeteroNodeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& nids,
+                           NeighborSampler sampler, LoaderOptions options = {});
+};
+
+// Link prediction batches (dgl.distributed.DistEdgeDataLoader) over `eids`
+// (homogeneous ids, homogeneous blocks). On a heterograph the negatives of
+// an edge are nodes of its relation's destination type; for typed pair
+// graphs and blocks see DistHeteroEdgeDataLoader.
+class DistEdgeDataLoader : public BatchLoader<EdgeMiniBatch> {
+ public:
+  DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids, NeighborSampler sampler,
+                     LoaderOptions options = {}, EdgeLoaderOptions edge_options = {});
+};
+
+// Link prediction on a heterograph (DGL's DistEdgeDataLoader with
+// {etype: eids}): batches of the typed edges (relations shuffled together),
+// heterogeneous pair graphs and blocks. Relations by name (plain when
+// unambiguous) or "src:rel:dst"; ids per relation. Error (naming the
+// relation) for an unknown or ambiguous relation, an id out of its
+// relation's range, a missing or mismatched reverse; edge_dir must be "in".
+class DistHeteroEdgeDataLoader : public BatchLoader<HeteroEdgeMiniBatch> {
+ public:
+  DistHeteroEdgeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& eids,
+                           NeighborSampler sampler, LoaderOptions options = {},
+                           EdgeLoaderOptions edge_options = {});
+};
+
+// Any dataset (dgl.distributed.DistDataLoader): batches of rows of
+// `dataset`, each turned into a T by `collate` (in a sampler thread when
+// num_workers > 0).
+template <typename T>
+class DistDataLoader : public BatchLoader<T> {
+ public:
+  using Collate = std::function<T(const torch::Tensor& rows)>;
+  DistDataLoader(torch::Tensor dataset, Collate collate, LoaderOptions options = {}) {
+    std::vector<int64_t> items(static_cast<size_t>(dataset.size(0)));
+    for (size_t i = 0; i < items.size(); ++i) items[i] = static_cast<int64_t>(i);
+    auto plan = internal::MakePlan(std::move(items), options);
+    this->Init(plan->num_batches(), options, [plan, dataset, collate](int64_t epoch) {
+      auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
+      return [plan, dataset, collate, order](int64_t b) -> StatusOr<T> {
+        std::vector<int64_t> rows = plan->Batch(*order, b);
+        torch::Tensor index = torch::tensor(rows, torch::kInt64);
+        return collate(dataset.index_select(0, index));
+      };
+    });
+  }
+};
+
+}  // namespace dist
+}  // namespace tessera
+
+#endif  // TESSERA_INCLUDE_TESSERA_DIST_DATALOADER_H_

@@ -1,0 +1,788 @@
+// File: src/dist/dist_sampling.cc
+//
+// LibTorch face of sampling: graph operations on a DistGraph (find_edges,
+// degrees, sample_neighbors, in/edge subgraphs), blocks and the loaders,
+// homogeneous and typed.
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <random>
+#include <set>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "src/dist/dist_internal.h"
+#include "src/kvstore/kv_store.h"
+#include "src/loader/minibatch.h"
+#include "src/sampling/hetero_block.h"
+#include "tessera/dist.h"
+
+namespace tessera::dist {
+
+using namespace internal;  // NOLINT: the shared helpers of this module.
+
+// ------------------------------------------------------------ graph operations
+
+namespace {
+
+std::atomic<uint64_t> g_seed_base{std::random_device{}()};
+std::atomic<uint64_t> g_seed_calls{0};
+
+uint64_t NextSeed() { return loader::DeriveSeed(g_seed_base.load(), g_seed_calls.fetch_add(1)); }
+
+sampling::EdgeDir ParseEdgeDir(const std::string& dir) {
+  if (dir == "in") return sampling::EdgeDir::kIn;
+  if (dir == "out") return sampling::EdgeDir::kOut;
+  throw Error(fmt::format("edge_dir must be \"in\" or \"out\", got \"{}\"", dir));
+}
+
+Block ToTorch(sampling::Block&& b) {
+  return {Owned(std::move(b.src_nodes)), Owned(std::move(b.indptr)), Owned(std::move(b.indices)),
+          Owned(std::move(b.eids))};
+}
+
+std::vector<Block> ToTorch(std::vector<sampling::Block>&& blocks) {
+  std::vector<Block> out;
+  out.reserve(blocks.size());
+  for (sampling::Block& b : blocks) out.push_back(ToTorch(std::move(b)));
+  return out;
+}
+
+// Every relation's fanout, by relation id, from a map keyed by relation
+// name (plain or canonical). Every relation must be given, once.
+std::vector<int64_t> RelationFanouts(const PartitionBook& book, const FanoutMap& fanout,
+                                     const std::string& what) {
+  const int R = book.num_etypes();
+  std::vector<int64_t> out(R, 0);
+  std::vector<bool> given(R, false);
+  for (const auto& [name, f] : fanout) {
+    int r = ValueOrThrow(book.EdgeTypeId(name), what);
+    if (given[r]) {
+      throw Error(
+          fmt::format("{}: relation {} is given twice", what, book.etypes()[r].Canonical()));
+    }
+    if (f < -1) {
+      throw Error(
+          fmt::format("{}: fanout {} of relation {}: must be -1 (all) or >= 0", what, f, name));
+    }
+    given[r] = true;
+    out[r] = f;
+  }
+  std::vector<std::string> missing;
+  for (int r = 0; r < R; ++r) {
+    if (!given[r]) missing.push_back(book.etypes()[r].Canonical());
+  }
+  if (!missing.empty()) {
+    throw Error(
+        fmt::format("{}: no fanout for relation{} {} (DGL needs every relation's; give 0 "
+                    "for none)",
+                    what, missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")));
+  }
+  return out;
+}
+
+loader::NeighborSpec SpecOf(const NeighborSampler& sampler, kvstore::KvStore& store) {
+  if (!sampler.fanouts.empty() && !sampler.etype_fanouts.empty()) {
+    throw Error("NeighborSampler: give fanouts or etype_fanouts, not both");
+  }
+  loader::NeighborSpec spec{.fanouts = sampler.fanouts,
+                            .dir = ParseEdgeDir(sampler.edge_dir),
+                            .replace = sampler.replace,
+                            .prob = sampler.prob};
+  for (size_t l = 0; l < sampler.etype_fanouts.size(); ++l) {
+    spec.etype_fanouts.push_back(RelationFanouts(store.book(), sampler.etype_fanouts[l],
+                                                 fmt::format("NeighborSampler layer {}", l)));
+  }
+  ThrowIfError(loader::ValidateNeighborSpec(spec, store.book()), "NeighborSampler");
+  // A typed graph's prob names per-relation arrays: the first sample checks them.
+  if (!spec.prob.empty() && store.book().num_etypes() == 1) {
+    kvstore::TensorMeta meta =
+        ValueOrThrow(store.Meta("edge/" + spec.prob), "NeighborSampler prob");
+    ThrowIfError(kvstore::CheckWeightArray(meta.key, meta.dtype, meta.shape),
+                 "NeighborSampler prob");
+  }
+  return spec;
+}
+
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  g_seed_base = seed;
+  g_seed_calls = 0;
+}
+
+kvstore::KvStore& DistGraph::store() const { return *context_->store_; }
+
+std::pair<torch::Tensor, torch::Tensor> DistGraph::find_edges(const torch::Tensor& eids) const {
+  torch::Tensor flat = AsIds(eids, "find_edges");
+  torch::Tensor src = torch::empty({flat.size(0)}, torch::kInt64);
+  torch::Tensor dst = torch::empty({flat.size(0)}, torch::kInt64);
+  ThrowIfError(store().FindEdges(SpanOf(flat), src.data_ptr<int64_t>(), dst.data_ptr<int64_t>()),
+               "find_edges");
+  return {src, dst};
+}
+
+namespace {
+
+torch::Tensor Degrees(const DistGraph& g, const torch::Tensor& nids, sampling::EdgeDir dir) {
+  const char* what = dir == sampling::EdgeDir::kIn ? "in_degrees" : "out_degrees";
+  torch::Tensor flat = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes());
+  torch::Tensor out = torch::empty({flat.size(0)}, torch::kInt64);
+  ThrowIfError(
+      g.store().Degrees(SpanOf(flat), dir, kvstore::kAllRelations, out.data_ptr<int64_t>()), what);
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor DistGraph::in_degrees(const torch::Tensor& nids) const {
+  return Degrees(*this, nids, sampling::EdgeDir::kIn);
+}
+
+torch::Tensor DistGraph::out_degrees(const torch::Tensor& nids) const {
+  return Degrees(*this, nids, sampling::EdgeDir::kOut);
+}
+
+namespace {
+
+// Samples around homogeneous seeds: one fanout (per relation on a typed
+// graph, as DGL) or per-relation fanouts.
+sampling::SampledEdges SampleHomo(const DistGraph& g, const torch::Tensor& flat, int64_t fanout,
+                                  std::vector<int64_t> etype_fanouts,
+                                  const SampleOptions& options) {
+  std::vector<int64_t> exclude;
+  if (options.exclude_edges.defined()) {
+    exclude = ToVector(options.exclude_edges, "sample_neighbors exclude_edges");
+    std::sort(exclude.begin(), exclude.end());
+    exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
+  }
+  const PartitionBook& book = g.partition_book();
+  if (etype_fanouts.empty() && book.num_etypes() > 1)
+    etype_fanouts.assign(book.num_etypes(), fanout);
+  kvstore::SampleRequest request{.fanout = fanout,
+                                 .dir = ParseEdgeDir(options.edge_dir),
+                                 .replace = options.replace,
+                                 .prob = options.prob,
+                                 .exclude = exclude,
+                                 .seed = options.seed ? *options.seed : NextSeed()};
+  request.etype_fanouts = std::move(etype_fanouts);
+  return ValueOrThrow(g.store().SampleNeighbors(SpanOf(flat), request), "sample_neighbors");
+}
+
+Subgraph ToSubgraph(sampling::SampledEdges&& edges) {
+  return {Owned(std::move(edges.src)), Owned(std::move(edges.dst)), Owned(std::move(edges.eid))};
+}
+
+// The relation id of a name (plain or "src:rel:dst"); Error naming it if
+// it is unknown or ambiguous.
+int RelationId(const PartitionBook& book, const std::string& etype, const std::string& what) {
+  return ValueOrThrow(book.EdgeTypeId(etype), what);
+}
+
+// {type: per-type ids} -> homogeneous ids, types in the book's order: node
+// types (`node`) or relations. Errors name the type.
+torch::Tensor HomoIds(const DistGraph& g, const std::map<std::string, torch::Tensor>& ids,
+                      bool node, const std::string& what) {
+  const PartitionBook& book = g.partition_book();
+  std::map<int, torch::Tensor> typed;
+  for (const auto& [type, per] : ids) {
+    int t = node ? ValueOrThrow(book.NodeTypeId(type), what) : RelationId(book, type, what);
+    if (typed.count(t)) {
+      throw Error(fmt::format("{}: {} {} is given twice", what, node ? "node type" : "relation",
+                              node ? book.ntypes()[t] : book.etypes()[t].Canonical()));
+    }
+    try {
+      typed[t] = node ? g.map_to_homo_nid(AsIds(per, what), type)
+                      : g.map_to_homo_eid(AsIds(per, what), type);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", what, e.what()));
+    }
+  }
+  std::vector<torch::Tensor> parts;
+  for (auto& [t, homo] : typed) parts.push_back(homo);
+  return parts.empty() ? torch::empty({0}, torch::kInt64) : torch::cat(parts);
+}
+
+// Sampled edges in homogeneous ids -> per relation, in per-type ids.
+HeteroSubgraph ToHetero(const PartitionBook& book, const sampling::SampledEdges& edges) {
+  const int R = book.num_etypes();
+  HeteroSubgraph out;
+  out.canonical_etypes = book.etypes();
+  std::vector<std::vector<int64_t>> src(R), dst(R), eid(R);
+  for (size_t i = 0; i < edges.size(); ++i) {
+    auto [r, e] = book.MapToPerEtype(edges.eid[i]);
+    src[r].push_back(book.MapToPerNtype(edges.src[i]).second);
+    dst[r].push_back(book.MapToPerNtype(edges.dst[i]).second);
+    eid[r].push_back(e);
+  }
+  for (int r = 0; r < R; ++r) {
+    out.edges.push_back(
+        {Owned(std::move(src[r])), Owned(std::move(dst[r])), Owned(std::move(eid[r]))});
+  }
+  return out;
+}
+
+}  // namespace
+
+Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, int64_t fanout,
+                          const SampleOptions& options) {
+  return ToSubgraph(SampleHomo(g, AsIds(seeds, "sample_neighbors"), fanout, {}, options));
+}
+
+Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, const FanoutMap& fanout,
+                          const SampleOptions& options) {
+  std::vector<int64_t> per = RelationFanouts(g.partition_book(), fanout, "sample_neighbors");
+  return ToSubgraph(SampleHomo(g, AsIds(seeds, "sample_neighbors"), -1, std::move(per), options));
+}
+
+HeteroSubgraph sample_neighbors(const DistGraph& g,
+                                const std::map<std::string, torch::Tensor>& seeds, int64_t fanout,
+                                const SampleOptions& options) {
+  sampling::SampledEdges edges =
+      SampleHomo(g, HomoIds(g, seeds, true, "sample_neighbors"), fanout, {}, options);
+  return ToHetero(g.partition_book(), edges);
+}
+
+HeteroSubgraph sample_neighbors(const DistGraph& g,
+                                const std::map<std::string, torch::Tensor>& seeds,
+                                const FanoutMap& fanout, const SampleOptions& options) {
+  std::vector<int64_t> per = RelationFanouts(g.partition_book(), fanout, "sample_neighbors");
+  sampling::SampledEdges edges =
+      SampleHomo(g, HomoIds(g, seeds, true, "sample_neighbors"), -1, std::move(per), options);
+  return ToHetero(g.partition_book(), edges);
+}
+
+const Subgraph& HeteroSubgraph::operator[](const std::string& etype) const {
+  int r = ValueOrThrow(FindEdgeType(canonical_etypes, etype), "HeteroSubgraph");
+  return edges[r];
+}
+
+int64_t HeteroSubgraph::num_edges() const {
+  int64_t n = 0;
+  for (const Subgraph& e : edges) n += e.num_edges();
+  return n;
+}
+
+Subgraph in_subgraph(const DistGraph& g, const torch::Tensor& nodes) {
+  return sample_neighbors(g, nodes, -1, {.seed = 0});
+}
+
+EdgeSubgraph edge_subgraph(const DistGraph& g, const torch::Tensor& eids) {
+  torch::Tensor flat = AsIds(eids, "edge_subgraph");
+  auto [src, dst] = g.find_edges(flat);
+  torch::Tensor nodes = std::get<0>(torch::_unique(torch::cat({src, dst}), /*sorted=*/true));
+  return {torch::searchsorted(nodes, src), torch::searchsorted(nodes, dst), nodes, flat};
+}
+
+std::pair<torch::Tensor, torch::Tensor> DistGraph::find_edges(const torch::Tensor& eids,
+                                                              const std::string& etype) const {
+  auto [src, dst] = find_edges(map_to_homo_eid(AsIds(eids, "find_edges"), etype));
+  return {map_to_per_ntype(src).second, map_to_per_ntype(dst).second};
+}
+
+namespace {
+
+// Degrees of one relation, counted by the servers (per-type node ids of the
+// relation's destination type for in-degrees, source type for out-degrees).
+torch::Tensor RelationDegrees(const DistGraph& g, const torch::Tensor& nids,
+                              const std::string& etype, sampling::EdgeDir dir) {
+  const bool in = dir == sampling::EdgeDir::kIn;
+  const char* what = in ? "in_degrees" : "out_degrees";
+  const int r = g.get_etype_id(etype);
+  const EdgeType& et = g.partition_book().etypes()[r];
+  const std::string& ntype = in ? et.dst_type : et.src_type;
+  torch::Tensor ids = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes(ntype));
+  torch::Tensor homo = g.map_to_homo_nid(ids, ntype).contiguous();
+  torch::Tensor out = torch::empty({homo.size(0)}, torch::kInt64);
+  ThrowIfError(g.store().Degrees(SpanOf(homo), dir, r, out.data_ptr<int64_t>()), what);
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor DistGraph::in_degrees(const torch::Tensor& nids, const std::string& etype) const {
+  return RelationDegrees(*this, nids, etype, sampling::EdgeDir::kIn);
+}
+
+torch::Tensor DistGraph::out_degrees(const torch::Tensor& nids, const std::string& etype) const {
+  return RelationDegrees(*this, nids, etype, sampling::EdgeDir::kOut);
+}
+
+// ------------------------------------------------------------ blocks
+
+torch::Tensor Block::edge_dst() const {
+  torch::Tensor counts = indptr.slice(0, 1) - indptr.slice(0, 0, -1);
+  return torch::repeat_interleave(torch::arange(num_dst_nodes()), counts);
+}
+
+namespace {
+
+HeteroBlock ToTorch(const PartitionBook& book, sampling::HeteroBlock&& b) {
+  HeteroBlock out;
+  out.ntypes = book.ntypes();
+  out.canonical_etypes = book.etypes();
+  for (int t = 0; t < b.num_ntypes(); ++t) {
+    out.src_nodes.push_back(Owned(std::move(b.src_nodes[t])));
+    out.dst_nodes.push_back(Owned(std::move(b.dst_nodes[t])));
+    out.homo_src_nodes.push_back(Owned(std::move(b.homo_src_nodes[t])));
+  }
+  for (sampling::HeteroBlockEdges& e : b.edges) {
+    out.edges.push_back(
+        {Owned(std::move(e.src)), Owned(std::move(e.dst)), Owned(std::move(e.eids))});
+  }
+  return out;
+}
+
+std::vector<HeteroBlock> ToTorch(const PartitionBook& book,
+                                 std::vector<sampling::HeteroBlock>&& blocks) {
+  std::vector<HeteroBlock> out;
+  for (sampling::HeteroBlock& b : blocks) out.push_back(ToTorch(book, std::move(b)));
+  return out;
+}
+
+// The first block's source nodes by type (the nodes whose features the
+// model reads).
+std::map<std::string, torch::Tensor> InputNodes(const PartitionBook& book,
+                                                const std::vector<HeteroBlock>& blocks) {
+  std::map<std::string, torch::Tensor> out;
+  for (int t = 0; t < book.num_ntypes(); ++t) out[book.ntypes()[t]] = blocks.front().src_nodes[t];
+  return out;
+}
+
+}  // namespace
+
+int HeteroBlock::ntype_id(const std::string& ntype) const {
+  return ValueOrThrow(FindNodeType(ntypes, ntype), "HeteroBlock");
+}
+
+int HeteroBlock::etype_id(const std::string& etype) const {
+  return ValueOrThrow(FindEdgeType(canonical_etypes, etype), "HeteroBlock");
+}
+
+int64_t HeteroBlock::num_src_nodes(const std::string& ntype) const {
+  return src_nodes[ntype_id(ntype)].size(0);
+}
+
+int64_t HeteroBlock::num_dst_nodes(const std::string& ntype) const {
+  return dst_nodes[ntype_id(ntype)].size(0);
+}
+
+int64_t HeteroBlock::num_edges(const std::string& etype) const {
+  return edges[etype_id(etype)].src.size(0);
+}
+
+int64_t HeteroBlock::num_edges() const {
+  int64_t n = 0;
+  for (const Relation& r : edges) n += r.src.size(0);
+  return n;
+}
+
+const HeteroBlock::Relation& HeteroBlock::edges_of(const std::string& etype) const {
+  return edges[etype_id(etype)];
+}
+
+// ------------------------------------------------------------ loaders
+
+struct ContextAccess {
+  static kvstore::KvStore* Store(const Context& ctx) { return ctx.store_.get(); }
+};
+
+namespace internal {
+
+std::shared_ptr<const loader::EpochPlan> MakePlan(std::vector<int64_t> items,
+                                                  const LoaderOptions& options) {
+  std::shared_ptr<Context> ctx = CurrentContext();
+  loader::BatchOptions batch{.batch_size = options.batch_size,
+                             .shuffle = options.shuffle,
+                             .drop_last = options.drop_last,
+                             .seed = options.seed};
+  if (options.batch_size < 1) {
+    throw Error(fmt::format("loader: batch_size must be at least 1, got {}", options.batch_size));
+  }
+  int64_t batches = loader::EpochPlan::OwnBatches(static_cast<int64_t>(items.size()), batch);
+  kvstore::KvStore* store = ContextAccess::Store(*ctx);
+  if (options.even_batches && !ctx->standalone() && store != nullptr) {
+    int64_t own = batches;
+    batches = ValueOrThrow(store->BarrierMax(own),
+                           "loader: agreeing on the batches per epoch with the other trainers");
+    if (batches != own) {
+      spdlog::info("loader: {} batches of my own, {} per epoch like every trainer (padded)", own,
+                   batches);
+    }
+  }
+  return std::make_shared<const loader::EpochPlan>(
+      ValueOrThrow(loader::EpochPlan::Create(std::move(items), batch, batches), "loader"));
+}
+
+int ResolveWorkers(const LoaderOptions& options) {
+  if (options.num_workers >= 0) return options.num_workers;
+  return CurrentContext()->num_samplers();
+}
+
+}  // namespace internal
+
+namespace {
+
+// The batches of `plan`: batch b of epoch e is make(its ids, its seed), the
+// same whichever thread samples it.
+template <typename T, typename Make>
+std::function<typename loader::Pipeline<T>::Produce(int64_t)> EpochBatches(
+    std::shared_ptr<const loader::EpochPlan> plan, Make make) {
+  return [plan, make](int64_t epoch) -> typename loader::Pipeline<T>::Produce {
+    auto order = std::make_shared<const std::vector<int64_t>>(plan->Order(epoch));
+    return [plan, make, order, epoch](int64_t b) -> StatusOr<T> {
+      return make(plan->Batch(*order, b), plan->BatchSeed(epoch, b));
+    };
+  };
+}
+
+}  // namespace
+
+// The node tensors a loader's sampler threads pull for each batch: the
+// sampler's, looked up when the loader is made (an unknown name is an Error
+// then, not in a sampler thread), and those add_prefetch adds while batches
+// are being sampled.
+struct internal::Prefetch {
+  struct Entry {
+    std::string name;
+    DistTensor tensor;
+    bool label;        // At the seeds (dstdata), else at the input nodes (srcdata).
+    bool best_effort;  // Added by add_prefetch: a failed pull drops it, not the batch.
+  };
+  DistGraph g;
+  mutable std::mutex mutex;
+  std::vector<Entry> entries;  // Guarded by mutex.
+
+  void Add(const std::string& name, bool label, bool best_effort) {
+    DistTensor t = g.ndata(name);
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Entry& e : entries) {
+      if (e.name == name && e.label == label) return;
+    }
+    entries.push_back({name, std::move(t), label, best_effort});
+  }
+
+  void Remove(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::erase_if(entries, [&](const Entry& e) { return e.name == name; });
+  }
+};
+
+namespace {
+
+std::shared_ptr<internal::Prefetch> PrefetchOf(const DistGraph& g, const NeighborSampler& sampler,
+                                               const char* loader) {
+  if (loader != nullptr &&
+      (!sampler.prefetch_node_feats.empty() || !sampler.prefetch_labels.empty())) {
+    throw Error(
+        fmt::format("{}: prefetch_node_feats / prefetch_labels work on homogeneous "
+                    "loaders only for now; pull the typed rows in the training loop",
+                    loader));
+  }
+  auto p = std::make_shared<internal::Prefetch>(g);
+  for (const std::string& name : sampler.prefetch_node_feats) p->Add(name, false, false);
+  for (const std::string& name : sampler.prefetch_labels) p->Add(name, true, false);
+  return p;
+}
+
+// Pulls the prefetched rows (in a sampler thread): input nodes' into the
+// first block's srcdata, the seeds' into the last block's dstdata. A
+// best-effort entry whose pull fails (its tensor deleted, say) is dropped
+// with a warning; the trainer then pulls it itself.
+Status PullPrefetched(internal::Prefetch& p, std::vector<Block>& blocks) {
+  std::vector<internal::Prefetch::Entry> entries;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    entries = p.entries;
+  }
+  for (const internal::Prefetch::Entry& e : entries) {
+    try {
+      if (e.label) {
+        blocks.back().dstdata[e.name] = e.tensor[blocks.back().dst_nodes()];
+      } else {
+        blocks.front().srcdata[e.name] = e.tensor[blocks.front().src_nodes];
+      }
+    } catch (const std::exception& error) {
+      if (!e.best_effort) {
+        return absl::UnavailableError(
+            fmt::format("prefetching node data '{}': {}", e.name, error.what()));
+      }
+      spdlog::warn("loader: no longer prefetching '{}': {}", e.name, error.what());
+      p.Remove(e.name);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids,
+                                       NeighborSampler sampler, LoaderOptions options) {
+  auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
+  auto plan = internal::MakePlan(ToVector(nids, "DistNodeDataLoader nids"), options);
+  prefetch_ = PrefetchOf(g, sampler, nullptr);
+  auto make = [g, spec, prefetch = prefetch_](std::vector<int64_t> seeds,
+                                              uint64_t seed) -> StatusOr<MiniBatch> {
+    ASSIGN_OR_RETURN(loader::MiniBatch mb,
+                     loader::SampleBlocks(g.store(), std::move(seeds), *spec, seed));
+    MiniBatch out;
+    out.seeds = Owned(std::move(mb.seeds));
+    out.blocks = ToTorch(std::move(mb.blocks));
+    out.input_nodes = out.blocks.front().src_nodes;  // The same tensor, no copy.
+    RETURN_IF_ERROR(PullPrefetched(*prefetch, out.blocks));
+    return out;
+  };
+  Init(plan->num_batches(), options, EpochBatches<MiniBatch>(plan, std::move(make)));
+}
+
+void DistNodeDataLoader::add_prefetch(const std::string& name, bool labels) {
+  prefetch_->Add(name, labels, /*best_effort=*/true);
+}
+
+void DistNodeDataLoader::remove_prefetch(const std::string& name) { prefetch_->Remove(name); }
+
+DistHeteroNodeDataLoader::DistHeteroNodeDataLoader(const DistGraph& g,
+                                                   const std::map<std::string, torch::Tensor>& nids,
+                                                   NeighborSampler sampler, LoaderOptions options) {
+  auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
+  if (spec->dir != sampling::EdgeDir::kIn) {
+    throw Error(
+        "DistNodeDataLoader with typed seeds: edge_dir must be \"in\" (for out-edges, "
+        "sample the reverse relations)");
+  }
+  if (nids.empty()) throw Error("DistNodeDataLoader: no seed types given");
+  PrefetchOf(g, sampler, "DistNodeDataLoader with typed seeds");
+  auto plan = internal::MakePlan(
+      ToVector(HomoIds(g, nids, true, "DistNodeDataLoader nids"), "DistNodeDataLoader nids"),
+      options);
+  auto make = [g, spec](std::vector<int64_t> seeds, uint64_t seed) -> StatusOr<HeteroMiniBatch> {
+    const PartitionBook& book = g.partition_book();
+    ASSIGN_OR_RETURN(loader::HeteroMiniBatch mb,
+                     loader::SampleHeteroBlocks(g.store(), std::move(seeds), *spec, seed));
+    HeteroMiniBatch out;
+    out.blocks = ToTorch(book, std::move(mb.blocks));
+    out.input_nodes = InputNodes(book, out.blocks);
+    for (int t = 0; t < book.num_ntypes(); ++t) {
+      out.seeds[book.ntypes()[t]] = out.blocks.back().dst_nodes[t];
+    }
+    return out;
+  };
+  Init(plan->num_batches(), options, EpochBatches<HeteroMiniBatch>(plan, std::move(make)));
+}
+
+namespace {
+
+// reverse_id per relation (DGL's dict) as one homogeneous reverse per edge;
+// the edges of relations not given are their own reverse (excluded anyway).
+std::vector<int64_t> TypedReverseEids(const PartitionBook& book,
+                                      const std::map<std::string, torch::Tensor>& typed,
+                                      const std::string& what) {
+  std::vector<int64_t> out(static_cast<size_t>(book.num_edges()));
+  for (int64_t e = 0; e < book.num_edges(); ++e) out[e] = e;
+  std::set<int> given;
+  for (const auto& [etype, ids] : typed) {
+    const int r = RelationId(book, etype, what + " reverse_eids");
+    const std::string name = book.etypes()[r].Canonical();
+    if (!given.insert(r).second) {
+      throw Error(fmt::format("{} reverse_eids: relation {} is given twice", what, name));
+    }
+    std::vector<int64_t> reverse = ToVector(ids, what + " reverse_eids");
+    const int64_t count = book.NumEdgesOfType(r);
+    if (static_cast<int64_t>(reverse.size()) != count) {
+      throw Error(
+          fmt::format("{} reverse_eids of relation {}: {} entries, the relation has {} edges", what,
+                      name, reverse.size(), count));
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      if (reverse[i] < 0 || reverse[i] >= count) {
+        throw Error(
+            fmt::format("{} reverse_eids of relation {}: entry {} is {}, not an edge id of "
+                        "the relation (0 to {})",
+                        what, name, i, reverse[i], count - 1));
+      }
+      out[book.MapToHomoEid(r, i)] = book.MapToHomoEid(r, reverse[i]);
+    }
+  }
+  return out;
+}
+
+loader::EdgeSpec EdgeSpecOf(const DistGraph& g, const NeighborSampler& sampler,
+                            const EdgeLoaderOptions& options, const std::string& what) {
+  const PartitionBook& book = g.partition_book();
+  loader::EdgeSpec spec;
+  spec.neighbors = SpecOf(sampler, g.store());
+  spec.negatives = options.negatives;
+  const std::string& ex = options.exclude;
+  if (ex == "none" || ex.empty()) {
+    spec.exclude = loader::Exclude::kNone;
+  } else if (ex == "self") {
+    spec.exclude = loader::Exclude::kSelf;
+  } else if (ex == "reverse_id") {
+    spec.exclude = loader::Exclude::kReverseId;
+  } else if (ex == "reverse_types") {
+    spec.exclude = loader::Exclude::kReverseTypes;
+  } else {
+    throw Error(fmt::format(
+        "{}: exclude must be \"none\", \"self\", \"reverse_id\" or \"reverse_types\", got \"{}\"",
+        what, ex));
+  }
+  if (options.reverse_eids.defined() && !options.typed_reverse_eids.empty()) {
+    throw Error(fmt::format("{}: give reverse_eids or per-relation reverse_eids, not both", what));
+  }
+  if (options.reverse_eids.defined()) {
+    spec.reverse_eids = ToVector(options.reverse_eids, what + " reverse_eids");
+  } else if (!options.typed_reverse_eids.empty()) {
+    spec.reverse_eids = TypedReverseEids(book, options.typed_reverse_eids, what);
+  }
+  if (!options.reverse_etypes.empty()) {
+    spec.reverse_etypes.assign(book.num_etypes(), -1);
+    for (const auto& [etype, reverse] : options.reverse_etypes) {
+      const int r = RelationId(book, etype, what + " reverse_etypes");
+      if (spec.reverse_etypes[r] != -1) {
+        throw Error(fmt::format("{} reverse_etypes: relation {} is given twice", what,
+                                book.etypes()[r].Canonical()));
+      }
+      spec.reverse_etypes[r] = RelationId(book, reverse, what + " reverse_etypes");
+    }
+  }
+  ThrowIfError(loader::ValidateEdgeSpec(spec, book), what);
+  return spec;
+}
+
+}  // namespace
+
+DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids,
+                                       NeighborSampler sampler, LoaderOptions options,
+                                       EdgeLoaderOptions edge_options) {
+  const std::string what = "DistEdgeDataLoader";
+  auto spec = std::make_shared<const loader::EdgeSpec>(EdgeSpecOf(g, sampler, edge_options, what));
+  std::vector<int64_t> ids = ToVector(eids, what + " eids");
+  if (spec->exclude == loader::Exclude::kReverseId && !edge_options.typed_reverse_eids.empty()) {
+    // Per-relation reverse_eids must cover every relation of the batches
+    // (a relation left out would silently be its own reverse).
+    const PartitionBook& book = g.partition_book();
+    std::vector<bool> reversed(book.num_etypes(), false);
+    for (const auto& [etype, unused] : edge_options.typed_reverse_eids) {
+      reversed[RelationId(book, etype, what)] = true;
+    }
+    for (int64_t e : ids) {
+      if (e < 0 || e >= book.num_edges()) continue;  // Refused by the batches.
+      const int r = book.MapToPerEtype(e).first;
+      if (!reversed[r]) {
+        throw Error(
+            fmt::format("{}: exclude reverse_id: relation {} (of edge {}) has no "
+                        "reverse_eids",
+                        what, book.etypes()[r].Canonical(), e));
+      }
+    }
+  }
+  auto plan = internal::MakePlan(std::move(ids), options);
+  auto prefetch = PrefetchOf(g, sampler, nullptr);
+  auto make = [g, spec, prefetch](std::vector<int64_t> eids,
+                                  uint64_t seed) -> StatusOr<EdgeMiniBatch> {
+    ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), eids, *spec, seed));
+    EdgeMiniBatch out;
+    out.pair_nodes = Owned(std::move(eb.mini.seeds));
+    out.eids = Owned(std::move(eb.eids));
+    out.pos_src = Owned(std::move(eb.positive.src));
+    out.pos_dst = Owned(std::move(eb.positive.dst));
+    out.neg_src = Owned(std::move(eb.negative.src));
+    out.neg_dst = Owned(std::move(eb.negative.dst));
+    out.blocks = ToTorch(std::move(eb.mini.blocks));
+    out.input_nodes = out.blocks.front().src_nodes;
+    RETURN_IF_ERROR(PullPrefetched(*prefetch, out.blocks));
+    return out;
+  };
+  Init(plan->num_batches(), options, EpochBatches<EdgeMiniBatch>(plan, std::move(make)));
+}
+
+int64_t HeteroPairGraph::num_nodes(const std::string& ntype) const {
+  return nodes[ValueOrThrow(FindNodeType(ntypes, ntype), "HeteroPairGraph")].size(0);
+}
+
+int64_t HeteroPairGraph::num_edges(const std::string& etype) const {
+  return edges_of(etype).src.size(0);
+}
+
+int64_t HeteroPairGraph::num_edges() const {
+  int64_t n = 0;
+  for (const Relation& r : edges) n += r.src.size(0);
+  return n;
+}
+
+const HeteroPairGraph::Relation& HeteroPairGraph::edges_of(const std::string& etype) const {
+  return edges[ValueOrThrow(FindEdgeType(canonical_etypes, etype), "HeteroPairGraph")];
+}
+
+namespace {
+
+// A typed batch's pair graph over `nodes` (the last block's dst nodes);
+// `eids` per relation for the positive graph, null for the negative one.
+HeteroPairGraph PairGraphOf(const PartitionBook& book, loader::HeteroPairGraph&& pairs,
+                            const std::vector<torch::Tensor>& nodes,
+                            std::vector<std::vector<int64_t>>* eids) {
+  HeteroPairGraph out;
+  out.ntypes = book.ntypes();
+  out.canonical_etypes = book.etypes();
+  out.nodes = nodes;
+  for (size_t r = 0; r < pairs.edges.size(); ++r) {
+    out.edges.push_back({Owned(std::move(pairs.edges[r].src)), Owned(std::move(pairs.edges[r].dst)),
+                         eids ? Owned(std::move((*eids)[r])) : torch::empty({0}, torch::kInt64)});
+  }
+  return out;
+}
+
+}  // namespace
+
+DistHeteroEdgeDataLoader::DistHeteroEdgeDataLoader(const DistGraph& g,
+                                                   const std::map<std::string, torch::Tensor>& eids,
+                                                   NeighborSampler sampler, LoaderOptions options,
+                                                   EdgeLoaderOptions edge_options) {
+  const std::string what = "DistEdgeDataLoader";
+  PrefetchOf(g, sampler, "DistEdgeDataLoader with typed edges");
+  const PartitionBook& book = g.partition_book();
+  auto spec = std::make_shared<const loader::EdgeSpec>(EdgeSpecOf(g, sampler, edge_options, what));
+  if (spec->neighbors.dir != sampling::EdgeDir::kIn) {
+    throw Error(what +
+                " with typed eids: edge_dir must be \"in\" (for out-edges, sample the "
+                "reverse relations)");
+  }
+  if (eids.empty()) throw Error(what + ": no relations given");
+  // Every relation of the batches needs its reverse.
+  std::set<int> reversed;
+  for (const auto& [etype, ids] : edge_options.typed_reverse_eids) {
+    reversed.insert(RelationId(book, etype, what));
+  }
+  for (const auto& [etype, ids] : eids) {
+    const int r = RelationId(book, etype, what + " eids");
+    const std::string name = book.etypes()[r].Canonical();
+    if (spec->exclude == loader::Exclude::kReverseTypes && spec->reverse_etypes[r] < 0) {
+      throw Error(
+          fmt::format("{}: exclude reverse_types: relation {} has no reverse in "
+                      "reverse_etypes",
+                      what, name));
+    }
+    if (spec->exclude == loader::Exclude::kReverseId && !edge_options.typed_reverse_eids.empty() &&
+        !reversed.count(r)) {
+      throw Error(
+          fmt::format("{}: exclude reverse_id: relation {} has no reverse_eids", what, name));
+    }
+  }
+  auto plan = internal::MakePlan(ToVector(HomoIds(g, eids, false, what + " eids"), what + " eids"),
+                                 options);
+  auto make = [g, spec](std::vector<int64_t> eids, uint64_t seed) -> StatusOr<HeteroEdgeMiniBatch> {
+    const PartitionBook& book = g.partition_book();
+    ASSIGN_OR_RETURN(loader::HeteroEdgeBatch eb,
+                     loader::SampleHeteroEdgeBatch(g.store(), eids, *spec, seed));
+    HeteroEdgeMiniBatch out;
+    out.blocks = ToTorch(book, std::move(eb.mini.blocks));
+    out.input_nodes = InputNodes(book, out.blocks);
+    const std::vector<torch::Tensor>& nodes = out.blocks.back().dst_nodes;
+    out.positive = PairGraphOf(book, std::move(eb.positive), nodes, &eb.relation_eids);
+    out.negative = PairGraphOf(book, std::move(eb.negative), nodes, nullptr);
+    return out;
+  };
+  Init(plan->num_batches(), options, EpochBatches<HeteroEdgeMiniBatch>(plan, std::move(make)));
+}
+
+}  // namespace tessera::dist

@@ -1,0 +1,503 @@
+// File: src/dist/dist_test.cc
+//
+// The trainer API in both modes. The same checks (Check below) run
+// standalone, on a one-part Cora partition loaded in process, and
+// distributed, against two KV servers (threads of this process, real
+// sockets and shared memory) serving a two-part Cora partition.
+#include "tessera/dist.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <torch/optim/adam.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "src/kvstore/test_cluster.h"
+#include "tessera/dist/embedding.h"
+#include "tessera/dist/parallel.h"
+#include "tessera/nn.h"
+#include "tessera/partition/load_partition.h"
+
+namespace tessera::dist {
+namespace {
+
+// Row `gid` of node array `name`, read from the partition files.
+torch::Tensor FileRows(const std::string& config, const std::string& name,
+                       const std::vector<int64_t>& gids) {
+  auto book = ReadPartitionConfig(config)->Book(0);
+  std::vector<torch::Tensor> rows;
+  for (int64_t gid : gids) {
+    int p = book->NodeOwner(gid);
+    auto part = LoadPartition(config, p);
+    const Array& a = part->node_data.at(name);
+    torch::Tensor all = torch::from_blob(const_cast<void*>(a.data()), a.shape(),
+                                         name == "label" ? torch::kInt64 : torch::kFloat32);
+    rows.push_back(all[gid - book->NodeRange(p).first].clone());
+  }
+  return torch::stack(rows);
+}
+
+// What a training program does, identical in both modes.
+void Check(const std::string& config, int rank) {
+  DistGraph g("cora", config);
+  EXPECT_EQ(g.num_nodes(), 2708);
+  EXPECT_EQ(g.num_edges(), 10556);
+  EXPECT_EQ(g.rank(), rank);
+  auto schemes = g.node_attr_schemes();
+  ASSERT_TRUE(schemes.count("feat"));
+  EXPECT_EQ(schemes["feat"].shape, (std::vector<int64_t>{1433}));
+  EXPECT_EQ(schemes["label"].dtype, torch::kInt64);
+
+  std::vector<int64_t> gids = {0, 2707, 1400, 1400, 3};
+  torch::Tensor ids = torch::tensor(gids, torch::kInt32);  // Any integer dtype.
+  torch::Tensor x = g.ndata("feat")[ids];
+  EXPECT_EQ(x.sizes().vec(), (std::vector<int64_t>{5, 1433}));
+  EXPECT_TRUE(torch::equal(x, FileRows(config, "feat", gids)));
+  EXPECT_TRUE(torch::equal(g.ndata("label")[ids], FileRows(config, "label", gids)));
+  EXPECT_THROW(g.ndata("feat")[torch::tensor({2708})], Error);
+  EXPECT_THROW(g.ndata("feat")[torch::tensor({0.5})], Error);
+  EXPECT_THROW(g.ndata("nope"), Error);
+
+  {
+    DistTensor h({2708, 3}, torch::kFloat32, "h", Init::Uniform(-1, 1, 5));
+    EXPECT_EQ(h.part_policy(), PartPolicy::kNode);
+    torch::Tensor all = h[torch::arange(2708)];
+    EXPECT_TRUE((all >= -1).all().item<bool>() && (all < 1).all().item<bool>());
+    // Same values as a second handle on the same tensor.
+    DistTensor again({2708, 3}, torch::kFloat32, "h");
+    EXPECT_TRUE(torch::equal(again[torch::arange(2708)], all));
+    torch::Tensor rows = torch::ones({2, 3});
+    h.set(torch::tensor({7, 2000}), rows);
+    h.add(torch::tensor({7, 2000}), rows);
+    EXPECT_TRUE(torch::equal(h[torch::tensor({2000, 7})], 2 * rows));
+    EXPECT_THROW(h.set(torch::tensor({7}), torch::ones({1, 4})), Error);
+    EXPECT_THROW(DistTensor({2708, 4}, torch::kFloat32, "h"), Error);  // Shape clash.
+    EXPECT_THROW(DistTensor({5, 4}, torch::kFloat32, "bad"), Error);   // No policy fits.
+    DistTensor e({10556}, torch::kInt64, "", Init::Zeros());
+    EXPECT_EQ(e.part_policy(), PartPolicy::kEdge);
+    EXPECT_EQ(e[torch::tensor({10555})].item<int64_t>(), 0);
+  }
+  // The non-persistent "h" went with its creating handle.
+  EXPECT_THROW(g.ndata("h"), Error);
+  g.barrier();
+}
+
+// Sampling, loaders and splitting, identical in both modes.
+void CheckSampling(const std::string& config) {
+  DistGraph g("cora", config);
+  torch::Tensor seeds = torch::tensor({0, 5, 1400, 2707});
+  torch::Tensor deg = g.in_degrees(seeds);
+  Subgraph sg = sample_neighbors(g, seeds, 3, {.seed = 1});
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ((sg.dst == seeds[i]).sum().item<int64_t>(),
+              std::min<int64_t>(3, deg[i].item<int64_t>()));
+  }
+  auto [src, dst] = g.find_edges(sg.eids);  // Every sampled edge is an edge of the graph.
+  EXPECT_TRUE(torch::equal(src, sg.src) && torch::equal(dst, sg.dst));
+  EXPECT_TRUE(torch::equal(sample_neighbors(g, seeds, 3, {.seed = 1}).eids, sg.eids));
+  Subgraph all = in_subgraph(g, seeds);
+  EXPECT_EQ(all.num_edges(), deg.sum().item<int64_t>());
+  Subgraph out = sample_neighbors(g, seeds, -1, {.edge_dir = "out"});
+  EXPECT_EQ(out.num_edges(), g.out_degrees(seeds).sum().item<int64_t>());
+  EXPECT_TRUE((out.src.unsqueeze(1) == seeds.unsqueeze(0)).any(1).all().item<bool>());
+  EXPECT_EQ(g.in_degrees().sum().item<int64_t>(), 10556);
+  EXPECT_EQ(g.out_degrees().sum().item<int64_t>(), 10556);
+  // Excluding every in-edge but one of each seed leaves exactly that one.
+  torch::Tensor keep = torch::ones({all.num_edges()}, torch::kBool);
+  std::map<int64_t, bool> kept;
+  for (int64_t i = 0; i < all.num_edges(); ++i) {
+    int64_t d = all.dst[i].item<int64_t>();
+    if (!kept[d]) {
+      kept[d] = true;
+      keep[i] = false;
+    }
+  }
+  Subgraph one = sample_neighbors(g, seeds, 5, {.exclude_edges = all.eids.masked_select(keep)});
+  EXPECT_EQ(one.num_edges(), static_cast<int64_t>(kept.size()));
+  EXPECT_THROW(sample_neighbors(g, seeds, 3, {.edge_dir = "sideways"}), Error);
+  EXPECT_THROW(sample_neighbors(g, seeds, 3, {.prob = "nope"}), Error);
+  EXPECT_THROW(sample_neighbors(g, torch::tensor({2708}), 3), Error);
+  EdgeSubgraph es = edge_subgraph(g, torch::tensor({10, 20, 30}));
+  auto [es_src, es_dst] = g.find_edges(torch::tensor({10, 20, 30}));
+  EXPECT_TRUE(torch::equal(es.nodes.index_select(0, es.src), es_src));
+  EXPECT_TRUE(torch::equal(es.nodes.index_select(0, es.dst), es_dst));
+
+  // node_split: 4 trainers share the 140 training nodes, 35 each, once each.
+  torch::Tensor mask = g.ndata("train_mask")[torch::arange(2708)];
+  torch::Tensor train = torch::nonzero(mask).flatten();
+  SplitOptions half{.rank = 1, .num_trainers = 2};
+  torch::Tensor second = node_split(mask, g.partition_book(), half);
+  EXPECT_EQ(second.size(0), 70);
+  EXPECT_TRUE(torch::equal(node_split(g.ndata("train_mask"), g.partition_book(), half), second));
+  std::vector<torch::Tensor> shares;
+  for (int r = 0; r < 4; ++r) {
+    shares.push_back(node_split(mask, g.partition_book(), {.rank = r, .num_trainers = 4}));
+    EXPECT_EQ(shares.back().size(0), 35);
+  }
+  EXPECT_TRUE(torch::equal(std::get<0>(torch::sort(torch::cat(shares))), train));
+  EXPECT_EQ(edge_split(torch::arange(100), g.partition_book(), half).size(0), 50);
+  EXPECT_THROW(node_split(torch::ones({5}, torch::kBool), g.partition_book()), Error);
+
+  // Node loader: the same batches with 0 or 2 sampler threads; every
+  // training node once per epoch; layers chained.
+  auto epoch_of = [&](int workers) {
+    DistNodeDataLoader loader(
+        g, train, {.fanouts = {4, 3}},
+        {.batch_size = 32, .shuffle = true, .seed = 3, .num_workers = workers});
+    EXPECT_EQ(loader.size(), 5);
+    std::vector<MiniBatch> batches;
+    for (const MiniBatch& b : loader) batches.push_back(b);
+    return batches;
+  };
+  std::vector<MiniBatch> serial = epoch_of(0), threaded = epoch_of(2);
+  ASSERT_EQ(serial.size(), 5u);
+  ASSERT_EQ(threaded.size(), 5u);
+  std::vector<torch::Tensor> seen;
+  for (size_t b = 0; b < serial.size(); ++b) {
+    EXPECT_TRUE(torch::equal(serial[b].seeds, threaded[b].seeds));
+    EXPECT_TRUE(torch::equal(serial[b].blocks[0].eids, threaded[b].blocks[0].eids));
+    EXPECT_TRUE(torch::equal(serial[b].blocks[1].dst_nodes(), serial[b].seeds));
+    EXPECT_TRUE(torch::equal(serial[b].blocks[0].dst_nodes(), serial[b].blocks[1].src_nodes));
+    EXPECT_TRUE(torch::equal(serial[b].input_nodes, serial[b].blocks[0].src_nodes));
+    const Block& blk = serial[b].blocks[1];
+    EXPECT_EQ(blk.edge_dst().size(0), blk.num_edges());
+    seen.push_back(serial[b].seeds);
+  }
+  EXPECT_TRUE(torch::equal(std::get<0>(torch::sort(torch::cat(seen))), train));
+  EXPECT_THROW(DistNodeDataLoader(g, train, {.fanouts = {}}), Error);
+  EXPECT_THROW(DistNodeDataLoader(g, train, {.fanouts = {2}, .prob = "nope"}), Error);
+
+  // Prefetching: the sampler threads pull each batch's input features and
+  // seed labels (from both machines when distributed) into its blocks.
+  for (int workers : {0, 2}) {
+    DistNodeDataLoader loader(
+        g, train,
+        {.fanouts = {4, 3}, .prefetch_node_feats = {"feat"}, .prefetch_labels = {"label"}},
+        {.batch_size = 32, .shuffle = true, .seed = 3, .num_workers = workers});
+    int64_t n = 0;
+    for (const MiniBatch& b : loader) {
+      ++n;
+      EXPECT_TRUE(
+          torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes]));
+      EXPECT_TRUE(torch::equal(b.blocks.back().dstdata.at("label"), g.ndata("label")[b.seeds]));
+      EXPECT_TRUE(b.blocks.back().srcdata.empty());
+      EXPECT_TRUE(b.blocks.front().dstdata.empty());
+    }
+    EXPECT_EQ(n, 5);
+  }
+  {
+    // Added while the loader exists (as tessera.distributed does on a
+    // script's first read): batches sampled afterwards carry the rows.
+    DistNodeDataLoader loader(g, train, {.fanouts = {4, 3}},
+                              {.batch_size = 32, .seed = 3, .num_workers = 2});
+    loader.add_prefetch("feat", false);
+    loader.add_prefetch("feat", false);  // Once is enough.
+    loader.add_prefetch("label", true);
+    EXPECT_THROW(loader.add_prefetch("nope", true), Error);
+    for (const MiniBatch& b : loader) {
+      EXPECT_TRUE(
+          torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes]));
+      EXPECT_TRUE(torch::equal(b.blocks.back().dstdata.at("label"), g.ndata("label")[b.seeds]));
+      EXPECT_EQ(b.blocks.front().srcdata.size(), 1u);
+    }
+  }
+  EXPECT_THROW(DistNodeDataLoader(g, train, {.fanouts = {2}, .prefetch_node_feats = {"nope"}}),
+               Error);
+  EXPECT_THROW(
+      DistEdgeDataLoader(g, torch::arange(10), {.fanouts = {2}, .prefetch_labels = {"no"}}), Error);
+
+  // Edge loader: pairs are the batch's edges; they are not sampled.
+  DistEdgeDataLoader edges(g, torch::arange(200), {.fanouts = {3}}, {.batch_size = 50},
+                           {.negatives = 2, .exclude = "self"});
+  int64_t batches = 0;
+  for (const EdgeMiniBatch& b : edges) {
+    ++batches;
+    auto [s, d] = g.find_edges(b.eids);
+    EXPECT_TRUE(torch::equal(b.pair_nodes.index_select(0, b.pos_src), s));
+    EXPECT_TRUE(torch::equal(b.pair_nodes.index_select(0, b.pos_dst), d));
+    EXPECT_EQ(b.neg_dst.size(0), 2 * b.eids.size(0));
+    EXPECT_FALSE((b.blocks[0].eids.unsqueeze(1) == b.eids.unsqueeze(0)).any().item<bool>());
+  }
+  EXPECT_EQ(batches, 4);
+  EXPECT_THROW(DistEdgeDataLoader(g, torch::arange(5), {.fanouts = {3}}, {}, {.exclude = "x"}),
+               Error);
+
+  // Generic loader; an exception in collate reaches the loop.
+  DistDataLoader<int64_t> sums(torch::arange(10),
+                               [](const torch::Tensor& rows) { return rows.sum().item<int64_t>(); },
+                               {.batch_size = 3, .num_workers = 1});
+  std::vector<int64_t> got;
+  for (int64_t v : sums) got.push_back(v);
+  EXPECT_EQ(got, (std::vector<int64_t>{3, 12, 21, 9}));
+  DistDataLoader<int64_t> failing(torch::arange(10),
+                                  [](const torch::Tensor& rows) -> int64_t {
+                                    if ((rows == 7).any().item<bool>())
+                                      throw std::runtime_error("no sevens");
+                                    return 0;
+                                  },
+                                  {.batch_size = 3, .num_workers = 2});
+  try {
+    for (int64_t v : failing) (void)v;
+    FAIL() << "expected the collate error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no sevens"), std::string::npos) << e.what();
+  }
+}
+
+// Learnable embeddings and the sparse optimizers, identical in both modes:
+// the updates match the formulas, only looked-up rows change, and the
+// embedding and optimizer state survive save and load.
+void CheckEmbedding(const std::string& config, const std::string& dir) {
+  DistGraph g("cora", config);
+  torch::Tensor all = torch::arange(2708);
+  torch::Tensor ids = torch::tensor({5, 9, 5, 2000});  // 5 twice: its gradients add up.
+  torch::Tensor coef =
+      torch::tensor({{1.f, -2.f, 0.5f}, {3.f, 1.f, -1.f}, {1.f, 1.f, 1.f}, {-0.25f, 4.f, 2.f}});
+  torch::Tensor unique = torch::tensor({5, 9, 2000});
+  torch::Tensor g_rows = torch::stack({coef[0] + coef[2], coef[1], coef[3]});
+  const double lr = 0.1;
+
+  DistEmbedding emb(2708, 3, "emb_adagrad", Init::Uniform(-1, 1, 3));
+  SparseAdagrad adagrad({emb}, lr);
+  torch::Tensor w0 = emb.weight()[all];
+  for (int step = 1; step <= 2; ++step) {
+    torch::Tensor h = emb(ids);
+    EXPECT_TRUE(h.requires_grad());
+    (h * coef).sum().backward();
+    adagrad.step();
+    // sum = step * g^2; each step moves by lr * g / sqrt(k g^2) for k = 1..step.
+    torch::Tensor moved = torch::zeros_like(g_rows);
+    for (int k = 1; k <= step; ++k)
+      moved += lr * g_rows / (torch::sqrt(k * g_rows * g_rows) + 1e-10);
+    EXPECT_TRUE(
+        torch::allclose(emb.weight()[unique], w0.index_select(0, unique) - moved, 1e-5, 1e-6));
+    EXPECT_TRUE(
+        torch::allclose(g.ndata("emb_adagrad.adagrad_sum")[unique], step * g_rows * g_rows));
+  }
+  torch::Tensor untouched = torch::tensor({0, 6, 2001, 2707});
+  EXPECT_TRUE(torch::equal(emb.weight()[untouched], w0.index_select(0, untouched)));
+
+  // Adam: the first step of each row moves it by lr * g / (|g| + eps).
+  DistEmbedding emb_adam(2708, 3, "emb_adam", Init::Normal(0, 1, 4));
+  SparseAdam adam({emb_adam}, lr);
+  torch::Tensor a0 = emb_adam.weight()[all];
+  (emb_adam(ids) * coef).sum().backward();
+  adam.step();
+  EXPECT_TRUE(torch::allclose(emb_adam.weight()[unique],
+                              a0.index_select(0, unique) - lr * g_rows / (g_rows.abs() + 1e-8),
+                              1e-5, 1e-6));
+  torch::Tensor steps = g.ndata("emb_adam.adam_step")[all].reshape({-1});
+  EXPECT_EQ(steps.sum().item<float>(), 3.f);  // One step for each of the three rows.
+  EXPECT_EQ(steps[5].item<float>(), 1.f);
+  // Steps with other gradients, betas and a large eps follow torch.optim.Adam.
+  DistEmbedding emb_ref(2708, 3, "emb_adam_ref", Init::Normal(0, 1, 5));
+  SparseAdam adam_ref({emb_ref}, lr, {0.8, 0.95}, 0.1);
+  torch::Tensor dense = emb_ref.weight()[unique].clone().requires_grad_(true);
+  torch::optim::Adam reference({dense}, torch::optim::AdamOptions(lr).betas({0.8, 0.95}).eps(0.1));
+  for (int step = 1; step <= 4; ++step) {
+    const double scale = step % 2 == 0 ? -0.5 * step : 1.0 * step;  // Sign and size vary.
+    (emb_ref(ids) * coef * scale).sum().backward();
+    adam_ref.step();
+    reference.zero_grad();
+    dense.mutable_grad() = g_rows * scale;
+    reference.step();
+    // Float rounding differs between the two (the moves are ~0.1 a step).
+    EXPECT_TRUE(torch::allclose(emb_ref.weight()[unique], dense.detach(), 1e-4, 1e-5))
+        << "step " << step << ": " << emb_ref.weight()[unique] << " against " << dense;
+  }
+
+  // Lookups in eval mode or without gradients are not recorded.
+  emb.eval();
+  torch::Tensor before = emb.weight()[all];
+  EXPECT_FALSE(emb(ids).requires_grad());
+  adagrad.step();
+  EXPECT_TRUE(torch::equal(emb.weight()[all], before));
+  emb.train();
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_FALSE(emb(ids).requires_grad());
+  }
+  adagrad.step();  // Nothing recorded: a no-op.
+  // zero_grad() forgets recorded lookups.
+  (emb(ids) * coef).sum().backward();
+  adagrad.zero_grad();
+  adagrad.step();
+  EXPECT_TRUE(torch::equal(emb.weight()[all], before));
+
+  // Save, change, load: the rows and the optimizer state come back.
+  emb.save(dir + "/emb.npy");
+  adagrad.save(dir + "/opt-");
+  torch::Tensor state = g.ndata("emb_adagrad.adagrad_sum")[all];
+  emb.weight().set(unique, torch::zeros({3, 3}));
+  g.ndata("emb_adagrad.adagrad_sum").set(unique, torch::zeros({3, 3}));
+  emb.load(dir + "/emb.npy");
+  adagrad.load(dir + "/opt-");
+  EXPECT_TRUE(torch::equal(emb.weight()[all], before));
+  EXPECT_TRUE(torch::equal(g.ndata("emb_adagrad.adagrad_sum")[all], state));
+  try {
+    emb_adam.load(dir + "/opt-emb_adagrad.adagrad_sum.npy");  // Right shape, so this works...
+    DistEmbedding wide(2708, 5, "emb_wide");
+    wide.load(dir + "/emb.npy");  // ... but [2708, 3] into [2708, 5] does not.
+    FAIL() << "expected a shape error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2708, 3]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(emb.load(dir + "/missing.npy"), Error);
+  EXPECT_THROW(SparseAdam({emb}, -1), Error);
+  EXPECT_THROW(DistEmbedding(2708, 0, "emb_zero"), Error);
+}
+
+// Layer-wise inference over DistTensors gives what the model computes on
+// full-neighbour blocks, with and without storing the next layer's
+// projection (hidden 64 -> 7 classes narrows; 8 -> 7 does not).
+void CheckInference(const std::string& config) {
+  DistGraph g("cora", config);
+  torch::Tensor nodes = torch::tensor({0, 7, 1400, 2707});
+  for (int64_t hidden : {64, 8}) {
+    torch::manual_seed(5);
+    nn::SAGE model(1433, hidden, 7, 2, 0.5);
+    DistTensor y = model->inference(g, g.ndata("feat"), 500);
+    EXPECT_EQ(y.shape(), (std::vector<int64_t>{2708, 7}));
+    model->eval();
+    torch::NoGradGuard no_grad;
+    DistNodeDataLoader full(g, nodes, {.fanouts = {-1, -1}}, {.batch_size = 4});
+    for (const MiniBatch& batch : full) {
+      torch::Tensor expected = model->forward(batch.blocks, g.ndata("feat")[batch.input_nodes]);
+      EXPECT_TRUE(torch::allclose(y[batch.seeds], expected, 1e-4, 1e-5)) << "hidden " << hidden;
+    }
+  }
+}
+
+TEST(DistTest, Standalone) {
+  tessera::testing::TempDir dir;
+  std::string config = kvstore::testing::PartitionCora(dir.path(), 1);
+  auto ctx = initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
+  EXPECT_TRUE(ctx->standalone());
+  Check(config, 0);
+  CheckSampling(config);
+  CheckEmbedding(config, dir.path());
+  CheckInference(config);
+  exit_client();
+}
+
+// A trainer whose peer dies (killed, or its host gone) must see an error on
+// the socket, not die of SIGPIPE: Gloo writes with writev, and a trainer
+// killed by SIGPIPE was blamed by the launcher for its peer's death.
+TEST(DistTest, InitializeIgnoresSigpipeSoAWriteToADeadPeerIsAnError) {
+  std::signal(SIGPIPE, SIG_DFL);
+  auto ctx = initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  close(fds[1]);
+  char byte = 0;
+  struct iovec iov {
+    &byte, 1
+  };
+  EXPECT_EQ(writev(fds[0], &iov, 1), -1);  // Without the fix, SIGPIPE ends the test here.
+  EXPECT_EQ(errno, EPIPE);
+  close(fds[0]);
+  exit_client();
+}
+
+TEST(DistTest, StandaloneRefusesAMultiPartConfig) {
+  tessera::testing::TempDir dir;
+  std::string config = kvstore::testing::PartitionCora(dir.path(), 2);
+  initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
+  try {
+    DistGraph g("cora", config);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("one-part"), std::string::npos) << e.what();
+  }
+  exit_client();
+}
+
+TEST(DistTest, Distributed) {
+  tessera::testing::TempDir dir;
+  std::string config = kvstore::testing::PartitionCora(dir.path(), 2);
+  kvstore::testing::TestCluster cluster(config, 2, 1);
+  std::string ip_config = dir / "ip_config.txt";
+  {
+    std::ofstream out(ip_config);
+    for (const std::string& e : cluster.endpoints()) {
+      out << "127.0.0.1 " << e.substr(e.rfind(':') + 1) << "\n";
+    }
+  }
+  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", cluster.job()},
+                                            {"TESSERA_JOB_TOKEN", "t"},
+                                            {"TESSERA_JOB_KEY", cluster.key()},
+                                            {"TESSERA_IP_CONFIG", ip_config},
+                                            {"TESSERA_PART_CONFIG", config},
+                                            {"TESSERA_NUM_SERVERS", "1"},
+                                            {"TESSERA_MACHINE_ID", "0"},
+                                            {"RANK", "0"},
+                                            {"WORLD_SIZE", "1"}};
+  auto ctx = initialize("", {.getenv = [&](const char* n) -> const char* {
+                          auto it = env.find(n);
+                          return it == env.end() ? nullptr : it->second.c_str();
+                        }});
+  EXPECT_FALSE(ctx->standalone());
+  Check(config, 0);
+  CheckSampling(config);
+  CheckEmbedding(config, dir.path());
+  CheckInference(config);
+  EXPECT_THROW(DistGraph("citeseer", config), Error);
+  exit_client();
+}
+
+// Ending a job never masks its result: servers that stopped (or are too
+// loaded to answer the goodbye in time) make exit_client() log a warning
+// naming them, not throw, which would end a finished program in
+// std::terminate.
+TEST(DistTest, ExitClientWarnsWhenServersDoNotAnswerGoodbye) {
+  tessera::testing::TempDir dir;
+  std::string config = kvstore::testing::PartitionCora(dir.path(), 2);
+  auto cluster = std::make_unique<kvstore::testing::TestCluster>(config, 2, 1);
+  std::string ip_config = dir / "ip_config.txt";
+  {
+    std::ofstream out(ip_config);
+    for (const std::string& e : cluster->endpoints()) {
+      out << "127.0.0.1 " << e.substr(e.rfind(':') + 1) << "\n";
+    }
+  }
+  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", cluster->job()},
+                                            {"TESSERA_JOB_TOKEN", "t"},
+                                            {"TESSERA_JOB_KEY", cluster->key()},
+                                            {"TESSERA_IP_CONFIG", ip_config},
+                                            {"TESSERA_PART_CONFIG", config},
+                                            {"TESSERA_NUM_SERVERS", "1"},
+                                            {"TESSERA_MACHINE_ID", "0"},
+                                            {"RANK", "0"},
+                                            {"WORLD_SIZE", "1"}};
+  // Captured from before the client's threads start (spdlog's default logger
+  // must not change while they may log).
+  auto log = std::make_unique<testing::CapturedLog>("%l %v");
+  // Heartbeats would not notice the servers' end before the goodbye.
+  EXPECT_FALSE(initialize("", {.heartbeat_timeout_s = 120,
+                               .getenv = [&](const char* n) -> const char* {
+                                 auto it = env.find(n);
+                                 return it == env.end() ? nullptr : it->second.c_str();
+                               }})
+                   ->standalone());
+  cluster.reset();  // Every server stops; the client does not know yet.
+
+  EXPECT_NO_THROW(exit_client());  // Its threads are gone after it.
+  std::string text = log->text();
+  log.reset();
+  EXPECT_NE(text.find("warning client 0: goodbye not confirmed (server 0"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("did not answer goodbye in time"), std::string::npos) << text;
+  EXPECT_NO_THROW(exit_client());  // Idempotent.
+}
+
+}  // namespace
+}  // namespace tessera::dist

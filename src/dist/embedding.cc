@@ -1,0 +1,194 @@
+// File: src/dist/embedding.cc
+//
+// DistEmbedding and the sparse optimizers (include/tessera/dist/embedding.h).
+#include "tessera/dist/embedding.h"
+
+#include <cstdio>
+#include <mutex>
+
+#include "fmt/format.h"
+#include "src/graph/npy.h"
+#include "src/kvstore/kv_store.h"
+
+namespace tessera::dist {
+namespace {
+
+constexpr int64_t kIoRows = 1 << 18;  // Rows per pull or push when saving and loading.
+
+void Check(const Status& status, const std::string& what) {
+  if (!status.ok()) throw Error(fmt::format("{}: {}", what, std::string(status.message())));
+}
+
+// Collective: trainer 0 writes every row of `t` to `path` (.npy) in pieces.
+void SaveTensor(const DistTensor& t, const std::string& path) {
+  std::string error;
+  if (initialize()->rank() == 0) {
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (file == nullptr) {
+      error = fmt::format("saving '{}': cannot open {}", t.name(), path);
+    } else {
+      std::string header = EncodeNpyHeader(DType::kFloat32, t.shape());
+      bool ok = std::fwrite(header.data(), 1, header.size(), file) == header.size();
+      for (int64_t begin = 0; ok && begin < t.shape()[0]; begin += kIoRows) {
+        torch::Tensor ids = torch::arange(begin, std::min(t.shape()[0], begin + kIoRows));
+        torch::Tensor rows = t[ids].contiguous();
+        size_t bytes = static_cast<size_t>(rows.numel()) * sizeof(float);
+        ok = std::fwrite(rows.data_ptr<float>(), 1, bytes, file) == bytes;
+      }
+      ok = std::fclose(file) == 0 && ok;
+      if (!ok) error = fmt::format("saving '{}': writing {} failed", t.name(), path);
+    }
+  }
+  Check(t.store().Barrier(), fmt::format("saving '{}'", t.name()));
+  if (!error.empty()) throw Error(error);
+}
+
+// Collective: trainer 0 reads `path` (.npy of t's shape) and writes every row.
+void LoadTensor(const DistTensor& t, const std::string& path) {
+  std::string error;
+  if (initialize()->rank() == 0) {
+    StatusOr<Array> array = ReadNpy(path);
+    if (!array.ok()) {
+      error = fmt::format("loading '{}': {}", t.name(), std::string(array.status().message()));
+    } else if (array->dtype() != DType::kFloat32 || array->shape() != t.shape()) {
+      error =
+          fmt::format("loading '{}' from {}: the file holds {} [{}], the tensor is float32 [{}]",
+                      t.name(), path, DTypeName(array->dtype()), fmt::join(array->shape(), ", "),
+                      fmt::join(t.shape(), ", "));
+    } else {
+      const int64_t width = array->row_elems();
+      const float* data = static_cast<const float*>(array->data());
+      for (int64_t begin = 0; begin < t.shape()[0]; begin += kIoRows) {
+        int64_t end = std::min(t.shape()[0], begin + kIoRows);
+        torch::Tensor rows = torch::from_blob(const_cast<float*>(data + begin * width),
+                                              {end - begin, width}, torch::kFloat32)
+                                 .view([&] {
+                                   std::vector<int64_t> shape = t.shape();
+                                   shape[0] = end - begin;
+                                   return shape;
+                                 }());
+        t.set(torch::arange(begin, end), rows);
+      }
+    }
+  }
+  Check(t.store().Barrier(), fmt::format("loading '{}'", t.name()));
+  if (!error.empty()) throw Error(error);
+}
+
+}  // namespace
+
+struct DistEmbedding::State {
+  explicit State(DistTensor w) : weight(std::move(w)) {}
+  DistTensor weight;
+  bool training = true;
+  std::mutex mutex;
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> trace;  // (ids, rows) since the last step.
+};
+
+DistEmbedding::DistEmbedding(int64_t num_embeddings, int64_t embedding_dim, const std::string& name,
+                             Init init, PartPolicy policy, const std::string& type) {
+  if (embedding_dim <= 0) {
+    throw Error(
+        fmt::format("DistEmbedding '{}': embedding_dim {} must be positive", name, embedding_dim));
+  }
+  if (name.empty()) throw Error("DistEmbedding: a name is required (every trainer uses it)");
+  state_ = std::make_shared<State>(DistTensor({num_embeddings, embedding_dim}, torch::kFloat32,
+                                              name, init, policy, /*persistent=*/true, type));
+}
+
+torch::Tensor DistEmbedding::forward(const torch::Tensor& ids) {
+  torch::Tensor rows = state_->weight[ids];
+  if (state_->training && torch::GradMode::is_enabled()) {
+    rows.requires_grad_(true);
+    torch::Tensor flat = ids.to(torch::kInt64).reshape({-1}).contiguous();
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->trace.emplace_back(flat, rows);
+  }
+  return rows;
+}
+
+void DistEmbedding::train(bool on) { state_->training = on; }
+const DistTensor& DistEmbedding::weight() const { return state_->weight; }
+int64_t DistEmbedding::num_embeddings() const { return state_->weight.shape()[0]; }
+int64_t DistEmbedding::embedding_dim() const { return state_->weight.shape()[1]; }
+const std::string& DistEmbedding::name() const { return state_->weight.name(); }
+void DistEmbedding::save(const std::string& path) const { SaveTensor(state_->weight, path); }
+void DistEmbedding::load(const std::string& path) const { LoadTensor(state_->weight, path); }
+
+SparseOptimizer::SparseOptimizer(std::vector<DistEmbedding> params,
+                                 kvstore::SparseOptimizerSpec spec)
+    : params_(std::move(params)), spec_(spec) {
+  Check(kvstore::ValidateSparseSpec(spec_), "sparse optimizer");
+  for (const DistEmbedding& emb : params_) {
+    std::vector<DistTensor> states;
+    for (const kvstore::StateTensor& s : kvstore::SparseStateOf(spec_.kind, emb.embedding_dim())) {
+      states.emplace_back(std::vector<int64_t>{emb.num_embeddings(), s.width}, torch::kFloat32,
+                          emb.name() + s.suffix, Init::Zeros(), emb.weight().part_policy(),
+                          /*persistent=*/true, emb.weight().type_name());
+    }
+    states_.push_back(std::move(states));
+  }
+}
+
+void SparseOptimizer::step() {
+  for (const DistEmbedding& emb : params_) {
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> trace;
+    {
+      std::lock_guard<std::mutex> lock(emb.state_->mutex);
+      trace.swap(emb.state_->trace);
+    }
+    std::vector<torch::Tensor> ids, grads;
+    for (auto& [lookup, rows] : trace) {
+      if (!rows.grad().defined()) continue;
+      ids.push_back(lookup);
+      grads.push_back(rows.grad().reshape({lookup.size(0), emb.embedding_dim()}));
+    }
+    if (ids.empty()) continue;
+    torch::Tensor all_ids = torch::cat(ids);
+    torch::Tensor all_grads = torch::cat(grads).to(torch::kFloat32);
+    // One gradient row per distinct id, summed: the update applies each id once.
+    auto [unique, inverse] = torch::_unique(all_ids, /*sorted=*/true, /*return_inverse=*/true);
+    torch::Tensor summed = torch::zeros({unique.size(0), emb.embedding_dim()}, torch::kFloat32)
+                               .index_add_(0, inverse, all_grads)
+                               .contiguous();
+    const DistTensor& w = emb.weight();
+    Check(w.store().SparseUpdate(w.key(),
+                                 std::span<const int64_t>(unique.data_ptr<int64_t>(),
+                                                          static_cast<size_t>(unique.size(0))),
+                                 summed.data_ptr<float>(), spec_),
+          fmt::format("sparse optimizer step on '{}'", emb.name()));
+  }
+}
+
+void SparseOptimizer::zero_grad() {
+  for (const DistEmbedding& emb : params_) {
+    std::lock_guard<std::mutex> lock(emb.state_->mutex);
+    emb.state_->trace.clear();
+  }
+}
+
+void SparseOptimizer::save(const std::string& prefix) const {
+  for (const auto& states : states_) {
+    for (const DistTensor& s : states) SaveTensor(s, prefix + s.name() + ".npy");
+  }
+}
+
+void SparseOptimizer::load(const std::string& prefix) const {
+  for (const auto& states : states_) {
+    for (const DistTensor& s : states) LoadTensor(s, prefix + s.name() + ".npy");
+  }
+}
+
+SparseAdagrad::SparseAdagrad(std::vector<DistEmbedding> params, double lr, double eps)
+    : SparseOptimizer(std::move(params),
+                      {.kind = kvstore::SparseOptimizerKind::kAdagrad, .lr = lr, .eps = eps}) {}
+
+SparseAdam::SparseAdam(std::vector<DistEmbedding> params, double lr,
+                       std::pair<double, double> betas, double eps)
+    : SparseOptimizer(std::move(params), {.kind = kvstore::SparseOptimizerKind::kAdam,
+                                          .lr = lr,
+                                          .eps = eps,
+                                          .beta1 = betas.first,
+                                          .beta2 = betas.second}) {}
+
+}  // namespace tessera::dist

@@ -1,0 +1,468 @@
+// File: src/launcher/cluster_job.cc
+#include "src/launcher/cluster_job.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string_view>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "src/launcher/env_var.h"
+#include "src/launcher/ip_config.h"
+#include "src/launcher/job_env.h"
+#include "src/launcher/process.h"
+#include "src/launcher/remote.h"
+#include "src/rpc/security.h"
+#include "src/shm/segment.h"
+#include "tessera/base/strings.h"
+#include "tessera/base/time.h"
+#include "tessera/partition/partition_config.h"
+
+namespace tessera::launcher {
+namespace {
+
+std::atomic<int> g_signal{0};
+void OnSignal(int s) { g_signal.store(s); }
+
+// One process of the job and its link (stdin) and output pipes.
+struct Member {
+  int machine = 0;
+  bool server = false;
+  int rank = 0;  // Server id or trainer rank.
+  std::string host;
+  Process process;
+  int link_fd = -1, output_fd = -1;
+  std::string partial;
+  bool ready = false;
+  // Its last output line that looks like an error, and its last non-empty
+  // line: the cause a failure message quotes.
+  std::string last_error, last_line;
+  std::string Label() const {
+    return fmt::format("[{}/{}/{}]", machine, server ? "server" : "trainer", rank);
+  }
+  std::string Describe() const {
+    return fmt::format("{} {} on machine {} ({})", server ? "server" : "trainer", rank, machine,
+                       host);
+  }
+  void Remember(const std::string& line);
+  // ": <last error line>", else "; last output: <last line>", or "" when it
+  // printed nothing.
+  std::string Cause() const {
+    if (!last_error.empty()) return ": " + last_error;
+    return last_line.empty() ? "" : "; last output: " + last_line;
+  }
+};
+
+// tessera's own tools print "error: ...", spdlog "[error]", C++ "what():",
+// Python "...Error: ..." as the last line of a traceback.
+bool LooksLikeError(std::string_view line) {
+  std::string lower(line);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower.find("traceback (most recent call last)") != std::string::npos) return false;
+  for (std::string_view word : {"error", "what():", "exception", "fatal", "terminate called"}) {
+    if (lower.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+void Member::Remember(const std::string& line) {
+  std::string_view text = StripWhitespace(line);
+  if (text.empty()) return;
+  constexpr size_t kMaxCause = 400;  // Enough for a message; no log-sized lines.
+  std::string kept(text.substr(0, kMaxCause));
+  if (text.size() > kMaxCause) kept += "...";
+  if (LooksLikeError(text)) last_error = kept;
+  last_line = std::move(kept);
+}
+
+class ClusterJob {
+ public:
+  explicit ClusterJob(ClusterJobOptions f) : f_(std::move(f)) {}
+  StatusOr<int> Run();
+
+ private:
+  Status Check();
+  Status Start(Member& m, const std::vector<std::string>& argv,
+               const std::vector<std::pair<std::string, std::string>>& env);
+  // Reads and prints output for up to `millis`; marks servers ready.
+  void Pump(int millis);
+  void Print(Member& m, const std::string& line);
+  // Pumps until `m`'s output ends (it exited) or `millis` pass: its last lines.
+  void Drain(const Member& m, int millis);
+  void Teardown();
+  std::string Path(const std::string& p) const {
+    return std::filesystem::path(p).is_absolute() ? p : f_.workspace + "/" + p;
+  }
+
+  ClusterJobOptions f_;
+  IpConfig ip_;
+  PartitionConfig config_;
+  std::vector<bool> local_;
+  SshOptions ssh_;
+  std::string job_id_, token_, key_;
+  std::vector<std::unique_ptr<Member>> members_;
+  std::vector<std::pair<std::string, std::string>> extra_envs_;  // Checked --extra-envs.
+};
+
+Status ClusterJob::Check() {
+  if (f_.command.empty()) return absl::InvalidArgumentError("no command to launch");
+  for (const std::string& kv : f_.extra_envs) {
+    StatusOr<std::pair<std::string, std::string>> var = ParseEnvAssignment(kv);
+    if (!var.ok()) return Annotate(var.status(), "--extra-envs");
+    extra_envs_.push_back(std::move(*var));
+  }
+  if (!std::filesystem::is_directory(f_.workspace)) {
+    return absl::NotFoundError(fmt::format("--workspace {} is not a directory", f_.workspace));
+  }
+  ASSIGN_OR_RETURN(ip_, ReadIpConfig(Path(f_.ip_config)));
+  RETURN_IF_ERROR(CheckNoPortClash(ip_, f_.num_servers));
+  ASSIGN_OR_RETURN(config_, ReadPartitionConfig(Path(f_.part_config)));
+  if (config_.num_parts != ip_.num_machines()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} has {} partitions but {} lists {} machines: one machine serves one partition",
+        f_.part_config, config_.num_parts, f_.ip_config, ip_.num_machines()));
+  }
+  if (f_.tessera.empty()) return absl::InvalidArgumentError("no tessera program path");
+  ssh_.port = f_.ssh_port;
+  ssh_.user = f_.ssh_username;
+  ssh_.extra = f_.ssh_options;
+  for (const auto& machine : ip_.machines) {
+    local_.push_back(!f_.force_ssh && IsLocalAddress(machine.ip));
+  }
+  if (std::find(local_.begin(), local_.end(), false) != local_.end()) {
+    ASSIGN_OR_RETURN(ssh_.ssh, FindProgram("ssh"));
+  }
+  if (f_.master_port == 0) f_.master_port = ip_.machines[0].port + f_.num_servers;
+  return absl::OkStatus();
+}
+
+Status ClusterJob::Start(Member& m, const std::vector<std::string>& program,
+                         const std::vector<std::pair<std::string, std::string>>& env) {
+  std::string block;  // The environment, for the supervisor's stdin.
+  for (const auto& [k, v] : env) {
+    // Flags end up in values too (--part-config, --ip-config): none may add a variable.
+    if (Status st = CheckEnvVariable(k, v); !st.ok()) {
+      return Annotate(st, "environment of " + m.Describe());
+    }
+    block += k + "=" + v + "\n";
+  }
+  block += "\n";
+  std::vector<std::string> wrapped = {f_.tessera,
+                                      "supervise",
+                                      "--cwd",
+                                      f_.workspace,
+                                      "--cleanup-job",
+                                      job_id_,
+                                      "--grace",
+                                      fmt::format("{}", f_.grace_s),
+                                      "--"};
+  wrapped.insert(wrapped.end(), program.begin(), program.end());
+  int link[2], output[2];
+  if (pipe2(link, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
+  if (pipe2(output, O_CLOEXEC) != 0) {
+    close(link[0]);
+    close(link[1]);
+    return absl::InternalError("pipe failed");
+  }
+  SpawnOptions spawn;
+  spawn.argv = local_[static_cast<size_t>(m.machine)]
+                   ? wrapped
+                   : SshArgv(ssh_, m.host, ShellCommand(wrapped));
+  spawn.stdin_fd = link[0];
+  spawn.output_fd = output[1];
+  spawn.grace_seconds = f_.grace_s + 5;
+  StatusOr<Process> p = Process::Spawn(spawn);
+  close(link[0]);
+  close(output[1]);
+  if (!p.ok()) {
+    close(link[1]);
+    close(output[0]);
+    return Annotate(p.status(), "start " + m.Describe());
+  }
+  m.process = std::move(*p);
+  m.link_fd = link[1];
+  m.output_fd = output[0];
+  if (write(m.link_fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
+    return absl::UnavailableError(fmt::format("{} did not take its environment", m.Describe()));
+  }
+  return absl::OkStatus();
+}
+
+void ClusterJob::Print(Member& m, const std::string& line) {
+  int64_t port = 0;
+  if (m.server && !m.ready && line.rfind("ready ", 0) == 0 && ParseInt64(line.substr(6), &port)) {
+    m.ready = true;
+    return;
+  }
+  m.Remember(line);
+  std::string out = m.Label() + " " + line + "\n";
+  (void)!write(STDOUT_FILENO, out.data(), out.size());
+}
+
+void ClusterJob::Pump(int millis) {
+  std::vector<pollfd> fds;
+  std::vector<Member*> owners;
+  for (auto& m : members_) {
+    if (m->output_fd >= 0) {
+      fds.push_back({m->output_fd, POLLIN, 0});
+      owners.push_back(m.get());
+    }
+  }
+  if (fds.empty()) {
+    usleep(static_cast<useconds_t>(millis) * 1000);
+    return;
+  }
+  if (poll(fds.data(), fds.size(), millis) <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    Member& m = *owners[i];
+    char buffer[65536];
+    ssize_t n = read(m.output_fd, buffer, sizeof(buffer));
+    if (n <= 0) {
+      if (!m.partial.empty()) Print(m, m.partial);
+      m.partial.clear();
+      close(m.output_fd);
+      m.output_fd = -1;
+      continue;
+    }
+    m.partial.append(buffer, static_cast<size_t>(n));
+    size_t start = 0, end;
+    while ((end = m.partial.find('\n', start)) != std::string::npos) {
+      Print(m, m.partial.substr(start, end - start));
+      start = end + 1;
+    }
+    m.partial.erase(0, start);
+  }
+}
+
+void ClusterJob::Drain(const Member& m, int millis) {
+  Deadline deadline = Deadline::InSeconds(millis / 1000.0);
+  while (m.output_fd >= 0 && !deadline.Expired()) Pump(50);
+}
+
+void ClusterJob::Teardown() {
+  // Closing a process's link makes its supervisor stop it and remove the
+  // job's shared memory on its machine (over ssh: the channel closes).
+  for (auto& m : members_) {
+    if (m->link_fd >= 0) close(m->link_fd);
+    m->link_fd = -1;
+  }
+  Deadline deadline = Deadline::InSeconds(f_.grace_s + 10);
+  while (!deadline.Expired()) {
+    bool running = false;
+    for (auto& m : members_) running |= !m->process.Poll();
+    if (!running) break;
+    Pump(100);
+  }
+  for (auto& m : members_) {
+    if (!m->process.Poll()) {
+      spdlog::warn("launch: {} did not stop in time; killing it", m->Describe());
+      m->process.Stop();
+    }
+  }
+  Pump(0);
+  // This host's machines: anything a killed server left (one /dev/shm for
+  // all of them).
+  if (std::find(local_.begin(), local_.end(), true) != local_.end()) {
+    (void)shm::RemoveJobSegments(job_id_);
+  }
+}
+
+StatusOr<int> ClusterJob::Run() {
+  Status checked = Check();
+  if (!checked.ok()) return checked;
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGINT, SIGTERM}) sigaction(s, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  job_id_ = shm::RandomJobId();
+  token_ = RandomToken();
+  if (!f_.no_encryption) {
+    StatusOr<std::string> key = rpc::NewCurveSecretKey();
+    if (!key.ok()) return key.status();
+    key_ = *key;
+  }
+  const int M = ip_.num_machines(), S = f_.num_servers, T = f_.num_trainers;
+  const int world = M * T;
+  spdlog::info("launch: job {}: {} machine(s) x ({} server(s) + {} trainer(s)), workspace {}",
+               job_id_, M, S, T, f_.workspace);
+  if (key_.empty()) {
+    spdlog::warn(
+        "launch: --no-encryption: the job's traffic, its token included, is readable "
+        "by anyone on the network path");
+  }
+  Stopwatch watch;
+  std::string failure;
+  int failure_code = 0;
+  auto fail = [&](const std::string& why, int code) {
+    if (failure.empty()) {
+      failure = why;
+      failure_code = code == 0 ? 1 : code;
+    }
+  };
+  const std::vector<std::pair<std::string, std::string>>& extra = extra_envs_;
+  // Servers.
+  for (int machine = 0; machine < M && failure.empty(); ++machine) {
+    for (int i = 0; i < S && failure.empty(); ++i) {
+      auto m = std::make_unique<Member>();
+      m->machine = machine;
+      m->server = true;
+      m->rank = machine * S + i;
+      m->host = ip_.machines[static_cast<size_t>(machine)].ip;
+      std::vector<std::string> argv = {
+          f_.tessera,      "server",          "--ip-config",   f_.ip_config,
+          "--part-config", f_.part_config,    "--server-id",   std::to_string(m->rank),
+          "--num-servers", std::to_string(S), "--num-clients", std::to_string(world),
+          "--job-id",      job_id_,           "--ready-fd",    "1"};
+      std::vector<std::pair<std::string, std::string>> env = CredentialVariables(token_, key_);
+      env.emplace_back("OMP_NUM_THREADS", std::to_string(f_.num_server_threads));
+      env.insert(env.end(), extra.begin(), extra.end());
+      Status st = Start(*m, argv, env);
+      members_.push_back(std::move(m));
+      if (!st.ok()) fail(std::string(st.message()), 1);
+    }
+  }
+  // Wait until every server serves.
+  Deadline startup = Deadline::InSeconds(f_.startup_timeout_s);
+  while (failure.empty()) {
+    bool all_ready = true;
+    for (auto& m : members_) {
+      if (m->ready) continue;
+      all_ready = false;
+      if (m->process.Poll()) {
+        Drain(*m, 1000);
+        fail(fmt::format("{} exited (code {}) before it was ready{}", m->Describe(),
+                         m->process.exit_code(), m->Cause()),
+             m->process.exit_code() < 0 ? 128 - m->process.exit_code() : m->process.exit_code());
+      }
+    }
+    if (all_ready) break;
+    if (g_signal.load() != 0) fail("interrupted while the servers started", 128 + g_signal.load());
+    if (startup.Expired()) fail("servers not ready within --startup-timeout", 1);
+    Pump(100);
+  }
+  if (failure.empty()) {
+    spdlog::info("launch: {} servers ready in {:.1f} s; starting {} trainers", M * S,
+                 watch.Seconds(), world);
+  }
+  // Trainers.
+  for (int machine = 0; machine < M && failure.empty(); ++machine) {
+    for (int t = 0; t < T && failure.empty(); ++t) {
+      auto m = std::make_unique<Member>();
+      m->machine = machine;
+      m->rank = machine * T + t;
+      m->host = ip_.machines[static_cast<size_t>(machine)].ip;
+      JobEnv env{.job_id = job_id_,
+                 .token = token_,
+                 .curve_secret_key = key_,
+                 .ip_config = f_.ip_config,
+                 .part_config = f_.part_config,
+                 .num_servers = S,
+                 .machine_id = machine,
+                 .rank = m->rank,
+                 .world_size = world,
+                 .local_rank = t,
+                 .master_addr = ip_.machines[0].ip,
+                 .master_port = f_.master_port,
+                 .num_samplers = f_.num_samplers};
+      auto vars = env.ToVariables();
+      if (f_.num_omp_threads > 0)
+        vars.emplace_back("OMP_NUM_THREADS", std::to_string(f_.num_omp_threads));
+      // LibTorch's OpenMP threads would otherwise spin between parallel
+      // regions, taking the cores from the sampler threads (see
+      // examples/common.h); a value the user exported is kept.
+      if (std::getenv("OMP_WAIT_POLICY") == nullptr)
+        vars.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+      vars.insert(vars.end(), extra.begin(), extra.end());
+      Status st = Start(*m, {"/bin/sh", "-c", StrJoin(f_.command, " ")}, vars);
+      members_.push_back(std::move(m));
+      if (!st.ok()) fail(std::string(st.message()), 1);
+    }
+  }
+  // Supervise: the first failure stops everything.
+  Deadline servers_exit = Deadline::Infinite();
+  bool trainers_done = false;
+  while (failure.empty()) {
+    Pump(200);
+    if (g_signal.load() != 0) {
+      fail(fmt::format("interrupted (signal {})", g_signal.load()), 128 + g_signal.load());
+      break;
+    }
+    bool trainers_running = false, servers_running = false, failed = false;
+    for (auto& m : members_) {
+      if (!m->process.Poll()) {
+        (m->server ? servers_running : trainers_running) = true;
+        continue;
+      }
+      if (m->process.exit_code() != 0) failed = true;
+    }
+    if (failed) {
+      // One death makes its peers fail too (a closed Gloo connection, a
+      // dead server): let the exits of this moment arrive, then blame the
+      // process killed by a signal (exit code >= 128 through supervise)
+      // before those that merely exited with an error.
+      Deadline settle = Deadline::InSeconds(1);
+      while (!settle.Expired()) Pump(50);
+      const Member* root = nullptr;
+      for (auto& m : members_) {
+        if (!m->process.Poll() || m->process.exit_code() == 0) continue;
+        int code = m->process.exit_code();
+        bool signalled = code < 0 || code >= 128;
+        if (root == nullptr ||
+            (signalled && !(root->process.exit_code() < 0 || root->process.exit_code() >= 128))) {
+          root = m.get();
+        }
+      }
+      Drain(*root, 1000);
+      int code = root->process.exit_code();
+      fail(fmt::format("{} {}{}", root->Describe(),
+                       code < 0 ? fmt::format("was killed by signal {}", -code)
+                                : fmt::format("exited with code {}", code),
+                       root->Cause()),
+           code < 0 ? 128 - code : code);
+      break;
+    }
+    // (A server exits by itself, with code 0, only once every trainer has
+    // said goodbye: its trainers are finishing too.)
+    if (trainers_running) continue;
+    if (!trainers_done) {
+      trainers_done = true;
+      servers_exit = Deadline::InSeconds(f_.server_exit_timeout_s);
+      spdlog::info("launch: all {} trainers finished in {:.1f} s; waiting for the servers", world,
+                   watch.Seconds());
+    }
+    if (!servers_running) break;
+    if (servers_exit.Expired()) {
+      spdlog::warn("launch: servers still running {} s after the trainers left; stopping them",
+                   f_.server_exit_timeout_s);
+      break;
+    }
+  }
+  if (!failure.empty()) spdlog::error("launch: {}; stopping every process of the job", failure);
+  Teardown();
+  if (!failure.empty()) {
+    spdlog::error("launch: job {} failed after {:.1f} s: {}", job_id_, watch.Seconds(), failure);
+    return failure_code;
+  }
+  spdlog::info("launch: job {} succeeded in {:.1f} s", job_id_, watch.Seconds());
+  return 0;
+}
+
+}  // namespace
+
+StatusOr<int> RunClusterJob(ClusterJobOptions options) {
+  return ClusterJob(std::move(options)).Run();
+}
+
+}  // namespace tessera::launcher
