@@ -42,6 +42,9 @@ endfunction()
 #   -fPIC too (not -fPIE), or GCC ignores the header (-Winvalid-pch) and every
 #   LibTorch translation unit compiles from scratch.
 function(tessera_reuse_torch_pch target)
+  if(NOT TARGET ${target})
+    return()  # A test target when TESSERA_BUILD_TESTS is OFF.
+  endif()
   target_precompile_headers(${target} REUSE_FROM tessera_dist)
   get_target_property(_type ${target} TYPE)
   if(_type STREQUAL "EXECUTABLE")
