@@ -138,6 +138,10 @@ Command RegisterDemo(CLI::App& app) {
             Stopwatch watch;
             auto workdir = ScratchDir::Open(f->workdir, "tessera-demo", f->keep);
             if (!workdir.ok()) return ReportError(workdir.status());
+            if (workdir->removed_on_exit()) {
+              spdlog::info("demo: working in {} (removed at the end; --keep keeps it)",
+                           workdir->path());
+            }
             Status st = RunDemo(*f, workdir->path());
             if (!st.ok()) return ReportError(st);
             if (!workdir->removed_on_exit()) spdlog::info("files are in {}", workdir->path());

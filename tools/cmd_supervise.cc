@@ -82,7 +82,9 @@ int RunSupervise(const SuperviseFlags& f) {
   StatusOr<launcher::Process> child = launcher::Process::Spawn(spawn);
   if (!child.ok()) {
     ReportError(child.status());
-    return 127;
+    // The shell's codes: 126 when the directory cannot be entered, 127 when
+    // the program cannot be run.
+    return child.status().code() == absl::StatusCode::kFailedPrecondition ? 126 : 127;
   }
   bool stop = false;
   int code = launcher::WaitInForeground(*child, STDIN_FILENO, &stop);

@@ -12,6 +12,7 @@ StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, Deadline de
   launcher::SpawnOptions spawn;
   spawn.argv = argv;
   spawn.grace_seconds = 0;
+  spawn.stdin_null = true;  // Its own group must not read the terminal.
   ASSIGN_OR_RETURN(launcher::Process child, launcher::Process::Spawn(spawn));
   StatusOr<int> code = child.Wait(deadline);
   if (!code.ok()) {

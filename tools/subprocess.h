@@ -2,8 +2,9 @@
 //
 // RunChild: runs a program to completion with a deadline and reports its exit
 // status, wall time and peak RSS (the benchmarks use it to measure one
-// configuration per process). The child is killed (SIGKILL) if the deadline
-// passes, and also if this process dies first (launcher::Process).
+// configuration per process). The child (launcher::Process: stdin
+// /dev/null, its own process group) is killed with SIGKILL if the deadline
+// passes, and stopped with SIGTERM if this process dies first.
 #ifndef TESSERA_TOOLS_SUBPROCESS_H_
 #define TESSERA_TOOLS_SUBPROCESS_H_
 
@@ -22,7 +23,7 @@ struct ChildResult {
   int64_t peak_rss_bytes = 0;
 };
 
-// argv[0] is the program path. Output goes to this process's stdout/stderr.
+// argv[0] is the program (looked up in PATH). Output goes to this process's stdout/stderr.
 // DeadlineExceeded if the child had to be killed.
 StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, Deadline deadline);
 

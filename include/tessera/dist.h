@@ -30,8 +30,8 @@
 // threads at once.
 //
 // The API is split as DGL's dgl.distributed is: tessera/dist/context.h,
-// dist_tensor.h, dist_graph.h, graph_services.h and dataloader.h; this
-// header includes them all.
+// dist_tensor.h, dist_graph.h, graph_services.h, dataloader.h, embedding.h
+// and parallel.h (DDP); this header includes them all.
 #ifndef TESSERA_INCLUDE_TESSERA_DIST_H_
 #define TESSERA_INCLUDE_TESSERA_DIST_H_
 
@@ -39,6 +39,8 @@
 #include "tessera/dist/dataloader.h"      // IWYU pragma: export
 #include "tessera/dist/dist_graph.h"      // IWYU pragma: export
 #include "tessera/dist/dist_tensor.h"     // IWYU pragma: export
+#include "tessera/dist/embedding.h"       // IWYU pragma: export
 #include "tessera/dist/graph_services.h"  // IWYU pragma: export
+#include "tessera/dist/parallel.h"        // IWYU pragma: export
 
 #endif  // TESSERA_INCLUDE_TESSERA_DIST_H_

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -152,7 +153,9 @@ StatusOr<ScratchDir> ScratchDir::Open(const std::string& path, const std::string
     dir.path_ = path;
     return dir;
   }
-  std::string tmpl = StrCat("/tmp/", prefix, "-XXXXXX");
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmpl =
+      StrCat(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp", "/", prefix, "-XXXXXX");
   if (::mkdtemp(tmpl.data()) == nullptr) {
     return ErrnoError(StrCat("cannot create a temporary folder ", tmpl), errno);
   }

@@ -3,14 +3,10 @@
 // The graph service of a server: SAMPLE, IN_DEGREES, OUT_DEGREES and
 // FIND_EDGES on the nodes and edges of this machine's partition.
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
-#include "src/base/logging.h"
-#include "src/kvstore/feature_store.h"
 #include "src/kvstore/graph_service.h"
 #include "src/kvstore/kv_server.h"
 #include "tessera/base/resource.h"

@@ -1,6 +1,7 @@
 // File: src/launcher/launcher_test.cc
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gtest/gtest.h"
@@ -151,6 +152,14 @@ TEST(ProcessTest, GroupLeftoversCwdStdinAndPeakRss) {
   auto lost = Process::Spawn({.argv = {"/bin/true"}, .cwd = dir / "missing"});
   ASSERT_FALSE(lost.ok());
   EXPECT_NE(lost.status().message().find("missing"), std::string::npos) << lost.status();
+  // The program is looked up in the PATH the child gets.
+  ASSERT_EQ(mkdir((dir / "bin").c_str(), 0755), 0);
+  tessera::testing::WriteAll(dir / "bin/mytool", "#!/bin/sh\nexit 5\n");
+  ASSERT_EQ(chmod((dir / "bin/mytool").c_str(), 0755), 0);
+  auto found = Process::Spawn({.argv = {"mytool"}, .env = {{"PATH", dir / "bin"}}});
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found->Wait(Deadline::InSeconds(10)), 5);
+  EXPECT_EQ(Process::Spawn({.argv = {"mytool"}}).status().code(), absl::StatusCode::kNotFound);
   // stdin_null: a reader sees end of file at once.
   auto reader = Process::Spawn(
       {.argv = {"/bin/sh", "-c", "cat > got"}, .stdin_null = true, .cwd = dir.path()});

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "fmt/format.h"
+#include "src/launcher/remote.h"
 
 extern char** environ;
 
@@ -38,6 +39,12 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
   std::vector<std::string> args = options.argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The program is looked up in the PATH the child will have.
+  const std::string* search_path = nullptr;
+  for (const auto& [k, v] : options.env) {
+    if (k == "PATH") search_path = &v;
+  }
+  ASSIGN_OR_RETURN(const std::string program, FindProgram(options.argv[0], search_path));
 
   int log_fd = -1;
   if (!options.log_path.empty()) {
@@ -87,7 +94,7 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
     if (stdin_fd >= 0) dup2(stdin_fd, STDIN_FILENO);
     if (options.inherit_fd >= 0) fcntl(options.inherit_fd, F_SETFD, 0);
     if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
-      int e = errno;
+      int e = -errno;  // Negative: entering cwd failed, not exec.
       (void)!write(err_pipe[1], &e, sizeof(e));
       _exit(126);
     }
@@ -95,7 +102,7 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
-    execvpe(argv[0], argv.data(), envp.data());
+    execve(program.c_str(), argv.data(), envp.data());
     int e = errno;
     (void)!write(err_pipe[1], &e, sizeof(e));
     _exit(127);
@@ -116,9 +123,12 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
   if (n == sizeof(exec_errno)) {
     waitpid(pid, nullptr, 0);
     p.pid_ = -1;
-    return ErrnoError(
-        fmt::format("run {}{}", options.argv[0], options.cwd.empty() ? "" : " in " + options.cwd),
-        exec_errno);
+    if (exec_errno < 0) {
+      return absl::FailedPreconditionError(fmt::format("cannot enter {} to run {}: {}", options.cwd,
+                                                       options.argv[0],
+                                                       std::strerror(-exec_errno)));
+    }
+    return ErrnoError(fmt::format("run {}", options.argv[0]), exec_errno);
   }
   p.pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   return p;
@@ -168,6 +178,10 @@ bool Process::Poll() {
     r = wait4(pid_, &status, 0, &usage);
   } while (r < 0 && errno == EINTR);
   finished_ = true;
+  if (r != pid_) {
+    exit_code_ = -SIGKILL;  // Reaped elsewhere: its status is unknown, never success.
+    return true;
+  }
   exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   peak_rss_bytes_ = static_cast<int64_t>(usage.ru_maxrss) * 1024;
   return true;
@@ -195,7 +209,8 @@ int Process::Stop() {
     Signal(SIGKILL);
     (void)Wait(Deadline::InSeconds(60));
   }
-  return exit_code_;
+  // Not reaped a minute after SIGKILL (stuck in the kernel): killed, not a success.
+  return finished_ ? exit_code_ : -SIGKILL;
 }
 
 int WaitInForeground(Process& child, int link_fd, bool* stopped) {
@@ -203,7 +218,7 @@ int WaitInForeground(Process& child, int link_fd, bool* stopped) {
   sigemptyset(&mask);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
   sigprocmask(SIG_BLOCK, &mask, &old);
-  int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+  int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   bool stop = false;
   while (!child.Poll() && !stop) {
     pollfd fds[3] = {{child.exit_fd(), POLLIN, 0}, {sig_fd, POLLIN, 0}, {link_fd, POLLIN, 0}};
@@ -222,7 +237,13 @@ int WaitInForeground(Process& child, int link_fd, bool* stopped) {
     }
   }
   int code = child.Stop();
-  if (sig_fd >= 0) close(sig_fd);
+  if (sig_fd >= 0) {
+    // Signals that came during the stop are consumed too (a second Ctrl-C
+    // must not kill this process once the mask is restored).
+    signalfd_siginfo info;
+    while (read(sig_fd, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) stop = true;
+    close(sig_fd);
+  }
   sigprocmask(SIG_SETMASK, &old, nullptr);
   if (stopped != nullptr) *stopped = stop;
   return code >= 0 ? code : 128 - code;

@@ -8,7 +8,8 @@
 // before the child is reaped (so the group id cannot have been reused). A
 // Process destroyed while its child still runs stops it (SIGTERM, then
 // SIGKILL after a grace period) and reaps it, so no code path leaves an
-// orphan or a zombie. Waits have deadlines and use a pidfd (no polling).
+// orphan or a zombie. Waits have deadlines and use a pidfd (a 10 ms poll only
+// on kernels without one).
 #ifndef TESSERA_SRC_LAUNCHER_PROCESS_H_
 #define TESSERA_SRC_LAUNCHER_PROCESS_H_
 
@@ -25,7 +26,8 @@
 namespace tessera::launcher {
 
 struct SpawnOptions {
-  // argv[0]: the program, looked up in PATH unless it contains a slash.
+  // argv[0]: the program, looked up in PATH (env's PATH when it sets one)
+  // unless it contains a slash.
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // Added to this process's.
   std::string log_path;      // Where stdout and stderr go; empty: inherited.
@@ -83,7 +85,8 @@ class Process {
 // child (Process::Stop). Those signals are blocked while it waits and the
 // one that arrived is consumed. Returns the exit code in the shell's form
 // (128 + signal when the child was killed); *stopped says whether it was
-// stopped.
+// stopped. The mask is per thread: call it from a single-threaded program
+// (the supervisor, mpi-partition), or block those signals in every thread.
 int WaitInForeground(Process& child, int link_fd, bool* stopped);
 
 }  // namespace tessera::launcher

@@ -12,9 +12,9 @@
 
 namespace tessera::launcher {
 
-StatusOr<std::string> FindProgram(const std::string& name) {
+StatusOr<std::string> FindProgram(const std::string& name, const std::string* search_path) {
   if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
+  const char* path = search_path != nullptr ? search_path->c_str() : std::getenv("PATH");
   std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
   size_t begin = 0;
   while (begin <= dirs.size()) {

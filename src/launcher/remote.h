@@ -22,9 +22,10 @@ std::string ShellQuote(const std::string& text);
 // argv quoted and joined for a POSIX shell.
 std::string ShellCommand(const std::vector<std::string>& argv);
 
-// The path of `name` found in $PATH (or `name` itself if it has a '/');
-// NotFound naming it otherwise.
-StatusOr<std::string> FindProgram(const std::string& name);
+// The path of `name` found in `search_path` (default: this process's $PATH),
+// or `name` itself if it has a '/'; NotFound naming it otherwise.
+StatusOr<std::string> FindProgram(const std::string& name,
+                                  const std::string* search_path = nullptr);
 
 struct SshOptions {
   std::string ssh = "ssh";  // Program (resolved with FindProgram).

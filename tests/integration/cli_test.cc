@@ -380,25 +380,21 @@ TEST(Cli, CopyFilesGivesAClearErrorForAMalformedConfig) {
   }
 }
 
-// Folders /tmp/tessera-demo-* that exist now.
-std::set<std::string> DemoFolders() {
-  std::set<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator("/tmp")) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("tessera-demo-", 0) == 0) names.insert(name);
-  }
-  return names;
-}
-
 TEST(Cli, DemoRunsAndCleansUp) {
-  std::set<std::string> before = DemoFolders();
+  // The demo's scratch folder goes in $TMPDIR: a folder of this test's own,
+  // which other tests running demos at the same time do not touch.
+  TempDir scratch;
+  ASSERT_EQ(::setenv("TMPDIR", scratch.path().c_str(), 1), 0);
   CliRun run = Tessera("demo --nodes 5000 --epochs 3");
+  ::unsetenv("TMPDIR");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("demo 3/3: training GraphSAGE"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("process group of 2 trainers"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("done: test accuracy"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("demo finished: wall"), std::string::npos);
-  EXPECT_EQ(DemoFolders(), before) << "the demo left its temporary folder behind";
+  EXPECT_NE(run.output.find(scratch.path()), std::string::npos) << run.output;
+  EXPECT_TRUE(std::filesystem::is_empty(scratch.path()))
+      << "the demo left its temporary folder behind";
   // The job's shared memory is gone ("job <id>: ..." names it).
   size_t at = run.output.find("] job j");
   ASSERT_NE(at, std::string::npos) << run.output;

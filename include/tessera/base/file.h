@@ -72,8 +72,8 @@ class OutputFile {
 };
 
 // A working folder: either one the user named (created if needed, never
-// removed) or, when `path` is empty, a new /tmp/<prefix>-XXXXXX folder that
-// the destructor removes unless `keep`. Move-only owner.
+// removed) or, when `path` is empty, a new <prefix>-XXXXXX folder in $TMPDIR
+// (default /tmp) that the destructor removes unless `keep`. Move-only owner.
 class ScratchDir {
  public:
   static StatusOr<ScratchDir> Open(const std::string& path, const std::string& prefix,

@@ -29,7 +29,8 @@
 #include <utility>
 #include <vector>
 
-#include "tessera/dist.h"
+#include "tessera/dist/dist_graph.h"
+#include "tessera/dist/dist_tensor.h"
 #include "tessera/kvstore/sparse_optimizer_spec.h"
 
 namespace tessera::dist {
