@@ -67,10 +67,7 @@ int RunSupervise(const SuperviseFlags& f) {
   signal(SIGPIPE, SIG_IGN);
   // Until WaitInForeground watches them, a stop signal must not kill this
   // process before it can stop the child's group.
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  launcher::BlockStopSignals();
   auto env = ReadEnvironment(Deadline::InSeconds(60));
   if (!env.ok()) return ReportError(env.status());
   launcher::SpawnOptions spawn;

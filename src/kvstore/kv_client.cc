@@ -10,7 +10,7 @@ StatusOr<std::unique_ptr<KvClient>> KvClient::Connect(const KvClientOptions& opt
   ASSIGN_OR_RETURN(std::shared_ptr<JobClient> job, JobClient::Connect(options));
   auto features = std::make_shared<RemoteFeatureStore>(job);
   auto graph = std::make_shared<RemoteGraphService>(job, features);
-  return std::unique_ptr<KvClient>(new KvClient(std::move(job), features, graph));
+  return std::unique_ptr<KvClient>(new KvClient(features, graph, std::move(job)));
 }
 
 }  // namespace tessera::kvstore

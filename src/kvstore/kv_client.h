@@ -19,15 +19,14 @@ class KvClient : public KvStore {
   static StatusOr<std::unique_ptr<KvClient>> Connect(const KvClientOptions& options);
 
   int num_machines() const { return book().num_partitions(); }
-  const KvClientOptions& options() const { return job_->options(); }
+  const KvClientOptions& options() const { return connection().options(); }
   // This machine's shards, mapped; null when this machine serves no data here.
-  ShardMap* local_shards() const { return job_->local_shards(); }
+  ShardMap* local_shards() const { return connection().local_shards(); }
 
  private:
-  KvClient(std::shared_ptr<JobClient> job, std::shared_ptr<FeatureStore> features,
-           std::shared_ptr<GraphService> graph)
-      : KvStore(std::move(features), std::move(graph), job), job_(std::move(job)) {}
-  std::shared_ptr<JobClient> job_;
+  using KvStore::KvStore;
+  // The coordinator Connect() gave the bundle is the job's connection.
+  const JobClient& connection() const { return static_cast<const JobClient&>(job()); }
 };
 
 }  // namespace tessera::kvstore

@@ -213,11 +213,27 @@ int Process::Stop() {
   return finished_ ? exit_code_ : -SIGKILL;
 }
 
-int WaitInForeground(Process& child, int link_fd, bool* stopped) {
-  sigset_t mask, old;
+namespace {
+
+sigset_t StopSignals() {
+  sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
+  return mask;
+}
+
+}  // namespace
+
+sigset_t BlockStopSignals() {
+  const sigset_t mask = StopSignals();
+  sigset_t old;
   sigprocmask(SIG_BLOCK, &mask, &old);
+  return old;
+}
+
+int WaitInForeground(Process& child, int link_fd, bool* stopped) {
+  const sigset_t mask = StopSignals();
+  const sigset_t old = BlockStopSignals();
   int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   bool stop = false;
   while (!child.Poll() && !stop) {

@@ -13,6 +13,7 @@
 #ifndef TESSERA_SRC_LAUNCHER_PROCESS_H_
 #define TESSERA_SRC_LAUNCHER_PROCESS_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -78,6 +79,11 @@ class Process {
   double grace_seconds_ = 5;
   std::string name_;
 };
+
+// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (so they wait
+// for WaitInForeground instead of killing the process); returns the mask
+// before.
+sigset_t BlockStopSignals();
 
 // Waits for `child` to exit while this process runs in the foreground: a
 // SIGINT, SIGTERM or SIGHUP to this process, or EOF (or an error) on
