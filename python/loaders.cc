@@ -1,9 +1,10 @@
 // File: python/loaders.cc
 //
 // tessera._C, part two: the graph operations (find_edges, degrees,
-// sampling, in/edge subgraphs) and the loaders (node, typed node, edge and
-// generic), whose batches become Python tuples and dicts. The Python package
-// (python/tessera/distributed/loader.py) turns those into DGL's blocks and
+// sampling, in/edge subgraphs) and the loaders (node, edge and generic),
+// whose batches are the C++ objects bound here (Block, PairGraph,
+// MiniBatch, EdgeMiniBatch). The Python package
+// (python/tessera/distributed/loader.py) wraps them in DGL's blocks and
 // pair graphs.
 #include <torch/extension.h>
 
@@ -23,18 +24,6 @@
 
 namespace tessera::pyext {
 namespace {
-
-// ------------------------------------------------------------ conversions
-
-py::tuple BlockTuple(const dist::Block& b) {
-  return py::make_tuple(b.src_nodes, b.indptr, b.indices, b.eids, b.srcdata, b.dstdata);
-}
-
-py::list BlockList(const std::vector<dist::Block>& blocks) {
-  py::list out;
-  for (const dist::Block& b : blocks) out.append(BlockTuple(b));
-  return out;
-}
 
 // ------------------------------------------------------------ loaders
 
@@ -172,78 +161,59 @@ void DefEpochs(py::module_& m, PyLoader<Loader>& loader, const char* iterator_na
            [convert](std::shared_ptr<Loader> self) { return Iterator(std::move(self), convert); });
 }
 
-py::object ConvertNodeBatch(const dist::MiniBatch& b) {
-  return py::make_tuple(b.input_nodes, b.seeds, BlockList(b.blocks));
+// The batch objects, read-only (the Python package wraps them in DGL's
+// classes); relations as (src type, relation, dst type) tuples.
+void DefBatches(py::module_& m) {
+  auto relations = [](const std::vector<EdgeType>& etypes) {
+    py::list out;
+    for (const EdgeType& e : etypes) out.append(py::make_tuple(e.src_type, e.relation, e.dst_type));
+    return out;
+  };
+  using Block = dist::Block;
+  py::class_<Block::Relation>(m, "BlockRelation")
+      .def_readonly("src_type", &Block::Relation::src_type)
+      .def_readonly("dst_type", &Block::Relation::dst_type)
+      .def_readonly("indptr", &Block::Relation::indptr)
+      .def_readonly("indices", &Block::Relation::indices)
+      .def_readonly("eids", &Block::Relation::eids)
+      .def("edge_dst", &Block::Relation::edge_dst);
+  py::class_<Block>(m, "Block")
+      .def_readonly("ntypes", &Block::ntypes)
+      .def_property_readonly("canonical_etypes",
+                             [relations](const Block& b) { return relations(b.canonical_etypes); })
+      .def_readonly("src_nodes", &Block::src_nodes)
+      .def_readonly("dst_counts", &Block::dst_counts)
+      .def_readonly("homo_src_nodes", &Block::homo_src_nodes)
+      .def_readonly("edges", &Block::edges)
+      .def_readonly("srcdata", &Block::srcdata)
+      .def_readonly("dstdata", &Block::dstdata);
+  using PairGraph = dist::PairGraph;
+  py::class_<PairGraph::Relation>(m, "PairRelation")
+      .def_readonly("src", &PairGraph::Relation::src)
+      .def_readonly("dst", &PairGraph::Relation::dst)
+      .def_readonly("eids", &PairGraph::Relation::eids);
+  py::class_<PairGraph>(m, "PairGraph")
+      .def_readonly("ntypes", &PairGraph::ntypes)
+      .def_property_readonly(
+          "canonical_etypes",
+          [relations](const PairGraph& p) { return relations(p.canonical_etypes); })
+      .def_readonly("nodes", &PairGraph::nodes)
+      .def_readonly("edges", &PairGraph::edges);
+  py::class_<dist::MiniBatch>(m, "MiniBatch")
+      .def_readonly("input_nodes", &dist::MiniBatch::input_nodes)
+      .def_readonly("seeds", &dist::MiniBatch::seeds)
+      .def_readonly("blocks", &dist::MiniBatch::blocks);
+  py::class_<dist::EdgeMiniBatch>(m, "EdgeMiniBatch")
+      .def_readonly("input_nodes", &dist::EdgeMiniBatch::input_nodes)
+      .def_readonly("eids", &dist::EdgeMiniBatch::eids)
+      .def_readonly("positive", &dist::EdgeMiniBatch::positive)
+      .def_readonly("negative", &dist::EdgeMiniBatch::negative)
+      .def_readonly("blocks", &dist::EdgeMiniBatch::blocks);
 }
 
-py::object ConvertEdgeBatch(const dist::EdgeMiniBatch& b) {
-  py::dict d;
-  d["input_nodes"] = b.input_nodes;
-  d["pair_nodes"] = b.pair_nodes;
-  d["eids"] = b.eids;
-  d["pos_src"] = b.pos_src;
-  d["pos_dst"] = b.pos_dst;
-  d["neg_src"] = b.neg_src;
-  d["neg_dst"] = b.neg_dst;
-  d["blocks"] = BlockList(b.blocks);
-  return d;
-}
+py::object ConvertNodeBatch(const dist::MiniBatch& b) { return py::cast(b); }
 
-py::list TensorList(const std::vector<torch::Tensor>& v) {
-  py::list out;
-  for (const torch::Tensor& t : v) out.append(t);
-  return out;
-}
-
-// A heterogeneous block as a dict: per node type src_nodes / dst_nodes /
-// homo_src_nodes (lists in type-id order), per relation an (src, dst, eids)
-// tuple (eids per-relation, as DGL's edata[dgl.EID]).
-py::dict HeteroBlockDict(const dist::HeteroBlock& b) {
-  py::dict d;
-  d["src_nodes"] = TensorList(b.src_nodes);
-  d["dst_nodes"] = TensorList(b.dst_nodes);
-  d["homo_src_nodes"] = TensorList(b.homo_src_nodes);
-  py::list edges;
-  for (const auto& e : b.edges) edges.append(py::make_tuple(e.src, e.dst, e.eids));
-  d["edges"] = edges;
-  return d;
-}
-
-py::list HeteroBlockList(const std::vector<dist::HeteroBlock>& blocks) {
-  py::list out;
-  for (const dist::HeteroBlock& block : blocks) out.append(HeteroBlockDict(block));
-  return out;
-}
-
-py::dict TypedDict(const std::map<std::string, torch::Tensor>& typed) {
-  py::dict d;
-  for (const auto& [type, ids] : typed) d[py::str(type)] = ids;
-  return d;
-}
-
-py::object ConvertHeteroNodeBatch(const dist::HeteroMiniBatch& b) {
-  return py::make_tuple(TypedDict(b.input_nodes), TypedDict(b.seeds), HeteroBlockList(b.blocks));
-}
-
-// A typed pair graph as a dict: "nodes" per node type (type-id order),
-// "edges" per relation an (src, dst, eids) tuple.
-py::dict HeteroPairDict(const dist::HeteroPairGraph& p) {
-  py::dict d;
-  d["nodes"] = TensorList(p.nodes);
-  py::list edges;
-  for (const auto& e : p.edges) edges.append(py::make_tuple(e.src, e.dst, e.eids));
-  d["edges"] = edges;
-  return d;
-}
-
-py::object ConvertHeteroEdgeBatch(const dist::HeteroEdgeMiniBatch& b) {
-  py::dict d;
-  d["input_nodes"] = TypedDict(b.input_nodes);
-  d["positive"] = HeteroPairDict(b.positive);
-  d["negative"] = HeteroPairDict(b.negative);
-  d["blocks"] = HeteroBlockList(b.blocks);
-  return d;
-}
+py::object ConvertEdgeBatch(const dist::EdgeMiniBatch& b) { return py::cast(b); }
 
 py::list HeteroSubgraphList(const dist::HeteroSubgraph& s) {
   py::list out;
@@ -384,80 +354,52 @@ void DefLoaders(py::module_& m) {
                                  .prefetch_node_feats = std::move(prefetch_node_feats),
                                  .prefetch_labels = std::move(prefetch_labels)};
   };
-  using HeteroNodeLoader = dist::DistHeteroNodeDataLoader;
-  PyLoader<HeteroNodeLoader> hetero_node(m, "HeteroNodeLoader");
-  hetero_node.def(py::init(
-      [sampler_of](const dist::DistGraph& g, const std::map<std::string, torch::Tensor>& nids,
-                   std::vector<int64_t> fanouts, std::vector<dist::FanoutMap> etype_fanouts,
-                   const std::string& edge_dir, bool replace, const std::string& prob,
-                   int64_t batch_size, bool shuffle, bool drop_last, uint64_t seed, int num_workers,
-                   int prefetch, bool even_batches, double timeout_s) {
-        auto sampler =
-            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
-        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                   even_batches, timeout_s);
-        return Wait([&] { return MakeReleasing<HeteroNodeLoader>(g, nids, sampler, o); });
-      }));
-  DefEpochs(m, hetero_node, "_HeteroNodeIterator", &ConvertHeteroNodeBatch);
-
+  DefBatches(m);
+  // Seeds: global ids (a tensor: untyped blocks) or {ntype: per-type ids}
+  // (typed blocks).
   PyLoader<dist::DistNodeDataLoader> node(m, "NodeLoader");
-  node.def(py::init(
-      [sampler_of](
-          const dist::DistGraph& g, const torch::Tensor& nids, std::vector<int64_t> fanouts,
-          const std::string& edge_dir, bool replace, const std::string& prob, int64_t batch_size,
-          bool shuffle, bool drop_last, uint64_t seed, int num_workers, int prefetch,
-          bool even_batches, double timeout_s, std::vector<dist::FanoutMap> etype_fanouts,
-          std::vector<std::string> prefetch_node_feats, std::vector<std::string> prefetch_labels) {
-        auto sampler =
-            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts),
-                       std::move(prefetch_node_feats), std::move(prefetch_labels));
-        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                   even_batches, timeout_s);
-        return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, nids, sampler, o); });
-      }));
+  node.def(py::init([sampler_of](const dist::DistGraph& g, py::object nids,
+                                 std::vector<int64_t> fanouts, const std::string& edge_dir,
+                                 bool replace, const std::string& prob, int64_t batch_size,
+                                 bool shuffle, bool drop_last, uint64_t seed, int num_workers,
+                                 int prefetch, bool even_batches, double timeout_s,
+                                 std::vector<dist::FanoutMap> etype_fanouts,
+                                 std::vector<std::string> prefetch_node_feats,
+                                 std::vector<std::string> prefetch_labels) {
+    auto sampler = sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts),
+                              std::move(prefetch_node_feats), std::move(prefetch_labels));
+    auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
+                               even_batches, timeout_s);
+    if (py::isinstance<py::dict>(nids)) {
+      auto typed = nids.cast<std::map<std::string, torch::Tensor>>();
+      return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, typed, sampler, o); });
+    }
+    auto ids = nids.cast<torch::Tensor>();
+    return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, ids, sampler, o); });
+  }));
   node.def("add_prefetch", [](dist::DistNodeDataLoader& l, const std::string& name, bool labels) {
     Wait([&] { l.add_prefetch(name, labels); });
   });
   node.def("remove_prefetch", &dist::DistNodeDataLoader::remove_prefetch);
   DefEpochs(m, node, "_NodeIterator", &ConvertNodeBatch);
 
+  // Edges: global ids (untyped) or {etype: per-relation ids} (typed);
+  // reverse_eids a global tensor or typed_reverse_eids per relation;
+  // reverse_etypes {etype: reverse etype}.
   PyLoader<dist::DistEdgeDataLoader> edge(m, "EdgeLoader");
   edge.def(py::init(
       [sampler_of](
-          const dist::DistGraph& g, const torch::Tensor& eids, std::vector<int64_t> fanouts,
+          const dist::DistGraph& g, py::object eids, std::vector<int64_t> fanouts,
           const std::string& edge_dir, bool replace, const std::string& prob, int64_t batch_size,
           bool shuffle, bool drop_last, uint64_t seed, int num_workers, int prefetch,
           bool even_batches, double timeout_s, int negatives, const std::string& exclude,
           std::optional<torch::Tensor> reverse_eids, std::vector<dist::FanoutMap> etype_fanouts,
-          std::vector<std::string> prefetch_node_feats, std::vector<std::string> prefetch_labels) {
+          std::vector<std::string> prefetch_node_feats, std::vector<std::string> prefetch_labels,
+          std::map<std::string, torch::Tensor> typed_reverse_eids,
+          std::map<std::string, std::string> reverse_etypes) {
         auto sampler =
             sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts),
                        std::move(prefetch_node_feats), std::move(prefetch_labels));
-        auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
-                                   even_batches, timeout_s);
-        dist::EdgeLoaderOptions e{.negatives = negatives, .exclude = exclude};
-        if (reverse_eids) e.reverse_eids = *reverse_eids;
-        return Wait(
-            [&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, eids, sampler, o, e); });
-      }));
-  DefEpochs(m, edge, "_EdgeIterator", &ConvertEdgeBatch);
-
-  // Typed link prediction: eids {etype: per-relation ids}; reverse_eids a
-  // homogeneous tensor or typed_reverse_eids per relation; reverse_etypes
-  // {etype: reverse etype}.
-  using HeteroEdgeLoader = dist::DistHeteroEdgeDataLoader;
-  PyLoader<HeteroEdgeLoader> hetero_edge(m, "HeteroEdgeLoader");
-  hetero_edge.def(py::init(
-      [sampler_of](const dist::DistGraph& g, const std::map<std::string, torch::Tensor>& eids,
-                   std::vector<int64_t> fanouts, std::vector<dist::FanoutMap> etype_fanouts,
-                   const std::string& edge_dir, bool replace, const std::string& prob,
-                   int64_t batch_size, bool shuffle, bool drop_last, uint64_t seed, int num_workers,
-                   int prefetch, bool even_batches, double timeout_s, int negatives,
-                   const std::string& exclude, std::optional<torch::Tensor> reverse_eids,
-                   std::map<std::string, torch::Tensor> typed_reverse_eids,
-                   std::map<std::string, std::string> reverse_etypes) {
-        auto sampler =
-            sampler_of(std::move(fanouts), edge_dir, replace, prob, std::move(etype_fanouts));
         auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
                                    even_batches, timeout_s);
         dist::EdgeLoaderOptions e{.negatives = negatives,
@@ -465,9 +407,15 @@ void DefLoaders(py::module_& m) {
                                   .typed_reverse_eids = std::move(typed_reverse_eids),
                                   .reverse_etypes = std::move(reverse_etypes)};
         if (reverse_eids) e.reverse_eids = *reverse_eids;
-        return Wait([&] { return MakeReleasing<HeteroEdgeLoader>(g, eids, sampler, o, e); });
+        if (py::isinstance<py::dict>(eids)) {
+          auto typed = eids.cast<std::map<std::string, torch::Tensor>>();
+          return Wait(
+              [&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, typed, sampler, o, e); });
+        }
+        auto ids = eids.cast<torch::Tensor>();
+        return Wait([&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, ids, sampler, o, e); });
       }));
-  DefEpochs(m, hetero_edge, "_HeteroEdgeIterator", &ConvertHeteroEdgeBatch);
+  DefEpochs(m, edge, "_EdgeIterator", &ConvertEdgeBatch);
 
   PyLoader<PyDataLoader> data(m, "DataLoader");
   data.def(py::init([](int64_t length, py::object collate, int64_t batch_size, bool shuffle,

@@ -101,8 +101,8 @@ using PyDistGraph = py::class_<dist::DistGraph, std::shared_ptr<dist::DistGraph>
 // per-relation *_of forms) on `graph`; sample_neighbors_typed, in_subgraph
 // and edge_subgraph on `m`.
 void DefGraphOperations(py::module_& m, PyDistGraph& graph);
-// The loaders (NodeLoader, HeteroNodeLoader, EdgeLoader, HeteroEdgeLoader,
-// DataLoader) and their epoch iterators.
+// The loaders (NodeLoader, EdgeLoader, DataLoader), their batches (Block,
+// PairGraph, MiniBatch, EdgeMiniBatch) and their epoch iterators.
 void DefLoaders(py::module_& m);
 // At interpreter exit: joins the sampler threads of every dropped loader
 // iterator; later drops stop their threads in place.

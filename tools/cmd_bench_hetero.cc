@@ -42,7 +42,6 @@
 #include "src/partition/inspect.h"
 #include "src/partition/work_split.h"
 #include "src/sampling/block.h"
-#include "src/sampling/hetero_block.h"
 #include "tessera/base/file.h"
 #include "tessera/base/resource.h"
 #include "tessera/base/strings.h"
@@ -316,18 +315,11 @@ Status SampleRound(const HeteroFlags& f, Sampler& s) {
     std::vector<int64_t> seeds(s.seeds.begin() + b * f.batch_size,
                                s.seeds.begin() + (b + 1) * f.batch_size);
     const uint64_t seed = loader::DeriveSeed(11, static_cast<uint64_t>(b));
-    if (s.graph->typed) {
-      ASSIGN_OR_RETURN(loader::HeteroMiniBatch mb,
-                       loader::SampleHeteroBlocks(*s.store, std::move(seeds), spec, seed));
-      edges += mb.num_sampled_edges();
-      for (const auto& nodes : mb.blocks.front().src_nodes) {
-        input_nodes += static_cast<int64_t>(nodes.size());
-      }
-    } else {
-      ASSIGN_OR_RETURN(loader::MiniBatch mb,
-                       loader::SampleBlocks(*s.store, std::move(seeds), spec, seed));
-      edges += mb.num_sampled_edges();
-      input_nodes += static_cast<int64_t>(mb.input_nodes().size());
+    ASSIGN_OR_RETURN(loader::MiniBatch mb,
+                     loader::SampleBlocks(*s.store, std::move(seeds), spec, seed));
+    edges += mb.num_sampled_edges();
+    for (const auto& nodes : mb.blocks.front().src_nodes) {
+      input_nodes += static_cast<int64_t>(nodes.size());
     }
   }
   const double seconds = watch.Seconds();
@@ -340,7 +332,7 @@ Status SampleRound(const HeteroFlags& f, Sampler& s) {
 }
 
 // Where one thread's time goes, per sampled edge: sample_neighbors (the
-// store) against to_block (ToHeteroBlock on the typed graph), one pass over
+// store) against to_block (typed by the book on the typed graph), one pass over
 // the same batches. Each to_block call is timed as the best of kRepeats
 // calls on the same input, which takes out most of a shared machine's
 // noise; sample_neighbors once (a repeat would find the rows in cache).
@@ -375,20 +367,16 @@ StatusOr<nlohmann::json> Breakdown(const HeteroFlags& f, const Sampler& s) {
       const double sample_call = sample_watch.Seconds();
       sample_s += sample_call;
       edges += static_cast<int64_t>(e.size());
-      sampling::HeteroBlock typed_block;
       sampling::Block block;
-      ASSIGN_OR_RETURN(
-          double block_call, best_of([&]() -> Status {
-            if (s.graph->typed) {
-              ASSIGN_OR_RETURN(typed_block,
-                               sampling::ToHeteroBlock(book, frontier, e.src, e.dst, e.eid));
-            } else {
-              ASSIGN_OR_RETURN(block, sampling::ToBlock(frontier, e.src, e.dst, e.eid));
-            }
-            return absl::OkStatus();
-          }));
+      ASSIGN_OR_RETURN(double block_call, best_of([&]() -> Status {
+                         ASSIGN_OR_RETURN(
+                             block, s.graph->typed
+                                        ? sampling::ToBlock(book, frontier, e.src, e.dst, e.eid)
+                                        : sampling::ToBlock(frontier, e.src, e.dst, e.eid));
+                         return absl::OkStatus();
+                       }));
       block_s += block_call;
-      frontier = s.graph->typed ? typed_block.NextSeeds() : std::move(block.src_nodes);
+      frontier = block.NextSeeds();
     }
   }
   const double per_edge = 1e9 / std::max<int64_t>(1, edges);

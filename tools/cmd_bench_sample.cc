@@ -89,7 +89,9 @@ StatusOr<nlohmann::json> RunLoader(kvstore::KvStore& store, const std::vector<in
     ASSIGN_OR_RETURN(std::optional<loader::MiniBatch> batch, pipeline.Next());
     if (!batch) break;
     edges += batch->num_sampled_edges();
-    input_nodes += static_cast<int64_t>(batch->input_nodes().size());
+    for (int t = 0; t < batch->blocks.front().num_ntypes(); ++t) {
+      input_nodes += batch->blocks.front().num_src(t);
+    }
     seed_count += static_cast<int64_t>(batch->seeds.size());
   }
   double s = watch.Seconds();
@@ -120,7 +122,7 @@ StatusOr<nlohmann::json> Breakdown(kvstore::KvStore& store, const std::vector<in
       Stopwatch w2;
       ASSIGN_OR_RETURN(sampling::Block block, sampling::ToBlock(frontier, e.src, e.dst, e.eid));
       block_s += w2.Seconds();
-      frontier = std::move(block.src_nodes);
+      frontier = block.NextSeeds();
     }
   }
   return nlohmann::json{{"sample_neighbors_ms_per_batch", 1e3 * sample_s / batches},

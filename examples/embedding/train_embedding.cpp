@@ -84,17 +84,17 @@ int Run(const Flags& f) {
     double loss_sum = 0;
     int64_t seeds = 0;
     for (const dist::MiniBatch& batch : loader) {
-      torch::Tensor h = emb(batch.input_nodes);
+      torch::Tensor h = emb(batch.input_nodes[0]);
       torch::Tensor logits = model->forward(batch.blocks, h);
       torch::Tensor loss =
-          torch::nn::functional::cross_entropy(logits, labels[batch.seeds].to(torch::kInt64));
+          torch::nn::functional::cross_entropy(logits, labels[batch.seeds[0]].to(torch::kInt64));
       optimizer.zero_grad();
       loss.backward();
       ddp.synchronize();
       optimizer.step();
       sparse_optimizer.step();
-      loss_sum += loss.item<double>() * static_cast<double>(batch.seeds.size(0));
-      seeds += batch.seeds.size(0);
+      loss_sum += loss.item<double>() * static_cast<double>(batch.seeds[0].size(0));
+      seeds += batch.seeds[0].size(0);
     }
     spdlog::info("trainer {} epoch {}: loss {:.4f}, {:.2f} s", ctx->rank(), epoch,
                  loss_sum / std::max<int64_t>(1, seeds), watch.Seconds());

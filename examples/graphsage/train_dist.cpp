@@ -150,7 +150,7 @@ int Run(const Flags& f) {
       e.sync += ddp.synchronize().wait_seconds;
       step.Reset();
       optimizer.step();
-      const int64_t n = batch.seeds.size(0);
+      const int64_t n = batch.seeds[0].size(0);
       loss_sum += loss.item<double>() * static_cast<double>(n);
       correct += (logits.argmax(1) == y).sum().item<double>();
       e.seeds += n;

@@ -163,10 +163,10 @@ class Trainer {
   }
 
   torch::Tensor Forward(const dist::MiniBatch& batch) {
-    if (f_.model == "mlp") return net_->mlp->forward(Input(batch.seeds));
+    if (f_.model == "mlp") return net_->mlp->forward(Input(batch.seeds[0]));
     std::vector<torch::Tensor> etypes;
     for (const dist::Block& b : batch.blocks) etypes.push_back(tnn::block_etypes(g_, b));
-    return net_->rgcn->forward(batch.blocks, etypes, Input(batch.input_nodes));
+    return net_->rgcn->forward(batch.blocks, etypes, Input(batch.input_nodes[0]));
   }
 
   torch::Tensor Labels(const torch::Tensor& seeds) {
@@ -215,8 +215,8 @@ double Evaluate(Trainer& t, dist::DistGraph& g, const torch::Tensor& seeds,
   torch::Tensor counts = torch::zeros({2}, torch::kFloat64);
   for (const dist::MiniBatch& batch : loader) {
     torch::Tensor pred = t.Forward(batch).argmax(1);
-    counts[0] += (pred == t.Labels(batch.seeds)).sum().item<double>();
-    counts[1] += static_cast<double>(batch.seeds.size(0));
+    counts[0] += (pred == t.Labels(batch.seeds[0])).sum().item<double>();
+    counts[1] += static_cast<double>(batch.seeds[0].size(0));
   }
   dist::all_reduce_sum(counts);
   return counts[0].item<double>() / std::max(1.0, counts[1].item<double>());
@@ -274,7 +274,7 @@ int Run(const Flags& f) {
       const dist::MiniBatch& batch = *it;
       step.Reset();
       torch::Tensor logits = t.Forward(batch);
-      torch::Tensor y = t.Labels(batch.seeds);
+      torch::Tensor y = t.Labels(batch.seeds[0]);
       torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
       forward_s += step.Seconds();
       step.Reset();

@@ -15,13 +15,16 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tessera import _C, EID, NID
+from tessera import _C, EID
 from tessera.ops import (Dropout, _csr, _linear, _to_edge_order, edge_softmax, mean_aggregate,
                          sum_aggregate)
-from tessera.distributed.loader import Block, HeteroBlock
+from tessera.distributed.loader import Block, _is_typed
 
 
 def _check_block(graph, what):
+    if _is_typed(graph):
+        raise _C.TesseraError(f"{what}: expected a block of one relation, got a typed block "
+                              "(take one relation with RelationBlock, or use HeteroGraphConv)")
     if not hasattr(graph, "indptr") or not hasattr(graph, "indices"):
         raise _C.TesseraError(f"{what}: expected a Block (a loader's blocks), got "
                               f"{type(graph).__name__}")
@@ -402,7 +405,7 @@ class RelGraphConv(nn.Module):
     activation and dropout are DGL's. The messages of one destination and
     relation are summed before ``W_r`` is applied (one matmul per
     (destination, relation) pair of the block rather than per edge: DGL's
-    result up to float rounding, with fewer flops). Over a ``HeteroBlock``
+    result up to float rounding, with fewer flops). Over a typed ``Block``
     the relations are the block's and the features per node type (see
     ``forward``)."""
 
@@ -431,7 +434,7 @@ class RelGraphConv(nn.Module):
         says the edges are in relation order: a speed hint in DGL, here only
         checked (the layer groups the messages itself).
 
-        A ``HeteroBlock``: ``feat`` is ``{ntype: source rows}`` (a type
+        A typed ``Block``: ``feat`` is ``{ntype: source rows}`` (a type
         without source nodes may be left out), relation r of the layer is
         ``g.canonical_etypes[r]`` (pass no ``etypes``), ``norm`` is
         ``"right"`` (the default: 1 / the destination's in-edges of the
@@ -442,7 +445,7 @@ class RelGraphConv(nn.Module):
         [num_dst_nodes(ntype), out_feat]}`` for every node type (a type that
         no relation reaches gets bias and self loop only). The result is the
         homogeneous one on the same edges with those relation ids and norms."""
-        if isinstance(g, HeteroBlock):
+        if _is_typed(g):
             return self._forward_hetero(g, feat, etypes, norm)
         _check_block(g, "RelGraphConv")
         if isinstance(feat, (tuple, list, dict)):
@@ -461,7 +464,7 @@ class RelGraphConv(nn.Module):
 
     def _forward_hetero(self, g, feat, etypes, norm):
         if etypes is not None:
-            raise _C.TesseraError("RelGraphConv: on a HeteroBlock relation r is "
+            raise _C.TesseraError("RelGraphConv: on a typed Block relation r is "
                                   "g.canonical_etypes[r]; pass no etypes (norm by keyword)")
         rels = list(g.canonical_etypes)
         if len(rels) != self.num_rels:
@@ -525,10 +528,10 @@ def _edge_norm(norm, num_edges, what):
 
 
 def _type_rows(g, feat, in_feats, what):
-    """{ntype: source rows} of a HeteroBlock, checked; every node type
+    """{ntype: source rows} of a typed Block, checked; every node type
     present (an empty tensor for a left-out type without source nodes)."""
     if not isinstance(feat, dict):
-        raise _C.TesseraError(f"{what}: on a HeteroBlock feat is {{ntype: source rows}}, got "
+        raise _C.TesseraError(f"{what}: on a typed Block feat is {{ntype: source rows}}, got "
                               f"{type(feat).__name__}")
     unknown = [t for t in feat if t not in g.ntypes]
     if unknown:
@@ -551,7 +554,7 @@ def _type_rows(g, feat, in_feats, what):
 
 def _canonical(g, etype, what):
     """The canonical triple of relation ``etype`` (a name, a triple or
-    "src:rel:dst") of a HeteroBlock."""
+    "src:rel:dst") of a typed Block."""
     rels = [tuple(c) for c in g.canonical_etypes]
     key = tuple(etype.split(":")) if isinstance(etype, str) and ":" in etype else etype
     if isinstance(key, (tuple, list)) and tuple(key) in rels:
@@ -565,7 +568,7 @@ def _canonical(g, etype, what):
 
 
 def _relation_norms(g, norm, what):
-    """Per relation of a HeteroBlock its edges' ``[E_r, 1]`` norms, or None
+    """Per relation of a typed Block its edges' ``[E_r, 1]`` norms, or None
     (no norm)."""
     rels = [tuple(c) for c in g.canonical_etypes]
     if norm is None or (isinstance(norm, str) and norm == "right"):
@@ -578,7 +581,7 @@ def _relation_norms(g, norm, what):
     if isinstance(norm, str) and norm == "none":
         return None
     if not isinstance(norm, dict):
-        raise _C.TesseraError(f"{what}: norm on a HeteroBlock is \"right\", \"none\" or "
+        raise _C.TesseraError(f"{what}: norm on a typed Block is \"right\", \"none\" or "
                               f"{{relation: per-edge values}}, got {norm!r}")
     given = {}
     for k, v in norm.items():
@@ -634,7 +637,7 @@ class RGCN(nn.Module):
     layer with ``regularizer`` ("basis" as DGL) and ``num_bases`` (None or
     < 0: num_rels). ``forward(blocks, feats, etypes, norms=None)`` runs layer
     l over ``blocks[l]`` with relation ids ``etypes[l]`` and ``norms[l]``;
-    ``feats`` are the first block's source rows. Over ``HeteroBlock``s:
+    ``feats`` are the first block's source rows. Over typed ``Block``s:
     ``forward(blocks, {ntype: rows})`` without etypes (``norms[l]`` as
     RelGraphConv's hetero ``norm``; default "right") returns ``{ntype: rows}``."""
 
@@ -654,7 +657,7 @@ class RGCN(nn.Module):
 
     def forward(self, blocks, feats, etypes=None, norms=None):
         n = len(self.layers)
-        hetero = len(blocks) > 0 and isinstance(blocks[0], HeteroBlock)
+        hetero = len(blocks) > 0 and _is_typed(blocks[0])
         if len(blocks) != n or (etypes is None and not hetero) or (
                 etypes is not None and len(etypes) != n) or (
                 norms is not None and len(norms) != n):
@@ -669,7 +672,7 @@ class RGCN(nn.Module):
 
 
 class RelationBlock(Block):
-    """One relation of a ``HeteroBlock`` as a homogeneous bipartite block
+    """One relation of a typed ``Block`` as a homogeneous bipartite block
     (DGL's ``block[etype]``), what ``HeteroGraphConv`` gives each module:
     ``num_src_nodes()`` / ``num_dst_nodes()`` of the relation's source /
     destination type, ``srcdata[NID]`` / ``dstdata[NID]`` their per-type ids,
@@ -682,16 +685,8 @@ class RelationBlock(Block):
 
     def __init__(self, block, etype):
         c = _canonical(block, etype, "RelationBlock")
-        src, dst = block.edges(etype=c)
-        num_dst = block.num_dst_nodes(c[2])
-        deg = torch.bincount(dst, minlength=num_dst)
-        indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
-        super().__init__(block.srcdata[NID][c[0]], indptr, src, block.edata[EID][c])
-        self.dstdata = {NID: block.dstdata[NID][c[2]]}
-        self._edge_dst = dst
-        in_order = dst.numel() < 2 or bool((dst[1:] >= dst[:-1]).all())
-        self.csr_perm = None if in_order else torch.argsort(dst, stable=True)
-        self.csr_indices = src if in_order else src.index_select(0, self.csr_perm)
+        self._init([c[0]], [c[2]], [c], {c[0]: block._src[c[0]]}, {c[2]: block._dst[c[2]]},
+                   [block._rel[c]], False)
         self.canonical_etype, self.srctype, self.dsttype = c, c[0], c[2]
 
     def __repr__(self):
@@ -729,7 +724,7 @@ class HeteroGraphConv(nn.Module):
     destination type has no input; a relation without edges is still
     computed (DGL since 0.7.2: SAGEConv then gives its self term, GraphConv
     its bias). Modules with ``set_allow_zero_in_degree`` get it set to True.
-    ``forward(g, inputs)`` on a ``HeteroBlock``: ``inputs`` is ``{ntype:
+    ``forward(g, inputs)`` on a typed ``Block``: ``inputs`` is ``{ntype:
     source rows}`` (destinations: the first ``num_dst_nodes(ntype)`` rows)
     or a ``(src dict, dst dict)`` pair; returns ``{dst ntype: tensor}`` for
     the types some relation reached."""
@@ -757,9 +752,9 @@ class HeteroGraphConv(nn.Module):
         raise KeyError(f"Cannot find module with edge type {c}")
 
     def forward(self, g, inputs, mod_args=None, mod_kwargs=None):
-        if not isinstance(g, HeteroBlock):
-            raise _C.TesseraError(f"HeteroGraphConv: expected a HeteroBlock (a loader's blocks "
-                                  f"with dict seeds), got {type(g).__name__}")
+        if not _is_typed(g):
+            raise _C.TesseraError(f"HeteroGraphConv: expected a typed Block (a loader's blocks "
+                                  f"with dict seeds), got {g!r}")
         mod_args, mod_kwargs = mod_args or {}, mod_kwargs or {}
         if isinstance(inputs, tuple):
             src_inputs, dst_inputs = inputs

@@ -229,7 +229,7 @@ loader = dist.DistNodeDataLoader(g, {"paper": train_papers[:200]}, sampler, batc
                                  shuffle=True, seed=7)
 seen = []
 for input_nodes, out_seeds, blocks in loader:
-    assert isinstance(blocks[0], dist.HeteroBlock) and len(blocks) == 2
+    assert isinstance(blocks[0], dist.Block) and blocks[0]._typed and len(blocks) == 2
     seen.append(out_seeds["paper"])
     assert torch.equal(blocks[-1].dstdata[tessera.NID]["paper"], out_seeds["paper"])
     for t in g.ntypes:
@@ -259,7 +259,7 @@ raises(lambda: dist.DistNodeDataLoader(g, {"paper": train_papers}, dist.Neighbor
 ok("typed_loader")
 
 # ---- the typed edge loader: link prediction on writes and cites (DGL's dict eids)
-from tessera.distributed.loader import HeteroPairGraph  # noqa: E402
+from tessera.distributed.loader import PairGraph  # noqa: E402
 
 orig_eids = torch.from_numpy(np.load(os.path.join(root, "orig_eids.npy")))
 writes, cites = g.to_canonical_etype("writes"), g.to_canonical_etype("cites")
@@ -303,8 +303,8 @@ link_loader = dist.DistEdgeDataLoader(
 seen = {writes: [], cites: []}
 neg_papers = []
 for input_nodes, pos, neg, blocks in link_loader:
-    assert isinstance(pos, HeteroPairGraph) and isinstance(neg, HeteroPairGraph)
-    assert isinstance(blocks[0], dist.HeteroBlock) and len(blocks) == 2
+    assert isinstance(pos, PairGraph) and pos._typed and isinstance(neg, PairGraph) and neg._typed
+    assert isinstance(blocks[0], dist.Block) and blocks[0]._typed and len(blocks) == 2
     assert pos.num_edges() == pos.num_edges("writes") + pos.num_edges(cites) > 0
     excluded = {}
     for c in (writes, cites):

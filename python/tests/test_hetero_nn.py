@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 import tessera
 import tessera.nn as tnn
-from tessera.distributed import Block, HeteroBlock
+from tessera.distributed import Block
 
 NTYPES = ["user", "item"]
 FOLLOWS = ("user", "follows", "user")
@@ -49,7 +49,7 @@ ADJ = {FOLLOWS: [[0, 1, 1, 0],
 
 
 class FakeGraph:
-    """The graph side of a HeteroBlock: types and relation names."""
+    """The graph side of a typed Block: types and relation names."""
 
     def __init__(self, rels):
         self.ntypes = NTYPES
@@ -75,7 +75,8 @@ def hetero_block(edges=None, num_src=None, num_dst=None):
         raw["edges"].append((torch.tensor(src, dtype=torch.int64),
                              torch.tensor(dst, dtype=torch.int64),
                              torch.arange(100 * r, 100 * r + n)))
-    return HeteroBlock(FakeGraph(RELS), raw)
+    return Block.typed(FakeGraph(RELS), raw["src_nodes"], raw["dst_nodes"], raw["homo_src_nodes"],
+                       raw["edges"])
 
 
 def homo_equivalent(norms=None):
@@ -419,7 +420,7 @@ def test_heterographconv_gat_against_dense():
 
 def test_heterographconv_errors():
     conv = tnn.HeteroGraphConv(sage_mods())
-    with pytest.raises(tessera.TesseraError, match="expected a HeteroBlock"):
+    with pytest.raises(tessera.TesseraError, match="expected a typed Block"):
         conv(homo_equivalent()[0], hetero_inputs())
     with pytest.raises(KeyError, match="bought-by"):
         tnn.HeteroGraphConv({"follows": tnn.SAGEConv(3, 5), "buys": tnn.SAGEConv((3, 2), 5)})(

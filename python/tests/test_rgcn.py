@@ -18,6 +18,7 @@ import torch.nn.functional as F
 import tessera
 import tessera.nn as tnn
 from tessera.distributed import Block
+from tessera.distributed.loader import _Relation
 
 INDPTR = torch.tensor([0, 3, 6, 7, 7])
 SRC = torch.tensor([1, 3, 4, 0, 5, 2, 4])
@@ -156,7 +157,9 @@ def test_presorted_edges():
     # A block whose edges are in relation order gives the same with presorted.
     g_sorted = Block(torch.arange(100, 107), torch.tensor([0, 3, 6, 8, 8]), torch.tensor(src),
                      torch.arange(8))
-    g_sorted._edge_dst = torch.tensor(dst)  # not CSR order: edges listed by relation
+    # Not CSR order: the edges listed by relation (the CSR is derived).
+    g_sorted._rel[g_sorted.canonical_etypes[0]] = _Relation(
+        7, 4, torch.arange(8), torch.tensor(src), dst=torch.tensor(dst))
     assert torch.allclose(conv(g_sorted, h, et, presorted=True),
                           reference(conv, h, et, None, src, dst), atol=1e-5)
     with pytest.raises(tessera.TesseraError, match="not sorted"):

@@ -14,7 +14,6 @@
 #include "src/dist/dist_internal.h"
 #include "src/kvstore/kv_store.h"
 #include "src/loader/minibatch.h"
-#include "src/sampling/hetero_block.h"
 #include "tessera/dist.h"
 
 namespace tessera::dist {
@@ -34,18 +33,6 @@ sampling::EdgeDir ParseEdgeDir(const std::string& dir) {
   if (dir == "in") return sampling::EdgeDir::kIn;
   if (dir == "out") return sampling::EdgeDir::kOut;
   throw Error(fmt::format("edge_dir must be \"in\" or \"out\", got \"{}\"", dir));
-}
-
-Block ToTorch(sampling::Block&& b) {
-  return {Owned(std::move(b.src_nodes)), Owned(std::move(b.indptr)), Owned(std::move(b.indices)),
-          Owned(std::move(b.eids))};
-}
-
-std::vector<Block> ToTorch(std::vector<sampling::Block>&& blocks) {
-  std::vector<Block> out;
-  out.reserve(blocks.size());
-  for (sampling::Block& b : blocks) out.push_back(ToTorch(std::move(b)));
-  return out;
 }
 
 // Every relation's fanout, by relation id, from a map keyed by relation
@@ -310,75 +297,129 @@ torch::Tensor DistGraph::out_degrees(const torch::Tensor& nids, const std::strin
 
 // ------------------------------------------------------------ blocks
 
-torch::Tensor Block::edge_dst() const {
+torch::Tensor Block::Relation::edge_dst() const {
   torch::Tensor counts = indptr.slice(0, 1) - indptr.slice(0, 0, -1);
-  return torch::repeat_interleave(torch::arange(num_dst_nodes()), counts);
+  return torch::repeat_interleave(torch::arange(indptr.size(0) - 1), counts);
 }
 
 namespace {
 
-HeteroBlock ToTorch(const PartitionBook& book, sampling::HeteroBlock&& b) {
-  HeteroBlock out;
-  out.ntypes = book.ntypes();
-  out.canonical_etypes = book.etypes();
+// A type by name, "" being the only one.
+int NamedType(const std::vector<std::string>& ntypes, const std::string& ntype, const char* what) {
+  if (!ntype.empty()) return ValueOrThrow(FindNodeType(ntypes, ntype), what);
+  if (ntypes.size() != 1) {
+    throw Error(fmt::format("{}: {} node types ({}): name one", what, ntypes.size(),
+                            fmt::join(ntypes, ", ")));
+  }
+  return 0;
+}
+
+// A relation by name (plain or "src:rel:dst"), "" being the only one.
+int NamedRelation(const std::vector<EdgeType>& etypes, const std::string& etype, const char* what) {
+  if (!etype.empty()) return ValueOrThrow(FindEdgeType(etypes, etype), what);
+  if (etypes.size() != 1) {
+    throw Error(fmt::format("{}: {} relations: name one", what, etypes.size()));
+  }
+  return 0;
+}
+
+// A sampled block with the book's names; an untyped block of a typed
+// graph has one type "_N" and one relation ("_N", "_E", "_N").
+Block ToTorch(const PartitionBook& book, sampling::Block&& b) {
+  Block out;
+  if (b.typed() || book.is_homogeneous()) {
+    out.ntypes = book.ntypes();
+    out.canonical_etypes = book.etypes();
+  } else {
+    out.ntypes = {"_N"};
+    out.canonical_etypes = {{"_N", "_E", "_N"}};
+  }
   for (int t = 0; t < b.num_ntypes(); ++t) {
     out.src_nodes.push_back(Owned(std::move(b.src_nodes[t])));
-    out.dst_nodes.push_back(Owned(std::move(b.dst_nodes[t])));
-    out.homo_src_nodes.push_back(Owned(std::move(b.homo_src_nodes[t])));
+    out.dst_counts.push_back(b.num_dst(t));
+    out.homo_src_nodes.push_back(b.typed() ? Owned(std::move(b.homo_src_nodes[t]))
+                                           : out.src_nodes[t]);
   }
-  for (sampling::HeteroBlockEdges& e : b.edges) {
-    out.edges.push_back(
-        {Owned(std::move(e.src)), Owned(std::move(e.dst)), Owned(std::move(e.eids))});
+  for (sampling::BlockEdges& e : b.edges) {
+    out.edges.push_back({e.src_type, e.dst_type, Owned(std::move(e.indptr)),
+                         Owned(std::move(e.indices)), Owned(std::move(e.eids))});
   }
   return out;
 }
 
-std::vector<HeteroBlock> ToTorch(const PartitionBook& book,
-                                 std::vector<sampling::HeteroBlock>&& blocks) {
-  std::vector<HeteroBlock> out;
-  for (sampling::HeteroBlock& b : blocks) out.push_back(ToTorch(book, std::move(b)));
-  return out;
-}
-
-// The first block's source nodes by type (the nodes whose features the
-// model reads).
-std::map<std::string, torch::Tensor> InputNodes(const PartitionBook& book,
-                                                const std::vector<HeteroBlock>& blocks) {
-  std::map<std::string, torch::Tensor> out;
-  for (int t = 0; t < book.num_ntypes(); ++t) out[book.ntypes()[t]] = blocks.front().src_nodes[t];
+std::vector<Block> ToTorch(const PartitionBook& book, std::vector<sampling::Block>&& blocks) {
+  std::vector<Block> out;
+  out.reserve(blocks.size());
+  for (sampling::Block& b : blocks) out.push_back(ToTorch(book, std::move(b)));
   return out;
 }
 
 }  // namespace
 
-int HeteroBlock::ntype_id(const std::string& ntype) const {
-  return ValueOrThrow(FindNodeType(ntypes, ntype), "HeteroBlock");
+Block Block::Untyped(torch::Tensor src_nodes, torch::Tensor indptr, torch::Tensor indices,
+                     torch::Tensor eids) {
+  const int64_t num_dst = indptr.dim() == 1 ? indptr.size(0) - 1 : -1;
+  if (src_nodes.dim() != 1 || num_dst < 0 || num_dst > src_nodes.size(0) || indices.dim() != 1 ||
+      eids.sizes() != indices.sizes()) {
+    throw Error(fmt::format(
+        "Block::Untyped: {} sources, indptr of shape {}, {} indices and {} edge ids do not make "
+        "a block",
+        fmt::join(src_nodes.sizes(), "x"), fmt::join(indptr.sizes(), "x"),
+        fmt::join(indices.sizes(), "x"), fmt::join(eids.sizes(), "x")));
+  }
+  Block b;
+  b.ntypes = {"_N"};
+  b.canonical_etypes = {{"_N", "_E", "_N"}};
+  b.src_nodes = {src_nodes};
+  b.dst_counts = {num_dst};
+  b.homo_src_nodes = {std::move(src_nodes)};
+  b.edges = {{0, 0, std::move(indptr), std::move(indices), std::move(eids)}};
+  return b;
 }
 
-int HeteroBlock::etype_id(const std::string& etype) const {
-  return ValueOrThrow(FindEdgeType(canonical_etypes, etype), "HeteroBlock");
+int Block::ntype_id(const std::string& ntype) const { return NamedType(ntypes, ntype, "Block"); }
+
+int Block::etype_id(const std::string& etype) const {
+  return NamedRelation(canonical_etypes, etype, "Block");
 }
 
-int64_t HeteroBlock::num_src_nodes(const std::string& ntype) const {
+int64_t Block::num_src_nodes(const std::string& ntype) const {
   return src_nodes[ntype_id(ntype)].size(0);
 }
 
-int64_t HeteroBlock::num_dst_nodes(const std::string& ntype) const {
-  return dst_nodes[ntype_id(ntype)].size(0);
+int64_t Block::num_dst_nodes(const std::string& ntype) const { return dst_counts[ntype_id(ntype)]; }
+
+torch::Tensor Block::dst_nodes(const std::string& ntype) const {
+  const int t = ntype_id(ntype);
+  return src_nodes[t].slice(0, 0, dst_counts[t]);
 }
 
-int64_t HeteroBlock::num_edges(const std::string& etype) const {
-  return edges[etype_id(etype)].src.size(0);
+int64_t Block::num_edges() const {
+  int64_t n = 0;
+  for (const Relation& r : edges) n += r.num_edges();
+  return n;
 }
 
-int64_t HeteroBlock::num_edges() const {
+int64_t Block::num_edges(const std::string& etype) const { return edges_of(etype).num_edges(); }
+
+const Block::Relation& Block::edges_of(const std::string& etype) const {
+  return edges[etype_id(etype)];
+}
+
+int64_t PairGraph::num_nodes(const std::string& ntype) const {
+  return nodes[NamedType(ntypes, ntype, "PairGraph")].size(0);
+}
+
+int64_t PairGraph::num_edges() const {
   int64_t n = 0;
   for (const Relation& r : edges) n += r.src.size(0);
   return n;
 }
 
-const HeteroBlock::Relation& HeteroBlock::edges_of(const std::string& etype) const {
-  return edges[etype_id(etype)];
+int64_t PairGraph::num_edges(const std::string& etype) const { return edges_of(etype).src.size(0); }
+
+const PairGraph::Relation& PairGraph::edges_of(const std::string& etype) const {
+  return edges[NamedRelation(canonical_etypes, etype, "PairGraph")];
 }
 
 // ------------------------------------------------------------ loaders
@@ -451,9 +492,16 @@ struct internal::Prefetch {
   };
   DistGraph g;
   mutable std::mutex mutex;
-  std::vector<Entry> entries;  // Guarded by mutex.
+  std::vector<Entry> entries;          // Guarded by mutex.
+  const char* typed_loader = nullptr;  // Non-null: the loader's blocks are typed, no prefetching.
 
   void Add(const std::string& name, bool label, bool best_effort) {
+    if (typed_loader != nullptr) {
+      throw Error(fmt::format(
+          "{}: prefetching works on untyped loaders only for now; pull the typed rows in the "
+          "training loop",
+          typed_loader));
+    }
     DistTensor t = g.ndata(name);
     std::lock_guard<std::mutex> lock(mutex);
     for (const Entry& e : entries) {
@@ -470,16 +518,12 @@ struct internal::Prefetch {
 
 namespace {
 
+// `typed_loader`: the name of a loader of typed blocks (which refuses
+// prefetching), or null.
 std::shared_ptr<internal::Prefetch> PrefetchOf(const DistGraph& g, const NeighborSampler& sampler,
-                                               const char* loader) {
-  if (loader != nullptr &&
-      (!sampler.prefetch_node_feats.empty() || !sampler.prefetch_labels.empty())) {
-    throw Error(
-        fmt::format("{}: prefetch_node_feats / prefetch_labels work on homogeneous "
-                    "loaders only for now; pull the typed rows in the training loop",
-                    loader));
-  }
+                                               const char* typed_loader) {
   auto p = std::make_shared<internal::Prefetch>(g);
+  p->typed_loader = typed_loader;
   for (const std::string& name : sampler.prefetch_node_feats) p->Add(name, false, false);
   for (const std::string& name : sampler.prefetch_labels) p->Add(name, true, false);
   return p;
@@ -500,7 +544,7 @@ Status PullPrefetched(internal::Prefetch& p, std::vector<Block>& blocks) {
       if (e.label) {
         blocks.back().dstdata[e.name] = e.tensor[blocks.back().dst_nodes()];
       } else {
-        blocks.front().srcdata[e.name] = e.tensor[blocks.front().src_nodes];
+        blocks.front().srcdata[e.name] = e.tensor[blocks.front().src_nodes[0]];
       }
     } catch (const std::exception& error) {
       if (!e.best_effort) {
@@ -516,23 +560,60 @@ Status PullPrefetched(internal::Prefetch& p, std::vector<Block>& blocks) {
 
 }  // namespace
 
-DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids,
-                                       NeighborSampler sampler, LoaderOptions options) {
-  auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
-  auto plan = internal::MakePlan(ToVector(nids, "DistNodeDataLoader nids"), options);
-  prefetch_ = PrefetchOf(g, sampler, nullptr);
-  auto make = [g, spec, prefetch = prefetch_](std::vector<int64_t> seeds,
-                                              uint64_t seed) -> StatusOr<MiniBatch> {
+namespace {
+
+// The batches of a node loader over global seed ids.
+std::function<loader::Pipeline<MiniBatch>::Produce(int64_t)> NodeBatches(
+    const DistGraph& g, std::shared_ptr<const loader::EpochPlan> plan,
+    std::shared_ptr<const loader::NeighborSpec> spec,
+    std::shared_ptr<internal::Prefetch> prefetch) {
+  auto make = [g, spec, prefetch](std::vector<int64_t> seeds,
+                                  uint64_t seed) -> StatusOr<MiniBatch> {
     ASSIGN_OR_RETURN(loader::MiniBatch mb,
                      loader::SampleBlocks(g.store(), std::move(seeds), *spec, seed));
     MiniBatch out;
-    out.seeds = Owned(std::move(mb.seeds));
-    out.blocks = ToTorch(std::move(mb.blocks));
-    out.input_nodes = out.blocks.front().src_nodes;  // The same tensor, no copy.
+    out.blocks = ToTorch(g.partition_book(), std::move(mb.blocks));
+    out.input_nodes = out.blocks.front().src_nodes;  // The same tensors, no copy.
+    const Block& last = out.blocks.back();
+    for (size_t t = 0; t < last.src_nodes.size(); ++t) {
+      out.seeds.push_back(last.src_nodes[t].slice(0, 0, last.dst_counts[t]));
+    }
     RETURN_IF_ERROR(PullPrefetched(*prefetch, out.blocks));
     return out;
   };
-  Init(plan->num_batches(), options, EpochBatches<MiniBatch>(plan, std::move(make)));
+  return EpochBatches<MiniBatch>(std::move(plan), std::move(make));
+}
+
+}  // namespace
+
+DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids,
+                                       NeighborSampler sampler, LoaderOptions options) {
+  loader::NeighborSpec spec = SpecOf(sampler, g.store());
+  spec.typed = false;
+  auto plan = internal::MakePlan(ToVector(nids, "DistNodeDataLoader nids"), options);
+  prefetch_ = PrefetchOf(g, sampler, nullptr);
+  Init(plan->num_batches(), options,
+       NodeBatches(g, plan, std::make_shared<const loader::NeighborSpec>(std::move(spec)),
+                   prefetch_));
+}
+
+DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g,
+                                       const std::map<std::string, torch::Tensor>& nids,
+                                       NeighborSampler sampler, LoaderOptions options) {
+  const char* what = "DistNodeDataLoader with typed seeds";
+  loader::NeighborSpec spec = SpecOf(sampler, g.store());
+  if (spec.dir != sampling::EdgeDir::kIn && !g.partition_book().is_homogeneous()) {
+    throw Error(fmt::format(
+        "{}: edge_dir must be \"in\" (for out-edges, sample the reverse relations)", what));
+  }
+  if (nids.empty()) throw Error(fmt::format("{}: no seed types given", what));
+  auto plan = internal::MakePlan(
+      ToVector(HomoIds(g, nids, true, "DistNodeDataLoader nids"), "DistNodeDataLoader nids"),
+      options);
+  prefetch_ = PrefetchOf(g, sampler, what);
+  Init(plan->num_batches(), options,
+       NodeBatches(g, plan, std::make_shared<const loader::NeighborSpec>(std::move(spec)),
+                   prefetch_));
 }
 
 void DistNodeDataLoader::add_prefetch(const std::string& name, bool labels) {
@@ -540,35 +621,6 @@ void DistNodeDataLoader::add_prefetch(const std::string& name, bool labels) {
 }
 
 void DistNodeDataLoader::remove_prefetch(const std::string& name) { prefetch_->Remove(name); }
-
-DistHeteroNodeDataLoader::DistHeteroNodeDataLoader(const DistGraph& g,
-                                                   const std::map<std::string, torch::Tensor>& nids,
-                                                   NeighborSampler sampler, LoaderOptions options) {
-  auto spec = std::make_shared<const loader::NeighborSpec>(SpecOf(sampler, g.store()));
-  if (spec->dir != sampling::EdgeDir::kIn) {
-    throw Error(
-        "DistNodeDataLoader with typed seeds: edge_dir must be \"in\" (for out-edges, "
-        "sample the reverse relations)");
-  }
-  if (nids.empty()) throw Error("DistNodeDataLoader: no seed types given");
-  PrefetchOf(g, sampler, "DistNodeDataLoader with typed seeds");
-  auto plan = internal::MakePlan(
-      ToVector(HomoIds(g, nids, true, "DistNodeDataLoader nids"), "DistNodeDataLoader nids"),
-      options);
-  auto make = [g, spec](std::vector<int64_t> seeds, uint64_t seed) -> StatusOr<HeteroMiniBatch> {
-    const PartitionBook& book = g.partition_book();
-    ASSIGN_OR_RETURN(loader::HeteroMiniBatch mb,
-                     loader::SampleHeteroBlocks(g.store(), std::move(seeds), *spec, seed));
-    HeteroMiniBatch out;
-    out.blocks = ToTorch(book, std::move(mb.blocks));
-    out.input_nodes = InputNodes(book, out.blocks);
-    for (int t = 0; t < book.num_ntypes(); ++t) {
-      out.seeds[book.ntypes()[t]] = out.blocks.back().dst_nodes[t];
-    }
-    return out;
-  };
-  Init(plan->num_batches(), options, EpochBatches<HeteroMiniBatch>(plan, std::move(make)));
-}
 
 namespace {
 
@@ -651,13 +703,53 @@ loader::EdgeSpec EdgeSpecOf(const DistGraph& g, const NeighborSampler& sampler,
 
 }  // namespace
 
+namespace {
+
+// A batch's pair graph over the last block's destinations; positive: with
+// the edge ids.
+PairGraph PairGraphOf(const Block& last, std::vector<loader::PairEdges>&& pairs, bool positive) {
+  PairGraph out;
+  out.ntypes = last.ntypes;
+  out.canonical_etypes = last.canonical_etypes;
+  for (size_t t = 0; t < last.src_nodes.size(); ++t) {
+    out.nodes.push_back(last.src_nodes[t].slice(0, 0, last.dst_counts[t]));
+  }
+  for (loader::PairEdges& p : pairs) {
+    out.edges.push_back({Owned(std::move(p.src)), Owned(std::move(p.dst)),
+                         positive ? Owned(std::move(p.eids)) : torch::empty({0}, torch::kInt64)});
+  }
+  return out;
+}
+
+// The batches of an edge loader over global edge ids.
+std::function<loader::Pipeline<EdgeMiniBatch>::Produce(int64_t)> EdgeBatches(
+    const DistGraph& g, std::shared_ptr<const loader::EpochPlan> plan,
+    std::shared_ptr<const loader::EdgeSpec> spec, std::shared_ptr<internal::Prefetch> prefetch) {
+  auto make = [g, spec, prefetch](std::vector<int64_t> eids,
+                                  uint64_t seed) -> StatusOr<EdgeMiniBatch> {
+    ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), eids, *spec, seed));
+    EdgeMiniBatch out;
+    out.eids = Owned(std::move(eb.eids));
+    out.blocks = ToTorch(g.partition_book(), std::move(eb.mini.blocks));
+    out.input_nodes = out.blocks.front().src_nodes;
+    out.positive = PairGraphOf(out.blocks.back(), std::move(eb.positive), true);
+    out.negative = PairGraphOf(out.blocks.back(), std::move(eb.negative), false);
+    RETURN_IF_ERROR(PullPrefetched(*prefetch, out.blocks));
+    return out;
+  };
+  return EpochBatches<EdgeMiniBatch>(std::move(plan), std::move(make));
+}
+
+}  // namespace
+
 DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids,
                                        NeighborSampler sampler, LoaderOptions options,
                                        EdgeLoaderOptions edge_options) {
   const std::string what = "DistEdgeDataLoader";
-  auto spec = std::make_shared<const loader::EdgeSpec>(EdgeSpecOf(g, sampler, edge_options, what));
+  loader::EdgeSpec spec = EdgeSpecOf(g, sampler, edge_options, what);
+  spec.neighbors.typed = false;
   std::vector<int64_t> ids = ToVector(eids, what + " eids");
-  if (spec->exclude == loader::Exclude::kReverseId && !edge_options.typed_reverse_eids.empty()) {
+  if (spec.exclude == loader::Exclude::kReverseId && !edge_options.typed_reverse_eids.empty()) {
     // Per-relation reverse_eids must cover every relation of the batches
     // (a relation left out would silently be its own reverse).
     const PartitionBook& book = g.partition_book();
@@ -677,72 +769,20 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& 
     }
   }
   auto plan = internal::MakePlan(std::move(ids), options);
-  auto prefetch = PrefetchOf(g, sampler, nullptr);
-  auto make = [g, spec, prefetch](std::vector<int64_t> eids,
-                                  uint64_t seed) -> StatusOr<EdgeMiniBatch> {
-    ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), eids, *spec, seed));
-    EdgeMiniBatch out;
-    out.pair_nodes = Owned(std::move(eb.mini.seeds));
-    out.eids = Owned(std::move(eb.eids));
-    out.pos_src = Owned(std::move(eb.positive.src));
-    out.pos_dst = Owned(std::move(eb.positive.dst));
-    out.neg_src = Owned(std::move(eb.negative.src));
-    out.neg_dst = Owned(std::move(eb.negative.dst));
-    out.blocks = ToTorch(std::move(eb.mini.blocks));
-    out.input_nodes = out.blocks.front().src_nodes;
-    RETURN_IF_ERROR(PullPrefetched(*prefetch, out.blocks));
-    return out;
-  };
-  Init(plan->num_batches(), options, EpochBatches<EdgeMiniBatch>(plan, std::move(make)));
+  Init(plan->num_batches(), options,
+       EdgeBatches(g, plan, std::make_shared<const loader::EdgeSpec>(std::move(spec)),
+                   PrefetchOf(g, sampler, nullptr)));
 }
 
-int64_t HeteroPairGraph::num_nodes(const std::string& ntype) const {
-  return nodes[ValueOrThrow(FindNodeType(ntypes, ntype), "HeteroPairGraph")].size(0);
-}
-
-int64_t HeteroPairGraph::num_edges(const std::string& etype) const {
-  return edges_of(etype).src.size(0);
-}
-
-int64_t HeteroPairGraph::num_edges() const {
-  int64_t n = 0;
-  for (const Relation& r : edges) n += r.src.size(0);
-  return n;
-}
-
-const HeteroPairGraph::Relation& HeteroPairGraph::edges_of(const std::string& etype) const {
-  return edges[ValueOrThrow(FindEdgeType(canonical_etypes, etype), "HeteroPairGraph")];
-}
-
-namespace {
-
-// A typed batch's pair graph over `nodes` (the last block's dst nodes);
-// `eids` per relation for the positive graph, null for the negative one.
-HeteroPairGraph PairGraphOf(const PartitionBook& book, loader::HeteroPairGraph&& pairs,
-                            const std::vector<torch::Tensor>& nodes,
-                            std::vector<std::vector<int64_t>>* eids) {
-  HeteroPairGraph out;
-  out.ntypes = book.ntypes();
-  out.canonical_etypes = book.etypes();
-  out.nodes = nodes;
-  for (size_t r = 0; r < pairs.edges.size(); ++r) {
-    out.edges.push_back({Owned(std::move(pairs.edges[r].src)), Owned(std::move(pairs.edges[r].dst)),
-                         eids ? Owned(std::move((*eids)[r])) : torch::empty({0}, torch::kInt64)});
-  }
-  return out;
-}
-
-}  // namespace
-
-DistHeteroEdgeDataLoader::DistHeteroEdgeDataLoader(const DistGraph& g,
-                                                   const std::map<std::string, torch::Tensor>& eids,
-                                                   NeighborSampler sampler, LoaderOptions options,
-                                                   EdgeLoaderOptions edge_options) {
+DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g,
+                                       const std::map<std::string, torch::Tensor>& eids,
+                                       NeighborSampler sampler, LoaderOptions options,
+                                       EdgeLoaderOptions edge_options) {
   const std::string what = "DistEdgeDataLoader";
-  PrefetchOf(g, sampler, "DistEdgeDataLoader with typed edges");
   const PartitionBook& book = g.partition_book();
-  auto spec = std::make_shared<const loader::EdgeSpec>(EdgeSpecOf(g, sampler, edge_options, what));
-  if (spec->neighbors.dir != sampling::EdgeDir::kIn) {
+  auto prefetch = PrefetchOf(g, sampler, "DistEdgeDataLoader with typed edges");
+  loader::EdgeSpec spec = EdgeSpecOf(g, sampler, edge_options, what);
+  if (spec.neighbors.dir != sampling::EdgeDir::kIn && !book.is_homogeneous()) {
     throw Error(what +
                 " with typed eids: edge_dir must be \"in\" (for out-edges, sample the "
                 "reverse relations)");
@@ -756,13 +796,13 @@ DistHeteroEdgeDataLoader::DistHeteroEdgeDataLoader(const DistGraph& g,
   for (const auto& [etype, ids] : eids) {
     const int r = RelationId(book, etype, what + " eids");
     const std::string name = book.etypes()[r].Canonical();
-    if (spec->exclude == loader::Exclude::kReverseTypes && spec->reverse_etypes[r] < 0) {
+    if (spec.exclude == loader::Exclude::kReverseTypes && spec.reverse_etypes[r] < 0) {
       throw Error(
           fmt::format("{}: exclude reverse_types: relation {} has no reverse in "
                       "reverse_etypes",
                       what, name));
     }
-    if (spec->exclude == loader::Exclude::kReverseId && !edge_options.typed_reverse_eids.empty() &&
+    if (spec.exclude == loader::Exclude::kReverseId && !edge_options.typed_reverse_eids.empty() &&
         !reversed.count(r)) {
       throw Error(
           fmt::format("{}: exclude reverse_id: relation {} has no reverse_eids", what, name));
@@ -770,19 +810,9 @@ DistHeteroEdgeDataLoader::DistHeteroEdgeDataLoader(const DistGraph& g,
   }
   auto plan = internal::MakePlan(ToVector(HomoIds(g, eids, false, what + " eids"), what + " eids"),
                                  options);
-  auto make = [g, spec](std::vector<int64_t> eids, uint64_t seed) -> StatusOr<HeteroEdgeMiniBatch> {
-    const PartitionBook& book = g.partition_book();
-    ASSIGN_OR_RETURN(loader::HeteroEdgeBatch eb,
-                     loader::SampleHeteroEdgeBatch(g.store(), eids, *spec, seed));
-    HeteroEdgeMiniBatch out;
-    out.blocks = ToTorch(book, std::move(eb.mini.blocks));
-    out.input_nodes = InputNodes(book, out.blocks);
-    const std::vector<torch::Tensor>& nodes = out.blocks.back().dst_nodes;
-    out.positive = PairGraphOf(book, std::move(eb.positive), nodes, &eb.relation_eids);
-    out.negative = PairGraphOf(book, std::move(eb.negative), nodes, nullptr);
-    return out;
-  };
-  Init(plan->num_batches(), options, EpochBatches<HeteroEdgeMiniBatch>(plan, std::move(make)));
+  Init(plan->num_batches(), options,
+       EdgeBatches(g, plan, std::make_shared<const loader::EdgeSpec>(std::move(spec)),
+                   std::move(prefetch)));
 }
 
 }  // namespace tessera::dist

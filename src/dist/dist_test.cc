@@ -160,14 +160,15 @@ void CheckSampling(const std::string& config) {
   ASSERT_EQ(threaded.size(), 5u);
   std::vector<torch::Tensor> seen;
   for (size_t b = 0; b < serial.size(); ++b) {
-    EXPECT_TRUE(torch::equal(serial[b].seeds, threaded[b].seeds));
-    EXPECT_TRUE(torch::equal(serial[b].blocks[0].eids, threaded[b].blocks[0].eids));
-    EXPECT_TRUE(torch::equal(serial[b].blocks[1].dst_nodes(), serial[b].seeds));
-    EXPECT_TRUE(torch::equal(serial[b].blocks[0].dst_nodes(), serial[b].blocks[1].src_nodes));
-    EXPECT_TRUE(torch::equal(serial[b].input_nodes, serial[b].blocks[0].src_nodes));
+    EXPECT_TRUE(torch::equal(serial[b].seeds[0], threaded[b].seeds[0]));
+    EXPECT_TRUE(
+        torch::equal(serial[b].blocks[0].edges[0].eids, threaded[b].blocks[0].edges[0].eids));
+    EXPECT_TRUE(torch::equal(serial[b].blocks[1].dst_nodes(), serial[b].seeds[0]));
+    EXPECT_TRUE(torch::equal(serial[b].blocks[0].dst_nodes(), serial[b].blocks[1].src_nodes[0]));
+    EXPECT_TRUE(torch::equal(serial[b].input_nodes[0], serial[b].blocks[0].src_nodes[0]));
     const Block& blk = serial[b].blocks[1];
-    EXPECT_EQ(blk.edge_dst().size(0), blk.num_edges());
-    seen.push_back(serial[b].seeds);
+    EXPECT_EQ(blk.edges_of().edge_dst().size(0), blk.num_edges());
+    seen.push_back(serial[b].seeds[0]);
   }
   EXPECT_TRUE(torch::equal(std::get<0>(torch::sort(torch::cat(seen))), train));
   EXPECT_THROW(DistNodeDataLoader(g, train, {.fanouts = {}}), Error);
@@ -184,8 +185,8 @@ void CheckSampling(const std::string& config) {
     for (const MiniBatch& b : loader) {
       ++n;
       EXPECT_TRUE(
-          torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes]));
-      EXPECT_TRUE(torch::equal(b.blocks.back().dstdata.at("label"), g.ndata("label")[b.seeds]));
+          torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes[0]]));
+      EXPECT_TRUE(torch::equal(b.blocks.back().dstdata.at("label"), g.ndata("label")[b.seeds[0]]));
       EXPECT_TRUE(b.blocks.back().srcdata.empty());
       EXPECT_TRUE(b.blocks.front().dstdata.empty());
     }
@@ -202,8 +203,8 @@ void CheckSampling(const std::string& config) {
     EXPECT_THROW(loader.add_prefetch("nope", true), Error);
     for (const MiniBatch& b : loader) {
       EXPECT_TRUE(
-          torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes]));
-      EXPECT_TRUE(torch::equal(b.blocks.back().dstdata.at("label"), g.ndata("label")[b.seeds]));
+          torch::equal(b.blocks.front().srcdata.at("feat"), g.ndata("feat")[b.input_nodes[0]]));
+      EXPECT_TRUE(torch::equal(b.blocks.back().dstdata.at("label"), g.ndata("label")[b.seeds[0]]));
       EXPECT_EQ(b.blocks.front().srcdata.size(), 1u);
     }
   }
@@ -219,10 +220,13 @@ void CheckSampling(const std::string& config) {
   for (const EdgeMiniBatch& b : edges) {
     ++batches;
     auto [s, d] = g.find_edges(b.eids);
-    EXPECT_TRUE(torch::equal(b.pair_nodes.index_select(0, b.pos_src), s));
-    EXPECT_TRUE(torch::equal(b.pair_nodes.index_select(0, b.pos_dst), d));
-    EXPECT_EQ(b.neg_dst.size(0), 2 * b.eids.size(0));
-    EXPECT_FALSE((b.blocks[0].eids.unsqueeze(1) == b.eids.unsqueeze(0)).any().item<bool>());
+    const PairGraph::Relation& pos = b.positive.edges_of();
+    EXPECT_TRUE(torch::equal(b.positive.nodes[0].index_select(0, pos.src), s));
+    EXPECT_TRUE(torch::equal(b.positive.nodes[0].index_select(0, pos.dst), d));
+    EXPECT_TRUE(torch::equal(pos.eids, b.eids));
+    EXPECT_EQ(b.negative.edges_of().dst.size(0), 2 * b.eids.size(0));
+    EXPECT_FALSE(
+        (b.blocks[0].edges[0].eids.unsqueeze(1) == b.eids.unsqueeze(0)).any().item<bool>());
   }
   EXPECT_EQ(batches, 4);
   EXPECT_THROW(DistEdgeDataLoader(g, torch::arange(5), {.fanouts = {3}}, {}, {.exclude = "x"}),
@@ -368,8 +372,8 @@ void CheckInference(const std::string& config) {
     torch::NoGradGuard no_grad;
     DistNodeDataLoader full(g, nodes, {.fanouts = {-1, -1}}, {.batch_size = 4});
     for (const MiniBatch& batch : full) {
-      torch::Tensor expected = model->forward(batch.blocks, g.ndata("feat")[batch.input_nodes]);
-      EXPECT_TRUE(torch::allclose(y[batch.seeds], expected, 1e-4, 1e-5)) << "hidden " << hidden;
+      torch::Tensor expected = model->forward(batch.blocks, g.ndata("feat")[batch.input_nodes[0]]);
+      EXPECT_TRUE(torch::allclose(y[batch.seeds[0]], expected, 1e-4, 1e-5)) << "hidden " << hidden;
     }
   }
 }

@@ -46,13 +46,15 @@ class LoaderTest : public ::testing::Test {
     EXPECT_EQ(std::vector<int64_t>(last.dst_nodes().begin(), last.dst_nodes().end()), batch.seeds);
     for (size_t l = 0; l + 1 < batch.blocks.size(); ++l) {
       auto dst = batch.blocks[l].dst_nodes();
-      EXPECT_EQ(std::vector<int64_t>(dst.begin(), dst.end()), batch.blocks[l + 1].src_nodes)
+      EXPECT_EQ(std::vector<int64_t>(dst.begin(), dst.end()),
+                std::vector<int64_t>(batch.blocks[l + 1].src_nodes[0].begin(),
+                                     batch.blocks[l + 1].src_nodes[0].end()))
           << "layer " << l;
     }
     for (size_t l = 0; l < batch.blocks.size(); ++l) {
       const sampling::Block& b = batch.blocks[l];
-      std::vector<int64_t> src(b.eids.size()), dst(b.eids.size());
-      ASSERT_TRUE(store.FindEdges(b.eids, src.data(), dst.data()).ok());
+      std::vector<int64_t> src(b.edges[0].eids.size()), dst(b.edges[0].eids.size());
+      ASSERT_TRUE(store.FindEdges(b.edges[0].eids, src.data(), dst.data()).ok());
       // Every edge in the graph (as `excluded`-free) ends at its dst node.
       std::vector<int64_t> nodes(b.dst_nodes().begin(), b.dst_nodes().end());
       std::vector<int64_t> degree(nodes.size());
@@ -61,11 +63,12 @@ class LoaderTest : public ::testing::Test {
       for (int64_t d = 0; d < b.num_dst(); ++d) {
         std::set<int64_t> seen;
         int64_t excluded_here = 0;
-        for (int64_t k = b.indptr[d]; k < b.indptr[d + 1]; ++k) {
-          EXPECT_EQ(src[k], b.src_nodes[b.indices[k]]);
+        for (int64_t k = b.edges[0].indptr[d]; k < b.edges[0].indptr[d + 1]; ++k) {
+          EXPECT_EQ(src[k], b.src_nodes[0][b.edges[0].indices[k]]);
           EXPECT_EQ(dst[k], nodes[d]);
-          EXPECT_TRUE(seen.insert(b.eids[k]).second) << "edge sampled twice";
-          EXPECT_EQ(excluded.count(b.eids[k]), 0u) << "excluded edge " << b.eids[k];
+          EXPECT_TRUE(seen.insert(b.edges[0].eids[k]).second) << "edge sampled twice";
+          EXPECT_EQ(excluded.count(b.edges[0].eids[k]), 0u)
+              << "excluded edge " << b.edges[0].eids[k];
         }
         if (!excluded.empty()) {
           // In-edges of this node that are excluded: scan them all.
@@ -74,7 +77,8 @@ class LoaderTest : public ::testing::Test {
         }
         int64_t fanout = spec.fanouts[l];
         int64_t allowed = degree[d] - excluded_here;
-        EXPECT_EQ(b.indptr[d + 1] - b.indptr[d], fanout < 0 ? allowed : std::min(fanout, allowed));
+        EXPECT_EQ(b.edges[0].indptr[d + 1] - b.edges[0].indptr[d],
+                  fanout < 0 ? allowed : std::min(fanout, allowed));
       }
     }
   }
@@ -95,7 +99,7 @@ TEST_F(LoaderTest, BlocksChainLayersWithRealEdgesStandaloneAndDistributed) {
   ASSERT_TRUE(a.ok()) << a.status();
   CheckBlocks(*standalone, *a, spec);
   auto again = SampleBlocks(*standalone, seeds, spec, 42);
-  EXPECT_EQ(again->blocks[0].eids, a->blocks[0].eids);  // Deterministic.
+  EXPECT_EQ(again->blocks[0].edges[0].eids, a->blocks[0].edges[0].eids);  // Deterministic.
 
   kvstore::testing::TestCluster cluster(*two_, 2, 1);
   for (int machine : {0, -1}) {
@@ -114,12 +118,12 @@ TEST_F(LoaderTest, BlocksChainLayersWithRealEdgesStandaloneAndDistributed) {
   auto o = SampleBlocks(*standalone, seeds, out, 3);
   ASSERT_TRUE(o.ok()) << o.status();
   const sampling::Block& b = o->blocks[0];
-  std::vector<int64_t> src(b.eids.size()), dst(b.eids.size());
-  ASSERT_TRUE(standalone->FindEdges(b.eids, src.data(), dst.data()).ok());
+  std::vector<int64_t> src(b.edges[0].eids.size()), dst(b.edges[0].eids.size());
+  ASSERT_TRUE(standalone->FindEdges(b.edges[0].eids, src.data(), dst.data()).ok());
   for (int64_t d = 0; d < b.num_dst(); ++d) {
-    for (int64_t k = b.indptr[d]; k < b.indptr[d + 1]; ++k) {
-      EXPECT_EQ(src[k], seeds[d]);                   // The edge leaves the seed...
-      EXPECT_EQ(dst[k], b.src_nodes[b.indices[k]]);  // ...towards the message's source.
+    for (int64_t k = b.edges[0].indptr[d]; k < b.edges[0].indptr[d + 1]; ++k) {
+      EXPECT_EQ(src[k], seeds[d]);                               // The edge leaves the seed...
+      EXPECT_EQ(dst[k], b.src_nodes[0][b.edges[0].indices[k]]);  // ...towards the message's source.
     }
   }
   EXPECT_FALSE(SampleBlocks(*standalone, seeds, {.fanouts = {}}, 0).ok());
@@ -148,14 +152,14 @@ TEST_F(LoaderTest, EdgeBatchPairsNegativesAndExclusion) {
     ASSERT_TRUE(batch.ok()) << batch.status();
     const auto& nodes = batch->mini.seeds;
     EXPECT_TRUE(std::is_sorted(nodes.begin(), nodes.end()));
-    ASSERT_EQ(batch->positive.src.size(), eids.size());
+    ASSERT_EQ(batch->positive[0].src.size(), eids.size());
     for (size_t i = 0; i < eids.size(); ++i) {
-      EXPECT_EQ(nodes[batch->positive.src[i]], src[eids[i]]);
-      EXPECT_EQ(nodes[batch->positive.dst[i]], dst[eids[i]]);
+      EXPECT_EQ(nodes[batch->positive[0].src[i]], src[eids[i]]);
+      EXPECT_EQ(nodes[batch->positive[0].dst[i]], dst[eids[i]]);
     }
-    ASSERT_EQ(batch->negative.src.size(), eids.size() * 4);
-    for (size_t j = 0; j < batch->negative.src.size(); ++j) {
-      EXPECT_EQ(batch->negative.src[j], batch->positive.src[j / 4]);
+    ASSERT_EQ(batch->negative[0].src.size(), eids.size() * 4);
+    for (size_t j = 0; j < batch->negative[0].src.size(); ++j) {
+      EXPECT_EQ(batch->negative[0].src[j], batch->positive[0].src[j / 4]);
     }
     std::set<int64_t> excluded;
     if (exclude != Exclude::kNone) excluded.insert(eids.begin(), eids.end());

@@ -83,44 +83,31 @@ kvstore::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBoo
   return request;
 }
 
+namespace {
+
+// Whether a spec's blocks are typed: on a graph of one type and one
+// relation, typed and untyped blocks are the same, and the untyped path is
+// taken.
+bool Typed(const NeighborSpec& spec, const PartitionBook& book) {
+  return spec.typed && !book.is_homogeneous();
+}
+
+}  // namespace
+
 StatusOr<MiniBatch> SampleBlocks(kvstore::GraphService& store, std::vector<int64_t> seeds,
                                  const NeighborSpec& spec, uint64_t seed,
                                  std::span<const int64_t> exclude) {
-  RETURN_IF_ERROR(ValidateNeighborSpec(spec, store.book()));
-  MiniBatch batch;
-  batch.seeds = seeds;
-  size_t layers = NumLayers(spec);
-  batch.blocks.resize(layers);
-  std::vector<int64_t> frontier = std::move(seeds);
-  for (size_t l = layers; l-- > 0;) {
-    ASSIGN_OR_RETURN(
-        sampling::SampledEdges edges,
-        store.SampleNeighbors(frontier, LayerRequest(spec, store.book(), l, seed, exclude)));
-    // Messages flow towards the seeds: in-edges as they are, out-edges reversed.
-    bool in = spec.dir == sampling::EdgeDir::kIn;
-    ASSIGN_OR_RETURN(batch.blocks[l], sampling::ToBlock(frontier, in ? edges.src : edges.dst,
-                                                        in ? edges.dst : edges.src, edges.eid));
-    frontier = batch.blocks[l].src_nodes;
-  }
-  return batch;
-}
-
-int64_t HeteroMiniBatch::num_sampled_edges() const {
-  int64_t n = 0;
-  for (const sampling::HeteroBlock& b : blocks) n += b.num_edges();
-  return n;
-}
-
-StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kvstore::GraphService& store,
-                                             std::vector<int64_t> seeds, const NeighborSpec& spec,
-                                             uint64_t seed, std::span<const int64_t> exclude) {
   const PartitionBook& book = store.book();
   RETURN_IF_ERROR(ValidateNeighborSpec(spec, book));
-  if (spec.dir != sampling::EdgeDir::kIn) {
+  const bool typed = Typed(spec, book);
+  // Messages flow towards the seeds: in-edges as they are, out-edges
+  // reversed (which would turn typed edges into ones of no relation).
+  const bool in = spec.dir == sampling::EdgeDir::kIn;
+  if (typed && !in) {
     return absl::InvalidArgumentError(
-        "heterogeneous blocks sample in-edges; for out-edges sample the reverse relations");
+        "typed blocks sample in-edges; for out-edges sample the reverse relations");
   }
-  HeteroMiniBatch batch;
+  MiniBatch batch;
   batch.seeds = seeds;
   size_t layers = NumLayers(spec);
   batch.blocks.resize(layers);
@@ -128,8 +115,9 @@ StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kvstore::GraphService& store,
   for (size_t l = layers; l-- > 0;) {
     ASSIGN_OR_RETURN(sampling::SampledEdges edges,
                      store.SampleNeighbors(frontier, LayerRequest(spec, book, l, seed, exclude)));
-    ASSIGN_OR_RETURN(batch.blocks[l],
-                     sampling::ToHeteroBlock(book, frontier, edges.src, edges.dst, edges.eid));
+    std::span<const int64_t> src = in ? edges.src : edges.dst, dst = in ? edges.dst : edges.src;
+    ASSIGN_OR_RETURN(batch.blocks[l], typed ? sampling::ToBlock(book, frontier, src, dst, edges.eid)
+                                            : sampling::ToBlock(frontier, src, dst, edges.eid));
     frontier = batch.blocks[l].NextSeeds();
   }
   return batch;
@@ -328,64 +316,47 @@ StatusOr<std::vector<int64_t>> ExcludedEdges(const PartitionBook& book,
 
 StatusOr<EdgeBatch> SampleEdgeBatch(kvstore::GraphService& store, std::span<const int64_t> eids,
                                     const EdgeSpec& spec, uint64_t seed) {
-  EdgeBatch batch;
-  batch.eids.assign(eids.begin(), eids.end());
-  ASSIGN_OR_RETURN(Pairs p, FindPairs(store, eids, spec.negatives, seed));
-  // The nodes of both pair graphs, sorted; pairs as indices into them.
-  std::vector<int64_t> nodes = PairNodes(p);
-  auto compact = [&](const std::vector<int64_t>& ids) {
-    std::vector<int64_t> out(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      out[i] = std::lower_bound(nodes.begin(), nodes.end(), ids[i]) - nodes.begin();
-    }
-    return out;
-  };
-  batch.positive = {compact(p.src), compact(p.dst)};
-  batch.negative = {compact(p.neg_src), compact(p.neg_dst)};
-  ASSIGN_OR_RETURN(std::vector<int64_t> exclude, ExcludedEdges(store.book(), eids, spec));
-  ASSIGN_OR_RETURN(batch.mini,
-                   SampleBlocks(store, std::move(nodes), spec.neighbors, seed, exclude));
-  return batch;
-}
-
-StatusOr<HeteroEdgeBatch> SampleHeteroEdgeBatch(kvstore::GraphService& store,
-                                                std::span<const int64_t> eids, const EdgeSpec& spec,
-                                                uint64_t seed) {
   const PartitionBook& book = store.book();
+  const bool typed = Typed(spec.neighbors, book);
   ASSIGN_OR_RETURN(Pairs p, FindPairs(store, eids, spec.negatives, seed));
-  RETURN_IF_ERROR(CheckEndpointTypes(book, eids, p));
+  if (typed) RETURN_IF_ERROR(CheckEndpointTypes(book, eids, p));
   std::vector<int64_t> nodes = PairNodes(p);
-  // Per type, the per-type ids of the pair nodes: ascending, as homogeneous
-  // ids are within a type, and so the seed order SampleHeteroBlocks keeps.
-  std::vector<std::vector<int64_t>> typed(book.num_ntypes());
+  // A node's type and id within it; per type, the ids of the pair nodes:
+  // ascending, as global ids are within a type, and so the seed order
+  // SampleBlocks keeps. Pairs index into them.
+  auto typed_id = [&](int64_t v) {
+    return typed ? book.MapToPerNtype(v) : std::pair<int, int64_t>{0, v};
+  };
+  std::vector<std::vector<int64_t>> by_type(typed ? book.num_ntypes() : 1);
   for (int64_t v : nodes) {
-    auto [t, id] = book.MapToPerNtype(v);
-    typed[t].push_back(id);
+    auto [t, id] = typed_id(v);
+    by_type[t].push_back(id);
   }
   auto local = [&](int64_t v) {
-    auto [t, id] = book.MapToPerNtype(v);
-    return std::lower_bound(typed[t].begin(), typed[t].end(), id) - typed[t].begin();
+    auto [t, id] = typed_id(v);
+    return std::lower_bound(by_type[t].begin(), by_type[t].end(), id) - by_type[t].begin();
   };
-  const size_t R = static_cast<size_t>(book.num_etypes());
+  const size_t R = typed ? static_cast<size_t>(book.num_etypes()) : 1;
   const size_t k = static_cast<size_t>(spec.negatives);
-  HeteroEdgeBatch batch;
+  EdgeBatch batch;
   batch.eids.assign(eids.begin(), eids.end());
-  batch.relation_eids.resize(R);
-  batch.positive.edges.resize(R);
-  batch.negative.edges.resize(R);
+  batch.positive.resize(R);
+  batch.negative.resize(R);
   for (size_t i = 0; i < eids.size(); ++i) {
-    auto [r, id] = book.MapToPerEtype(eids[i]);
-    batch.relation_eids[r].push_back(id);
-    batch.positive.edges[r].src.push_back(local(p.src[i]));
-    batch.positive.edges[r].dst.push_back(local(p.dst[i]));
+    auto [r, id] = typed ? book.MapToPerEtype(eids[i]) : std::pair<int, int64_t>{0, eids[i]};
+    PairEdges& pos = batch.positive[r];
+    PairEdges& neg = batch.negative[r];
+    pos.eids.push_back(id);
+    pos.src.push_back(local(p.src[i]));
+    pos.dst.push_back(local(p.dst[i]));
     for (size_t j = i * k; j < (i + 1) * k; ++j) {
-      batch.negative.edges[r].src.push_back(local(p.neg_src[j]));
-      batch.negative.edges[r].dst.push_back(local(p.neg_dst[j]));
+      neg.src.push_back(local(p.neg_src[j]));
+      neg.dst.push_back(local(p.neg_dst[j]));
     }
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> exclude, ExcludedEdges(book, eids, spec));
   ASSIGN_OR_RETURN(batch.mini,
-                   SampleHeteroBlocks(store, std::move(nodes), spec.neighbors, seed, exclude));
+                   SampleBlocks(store, std::move(nodes), spec.neighbors, seed, exclude));
   return batch;
 }
 

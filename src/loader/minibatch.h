@@ -8,25 +8,23 @@
 //     frontier (last layer first, as DGL does) and turns the edges into a
 //     Block; the block's source nodes are the next frontier. blocks[0] is
 //     the input layer; its source nodes are the nodes whose features the
-//     model reads.
-//   SampleHeteroBlocks: the same on a typed graph, each layer a HeteroBlock
-//     (DGL's to_block of a heterograph: per-type nodes, per-relation edges).
+//     model reads. Blocks are typed by the book (DGL's to_block of a
+//     heterograph: per-type nodes, per-relation edges) unless the spec asks
+//     for untyped ones (one type of global ids, whatever the graph).
 //   SampleEdgeBatch: link prediction. The batch's edges are the positive
-//     pairs; k uniform negatives per edge (src kept, dst drawn from all
-//     nodes of the edge's destination type); the nodes of both pair graphs,
-//     compacted together, are the seeds of the blocks. The batch's own edges
-//     (or they and their reverse edges) can be excluded from sampling; the
-//     fanout is still filled.
-//   SampleHeteroEdgeBatch: the same on a typed graph (DGL's EdgeCollator on
-//     a heterograph): pair graphs by relation over the batch's nodes by
-//     type, HeteroBlocks.
+//     pairs; k uniform negatives per edge (src kept, dst drawn from the
+//     nodes of the edge relation's destination type); the nodes of both
+//     pair graphs, compacted together, are the seeds of the blocks. The
+//     batch's own edges (or they and their reverse edges) can be excluded
+//     from sampling; the fanout is still filled.
 //
-// Fanouts on a typed graph (more than one relation) are per relation, as in
-// DGL: an int fanout f samples up to f in-edges of each relation of a seed
-// (DGL's sample_etype_neighbors); etype_fanouts give each relation its own.
+// Fanouts on a graph of several relations are per relation, as in DGL: an
+// int fanout f samples up to f in-edges of each relation of a seed (DGL's
+// sample_etype_neighbors); etype_fanouts give each relation its own.
 //
-// With out-edge sampling a block's messages flow from each seed's
-// out-neighbours to the seed (the edge's reverse direction).
+// With out-edge sampling (untyped blocks, or a graph of one relation) a
+// block's messages flow from each seed's out-neighbours to the seed (the
+// edge's reverse direction).
 //
 // Randomness: everything derives from `seed` (layer by layer), so a batch is
 // the same whichever thread or process samples it.
@@ -40,7 +38,6 @@
 
 #include "src/kvstore/graph_service.h"
 #include "src/sampling/block.h"
-#include "src/sampling/hetero_block.h"
 #include "tessera/base/status.h"
 
 namespace tessera::loader {
@@ -54,15 +51,16 @@ struct NeighborSpec {
   sampling::EdgeDir dir = sampling::EdgeDir::kIn;
   bool replace = false;
   std::string prob;  // float32 edge array of weights; empty: uniform.
+  // Blocks typed by the book; false: untyped (one type of global ids; the
+  // edges' relations are then found from their ids).
+  bool typed = true;
 };
 
 struct MiniBatch {
-  std::vector<int64_t> seeds;           // Output nodes (the last block's dst nodes).
+  // Output nodes, global ids, as given: the last block's destinations
+  // (type by type on typed blocks, in this order within a type).
+  std::vector<int64_t> seeds;
   std::vector<sampling::Block> blocks;  // Input layer first.
-  std::span<const int64_t> input_nodes() const {
-    return blocks.empty() ? std::span<const int64_t>(seeds)
-                          : std::span<const int64_t>(blocks.front().src_nodes);
-  }
   int64_t num_sampled_edges() const;
 };
 
@@ -76,26 +74,12 @@ size_t NumLayers(const NeighborSpec& spec);
 kvstore::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBook& book,
                                     size_t layer, uint64_t seed, std::span<const int64_t> exclude);
 
-// `seeds`: distinct node ids. `exclude`: sorted distinct edge ids never to
-// sample.
+// `seeds`: distinct global node ids (of any types). `exclude`: sorted
+// distinct edge ids never to sample. Out-edge sampling of typed blocks on a
+// graph of several relations is refused (sample the reverse relations).
 StatusOr<MiniBatch> SampleBlocks(kvstore::GraphService& store, std::vector<int64_t> seeds,
                                  const NeighborSpec& spec, uint64_t seed,
                                  std::span<const int64_t> exclude = {});
-
-// Heterogeneous mini-batch: seeds and blocks typed (HeteroBlock).
-struct HeteroMiniBatch {
-  std::vector<int64_t> seeds;                 // Output nodes, homogeneous global ids.
-  std::vector<sampling::HeteroBlock> blocks;  // Input layer first.
-  int64_t num_sampled_edges() const;
-};
-
-// `seeds`: distinct homogeneous node ids (of any types). blocks.back()'s
-// dst_nodes are the seeds by type, in seed order; each block's dst_nodes
-// are the next block's src_nodes. Out-edge sampling is refused (sample the
-// reverse relations).
-StatusOr<HeteroMiniBatch> SampleHeteroBlocks(kvstore::GraphService& store,
-                                             std::vector<int64_t> seeds, const NeighborSpec& spec,
-                                             uint64_t seed, std::span<const int64_t> exclude = {});
 
 // What a batch's edges keep out of its blocks (DGL's exclude): nothing, the
 // batch's edges, they and their reverse edges by id (reverse_id) or by
@@ -117,16 +101,26 @@ struct EdgeSpec {
   std::vector<int> reverse_etypes;
 };
 
-// Pairs as indices into EdgeBatch::blocks' seeds (batch.mini.seeds).
-struct PairGraph {
+// The pairs of one relation of a pair graph: indices into the batch's
+// nodes of the relation's source type (src) and destination type (dst),
+// i.e. into mini.blocks.back().dst_nodes(type).
+struct PairEdges {
   std::vector<int64_t> src, dst;
+  // Positive graph: the id of each pair's edge (per relation when typed);
+  // negative graph: empty.
+  std::vector<int64_t> eids;
 };
 
 struct EdgeBatch {
-  std::vector<int64_t> eids;  // The positive edges, in batch order.
-  PairGraph positive;         // positive.src[i] -> positive.dst[i] is edge eids[i].
-  PairGraph negative;         // negatives * eids.size() pairs, k per edge in order.
-  MiniBatch mini;             // mini.seeds: every node of both pair graphs, sorted.
+  std::vector<int64_t> eids;  // The positive edges (global ids), in batch order.
+  // Per relation (one when untyped): its positive edges in batch order, and
+  // `negatives` pairs per positive edge, k in a row, in the same order: the
+  // source kept, the destination uniform over the relation's destination
+  // type.
+  std::vector<PairEdges> positive, negative;
+  // The blocks' destinations are every node of both pair graphs, by type,
+  // ascending; mini.seeds the same nodes in global ids.
+  MiniBatch mini;
 };
 
 // Checks an edge spec against the graph (fanouts, negatives, reverse_eids'
@@ -134,38 +128,10 @@ struct EdgeBatch {
 // endpoint types and edge count); errors name the relations.
 Status ValidateEdgeSpec(const EdgeSpec& spec, const PartitionBook& book);
 
-// `eids`: homogeneous edge ids; `spec` passed ValidateEdgeSpec.
+// `eids`: global edge ids (of any relations); `spec` passed
+// ValidateEdgeSpec.
 StatusOr<EdgeBatch> SampleEdgeBatch(kvstore::GraphService& store, std::span<const int64_t> eids,
                                     const EdgeSpec& spec, uint64_t seed);
-
-// Pair graphs of a typed batch: per relation id, pairs as indices into the
-// batch's nodes of the relation's source type (src) and destination type
-// (dst), i.e. into mini.blocks.back().dst_nodes[type].
-struct HeteroPairGraph {
-  std::vector<PairGraph> edges;  // One entry per relation of the book.
-};
-
-struct HeteroEdgeBatch {
-  std::vector<int64_t> eids;  // The positive edges (homogeneous ids), in batch order.
-  // Per relation id: the per-relation ids of its positive edges, in batch
-  // order; positive.edges[r] pairs them one for one.
-  std::vector<std::vector<int64_t>> relation_eids;
-  HeteroPairGraph positive;
-  // negatives pairs per positive edge of each relation, k in a row, in the
-  // order of relation_eids[r]: the source kept, the destination uniform over
-  // the relation's destination type.
-  HeteroPairGraph negative;
-  // mini.blocks.back().dst_nodes[t]: every node of type t of both pair
-  // graphs, per-type ids ascending; mini.seeds: the same nodes in
-  // homogeneous ids, ascending.
-  HeteroMiniBatch mini;
-};
-
-// `eids`: homogeneous edge ids of any relations; `spec` passed
-// ValidateEdgeSpec and samples in-edges.
-StatusOr<HeteroEdgeBatch> SampleHeteroEdgeBatch(kvstore::GraphService& store,
-                                                std::span<const int64_t> eids, const EdgeSpec& spec,
-                                                uint64_t seed);
 
 // The seed of stream `index` derived from `seed` (batches of an epoch,
 // layers of a batch).

@@ -21,7 +21,8 @@ torch::Tensor mean_aggregate(const dist::Block& block, const torch::Tensor& h_sr
     throw dist::Error(fmt::format("mean_aggregate: {} source rows for a block of {} sources",
                                   h_src.size(0), block.num_src_nodes()));
   }
-  return aggregate(block.indptr, block.indices, h_src, Reduce::kMean);
+  const dist::Block::Relation& e = block.edges_of();
+  return aggregate(e.indptr, e.indices, h_src, Reduce::kMean);
 }
 
 namespace {
@@ -134,12 +135,12 @@ dist::DistTensor SAGEImpl::inference(const dist::DistGraph& g, const dist::DistT
     dist::DistNodeDataLoader loader(g, nodes, dist::NeighborSampler{.fanouts = {-1}},
                                     {.batch_size = batch_size});
     for (const dist::MiniBatch& batch : loader) {
-      torch::Tensor h = input[batch.input_nodes];
+      torch::Tensor h = input[batch.input_nodes[0]];
       if (h.scalar_type() != torch::kFloat32) h = h.to(torch::kFloat32);
       const dist::Block& block = batch.blocks[0];
       torch::Tensor y =
           input_projected ? activate(l, layer->combine(block, h)) : forward_layer(l, block, h);
-      output->set(batch.seeds, store_projection ? next->project(y) : y);
+      output->set(batch.seeds[0], store_projection ? next->project(y) : y);
     }
     input_projected = store_projection;
     g.barrier();
@@ -154,7 +155,7 @@ dist::DistTensor SAGEImpl::inference(const dist::DistGraph& g, const dist::DistT
 // ---------------------------------------------------------------- R-GCN
 
 torch::Tensor block_etypes(const dist::DistGraph& g, const dist::Block& block) {
-  return g.map_to_per_etype(block.eids).first;
+  return g.map_to_per_etype(block.edges_of().eids).first;
 }
 
 RelGraphConvImpl::RelGraphConvImpl(int64_t in_feats, int64_t out_feats, int64_t num_rels,
@@ -211,7 +212,8 @@ torch::Tensor RelGraphConvImpl::forward(const dist::Block& block, const torch::T
   const int64_t num_dst = block.num_dst_nodes();
   // norm = 1 / (in-edges of the destination with the same relation): the
   // mean of each (relation, destination) pair's messages.
-  RelationGroups groups = GroupByRelation(block.indices, block.edge_dst(), rel.contiguous(),
+  const dist::Block::Relation& edges = block.edges_of();
+  RelationGroups groups = GroupByRelation(edges.indices, edges.edge_dst(), rel.contiguous(),
                                           block.num_src_nodes(), num_dst, num_rels_);
   torch::Tensor sizes = groups.pair_indptr.slice(0, 1) - groups.pair_indptr.slice(0, 0, -1);
   torch::Tensor norm = torch::empty({block.num_edges()}, h_src.options());
@@ -224,7 +226,7 @@ torch::Tensor RelGraphConvImpl::forward(const dist::Block& block, const torch::T
   return out;
 }
 
-std::vector<torch::Tensor> RelGraphConvImpl::forward(const dist::HeteroBlock& block,
+std::vector<torch::Tensor> RelGraphConvImpl::forward(const dist::Block& block,
                                                      const std::vector<torch::Tensor>& h_src) {
   const size_t T = block.ntypes.size();
   if (h_src.size() != T) {
@@ -248,26 +250,19 @@ std::vector<torch::Tensor> RelGraphConvImpl::forward(const dist::HeteroBlock& bl
   const torch::Tensor weights = relation_weights();  // [R, in, out]
   std::vector<torch::Tensor> out(T);
   for (size_t t = 0; t < T; ++t) {
-    out[t] = torch::zeros({block.dst_nodes[t].size(0), out_feats_}, h_src[t].options());
+    out[t] = torch::zeros({block.dst_counts[t], out_feats_}, h_src[t].options());
   }
-  // Per relation: the mean of each destination's messages (one CSR
-  // kernel), then one GEMM over the destinations that have any.
+  // Per relation: the mean of each destination's messages (one CSR kernel
+  // over the block's CSR; 0 for a destination without edges of r), then
+  // one GEMM.
   for (int64_t r = 0; r < num_rels_; ++r) {
-    const dist::HeteroBlock::Relation& e = block.edges[static_cast<size_t>(r)];
-    if (e.src.size(0) == 0) continue;
-    const int s = block.ntype_id(block.canonical_etypes[r].src_type);
-    const int d = block.ntype_id(block.canonical_etypes[r].dst_type);
-    const int64_t num_dst = block.dst_nodes[d].size(0);
-    RelationGroups csr = GroupByRelation(e.src, e.dst, torch::zeros_like(e.dst),
-                                         block.src_nodes[s].size(0), num_dst, 1);
-    torch::Tensor mean =
-        aggregate(csr.pair_indptr, csr.pair_src, h_src[s], Reduce::kMean);  // [pairs, in]
-    torch::Tensor dst_of_pair =
-        torch::repeat_interleave(csr.dst_indptr.slice(0, 1) - csr.dst_indptr.slice(0, 0, -1));
-    out[d] = out[d].index_add(0, dst_of_pair, torch::mm(mean, weights[r]));
+    const dist::Block::Relation& e = block.edges[static_cast<size_t>(r)];
+    if (e.num_edges() == 0) continue;
+    torch::Tensor mean = aggregate(e.indptr, e.indices, h_src[e.src_type], Reduce::kMean);
+    out[e.dst_type] = out[e.dst_type] + torch::mm(mean, weights[r]);
   }
   for (size_t t = 0; t < T; ++t) {
-    if (self_loop_) out[t] = out[t] + self_loop_(h_src[t].slice(0, 0, block.dst_nodes[t].size(0)));
+    if (self_loop_) out[t] = out[t] + self_loop_(h_src[t].slice(0, 0, block.dst_counts[t]));
     if (bias_.defined()) out[t] = out[t] + bias_;
   }
   return out;
@@ -299,7 +294,7 @@ torch::Tensor RGCNImpl::forward(const std::vector<dist::Block>& blocks,
   return h;
 }
 
-std::vector<torch::Tensor> RGCNImpl::forward(const std::vector<dist::HeteroBlock>& blocks,
+std::vector<torch::Tensor> RGCNImpl::forward(const std::vector<dist::Block>& blocks,
                                              std::vector<torch::Tensor> x) {
   if (blocks.size() != layers_.size()) {
     throw dist::Error(fmt::format("RGCN: {} layers, but {} blocks", layers_.size(), blocks.size()));

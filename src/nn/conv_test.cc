@@ -13,10 +13,8 @@ namespace {
 // A block drawn by hand: 5 sources, the first 2 are the destinations.
 //   dst 0 <- src 2, src 3, src 0      dst 1 <- (nothing)
 dist::Block HandBlock() {
-  return {.src_nodes = torch::tensor({10, 11, 12, 13, 14}),
-          .indptr = torch::tensor({0, 3, 3}),
-          .indices = torch::tensor({2, 3, 0}),
-          .eids = torch::tensor({7, 8, 9})};
+  return dist::Block::Untyped(torch::tensor({10, 11, 12, 13, 14}), torch::tensor({0, 3, 3}),
+                              torch::tensor({2, 3, 0}), torch::tensor({7, 8, 9}));
 }
 
 TEST(NnTest, MeanAggregateAveragesInEdges) {
@@ -51,14 +49,10 @@ TEST(NnTest, SageConvMatchesTheFormula) {
 
 TEST(NnTest, SageStacksLayersAndChecksBlocks) {
   SAGE model(3, 8, 2, 2, 0.5);
-  dist::Block b0{.src_nodes = torch::tensor({1, 2, 3}),
-                 .indptr = torch::tensor({0, 1, 2}),
-                 .indices = torch::tensor({2, 0}),
-                 .eids = torch::tensor({0, 1})};
-  dist::Block b1{.src_nodes = torch::tensor({1, 2}),
-                 .indptr = torch::tensor({0, 1}),
-                 .indices = torch::tensor({1}),
-                 .eids = torch::tensor({2})};
+  dist::Block b0(dist::Block::Untyped(torch::tensor({1, 2, 3}), torch::tensor({0, 1, 2}),
+                                      torch::tensor({2, 0}), torch::tensor({0, 1})));
+  dist::Block b1(dist::Block::Untyped(torch::tensor({1, 2}), torch::tensor({0, 1}),
+                                      torch::tensor({1}), torch::tensor({2})));
   model->eval();
   torch::Tensor y = model->forward({b0, b1}, torch::randn({3, 3}));
   EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{1, 2}));
@@ -80,14 +74,11 @@ TEST(NnTest, DdpWithOneTrainerIsTransparent) {
   ASSERT_EQ(static_cast<int64_t>(seen.size()), n);
   for (int64_t i = 0; i < n; ++i) EXPECT_EQ(seen[i], n - 1 - i);
   EXPECT_GT(ddp.bucket_params().size(), 1u);  // The tiny cap splits them.
-  dist::Block b0{.src_nodes = torch::tensor({1, 2}),
-                 .indptr = torch::tensor({0, 1}),
-                 .indices = torch::tensor({1}),
-                 .eids = torch::tensor({0})};
-  dist::Block b1{.src_nodes = torch::tensor({1}),
-                 .indptr = torch::tensor({0, 0}),
-                 .indices = torch::zeros({0}, torch::kInt64),
-                 .eids = torch::zeros({0}, torch::kInt64)};
+  dist::Block b0(dist::Block::Untyped(torch::tensor({1, 2}), torch::tensor({0, 1}),
+                                      torch::tensor({1}), torch::tensor({0})));
+  dist::Block b1(dist::Block::Untyped(torch::tensor({1}), torch::tensor({0, 0}),
+                                      torch::zeros({0}, torch::kInt64),
+                                      torch::zeros({0}, torch::kInt64)));
   torch::Tensor loss = model->forward({b0, b1}, torch::randn({2, 3})).sum();
   loss.backward();
   std::vector<torch::Tensor> grads;
@@ -105,10 +96,8 @@ TEST(NnTest, ModelOutlivesDdp) {
   dist::initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
   SAGEConv conv(3, 2);
   { dist::DistributedDataParallel ddp(conv.ptr()); }
-  dist::Block b{.src_nodes = torch::tensor({1, 2}),
-                .indptr = torch::tensor({0, 1}),
-                .indices = torch::tensor({1}),
-                .eids = torch::tensor({0})};
+  dist::Block b(dist::Block::Untyped(torch::tensor({1, 2}), torch::tensor({0, 1}),
+                                     torch::tensor({1}), torch::tensor({0})));
   conv->forward(b, torch::randn({2, 3})).sum().backward();
   for (const auto& p : conv->parameters()) EXPECT_TRUE(p.grad().defined());
   dist::exit_client();

@@ -49,7 +49,11 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
   // destination, mostly in seed order: the seed after the previous run is
   // tried first, then a binary search.
   Block block;
-  block.indptr.assign(n_dst + 1, 0);
+  block.src_nodes.resize(1);
+  block.num_dst_nodes = {static_cast<int64_t>(n_dst)};
+  block.edges.resize(1);
+  BlockEdges& out = block.edges[0];
+  out.indptr.assign(n_dst + 1, 0);
   UninitVector<int64_t> dst_index(n_edges), src_index(n_edges);
   int64_t last_dst = 0, last_index = -1;
   for (size_t e = 0; e < n_edges; ++e) {
@@ -70,7 +74,7 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
       last_index = static_cast<int64_t>(*it & position_mask);
     }
     dst_index[e] = last_index;
-    ++block.indptr[last_index + 1];
+    ++out.indptr[last_index + 1];
   }
   // Sources sorted by id (packed with the edge index), merged with the
   // sorted seeds: a source that is a seed takes the seed's index, the others
@@ -81,7 +85,8 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
   }
   RadixSort(sorted_src, edge_bits, edge_bits + id_bits, tmp);
   uint64_t edge_mask = (uint64_t{1} << edge_bits) - 1;
-  block.src_nodes.assign(seeds.begin(), seeds.end());
+  UninitVector<int64_t>& src_nodes = block.src_nodes[0];
+  src_nodes.assign(seeds.begin(), seeds.end());
   size_t k = 0;  // Into sorted_seeds.
   int64_t current = -1, index = -1;
   for (uint64_t packed : sorted_src) {
@@ -92,22 +97,40 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
       if (k < n_dst && seed_id(k) == id) {
         index = static_cast<int64_t>(sorted_seeds[k] & position_mask);
       } else {
-        index = static_cast<int64_t>(block.src_nodes.size());
-        block.src_nodes.push_back(id);
+        index = static_cast<int64_t>(src_nodes.size());
+        src_nodes.push_back(id);
       }
     }
     src_index[packed & edge_mask] = index;
   }
-  for (size_t d = 0; d < n_dst; ++d) block.indptr[d + 1] += block.indptr[d];
-  block.indices.resize(n_edges);
-  block.eids.resize(n_edges);
-  std::vector<int64_t> fill(block.indptr.begin(), block.indptr.end() - 1);
+  for (size_t d = 0; d < n_dst; ++d) out.indptr[d + 1] += out.indptr[d];
+  out.indices.resize(n_edges);
+  out.eids.resize(n_edges);
+  UninitVector<int64_t> fill(out.indptr.begin(), out.indptr.end() - 1);
   for (size_t e = 0; e < n_edges; ++e) {
     int64_t slot = fill[dst_index[e]]++;
-    block.indices[slot] = src_index[e];
-    block.eids[slot] = eids[e];
+    out.indices[slot] = src_index[e];
+    out.eids[slot] = eids[e];
   }
   return block;
+}
+
+int64_t Block::num_edges() const {
+  int64_t total = 0;
+  for (const BlockEdges& e : edges) total += e.size();
+  return total;
+}
+
+std::vector<int64_t> Block::NextSeeds() const {
+  std::vector<int64_t> seeds;
+  size_t total = 0;
+  for (const auto& nodes : src_nodes) total += nodes.size();
+  seeds.reserve(total);
+  for (int t = 0; t < num_ntypes(); ++t) {
+    std::span<const int64_t> nodes = global_src_nodes(t);
+    seeds.insert(seeds.end(), nodes.begin(), nodes.end());
+  }
+  return seeds;
 }
 
 }  // namespace tessera::sampling

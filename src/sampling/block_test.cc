@@ -23,33 +23,36 @@ TEST(BlockTest, DstFirstCompactIdsCsrAndOriginalIds) {
   std::vector<int64_t> eid = {7, 9, 8, 5, 6};
   auto b = ToBlock(seeds, src, dst, eid);
   ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ(b->src_nodes, (std::vector<int64_t>{30, 10, 20, 50}));  // dst first, then sorted.
+  EXPECT_EQ(b->src_nodes[0], (UninitVector<int64_t>{30, 10, 20, 50}));  // dst first, then sorted.
   EXPECT_EQ(b->num_dst(), 2);
-  EXPECT_EQ(b->indptr, (std::vector<int64_t>{0, 2, 5}));
+  EXPECT_EQ(b->edges[0].indptr, (UninitVector<int64_t>{0, 2, 5}));
   // dst 30 (index 0): edges 7 (50 -> index 3) and 8 (10 -> index 1), in input order.
-  EXPECT_EQ(b->eids, (std::vector<int64_t>{7, 8, 9, 5, 6}));
-  EXPECT_EQ(b->indices, (std::vector<int64_t>{3, 1, 2, 3, 0}));
+  EXPECT_EQ(b->edges[0].eids, (UninitVector<int64_t>{7, 8, 9, 5, 6}));
+  EXPECT_EQ(b->edges[0].indices, (UninitVector<int64_t>{3, 1, 2, 3, 0}));
   // Every edge maps back to its global endpoints.
   for (int64_t d = 0; d < b->num_dst(); ++d) {
-    for (int64_t k = b->indptr[d]; k < b->indptr[d + 1]; ++k) {
-      size_t e = std::find(eid.begin(), eid.end(), b->eids[k]) - eid.begin();
-      EXPECT_EQ(b->src_nodes[b->indices[k]], src[e]);
+    for (int64_t k = b->edges[0].indptr[d]; k < b->edges[0].indptr[d + 1]; ++k) {
+      size_t e = std::find(eid.begin(), eid.end(), b->edges[0].eids[k]) - eid.begin();
+      EXPECT_EQ(b->src_nodes[0][b->edges[0].indices[k]], src[e]);
       EXPECT_EQ(b->dst_nodes()[d], dst[e]);
     }
   }
 }
 
 TEST(BlockTest, SeedsWithoutEdgesAndErrors) {
-  auto empty = ToBlock(std::vector<int64_t>{4, 2}, {}, {}, {});
+  auto empty = ToBlock(UninitVector<int64_t>{4, 2}, {}, {}, {});
   ASSERT_TRUE(empty.ok());
-  EXPECT_EQ(empty->src_nodes, (std::vector<int64_t>{4, 2}));
-  EXPECT_EQ(empty->indptr, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(empty->src_nodes[0], (UninitVector<int64_t>{4, 2}));
+  EXPECT_EQ(empty->edges[0].indptr, (UninitVector<int64_t>{0, 0, 0}));
+  EXPECT_FALSE(empty->typed());
+  EXPECT_EQ(empty->num_etypes(), 1);
+  EXPECT_EQ(empty->NextSeeds(), (std::vector<int64_t>{4, 2}));
   std::vector<int64_t> one = {1};
-  EXPECT_FALSE(ToBlock(std::vector<int64_t>{4}, one, one, one).ok());  // dst 1 is no seed.
-  EXPECT_FALSE(ToBlock(std::vector<int64_t>{4, 4}, {}, {}, {}).ok());  // Repeated seed.
+  EXPECT_FALSE(ToBlock(UninitVector<int64_t>{4}, one, one, one).ok());  // dst 1 is no seed.
+  EXPECT_FALSE(ToBlock(UninitVector<int64_t>{4, 4}, {}, {}, {}).ok());  // Repeated seed.
   // A first edge ending at -1 (no "previous destination") is refused too.
   std::vector<int64_t> minus_one = {-1};
-  auto negative = ToBlock(std::vector<int64_t>{4}, std::vector<int64_t>{4}, minus_one, one);
+  auto negative = ToBlock(UninitVector<int64_t>{4}, std::vector<int64_t>{4}, minus_one, one);
   EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument) << negative.status();
 }
 
@@ -84,11 +87,11 @@ TEST(BlockTest, LargeRandomLayerMatchesBruteForce) {
     others.erase(std::unique(others.begin(), others.end()), others.end());
     std::vector<int64_t> want = seeds;
     want.insert(want.end(), others.begin(), others.end());
-    EXPECT_EQ(b->src_nodes, want);
+    EXPECT_TRUE(std::ranges::equal(b->src_nodes[0], want));
     for (int64_t d = 0; d < b->num_dst(); ++d) {
-      for (int64_t k = b->indptr[d]; k < b->indptr[d + 1]; ++k) {
-        size_t e = static_cast<size_t>(b->eids[k] / 3);
-        EXPECT_EQ(b->src_nodes[b->indices[k]], src[e]);
+      for (int64_t k = b->edges[0].indptr[d]; k < b->edges[0].indptr[d + 1]; ++k) {
+        size_t e = static_cast<size_t>(b->edges[0].eids[k] / 3);
+        EXPECT_EQ(b->src_nodes[0][b->edges[0].indices[k]], src[e]);
         EXPECT_EQ(seeds[d], dst[e]);
       }
     }

@@ -6,8 +6,8 @@
 // every owned node sampled, in a shuffled order, best of a few runs. Prints
 // numbers; asserts nothing about time.
 //
-// TESSERA_TO_BLOCK_BENCH, a list of configs too: to_block (ToBlock, or
-// ToHeteroBlock on a typed partition) of two-layer batches of 1000 shuffled
+// TESSERA_TO_BLOCK_BENCH, a list of configs too: to_block (ToBlock, typed
+// by the book on a typed partition) of two-layer batches of 1000 shuffled
 // seeds of the first node type, fanouts 25 then 10 (per relation when
 // typed, as `tessera bench hetero`), best of a few calls per layer, with freed
 // memory retained as in trainers.
@@ -20,7 +20,6 @@
 #include "gtest/gtest.h"
 #include "src/base/random.h"
 #include "src/sampling/block.h"
-#include "src/sampling/hetero_block.h"
 #include "src/sampling/local_graph.h"
 #include "tessera/base/resource.h"
 #include "tessera/base/time.h"
@@ -129,20 +128,13 @@ TEST(SamplingBench, ToBlockCostPerSampledEdge) {
         std::vector<int64_t> next;
         for (int r = 0; r < 5; ++r) {
           Stopwatch watch;
-          if (typed) {
-            auto block = ToHeteroBlock(book, frontier, e->src, e->dst, e->eid);
-            best = std::min(best, watch.Seconds());
-            ASSERT_TRUE(block.ok()) << block.status();
-            next = block->NextSeeds();
-          } else {
-            auto block = ToBlock(frontier, e->src, e->dst, e->eid);
-            best = std::min(best, watch.Seconds());
-            ASSERT_TRUE(block.ok()) << block.status();
-            next.assign(block->src_nodes.begin(), block->src_nodes.end());
-          }
+          auto block = ToBlock(book, frontier, e->src, e->dst, e->eid);
+          best = std::min(best, watch.Seconds());
+          ASSERT_TRUE(block.ok()) << block.status();
+          next = block->NextSeeds();
         }
         block_s += best;
-        if (typed) {  // The same edges through the homogeneous ToBlock.
+        if (typed) {  // The same edges through the untyped ToBlock.
           best = 1e30;
           for (int r = 0; r < 5; ++r) {
             Stopwatch watch;

@@ -42,9 +42,9 @@ int main(int argc, char** argv) {
     std::set<int64_t> covered;
     for (const dist::MiniBatch& batch : loader) {
       ++batches;
-      for (int64_t i = 0; i < batch.seeds.size(0); ++i)
-        covered.insert(batch.seeds[i].item<int64_t>());
-      torch::Tensor x = g.ndata("feat")[batch.input_nodes];
+      for (int64_t i = 0; i < batch.seeds[0].size(0); ++i)
+        covered.insert(batch.seeds[0][i].item<int64_t>());
+      torch::Tensor x = g.ndata("feat")[batch.input_nodes[0]];
       if (x.size(0) != batch.blocks[0].num_src_nodes()) {
         std::fprintf(stderr, "input features do not match the first block\n");
         return 1;

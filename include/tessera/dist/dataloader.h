@@ -26,53 +26,54 @@ namespace dist {
 
 // ------------------------------------------------------------ mini-batches
 
-// One message-passing layer (DGL's block). Its first num_dst_nodes() source
-// nodes are its destination nodes; edges are a CSR over destinations with
-// block-local source indices.
+// One message-passing layer (DGL's block), typed. Per node type t,
+// src_nodes[t] are its sources, the first num_dst_nodes(t) of them its
+// destinations; per relation r, edges[r] is a CSR over the destinations of
+// its destination type, with the index of each edge's source among its
+// source type's src_nodes. Types and relations in the partition book's id
+// order. Blocks of a typed loader carry per-type node ids and per-relation
+// edge ids (as DGL's srcdata / edata[dgl.EID]; homo_src_nodes and
+// DistGraph::map_to_homo_eid give global ones). An untyped block (a loader
+// over global ids, or a graph of one type and one relation) has one type
+// "_N" and one relation ("_N", "_E", "_N") of global ids.
 struct Block {
-  torch::Tensor src_nodes;  // int64 [num_src]: global ids.
-  torch::Tensor indptr;     // int64 [num_dst + 1]
-  torch::Tensor indices;    // int64 [num_edges]: index into src_nodes.
-  torch::Tensor eids;       // int64 [num_edges]: global edge ids.
+  struct Relation {
+    int src_type = 0, dst_type = 0;  // Into ntypes.
+    torch::Tensor indptr;            // int64 [num_dst_nodes(dst_type) + 1]
+    torch::Tensor indices;           // int64 [num_edges]: index into src_nodes[src_type].
+    torch::Tensor eids;              // int64 [num_edges]: edge ids.
+    int64_t num_edges() const { return indices.size(0); }
+    // The destination index of each edge (for scatter/index_add aggregation).
+    torch::Tensor edge_dst() const;
+  };
+  std::vector<std::string> ntypes;
+  std::vector<EdgeType> canonical_etypes;
+  std::vector<torch::Tensor> src_nodes;       // Per type: int64, destinations first.
+  std::vector<int64_t> dst_counts;            // Per type: the number of destinations.
+  std::vector<torch::Tensor> homo_src_nodes;  // Per type: global ids of src_nodes (untyped: them).
+  std::vector<Relation> edges;                // Per relation.
   // Node data pulled by the loader's sampler threads, ahead of use (DGL's
   // prefetching; NeighborSampler::prefetch_node_feats / prefetch_labels):
   // the first block's srcdata holds rows of its source nodes (a batch's
   // input nodes), the last block's dstdata rows of its destinations (the
-  // seeds). Empty unless asked for.
+  // seeds). Untyped blocks; empty unless asked for.
   std::map<std::string, torch::Tensor> srcdata, dstdata;
-  int64_t num_src_nodes() const { return src_nodes.size(0); }
-  int64_t num_dst_nodes() const { return indptr.size(0) - 1; }
-  int64_t num_edges() const { return indices.size(0); }
-  torch::Tensor dst_nodes() const { return src_nodes.slice(0, 0, num_dst_nodes()); }
-  // The destination index of each edge (for scatter/index_add aggregation).
-  torch::Tensor edge_dst() const;
-};
 
-// One layer of a heterograph (DGL's block of a heterograph; see
-// src/sampling/hetero_block.h): per node type, destination nodes and source
-// nodes (destinations first) in per-type ids; per relation, its edges as
-// indices into its source type's src_nodes and its destination type's
-// dst_nodes, and their per-relation edge ids (as DGL's edata[dgl.EID];
-// DistGraph::map_to_homo_eid gives homogeneous ids). Types and relations
-// in the partition book's id order.
-struct HeteroBlock {
-  struct Relation {
-    torch::Tensor src, dst;  // int64 [num_edges]: block-local indices.
-    torch::Tensor eids;      // int64: per-relation edge ids.
-  };
-  std::vector<std::string> ntypes;
-  std::vector<EdgeType> canonical_etypes;
-  std::vector<torch::Tensor> src_nodes, dst_nodes;  // Per type: per-type ids.
-  std::vector<torch::Tensor> homo_src_nodes;        // Per type: homogeneous ids of src_nodes.
-  std::vector<Relation> edges;                      // Per relation id.
-
-  int ntype_id(const std::string& ntype) const;  // Error if unknown.
-  int etype_id(const std::string& etype) const;  // Error if unknown or ambiguous.
-  int64_t num_src_nodes(const std::string& ntype) const;
-  int64_t num_dst_nodes(const std::string& ntype) const;
+  // An untyped block: int64 `src_nodes` (global ids; the first
+  // indptr.size(0) - 1 are the destinations), the CSR over destinations
+  // and the edge ids. Error if the sizes disagree.
+  static Block Untyped(torch::Tensor src_nodes, torch::Tensor indptr, torch::Tensor indices,
+                       torch::Tensor eids);
+  // Types by name; "" is the only one (Error if there are several, or no
+  // such type). Relations by name (plain when unambiguous) or "src:rel:dst".
+  int ntype_id(const std::string& ntype = "") const;
+  int etype_id(const std::string& etype = "") const;
+  int64_t num_src_nodes(const std::string& ntype = "") const;
+  int64_t num_dst_nodes(const std::string& ntype = "") const;
+  torch::Tensor dst_nodes(const std::string& ntype = "") const;  // A view of src_nodes.
+  int64_t num_edges() const;                                     // All relations.
   int64_t num_edges(const std::string& etype) const;
-  int64_t num_edges() const;  // All relations.
-  const Relation& edges_of(const std::string& etype) const;
+  const Relation& edges_of(const std::string& etype = "") const;
 };
 
 // Multi-layer neighbour sampling (dgl.dataloading.NeighborSampler).
@@ -94,63 +95,46 @@ struct NeighborSampler {
   std::vector<std::string> prefetch_node_feats, prefetch_labels;
 };
 
+// Node classification: seeds and the nodes whose features the first layer
+// reads, per type of the blocks (one tensor for untyped blocks).
 struct MiniBatch {
-  torch::Tensor input_nodes;  // Nodes whose features the first layer reads.
-  torch::Tensor seeds;        // Output nodes.
-  std::vector<Block> blocks;  // Input layer first.
+  std::vector<torch::Tensor> input_nodes;  // Per type: blocks.front().src_nodes.
+  std::vector<torch::Tensor> seeds;        // Per type: the output nodes, in batch order.
+  std::vector<Block> blocks;               // Input layer first.
 };
 
-// Node classification on a heterograph: seeds and input nodes by node type
-// (per-type ids), blocks typed.
-struct HeteroMiniBatch {
-  std::map<std::string, torch::Tensor> input_nodes;  // blocks.front().src_nodes by type.
-  std::map<std::string, torch::Tensor> seeds;        // Output nodes by type, in batch order.
-  std::vector<HeteroBlock> blocks;                   // Input layer first.
-};
-
-// Link prediction: pairs index into pair_nodes (= blocks.back().dst_nodes()).
-struct EdgeMiniBatch {
-  torch::Tensor input_nodes;
-  torch::Tensor pair_nodes;        // Nodes of both pair graphs, sorted.
-  torch::Tensor eids;              // The batch's (positive) edges.
-  torch::Tensor pos_src, pos_dst;  // [batch]
-  torch::Tensor neg_src, neg_dst;  // [batch * negatives]; k per edge, in order.
-  std::vector<Block> blocks;
-};
-
-// The pair graph of a typed link-prediction batch (DGL's heterograph
-// pair_graph): per node type, the batch's nodes (every endpoint of the
-// positive and negative pairs, per-type ids ascending; the last block's
-// dst_nodes); per relation, pairs as indices into its source type's and its
-// destination type's nodes. Types and relations in the book's id order.
-struct HeteroPairGraph {
+// The positive (or negative) pairs of a link-prediction batch (DGL's
+// pair_graph): per node type, the batch's nodes (every endpoint of both
+// pair graphs, ascending; the last block's destinations); per relation,
+// pairs as indices into its source type's and its destination type's
+// nodes. The same types and relations as the blocks.
+struct PairGraph {
   struct Relation {
-    torch::Tensor src, dst;  // int64 [num_pairs]: indices into nodes[src type] / nodes[dst type].
-    // Positive graph: the per-relation edge id of each pair (DGL's
-    // edata[EID]); negative graph: empty.
+    torch::Tensor src, dst;  // int64 [num_pairs]
+    // Positive graph: the id of each pair's edge (per relation when typed,
+    // as DGL's edata[EID]); negative graph: empty.
     torch::Tensor eids;
   };
   std::vector<std::string> ntypes;
   std::vector<EdgeType> canonical_etypes;
-  std::vector<torch::Tensor> nodes;  // Per type: per-type ids (DGL's ndata[NID]).
-  std::vector<Relation> edges;       // Per relation id.
+  std::vector<torch::Tensor> nodes;  // Per type (DGL's ndata[NID]).
+  std::vector<Relation> edges;       // Per relation.
 
-  int64_t num_nodes(const std::string& ntype) const;  // Error if unknown.
-  int64_t num_edges(const std::string& etype) const;  // Error if unknown or ambiguous.
-  int64_t num_edges() const;                          // All relations.
-  const Relation& edges_of(const std::string& etype) const;
+  int64_t num_nodes(const std::string& ntype = "") const;  // "" : the only type.
+  int64_t num_edges() const;                               // All relations.
+  int64_t num_edges(const std::string& etype) const;
+  const Relation& edges_of(const std::string& etype = "") const;
 };
 
-// Link prediction on a heterograph (DGL's DistEdgeDataLoader with dict
-// eids): the positive pairs are the batch's edges by relation, the negative
+// Link prediction: the positive pairs are the batch's edges, the negative
 // pairs k per positive edge of each relation, in order (the source kept,
 // the destination uniform over the relation's destination type); both over
 // the same nodes, which are the seeds of the blocks.
-struct HeteroEdgeMiniBatch {
-  std::map<std::string, torch::Tensor> input_nodes;  // blocks.front().src_nodes by type.
-  HeteroPairGraph positive;
-  HeteroPairGraph negative;         // No pairs without negatives.
-  std::vector<HeteroBlock> blocks;  // Input layer first; blocks.back().dst_nodes == nodes.
+struct EdgeMiniBatch {
+  std::vector<torch::Tensor> input_nodes;  // Per type: blocks.front().src_nodes.
+  torch::Tensor eids;                      // The batch's edges, global ids, in batch order.
+  PairGraph positive, negative;
+  std::vector<Block> blocks;  // Input layer first.
 };
 
 struct LoaderOptions {
@@ -275,9 +259,14 @@ void BatchLoader<T>::Init(int64_t num_batches, const LoaderOptions& options,
 }
 
 // Node classification batches (dgl.distributed.DistNodeDataLoader): blocks
-// sampled around batches of `nids` (this trainer's ids, e.g. node_split's).
+// sampled around batches of this trainer's seeds (e.g. node_split's).
+// Typed seeds {ntype: per-type ids} (types shuffled together) give typed
+// blocks (edge_dir "in"); global ids give untyped blocks on any graph
+// (DistGraph::map_to_per_etype of the edge ids gives their relations).
 class DistNodeDataLoader : public BatchLoader<MiniBatch> {
  public:
+  DistNodeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& nids,
+                     NeighborSampler sampler, LoaderOptions options = {});
   DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids, NeighborSampler sampler,
                      LoaderOptions options = {});
   // Adds node tensor `name` to what the sampler threads pull, as if it had
@@ -286,8 +275,8 @@ class DistNodeDataLoader : public BatchLoader<MiniBatch> {
   // from now on (batches already sampled have no rows of it). Best effort:
   // if a pull of it fails (the tensor was deleted, say), it is dropped with
   // a warning rather than failing the batch. Thread-safe; Error if the graph
-  // has no such node tensor now. (tessera.distributed uses it to prefetch
-  // what a DGL script reads at input_nodes / seeds.)
+  // has no such node tensor now, or the blocks are typed. (tessera.distributed
+  // uses it to prefetch what a DGL script reads at input_nodes / seeds.)
   void add_prefetch(const std::string& name, bool labels);
   // Stops pulling `name` (either kind) for batches sampled from now on.
   void remove_prefetch(const std::string& name);
@@ -296,37 +285,20 @@ class DistNodeDataLoader : public BatchLoader<MiniBatch> {
   std::shared_ptr<internal::Prefetch> prefetch_;
 };
 
-// DGL's DistNodeDataLoader with dict seeds: batches of the typed seeds
-// {ntype: per-type ids} (types shuffled together), heterogeneous blocks.
-// (DistNodeDataLoader over homogeneous ids gives homogeneous blocks on any
-// graph; block_etypes gives their relations.)
-class DistHeteroNodeDataLoader : public BatchLoader<HeteroMiniBatch> {
- public:
-  DistHeteroNodeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& nids,
-                           NeighborSampler sampler, LoaderOptions options = {});
-};
-
-// Link prediction batches (dgl.distributed.DistEdgeDataLoader) over `eids`
-// (homogeneous ids, homogeneous blocks). On a heterograph the negatives of
-// an edge are nodes of its relation's destination type; for typed pair
-// graphs and blocks see DistHeteroEdgeDataLoader.
+// Link prediction batches (dgl.distributed.DistEdgeDataLoader). Typed edges
+// {etype: per-relation ids} (relations shuffled together; by name, plain
+// when unambiguous, or "src:rel:dst") give typed pair graphs and blocks
+// (edge_dir "in"); global ids give untyped ones on any graph, the negatives
+// of an edge still nodes of its relation's destination type. Error (naming
+// the relation) for an unknown or ambiguous relation, an id out of its
+// relation's range, a missing or mismatched reverse.
 class DistEdgeDataLoader : public BatchLoader<EdgeMiniBatch> {
  public:
+  DistEdgeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& eids,
+                     NeighborSampler sampler, LoaderOptions options = {},
+                     EdgeLoaderOptions edge_options = {});
   DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids, NeighborSampler sampler,
                      LoaderOptions options = {}, EdgeLoaderOptions edge_options = {});
-};
-
-// Link prediction on a heterograph (DGL's DistEdgeDataLoader with
-// {etype: eids}): batches of the typed edges (relations shuffled together),
-// heterogeneous pair graphs and blocks. Relations by name (plain when
-// unambiguous) or "src:rel:dst"; ids per relation. Error (naming the
-// relation) for an unknown or ambiguous relation, an id out of its
-// relation's range, a missing or mismatched reverse; edge_dir must be "in".
-class DistHeteroEdgeDataLoader : public BatchLoader<HeteroEdgeMiniBatch> {
- public:
-  DistHeteroEdgeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& eids,
-                           NeighborSampler sampler, LoaderOptions options = {},
-                           EdgeLoaderOptions edge_options = {});
 };
 
 // Any dataset (dgl.distributed.DistDataLoader): batches of rows of

@@ -5,7 +5,8 @@
 // backward, for the layers of tessera::nn and tessera.nn:
 //
 //   // out[d] = mean over the edges s -> d of h[s]    (autograd through h)
-//   torch::Tensor out = tessera::nn::aggregate(block.indptr, block.indices, h,
+//   const auto& e = block.edges_of();  // The block's only relation.
+//   torch::Tensor out = tessera::nn::aggregate(e.indptr, e.indices, h,
 //                                              tessera::nn::Reduce::kMean);
 //
 // The graph is a CSR over destinations: edge k (its position in `indices`)

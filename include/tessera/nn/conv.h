@@ -107,12 +107,12 @@ class RelGraphConvImpl : public torch::nn::Module {
   // int64 [block.num_edges()] in [0, num_rels). Returns [num_dst, out_feats].
   torch::Tensor forward(const dist::Block& block, const torch::Tensor& h_src,
                         const torch::Tensor& etypes);
-  // The same layer over a heterogeneous block (DGL's RelGraphConv on a
-  // heterograph block): h_src[t] are type t's source features
+  // The same layer over a typed block (DGL's RelGraphConv on a heterograph
+  // block): h_src[t] are type t's source features
   // [block.src_nodes[t].size(0), in_feats]; relation r of the block uses
   // W_r. Returns every type's destination outputs [num_dst(t), out_feats]
   // (the self loop and bias only for a type with no in-edges).
-  std::vector<torch::Tensor> forward(const dist::HeteroBlock& block,
+  std::vector<torch::Tensor> forward(const dist::Block& block,
                                      const std::vector<torch::Tensor>& h_src);
   // The weight of every relation, [num_rels, in_feats, out_feats].
   torch::Tensor relation_weights() const;
@@ -137,10 +137,10 @@ class RGCNImpl : public torch::nn::Module {
   // blocks and their edge relations (block_etypes), input layer first.
   torch::Tensor forward(const std::vector<dist::Block>& blocks,
                         const std::vector<torch::Tensor>& etypes, const torch::Tensor& x);
-  // Over heterogeneous blocks (a DistHeteroNodeDataLoader's): x[t] are type
-  // t's input features (blocks.front().src_nodes[t]); returns the last
+  // Over typed blocks (a DistNodeDataLoader's with typed seeds): x[t] are
+  // type t's input features (blocks.front().src_nodes[t]); returns the last
   // block's destination outputs per type.
-  std::vector<torch::Tensor> forward(const std::vector<dist::HeteroBlock>& blocks,
+  std::vector<torch::Tensor> forward(const std::vector<dist::Block>& blocks,
                                      std::vector<torch::Tensor> x);
   int num_layers() const { return static_cast<int>(layers_.size()); }
 

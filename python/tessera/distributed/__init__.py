@@ -15,8 +15,7 @@ from tessera.distributed.graph import (DistGraph, GraphPartitionBook, edge_split
                                        edge_subgraph, find_edges, in_subgraph, node_split,
                                        sample_neighbors)
 from tessera.distributed.loader import (Block, DistDataLoader, DistEdgeDataLoader,  # noqa: F401
-                                        DistNodeDataLoader, HeteroBlock, HeteroPairGraph,
-                                        NeighborSampler, PairGraph)
+                                        DistNodeDataLoader, NeighborSampler, PairGraph)
 from tessera.distributed.tensor import (DistTensor, EdgePartitionPolicy,  # noqa: F401
                                         NodePartitionPolicy, PartitionPolicy)
 from tessera.distributed import optim  # noqa: F401
@@ -28,7 +27,7 @@ from tessera.distributed import tensor as init  # noqa: F401  (init.uniform(a, b
 __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbedding",
            "GraphPartitionBook", "PartitionPolicy", "NodePartitionPolicy",
            "EdgePartitionPolicy", "node_split", "edge_split",
-           "sample_neighbors", "in_subgraph", "edge_subgraph", "find_edges", "Block", "HeteroBlock",
-           "PairGraph", "HeteroPairGraph",
+           "sample_neighbors", "in_subgraph", "edge_subgraph", "find_edges", "Block",
+           "PairGraph",
            "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
            "optim", "SparseAdagrad", "SparseAdam", "init", "manual_seed", "TesseraError"]

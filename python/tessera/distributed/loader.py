@@ -7,74 +7,43 @@ from tessera.distributed import _prefetch, context
 from tessera.distributed.partition_book import _etype_str
 
 
-class Block:
-    """One message-passing layer (DGL's block): edges from ``num_src_nodes()``
-    source nodes to ``num_dst_nodes()`` destination nodes, the destinations
-    being the first sources. ``srcdata[NID]`` / ``dstdata[NID]`` hold global
-    node ids, ``edata[EID]`` global edge ids; ``edges()`` gives the edges in
-    block-local ids. ``indptr`` / ``indices`` are the CSR over destinations.
-    """
+class _Relation:
+    """One relation's edges: in edge order the block-local ``src`` / ``dst``
+    and the ``eids``; the CSR over destinations, ``indptr`` with the sources
+    in CSR order ``csr_indices`` and ``csr_perm`` the edge at each CSR
+    position (None when the edges are in destination order, as a loader's
+    are). Built from either form; the other is derived when first read."""
 
-    is_block = True
-
-    def __init__(self, src_nodes, indptr, indices, eids, srcdata=None, dstdata=None):
-        self.indptr, self.indices = indptr, indices
-        self._num_dst = indptr.numel() - 1
-        self.srcdata = {NID: src_nodes, **(srcdata or {})}
-        self.dstdata = {NID: src_nodes[:self._num_dst], **(dstdata or {})}
-        self.edata = {EID: eids}
-        self._edge_dst = None
-
-    def num_src_nodes(self, ntype=None):
-        return self.srcdata[NID].numel()
-
-    def num_dst_nodes(self, ntype=None):
-        return self._num_dst
-
-    def num_edges(self, etype=None):
-        return self.indices.numel()
-
-    number_of_src_nodes = num_src_nodes
-    number_of_dst_nodes = num_dst_nodes
-    number_of_edges = num_edges
+    def __init__(self, num_src, num_dst, eids, src, dst=None, indptr=None):
+        self.num_src, self.num_dst, self.eids, self.src = num_src, num_dst, eids, src
+        self._dst, self._indptr, self._perm = dst, indptr, None
 
     @property
-    def edge_dst(self):
-        """The block-local destination of each edge."""
-        if self._edge_dst is None:
-            self._edge_dst = torch.repeat_interleave(
-                torch.arange(self._num_dst, dtype=torch.int64), self.in_degrees())
-        return self._edge_dst
+    def dst(self):
+        if self._dst is None:
+            self._dst = torch.repeat_interleave(
+                torch.arange(self.num_dst, dtype=torch.int64), self.indptr[1:] - self.indptr[:-1])
+        return self._dst
 
-    def edges(self, form="uv", order="eid"):
-        if form == "uv":
-            return self.indices, self.edge_dst
-        if form == "eid":
-            return torch.arange(self.num_edges(), dtype=torch.int64)
-        if form == "all":
-            return self.indices, self.edge_dst, torch.arange(self.num_edges(), dtype=torch.int64)
-        raise ValueError(f"edges(form=...) must be 'uv', 'eid' or 'all', got {form!r}")
+    @property
+    def indptr(self):
+        if self._indptr is None:
+            dst = self._dst
+            deg = torch.bincount(dst, minlength=self.num_dst)
+            self._indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
+            if dst.numel() > 1 and not bool((dst[1:] >= dst[:-1]).all()):
+                self._perm = torch.argsort(dst, stable=True)
+        return self._indptr
 
-    def in_degrees(self, v=None):
-        deg = self.indptr[1:] - self.indptr[:-1]
-        return deg if v is None else deg[as_ids(v, "in_degrees")[0]]
+    @property
+    def csr_perm(self):
+        self.indptr  # noqa: B018 (computes the permutation)
+        return self._perm
 
-    def out_degrees(self, u=None):
-        deg = torch.bincount(self.indices, minlength=self.num_src_nodes())
-        return deg if u is None else deg[as_ids(u, "out_degrees")[0]]
-
-    def to(self, device, **kwargs):
-        if torch.device(device).type != "cpu":
-            raise _C.TesseraError(f"Block.to({device}): tessera blocks live on the CPU")
-        return self
-
-    def __repr__(self):
-        return (f"Block(num_src_nodes={self.num_src_nodes()}, "
-                f"num_dst_nodes={self.num_dst_nodes()}, num_edges={self.num_edges()})")
-
-
-def _blocks(raw):
-    return [Block(*b) for b in raw]
+    @property
+    def csr_indices(self):
+        perm = self.csr_perm
+        return self.src if perm is None else self.src.index_select(0, perm)
 
 
 class _NodeSpace:
@@ -91,109 +60,205 @@ class _NodeSpace:
         return view
 
 
-class _RelationEdges:
-    """Edges by relation of a typed block or pair graph: ``self._edges`` maps
-    each canonical relation to its (src, dst) local ids; relations are named
-    as in DGL (a name or a canonical tuple)."""
+class _Relations:
+    """What blocks and pair graphs share: relations by name (a name, a
+    canonical tuple or "src:rel:dst", as DGL), their edges and counts.
+    ``self._rel`` maps each canonical relation to its ``_Relation``."""
 
     _what = "graph"
 
-    def _init_types(self, g):
-        self._g = g
-        self.ntypes = g.ntypes
-        self.canonical_etypes = g.canonical_etypes
-        self.etypes = g.etypes
+    def _set_relations(self, canonical_etypes, relations):
+        self.canonical_etypes = [tuple(c) for c in canonical_etypes]
+        self.etypes = [c[1] for c in self.canonical_etypes]
+        self._rel = dict(zip(self.canonical_etypes, relations))
 
-    def _canonical(self, etype):
+    def to_canonical_etype(self, etype):
         if etype is None:
             if len(self.canonical_etypes) != 1:
                 raise _C.TesseraError(f"this {self._what} has several edge types: give etype")
             return self.canonical_etypes[0]
-        return self._g.to_canonical_etype(etype)
+        key = tuple(etype.split(":")) if isinstance(etype, str) and ":" in etype else etype
+        if isinstance(key, (tuple, list)) and tuple(key) in self._rel:
+            return tuple(key)
+        hits = [c for c in self.canonical_etypes if c[1] == key]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            raise _C.TesseraError(f"relation {etype!r} is ambiguous: {hits}")
+        raise _C.TesseraError(f"unknown relation {etype!r}; the {self._what} has "
+                              f"{self.canonical_etypes}")
 
     def num_edges(self, etype=None):
         if etype is None:
-            return sum(s.numel() for s, _ in self._edges.values())
-        return self._edges[self._canonical(etype)][0].numel()
+            return sum(r.src.numel() for r in self._rel.values())
+        return self._rel[self.to_canonical_etype(etype)].src.numel()
+
+    number_of_edges = num_edges
 
     def edges(self, form="uv", order="eid", etype=None):
-        c = self._canonical(etype)
-        src, dst = self._edges[c]
+        r = self._rel[self.to_canonical_etype(etype)]
         if form == "uv":
-            return src, dst
+            return r.src, r.dst
         if form == "eid":
-            return torch.arange(src.numel(), dtype=torch.int64)
+            return torch.arange(r.src.numel(), dtype=torch.int64)
         if form == "all":
-            return src, dst, torch.arange(src.numel(), dtype=torch.int64)
+            return r.src, r.dst, torch.arange(r.src.numel(), dtype=torch.int64)
         raise ValueError(f"edges(form=...) must be 'uv', 'eid' or 'all', got {form!r}")
 
-    def number_of_edges(self, etype=None):
-        return self.num_edges(etype)
+    def _types_of(self, ntype, types):
+        if ntype is None:
+            if len(types) != 1:
+                raise _C.TesseraError(f"this {self._what} has several node types: give ntype")
+            return types[0]
+        if ntype not in types:
+            raise _C.TesseraError(f"unknown node type {ntype!r}; the {self._what} has {types}")
+        return ntype
+
+    def to(self, device, **kwargs):
+        if torch.device(device).type != "cpu":
+            raise _C.TesseraError(f"{type(self).__name__}.to({device}): tessera's "
+                                  f"{self._what}s live on the CPU")
+        return self
 
 
-class HeteroBlock(_RelationEdges):
-    """One message-passing layer of a heterograph (DGL's block of a
-    heterograph). Per node type: ``srcdata[NID][ntype]`` / ``dstdata[NID][ntype]``
-    per-type ids (destinations first among sources), ``num_src_nodes(ntype)``;
-    per relation (name or canonical tuple): ``edges(etype=...)`` in block-local
-    ids (source index into the source type's nodes, destination index into
-    the destination type's), ``edata[EID][canonical]`` per-relation edge ids,
-    ``num_edges(etype)``. ``srcdata["_homo_nid"]`` holds the sources'
-    homogeneous ids. As in DGL, edges carry only per-relation ids: for
-    homogeneous ones use ``g.map_to_homo_eid(block.edata[EID][c], c)``."""
+class Block(_Relations):
+    """One message-passing layer (DGL's block). Per source type its nodes
+    (``srcdata[NID]``), per destination type its nodes (``dstdata[NID]``; in
+    a loader's blocks the first sources of their type), per relation its
+    edges in block-local ids (``edges(etype=...)``) and ids
+    (``edata[EID]``), with the CSR over destinations.
+
+    An untyped block (``Block(src_nodes, indptr, indices, eids)``, the
+    blocks of a loader over global ids) has one type and one relation:
+    ``srcdata[NID]`` / ``dstdata[NID]`` / ``edata[EID]`` are tensors of
+    global ids, and ``indptr`` / ``indices`` / ``edge_dst`` its CSR. A typed
+    block (a loader's with dict seeds or edges) holds them per type and per
+    relation: ``srcdata[NID][ntype]`` per-type ids, ``edata[EID][canonical]``
+    per-relation ids (as DGL; ``g.map_to_homo_eid`` gives global ones),
+    ``srcdata["_homo_nid"]`` the sources' homogeneous ids,
+    ``num_src_nodes(ntype)``; ``tessera.nn.RelationBlock(block, etype)`` is
+    one relation of it as an untyped block."""
 
     is_block = True
     _what = "block"
 
-    def __init__(self, g, raw):
-        self._init_types(g)
-        self.srctypes = self.dsttypes = g.ntypes
-        src = dict(zip(self.ntypes, raw["src_nodes"]))
-        dst = dict(zip(self.ntypes, raw["dst_nodes"]))
-        self.srcdata = {NID: src, "_homo_nid": dict(zip(self.ntypes, raw["homo_src_nodes"]))}
-        self.dstdata = {NID: dst}
-        self._edges = {c: (e[0], e[1]) for c, e in zip(self.canonical_etypes, raw["edges"])}
-        self.edata = {EID: {c: e[2] for c, e in zip(self.canonical_etypes, raw["edges"])}}
-        self.srcnodes = _NodeSpace({t: {NID: src[t]} for t in self.ntypes})
-        self.dstnodes = _NodeSpace({t: {NID: dst[t]} for t in self.ntypes})
+    def __init__(self, src_nodes, indptr, indices, eids, srcdata=None, dstdata=None):
+        num_dst = indptr.numel() - 1
+        self._init(["_N"], ["_N"], [("_N", "_E", "_N")], {"_N": src_nodes},
+                   {"_N": src_nodes[:num_dst]},
+                   [_Relation(src_nodes.numel(), num_dst, eids, indices, indptr=indptr)], False)
+        self.srcdata.update(srcdata or {})
+        self.dstdata.update(dstdata or {})
 
-    def _ntype(self, ntype):
-        if ntype is None:
-            if len(self.ntypes) != 1:
-                raise _C.TesseraError("this block has several node types: give ntype")
-            return self.ntypes[0]
-        if ntype not in self.srcdata[NID]:
-            raise _C.TesseraError(f"unknown node type {ntype!r}; the block has {self.ntypes}")
-        return ntype
+    def _init(self, srctypes, dsttypes, canonical_etypes, src, dst, relations, typed,
+              homo_src_nodes=None):
+        self.srctypes, self.dsttypes = list(srctypes), list(dsttypes)
+        self.ntypes = list(dict.fromkeys(self.srctypes + self.dsttypes))
+        self._set_relations(canonical_etypes, relations)
+        self._typed = typed
+        self._src, self._dst = dict(src), dict(dst)
+        if typed:
+            self.srcdata = {NID: dict(src)}
+            if homo_src_nodes is not None:
+                self.srcdata["_homo_nid"] = dict(homo_src_nodes)
+            self.dstdata = {NID: dict(dst)}
+            self.edata = {EID: {c: r.eids for c, r in self._rel.items()}}
+        else:
+            self.srcdata = {NID: src[self.srctypes[0]]}
+            self.dstdata = {NID: dst[self.dsttypes[0]]}
+            self.edata = {EID: relations[0].eids}
+        self.srcnodes = _NodeSpace({t: {NID: ids} for t, ids in self._src.items()})
+        self.dstnodes = _NodeSpace({t: {NID: ids} for t, ids in self._dst.items()})
+
+    @classmethod
+    def typed(cls, g, src_nodes, dst_nodes, homo_src_nodes, edges):
+        """A typed block of ``g``'s types and relations: per node type
+        (``g.ntypes`` order) its sources (destinations first), destinations
+        and the sources' homogeneous ids; per relation
+        (``g.canonical_etypes`` order) ``(src, dst, eids)`` in block-local
+        ids, in any order (that is the block's edge order)."""
+        ntypes, rels = list(g.ntypes), [tuple(c) for c in g.canonical_etypes]
+        src, dst = dict(zip(ntypes, src_nodes)), dict(zip(ntypes, dst_nodes))
+        relations = [_Relation(src[c[0]].numel(), dst[c[2]].numel(), e[2], e[0], dst=e[1])
+                     for c, e in zip(rels, edges)]
+        b = cls.__new__(cls)
+        b._init(ntypes, ntypes, rels, src, dst, relations, True, dict(zip(ntypes, homo_src_nodes)))
+        return b
 
     def num_src_nodes(self, ntype=None):
-        return self.srcdata[NID][self._ntype(ntype)].numel()
+        return self._src[self._types_of(ntype, self.srctypes)].numel()
 
     def num_dst_nodes(self, ntype=None):
-        return self.dstdata[NID][self._ntype(ntype)].numel()
+        return self._dst[self._types_of(ntype, self.dsttypes)].numel()
 
     number_of_src_nodes = num_src_nodes
     number_of_dst_nodes = num_dst_nodes
 
     def in_degrees(self, v=None, etype=None):
-        c = self._canonical(etype)
-        deg = torch.bincount(self._edges[c][1], minlength=self.num_dst_nodes(c[2]))
+        indptr = self._rel[self.to_canonical_etype(etype)].indptr
+        deg = indptr[1:] - indptr[:-1]
         return deg if v is None else deg[as_ids(v, "in_degrees")[0]]
 
     def out_degrees(self, u=None, etype=None):
-        c = self._canonical(etype)
-        deg = torch.bincount(self._edges[c][0], minlength=self.num_src_nodes(c[0]))
+        r = self._rel[self.to_canonical_etype(etype)]
+        deg = torch.bincount(r.src, minlength=r.num_src)
         return deg if u is None else deg[as_ids(u, "out_degrees")[0]]
 
-    def to(self, device, **kwargs):
-        if torch.device(device).type != "cpu":
-            raise _C.TesseraError(f"HeteroBlock.to({device}): tessera blocks live on the CPU")
-        return self
+    # The CSR of the block's only relation, what the layers read.
+    @property
+    def indptr(self):
+        return self._rel[self.to_canonical_etype(None)].indptr
+
+    @property
+    def indices(self):
+        return self._rel[self.to_canonical_etype(None)].src
+
+    @property
+    def edge_dst(self):
+        """The block-local destination of each edge."""
+        return self._rel[self.to_canonical_etype(None)].dst
+
+    @property
+    def csr_indices(self):
+        return self._rel[self.to_canonical_etype(None)].csr_indices
+
+    @property
+    def csr_perm(self):
+        return self._rel[self.to_canonical_etype(None)].csr_perm
 
     def __repr__(self):
-        return (f"HeteroBlock(num_src_nodes={ {t: self.num_src_nodes(t) for t in self.ntypes} }, "
-                f"num_dst_nodes={ {t: self.num_dst_nodes(t) for t in self.ntypes} }, "
+        if not self._typed:
+            return (f"Block(num_src_nodes={self.num_src_nodes()}, "
+                    f"num_dst_nodes={self.num_dst_nodes()}, num_edges={self.num_edges()})")
+        return (f"Block(num_src_nodes={ {t: self.num_src_nodes(t) for t in self.srctypes} }, "
+                f"num_dst_nodes={ {t: self.num_dst_nodes(t) for t in self.dsttypes} }, "
                 f"num_edges={ {c: self.num_edges(c) for c in self.canonical_etypes} })")
+
+
+def _is_typed(graph):
+    """Whether ``graph`` is a typed block or pair graph (data per type)."""
+    return getattr(graph, "_typed", False)
+
+
+def _blocks(raw, typed):
+    """The Blocks of the C++ blocks."""
+    out = []
+    for b in raw:
+        src_nodes = b.src_nodes
+        if not typed:
+            e = b.edges[0]
+            out.append(Block(src_nodes[0], e.indptr, e.indices, e.eids, b.srcdata, b.dstdata))
+            continue
+        ntypes, rels = b.ntypes, b.canonical_etypes
+        src = dict(zip(ntypes, src_nodes))
+        dst = {t: n[:c] for t, n, c in zip(ntypes, src_nodes, b.dst_counts)}
+        relations = [_Relation(src[c[0]].numel(), dst[c[2]].numel(), e.eids, e.indices,
+                               indptr=e.indptr) for c, e in zip(rels, b.edges)]
+        block = Block.__new__(Block)
+        block._init(ntypes, ntypes, rels, src, dst, relations, True,
+                    dict(zip(ntypes, b.homo_src_nodes)))
+        out.append(block)
+    return out
 
 
 def _each(native_loader):
@@ -206,62 +271,58 @@ def _each(native_loader):
             return
 
 
-class PairGraph:
-    """The positive (or negative) node pairs of an edge batch over the batch's
-    compacted nodes: ``edges()`` in those local ids, ``ndata[NID]`` their global
-    ids, ``edata[EID]`` the positive edges' global ids."""
-
-    def __init__(self, src, dst, nodes, eids=None):
-        self._src, self._dst = src, dst
-        self.ndata = {NID: nodes}
-        self.edata = {} if eids is None else {EID: eids}
-
-    def edges(self, form="uv"):
-        if form != "uv":
-            raise ValueError("PairGraph.edges supports form='uv'")
-        return self._src, self._dst
-
-    def num_nodes(self):
-        return self.ndata[NID].numel()
-
-    def num_edges(self):
-        return self._src.numel()
-
-    number_of_nodes = num_nodes
-    number_of_edges = num_edges
-
-
-class HeteroPairGraph(_RelationEdges):
-    """The positive (or negative) pairs of a typed edge batch, by relation
-    (DGL's heterograph pair graph): per node type, ``ndata[NID][ntype]`` the
-    batch's nodes in per-type ids (the last block's destination nodes) and
-    ``num_nodes(ntype)``; per relation (name or canonical tuple),
-    ``edges(etype=...)`` as indices into its source type's and destination
-    type's nodes and ``num_edges(etype)``; in the positive graph
+class PairGraph(_Relations):
+    """The positive (or negative) pairs of an edge batch over the batch's
+    nodes (the last block's destinations). Untyped: ``edges()`` in local
+    ids, ``ndata[NID]`` the nodes' global ids, ``edata[EID]`` the positive
+    edges' global ids. Typed (DGL's heterograph pair graph): per node type
+    ``ndata[NID][ntype]`` per-type ids and ``num_nodes(ntype)``; per
+    relation ``edges(etype=...)`` as indices into its source type's and
+    destination type's nodes and, in the positive graph,
     ``edata[EID][canonical]`` the per-relation id of each pair's edge."""
 
     _what = "pair graph"
 
-    def __init__(self, g, raw, positive):
-        self._init_types(g)
-        nodes = dict(zip(self.ntypes, raw["nodes"]))
-        self.ndata = {NID: nodes}
-        self.nodes = _NodeSpace({t: {NID: ids} for t, ids in nodes.items()})
-        self._edges = {c: (e[0], e[1]) for c, e in zip(self.canonical_etypes, raw["edges"])}
-        self.edata = ({EID: {c: e[2] for c, e in zip(self.canonical_etypes, raw["edges"])}}
-                      if positive else {})
+    def __init__(self, src, dst, nodes, eids=None):
+        self._init({"_N": nodes}, [("_N", "_E", "_N")], [(src, dst, eids)], False)
+
+    def _init(self, nodes, canonical_etypes, pairs, typed):
+        self.ntypes = list(nodes)
+        self._nodes, self._typed = dict(nodes), typed
+        self._set_relations(canonical_etypes, [
+            _Relation(self._nodes[c[0]].numel(), self._nodes[c[2]].numel(), e, s, dst=d)
+            for c, (s, d, e) in zip(canonical_etypes, pairs)])
+        positive = any(e is not None for _, _, e in pairs)
+        if typed:
+            self.ndata = {NID: dict(nodes)}
+            self.edata = {EID: {c: r.eids for c, r in self._rel.items()}} if positive else {}
+        else:
+            self.ndata = {NID: nodes[self.ntypes[0]]}
+            self.edata = {EID: pairs[0][2]} if positive else {}
+        self.nodes = _NodeSpace({t: {NID: ids} for t, ids in self._nodes.items()})
+
+    @classmethod
+    def _native(cls, raw, typed, positive):
+        """The PairGraph of a C++ one (typed: with the batch's relations)."""
+        ntypes, rels = raw.ntypes, raw.canonical_etypes
+        if not typed:
+            ntypes, rels = ["_N"], [("_N", "_E", "_N")]
+        pairs = [(e.src, e.dst, e.eids if positive else None) for e in raw.edges]
+        g = cls.__new__(cls)
+        g._init(dict(zip(ntypes, raw.nodes)), rels, pairs, typed)
+        return g
 
     def num_nodes(self, ntype=None):
-        if ntype is None:
-            return sum(n.numel() for n in self.ndata[NID].values())
-        if ntype not in self.ndata[NID]:
-            raise _C.TesseraError(f"unknown node type {ntype!r}; the graph has {self.ntypes}")
-        return self.ndata[NID][ntype].numel()
+        if ntype is None and self._typed:
+            return sum(n.numel() for n in self._nodes.values())
+        return self._nodes[self._types_of(ntype, self.ntypes)].numel()
 
     number_of_nodes = num_nodes
 
     def __repr__(self):
-        return (f"HeteroPairGraph(num_nodes={ {t: self.num_nodes(t) for t in self.ntypes} }, "
+        if not self._typed:
+            return f"PairGraph(num_nodes={self.num_nodes()}, num_edges={self.num_edges()})"
+        return (f"PairGraph(num_nodes={ {t: self.num_nodes(t) for t in self.ntypes} }, "
                 f"num_edges={ {c: self.num_edges(c) for c in self.canonical_etypes} })")
 
 
@@ -400,16 +461,12 @@ class DistNodeDataLoader:
         common = (a["batch_size"], a["shuffle"], a["drop_last"], a["seed"], a["num_workers"],
                   a["prefetch"], a["even_batches"], a["timeout"])
         feats, labels = _prefetch_names(s)
-        if self._typed:
-            if feats or labels:
-                raise _C.TesseraError("DistNodeDataLoader: prefetch_node_feats / "
-                                      "prefetch_labels work on homogeneous loaders only for now")
-            self._loader = _C.HeteroNodeLoader(g._g, typed, fanouts, etype_fanouts, s.edge_dir,
-                                               s.replace, s.prob, *common)
-        else:
-            self._loader = _C.NodeLoader(g._g, _node_ids(nids, "DistNodeDataLoader nids"),
-                                         fanouts, s.edge_dir, s.replace, s.prob, *common,
-                                         etype_fanouts, feats, labels)
+        if self._typed and (feats or labels):
+            raise _C.TesseraError("DistNodeDataLoader: prefetch_node_feats / "
+                                  "prefetch_labels work on homogeneous loaders only for now")
+        seeds = typed if self._typed else _node_ids(nids, "DistNodeDataLoader nids")
+        self._loader = _C.NodeLoader(g._g, seeds, fanouts, s.edge_dir, s.replace, s.prob, *common,
+                                     etype_fanouts, feats, labels)
         # Rows a script reads at input_nodes / seeds are learned and pulled
         # ahead (tessera/distributed/_prefetch.py): node tensors the graph
         # has now (its partition's data, mostly), never on typed batches.
@@ -430,13 +487,15 @@ class DistNodeDataLoader:
 
     def __iter__(self):
         if self._typed:
-            for input_nodes, seeds, raw in _each(self._loader):
-                yield input_nodes, seeds, [HeteroBlock(self._g, b) for b in raw]
+            ntypes = self._g.ntypes
+            for b in _each(self._loader):
+                yield (dict(zip(ntypes, b.input_nodes)), dict(zip(ntypes, b.seeds)),
+                       _blocks(b.blocks, True))
             return
         current = None
         try:
-            for input_nodes, seeds, raw in _each(self._loader):
-                blocks = _blocks(raw)
+            for b in _each(self._loader):
+                input_nodes, seeds, blocks = b.input_nodes[0], b.seeds[0], _blocks(b.blocks, False)
                 if self._auto_prefetch:
                     current = _prefetch.BatchRows(self, input_nodes, seeds,
                                                   self._take_learned(blocks[0].srcdata),
@@ -488,7 +547,7 @@ class DistEdgeDataLoader:
     sampled into the blocks.
 
     On a heterograph ``eids`` is ``{etype: per-relation ids}`` (DGL): the pair
-    graphs are HeteroPairGraphs, the blocks HeteroBlocks, ``input_nodes``
+    graphs and the blocks are typed, ``input_nodes``
     ``{ntype: ids}``; negatives of an edge come from its relation's
     destination type. ``reverse_eids`` is then ``{etype: ids}`` (the reverse
     of edge i of a relation is edge ``reverse_eids[etype][i]`` of the same
@@ -525,11 +584,11 @@ class DistEdgeDataLoader:
                 raise _C.TesseraError("DistEdgeDataLoader: reverse_etypes is a dict "
                                       "{etype: reverse etype}")
             rtypes = {_etype_str(k): _etype_str(v) for k, v in (reverse_etypes or {}).items()}
-            self._loader = _C.HeteroEdgeLoader(
+            self._loader = _C.EdgeLoader(
                 g._g, {_etype_str(k): as_ids(v, "DistEdgeDataLoader eids")[0]
                        for k, v in eids.items()},
-                fanouts, etype_fanouts, s.edge_dir, s.replace, s.prob, *common, rev, typed_rev,
-                rtypes)
+                fanouts, s.edge_dir, s.replace, s.prob, *common, rev, etype_fanouts, [], [],
+                typed_rev, rtypes)
             return
         if reverse_etypes:
             raise _C.TesseraError("DistEdgeDataLoader: reverse_etypes needs a heterograph and "
@@ -540,30 +599,32 @@ class DistEdgeDataLoader:
         feats, labels = _prefetch_names(s)
         self._loader = _C.EdgeLoader(g._g, _node_ids(eids, "DistEdgeDataLoader eids"),
                                      fanouts, s.edge_dir, s.replace, s.prob, *common, rev,
-                                     etype_fanouts, feats, labels)
+                                     etype_fanouts, feats, labels, {}, {})
 
     def __len__(self):
         return len(self._loader)
 
     def __iter__(self):
         if self._typed:
+            ntypes = self._g.ntypes
             for b in _each(self._loader):
-                pos = HeteroPairGraph(self._g, b["positive"], True)
-                blocks = [HeteroBlock(self._g, raw) for raw in b["blocks"]]
+                input_nodes = dict(zip(ntypes, b.input_nodes))
+                pos = PairGraph._native(b.positive, True, True)
+                blocks = _blocks(b.blocks, True)
                 if self._negatives:
-                    neg = HeteroPairGraph(self._g, b["negative"], False)
-                    yield b["input_nodes"], pos, neg, blocks
+                    neg = PairGraph._native(b.negative, True, False)
+                    yield input_nodes, pos, neg, blocks
                 else:
-                    yield b["input_nodes"], pos, blocks
+                    yield input_nodes, pos, blocks
             return
         for b in _each(self._loader):
-            pos = PairGraph(b["pos_src"], b["pos_dst"], b["pair_nodes"], b["eids"])
-            blocks = _blocks(b["blocks"])
+            pos = PairGraph._native(b.positive, False, True)
+            blocks = _blocks(b.blocks, False)
             if self._negatives:
-                neg = PairGraph(b["neg_src"], b["neg_dst"], b["pair_nodes"])
-                yield b["input_nodes"], pos, neg, blocks
+                neg = PairGraph._native(b.negative, False, False)
+                yield b.input_nodes[0], pos, neg, blocks
             else:
-                yield b["input_nodes"], pos, blocks
+                yield b.input_nodes[0], pos, blocks
 
 
 def _default_collate(items):

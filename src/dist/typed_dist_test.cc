@@ -1,4 +1,4 @@
-// File: src/dist/hetero_dist_test.cc
+// File: src/dist/typed_dist_test.cc
 //
 // The trainer API on a heterogeneous graph (a small generated ogbn-mag
 // shape), standalone on a one-part partition and distributed against two KV
@@ -330,30 +330,33 @@ void CheckTypedSampling(const MagFixture& f) {
   sampler.etype_fanouts = {fanout, fanout};
   std::map<std::string, torch::Tensor> train = {{"paper", torch::arange(0, papers, 3)},
                                                 {"author", torch::arange(0, 20)}};
-  DistHeteroNodeDataLoader loader(g, train, sampler,
-                                  {.batch_size = 64, .shuffle = true, .seed = 5, .num_workers = 1});
+  DistNodeDataLoader loader(g, train, sampler,
+                            {.batch_size = 64, .shuffle = true, .seed = 5, .num_workers = 1});
   std::map<std::string, std::vector<int64_t>> seen;
   int64_t batches = 0;
-  for (const HeteroMiniBatch& mb : loader) {
+  for (const MiniBatch& mb : loader) {
     ++batches;
     ASSERT_EQ(mb.blocks.size(), 2u);
-    for (const auto& [ntype, ids] : mb.seeds) {
+    ASSERT_EQ(mb.seeds.size(), g.ntypes().size());
+    for (const auto& [ntype, unused] : train) {
+      const int t = g.get_ntype_id(ntype);
+      const torch::Tensor& ids = mb.seeds[t];
       seen[ntype].insert(seen[ntype].end(), ids.data_ptr<int64_t>(),
                          ids.data_ptr<int64_t>() + ids.size(0));
-      int t = g.get_ntype_id(ntype);
-      EXPECT_TRUE(torch::equal(mb.blocks[1].dst_nodes[t], ids));
-      EXPECT_TRUE(torch::equal(mb.blocks[0].dst_nodes[t], mb.blocks[1].src_nodes[t]));
-      EXPECT_TRUE(torch::equal(mb.input_nodes.at(ntype), mb.blocks[0].src_nodes[t]));
+      EXPECT_TRUE(torch::equal(mb.blocks[1].dst_nodes(ntype), ids));
+      EXPECT_TRUE(torch::equal(mb.blocks[0].dst_nodes(ntype), mb.blocks[1].src_nodes[t]));
+      EXPECT_TRUE(torch::equal(mb.input_nodes[t], mb.blocks[0].src_nodes[t]));
     }
-    for (const HeteroBlock& b : mb.blocks) {
-      const HeteroBlock::Relation& e = b.edges_of("cites");
-      EXPECT_LE(e.src.size(0), 2 * b.num_dst_nodes("paper"));
+    for (const Block& b : mb.blocks) {
+      const Block::Relation& e = b.edges_of("cites");
+      EXPECT_LE(e.num_edges(), 2 * b.num_dst_nodes("paper"));
       EXPECT_EQ(b.num_edges(), b.num_edges("cites") + b.num_edges("writes"));
       const torch::Tensor homo_eids = g.map_to_homo_eid(e.eids, "paper:cites:paper");
-      for (int64_t i = 0; i < e.src.size(0); ++i) {
+      const torch::Tensor edge_dst = e.edge_dst();
+      for (int64_t i = 0; i < e.num_edges(); ++i) {
         int64_t orig = f.orig_eids[homo_eids[i].item<int64_t>()];
-        int64_t s = b.src_nodes[paper][e.src[i].item<int64_t>()].item<int64_t>();
-        int64_t d = b.dst_nodes[paper][e.dst[i].item<int64_t>()].item<int64_t>();
+        int64_t s = b.src_nodes[paper][e.indices[i].item<int64_t>()].item<int64_t>();
+        int64_t d = b.dst_nodes("paper")[edge_dst[i].item<int64_t>()].item<int64_t>();
         EXPECT_EQ(input_end(in.src.span<int64_t>()[orig]).second, to_input(paper, s));
         EXPECT_EQ(input_end(in.dst.span<int64_t>()[orig]).second, to_input(paper, d));
       }
@@ -368,7 +371,7 @@ void CheckTypedSampling(const MagFixture& f) {
   }
   NeighborSampler partial_sampler;
   partial_sampler.etype_fanouts = {partial};
-  EXPECT_THROW(DistHeteroNodeDataLoader(g, train, partial_sampler), Error);
+  EXPECT_THROW(DistNodeDataLoader(g, train, partial_sampler), Error);
 }
 
 // The typed edge loader (DGL's DistEdgeDataLoader with dict eids): every
@@ -410,15 +413,15 @@ void CheckTypedLinkLoader(const MagFixture& f) {
     if (mode == "reverse_id") {
       eo.typed_reverse_eids = {{"cites", cites_reverse}, {"writes", torch::arange(num_writes)}};
     }
-    DistHeteroEdgeDataLoader loader(
-        g, eids, sampler, {.batch_size = 32, .shuffle = true, .seed = 3, .num_workers = 1}, eo);
+    DistEdgeDataLoader loader(g, eids, sampler,
+                              {.batch_size = 32, .shuffle = true, .seed = 3, .num_workers = 1}, eo);
     std::map<int, std::multiset<int64_t>> seen;  // Relation -> per-relation ids.
-    for (const HeteroEdgeMiniBatch& mb : loader) {
+    for (const EdgeMiniBatch& mb : loader) {
       ASSERT_EQ(mb.blocks.size(), 2u);
       std::set<int64_t> excluded;  // Homogeneous ids.
       for (int r : {writes, cites}) {
-        const HeteroPairGraph::Relation& pos = mb.positive.edges[r];
-        const HeteroPairGraph::Relation& neg = mb.negative.edges[r];
+        const PairGraph::Relation& pos = mb.positive.edges[r];
+        const PairGraph::Relation& neg = mb.negative.edges[r];
         const EdgeType& et = book.etypes()[r];
         const int s = g.get_ntype_id(et.src_type), d = g.get_ntype_id(et.dst_type);
         ASSERT_EQ(neg.src.size(0), k * pos.src.size(0));
@@ -449,29 +452,33 @@ void CheckTypedLinkLoader(const MagFixture& f) {
       EXPECT_EQ(mb.positive.num_edges(),
                 mb.positive.num_edges("writes") + mb.positive.num_edges("paper:cites:paper"));
       for (int t = 0; t < book.num_ntypes(); ++t) {
-        EXPECT_TRUE(torch::equal(mb.blocks[1].dst_nodes[t], mb.positive.nodes[t]));
-        EXPECT_TRUE(torch::equal(mb.blocks[1].dst_nodes[t], mb.negative.nodes[t]));
-        EXPECT_TRUE(torch::equal(mb.blocks[0].dst_nodes[t], mb.blocks[1].src_nodes[t]));
-        EXPECT_TRUE(torch::equal(mb.input_nodes.at(book.ntypes()[t]), mb.blocks[0].src_nodes[t]));
+        const std::string& ntype = book.ntypes()[t];
+        EXPECT_TRUE(torch::equal(mb.blocks[1].dst_nodes(ntype), mb.positive.nodes[t]));
+        EXPECT_TRUE(torch::equal(mb.blocks[1].dst_nodes(ntype), mb.negative.nodes[t]));
+        EXPECT_TRUE(torch::equal(mb.blocks[0].dst_nodes(ntype), mb.blocks[1].src_nodes[t]));
+        EXPECT_TRUE(torch::equal(mb.input_nodes[t], mb.blocks[0].src_nodes[t]));
       }
       // Block edges: real, of their relation, not excluded, per-relation fanouts.
-      for (const HeteroBlock& b : mb.blocks) {
+      for (const Block& b : mb.blocks) {
         for (int r = 0; r < book.num_etypes(); ++r) {
-          const HeteroBlock::Relation& e = b.edges[r];
+          const Block::Relation& e = b.edges[r];
           const EdgeType& et = book.etypes()[r];
           const int s = g.get_ntype_id(et.src_type), d = g.get_ntype_id(et.dst_type);
+          EXPECT_EQ(e.src_type, s);
+          EXPECT_EQ(e.dst_type, d);
           const torch::Tensor homo_eids = g.map_to_homo_eid(e.eids, et.Canonical());
-          for (int64_t i = 0; i < e.src.size(0); ++i) {
+          const torch::Tensor edge_dst = e.edge_dst();
+          for (int64_t i = 0; i < e.num_edges(); ++i) {
             int64_t homo = homo_eids[i].item<int64_t>();
             EXPECT_FALSE(excluded.count(homo)) << "excluded " << et.Canonical() << " edge sampled";
             auto [in_src, in_dst] = input.Edge(homo);
-            EXPECT_EQ(input.Node(s, b.src_nodes[s][e.src[i].item<int64_t>()].item<int64_t>()),
+            EXPECT_EQ(input.Node(s, b.src_nodes[s][e.indices[i].item<int64_t>()].item<int64_t>()),
                       input.End(in_src));
-            EXPECT_EQ(input.Node(d, b.dst_nodes[d][e.dst[i].item<int64_t>()].item<int64_t>()),
+            EXPECT_EQ(input.Node(d, b.src_nodes[d][edge_dst[i].item<int64_t>()].item<int64_t>()),
                       input.End(in_dst));
           }
-          if (fanout[et.Canonical()] > 0 && e.dst.size(0) > 0) {
-            EXPECT_LE(torch::bincount(e.dst).max().item<int64_t>(), 2) << et.Canonical();
+          if (fanout[et.Canonical()] > 0 && e.num_edges() > 0) {
+            EXPECT_LE(torch::bincount(edge_dst).max().item<int64_t>(), 2) << et.Canonical();
           }
         }
       }
@@ -485,7 +492,7 @@ void CheckTypedLinkLoader(const MagFixture& f) {
   // Errors name the relation.
   auto error_of = [&](std::map<std::string, torch::Tensor> ids, EdgeLoaderOptions eo) {
     try {
-      DistHeteroEdgeDataLoader(g, ids, sampler, {}, eo);
+      DistEdgeDataLoader(g, ids, sampler, {}, eo);
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -527,7 +534,7 @@ std::function<const char*(const char*)> NoEnv() {
   return [](const char*) -> const char* { return nullptr; };
 }
 
-TEST(HeteroDistTest, Standalone) {
+TEST(TypedDistTest, Standalone) {
   tessera::testing::TempDir dir;
   MagFixture f = MakeMag(dir.path(), 1);
   initialize("", {.getenv = NoEnv()});
@@ -537,7 +544,7 @@ TEST(HeteroDistTest, Standalone) {
   exit_client();
 }
 
-TEST(HeteroDistTest, Distributed) {
+TEST(TypedDistTest, Distributed) {
   tessera::testing::TempDir dir;
   MagFixture f = MakeMag(dir.path(), 2);
   kvstore::testing::TestCluster cluster(f.config, 2, 1);
@@ -570,7 +577,7 @@ TEST(HeteroDistTest, Distributed) {
 
 // Two relations named "buys" (user:buys:item, item:buys:user): the typed
 // edge loader takes the canonical names and refuses the plain one.
-TEST(HeteroDistTest, TypedEdgeLoaderRefusesAnAmbiguousRelation) {
+TEST(TypedDistTest, TypedEdgeLoaderRefusesAnAmbiguousRelation) {
   tessera::testing::TempDir dir;
   Graph shop = sampling::typed_test::ShopGraph();
   shop.etypes[1].relation = "buys";
@@ -583,7 +590,7 @@ TEST(HeteroDistTest, TypedEdgeLoaderRefusesAnAmbiguousRelation) {
     torch::Tensor ids = torch::arange(3);
     auto error_of = [&](const std::string& etype, const EdgeLoaderOptions& eo) -> std::string {
       try {
-        DistHeteroEdgeDataLoader(g, {{etype, ids}}, sampler, {}, eo);
+        DistEdgeDataLoader(g, {{etype, ids}}, sampler, {}, eo);
       } catch (const Error& e) {
         return e.what();
       }
@@ -595,10 +602,10 @@ TEST(HeteroDistTest, TypedEdgeLoaderRefusesAnAmbiguousRelation) {
                          .reverse_etypes = {{"user:buys:item", "buys"}}};
     EXPECT_NE(error_of("user:buys:item", eo).find("ambiguous"), std::string::npos);
     eo.reverse_etypes = {{"user:buys:item", "item:buys:user"}};
-    DistHeteroEdgeDataLoader loader(g, {{"user:buys:item", ids}}, sampler, {.batch_size = 2}, eo);
+    DistEdgeDataLoader loader(g, {{"user:buys:item", ids}}, sampler, {.batch_size = 2}, eo);
     EXPECT_EQ(loader.size(), 2);
     int64_t pairs = 0;
-    for (const HeteroEdgeMiniBatch& mb : loader) pairs += mb.positive.num_edges("user:buys:item");
+    for (const EdgeMiniBatch& mb : loader) pairs += mb.positive.num_edges("user:buys:item");
     EXPECT_EQ(pairs, 3);
   }
   exit_client();
@@ -607,12 +614,20 @@ TEST(HeteroDistTest, TypedEdgeLoaderRefusesAnAmbiguousRelation) {
 // A block of 3 destinations and 5 sources (destinations first); edges
 // (source index, destination index, relation).
 Block SmallBlock() {
-  Block b;
-  b.src_nodes = torch::tensor({10, 11, 12, 13, 14}, torch::kInt64);
-  b.indptr = torch::tensor({0, 3, 4, 7}, torch::kInt64);
-  b.indices = torch::tensor({3, 4, 1, 0, 3, 4, 2}, torch::kInt64);
-  b.eids = torch::arange(7, torch::kInt64);
-  return b;
+  return Block::Untyped(torch::tensor({10, 11, 12, 13, 14}, torch::kInt64),
+                        torch::tensor({0, 3, 4, 7}, torch::kInt64),
+                        torch::tensor({3, 4, 1, 0, 3, 4, 2}, torch::kInt64),
+                        torch::arange(7, torch::kInt64));
+}
+
+// The relation of src[i] -> dst[i] (dst ascending) between types s and d,
+// with `eids`, as a block's CSR over `num_dst` destinations.
+Block::Relation Csr(int s, int d, std::vector<int64_t> src, std::vector<int64_t> dst,
+                    int64_t num_dst, torch::Tensor eids) {
+  torch::Tensor t = torch::tensor(dst, torch::kInt64);
+  torch::Tensor counts = torch::bincount(t, {}, num_dst);
+  return {s, d, torch::cat({torch::zeros({1}, torch::kInt64), counts.cumsum(0)}),
+          torch::tensor(src, torch::kInt64), std::move(eids)};
 }
 
 TEST(RelGraphConvTest, MatchesTheFormula) {
@@ -627,8 +642,8 @@ TEST(RelGraphConvTest, MatchesTheFormula) {
     torch::Tensor w = conv->relation_weights();  // [3, 4, 2]
     torch::Tensor self = conv->named_parameters()["self_loop.weight"];
     torch::Tensor bias = conv->named_parameters()["bias"];
-    auto indptr = b.indptr.accessor<int64_t, 1>();
-    auto indices = b.indices.accessor<int64_t, 1>();
+    auto indptr = b.edges[0].indptr.accessor<int64_t, 1>();
+    auto indices = b.edges[0].indices.accessor<int64_t, 1>();
     auto rel = etypes.accessor<int64_t, 1>();
     for (int64_t d = 0; d < 3; ++d) {
       torch::Tensor want = torch::matmul(h[d], self.t()) + bias;
@@ -656,27 +671,29 @@ TEST(RelGraphConvTest, MatchesTheFormula) {
 //   relation 4  a:r4:a   12 -> 12   (relation 2 there)
 // Relations 3 and 4 reuse weights 0 and 2 in the comparison below, so the
 // layer over 5 relations equals SmallBlock's over 3.
-HeteroBlock SmallHeteroBlock() {
-  HeteroBlock b;
+Block SmallTypedBlock() {
+  Block b;
   b.ntypes = {"a", "b"};
   b.canonical_etypes = {
       {"a", "r0", "a"}, {"b", "r1", "a"}, {"a", "r2", "b"}, {"b", "r3", "a"}, {"a", "r4", "a"}};
   auto t = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64); };
   b.src_nodes = {t({0, 2, 3}), t({1, 4})};  // Indices into SmallBlock's sources.
-  b.dst_nodes = {t({0, 2}), t({1})};
+  b.dst_counts = {2, 1};
   b.homo_src_nodes = {t({10, 12, 13}), t({11, 14})};
-  auto rel = [&](std::vector<int64_t> src, std::vector<int64_t> dst) {
-    return HeteroBlock::Relation{t(src), t(dst), torch::arange(static_cast<int64_t>(src.size()))};
+  auto rel = [&](int s, int d, std::vector<int64_t> src, std::vector<int64_t> dst) {
+    const auto n = static_cast<int64_t>(src.size());
+    return Csr(s, d, std::move(src), std::move(dst), b.dst_counts[d], torch::arange(n));
   };
-  b.edges = {rel({2, 2}, {0, 1}), rel({1, 0}, {0, 0}), rel({0}, {0}), rel({1}, {1}), rel({1}, {1})};
+  b.edges = {rel(0, 0, {2, 2}, {0, 1}), rel(1, 0, {1, 0}, {0, 0}), rel(0, 1, {0}, {0}),
+             rel(1, 0, {1}, {1}), rel(0, 0, {1}, {1})};
   return b;
 }
 
-TEST(RelGraphConvTest, HeteroBlockMatchesTheHomogeneousLayer) {
+TEST(RelGraphConvTest, TypedBlockMatchesTheUntypedLayer) {
   torch::manual_seed(2);
   Block homo = SmallBlock();
   torch::Tensor etypes = torch::tensor({0, 1, 1, 2, 0, 0, 2}, torch::kInt64);
-  HeteroBlock hetero = SmallHeteroBlock();
+  Block hetero = SmallTypedBlock();
   nn::RelGraphConv three(4, 2, 3, -1), five(4, 2, 5, -1);
   {
     // five's relation weights: r0, r1, r2, r3 = r0, r4 = r2 of three; the
@@ -711,17 +728,19 @@ TEST(RelGraphConvTest, HeteroBlockMatchesTheHomogeneousLayer) {
   // RGCN over two hetero layers: outputs per type, gradients reach layer 0.
   nn::RGCN model(4, 3, 2, 5, 2, 2, 0.0);
   // The second layer's sources are the first layer's destinations (a: 2, b: 1).
-  HeteroBlock top = hetero;
+  Block top = hetero;
   auto t = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64); };
   top.src_nodes = {t({0, 2}), t({1})};
-  top.dst_nodes = {t({0}), t({1})};
+  top.dst_counts = {1, 1};
   top.homo_src_nodes = {t({10, 12}), t({11})};
-  auto rel = [&](std::vector<int64_t> src, std::vector<int64_t> dst) {
-    return HeteroBlock::Relation{t(src), t(dst), t(src)};
+  auto rel = [&](int s, int d, std::vector<int64_t> src, std::vector<int64_t> dst) {
+    torch::Tensor eids = t(src);
+    return Csr(s, d, std::move(src), std::move(dst), top.dst_counts[d], eids);
   };
-  top.edges = {rel({1}, {0}), rel({0}, {0}), rel({0}, {0}), rel({}, {}), rel({}, {})};
+  top.edges = {rel(0, 0, {1}, {0}), rel(1, 0, {0}, {0}), rel(0, 1, {0}, {0}), rel(1, 0, {}, {}),
+               rel(0, 0, {}, {})};
   std::vector<torch::Tensor> x = {torch::randn({3, 4}), torch::randn({2, 4})};
-  std::vector<torch::Tensor> y = model->forward(std::vector<HeteroBlock>{hetero, top}, x);
+  std::vector<torch::Tensor> y = model->forward(std::vector<Block>{hetero, top}, x);
   ASSERT_EQ(y.size(), 2u);
   EXPECT_EQ(y[0].size(0), 1);
   EXPECT_EQ(y[1].size(0), 1);

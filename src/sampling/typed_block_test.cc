@@ -1,13 +1,14 @@
-// File: src/sampling/hetero_block_test.cc
-#include "src/sampling/hetero_block.h"
-
+// File: src/sampling/typed_block_test.cc
+#include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/base/random.h"
 #include "src/base/test_util.h"
+#include "src/sampling/block.h"
 #include "src/sampling/typed_test_graph.h"
 
 namespace tessera::sampling {
@@ -29,21 +30,34 @@ PartitionBook ShopBook() {
   return std::move(*book);
 }
 
+// One relation's edges in the order of the input, before the CSR:
+// (source index, destination index, per-relation id).
+struct Coo {
+  std::vector<int64_t> src, dst, eids;
+};
+
 // to_block by the definition, with maps: per type, the seeds, then the other
-// sources in increasing id order.
-HeteroBlock BruteForce(const PartitionBook& book, std::span<const int64_t> seeds,
-                       std::span<const int64_t> src, std::span<const int64_t> dst,
-                       std::span<const int64_t> eids) {
-  HeteroBlock b;
-  b.dst_nodes.resize(book.num_ntypes());
+// sources in increasing id order; per relation, the input's edges in input
+// order (as Coo) and their CSR, a stable sort by destination.
+struct Expected {
+  Block block;
+  std::vector<Coo> coo;
+};
+
+Expected BruteForce(const PartitionBook& book, std::span<const int64_t> seeds,
+                    std::span<const int64_t> src, std::span<const int64_t> dst,
+                    std::span<const int64_t> eids) {
+  Expected x;
+  Block& b = x.block;
+  b.num_dst_nodes.assign(book.num_ntypes(), 0);
   b.src_nodes.resize(book.num_ntypes());
   b.homo_src_nodes.resize(book.num_ntypes());
   b.edges.resize(book.num_etypes());
+  x.coo.resize(book.num_etypes());
   std::map<int64_t, int64_t> src_index, dst_index;
   for (int64_t s : seeds) {
     auto [t, id] = book.MapToPerNtype(s);
-    dst_index[s] = src_index[s] = static_cast<int64_t>(b.dst_nodes[t].size());
-    b.dst_nodes[t].push_back(id);
+    dst_index[s] = src_index[s] = b.num_dst_nodes[t]++;
     b.src_nodes[t].push_back(id);
     b.homo_src_nodes[t].push_back(s);
   }
@@ -56,39 +70,63 @@ HeteroBlock BruteForce(const PartitionBook& book, std::span<const int64_t> seeds
   }
   for (size_t e = 0; e < src.size(); ++e) {
     auto [r, id] = book.MapToPerEtype(eids[e]);
-    b.edges[r].src.push_back(src_index.at(src[e]));
-    b.edges[r].dst.push_back(dst_index.at(dst[e]));
-    b.edges[r].eids.push_back(id);
+    x.coo[r].src.push_back(src_index.at(src[e]));
+    x.coo[r].dst.push_back(dst_index.at(dst[e]));
+    x.coo[r].eids.push_back(id);
   }
-  return b;
+  for (int r = 0; r < book.num_etypes(); ++r) {
+    BlockEdges& out = b.edges[r];
+    out.src_type = *book.NodeTypeId(book.etypes()[r].src_type);
+    out.dst_type = *book.NodeTypeId(book.etypes()[r].dst_type);
+    const int64_t num_dst = b.num_dst_nodes[out.dst_type];
+    const Coo& c = x.coo[r];
+    std::vector<size_t> order(c.dst.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t i, size_t j) { return c.dst[i] < c.dst[j]; });
+    out.indptr.assign(num_dst + 1, 0);
+    for (size_t i : order) {
+      out.indices.push_back(c.src[i]);
+      out.eids.push_back(c.eids[i]);
+      ++out.indptr[c.dst[i] + 1];
+    }
+    for (int64_t d = 0; d < num_dst; ++d) out.indptr[d + 1] += out.indptr[d];
+  }
+  return x;
 }
 
-// The edges of relation r in homogeneous ids (a block carries per-relation
-// ids, as DGL's; the book maps them back).
-std::vector<int64_t> HomoEids(const PartitionBook& book, const HeteroBlock& b, int r) {
+// The destination index of each edge of relation r, from the CSR.
+std::vector<int64_t> EdgeDst(const BlockEdges& e) {
   std::vector<int64_t> out;
-  for (int64_t id : b.edges[r].eids) out.push_back(book.MapToHomoEid(r, id));
+  for (size_t d = 0; d + 1 < e.indptr.size(); ++d) {
+    for (int64_t k = e.indptr[d]; k < e.indptr[d + 1]; ++k) out.push_back(static_cast<int64_t>(d));
+  }
   return out;
 }
 
-// `got` equals `want` (BruteForce of the input whose edge ids were `eids`),
-// and relation by relation its edges are the input's edges of that relation
-// in input order.
-void ExpectSame(const PartitionBook& book, const HeteroBlock& got, const HeteroBlock& want,
+// `got` equals `want` (BruteForce of the input whose edge ids were `eids`):
+// the same nodes, and relation by relation the same CSR, which holds the
+// input's edges of that relation.
+void ExpectSame(const PartitionBook& book, const Block& got, const Expected& want,
                 std::span<const int64_t> eids) {
-  EXPECT_EQ(got.dst_nodes, want.dst_nodes);
-  EXPECT_EQ(got.src_nodes, want.src_nodes);
-  EXPECT_EQ(got.homo_src_nodes, want.homo_src_nodes);
-  ASSERT_EQ(got.num_etypes(), want.num_etypes());
+  EXPECT_EQ(got.num_dst_nodes, want.block.num_dst_nodes);
+  EXPECT_EQ(got.src_nodes, want.block.src_nodes);
+  EXPECT_EQ(got.homo_src_nodes, want.block.homo_src_nodes);
+  ASSERT_EQ(got.num_etypes(), want.block.num_etypes());
   for (int r = 0; r < got.num_etypes(); ++r) {
-    EXPECT_EQ(got.edges[r].src, want.edges[r].src) << "relation " << r;
-    EXPECT_EQ(got.edges[r].dst, want.edges[r].dst) << "relation " << r;
-    EXPECT_EQ(got.edges[r].eids, want.edges[r].eids) << "relation " << r;
+    const BlockEdges& g = got.edges[r];
+    const BlockEdges& w = want.block.edges[r];
+    EXPECT_EQ(g.src_type, w.src_type) << "relation " << r;
+    EXPECT_EQ(g.dst_type, w.dst_type) << "relation " << r;
+    EXPECT_EQ(g.indptr, w.indptr) << "relation " << r;
+    EXPECT_EQ(g.indices, w.indices) << "relation " << r;
+    EXPECT_EQ(g.eids, w.eids) << "relation " << r;
   }
-  std::vector<std::vector<int64_t>> input_eids(book.num_etypes());
-  for (int64_t e : eids) input_eids[book.MapToPerEtype(e).first].push_back(e);
+  std::vector<std::multiset<int64_t>> input_eids(book.num_etypes()), got_eids(book.num_etypes());
+  for (int64_t e : eids) input_eids[book.MapToPerEtype(e).first].insert(e);
   for (int r = 0; r < got.num_etypes(); ++r) {
-    EXPECT_EQ(HomoEids(book, got, r), input_eids[r]) << "relation " << r;
+    for (int64_t id : got.edges[r].eids) got_eids[r].insert(book.MapToHomoEid(r, id));
+    EXPECT_EQ(got_eids[r], input_eids[r]) << "relation " << r;
   }
 }
 
@@ -97,38 +135,40 @@ void ExpectSame(const PartitionBook& book, const HeteroBlock& got, const HeteroB
 //   u3 --buys[8]--> i1 <--buys[1]-- u0
 //   i0 --bought-by[10]--> u0 <--follows[22]-- u1,  u3 --follows[25]--> u0
 //   i1 --has[29]--> t0 <--has[30]-- i2
-TEST(HeteroBlockTest, PerTypeNodesDstFirstThenById) {
+TEST(TypedBlockTest, PerTypeNodesDstFirstThenById) {
   PartitionBook book = ShopBook();
   std::vector<int64_t> seeds = {5, 0, 8};
   std::vector<int64_t> src = {3, 0, 4, 1, 3, 5, 6};
   std::vector<int64_t> dst = {5, 5, 0, 0, 0, 8, 8};
   std::vector<int64_t> eid = {8, 1, 10, 22, 25, 29, 30};
-  auto b = ToHeteroBlock(book, seeds, src, dst, eid);
+  auto b = ToBlock(book, seeds, src, dst, eid);
   ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ(b->dst_nodes, (std::vector<UninitVector<int64_t>>{{0}, {1}, {0}}));
+  EXPECT_EQ(b->num_dst_nodes, (std::vector<int64_t>{1, 1, 1}));
   // Users: u0 (a seed), then u1, u3 by id; items: i1 (a seed), then i0, i2.
   EXPECT_EQ(b->src_nodes, (std::vector<UninitVector<int64_t>>{{0, 1, 3}, {1, 0, 2}, {0}}));
   EXPECT_EQ(b->homo_src_nodes, (std::vector<UninitVector<int64_t>>{{0, 1, 3}, {5, 4, 6}, {8}}));
-  EXPECT_EQ(b->edges[0].src, (UninitVector<int64_t>{2, 0}));  // buys: u3, u0 -> i1.
-  EXPECT_EQ(b->edges[0].dst, (UninitVector<int64_t>{0, 0}));
+  EXPECT_EQ(b->edges[0].indices, (UninitVector<int64_t>{2, 0}));  // buys: u3, u0 -> i1.
+  EXPECT_EQ(b->edges[0].indptr, (UninitVector<int64_t>{0, 2}));
   EXPECT_EQ(b->edges[0].eids, (UninitVector<int64_t>{8, 1}));
-  EXPECT_EQ(b->edges[1].src, (UninitVector<int64_t>{1}));  // bought-by: i0 -> u0.
+  EXPECT_EQ(b->edges[1].indices, (UninitVector<int64_t>{1}));  // bought-by: i0 -> u0.
   EXPECT_EQ(b->edges[1].eids, (UninitVector<int64_t>{0}));
-  EXPECT_EQ(b->edges[2].src, (UninitVector<int64_t>{1, 2}));  // follows: u1, u3 -> u0.
+  EXPECT_EQ(b->edges[2].indices, (UninitVector<int64_t>{1, 2}));  // follows: u1, u3 -> u0.
   EXPECT_EQ(b->edges[2].eids, (UninitVector<int64_t>{2, 5}));
-  EXPECT_EQ(b->edges[3].src, (UninitVector<int64_t>{0, 2}));  // has: i1, i2 -> t0.
+  EXPECT_EQ(b->edges[3].indices, (UninitVector<int64_t>{0, 2}));  // has: i1, i2 -> t0.
   EXPECT_EQ(b->edges[3].eids, (UninitVector<int64_t>{2, 3}));
-  EXPECT_EQ(HomoEids(book, *b, 3), (std::vector<int64_t>{29, 30}));
+  EXPECT_EQ((std::vector<int>{b->edges[3].src_type, b->edges[3].dst_type}),
+            (std::vector<int>{1, 2}));
+  EXPECT_EQ(book.MapToHomoEid(3, b->edges[3].eids[1]), 30);
   EXPECT_EQ(b->num_edges(), 7);
   EXPECT_EQ(b->NextSeeds(), (std::vector<int64_t>{0, 1, 3, 5, 4, 6, 8}));
   ExpectSame(book, *b, BruteForce(book, seeds, src, dst, eid), eid);
 }
 
-TEST(HeteroBlockTest, BadInputIsAClearError) {
+TEST(TypedBlockTest, BadInputIsAClearError) {
   PartitionBook book = ShopBook();
   auto message = [&](std::vector<int64_t> seeds, std::vector<int64_t> src, std::vector<int64_t> dst,
                      std::vector<int64_t> eid) {
-    auto b = ToHeteroBlock(book, seeds, src, dst, eid);
+    auto b = ToBlock(book, seeds, src, dst, eid);
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(b.status().message());
   };
@@ -175,18 +215,18 @@ TEST(HeteroBlockTest, BadInputIsAClearError) {
 
 // No edges: every seed is its type's only source, every relation is empty;
 // no seeds either: every type and relation is empty.
-TEST(HeteroBlockTest, ZeroEdges) {
+TEST(TypedBlockTest, ZeroEdges) {
   PartitionBook book = ShopBook();
   const std::vector<int64_t> none;
-  auto b = ToHeteroBlock(book, std::vector<int64_t>{5, 0, 8, 4}, none, none, none);
+  auto b = ToBlock(book, std::vector<int64_t>{5, 0, 8, 4}, none, none, none);
   ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ(b->dst_nodes, (std::vector<UninitVector<int64_t>>{{0}, {1, 0}, {0}}));
-  EXPECT_EQ(b->src_nodes, b->dst_nodes);
+  EXPECT_EQ(b->num_dst_nodes, (std::vector<int64_t>{1, 2, 1}));
+  EXPECT_EQ(b->src_nodes, (std::vector<UninitVector<int64_t>>{{0}, {1, 0}, {0}}));
   EXPECT_EQ(b->homo_src_nodes, (std::vector<UninitVector<int64_t>>{{0}, {5, 4}, {8}}));
   ASSERT_EQ(b->num_etypes(), 4);
   EXPECT_EQ(b->num_edges(), 0);
   EXPECT_EQ(b->NextSeeds(), (std::vector<int64_t>{0, 5, 4, 8}));
-  auto empty = ToHeteroBlock(book, none, none, none, none);
+  auto empty = ToBlock(book, none, none, none, none);
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ(empty->num_ntypes(), 3);
   EXPECT_EQ(empty->num_etypes(), 4);
@@ -196,20 +236,20 @@ TEST(HeteroBlockTest, ZeroEdges) {
 }
 
 // One relation (no relation bits in the sort key) between two node types.
-TEST(HeteroBlockTest, OneRelationChecksSourceTypes) {
+TEST(TypedBlockTest, OneRelationChecksSourceTypes) {
   TypeLayout layout{{"a", "b"}, {{"b", "r", "a"}}, {3, 2}, {5}};
   auto book = PartitionBook::CreateTyped(std::move(layout), 0);
   ASSERT_TRUE(book.ok()) << book.status();
   // a: nodes 0-2, b: nodes 3-4. Seeds a0, a2; b4 -> a0, b3 -> a0, b4 -> a2.
   std::vector<int64_t> seeds = {0, 2}, src = {4, 3, 4}, dst = {0, 0, 2}, eid = {0, 3, 4};
-  auto b = ToHeteroBlock(*book, seeds, src, dst, eid);
+  auto b = ToBlock(*book, seeds, src, dst, eid);
   ASSERT_TRUE(b.ok()) << b.status();
   ExpectSame(*book, *b, BruteForce(*book, seeds, src, dst, eid), eid);
   EXPECT_EQ(b->homo_src_nodes, (std::vector<UninitVector<int64_t>>{{0, 2}, {3, 4}}));
   // a1 (not a seed) and a2 (a seed) are no b.
   for (int64_t wrong : {1, 2}) {
     src[1] = wrong;
-    auto bad = ToHeteroBlock(*book, seeds, src, dst, eid);
+    auto bad = ToBlock(*book, seeds, src, dst, eid);
     EXPECT_NE(bad.status().message().find(fmt::format(
                   "edge 1 ({} -> 0, id 3) of relation 'b:r:a' does not start at a node of type "
                   "'b' (node {} is a 'a')",
@@ -222,7 +262,7 @@ TEST(HeteroBlockTest, OneRelationChecksSourceTypes) {
 // Two layers sampled from a real two-part partition of the shop graph, each
 // seed at the part that owns it: every block matches the brute force, and
 // layers chain (the inner block's destinations are the outer's sources).
-TEST(HeteroBlockTest, LayersFromRealPartitionsMatchBruteForceAndChain) {
+TEST(TypedBlockTest, LayersFromRealPartitionsMatchBruteForceAndChain) {
   testing::TempDir dir;
   Graph graph = typed_test::ShopGraph();
   auto pg = typed_test::PartitionAndLoad(graph, 2, dir.path());
@@ -244,27 +284,30 @@ TEST(HeteroBlockTest, LayersFromRealPartitionsMatchBruteForceAndChain) {
   for (uint64_t s : {1u, 2u, 3u}) {
     NeighborOptions o{.etype_fanouts = {2, 2, 1, 1}, .seed = s};
     SampledEdges outer_edges = sample(seeds, o);
-    auto outer = ToHeteroBlock(book, seeds, outer_edges.src, outer_edges.dst, outer_edges.eid);
+    auto outer = ToBlock(book, seeds, outer_edges.src, outer_edges.dst, outer_edges.eid);
     ASSERT_TRUE(outer.ok()) << outer.status();
     ExpectSame(book, *outer,
                BruteForce(book, seeds, outer_edges.src, outer_edges.dst, outer_edges.eid),
                outer_edges.eid);
     std::vector<int64_t> next = outer->NextSeeds();
     SampledEdges inner_edges = sample(next, o);
-    auto inner = ToHeteroBlock(book, next, inner_edges.src, inner_edges.dst, inner_edges.eid);
+    auto inner = ToBlock(book, next, inner_edges.src, inner_edges.dst, inner_edges.eid);
     ASSERT_TRUE(inner.ok()) << inner.status();
     ExpectSame(book, *inner,
                BruteForce(book, next, inner_edges.src, inner_edges.dst, inner_edges.eid),
                inner_edges.eid);
-    EXPECT_EQ(inner->dst_nodes, outer->src_nodes);
+    for (int t = 0; t < book.num_ntypes(); ++t) {
+      EXPECT_TRUE(std::ranges::equal(inner->dst_nodes(t), outer->src_nodes[t])) << "type " << t;
+    }
     // Per-type ids and relations name the original nodes and edges.
     for (int r = 0; r < inner->num_etypes(); ++r) {
       const EdgeType& et = book.etypes()[r];
       int s_type = *book.NodeTypeId(et.src_type), d_type = *book.NodeTypeId(et.dst_type);
-      const HeteroBlockEdges& e = inner->edges[r];
+      const BlockEdges& e = inner->edges[r];
+      const std::vector<int64_t> edge_dst = EdgeDst(e);
       for (int64_t k = 0; k < e.size(); ++k) {
-        int64_t homo_src = book.MapToHomoNid(s_type, inner->src_nodes[s_type][e.src[k]]);
-        int64_t homo_dst = book.MapToHomoNid(d_type, inner->dst_nodes[d_type][e.dst[k]]);
+        int64_t homo_src = book.MapToHomoNid(s_type, inner->src_nodes[s_type][e.indices[k]]);
+        int64_t homo_dst = book.MapToHomoNid(d_type, inner->dst_nodes(d_type)[edge_dst[k]]);
         int64_t orig = pg->orig_eid[book.MapToHomoEid(r, e.eids[k])];
         EXPECT_EQ(graph.src_ids()[orig], pg->orig_nid[homo_src]);
         EXPECT_EQ(graph.dst_ids()[orig], pg->orig_nid[homo_dst]);
@@ -275,10 +318,10 @@ TEST(HeteroBlockTest, LayersFromRealPartitionsMatchBruteForceAndChain) {
 }
 
 // Large random layers (the radix-sort path) over a two-part book. Some edge
-// ids and sources are the first or last of a (part, type) block: ToHeteroBlock
+// ids and sources are the first or last of a (part, type) block: the typed ToBlock
 // finds blocks through a table of id buckets, and the buckets that straddle
 // two blocks take another path.
-TEST(HeteroBlockTest, LargeRandomLayerMatchesBruteForce) {
+TEST(TypedBlockTest, LargeRandomLayerMatchesBruteForce) {
   TypeLayout layout{{"a", "b"},
                     {{"a", "x", "b"}, {"b", "y", "a"}, {"a", "z", "a"}},
                     {3000, 2000, 2500, 1500},
@@ -319,7 +362,7 @@ TEST(HeteroBlockTest, LargeRandomLayerMatchesBruteForce) {
                                        : static_cast<int64_t>(rng.Below(book->NumEdgesOfType(r)))));
     }
   }
-  auto b = ToHeteroBlock(*book, seeds, src, dst, eid);
+  auto b = ToBlock(*book, seeds, src, dst, eid);
   ASSERT_TRUE(b.ok()) << b.status();
   ExpectSame(*book, *b, BruteForce(*book, seeds, src, dst, eid), eid);
   EXPECT_EQ(b->num_edges(), static_cast<int64_t>(src.size()));
@@ -327,12 +370,12 @@ TEST(HeteroBlockTest, LargeRandomLayerMatchesBruteForce) {
 
 // A book of 301 parts: 300 with 0-3 nodes of each type and 0-3 edges of
 // each relation (many blocks empty), and one (part 150) with large blocks.
-// ToHeteroBlock's id buckets are then 16 ids wide, and around the small
+// the typed ToBlock's id buckets are then 16 ids wide, and around the small
 // blocks nearly every bucket straddles two or more of them (the binary
 // search path), as does the last one (the book ends with small blocks).
 // Large (radix sort) and small layers, sources and edge ids almost all in
 // the small blocks, match the brute force.
-TEST(HeteroBlockTest, ManyPartsWithMostBucketsMixedMatchBruteForce) {
+TEST(TypedBlockTest, ManyPartsWithMostBucketsMixedMatchBruteForce) {
   constexpr int kParts = 301, kBig = 150;
   Rng rng(11);
   TypeLayout layout{{"a", "b"}, {{"a", "x", "b"}, {"b", "y", "a"}, {"a", "z", "a"}}, {}, {}};
@@ -392,7 +435,7 @@ TEST(HeteroBlockTest, ManyPartsWithMostBucketsMixedMatchBruteForce) {
         eid.push_back(edge_of(r));
       }
     }
-    auto b = ToHeteroBlock(*book, seeds, src, dst, eid);
+    auto b = ToBlock(*book, seeds, src, dst, eid);
     ASSERT_TRUE(b.ok()) << b.status();
     ExpectSame(*book, *b, BruteForce(*book, seeds, src, dst, eid), eid);
     // One source of the wrong type, a seed or not, in the middle of the
@@ -411,7 +454,7 @@ TEST(HeteroBlockTest, ManyPartsWithMostBucketsMixedMatchBruteForce) {
         } while (seen.count(wrong_src[bad]));
       }
       ASSERT_NE(book->MapToPerNtype(wrong_src[bad]).first, want);
-      auto e = ToHeteroBlock(*book, seeds, wrong_src, dst, eid);
+      auto e = ToBlock(*book, seeds, wrong_src, dst, eid);
       EXPECT_NE(e.status().message().find(fmt::format("edge {} ({} -> {}, id {})", bad,
                                                       wrong_src[bad], dst[bad], eid[bad])),
                 std::string::npos)
@@ -425,7 +468,7 @@ TEST(HeteroBlockTest, ManyPartsWithMostBucketsMixedMatchBruteForce) {
 // A source of a type no relation starts at (tags: its sources are its
 // seeds only, with no room for more) is refused before it is placed, in a
 // batch large enough for the radix sort.
-TEST(HeteroBlockTest, SourceOfATypeWithNoRelationsIsRefused) {
+TEST(TypedBlockTest, SourceOfATypeWithNoRelationsIsRefused) {
   PartitionBook book = ShopBook();
   Rng rng(3);
   // Seeds i1 and t0; buys edges from random users to i1, and at edge 300 a
@@ -439,7 +482,7 @@ TEST(HeteroBlockTest, SourceOfATypeWithNoRelationsIsRefused) {
   src[300] = 9;
   dst[300] = 8;
   eid[300] = 27;
-  auto b = ToHeteroBlock(book, seeds, src, dst, eid);
+  auto b = ToBlock(book, seeds, src, dst, eid);
   EXPECT_NE(b.status().message().find(
                 "edge 300 (9 -> 8, id 27) of relation 'item:has:tag' does not start at a node of "
                 "type 'item' (node 9 is a 'tag')"),
@@ -448,11 +491,10 @@ TEST(HeteroBlockTest, SourceOfATypeWithNoRelationsIsRefused) {
   // The seed t0 as that source is refused too, and a valid has edge (i2 ->
   // t0) is accepted.
   src[300] = 8;
-  EXPECT_NE(
-      ToHeteroBlock(book, seeds, src, dst, eid).status().message().find("(node 8 is a 'tag')"),
-      std::string::npos);
+  EXPECT_NE(ToBlock(book, seeds, src, dst, eid).status().message().find("(node 8 is a 'tag')"),
+            std::string::npos);
   src[300] = 6;
-  auto ok = ToHeteroBlock(book, seeds, src, dst, eid);
+  auto ok = ToBlock(book, seeds, src, dst, eid);
   ASSERT_TRUE(ok.ok()) << ok.status();
   ExpectSame(book, *ok, BruteForce(book, seeds, src, dst, eid), eid);
 }

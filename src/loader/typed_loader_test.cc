@@ -1,4 +1,4 @@
-// File: src/loader/hetero_loader_test.cc
+// File: src/loader/typed_loader_test.cc
 //
 // Typed mini-batches on the hand-drawn shop graph (src/sampling/
 // typed_test_graph.h), standalone and on two machines over loopback:
@@ -25,7 +25,7 @@
 namespace tessera::loader {
 namespace {
 
-class HeteroLoaderTest : public ::testing::Test {
+class TypedLoaderTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new tessera::testing::TempDir();
@@ -71,8 +71,8 @@ class HeteroLoaderTest : public ::testing::Test {
   // fanout of relation r; no edge of `excluded` (homogeneous ids) is
   // sampled, and the fanout is filled from the others.
   template <typename Fanout>
-  static void CheckHeteroBatch(kvstore::KvStore& store, const HeteroMiniBatch& batch, Fanout fanout,
-                               const std::set<int64_t>& excluded = {}) {
+  static void CheckTypedBatch(kvstore::KvStore& store, const MiniBatch& batch, Fanout fanout,
+                              const std::set<int64_t>& excluded = {}) {
     const PartitionBook& book = store.book();
     Edges all = AllEdges(store);
     const int T = book.num_ntypes(), R = book.num_etypes();
@@ -83,12 +83,16 @@ class HeteroLoaderTest : public ::testing::Test {
       seeds[t].push_back(id);
     }
     ASSERT_FALSE(batch.blocks.empty());
-    EXPECT_EQ(batch.blocks.back().dst_nodes, seeds);
-    for (size_t l = 0; l + 1 < batch.blocks.size(); ++l) {
-      EXPECT_EQ(batch.blocks[l].dst_nodes, batch.blocks[l + 1].src_nodes) << "layer " << l;
+    for (int t = 0; t < T; ++t) {
+      EXPECT_TRUE(std::ranges::equal(batch.blocks.back().dst_nodes(t), seeds[t])) << "type " << t;
+      for (size_t l = 0; l + 1 < batch.blocks.size(); ++l) {
+        EXPECT_TRUE(
+            std::ranges::equal(batch.blocks[l].dst_nodes(t), batch.blocks[l + 1].src_nodes[t]))
+            << "layer " << l << ", type " << t;
+      }
     }
     for (size_t l = 0; l < batch.blocks.size(); ++l) {
-      const sampling::HeteroBlock& b = batch.blocks[l];
+      const sampling::Block& b = batch.blocks[l];
       ASSERT_EQ(b.num_ntypes(), T);
       ASSERT_EQ(b.num_etypes(), R);
       for (int t = 0; t < T; ++t) {
@@ -100,7 +104,12 @@ class HeteroLoaderTest : public ::testing::Test {
       for (int r = 0; r < R; ++r) {
         const EdgeType& et = book.etypes()[r];
         int s = *book.NodeTypeId(et.src_type), d = *book.NodeTypeId(et.dst_type);
-        const sampling::HeteroBlockEdges& e = b.edges[r];
+        const sampling::BlockEdges& e = b.edges[r];
+        ASSERT_EQ(e.src_type, s);
+        ASSERT_EQ(e.dst_type, d);
+        ASSERT_EQ(static_cast<int64_t>(e.indptr.size()), b.num_dst(d) + 1);
+        std::vector<int64_t> edge_dst;
+        for (int64_t j = 0; j < b.num_dst(d); ++j) edge_dst.resize(e.indptr[j + 1], j);
         std::map<int64_t, int64_t> picked;  // Destination index -> edges.
         std::set<int64_t> distinct;
         for (int64_t i = 0; i < e.size(); ++i) {
@@ -109,15 +118,16 @@ class HeteroLoaderTest : public ::testing::Test {
           ASSERT_LT(e.eids[i], book.NumEdgesOfType(r)) << et.Canonical();
           int64_t eid = book.MapToHomoEid(r, e.eids[i]);
           EXPECT_EQ(book.MapToPerEtype(eid), std::make_pair(r, e.eids[i]));
-          EXPECT_EQ(all.src[eid], b.homo_src_nodes[s][e.src[i]]) << et.Canonical();
-          EXPECT_EQ(all.dst[eid], book.MapToHomoNid(d, b.dst_nodes[d][e.dst[i]])) << et.Canonical();
-          ++picked[e.dst[i]];
+          EXPECT_EQ(all.src[eid], b.homo_src_nodes[s][e.indices[i]]) << et.Canonical();
+          EXPECT_EQ(all.dst[eid], book.MapToHomoNid(d, b.dst_nodes(d)[edge_dst[i]]))
+              << et.Canonical();
+          ++picked[edge_dst[i]];
           EXPECT_TRUE(distinct.insert(eid).second) << "edge " << eid << " twice";
           EXPECT_FALSE(excluded.count(eid)) << "excluded edge " << eid << " sampled";
         }
         // min(fanout, in-degree of the relation) per destination of type d.
         for (int64_t j = 0; j < b.num_dst(d); ++j) {
-          int64_t homo = book.MapToHomoNid(d, b.dst_nodes[d][j]);
+          int64_t homo = book.MapToHomoNid(d, b.dst_nodes(d)[j]);
           int64_t degree = 0;
           for (int64_t eid = 0; eid < book.num_edges(); ++eid) {
             degree +=
@@ -137,12 +147,12 @@ class HeteroLoaderTest : public ::testing::Test {
   static Mapping* maps_[2];  // Of one_ and two_.
 };
 
-tessera::testing::TempDir* HeteroLoaderTest::dir_ = nullptr;
-std::string* HeteroLoaderTest::one_ = nullptr;
-std::string* HeteroLoaderTest::two_ = nullptr;
-HeteroLoaderTest::Mapping* HeteroLoaderTest::maps_[2] = {nullptr, nullptr};
+tessera::testing::TempDir* TypedLoaderTest::dir_ = nullptr;
+std::string* TypedLoaderTest::one_ = nullptr;
+std::string* TypedLoaderTest::two_ = nullptr;
+TypedLoaderTest::Mapping* TypedLoaderTest::maps_[2] = {nullptr, nullptr};
 
-TEST_F(HeteroLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
+TEST_F(TypedLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
   auto standalone = kvstore::LocalKvStore::Open(*one_);
   ASSERT_TRUE(standalone.ok()) << standalone.status();
   kvstore::testing::TestCluster cluster(*two_, 2, 1);
@@ -159,45 +169,49 @@ TEST_F(HeteroLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
                                   book.MapToHomoNid(1, 0), book.MapToHomoNid(2, 1),
                                   book.MapToHomoNid(1, 1), book.MapToHomoNid(1, 2)};
     for (uint64_t seed : {1, 2, 3}) {
-      auto batch = SampleHeteroBlocks(*store, seeds, spec, seed);
+      auto batch = SampleBlocks(*store, seeds, spec, seed);
       ASSERT_TRUE(batch.ok()) << batch.status();
-      CheckHeteroBatch(*store, *batch, [&](size_t l, int r) { return spec.etype_fanouts[l][r]; });
+      CheckTypedBatch(*store, *batch, [&](size_t l, int r) { return spec.etype_fanouts[l][r]; });
       EXPECT_GT(batch->num_sampled_edges(), 0);
     }
     // An int fanout on a typed graph is per relation (DGL): 1 in-edge of
     // each relation, not 1 in all.
     NeighborSpec one{.fanouts = {1}};
-    auto batch = SampleHeteroBlocks(*store, seeds, one, 4);
+    auto batch = SampleBlocks(*store, seeds, one, 4);
     ASSERT_TRUE(batch.ok()) << batch.status();
-    CheckHeteroBatch(*store, *batch, [](size_t, int) { return int64_t{1}; });
+    CheckTypedBatch(*store, *batch, [](size_t, int) { return int64_t{1}; });
     // The homogeneous blocks of the same request hold the same edges.
-    auto homo = SampleBlocks(*store, seeds, one, 4);
+    NeighborSpec untyped = one;
+    untyped.typed = false;
+    auto homo = SampleBlocks(*store, seeds, untyped, 4);
     ASSERT_TRUE(homo.ok()) << homo.status();
+    ASSERT_FALSE(homo->blocks[0].typed());
+    ASSERT_EQ(homo->blocks[0].num_etypes(), 1);
     std::multiset<int64_t> typed_eids,
-        homo_eids(homo->blocks[0].eids.begin(), homo->blocks[0].eids.end());
+        homo_eids(homo->blocks[0].edges[0].eids.begin(), homo->blocks[0].edges[0].eids.end());
     for (int r = 0; r < batch->blocks[0].num_etypes(); ++r) {
       for (int64_t id : batch->blocks[0].edges[r].eids) typed_eids.insert(book.MapToHomoEid(r, id));
     }
     EXPECT_EQ(typed_eids, homo_eids);
 
-    auto bad = SampleHeteroBlocks(*store, seeds, {.etype_fanouts = {{1, 1}}}, 1);
+    auto bad = SampleBlocks(*store, seeds, {.etype_fanouts = {{1, 1}}}, 1);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("2 per-relation fanouts; the graph has 4 relations"),
               std::string::npos)
         << bad.status();
-    bad = SampleHeteroBlocks(*store, seeds, {.etype_fanouts = {{1, -2, 1, 1}}}, 1);
+    bad = SampleBlocks(*store, seeds, {.etype_fanouts = {{1, -2, 1, 1}}}, 1);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("item:bought-by:user"), std::string::npos)
         << bad.status();
-    bad = SampleHeteroBlocks(*store, seeds, {.fanouts = {1}, .etype_fanouts = {{1, 1, 1, 1}}}, 1);
+    bad = SampleBlocks(*store, seeds, {.fanouts = {1}, .etype_fanouts = {{1, 1, 1, 1}}}, 1);
     EXPECT_FALSE(bad.ok());
-    bad = SampleHeteroBlocks(*store, seeds, {.fanouts = {1}, .dir = sampling::EdgeDir::kOut}, 1);
+    bad = SampleBlocks(*store, seeds, {.fanouts = {1}, .dir = sampling::EdgeDir::kOut}, 1);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("reverse relations"), std::string::npos);
   }
 }
 
-TEST_F(HeteroLoaderTest, NegativesComeFromTheRelationsDestinationType) {
+TEST_F(TypedLoaderTest, NegativesComeFromTheRelationsDestinationType) {
   auto store = kvstore::LocalKvStore::Open(*one_);
   ASSERT_TRUE(store.ok()) << store.status();
   const PartitionBook& book = (*store)->book();
@@ -206,16 +220,17 @@ TEST_F(HeteroLoaderTest, NegativesComeFromTheRelationsDestinationType) {
   for (int r : {0, 3}) {
     for (int64_t i = 0; i < book.NumEdgesOfType(r); ++i) eids.push_back(book.MapToHomoEid(r, i));
   }
-  EdgeSpec spec{.neighbors = {.fanouts = {2}}, .negatives = 20};
+  // Untyped batches (one type of global ids) on the typed graph.
+  EdgeSpec spec{.neighbors = {.fanouts = {2}, .typed = false}, .negatives = 20};
   ASSERT_TRUE(ValidateEdgeSpec(spec, book).ok());
   auto batch = SampleEdgeBatch(**store, eids, spec, 9);
   ASSERT_TRUE(batch.ok()) << batch.status();
   const auto& nodes = batch->mini.seeds;
-  ASSERT_EQ(batch->negative.dst.size(), eids.size() * 20);
+  ASSERT_EQ(batch->negative[0].dst.size(), eids.size() * 20);
   std::set<int64_t> tags_drawn, items_drawn;
-  for (size_t j = 0; j < batch->negative.dst.size(); ++j) {
+  for (size_t j = 0; j < batch->negative[0].dst.size(); ++j) {
     int r = book.MapToPerEtype(eids[j / 20]).first;
-    auto [t, id] = book.MapToPerNtype(nodes[batch->negative.dst[j]]);
+    auto [t, id] = book.MapToPerNtype(nodes[batch->negative[0].dst[j]]);
     EXPECT_EQ(t, r == 0 ? 1 : 2) << "negative " << j << " of relation " << r;
     (t == 1 ? items_drawn : tags_drawn).insert(id);
   }
@@ -228,7 +243,7 @@ TEST_F(HeteroLoaderTest, NegativesComeFromTheRelationsDestinationType) {
 // [2] user:follows:user, [3] item:has:tag. One epoch of typed edge batches
 // over every buys, follows and has edge (three destination types), for each
 // exclusion mode, standalone and on two machines.
-TEST_F(HeteroLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndExclusion) {
+TEST_F(TypedLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndExclusion) {
   const Graph input = sampling::typed_test::ShopGraph();
   auto in_src = input.src.span<int64_t>(), in_dst = input.dst.span<int64_t>();
   auto standalone = kvstore::LocalKvStore::Open(*one_);
@@ -272,9 +287,9 @@ TEST_F(HeteroLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndEx
       for (size_t start = 0; start < eids.size(); start += 5) {
         std::span<const int64_t> batch_eids(eids.data() + start,
                                             std::min<size_t>(5, eids.size() - start));
-        auto batch = SampleHeteroEdgeBatch(*store, batch_eids, spec, 100 + start);
+        auto batch = SampleEdgeBatch(*store, batch_eids, spec, 100 + start);
         ASSERT_TRUE(batch.ok()) << batch.status();
-        const HeteroEdgeBatch& b = *batch;
+        const EdgeBatch& b = *batch;
         EXPECT_EQ(b.eids, std::vector<int64_t>(batch_eids.begin(), batch_eids.end()));
         // Blocks: real edges, chained, none excluded, fanout -1 filled.
         std::set<int64_t> excluded;
@@ -287,21 +302,25 @@ TEST_F(HeteroLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndEx
             excluded.insert(book.MapToHomoEid(spec.reverse_etypes[r], id));
           }
         }
-        CheckHeteroBatch(
+        CheckTypedBatch(
             *store, b.mini, [](size_t, int) { return int64_t{-1}; }, excluded);
         // The pair graphs' nodes: the last block's dst nodes, ascending per type.
-        const auto& nodes = b.mini.blocks.back().dst_nodes;
-        ASSERT_EQ(static_cast<int>(nodes.size()), T);
+        std::vector<std::vector<int64_t>> nodes;
+        for (int t = 0; t < T; ++t) {
+          auto dst = b.mini.blocks.back().dst_nodes(t);
+          nodes.emplace_back(dst.begin(), dst.end());
+        }
         for (int t = 0; t < T; ++t) EXPECT_TRUE(std::is_sorted(nodes[t].begin(), nodes[t].end()));
-        ASSERT_EQ(static_cast<int>(b.positive.edges.size()), R);
-        ASSERT_EQ(static_cast<int>(b.negative.edges.size()), R);
+        ASSERT_EQ(static_cast<int>(b.positive.size()), R);
+        ASSERT_EQ(static_cast<int>(b.negative.size()), R);
         size_t batch_positives = 0;
         for (int r = 0; r < R; ++r) {
           const EdgeType& et = book.etypes()[r];
           const int s = *book.NodeTypeId(et.src_type), d = *book.NodeTypeId(et.dst_type);
-          const PairGraph& pos = b.positive.edges[r];
-          const PairGraph& neg = b.negative.edges[r];
-          ASSERT_EQ(pos.src.size(), b.relation_eids[r].size()) << et.Canonical();
+          const PairEdges& pos = b.positive[r];
+          const PairEdges& neg = b.negative[r];
+          ASSERT_EQ(pos.src.size(), pos.eids.size()) << et.Canonical();
+          EXPECT_TRUE(neg.eids.empty());
           ASSERT_EQ(pos.dst.size(), pos.src.size());
           ASSERT_EQ(neg.src.size(), k * pos.src.size()) << et.Canonical();
           ASSERT_EQ(neg.dst.size(), neg.src.size());
@@ -312,7 +331,7 @@ TEST_F(HeteroLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndEx
             return map->orig_nid[book.MapToHomoNid(t, nodes[t][index])];
           };
           for (size_t i = 0; i < pos.src.size(); ++i) {
-            int64_t homo = book.MapToHomoEid(r, b.relation_eids[r][i]);
+            int64_t homo = book.MapToHomoEid(r, pos.eids[i]);
             positives.insert(homo);
             // The input's edge: its relation and endpoints.
             int64_t in_eid = map->orig_eid[homo];
@@ -353,7 +372,7 @@ TEST_F(HeteroLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndEx
                   .exclude = Exclude::kReverseTypes,
                   .reverse_etypes = {1, 0, 2, -1}};
     std::vector<int64_t> one = {book.MapToHomoEid(0, 0), book.MapToHomoEid(3, 1)};
-    auto bad = SampleHeteroEdgeBatch(*store, one, spec, 1);
+    auto bad = SampleEdgeBatch(*store, one, spec, 1);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("relation item:has:tag"), std::string::npos)
         << bad.status();
@@ -363,7 +382,7 @@ TEST_F(HeteroLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndEx
 
 // reverse_types needs one entry per relation, each reverse going the other
 // way with as many edges; errors name the relations.
-TEST_F(HeteroLoaderTest, ReverseTypesAreCheckedAgainstTheBook) {
+TEST_F(TypedLoaderTest, ReverseTypesAreCheckedAgainstTheBook) {
   auto store = kvstore::LocalKvStore::Open(*one_);
   ASSERT_TRUE(store.ok()) << store.status();
   const PartitionBook& book = (*store)->book();
@@ -427,7 +446,7 @@ class ForgedSources : public kvstore::GraphService {
 // Endpoints from the machines are checked against the relation's types: a
 // source out of the graph or of the wrong type is DataLoss naming the edge,
 // not a pair that indexes another type's nodes (or a read outside the book).
-TEST_F(HeteroLoaderTest, TypedEdgeBatchesRefuseForgedEndpoints) {
+TEST_F(TypedLoaderTest, TypedEdgeBatchesRefuseForgedEndpoints) {
   auto store = kvstore::LocalKvStore::Open(*one_);
   ASSERT_TRUE(store.ok()) << store.status();
   const PartitionBook& book = (*store)->book();
@@ -435,10 +454,10 @@ TEST_F(HeteroLoaderTest, TypedEdgeBatchesRefuseForgedEndpoints) {
   const std::vector<int64_t> eids = {book.MapToHomoEid(0, 1)};
   const EdgeSpec spec{.neighbors = {.fanouts = {1}}, .negatives = 1};
   ASSERT_TRUE(ValidateEdgeSpec(spec, book).ok());
-  ASSERT_TRUE(SampleHeteroEdgeBatch(**store, eids, spec, 3).ok());
+  ASSERT_TRUE(SampleEdgeBatch(**store, eids, spec, 3).ok());
   for (int64_t forged : {int64_t{-1}, book.num_nodes(), book.MapToHomoNid(2, 0)}) {
     ForgedSources liar(**store, forged);
-    auto batch = SampleHeteroEdgeBatch(liar, eids, spec, 3);
+    auto batch = SampleEdgeBatch(liar, eids, spec, 3);
     EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss) << batch.status();
     EXPECT_NE(batch.status().message().find(
                   fmt::format("edge {} of relation user:buys:item has source {}, not a node of "

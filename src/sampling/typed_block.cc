@@ -1,16 +1,14 @@
-// File: src/sampling/hetero_block.cc
+// File: src/sampling/typed_block.cc
 //
-// Like ToBlock, without hash maps: seeds and sources are sorted as packed
-// (id, index) keys with the radix sort and merged. Types and per-type ids
-// come from a flat index of the book's (part, type) blocks, looked up only
-// where the block changes: sampled edges arrive in runs of one relation
-// (found once, in the first pass, and reused by the last), and sorted
-// sources in runs of one node type.
-#include "src/sampling/hetero_block.h"
-
+// ToBlock typed by a partition book. Like the untyped one, without hash maps: seeds and sources are
+// sorted as packed (id, index) keys with the radix sort and merged. Types and per-type ids come
+// from a flat index of the book's (part, type) blocks, looked up only where the block changes:
+// sampled edges arrive in runs of one relation (found once, in the first pass, and reused by the
+// last), and sorted sources in runs of one node type.
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "src/sampling/block.h"
 #include "src/sampling/radix_sort.h"
 
 namespace tessera::sampling {
@@ -112,7 +110,7 @@ struct Run {
   uint32_t range;
 };
 
-// The phases of ToHeteroBlock are functions of their own: one function
+// The phases of the typed ToBlock are functions of their own: one function
 // holding every phase's state spilled its loop counters to the stack.
 
 // Pass over the edges: checks sources and edge ids, finds the runs, and
@@ -306,32 +304,64 @@ struct EdgeFault {
   return {};
 }
 
+// Each relation's edges, gathered with their destination indices in
+// `dst`, as the CSR over its destination type: the counts of each
+// destination, and a stable scatter only if the edges are not already
+// grouped by destination in order (sampled edges almost always are).
+void ToCsr(std::span<const int64_t> dst, int64_t num_dst, BlockEdges& out) {
+  out.indptr.assign(static_cast<size_t>(num_dst) + 1, 0);
+  bool in_order = true;
+  for (size_t e = 0; e < dst.size(); ++e) {
+    ++out.indptr[dst[e] + 1];
+    in_order &= e == 0 || dst[e - 1] <= dst[e];
+  }
+  for (int64_t d = 0; d < num_dst; ++d) out.indptr[d + 1] += out.indptr[d];
+  if (in_order) return;
+  UninitVector<int64_t> indices(dst.size()), eids(dst.size());
+  UninitVector<int64_t> fill(out.indptr.begin(), out.indptr.end() - 1);
+  for (size_t e = 0; e < dst.size(); ++e) {
+    const int64_t slot = fill[dst[e]]++;
+    indices[slot] = out.indices[e];
+    eids[slot] = out.eids[e];
+  }
+  out.indices = std::move(indices);
+  out.eids = std::move(eids);
+}
+
+// The untyped block of a one-type, one-relation book, whose global ids are
+// its per-type ids, with the typed path's range check.
+StatusOr<Block> OneTypeBlock(const PartitionBook& book, std::span<const int64_t> seeds,
+                             std::span<const int64_t> src, std::span<const int64_t> dst,
+                             std::span<const int64_t> eids) {
+  ASSIGN_OR_RETURN(Block block, ToBlock(seeds, src, dst, eids));
+  // Sources past the seeds are sorted: the last is the largest.
+  int64_t largest = block.src_nodes[0].size() > seeds.size() ? block.src_nodes[0].back() : -1;
+  for (int64_t v : seeds) largest = std::max(largest, v);
+  if (largest >= book.num_nodes()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "to_block: node {} is outside the graph's {} nodes", largest, book.num_nodes()));
+  }
+  for (int64_t e : eids) {
+    if (e < 0 || e >= book.num_edges()) {
+      return absl::InvalidArgumentError(
+          fmt::format("to_block: edge id {} is outside the graph's {} edges", e, book.num_edges()));
+    }
+  }
+  return block;
+}
+
 }  // namespace
 
-int64_t HeteroBlock::num_edges() const {
-  int64_t total = 0;
-  for (const HeteroBlockEdges& e : edges) total += e.size();
-  return total;
-}
-
-std::vector<int64_t> HeteroBlock::NextSeeds() const {
-  std::vector<int64_t> seeds;
-  size_t total = 0;
-  for (const auto& nodes : homo_src_nodes) total += nodes.size();
-  seeds.reserve(total);
-  for (const auto& nodes : homo_src_nodes) seeds.insert(seeds.end(), nodes.begin(), nodes.end());
-  return seeds;
-}
-
-StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const int64_t> seeds,
-                                    std::span<const int64_t> src, std::span<const int64_t> dst,
-                                    std::span<const int64_t> eids) {
+StatusOr<Block> ToBlock(const PartitionBook& book, std::span<const int64_t> seeds,
+                        std::span<const int64_t> src, std::span<const int64_t> dst,
+                        std::span<const int64_t> eids) {
   if (src.size() != dst.size() || src.size() != eids.size()) {
     return absl::InvalidArgumentError(
         fmt::format("to_block: src, dst and eids differ in length ({}, {}, {})", src.size(),
                     dst.size(), eids.size()));
   }
   const int num_ntypes = book.num_ntypes(), num_etypes = book.num_etypes();
+  if (num_ntypes == 1 && num_etypes == 1) return OneTypeBlock(book, seeds, src, dst, eids);
   const int64_t num_nodes = book.num_nodes();
   // Endpoint types of each relation.
   std::vector<int> src_type(num_etypes), dst_type(num_etypes);
@@ -385,8 +415,8 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
     seed_local[i] = seeds[i] - range.start + range.base;
     sorted_seeds[i] = (static_cast<uint64_t>(seeds[i]) << seed_bits) | i;
   }
-  HeteroBlock block;
-  block.dst_nodes.resize(num_ntypes);
+  Block block;
+  block.num_dst_nodes = num_dst;
   block.src_nodes.resize(num_ntypes);
   block.homo_src_nodes.resize(num_ntypes);
   block.edges.resize(num_etypes);
@@ -396,7 +426,6 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   for (int r = 0; r < num_etypes; ++r) room[src_type[r]] += per_relation[r];
   std::vector<int64_t*> src_out(num_ntypes), homo_out(num_ntypes);
   for (int t = 0; t < num_ntypes; ++t) {
-    block.dst_nodes[t].resize(num_dst[t]);
     block.src_nodes[t].resize(num_dst[t] + room[t]);
     block.homo_src_nodes[t].resize(num_dst[t] + room[t]);
     src_out[t] = block.src_nodes[t].data();
@@ -405,7 +434,6 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
   for (size_t i = 0; i < n_dst; ++i) {
     const int t = seed_type[i];
     const int64_t at = seed_index[i];
-    block.dst_nodes[t][at] = seed_local[i];
     src_out[t][at] = seed_local[i];
     homo_out[t][at] = seeds[i];
   }
@@ -441,11 +469,15 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
     block.src_nodes[t].resize(num_src[t]);
     block.homo_src_nodes[t].resize(num_src[t]);
   }
+  // Destination indices, by relation, until the CSR is built.
+  std::vector<UninitVector<int64_t>> edge_dst(num_etypes);
   std::vector<EdgeCursor> cursors(num_etypes);
   for (int r = 0; r < num_etypes; ++r) {
-    HeteroBlockEdges& out = block.edges[r];
-    for (auto* v : {&out.src, &out.dst, &out.eids}) v->resize(per_relation[r]);
-    cursors[r] = {out.src.data(), out.dst.data(), out.eids.data()};
+    BlockEdges& out = block.edges[r];
+    out.src_type = src_type[r];
+    out.dst_type = dst_type[r];
+    for (auto* v : {&out.indices, &edge_dst[r], &out.eids}) v->resize(per_relation[r]);
+    cursors[r] = {out.indices.data(), edge_dst[r].data(), out.eids.data()};
   }
   const EdgeFault fault =
       FillRelations(seeds, dst, eids, src_index, runs, edge_index,
@@ -462,6 +494,7 @@ StatusOr<HeteroBlock> ToHeteroBlock(const PartitionBook& book, std::span<const i
     case EdgeFault::kWrongType:
       return type_error(fault.edge, fault.relation, false, fault.actual);
   }
+  for (int r = 0; r < num_etypes; ++r) ToCsr(edge_dst[r], num_dst[dst_type[r]], block.edges[r]);
   return block;
 }
 
