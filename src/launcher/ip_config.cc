@@ -6,7 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <fstream>
+#include <random>
 #include <set>
 
 #include "fmt/format.h"
@@ -118,7 +121,39 @@ int BindTcp(const std::string& ip, int port, int* bound) {
 
 }  // namespace
 
+std::pair<int, int> EphemeralPortRange() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (in >> low >> high && 0 < low && low <= high && high <= 65535) return {low, high};
+  return {32768, 60999};  // Linux's default.
+}
+
 StatusOr<int> ProbeFreePortRange(const std::string& ip, int count) {
+  if (count < 1 || count > 1000) {
+    return absl::InvalidArgumentError(fmt::format("cannot probe {} consecutive ports", count));
+  }
+  // Below the ephemeral range, so that no outgoing connection or bind to
+  // port 0 (of this job or any other process) takes a port between the
+  // probe and the bind of the process it is meant for; random, so that
+  // concurrent probes rarely pick the same one.
+  const int top = EphemeralPortRange().first;
+  const int bottom = std::max(10000, top - 20000);
+  std::mt19937 rng(std::random_device{}());
+  for (int attempt = 0; attempt < 200 && top - bottom >= count; ++attempt) {
+    const int base =
+        std::uniform_int_distribution<int>(bottom, top - count)(rng);  // base + count <= top.
+    std::vector<int> fds;
+    for (int i = 0; i < count; ++i) {
+      int got = 0;
+      const int fd = BindTcp(ip, base + i, &got);
+      if (fd < 0) break;
+      fds.push_back(fd);
+    }
+    const bool ok = static_cast<int>(fds.size()) == count;
+    for (int fd : fds) close(fd);
+    if (ok) return base;
+  }
+  // A machine whose ephemeral range leaves no room below it: any free ports.
   for (int attempt = 0; attempt < 50; ++attempt) {
     int base = 0;
     int fd = BindTcp(ip, 0, &base);

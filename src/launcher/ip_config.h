@@ -9,6 +9,7 @@
 #define TESSERA_SRC_LAUNCHER_IP_CONFIG_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/base/status.h"
@@ -37,8 +38,12 @@ StatusOr<IpConfig> ReadIpConfig(const std::string& path);
 // Checks that no two servers of the config share an ip:port.
 Status CheckNoPortClash(const IpConfig& config, int servers_per_machine);
 
-// A base port p on `ip` such that p .. p+count-1 can all be bound now.
+// A base port p on `ip` such that p .. p+count-1 can all be bound now,
+// below the kernel's ephemeral range when there is room (no connection or
+// bind to port 0 can then take one of them before it is bound).
 StatusOr<int> ProbeFreePortRange(const std::string& ip, int count);
+// The kernel's ephemeral ports (ip_local_port_range), [first, second].
+std::pair<int, int> EphemeralPortRange();
 
 }  // namespace tessera::launcher
 

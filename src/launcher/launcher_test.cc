@@ -1,6 +1,9 @@
 // File: src/launcher/launcher_test.cc
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,10 +42,25 @@ TEST(IpConfigTest, ErrorsNameTheLine) {
   EXPECT_FALSE(CheckNoPortClash(*clash, 2).ok());
 }
 
-TEST(IpConfigTest, ProbesConsecutiveFreePorts) {
+TEST(IpConfigTest, ProbesConsecutiveFreePortsBelowTheEphemeralRange) {
   auto port = ProbeFreePortRange("127.0.0.1", 3);
   ASSERT_TRUE(port.ok()) << port.status();
   EXPECT_GT(*port, 0);
+  // Outside the ports the kernel hands to connections and to bind(0).
+  auto [low, high] = EphemeralPortRange();
+  EXPECT_LE(*port + 3, low) << "ephemeral range " << low << "-" << high;
+  // Each of the three can be bound now.
+  for (int i = 0; i < 3; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(*port + i));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << *port + i;
+    close(fd);
+  }
+  EXPECT_FALSE(ProbeFreePortRange("127.0.0.1", 0).ok());
 }
 
 TEST(JobEnvTest, StandaloneWhenUnsetAndStrictWhenSet) {
