@@ -28,7 +28,7 @@
 #include "python/module_internal.h"
 #include "src/base/logging.h"
 #include "src/dist/torch_dtype.h"
-#include "src/kvstore/kv_store.h"
+#include "src/kvstore/services.h"
 #include "tessera/base/interrupt.h"
 #include "tessera/dist.h"
 #include "tessera/dist/embedding.h"
@@ -401,7 +401,7 @@ PYBIND11_MODULE(_C, m) {
                              [](const dist::DistTensor& t) { return PolicyName(t.part_policy()); })
       .def("barrier",
            [](const dist::DistTensor& t) {
-             Wait([&] { ThrowIfError(t.store().Barrier(), "barrier"); });
+             Wait([&] { ThrowIfError(t.store().job().Barrier(), "barrier"); });
            })
       .def("book", [](const dist::DistTensor& t) { return t.store().book(); });
 

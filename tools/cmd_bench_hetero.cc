@@ -256,7 +256,7 @@ StatusOr<nlohmann::json> RunPartitions(const HeteroFlags& f, const std::string& 
 
 // The training seeds: papers with train_mask on a typed book (as homogeneous
 // ids), else the nodes with train_mask. Sorted.
-StatusOr<std::vector<int64_t>> TrainSeeds(kvstore::KvStore& store) {
+StatusOr<std::vector<int64_t>> TrainSeeds(kvstore::Services& store) {
   const PartitionBook& book = store.book();
   int type = 0;
   std::string key = "node/train_mask";
@@ -266,13 +266,13 @@ StatusOr<std::vector<int64_t>> TrainSeeds(kvstore::KvStore& store) {
     type = static_cast<int>(it - book.ntypes().begin());
     key = StrCat("node/", kPredictNtype, "/train_mask");
   }
-  ASSIGN_OR_RETURN(kvstore::TensorMeta meta, store.Meta(key));
+  ASSIGN_OR_RETURN(kvstore::TensorMeta meta, store.features().Meta(key));
   const int64_t n = meta.shape[0];
   std::vector<int64_t> all(static_cast<size_t>(n));
   std::iota(all.begin(), all.end(), 0);
   const size_t elem = meta.row_bytes();
   std::vector<uint8_t> raw(static_cast<size_t>(n) * elem);
-  RETURN_IF_ERROR(store.PullInto(key, all, raw.data()));
+  RETURN_IF_ERROR(store.features().PullInto(key, all, raw.data()));
   std::vector<int64_t> seeds;
   for (int64_t v = 0; v < n; ++v) {
     bool set = false;
@@ -286,7 +286,7 @@ StatusOr<std::vector<int64_t>> TrainSeeds(kvstore::KvStore& store) {
 // A store to sample from and the shuffled seeds of its batches.
 struct Sampler {
   const BenchGraph* graph = nullptr;
-  kvstore::KvStore* store = nullptr;
+  kvstore::Services* store = nullptr;
   std::vector<int64_t> seeds;
   std::vector<double> ns_per_edge, edges_per_s, ms_per_batch;
   int64_t edges_per_batch = 0, input_nodes_per_batch = 0;
@@ -316,7 +316,7 @@ Status SampleRound(const HeteroFlags& f, Sampler& s) {
                                s.seeds.begin() + (b + 1) * f.batch_size);
     const uint64_t seed = loader::DeriveSeed(11, static_cast<uint64_t>(b));
     ASSIGN_OR_RETURN(loader::MiniBatch mb,
-                     loader::SampleBlocks(*s.store, std::move(seeds), spec, seed));
+                     loader::SampleBlocks(s.store->graph(), std::move(seeds), spec, seed));
     edges += mb.num_sampled_edges();
     for (const auto& nodes : mb.blocks.front().src_nodes) {
       input_nodes += static_cast<int64_t>(nodes.size());
@@ -361,9 +361,9 @@ StatusOr<nlohmann::json> Breakdown(const HeteroFlags& f, const Sampler& s) {
     for (size_t l = f.fanouts.size(); l-- > 0;) {
       // Sampling reads rows that a repeat would find in cache: one call.
       Stopwatch sample_watch;
-      ASSIGN_OR_RETURN(
-          sampling::SampledEdges e,
-          s.store->SampleNeighbors(frontier, loader::LayerRequest(spec, book, l, seed, {})));
+      ASSIGN_OR_RETURN(sampling::SampledEdges e,
+                       s.store->graph().SampleNeighbors(
+                           frontier, loader::LayerRequest(spec, book, l, seed, {})));
       const double sample_call = sample_watch.Seconds();
       sample_s += sample_call;
       edges += static_cast<int64_t>(e.size());
@@ -459,7 +459,7 @@ StatusOr<nlohmann::json> RunSampling(const HeteroFlags& f, const std::string& di
   spdlog::info("bench hetero: sampling as trainer 0 of 2 machines");
   ASSIGN_OR_RETURN(report["two_machines_trainer0"], SampleAll(f, samplers));
   for (BenchJob& job : jobs) {
-    RETURN_IF_ERROR(job.client->Close());
+    RETURN_IF_ERROR(job.client->job().Close());
     RETURN_IF_ERROR(job.job->Wait(Deadline::InSeconds(60), nullptr, 30).status());
   }
   return report;

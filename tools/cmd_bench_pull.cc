@@ -92,7 +92,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   if (client->num_machines() != 2) {
     return absl::InvalidArgumentError("bench pull needs a 2-part partition");
   }
-  ASSIGN_OR_RETURN(kvstore::TensorMeta meta, client->Meta("node/feat"));
+  ASSIGN_OR_RETURN(kvstore::TensorMeta meta, client->features().Meta("node/feat"));
   size_t row_bytes = meta.row_bytes();
   const PartitionBook& book = client->book();
   std::mt19937_64 rng(1);
@@ -105,7 +105,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   ASSIGN_OR_RETURN(kvstore::Shard shard, client->local_shards()->Get("node/feat"));
   auto time_pull = [&](const std::vector<int64_t>& ids) -> StatusOr<double> {
     Stopwatch watch;
-    RETURN_IF_ERROR(client->PullInto("node/feat", ids, out.data()));
+    RETURN_IF_ERROR(client->features().PullInto("node/feat", ids, out.data()));
     return watch.Seconds();
   };
   std::vector<double> gather_s, local_s, zmq_s, zmq_one_s, zmq_best_s, remote_s, mixed_s;
@@ -145,11 +145,11 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     ASSIGN_OR_RETURN(double remote, time_pull(remote_ids));
     remote_s.push_back(remote);
     Stopwatch plain_watch;
-    RETURN_IF_ERROR(plain.client->PullInto("node/feat", remote_ids, out.data()));
+    RETURN_IF_ERROR(plain.client->features().PullInto("node/feat", remote_ids, out.data()));
     remote_plain_s.push_back(plain_watch.Seconds());
     encryption_ratio.push_back(remote_plain_s.back() / remote);
     Stopwatch one_stream_watch;
-    RETURN_IF_ERROR(one_stream->PullInto("node/feat", remote_ids, out.data()));
+    RETURN_IF_ERROR(one_stream->features().PullInto("node/feat", remote_ids, out.data()));
     remote_one_stream_s.push_back(one_stream_watch.Seconds());
     remote_ratio.push_back(zmq_s.back() / remote);
     remote_best_ratio.push_back(zmq_best_s.back() / remote);
@@ -173,23 +173,24 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   }
 
   // Pushes (assign) into a scratch tensor, local and remote.
-  ASSIGN_OR_RETURN(
-      bool created,
-      client->InitData({.name = "bench_push", .dtype = meta.dtype, .shape = meta.shape}));
+  ASSIGN_OR_RETURN(bool created,
+                   client->features().InitData(
+                       {.name = "bench_push", .dtype = meta.dtype, .shape = meta.shape}));
   (void)created;
   std::vector<double> push_local_s, push_remote_s;
   for (int r = 0; r < f.rounds; ++r) {
     for (int part : {0, 1}) {
       std::vector<int64_t> ids = RandomIds(rng, book.NodeRange(part), f.batch);
       Stopwatch watch;
-      RETURN_IF_ERROR(client->Push("node/bench_push", ids, out.data(), kvstore::PushMode::kAssign));
+      RETURN_IF_ERROR(
+          client->features().Push("node/bench_push", ids, out.data(), kvstore::PushMode::kAssign));
       (part == 0 ? push_local_s : push_remote_s).push_back(watch.Seconds());
     }
   }
-  RETURN_IF_ERROR(client->DeleteData("node/bench_push"));
-  RETURN_IF_ERROR(client->Close());
-  RETURN_IF_ERROR(plain.client->Close());
-  RETURN_IF_ERROR(one_stream->Close());
+  RETURN_IF_ERROR(client->features().DeleteData("node/bench_push"));
+  RETURN_IF_ERROR(client->job().Close());
+  RETURN_IF_ERROR(plain.client->job().Close());
+  RETURN_IF_ERROR(one_stream->job().Close());
 
   double gather = gbps(Median(gather_s)), zmq = gbps(Median(zmq_s));
   double local = gbps(Median(local_s)), remote = gbps(Median(remote_s));

@@ -50,15 +50,15 @@ double Median(std::vector<double> v) {
 }
 
 // The training nodes (train_mask), or every node if there is no mask.
-StatusOr<std::vector<int64_t>> TrainIds(kvstore::KvStore& store) {
+StatusOr<std::vector<int64_t>> TrainIds(kvstore::Services& store) {
   int64_t n = store.book().num_nodes();
-  StatusOr<kvstore::TensorMeta> meta = store.Meta("node/train_mask");
+  StatusOr<kvstore::TensorMeta> meta = store.features().Meta("node/train_mask");
   std::vector<int64_t> all(static_cast<size_t>(n));
   std::iota(all.begin(), all.end(), 0);
   if (!meta.ok()) return all;
   size_t elem = DTypeSize(meta->dtype);
   std::vector<uint8_t> raw(static_cast<size_t>(n) * elem);
-  RETURN_IF_ERROR(store.PullInto("node/train_mask", all, raw.data()));
+  RETURN_IF_ERROR(store.features().PullInto("node/train_mask", all, raw.data()));
   std::vector<int64_t> ids;
   for (int64_t v = 0; v < n; ++v) {
     bool set = false;
@@ -69,7 +69,7 @@ StatusOr<std::vector<int64_t>> TrainIds(kvstore::KvStore& store) {
 }
 
 // Samples `batches` batches of the seeds with `threads` sampler threads.
-StatusOr<nlohmann::json> RunLoader(kvstore::KvStore& store, const std::vector<int64_t>& seeds,
+StatusOr<nlohmann::json> RunLoader(kvstore::Services& store, const std::vector<int64_t>& seeds,
                                    const SampleFlags& f, int threads) {
   loader::BatchOptions options{.batch_size = f.batch_size, .shuffle = true, .seed = 7};
   int64_t own = loader::EpochPlan::OwnBatches(static_cast<int64_t>(seeds.size()), options);
@@ -81,7 +81,8 @@ StatusOr<nlohmann::json> RunLoader(kvstore::KvStore& store, const std::vector<in
   loader::Pipeline<loader::MiniBatch> pipeline(
       batches,
       [&](int64_t b) {
-        return loader::SampleBlocks(store, plan.Batch(order, b), spec, plan.BatchSeed(0, b));
+        return loader::SampleBlocks(store.graph(), plan.Batch(order, b), spec,
+                                    plan.BatchSeed(0, b));
       },
       threads, std::max(1, 2 * threads), std::chrono::seconds(600));
   int64_t edges = 0, input_nodes = 0, seed_count = 0;
@@ -105,7 +106,7 @@ StatusOr<nlohmann::json> RunLoader(kvstore::KvStore& store, const std::vector<in
 }
 
 // Where one thread's batch time goes: sample_neighbors vs to_block.
-StatusOr<nlohmann::json> Breakdown(kvstore::KvStore& store, const std::vector<int64_t>& seeds,
+StatusOr<nlohmann::json> Breakdown(kvstore::Services& store, const std::vector<int64_t>& seeds,
                                    const SampleFlags& f) {
   double sample_s = 0, block_s = 0;
   int64_t edges = 0;
@@ -115,8 +116,9 @@ StatusOr<nlohmann::json> Breakdown(kvstore::KvStore& store, const std::vector<in
                                   seeds.begin() + (b + 1) * f.batch_size);
     for (size_t l = f.fanouts.size(); l-- > 0;) {
       Stopwatch w;
-      ASSIGN_OR_RETURN(sampling::SampledEdges e,
-                       store.SampleNeighbors(frontier, {.fanout = f.fanouts[l], .seed = 1}));
+      ASSIGN_OR_RETURN(
+          sampling::SampledEdges e,
+          store.graph().SampleNeighbors(frontier, {.fanout = f.fanouts[l], .seed = 1}));
       sample_s += w.Seconds();
       edges += static_cast<int64_t>(e.size());
       Stopwatch w2;
@@ -149,8 +151,9 @@ StatusOr<nlohmann::json> RemoteVsLocal(kvstore::KvClient& client, const SampleFl
         }
       }
       Stopwatch w;
-      ASSIGN_OR_RETURN(sampling::SampledEdges e,
-                       client.SampleNeighbors(seeds, {.fanout = f.fanouts.back(), .seed = 5}));
+      ASSIGN_OR_RETURN(
+          sampling::SampledEdges e,
+          client.graph().SampleNeighbors(seeds, {.fanout = f.fanouts.back(), .seed = 5}));
       per_edge[part] = w.Seconds() * 1e9 / std::max<size_t>(1, e.size());
     }
     local_ns.push_back(per_edge[0]);
@@ -210,7 +213,7 @@ Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
     report["two_machines_trainer0"] = runs;
     ASSIGN_OR_RETURN(report["remote_vs_local_one_layer"], RemoteVsLocal(*client, f));
   }
-  RETURN_IF_ERROR(client->Close());
+  RETURN_IF_ERROR(client->job().Close());
   RETURN_IF_ERROR(job->Wait(Deadline::InSeconds(60), nullptr, 30).status());
 
   double standalone_1 = 0;

@@ -160,9 +160,9 @@ using namespace internal;  // NOLINT: this file is its home.
 namespace {
 
 // Says goodbye for a context that ends; an exit path: logs, never throws.
-void CloseQuietly(kvstore::KvStore& store, const char* what) {
+void CloseQuietly(kvstore::Services& store, const char* what) {
   try {
-    Status s = store.Close();
+    Status s = store.job().Close();
     if (!s.ok())
       spdlog::warn("{}: closing the key-value store: {}", what, std::string(s.message()));
   } catch (const std::exception& e) {
@@ -325,13 +325,13 @@ struct DistTensor::State {
   ~State() {
     if (!owner || persistent || !context->store_) return;
     try {
-      Status s = context->store_->DeleteData(key);
+      Status s = context->store_->features().DeleteData(key);
       if (!s.ok()) spdlog::warn("deleting DistTensor '{}': {}", name, std::string(s.message()));
     } catch (const std::exception& e) {  // Nothing leaves a destructor.
       spdlog::warn("deleting DistTensor '{}': {}", name, e.what());
     }
   }
-  kvstore::KvStore& store() const {
+  kvstore::Services& store() const {
     if (!context->store_) throw Error("standalone mode: create a DistGraph before DistTensors");
     return *context->store_;
   }
@@ -398,7 +398,7 @@ DistTensor::DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::stri
                        PartPolicy policy, bool persistent, const std::string& type) {
   auto state = std::make_shared<State>();
   state->context = CurrentContext();
-  kvstore::KvStore& store = state->store();
+  kvstore::Services& store = state->store();
   if (shape.empty()) throw Error("DistTensor: shape must have at least one dimension");
   const PartitionBook& book = store.book();
   auto [chosen, type_id] = ChoosePolicy(book, name, shape[0], policy, type);
@@ -426,7 +426,8 @@ DistTensor::DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::stri
       .b = init.b,
       .seed = init.seed,
       .persistent = persistent};
-  bool created = ValueOrThrow(store.InitData(spec), fmt::format("DistTensor '{}'", name));
+  bool created =
+      ValueOrThrow(store.features().InitData(spec), fmt::format("DistTensor '{}'", name));
   state->key = fmt::format("{}/{}", shm::PolicyName(spec.policy), stored);
   state->name = name;
   state->type = type_id;
@@ -445,7 +446,7 @@ torch::Tensor DistTensor::operator[](const torch::Tensor& ids) const {
   shape[0] = flat.size(0);
   torch::Tensor out = PullBufferPool::Get().Empty(shape, ToTorch(state_->dtype));
   std::span<const int64_t> span(flat.data_ptr<int64_t>(), static_cast<size_t>(flat.size(0)));
-  ThrowIfError(state_->store().PullInto(state_->key, span, out.data_ptr()),
+  ThrowIfError(state_->store().features().PullInto(state_->key, span, out.data_ptr()),
                fmt::format("reading rows of '{}'", state_->name));
   return out;
 }
@@ -453,7 +454,7 @@ torch::Tensor DistTensor::operator[](const torch::Tensor& ids) const {
 namespace {
 
 void PushRows(const DistTensor& t, const std::string& key, const torch::Tensor& ids,
-              const torch::Tensor& rows, kvstore::KvStore& store, DType dtype,
+              const torch::Tensor& rows, kvstore::Services& store, DType dtype,
               kvstore::PushMode mode) {
   torch::Tensor flat = AsIds(ids, t.name());
   std::vector<int64_t> want = t.shape();
@@ -464,7 +465,7 @@ void PushRows(const DistTensor& t, const std::string& key, const torch::Tensor& 
                             fmt::join(values.sizes().vec(), ", "), fmt::join(want, ", ")));
   }
   std::span<const int64_t> span(flat.data_ptr<int64_t>(), static_cast<size_t>(flat.size(0)));
-  ThrowIfError(store.Push(key, span, values.data_ptr(), mode),
+  ThrowIfError(store.features().Push(key, span, values.data_ptr(), mode),
                fmt::format("writing rows of '{}'", t.name()));
 }
 
@@ -486,7 +487,7 @@ PartPolicy DistTensor::part_policy() const { return state_->policy; }
 const std::string& DistTensor::key() const { return state_->key; }
 const std::string& DistTensor::type_name() const { return state_->type_name; }
 bool DistTensor::created() const { return state_->owner; }
-kvstore::KvStore& DistTensor::store() const { return state_->store(); }
+kvstore::Services& DistTensor::store() const { return state_->store(); }
 
 // ------------------------------------------------------------ DistGraph
 
@@ -516,7 +517,7 @@ int64_t DistGraph::num_edges() const { return partition_book().num_edges(); }
 const PartitionBook& DistGraph::partition_book() const { return context_->store_->book(); }
 int DistGraph::rank() const { return context_->rank_; }
 
-void DistGraph::barrier() const { ThrowIfError(context_->store_->Barrier(), "barrier"); }
+void DistGraph::barrier() const { ThrowIfError(context_->store_->job().Barrier(), "barrier"); }
 
 DistTensor DistGraph::Data(const std::string& prefix, const std::string& name) const {
   const PartitionBook& book = partition_book();
@@ -540,7 +541,7 @@ DistTensor DistGraph::TypeData(bool node, int type, const std::string& name) con
   const std::string stored = book.is_homogeneous() ? name : type_name + "/" + name;
   std::string key = fmt::format("{}/{}", node ? "node" : "edge", stored);
   kvstore::TensorMeta meta = ValueOrThrow(
-      context_->store_->Meta(key),
+      context_->store_->features().Meta(key),
       book.is_homogeneous() ? fmt::format("{}data", node ? "n" : "e")
                             : fmt::format("{}('{}').data", node ? "nodes" : "edges", type_name));
   auto state = std::make_shared<DistTensor::State>();
@@ -566,7 +567,7 @@ std::map<std::string, AttrScheme> DistGraph::Schemes(const std::string& prefix) 
   if ((node ? book.num_ntypes() : book.num_etypes()) == 1) return TypeSchemes(node, 0);
   std::map<std::string, AttrScheme> out;  // "<type>/<name>" on a heterograph.
   for (const kvstore::TensorMeta& meta :
-       ValueOrThrow(context_->store_->List(), "attribute schemes")) {
+       ValueOrThrow(context_->store_->features().List(), "attribute schemes")) {
     if (meta.key.rfind(prefix + "/", 0) != 0) continue;
     out[meta.key.substr(prefix.size() + 1)] = {
         std::vector<int64_t>(meta.shape.begin() + 1, meta.shape.end()), ToTorch(meta.dtype)};
@@ -581,7 +582,7 @@ std::map<std::string, AttrScheme> DistGraph::TypeSchemes(bool node, int type) co
                   book.is_homogeneous() ? "" : TypeName(book, node, type) + "/");
   std::map<std::string, AttrScheme> out;
   for (const kvstore::TensorMeta& meta :
-       ValueOrThrow(context_->store_->List(), "attribute schemes")) {
+       ValueOrThrow(context_->store_->features().List(), "attribute schemes")) {
     if (meta.key.rfind(prefix, 0) != 0) continue;
     out[meta.key.substr(prefix.size())] = {
         std::vector<int64_t>(meta.shape.begin() + 1, meta.shape.end()), ToTorch(meta.dtype)};

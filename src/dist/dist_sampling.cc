@@ -12,7 +12,7 @@
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 #include "src/dist/dist_internal.h"
-#include "src/kvstore/kv_store.h"
+#include "src/kvstore/services.h"
 #include "src/loader/minibatch.h"
 #include "tessera/dist.h"
 
@@ -68,7 +68,7 @@ std::vector<int64_t> RelationFanouts(const PartitionBook& book, const FanoutMap&
   return out;
 }
 
-loader::NeighborSpec SpecOf(const NeighborSampler& sampler, kvstore::KvStore& store) {
+loader::NeighborSpec SpecOf(const NeighborSampler& sampler, kvstore::Services& store) {
   if (!sampler.fanouts.empty() && !sampler.etype_fanouts.empty()) {
     throw Error("NeighborSampler: give fanouts or etype_fanouts, not both");
   }
@@ -84,7 +84,7 @@ loader::NeighborSpec SpecOf(const NeighborSampler& sampler, kvstore::KvStore& st
   // A typed graph's prob names per-relation arrays: the first sample checks them.
   if (!spec.prob.empty() && store.book().num_etypes() == 1) {
     kvstore::TensorMeta meta =
-        ValueOrThrow(store.Meta("edge/" + spec.prob), "NeighborSampler prob");
+        ValueOrThrow(store.features().Meta("edge/" + spec.prob), "NeighborSampler prob");
     ThrowIfError(kvstore::CheckWeightArray(meta.key, meta.dtype, meta.shape),
                  "NeighborSampler prob");
   }
@@ -98,14 +98,15 @@ void manual_seed(uint64_t seed) {
   g_seed_calls = 0;
 }
 
-kvstore::KvStore& DistGraph::store() const { return *context_->store_; }
+kvstore::Services& DistGraph::store() const { return *context_->store_; }
 
 std::pair<torch::Tensor, torch::Tensor> DistGraph::find_edges(const torch::Tensor& eids) const {
   torch::Tensor flat = AsIds(eids, "find_edges");
   torch::Tensor src = torch::empty({flat.size(0)}, torch::kInt64);
   torch::Tensor dst = torch::empty({flat.size(0)}, torch::kInt64);
-  ThrowIfError(store().FindEdges(SpanOf(flat), src.data_ptr<int64_t>(), dst.data_ptr<int64_t>()),
-               "find_edges");
+  ThrowIfError(
+      store().graph().FindEdges(SpanOf(flat), src.data_ptr<int64_t>(), dst.data_ptr<int64_t>()),
+      "find_edges");
   return {src, dst};
 }
 
@@ -116,7 +117,8 @@ torch::Tensor Degrees(const DistGraph& g, const torch::Tensor& nids, sampling::E
   torch::Tensor flat = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes());
   torch::Tensor out = torch::empty({flat.size(0)}, torch::kInt64);
   ThrowIfError(
-      g.store().Degrees(SpanOf(flat), dir, kvstore::kAllRelations, out.data_ptr<int64_t>()), what);
+      g.store().graph().Degrees(SpanOf(flat), dir, kvstore::kAllRelations, out.data_ptr<int64_t>()),
+      what);
   return out;
 }
 
@@ -153,7 +155,7 @@ sampling::SampledEdges SampleHomo(const DistGraph& g, const torch::Tensor& flat,
                                  .exclude = exclude,
                                  .seed = options.seed ? *options.seed : NextSeed()};
   request.etype_fanouts = std::move(etype_fanouts);
-  return ValueOrThrow(g.store().SampleNeighbors(SpanOf(flat), request), "sample_neighbors");
+  return ValueOrThrow(g.store().graph().SampleNeighbors(SpanOf(flat), request), "sample_neighbors");
 }
 
 Subgraph ToSubgraph(sampling::SampledEdges&& edges) {
@@ -281,7 +283,7 @@ torch::Tensor RelationDegrees(const DistGraph& g, const torch::Tensor& nids,
   torch::Tensor ids = nids.defined() ? AsIds(nids, what) : torch::arange(g.num_nodes(ntype));
   torch::Tensor homo = g.map_to_homo_nid(ids, ntype).contiguous();
   torch::Tensor out = torch::empty({homo.size(0)}, torch::kInt64);
-  ThrowIfError(g.store().Degrees(SpanOf(homo), dir, r, out.data_ptr<int64_t>()), what);
+  ThrowIfError(g.store().graph().Degrees(SpanOf(homo), dir, r, out.data_ptr<int64_t>()), what);
   return out;
 }
 
@@ -425,7 +427,7 @@ const PairGraph::Relation& PairGraph::edges_of(const std::string& etype) const {
 // ------------------------------------------------------------ loaders
 
 struct ContextAccess {
-  static kvstore::KvStore* Store(const Context& ctx) { return ctx.store_.get(); }
+  static kvstore::Services* Store(const Context& ctx) { return ctx.store_.get(); }
 };
 
 namespace internal {
@@ -441,10 +443,10 @@ std::shared_ptr<const loader::EpochPlan> MakePlan(std::vector<int64_t> items,
     throw Error(fmt::format("loader: batch_size must be at least 1, got {}", options.batch_size));
   }
   int64_t batches = loader::EpochPlan::OwnBatches(static_cast<int64_t>(items.size()), batch);
-  kvstore::KvStore* store = ContextAccess::Store(*ctx);
+  kvstore::Services* store = ContextAccess::Store(*ctx);
   if (options.even_batches && !ctx->standalone() && store != nullptr) {
     int64_t own = batches;
-    batches = ValueOrThrow(store->BarrierMax(own),
+    batches = ValueOrThrow(store->job().BarrierMax(own),
                            "loader: agreeing on the batches per epoch with the other trainers");
     if (batches != own) {
       spdlog::info("loader: {} batches of my own, {} per epoch like every trainer (padded)", own,
@@ -570,7 +572,7 @@ std::function<loader::Pipeline<MiniBatch>::Produce(int64_t)> NodeBatches(
   auto make = [g, spec, prefetch](std::vector<int64_t> seeds,
                                   uint64_t seed) -> StatusOr<MiniBatch> {
     ASSIGN_OR_RETURN(loader::MiniBatch mb,
-                     loader::SampleBlocks(g.store(), std::move(seeds), *spec, seed));
+                     loader::SampleBlocks(g.store().graph(), std::move(seeds), *spec, seed));
     MiniBatch out;
     out.blocks = ToTorch(g.partition_book(), std::move(mb.blocks));
     out.input_nodes = out.blocks.front().src_nodes;  // The same tensors, no copy.
@@ -727,7 +729,8 @@ std::function<loader::Pipeline<EdgeMiniBatch>::Produce(int64_t)> EdgeBatches(
     std::shared_ptr<const loader::EdgeSpec> spec, std::shared_ptr<internal::Prefetch> prefetch) {
   auto make = [g, spec, prefetch](std::vector<int64_t> eids,
                                   uint64_t seed) -> StatusOr<EdgeMiniBatch> {
-    ASSIGN_OR_RETURN(loader::EdgeBatch eb, loader::SampleEdgeBatch(g.store(), eids, *spec, seed));
+    ASSIGN_OR_RETURN(loader::EdgeBatch eb,
+                     loader::SampleEdgeBatch(g.store().graph(), eids, *spec, seed));
     EdgeMiniBatch out;
     out.eids = Owned(std::move(eb.eids));
     out.blocks = ToTorch(g.partition_book(), std::move(eb.mini.blocks));

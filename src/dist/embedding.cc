@@ -8,7 +8,7 @@
 
 #include "fmt/format.h"
 #include "src/graph/npy.h"
-#include "src/kvstore/kv_store.h"
+#include "src/kvstore/services.h"
 
 namespace tessera::dist {
 namespace {
@@ -39,7 +39,7 @@ void SaveTensor(const DistTensor& t, const std::string& path) {
       if (!ok) error = fmt::format("saving '{}': writing {} failed", t.name(), path);
     }
   }
-  Check(t.store().Barrier(), fmt::format("saving '{}'", t.name()));
+  Check(t.store().job().Barrier(), fmt::format("saving '{}'", t.name()));
   if (!error.empty()) throw Error(error);
 }
 
@@ -71,7 +71,7 @@ void LoadTensor(const DistTensor& t, const std::string& path) {
       }
     }
   }
-  Check(t.store().Barrier(), fmt::format("loading '{}'", t.name()));
+  Check(t.store().job().Barrier(), fmt::format("loading '{}'", t.name()));
   if (!error.empty()) throw Error(error);
 }
 
@@ -152,10 +152,11 @@ void SparseOptimizer::step() {
                                .index_add_(0, inverse, all_grads)
                                .contiguous();
     const DistTensor& w = emb.weight();
-    Check(w.store().SparseUpdate(w.key(),
-                                 std::span<const int64_t>(unique.data_ptr<int64_t>(),
-                                                          static_cast<size_t>(unique.size(0))),
-                                 summed.data_ptr<float>(), spec_),
+    Check(w.store().features().SparseUpdate(
+              w.key(),
+              std::span<const int64_t>(unique.data_ptr<int64_t>(),
+                                       static_cast<size_t>(unique.size(0))),
+              summed.data_ptr<float>(), spec_),
           fmt::format("sparse optimizer step on '{}'", emb.name()));
   }
 }

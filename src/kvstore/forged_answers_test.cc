@@ -162,16 +162,16 @@ class ForgedAnswersTest : public ::testing::Test {
 TEST_F(ForgedAnswersTest, SampleCountsThatWrapOrLieAreRefused) {
   std::vector<int64_t> seeds = {2, 3, 4, 5};
   SampleRequest request{.fanout = 1};
-  auto honest = client_->SampleNeighbors(seeds, request);
+  auto honest = client_->graph().SampleNeighbors(seeds, request);
   ASSERT_TRUE(honest.ok()) << honest.status();
   EXPECT_EQ(honest->src, (UninitVector<int64_t>{3, 4, 5, 6}));
   EXPECT_EQ(honest->dst, UninitVector<int64_t>(seeds.begin(), seeds.end()));
   for (Forge f : {Forge::kWrappingCounts, Forge::kNegativeCount, Forge::kFewCounts}) {
     fake_.forge = f;
-    ExpectDataLoss(client_->SampleNeighbors(seeds, request).status());
+    ExpectDataLoss(client_->graph().SampleNeighbors(seeds, request).status());
   }
   fake_.forge = Forge::kNone;
-  auto again = client_->SampleNeighbors(seeds, request);
+  auto again = client_->graph().SampleNeighbors(seeds, request);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->src, honest->src);
 }
@@ -179,11 +179,12 @@ TEST_F(ForgedAnswersTest, SampleCountsThatWrapOrLieAreRefused) {
 TEST_F(ForgedAnswersTest, ShortGraphAnswersAreRefused) {
   std::vector<int64_t> ids = {1, 2, 3};
   std::vector<int64_t> out(3, -1), src(3, -1), dst(3, -1);
-  ASSERT_TRUE(client_->Degrees(ids, sampling::EdgeDir::kIn, kAllRelations, out.data()).ok());
+  ASSERT_TRUE(
+      client_->graph().Degrees(ids, sampling::EdgeDir::kIn, kAllRelations, out.data()).ok());
   EXPECT_EQ(out, (std::vector<int64_t>{7, 7, 7}));
   fake_.forge = Forge::kShortArrays;
-  ExpectDataLoss(client_->Degrees(ids, sampling::EdgeDir::kIn, kAllRelations, out.data()));
-  ExpectDataLoss(client_->FindEdges(ids, src.data(), dst.data()));
+  ExpectDataLoss(client_->graph().Degrees(ids, sampling::EdgeDir::kIn, kAllRelations, out.data()));
+  ExpectDataLoss(client_->graph().FindEdges(ids, src.data(), dst.data()));
 }
 
 // Ids outside the graph in an answer are refused where they arrive, naming
@@ -196,30 +197,30 @@ TEST_F(ForgedAnswersTest, IdsOutsideTheGraphAreRefused) {
     EXPECT_NE(s.message().find(says), std::string::npos) << s;
   };
   fake_.forge = Forge::kBadNode;
-  expect(client_->SampleNeighbors(seeds, {.fanout = 1}).status(),
+  expect(client_->graph().SampleNeighbors(seeds, {.fanout = 1}).status(),
          "sample_neighbors: machine 0 answered node -1 (entry 1), not one of the graph's 10");
-  expect(client_->FindEdges(seeds, src.data(), dst.data()),
+  expect(client_->graph().FindEdges(seeds, src.data(), dst.data()),
          "find_edges: machine 0 answered node 10 (entry 2)");
-  expect(client_->Degrees(seeds, sampling::EdgeDir::kIn, kAllRelations, out.data()),
+  expect(client_->graph().Degrees(seeds, sampling::EdgeDir::kIn, kAllRelations, out.data()),
          "degrees: machine 0 answered degree -3");
   fake_.forge = Forge::kBadEdge;
-  expect(client_->SampleNeighbors(seeds, {.fanout = 1}).status(),
+  expect(client_->graph().SampleNeighbors(seeds, {.fanout = 1}).status(),
          "answered edge 20 (entry 1), not one of the graph's 20");
   fake_.forge = Forge::kNone;
-  ASSERT_TRUE(client_->SampleNeighbors(seeds, {.fanout = 1}).ok());
+  ASSERT_TRUE(client_->graph().SampleNeighbors(seeds, {.fanout = 1}).ok());
 }
 
 TEST_F(ForgedAnswersTest, PullAnswersAndTensorShapesAreChecked) {
   std::vector<int64_t> ids = {9, 0, 9};
   std::vector<float> out(ids.size() * 4, -1);
-  ASSERT_TRUE(client_->PullInto("node/x", ids, out.data()).ok());
+  ASSERT_TRUE(client_->features().PullInto("node/x", ids, out.data()).ok());
   EXPECT_EQ(out[0], 9);
   EXPECT_EQ(out[4], 0);
   EXPECT_EQ(out[11], 9);
   fake_.forge = Forge::kShortArrays;
-  ExpectDataLoss(client_->PullInto("node/x", ids, out.data()));
+  ExpectDataLoss(client_->features().PullInto("node/x", ids, out.data()));
   fake_.forge = Forge::kBadShape;
-  auto list = client_->List();
+  auto list = client_->features().List();
   ExpectDataLoss(list.status());
   EXPECT_NE(list.status().message().find("'node/wrap' with an impossible shape"), std::string::npos)
       << list.status();

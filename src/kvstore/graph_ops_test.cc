@@ -77,7 +77,7 @@ TEST_F(GraphOpsTest, DistributedSamplingEqualsEachPartSamplingItsOwnSeeds) {
           if (fanout < 0 && replace) continue;
           SampleRequest request{
               .fanout = fanout, .dir = dir, .replace = replace, .exclude = exclude, .seed = 11};
-          auto got = client->SampleNeighbors(seeds, request);
+          auto got = client->graph().SampleNeighbors(seeds, request);
           ASSERT_TRUE(got.ok()) << got.status();
           SampledEdges want = Reference(seeds, NeighborOptionsOf(request, kNoWeights));
           EXPECT_EQ(got->eid, want.eid) << "machine " << machine << " fanout " << fanout;
@@ -101,7 +101,7 @@ TEST_F(GraphOpsTest, LargeRequestsTravelInPiecesAndStayInOrder) {
   ASSERT_TRUE(client);
   for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
     SampleRequest request{.fanout = 2, .dir = dir, .seed = 9};
-    auto got = client->SampleNeighbors(seeds, request);
+    auto got = client->graph().SampleNeighbors(seeds, request);
     ASSERT_TRUE(got.ok()) << got.status();
     SampledEdges want = Reference(seeds, NeighborOptionsOf(request, kNoWeights));
     EXPECT_EQ(got->eid, want.eid);
@@ -122,12 +122,12 @@ TEST_F(GraphOpsTest, WeightedSamplingUsesTheEdgeArrayOfEachMachine) {
                 .a = 0,
                 .b = 1,
                 .seed = 3};
-  ASSERT_TRUE(client->InitData(spec).ok());
+  ASSERT_TRUE(client->features().InitData(spec).ok());
   // Zero the weights of every third edge: they must never be picked.
   std::vector<int64_t> zeroed;
   for (int64_t e = 0; e < 10556; e += 3) zeroed.push_back(e);
   std::vector<float> zeros(zeroed.size(), 0.0f);
-  ASSERT_TRUE(client->Push("edge/w", zeroed, zeros.data(), PushMode::kAssign).ok());
+  ASSERT_TRUE(client->features().Push("edge/w", zeroed, zeros.data(), PushMode::kAssign).ok());
   std::vector<std::vector<float>> weights(3);
   for (int p = 0; p < 3; ++p) {
     std::vector<int64_t> ids;
@@ -135,29 +135,30 @@ TEST_F(GraphOpsTest, WeightedSamplingUsesTheEdgeArrayOfEachMachine) {
       ids.push_back(e);
     }
     weights[p].resize(ids.size());
-    ASSERT_TRUE(client->PullInto("edge/w", ids, weights[p].data()).ok());
+    ASSERT_TRUE(client->features().PullInto("edge/w", ids, weights[p].data()).ok());
   }
   std::vector<int64_t> seeds(2708);
   std::iota(seeds.begin(), seeds.end(), 0);
   SampleRequest request{.fanout = 2, .prob = "w", .seed = 4};
-  auto got = client->SampleNeighbors(seeds, request);
+  auto got = client->graph().SampleNeighbors(seeds, request);
   ASSERT_TRUE(got.ok()) << got.status();
   SampledEdges want = Reference(seeds, NeighborOptionsOf(request, kNoWeights), weights);
   EXPECT_EQ(got->eid, want.eid);
   for (int64_t e : got->eid) EXPECT_NE(e % 3, 0) << "zero-weight edge " << e;
   // Bad weights: missing, wrong dtype, out-edges.
-  EXPECT_EQ(client->SampleNeighbors(seeds, {.fanout = 2, .prob = "nope"}).status().code(),
+  EXPECT_EQ(client->graph().SampleNeighbors(seeds, {.fanout = 2, .prob = "nope"}).status().code(),
             absl::StatusCode::kNotFound);
-  ASSERT_TRUE(client
-                  ->InitData({.name = "iw",
-                              .dtype = DType::kInt64,
-                              .shape = {10556},
-                              .policy = shm::Policy::kEdge})
+  ASSERT_TRUE(client->features()
+                  .InitData({.name = "iw",
+                             .dtype = DType::kInt64,
+                             .shape = {10556},
+                             .policy = shm::Policy::kEdge})
                   .ok());
-  auto int_weights = client->SampleNeighbors(seeds, {.fanout = 2, .prob = "iw"});
+  auto int_weights = client->graph().SampleNeighbors(seeds, {.fanout = 2, .prob = "iw"});
   EXPECT_EQ(int_weights.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(int_weights.status().message().find("float32"), std::string::npos);
-  EXPECT_EQ(client->SampleNeighbors(seeds, {.fanout = 2, .dir = EdgeDir::kOut, .prob = "w"})
+  EXPECT_EQ(client->graph()
+                .SampleNeighbors(seeds, {.fanout = 2, .dir = EdgeDir::kOut, .prob = "w"})
                 .status()
                 .code(),
             absl::StatusCode::kUnimplemented);
@@ -170,7 +171,7 @@ TEST_F(GraphOpsTest, FindEdgesAndDegreesInCallerOrder) {
     ASSERT_TRUE(client);
     std::vector<int64_t> eids = {10555, 0, 5000, 17, 0, 9000, 3333};
     std::vector<int64_t> src(eids.size()), dst(eids.size());
-    ASSERT_TRUE(client->FindEdges(eids, src.data(), dst.data()).ok());
+    ASSERT_TRUE(client->graph().FindEdges(eids, src.data(), dst.data()).ok());
     for (size_t i = 0; i < eids.size(); ++i) {
       int p = client->book().EdgeOwner(eids[i]);
       int64_t s = 0, d = 0;
@@ -182,7 +183,7 @@ TEST_F(GraphOpsTest, FindEdgesAndDegreesInCallerOrder) {
     std::iota(nids.rbegin(), nids.rend(), 0);  // Reversed: positions matter.
     for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
       std::vector<int64_t> degrees(nids.size());
-      ASSERT_TRUE(client->Degrees(nids, dir, kAllRelations, degrees.data()).ok());
+      ASSERT_TRUE(client->graph().Degrees(nids, dir, kAllRelations, degrees.data()).ok());
       int64_t total = 0;
       for (size_t i = 0; i < nids.size(); ++i) {
         int p = client->book().NodeOwner(nids[i]);
@@ -198,13 +199,14 @@ TEST_F(GraphOpsTest, FindEdgesAndDegreesInCallerOrder) {
     }
     // Ids out of range name the operation.
     int64_t x = 0;
-    auto bad = client->FindEdges(std::vector<int64_t>{10556}, &x, &x);
+    auto bad = client->graph().FindEdges(std::vector<int64_t>{10556}, &x, &x);
     EXPECT_EQ(bad.code(), absl::StatusCode::kOutOfRange);
     EXPECT_NE(bad.message().find("find_edges"), std::string::npos) << bad;
-    EXPECT_EQ(client->SampleNeighbors(std::vector<int64_t>{-1}, {}).status().code(),
+    EXPECT_EQ(client->graph().SampleNeighbors(std::vector<int64_t>{-1}, {}).status().code(),
               absl::StatusCode::kOutOfRange);
-    EXPECT_EQ(client->SampleNeighbors(std::vector<int64_t>{1}, {.fanout = -2}).status().code(),
-              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(
+        client->graph().SampleNeighbors(std::vector<int64_t>{1}, {.fanout = -2}).status().code(),
+        absl::StatusCode::kInvalidArgument);
   }
 }
 
@@ -268,8 +270,8 @@ TEST_F(GraphOpsTest, BarrierMaxReturnsTheLargestValue) {
   auto b = cluster.Connect(1, 1, 2);
   ASSERT_TRUE(a && b);
   StatusOr<int64_t> from_b = 0;
-  std::thread t([&] { from_b = b->BarrierMax(17); });
-  auto from_a = a->BarrierMax(5);
+  std::thread t([&] { from_b = b->job().BarrierMax(17); });
+  auto from_a = a->job().BarrierMax(5);
   t.join();
   ASSERT_TRUE(from_a.ok() && from_b.ok()) << from_a.status() << from_b.status();
   EXPECT_EQ(*from_a, 17);
@@ -301,8 +303,8 @@ TEST_F(GraphOpsTest, StandaloneAndDistributedAgreeInOriginalIds) {
     all_three[v] = to_three[one_nid.span<int64_t>()[v]];  // Same nodes, same order.
   }
   for (EdgeDir dir : {EdgeDir::kIn, EdgeDir::kOut}) {
-    auto a = (*standalone)->SampleNeighbors(all_one, {.fanout = -1, .dir = dir});
-    auto b = client->SampleNeighbors(all_three, {.fanout = -1, .dir = dir});
+    auto a = (*standalone)->graph().SampleNeighbors(all_one, {.fanout = -1, .dir = dir});
+    auto b = client->graph().SampleNeighbors(all_three, {.fanout = -1, .dir = dir});
     ASSERT_TRUE(a.ok() && b.ok());
     std::set<std::tuple<int64_t, int64_t, int64_t>> ea, eb;
     for (size_t i = 0; i < a->size(); ++i) {
@@ -318,7 +320,8 @@ TEST_F(GraphOpsTest, StandaloneAndDistributedAgreeInOriginalIds) {
   }
   // The highest in-degree node: 3 of its in-edges, 4000 times, in both modes.
   std::vector<int64_t> degrees(2708);
-  ASSERT_TRUE((*standalone)->Degrees(all_one, EdgeDir::kIn, kAllRelations, degrees.data()).ok());
+  ASSERT_TRUE(
+      (*standalone)->graph().Degrees(all_one, EdgeDir::kIn, kAllRelations, degrees.data()).ok());
   int64_t hub = std::max_element(degrees.begin(), degrees.end()) - degrees.begin();
   int64_t degree = degrees[hub];
   ASSERT_GE(degree, 20);
@@ -326,11 +329,12 @@ TEST_F(GraphOpsTest, StandaloneAndDistributedAgreeInOriginalIds) {
     std::map<int64_t, double> counts;  // By original edge id.
     int64_t seed_node = distributed ? to_three[one_nid.span<int64_t>()[hub]] : hub;
     for (uint64_t seed = 0; seed < 4000; ++seed) {
-      auto r = distributed ? client->SampleNeighbors(std::vector<int64_t>{seed_node},
-                                                     {.fanout = 3, .seed = seed})
+      auto r = distributed ? client->graph().SampleNeighbors(std::vector<int64_t>{seed_node},
+                                                             {.fanout = 3, .seed = seed})
                            : (*standalone)
-                                 ->SampleNeighbors(std::vector<int64_t>{seed_node},
-                                                   {.fanout = 3, .seed = seed});
+                                 ->graph()
+                                 .SampleNeighbors(std::vector<int64_t>{seed_node},
+                                                  {.fanout = 3, .seed = seed});
       ASSERT_TRUE(r.ok());
       ASSERT_EQ(r->size(), 3u);
       for (int64_t e : r->eid) {

@@ -40,7 +40,7 @@ struct SampleRequest {
   int num_threads = 1;  // For the part sampled in this process.
 };
 
-// Degrees of every relation (KvStore::Degrees).
+// Degrees of every relation (GraphService::Degrees).
 inline constexpr int kAllRelations = -1;
 
 // Graph operations over the whole graph, in global ids; each machine works

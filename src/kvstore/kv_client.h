@@ -10,11 +10,11 @@
 #include <memory>
 
 #include "src/kvstore/job_client.h"
-#include "src/kvstore/kv_store.h"
+#include "src/kvstore/services.h"
 
 namespace tessera::kvstore {
 
-class KvClient : public KvStore {
+class KvClient : public Services {
  public:
   static StatusOr<std::unique_ptr<KvClient>> Connect(const KvClientOptions& options);
 
@@ -24,7 +24,7 @@ class KvClient : public KvStore {
   ShardMap* local_shards() const { return connection().local_shards(); }
 
  private:
-  using KvStore::KvStore;
+  using Services::Services;
   // The coordinator Connect() gave the bundle is the job's connection.
   const JobClient& connection() const { return static_cast<const JobClient&>(job()); }
 };

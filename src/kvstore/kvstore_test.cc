@@ -55,20 +55,21 @@ TEST_F(KvStoreTest, PullMatchesPartitionFilesLocalAndRemote) {
     EXPECT_EQ(client->local_shards() != nullptr, machine == 0);
     EXPECT_EQ(client->graph_name(), "cora");
     EXPECT_EQ(client->book().num_nodes(), 2708);
-    auto meta = client->Meta("node/feat");
+    auto meta = client->features().Meta("node/feat");
     ASSERT_TRUE(meta.ok()) << meta.status();
     EXPECT_EQ(meta->shape, (std::vector<int64_t>{2708, 1433}));
     std::vector<int64_t> ids = {2707, 0, 1500, 0, 42, 1354, 1353};
     std::vector<float> out(ids.size() * 1433);
-    ASSERT_TRUE(client->PullInto("node/feat", ids, out.data()).ok());
+    ASSERT_TRUE(client->features().PullInto("node/feat", ids, out.data()).ok());
     for (size_t i = 0; i < ids.size(); ++i) {
       std::vector<float> want = FileRow("feat", ids[i]);
       ASSERT_EQ(std::memcmp(out.data() + i * 1433, want.data(), 1433 * 4), 0) << ids[i];
     }
-    auto bad = client->PullInto("node/feat", std::vector<int64_t>{2708}, out.data());
+    auto bad = client->features().PullInto("node/feat", std::vector<int64_t>{2708}, out.data());
     EXPECT_EQ(bad.code(), absl::StatusCode::kOutOfRange);
-    EXPECT_EQ(client->PullInto("node/nope", ids, out.data()).code(), absl::StatusCode::kNotFound);
-    EXPECT_TRUE(client->Close().ok());
+    EXPECT_EQ(client->features().PullInto("node/nope", ids, out.data()).code(),
+              absl::StatusCode::kNotFound);
+    EXPECT_TRUE(client->job().Close().ok());
   }
 }
 
@@ -84,19 +85,19 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
                 .a = -1,
                 .b = 1,
                 .seed = 9};
-  auto created = a->InitData(spec);
+  auto created = a->features().InitData(spec);
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_TRUE(*created);
-  auto again = b->InitData(spec);
+  auto again = b->features().InitData(spec);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(*again);  // Attach.
   spec.shape = {2708, 5};
-  EXPECT_EQ(b->InitData(spec).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(b->features().InitData(spec).status().code(), absl::StatusCode::kAlreadyExists);
   spec.shape = {100, 4};
-  EXPECT_EQ(b->InitData(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b->features().InitData(spec).status().code(), absl::StatusCode::kInvalidArgument);
   // A NUL would cut the name short in the catalog: a second "node/emb".
   InitSpec nul{.name = std::string("emb\0x", 5), .dtype = DType::kInt8, .shape = {2708}};
-  auto refused = b->InitData(nul);
+  auto refused = b->features().InitData(nul);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("bad tensor name \"emb\\x00x\""), std::string::npos)
       << refused.status();
@@ -104,8 +105,8 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
   std::vector<int64_t> all(2708);
   std::iota(all.begin(), all.end(), 0);
   std::vector<float> va(2708 * 4), vb(2708 * 4);
-  ASSERT_TRUE(a->PullInto("node/emb", all, va.data()).ok());
-  ASSERT_TRUE(b->PullInto("node/emb", all, vb.data()).ok());
+  ASSERT_TRUE(a->features().PullInto("node/emb", all, va.data()).ok());
+  ASSERT_TRUE(b->features().PullInto("node/emb", all, vb.data()).ok());
   EXPECT_EQ(va, vb);
   for (float v : va) ASSERT_TRUE(v >= -1 && v < 1);
   EXPECT_NE(va[0], va[1]);
@@ -113,17 +114,18 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
   // Read-your-writes, across machines and servers.
   std::vector<int64_t> ids = {3, 2000, 7};
   std::vector<float> rows = {1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
-  ASSERT_TRUE(a->Push("node/emb", ids, rows.data(), PushMode::kAssign).ok());
-  ASSERT_TRUE(a->Push("node/emb", ids, rows.data(), PushMode::kAdd).ok());
+  ASSERT_TRUE(a->features().Push("node/emb", ids, rows.data(), PushMode::kAssign).ok());
+  ASSERT_TRUE(a->features().Push("node/emb", ids, rows.data(), PushMode::kAdd).ok());
   std::vector<float> got(12);
-  ASSERT_TRUE(b->PullInto("node/emb", ids, got.data()).ok());
+  ASSERT_TRUE(b->features().PullInto("node/emb", ids, got.data()).ok());
   EXPECT_EQ(got, (std::vector<float>{2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6}));
   // Wrong row size is an error, not a crash.
-  auto meta = b->List();
+  auto meta = b->features().List();
   ASSERT_TRUE(meta.ok());
 
-  ASSERT_TRUE(a->DeleteData("node/emb").ok());
-  EXPECT_EQ(b->PullInto("node/emb", ids, got.data()).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(a->features().DeleteData("node/emb").ok());
+  EXPECT_EQ(b->features().PullInto("node/emb", ids, got.data()).code(),
+            absl::StatusCode::kNotFound);
 }
 
 // Four clients add to the same 16 rows through both servers of each machine
@@ -136,24 +138,25 @@ TEST_F(KvStoreTest, RowsLargerThanTheServersMessageLimitAreNotPushed) {
   auto a = cluster.Connect(0, 0);
   ASSERT_TRUE(a);
   InitSpec wide{.name = "wide", .dtype = DType::kFloat32, .shape = {2708, 8192}};  // 32 KiB rows.
-  ASSERT_TRUE(a->InitData(wide).ok());
+  ASSERT_TRUE(a->features().InitData(wide).ok());
   std::vector<float> row(8192, 1.0f);
   std::vector<int64_t> local_id = {0}, remote_id = {2700};  // Machine 0's, machine 1's.
-  EXPECT_TRUE(a->Push("node/wide", local_id, row.data(), PushMode::kAssign).ok());
-  Status pushed = a->Push("node/wide", remote_id, row.data(), PushMode::kAssign);
+  EXPECT_TRUE(a->features().Push("node/wide", local_id, row.data(), PushMode::kAssign).ok());
+  Status pushed = a->features().Push("node/wide", remote_id, row.data(), PushMode::kAssign);
   EXPECT_EQ(pushed.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(pushed.message().find("a row of 'node/wide' is 32.00 KiB in one message, more than "
                                   "the servers accept (16.00 KiB)"),
             std::string::npos)
       << pushed;
-  EXPECT_TRUE(a->PullInto("node/wide", remote_id, row.data()).ok());
+  EXPECT_TRUE(a->features().PullInto("node/wide", remote_id, row.data()).ok());
 }
 
 TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
   TestCluster cluster(*config_, 2, 2);
   {
     auto c = cluster.Connect(100, 0);
-    ASSERT_TRUE(c->InitData({.name = "acc", .dtype = DType::kFloat64, .shape = {2708, 8}}).ok());
+    ASSERT_TRUE(
+        c->features().InitData({.name = "acc", .dtype = DType::kFloat64, .shape = {2708, 8}}).ok());
   }
   constexpr int kClients = 4, kRounds = 150;
   std::vector<int64_t> ids = {0, 1, 2, 3, 1354, 1355, 2700, 2701,
@@ -165,7 +168,7 @@ TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
       auto client = cluster.Connect(c, c % 2 == 0 ? 0 : -1);
       std::vector<double> ones(ids.size() * 8, 1.0);
       for (int r = 0; r < kRounds; ++r) {
-        if (!client->Push("node/acc", ids, ones.data(), PushMode::kAdd).ok()) ++failures;
+        if (!client->features().Push("node/acc", ids, ones.data(), PushMode::kAdd).ok()) ++failures;
       }
     });
   }
@@ -173,7 +176,7 @@ TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
   EXPECT_EQ(failures.load(), 0);
   auto reader = cluster.Connect(200, 1);
   std::vector<double> out(ids.size() * 8);
-  ASSERT_TRUE(reader->PullInto("node/acc", ids, out.data()).ok());
+  ASSERT_TRUE(reader->features().PullInto("node/acc", ids, out.data()).ok());
   for (double v : out) ASSERT_EQ(v, kClients * kRounds);
 }
 
@@ -188,9 +191,9 @@ TEST_F(KvStoreTest, ConcurrentSparseUpdatesLoseNothing) {
   {
     auto c = cluster.Connect(100, 0);
     for (const char* name : {"emb", "emb.adagrad_sum", "emb.adam_m", "emb.adam_v"}) {
-      ASSERT_TRUE(c->InitData({.name = name, .shape = {2708, kDim}}).ok());
+      ASSERT_TRUE(c->features().InitData({.name = name, .shape = {2708, kDim}}).ok());
     }
-    ASSERT_TRUE(c->InitData({.name = "emb.adam_step", .shape = {2708, 1}}).ok());
+    ASSERT_TRUE(c->features().InitData({.name = "emb.adam_step", .shape = {2708, 1}}).ok());
   }
   constexpr int kClients = 4, kRounds = 100;
   std::vector<int64_t> ids = {0, 1, 1354, 1355, 2700, 2707, 5, 1400};
@@ -203,7 +206,9 @@ TEST_F(KvStoreTest, ConcurrentSparseUpdatesLoseNothing) {
       for (int r = 0; r < kRounds; ++r) {
         SparseOptimizerSpec adagrad{.kind = SparseOptimizerKind::kAdagrad, .lr = 0.01};
         SparseOptimizerSpec adam{.kind = SparseOptimizerKind::kAdam, .lr = 0.01, .eps = 1e-8};
-        if (!client->SparseUpdate("node/emb", ids, grads.data(), r % 2 ? adam : adagrad).ok()) {
+        if (!client->features()
+                 .SparseUpdate("node/emb", ids, grads.data(), r % 2 ? adam : adagrad)
+                 .ok()) {
           ++failures;
         }
       }
@@ -213,9 +218,9 @@ TEST_F(KvStoreTest, ConcurrentSparseUpdatesLoseNothing) {
   EXPECT_EQ(failures.load(), 0);
   auto reader = cluster.Connect(200, 1);
   std::vector<float> sums(ids.size() * kDim), steps(ids.size()), rows(ids.size() * kDim);
-  ASSERT_TRUE(reader->PullInto("node/emb.adagrad_sum", ids, sums.data()).ok());
-  ASSERT_TRUE(reader->PullInto("node/emb.adam_step", ids, steps.data()).ok());
-  ASSERT_TRUE(reader->PullInto("node/emb", ids, rows.data()).ok());
+  ASSERT_TRUE(reader->features().PullInto("node/emb.adagrad_sum", ids, sums.data()).ok());
+  ASSERT_TRUE(reader->features().PullInto("node/emb.adam_step", ids, steps.data()).ok());
+  ASSERT_TRUE(reader->features().PullInto("node/emb", ids, rows.data()).ok());
   for (float v : sums) ASSERT_EQ(v, kClients * kRounds / 2);
   for (float v : steps) ASSERT_EQ(v, kClients * kRounds / 2);
   for (float v : rows) ASSERT_TRUE(std::isfinite(v) && v < 0) << v;  // Always pushed down.
@@ -225,8 +230,9 @@ TEST_F(KvStoreTest, ConcurrentSparseUpdatesLoseNothing) {
 TEST_F(KvStoreTest, BadSparseUpdatesAreRefused) {
   TestCluster cluster(*config_, 2, 1);
   auto c = cluster.Connect(0, 0);
-  ASSERT_TRUE(c->InitData({.name = "emb", .shape = {2708, 2}}).ok());
-  ASSERT_TRUE(c->InitData({.name = "emb64", .dtype = DType::kFloat64, .shape = {2708, 2}}).ok());
+  ASSERT_TRUE(c->features().InitData({.name = "emb", .shape = {2708, 2}}).ok());
+  ASSERT_TRUE(
+      c->features().InitData({.name = "emb64", .dtype = DType::kFloat64, .shape = {2708, 2}}).ok());
   std::vector<int64_t> ids = {3, 2000};
   std::vector<float> grads(4, 1.0f);
   auto expect = [&](Status st, const char* says) {
@@ -234,22 +240,22 @@ TEST_F(KvStoreTest, BadSparseUpdatesAreRefused) {
     EXPECT_NE(std::string(st.message()).find(says), std::string::npos) << st;
   };
   SparseOptimizerSpec adagrad{.kind = SparseOptimizerKind::kAdagrad};
-  expect(c->SparseUpdate("node/emb", ids, grads.data(), adagrad), "emb.adagrad_sum");
-  expect(c->SparseUpdate("node/emb64", ids, grads.data(), adagrad), "float32");
-  expect(c->SparseUpdate("node/emb", ids, grads.data(),
-                         {.kind = SparseOptimizerKind::kAdagrad, .lr = -1}),
+  expect(c->features().SparseUpdate("node/emb", ids, grads.data(), adagrad), "emb.adagrad_sum");
+  expect(c->features().SparseUpdate("node/emb64", ids, grads.data(), adagrad), "float32");
+  expect(c->features().SparseUpdate("node/emb", ids, grads.data(),
+                                    {.kind = SparseOptimizerKind::kAdagrad, .lr = -1}),
          "lr");
-  expect(c->SparseUpdate("node/emb", ids, grads.data(),
-                         {.kind = SparseOptimizerKind::kAdam, .beta1 = 1.5}),
+  expect(c->features().SparseUpdate("node/emb", ids, grads.data(),
+                                    {.kind = SparseOptimizerKind::kAdam, .beta1 = 1.5}),
          "betas");
-  expect(c->SparseUpdate("node/emb", {{5000}}, grads.data(), adagrad), "5000");
+  expect(c->features().SparseUpdate("node/emb", {{5000}}, grads.data(), adagrad), "5000");
   // Straight on the wire: unknown kind, wrong gradient shape, foreign ids.
   auto rpc = rpc::RpcClient::Create({.token = "t",
                                      .curve_secret_key = cluster.key(),
                                      .client_id = 77,
                                      .servers = cluster.endpoints()});
   ASSERT_TRUE(rpc.ok()) << rpc.status();
-  ASSERT_TRUE(c->InitData({.name = "emb.adagrad_sum", .shape = {2708, 2}}).ok());
+  ASSERT_TRUE(c->features().InitData({.name = "emb.adagrad_sum", .shape = {2708, 2}}).ok());
   auto call = [&](uint32_t kind, std::vector<rpc::WireArray> arrays) {
     rpc::Message m = rpc::MakeRequest(wire::SPARSE_UPDATE);
     m.header.set_name("node/emb");
@@ -272,10 +278,10 @@ TEST_F(KvStoreTest, BadSparseUpdatesAreRefused) {
   int64_t foreign = c->book().NodeRange(1).first;
   expect(call(1, {wire_ids({foreign}), grad_rows(1, 2)}), "not owned");
   std::vector<float> row(2);
-  ASSERT_TRUE(c->PullInto("node/emb", {{0}}, row.data()).ok());
+  ASSERT_TRUE(c->features().PullInto("node/emb", {{0}}, row.data()).ok());
   EXPECT_EQ(row, (std::vector<float>{0, 0}));  // Zeros, as created: nothing was applied.
   // And the server still serves.
-  EXPECT_TRUE(c->SparseUpdate("node/emb", ids, grads.data(), adagrad).ok());
+  EXPECT_TRUE(c->features().SparseUpdate("node/emb", ids, grads.data(), adagrad).ok());
 }
 
 TEST_F(KvStoreTest, BarrierWaitsForAllAndFailsWhenOneLeaves) {
@@ -286,7 +292,7 @@ TEST_F(KvStoreTest, BarrierWaitsForAllAndFailsWhenOneLeaves) {
     threads.emplace_back([&, c] {
       auto client = cluster.Connect(c, c % 2, 3);
       for (int round = 0; round < 3; ++round) {
-        if (client->Barrier().ok()) ++passed;
+        if (client->job().Barrier().ok()) ++passed;
       }
     });
   }
@@ -296,9 +302,9 @@ TEST_F(KvStoreTest, BarrierWaitsForAllAndFailsWhenOneLeaves) {
   // One of two participants leaves: the other's barrier fails, no hang.
   auto x = cluster.Connect(10, 0, 2);
   auto y = cluster.Connect(11, 1, 2);
-  ASSERT_TRUE(y->Close().ok());
+  ASSERT_TRUE(y->job().Close().ok());
   Stopwatch watch;
-  Status s = x->Barrier();
+  Status s = x->job().Barrier();
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_NE(std::string(s.message()).find("client 11"), std::string::npos) << s;
   EXPECT_LT(watch.Seconds(), 10);

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <string>
 
-#include "src/kvstore/kv_store.h"
+#include "src/kvstore/services.h"
 #include "tessera/graph/array.h"
 #include "tessera/partition/load_partition.h"
 
@@ -86,7 +86,7 @@ class LocalCoordinator : public Coordinator {
   Status Close() override { return absl::OkStatus(); }
 };
 
-class LocalKvStore : public KvStore {
+class LocalKvStore : public Services {
  public:
   // FailedPrecondition unless the config has exactly one part.
   static StatusOr<std::unique_ptr<LocalKvStore>> Open(const std::string& part_config);
@@ -97,7 +97,7 @@ class LocalKvStore : public KvStore {
   LocalKvStore(std::shared_ptr<LocalPartition> partition,
                std::shared_ptr<LocalFeatureStore> features,
                std::shared_ptr<LocalGraphService> graph)
-      : KvStore(std::move(features), std::move(graph), std::make_shared<LocalCoordinator>()),
+      : Services(std::move(features), std::move(graph), std::make_shared<LocalCoordinator>()),
         partition_(std::move(partition)) {}
   std::shared_ptr<LocalPartition> partition_;
 };

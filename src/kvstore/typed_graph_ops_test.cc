@@ -132,7 +132,7 @@ TEST_F(TypedGraphOpsTest, PerRelationFanoutsOverTwoMachinesEqualTheLocalReferenc
           for (uint64_t seed : {3u, 8u}) {
             SampleRequest request{
                 .etype_fanouts = fanouts, .dir = dir, .replace = replace, .seed = seed};
-            auto got = client->SampleNeighbors(seeds, request);
+            auto got = client->graph().SampleNeighbors(seeds, request);
             ASSERT_TRUE(got.ok()) << got.status();
             SampledEdges want = Reference(*two_, seeds, request);
             std::string what = ::testing::PrintToString(fanouts) + " machine " +
@@ -169,7 +169,7 @@ TEST_F(TypedGraphOpsTest, PerRelationFanoutsOverTwoMachinesEqualTheLocalReferenc
     }
     // An int fanout keeps its meaning: a total over all of a seed's edges.
     SampleRequest single{.fanout = 2, .seed = 5};
-    auto got = client->SampleNeighbors(seeds, single);
+    auto got = client->graph().SampleNeighbors(seeds, single);
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(got->eid, Reference(*two_, seeds, single).eid);
   }
@@ -186,7 +186,7 @@ TEST_F(TypedGraphOpsTest, PerRelationDegreesCountTheInputEdges) {
   auto near = cluster.Connect(3, 0), remote = cluster.Connect(4, -1);
   ASSERT_TRUE(near && remote);
   struct Case {
-    KvStore* store;
+    Services* store;
     const PartitionedGraph* pg;
   };
   for (Case c : {Case{near.get(), two_}, Case{remote.get(), two_}, Case{standalone->get(), one_}}) {
@@ -196,7 +196,7 @@ TEST_F(TypedGraphOpsTest, PerRelationDegreesCountTheInputEdges) {
       std::vector<int64_t> total(nodes.size(), 0), all(nodes.size());
       for (int r = 0; r < 4; ++r) {
         std::vector<int64_t> got(nodes.size(), -1);
-        ASSERT_TRUE(c.store->Degrees(nodes, dir, r, got.data()).ok());
+        ASSERT_TRUE(c.store->graph().Degrees(nodes, dir, r, got.data()).ok());
         for (size_t i = 0; i < nodes.size(); ++i) {
           const Key key{c.pg->orig_nid[nodes[i]], r};
           const auto& edges = dir == EdgeDir::kIn ? in_ : out_;
@@ -205,12 +205,13 @@ TEST_F(TypedGraphOpsTest, PerRelationDegreesCountTheInputEdges) {
           total[i] += got[i];
         }
       }
-      ASSERT_TRUE(c.store->Degrees(nodes, dir, kAllRelations, all.data()).ok());
+      ASSERT_TRUE(c.store->graph().Degrees(nodes, dir, kAllRelations, all.data()).ok());
       EXPECT_EQ(all, total);
     }
     for (int bad : {4, -2}) {
       std::vector<int64_t> out(1);
-      Status s = c.store->Degrees(std::vector<int64_t>{nodes[0]}, EdgeDir::kIn, bad, out.data());
+      Status s =
+          c.store->graph().Degrees(std::vector<int64_t>{nodes[0]}, EdgeDir::kIn, bad, out.data());
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
       EXPECT_NE(s.message().find(fmt::format("relation {} is not one of the", bad)),
                 std::string::npos)
@@ -253,12 +254,14 @@ TEST_F(TypedGraphOpsTest, BadPerRelationFanoutsAreNamedErrors) {
   ASSERT_TRUE(standalone.ok()) << standalone.status();
   auto client = cluster.Connect(1, 0);
   ASSERT_TRUE(client);
-  for (KvStore* store :
-       {static_cast<KvStore*>(client.get()), static_cast<KvStore*>(standalone->get())}) {
+  for (Services* store :
+       {static_cast<Services*>(client.get()), static_cast<Services*>(standalone->get())}) {
     std::vector<int64_t> seeds = {0, 1};
-    expect(store->SampleNeighbors(seeds, {.etype_fanouts = {1, 2, 3}}).status(), count_error);
-    expect(store->SampleNeighbors(seeds, {.etype_fanouts = {1, -2, 3, 4}}).status(), value_error);
-    expect(store->SampleNeighbors(seeds, {.etype_fanouts = {1, 2, 3, 4, 5}}).status(),
+    expect(store->graph().SampleNeighbors(seeds, {.etype_fanouts = {1, 2, 3}}).status(),
+           count_error);
+    expect(store->graph().SampleNeighbors(seeds, {.etype_fanouts = {1, -2, 3, 4}}).status(),
+           value_error);
+    expect(store->graph().SampleNeighbors(seeds, {.etype_fanouts = {1, 2, 3, 4, 5}}).status(),
            "5 per-relation fanouts for a graph of 4 relations");
   }
 
@@ -310,7 +313,7 @@ TEST_F(TypedGraphOpsTest, BadPerRelationFanoutsAreNamedErrors) {
 // on per-type ids {1, 4, 6}, bought-by and has positive everywhere.
 constexpr int64_t kWeighted[] = {1, 4, 6};
 
-Status MakeWeights(KvStore& store) {
+Status MakeWeights(Services& store) {
   const PartitionBook& book = store.book();
   for (int r = 0; r < 4; ++r) {
     InitSpec spec{.name = std::string(kRelations[r]) + "/p",
@@ -321,11 +324,12 @@ Status MakeWeights(KvStore& store) {
                   .a = 0.5,
                   .b = 2,
                   .seed = 7};
-    RETURN_IF_ERROR(store.InitData(spec).status());
+    RETURN_IF_ERROR(store.features().InitData(spec).status());
   }
   std::vector<int64_t> ids(std::begin(kWeighted), std::end(kWeighted));
   std::vector<float> ones(ids.size(), 1.0f);
-  RETURN_IF_ERROR(store.Push("edge/user:follows:user/p", ids, ones.data(), PushMode::kAssign));
+  RETURN_IF_ERROR(
+      store.features().Push("edge/user:follows:user/p", ids, ones.data(), PushMode::kAssign));
   // "q": every relation but follows.
   for (int r : {0, 1, 3}) {
     InitSpec spec{.name = std::string(kRelations[r]) + "/q",
@@ -335,14 +339,14 @@ Status MakeWeights(KvStore& store) {
                   .init = Init::kUniform,
                   .a = 1,
                   .b = 2};
-    RETURN_IF_ERROR(store.InitData(spec).status());
+    RETURN_IF_ERROR(store.features().InitData(spec).status());
   }
   return absl::OkStatus();
 }
 
 // Each part's weights of `prob` as the reference sampler takes them: the
 // rows of each relation's array, pulled through the store, in relation order.
-std::vector<std::vector<float>> PartWeightsFrom(KvStore& store, int parts,
+std::vector<std::vector<float>> PartWeightsFrom(Services& store, int parts,
                                                 const std::string& prob) {
   const PartitionBook& book = store.book();
   std::vector<std::vector<float>> weights(parts);
@@ -352,8 +356,8 @@ std::vector<std::vector<float>> PartWeightsFrom(KvStore& store, int parts,
       std::vector<int64_t> ids;
       for (int64_t e = begin; e < end; ++e) ids.push_back(e);
       std::vector<float> rows(ids.size());
-      Status s =
-          store.PullInto("edge/" + std::string(kRelations[r]) + "/" + prob, ids, rows.data());
+      Status s = store.features().PullInto("edge/" + std::string(kRelations[r]) + "/" + prob, ids,
+                                           rows.data());
       EXPECT_TRUE(s.ok()) << s;
       weights[p].insert(weights[p].end(), rows.begin(), rows.end());
     }
@@ -364,7 +368,7 @@ std::vector<std::vector<float>> PartWeightsFrom(KvStore& store, int parts,
 // Checks typed `prob` sampling on `store` (a job over `pg`): zero-weight
 // edges never come, the rest fill each fanout, results equal the reference,
 // and a relation without the array is an error unless its fanout is 0.
-void CheckTypedProb(KvStore& store, const PartitionedGraph& pg, const Graph& graph,
+void CheckTypedProb(Services& store, const PartitionedGraph& pg, const Graph& graph,
                     const std::vector<int64_t>& seeds,
                     const std::vector<std::vector<float>>& weights, const std::string& what) {
   const PartitionBook& book = store.book();
@@ -390,7 +394,7 @@ void CheckTypedProb(KvStore& store, const PartitionedGraph& pg, const Graph& gra
     for (uint64_t seed : {1u, 2u, 3u}) {
       SampleRequest request{
           .etype_fanouts = {2, 2, 2, 2}, .replace = replace, .prob = "p", .seed = seed};
-      auto got = store.SampleNeighbors(seeds, request);
+      auto got = store.graph().SampleNeighbors(seeds, request);
       ASSERT_TRUE(got.ok()) << got.status() << " " << what;
       std::map<Key, int64_t> count;
       for (size_t i = 0; i < got->size(); ++i) {
@@ -410,20 +414,20 @@ void CheckTypedProb(KvStore& store, const PartitionedGraph& pg, const Graph& gra
     }
   }
   // One fanout over every relation: the weights still decide.
-  auto single = store.SampleNeighbors(seeds, {.fanout = 3, .prob = "p", .seed = 4});
+  auto single = store.graph().SampleNeighbors(seeds, {.fanout = 3, .prob = "p", .seed = 4});
   ASSERT_TRUE(single.ok()) << single.status() << " " << what;
   for (int64_t e : single->eid) EXPECT_NE(book.MapToPerEtype(e).first, 0) << what;
   // "q" lacks follows: an error naming it, unless follows is not sampled.
   for (SampleRequest bad : {SampleRequest{.etype_fanouts = {1, 1, 1, 1}, .prob = "q"},
                             SampleRequest{.fanout = 2, .prob = "q"}}) {
-    Status s = store.SampleNeighbors(seeds, bad).status();
+    Status s = store.graph().SampleNeighbors(seeds, bad).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s << " " << what;
     EXPECT_NE(s.message().find("relation user:follows:user has no edge array "
                                "'user:follows:user/q'"),
               std::string::npos)
         << s;
   }
-  auto skipped = store.SampleNeighbors(seeds, {.etype_fanouts = {1, 1, 0, 1}, .prob = "q"});
+  auto skipped = store.graph().SampleNeighbors(seeds, {.etype_fanouts = {1, 1, 0, 1}, .prob = "q"});
   ASSERT_TRUE(skipped.ok()) << skipped.status() << " " << what;
   EXPECT_FALSE(skipped->eid.empty());
   for (int64_t e : skipped->eid) EXPECT_NE(book.MapToPerEtype(e).first, 2) << what;
@@ -431,9 +435,9 @@ void CheckTypedProb(KvStore& store, const PartitionedGraph& pg, const Graph& gra
 
 // A relation's array of the wrong dtype is named (run last: it gives
 // follows a "q").
-void CheckWrongDtype(KvStore& store, const std::vector<int64_t>& seeds, const std::string& what) {
+void CheckWrongDtype(Services& store, const std::vector<int64_t>& seeds, const std::string& what) {
   const PartitionBook& book = store.book();
-  ASSERT_TRUE(store
+  ASSERT_TRUE(store.features()
                   .InitData({.name = "user:follows:user/q",
                              .dtype = DType::kInt64,
                              .shape = {book.NumEdgesOfType(2)},
@@ -441,7 +445,7 @@ void CheckWrongDtype(KvStore& store, const std::vector<int64_t>& seeds, const st
                   .ok())
       << what;
   Status wrong =
-      store.SampleNeighbors(seeds, {.etype_fanouts = {1, 1, 1, 1}, .prob = "q"}).status();
+      store.graph().SampleNeighbors(seeds, {.etype_fanouts = {1, 1, 1, 1}, .prob = "q"}).status();
   EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument) << wrong << " " << what;
   EXPECT_NE(wrong.message().find("'edge/user:follows:user/q' must be float32"), std::string::npos)
       << wrong << " " << what;
@@ -466,7 +470,7 @@ TEST_F(TypedGraphOpsTest, TypedProbReadsEachRelationsOwnWeights) {
   }
   auto standalone = LocalKvStore::Open(*one_config_);
   ASSERT_TRUE(standalone.ok()) << standalone.status();
-  KvStore& store = **standalone;
+  Services& store = **standalone;
   ASSERT_TRUE(MakeWeights(store).ok());
   CheckTypedProb(store, *one_, *graph_, AllNodes(*one_), PartWeightsFrom(store, 1, "p"),
                  "standalone");
@@ -482,7 +486,7 @@ TEST_F(TypedGraphOpsTest, TypedProbFromThePartitionFiles) {
   auto standalone = LocalKvStore::Open(*one_config_);
   ASSERT_TRUE(standalone.ok()) << standalone.status();
   struct Job {
-    KvStore* store;
+    Services* store;
     const PartitionedGraph* pg;
   };
   for (Job job : {Job{client.get(), two_}, Job{standalone->get(), one_}}) {
@@ -493,7 +497,7 @@ TEST_F(TypedGraphOpsTest, TypedProbFromThePartitionFiles) {
     std::vector<int64_t> seeds = AllNodes(*job.pg);
     for (SampleRequest request : {SampleRequest{.etype_fanouts = {2, 1, -1, 2}, .prob = "w"},
                                   SampleRequest{.fanout = 3, .prob = "w", .seed = 2}}) {
-      auto got = job.store->SampleNeighbors(seeds, request);
+      auto got = job.store->graph().SampleNeighbors(seeds, request);
       ASSERT_TRUE(got.ok()) << got.status();
       for (size_t i = 0; i < got->size(); ++i) {
         TypedEdge e = job.pg->Orig(got->src[i], got->dst[i], got->eid[i]);

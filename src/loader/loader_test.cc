@@ -39,8 +39,8 @@ class LoaderTest : public ::testing::Test {
 
   // Checks the blocks of a batch against the graph: chained layers, real
   // edges, and min(fanout, allowed degree) in-edges per destination.
-  static void CheckBlocks(kvstore::KvStore& store, const MiniBatch& batch, const NeighborSpec& spec,
-                          const std::set<int64_t>& excluded = {}) {
+  static void CheckBlocks(kvstore::Services& store, const MiniBatch& batch,
+                          const NeighborSpec& spec, const std::set<int64_t>& excluded = {}) {
     ASSERT_EQ(batch.blocks.size(), spec.fanouts.size());
     const auto& last = batch.blocks.back();
     EXPECT_EQ(std::vector<int64_t>(last.dst_nodes().begin(), last.dst_nodes().end()), batch.seeds);
@@ -54,12 +54,13 @@ class LoaderTest : public ::testing::Test {
     for (size_t l = 0; l < batch.blocks.size(); ++l) {
       const sampling::Block& b = batch.blocks[l];
       std::vector<int64_t> src(b.edges[0].eids.size()), dst(b.edges[0].eids.size());
-      ASSERT_TRUE(store.FindEdges(b.edges[0].eids, src.data(), dst.data()).ok());
+      ASSERT_TRUE(store.graph().FindEdges(b.edges[0].eids, src.data(), dst.data()).ok());
       // Every edge in the graph (as `excluded`-free) ends at its dst node.
       std::vector<int64_t> nodes(b.dst_nodes().begin(), b.dst_nodes().end());
       std::vector<int64_t> degree(nodes.size());
-      ASSERT_TRUE(
-          store.Degrees(nodes, sampling::EdgeDir::kIn, kvstore::kAllRelations, degree.data()).ok());
+      ASSERT_TRUE(store.graph()
+                      .Degrees(nodes, sampling::EdgeDir::kIn, kvstore::kAllRelations, degree.data())
+                      .ok());
       for (int64_t d = 0; d < b.num_dst(); ++d) {
         std::set<int64_t> seen;
         int64_t excluded_here = 0;
@@ -72,7 +73,7 @@ class LoaderTest : public ::testing::Test {
         }
         if (!excluded.empty()) {
           // In-edges of this node that are excluded: scan them all.
-          auto all = store.SampleNeighbors(std::vector<int64_t>{nodes[d]}, {.fanout = -1});
+          auto all = store.graph().SampleNeighbors(std::vector<int64_t>{nodes[d]}, {.fanout = -1});
           for (int64_t e : all->eid) excluded_here += excluded.count(e);
         }
         int64_t fanout = spec.fanouts[l];
@@ -95,39 +96,39 @@ TEST_F(LoaderTest, BlocksChainLayersWithRealEdgesStandaloneAndDistributed) {
   NeighborSpec spec{.fanouts = {4, 3}};
   std::vector<int64_t> seeds = {5, 2000, 17, 1400, 999};
   auto standalone = Standalone();
-  auto a = SampleBlocks(*standalone, seeds, spec, 42);
+  auto a = SampleBlocks(standalone->graph(), seeds, spec, 42);
   ASSERT_TRUE(a.ok()) << a.status();
   CheckBlocks(*standalone, *a, spec);
-  auto again = SampleBlocks(*standalone, seeds, spec, 42);
+  auto again = SampleBlocks(standalone->graph(), seeds, spec, 42);
   EXPECT_EQ(again->blocks[0].edges[0].eids, a->blocks[0].edges[0].eids);  // Deterministic.
 
   kvstore::testing::TestCluster cluster(*two_, 2, 1);
   for (int machine : {0, -1}) {
     auto client = cluster.Connect(machine + 2, machine);
     ASSERT_TRUE(client);
-    auto b = SampleBlocks(*client, seeds, spec, 42);
+    auto b = SampleBlocks(client->graph(), seeds, spec, 42);
     ASSERT_TRUE(b.ok()) << b.status();
     CheckBlocks(*client, *b, spec);
     NeighborSpec all{.fanouts = {-1}};
-    auto full = SampleBlocks(*client, seeds, all, 1);
+    auto full = SampleBlocks(client->graph(), seeds, all, 1);
     ASSERT_TRUE(full.ok());
     CheckBlocks(*client, *full, all);
   }
   // Out-edges: messages flow from out-neighbours to the seed.
   NeighborSpec out{.fanouts = {2}, .dir = sampling::EdgeDir::kOut};
-  auto o = SampleBlocks(*standalone, seeds, out, 3);
+  auto o = SampleBlocks(standalone->graph(), seeds, out, 3);
   ASSERT_TRUE(o.ok()) << o.status();
   const sampling::Block& b = o->blocks[0];
   std::vector<int64_t> src(b.edges[0].eids.size()), dst(b.edges[0].eids.size());
-  ASSERT_TRUE(standalone->FindEdges(b.edges[0].eids, src.data(), dst.data()).ok());
+  ASSERT_TRUE(standalone->graph().FindEdges(b.edges[0].eids, src.data(), dst.data()).ok());
   for (int64_t d = 0; d < b.num_dst(); ++d) {
     for (int64_t k = b.edges[0].indptr[d]; k < b.edges[0].indptr[d + 1]; ++k) {
       EXPECT_EQ(src[k], seeds[d]);                               // The edge leaves the seed...
       EXPECT_EQ(dst[k], b.src_nodes[0][b.edges[0].indices[k]]);  // ...towards the message's source.
     }
   }
-  EXPECT_FALSE(SampleBlocks(*standalone, seeds, {.fanouts = {}}, 0).ok());
-  EXPECT_FALSE(SampleBlocks(*standalone, seeds, {.fanouts = {5, 0}}, 0).ok());
+  EXPECT_FALSE(SampleBlocks(standalone->graph(), seeds, {.fanouts = {}}, 0).ok());
+  EXPECT_FALSE(SampleBlocks(standalone->graph(), seeds, {.fanouts = {5, 0}}, 0).ok());
 }
 
 TEST_F(LoaderTest, EdgeBatchPairsNegativesAndExclusion) {
@@ -137,7 +138,7 @@ TEST_F(LoaderTest, EdgeBatchPairsNegativesAndExclusion) {
   std::vector<int64_t> all(E);
   std::iota(all.begin(), all.end(), 0);
   std::vector<int64_t> src(E), dst(E);
-  ASSERT_TRUE(store->FindEdges(all, src.data(), dst.data()).ok());
+  ASSERT_TRUE(store->graph().FindEdges(all, src.data(), dst.data()).ok());
   std::map<std::pair<int64_t, int64_t>, int64_t> by_pair;
   for (int64_t e = 0; e < E; ++e) by_pair[{src[e], dst[e]}] = e;
   std::vector<int64_t> reverse(E);
@@ -148,7 +149,7 @@ TEST_F(LoaderTest, EdgeBatchPairsNegativesAndExclusion) {
     EdgeSpec spec{.neighbors = {.fanouts = {3, 2}}, .negatives = 4, .exclude = exclude};
     if (exclude == Exclude::kReverseId) spec.reverse_eids = reverse;
     ASSERT_TRUE(ValidateEdgeSpec(spec, store->book()).ok());
-    auto batch = SampleEdgeBatch(*store, eids, spec, 8);
+    auto batch = SampleEdgeBatch(store->graph(), eids, spec, 8);
     ASSERT_TRUE(batch.ok()) << batch.status();
     const auto& nodes = batch->mini.seeds;
     EXPECT_TRUE(std::is_sorted(nodes.begin(), nodes.end()));

@@ -58,12 +58,12 @@ class TypedLoaderTest : public ::testing::Test {
   struct Edges {
     std::vector<int64_t> src, dst;
   };
-  static Edges AllEdges(kvstore::KvStore& store) {
+  static Edges AllEdges(kvstore::Services& store) {
     int64_t e = store.book().num_edges();
     std::vector<int64_t> all(e);
     for (int64_t i = 0; i < e; ++i) all[i] = i;
     Edges out{std::vector<int64_t>(e), std::vector<int64_t>(e)};
-    EXPECT_TRUE(store.FindEdges(all, out.src.data(), out.dst.data()).ok());
+    EXPECT_TRUE(store.graph().FindEdges(all, out.src.data(), out.dst.data()).ok());
     return out;
   }
 
@@ -71,7 +71,7 @@ class TypedLoaderTest : public ::testing::Test {
   // fanout of relation r; no edge of `excluded` (homogeneous ids) is
   // sampled, and the fanout is filled from the others.
   template <typename Fanout>
-  static void CheckTypedBatch(kvstore::KvStore& store, const MiniBatch& batch, Fanout fanout,
+  static void CheckTypedBatch(kvstore::Services& store, const MiniBatch& batch, Fanout fanout,
                               const std::set<int64_t>& excluded = {}) {
     const PartitionBook& book = store.book();
     Edges all = AllEdges(store);
@@ -161,15 +161,15 @@ TEST_F(TypedLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
   // Relations: [0] user:buys:item, [1] item:bought-by:user, [2]
   // user:follows:user, [3] item:has:tag.
   NeighborSpec spec{.etype_fanouts = {{-1, 1, 0, -1}, {2, 0, 1, -1}}};
-  for (kvstore::KvStore* store : {static_cast<kvstore::KvStore*>(standalone->get()),
-                                  static_cast<kvstore::KvStore*>(client.get())}) {
+  for (kvstore::Services* store : {static_cast<kvstore::Services*>(standalone->get()),
+                                   static_cast<kvstore::Services*>(client.get())}) {
     const PartitionBook& book = store->book();
     // Seeds: every item, user 2 and tag 1, mixed.
     std::vector<int64_t> seeds = {book.MapToHomoNid(1, 3), book.MapToHomoNid(0, 2),
                                   book.MapToHomoNid(1, 0), book.MapToHomoNid(2, 1),
                                   book.MapToHomoNid(1, 1), book.MapToHomoNid(1, 2)};
     for (uint64_t seed : {1, 2, 3}) {
-      auto batch = SampleBlocks(*store, seeds, spec, seed);
+      auto batch = SampleBlocks(store->graph(), seeds, spec, seed);
       ASSERT_TRUE(batch.ok()) << batch.status();
       CheckTypedBatch(*store, *batch, [&](size_t l, int r) { return spec.etype_fanouts[l][r]; });
       EXPECT_GT(batch->num_sampled_edges(), 0);
@@ -177,13 +177,13 @@ TEST_F(TypedLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
     // An int fanout on a typed graph is per relation (DGL): 1 in-edge of
     // each relation, not 1 in all.
     NeighborSpec one{.fanouts = {1}};
-    auto batch = SampleBlocks(*store, seeds, one, 4);
+    auto batch = SampleBlocks(store->graph(), seeds, one, 4);
     ASSERT_TRUE(batch.ok()) << batch.status();
     CheckTypedBatch(*store, *batch, [](size_t, int) { return int64_t{1}; });
     // The homogeneous blocks of the same request hold the same edges.
     NeighborSpec untyped = one;
     untyped.typed = false;
-    auto homo = SampleBlocks(*store, seeds, untyped, 4);
+    auto homo = SampleBlocks(store->graph(), seeds, untyped, 4);
     ASSERT_TRUE(homo.ok()) << homo.status();
     ASSERT_FALSE(homo->blocks[0].typed());
     ASSERT_EQ(homo->blocks[0].num_etypes(), 1);
@@ -194,18 +194,18 @@ TEST_F(TypedLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
     }
     EXPECT_EQ(typed_eids, homo_eids);
 
-    auto bad = SampleBlocks(*store, seeds, {.etype_fanouts = {{1, 1}}}, 1);
+    auto bad = SampleBlocks(store->graph(), seeds, {.etype_fanouts = {{1, 1}}}, 1);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("2 per-relation fanouts; the graph has 4 relations"),
               std::string::npos)
         << bad.status();
-    bad = SampleBlocks(*store, seeds, {.etype_fanouts = {{1, -2, 1, 1}}}, 1);
+    bad = SampleBlocks(store->graph(), seeds, {.etype_fanouts = {{1, -2, 1, 1}}}, 1);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("item:bought-by:user"), std::string::npos)
         << bad.status();
-    bad = SampleBlocks(*store, seeds, {.fanouts = {1}, .etype_fanouts = {{1, 1, 1, 1}}}, 1);
+    bad = SampleBlocks(store->graph(), seeds, {.fanouts = {1}, .etype_fanouts = {{1, 1, 1, 1}}}, 1);
     EXPECT_FALSE(bad.ok());
-    bad = SampleBlocks(*store, seeds, {.fanouts = {1}, .dir = sampling::EdgeDir::kOut}, 1);
+    bad = SampleBlocks(store->graph(), seeds, {.fanouts = {1}, .dir = sampling::EdgeDir::kOut}, 1);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("reverse relations"), std::string::npos);
   }
@@ -223,7 +223,7 @@ TEST_F(TypedLoaderTest, NegativesComeFromTheRelationsDestinationType) {
   // Untyped batches (one type of global ids) on the typed graph.
   EdgeSpec spec{.neighbors = {.fanouts = {2}, .typed = false}, .negatives = 20};
   ASSERT_TRUE(ValidateEdgeSpec(spec, book).ok());
-  auto batch = SampleEdgeBatch(**store, eids, spec, 9);
+  auto batch = SampleEdgeBatch((*store)->graph(), eids, spec, 9);
   ASSERT_TRUE(batch.ok()) << batch.status();
   const auto& nodes = batch->mini.seeds;
   ASSERT_EQ(batch->negative[0].dst.size(), eids.size() * 20);
@@ -251,7 +251,7 @@ TEST_F(TypedLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndExc
   kvstore::testing::TestCluster cluster(*two_, 2, 1);
   auto client = cluster.Connect(0, 1);
   ASSERT_NE(client, nullptr);
-  const std::vector<std::pair<kvstore::KvStore*, const Mapping*>> stores = {
+  const std::vector<std::pair<kvstore::Services*, const Mapping*>> stores = {
       {standalone->get(), maps_[0]}, {client.get(), maps_[1]}};
   for (const auto& [store, map] : stores) {
     const PartitionBook& book = store->book();
@@ -287,7 +287,7 @@ TEST_F(TypedLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndExc
       for (size_t start = 0; start < eids.size(); start += 5) {
         std::span<const int64_t> batch_eids(eids.data() + start,
                                             std::min<size_t>(5, eids.size() - start));
-        auto batch = SampleEdgeBatch(*store, batch_eids, spec, 100 + start);
+        auto batch = SampleEdgeBatch(store->graph(), batch_eids, spec, 100 + start);
         ASSERT_TRUE(batch.ok()) << batch.status();
         const EdgeBatch& b = *batch;
         EXPECT_EQ(b.eids, std::vector<int64_t>(batch_eids.begin(), batch_eids.end()));
@@ -372,7 +372,7 @@ TEST_F(TypedLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndExc
                   .exclude = Exclude::kReverseTypes,
                   .reverse_etypes = {1, 0, 2, -1}};
     std::vector<int64_t> one = {book.MapToHomoEid(0, 0), book.MapToHomoEid(3, 1)};
-    auto bad = SampleEdgeBatch(*store, one, spec, 1);
+    auto bad = SampleEdgeBatch(store->graph(), one, spec, 1);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("relation item:has:tag"), std::string::npos)
         << bad.status();
@@ -454,9 +454,9 @@ TEST_F(TypedLoaderTest, TypedEdgeBatchesRefuseForgedEndpoints) {
   const std::vector<int64_t> eids = {book.MapToHomoEid(0, 1)};
   const EdgeSpec spec{.neighbors = {.fanouts = {1}}, .negatives = 1};
   ASSERT_TRUE(ValidateEdgeSpec(spec, book).ok());
-  ASSERT_TRUE(SampleEdgeBatch(**store, eids, spec, 3).ok());
+  ASSERT_TRUE(SampleEdgeBatch((*store)->graph(), eids, spec, 3).ok());
   for (int64_t forged : {int64_t{-1}, book.num_nodes(), book.MapToHomoNid(2, 0)}) {
-    ForgedSources liar(**store, forged);
+    ForgedSources liar((*store)->graph(), forged);
     auto batch = SampleEdgeBatch(liar, eids, spec, 3);
     EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss) << batch.status();
     EXPECT_NE(batch.status().message().find(

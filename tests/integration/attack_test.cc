@@ -159,7 +159,7 @@ TEST_F(AttackTest, IdleConnectionFloodIsDroppedAndTheJobIsServed) {
   auto fresh = kvstore::KvClient::Connect(second);
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_LT(watch.Seconds(), 5);
-  (*fresh)->Close().IgnoreError();
+  (*fresh)->job().Close().IgnoreError();
   fresh->reset();
   EXPECT_TRUE(WaitFor(20, [&] { return CountDescriptors(server) <= baseline + 10; }))
       << CountDescriptors(server) << " descriptors, baseline " << baseline;

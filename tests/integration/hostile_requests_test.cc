@@ -102,7 +102,7 @@ TEST_F(HostileRequestsTest, RequestsThatAskTooMuchGetClearErrors) {
   ExpectError(init({2708, int64_t{1} << 40}), absl::StatusCode::kResourceExhausted,
               "not enough shared memory");
   ExpectServing("tensors too large");
-  auto created = client_->InitData({.name = "small", .shape = {2708, 2}});
+  auto created = client_->features().InitData({.name = "small", .shape = {2708, 2}});
   EXPECT_TRUE(created.ok() && *created) << created.status();
   segments_ = Segments();
   // A barrier of a billion clients (the job has 2).
@@ -111,7 +111,7 @@ TEST_F(HostileRequestsTest, RequestsThatAskTooMuchGetClearErrors) {
   ExpectError(Send(std::move(barrier)), absl::StatusCode::kInvalidArgument,
               "num_clients must be 1 to 2");
   ExpectServing("a barrier of a billion clients");
-  EXPECT_TRUE(client_->BarrierMax(5).ok());  // client 0 alone: num_clients 1.
+  EXPECT_TRUE(client_->job().BarrierMax(5).ok());  // client 0 alone: num_clients 1.
 }
 
 // The pull of issue 13: 20 million ids with a valid token, on a server whose

@@ -211,7 +211,7 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
   ASSERT_TRUE(client.ok()) << client.status();
   std::vector<int64_t> ids = {0, 1, 2700};
   std::vector<float> reference(3 * 1433), out(3 * 1433);
-  ASSERT_TRUE((*client)->PullInto("node/feat", ids, reference.data()).ok());
+  ASSERT_TRUE((*client)->features().PullInto("node/feat", ids, reference.data()).ok());
 
   zmq::context_t context;
   zmq::socket_t raw(context, zmq::socket_type::dealer);
@@ -293,7 +293,8 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
         ++replies;
       }
     }
-    ASSERT_TRUE((*client)->PullInto("node/feat", ids, out.data()).ok()) << "after " << sent;
+    ASSERT_TRUE((*client)->features().PullInto("node/feat", ids, out.data()).ok())
+        << "after " << sent;
     ASSERT_EQ(out, reference);
   }
   EXPECT_EQ(sent, 100000);
@@ -303,7 +304,7 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
   std::string big(2 << 20, 'x');
   raw.send(zmq::buffer(big), zmq::send_flags::none);
   EXPECT_FALSE((*job)->servers()[0].Poll());  // Still running.
-  ASSERT_TRUE((*client)->PullInto("node/feat", ids, out.data()).ok());
+  ASSERT_TRUE((*client)->features().PullInto("node/feat", ids, out.data()).ok());
   EXPECT_EQ(out, reference);
 }
 

@@ -295,7 +295,7 @@ JobOutcome RunJob(const std::string& config, const std::string& workdir, int epo
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));  // Trims run within a second.
   for (auto& s : (*job)->servers()) out.server_rss.push_back(RssBytes(s.pid()));
-  (void)(*holder)->Close();
+  (void)(*holder)->job().Close();
   holder->reset();
   auto result = (*job)->Wait(Deadline::InSeconds(60));
   EXPECT_TRUE(result.ok()) << result.status();

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "pull-check") {
-    auto meta = kv.Meta("node/feat");
+    auto meta = kv.features().Meta("node/feat");
     if (!meta.ok()) return Fail("meta", meta.status());
     int64_t cols = meta->shape[1];
     std::vector<std::unique_ptr<LocalPartition>> parts;
@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
       std::vector<int64_t> ids(500);
       for (int64_t& id : ids) id = static_cast<int64_t>(rng() % n);
       std::vector<float> out(ids.size() * cols);
-      if (Status s = kv.PullInto("node/feat", ids, out.data()); !s.ok()) return Fail("pull", s);
+      if (Status s = kv.features().PullInto("node/feat", ids, out.data()); !s.ok())
+        return Fail("pull", s);
       for (size_t i = 0; i < ids.size(); ++i) {
         int p = kv.book().NodeOwner(ids[i]);
         const Array& feat = parts[p]->node_data.at("feat");
@@ -114,8 +115,8 @@ int main(int argc, char** argv) {
         }
       }
     }
-    if (Status s = kv.Barrier(); !s.ok()) return Fail("barrier", s);
-    return kv.Close().ok() ? 0 : 3;
+    if (Status s = kv.job().Barrier(); !s.ok()) return Fail("barrier", s);
+    return kv.job().Close().ok() ? 0 : 3;
   }
   if (mode == "pull-loop") {
     double seconds = positional.size() > 1 ? std::atof(positional[1].c_str()) : 5;
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
       for (int64_t& id : ids) id = static_cast<int64_t>(rng() % n);
       out.resize(ids.size() * 1433);
       Stopwatch call;
-      if (Status s = kv.PullInto("node/feat", ids, out.data()); !s.ok()) {
+      if (Status s = kv.features().PullInto("node/feat", ids, out.data()); !s.ok()) {
         std::fprintf(stderr,
                      "after %ld pulls, a call failed after %.2f s: ", static_cast<long>(pulls),
                      call.Seconds());
@@ -136,25 +137,28 @@ int main(int argc, char** argv) {
       ++pulls;
     }
     std::printf("pulls %ld\n", static_cast<long>(pulls));
-    return kv.Close().ok() ? 0 : 3;
+    return kv.job().Close().ok() ? 0 : 3;
   }
   if (mode == "push-add") {
     int rounds = positional.size() > 1 ? std::atoi(positional[1].c_str()) : 100;
-    auto created = kv.InitData({.name = "acc", .dtype = DType::kFloat64, .shape = {n, 4}});
+    auto created =
+        kv.features().InitData({.name = "acc", .dtype = DType::kFloat64, .shape = {n, 4}});
     if (!created.ok()) return Fail("init_data", created.status());
-    if (Status s = kv.Barrier(); !s.ok()) return Fail("barrier", s);
+    if (Status s = kv.job().Barrier(); !s.ok()) return Fail("barrier", s);
     std::vector<int64_t> ids;
     for (int64_t i = 0; i < 64; ++i) ids.push_back((i * 7919) % n);
     std::vector<double> ones(ids.size() * 4, 1.0);
     for (int r = 0; r < rounds; ++r) {
-      if (Status s = kv.Push("node/acc", ids, ones.data(), kvstore::PushMode::kAdd); !s.ok()) {
+      if (Status s = kv.features().Push("node/acc", ids, ones.data(), kvstore::PushMode::kAdd);
+          !s.ok()) {
         return Fail("push", s);
       }
     }
-    if (Status s = kv.Barrier(); !s.ok()) return Fail("barrier", s);
+    if (Status s = kv.job().Barrier(); !s.ok()) return Fail("barrier", s);
     if (job.rank == 0) {
       std::vector<double> out(ids.size() * 4);
-      if (Status s = kv.PullInto("node/acc", ids, out.data()); !s.ok()) return Fail("pull", s);
+      if (Status s = kv.features().PullInto("node/acc", ids, out.data()); !s.ok())
+        return Fail("pull", s);
       for (double v : out) {
         if (v != static_cast<double>(rounds) * job.world_size) {
           std::fprintf(stderr, "test_client: row holds %f, expected %d\n", v,
@@ -163,8 +167,8 @@ int main(int argc, char** argv) {
         }
       }
     }
-    if (Status s = kv.Barrier(); !s.ok()) return Fail("barrier", s);
-    return kv.Close().ok() ? 0 : 3;
+    if (Status s = kv.job().Barrier(); !s.ok()) return Fail("barrier", s);
+    return kv.job().Close().ok() ? 0 : 3;
   }
   return 2;
 }

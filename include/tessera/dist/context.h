@@ -18,7 +18,7 @@
 
 namespace tessera {
 namespace kvstore {
-class KvStore;
+class Services;
 }  // namespace kvstore
 
 namespace dist {
@@ -73,7 +73,7 @@ class Context {
   friend class DistTensor;
   friend struct ContextAccess;  // The loaders (dist.cc).
   Context() = default;
-  std::shared_ptr<kvstore::KvStore> store_;  // Standalone: set by the first DistGraph.
+  std::shared_ptr<kvstore::Services> store_;  // Standalone: set by the first DistGraph.
   bool standalone_ = true;
   int rank_ = 0, world_size_ = 1, machine_id_ = 0, num_samplers_ = 0;
   std::string part_config_;

@@ -21,7 +21,7 @@
 
 namespace tessera {
 namespace kvstore {
-class KvStore;
+class Services;
 }  // namespace kvstore
 
 namespace dist {
@@ -105,7 +105,7 @@ class DistGraph {
   torch::Tensor in_degrees(const torch::Tensor& nids, const std::string& etype) const;
   torch::Tensor out_degrees(const torch::Tensor& nids, const std::string& etype) const;
 
-  kvstore::KvStore& store() const;  // For the loaders.
+  kvstore::Services& store() const;  // For the loaders.
 
  private:
   DistTensor Data(const std::string& prefix, const std::string& name) const;

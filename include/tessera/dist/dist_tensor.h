@@ -20,7 +20,7 @@
 
 namespace tessera {
 namespace kvstore {
-class KvStore;
+class Services;
 }  // namespace kvstore
 
 namespace dist {
@@ -82,7 +82,7 @@ class DistTensor {
   // Whether this handle's construction created the tensor (exactly one of the
   // trainers constructing it at once does), rather than attaching to it.
   bool created() const;
-  kvstore::KvStore& store() const;  // For embeddings and optimizers.
+  kvstore::Services& store() const;  // For embeddings and optimizers.
 
  private:
   friend class DistGraph;

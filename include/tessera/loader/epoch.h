@@ -4,7 +4,7 @@
 // of an epoch on one trainer.
 //
 // Every trainer runs the same number of batches per epoch (`num_batches`,
-// agreed on through KvStore::BarrierMax), so synchronous training cannot
+// agreed on through Coordinator::BarrierMax), so synchronous training cannot
 // deadlock when the work split is uneven (DGL #3538). A trainer with fewer
 // items fills the batches past its own data with its items again, from the
 // start of the epoch's order (as torch's DistributedSampler pads); a trainer

@@ -204,27 +204,16 @@ class Block(_Relations):
         deg = torch.bincount(r.src, minlength=r.num_src)
         return deg if u is None else deg[as_ids(u, "out_degrees")[0]]
 
-    # The CSR of the block's only relation, what the layers read.
-    @property
-    def indptr(self):
-        return self._rel[self.to_canonical_etype(None)].indptr
+    # The block's only relation: its CSR and edges, what the layers read.
+    def _only(self):
+        return self._rel[self.to_canonical_etype(None)]
 
-    @property
-    def indices(self):
-        return self._rel[self.to_canonical_etype(None)].src
-
-    @property
-    def edge_dst(self):
-        """The block-local destination of each edge."""
-        return self._rel[self.to_canonical_etype(None)].dst
-
-    @property
-    def csr_indices(self):
-        return self._rel[self.to_canonical_etype(None)].csr_indices
-
-    @property
-    def csr_perm(self):
-        return self._rel[self.to_canonical_etype(None)].csr_perm
+    indptr = property(lambda self: self._only().indptr)
+    indices = property(lambda self: self._only().src)
+    edge_dst = property(lambda self: self._only().dst,
+                        doc="The block-local destination of each edge.")
+    csr_indices = property(lambda self: self._only().csr_indices)
+    csr_perm = property(lambda self: self._only().csr_perm)
 
     def __repr__(self):
         if not self._typed:
