@@ -215,7 +215,7 @@ py::object ConvertNodeBatch(const dist::MiniBatch& b) { return py::cast(b); }
 
 py::object ConvertEdgeBatch(const dist::EdgeMiniBatch& b) { return py::cast(b); }
 
-py::list HeteroSubgraphList(const dist::HeteroSubgraph& s) {
+py::list TypedSubgraphList(const dist::TypedSubgraph& s) {
   py::list out;
   for (const dist::Subgraph& e : s.edges) out.append(py::make_tuple(e.src, e.dst, e.eids));
   return out;
@@ -315,11 +315,11 @@ void DefGraphOperations(py::module_& m, PyDistGraph& graph) {
         o.seed = seed;
         if (py::isinstance<py::dict>(seeds)) {
           auto typed = seeds.cast<std::map<std::string, torch::Tensor>>();
-          dist::HeteroSubgraph s = Wait([&] {
+          dist::TypedSubgraph s = Wait([&] {
             return fanouts ? dist::sample_neighbors(g, typed, *fanouts, o)
                            : dist::sample_neighbors(g, typed, fanout, o);
           });
-          return HeteroSubgraphList(s);
+          return TypedSubgraphList(s);
         }
         auto ids = seeds.cast<torch::Tensor>();
         dist::Subgraph s = Wait([&] {

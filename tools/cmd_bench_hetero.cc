@@ -35,8 +35,8 @@
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "src/graph/generator.h"
-#include "src/graph/hetero_generator.h"
 #include "src/graph/npy.h"
+#include "src/graph/typed_generator.h"
 #include "src/kvstore/local_store.h"
 #include "src/loader/minibatch.h"
 #include "src/partition/inspect.h"
@@ -137,9 +137,9 @@ Status WriteSameStructure(const std::string& typed_input, const std::string& out
 
 // Generates the three graphs under `dir`.
 StatusOr<std::vector<BenchGraph>> MakeGraphs(const HeteroFlags& f, const std::string& dir) {
-  HeteroGenerateOptions h;
+  TypedGenerateOptions h;
   h.num_nodes = f.nodes;
-  ASSIGN_OR_RETURN(HeteroShape shape, MagShape(h));
+  ASSIGN_OR_RETURN(TypedShape shape, MagShape(h));
   const int64_t nodes = std::accumulate(shape.num_nodes.begin(), shape.num_nodes.end(), int64_t{0});
   const int64_t edges = std::accumulate(shape.num_edges.begin(), shape.num_edges.end(), int64_t{0});
   auto paper = std::find(shape.ntypes.begin(), shape.ntypes.end(), kPredictNtype);

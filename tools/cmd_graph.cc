@@ -3,7 +3,7 @@
 
 #include "spdlog/spdlog.h"
 #include "src/graph/generator.h"
-#include "src/graph/hetero_generator.h"
+#include "src/graph/typed_generator.h"
 #include "src/partition/inspect.h"
 #include "src/partition/partition.h"
 #include "tessera/base/resource.h"
@@ -139,7 +139,7 @@ Command RegisterInspect(CLI::App& app) {
 Command RegisterGenerate(CLI::App& app) {
   struct Flags {
     GenerateOptions options;
-    HeteroGenerateOptions hetero_options;
+    TypedGenerateOptions hetero_options;
     std::string out;
     bool hetero = false;
     double test_fraction = 0;
@@ -202,7 +202,7 @@ Command RegisterGenerate(CLI::App& app) {
               }
               // Flags given override the heterogeneous defaults.
               const GenerateOptions& o = f->options;
-              HeteroGenerateOptions& h = f->hetero_options;
+              TypedGenerateOptions& h = f->hetero_options;
               if (nodes->count() > 0) h.num_nodes = o.num_nodes;
               if (feat_dim->count() > 0) h.feat_dim = o.feat_dim;
               if (classes->count() > 0) h.num_classes = o.num_classes;

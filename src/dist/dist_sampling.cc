@@ -193,9 +193,9 @@ torch::Tensor HomoIds(const DistGraph& g, const std::map<std::string, torch::Ten
 }
 
 // Sampled edges in homogeneous ids -> per relation, in per-type ids.
-HeteroSubgraph ToHetero(const PartitionBook& book, const sampling::SampledEdges& edges) {
+TypedSubgraph ToTyped(const PartitionBook& book, const sampling::SampledEdges& edges) {
   const int R = book.num_etypes();
-  HeteroSubgraph out;
+  TypedSubgraph out;
   out.canonical_etypes = book.etypes();
   std::vector<std::vector<int64_t>> src(R), dst(R), eid(R);
   for (size_t i = 0; i < edges.size(); ++i) {
@@ -224,29 +224,29 @@ Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, const 
   return ToSubgraph(SampleHomo(g, AsIds(seeds, "sample_neighbors"), -1, std::move(per), options));
 }
 
-HeteroSubgraph sample_neighbors(const DistGraph& g,
-                                const std::map<std::string, torch::Tensor>& seeds, int64_t fanout,
-                                const SampleOptions& options) {
+TypedSubgraph sample_neighbors(const DistGraph& g,
+                               const std::map<std::string, torch::Tensor>& seeds, int64_t fanout,
+                               const SampleOptions& options) {
   sampling::SampledEdges edges =
       SampleHomo(g, HomoIds(g, seeds, true, "sample_neighbors"), fanout, {}, options);
-  return ToHetero(g.partition_book(), edges);
+  return ToTyped(g.partition_book(), edges);
 }
 
-HeteroSubgraph sample_neighbors(const DistGraph& g,
-                                const std::map<std::string, torch::Tensor>& seeds,
-                                const FanoutMap& fanout, const SampleOptions& options) {
+TypedSubgraph sample_neighbors(const DistGraph& g,
+                               const std::map<std::string, torch::Tensor>& seeds,
+                               const FanoutMap& fanout, const SampleOptions& options) {
   std::vector<int64_t> per = RelationFanouts(g.partition_book(), fanout, "sample_neighbors");
   sampling::SampledEdges edges =
       SampleHomo(g, HomoIds(g, seeds, true, "sample_neighbors"), -1, std::move(per), options);
-  return ToHetero(g.partition_book(), edges);
+  return ToTyped(g.partition_book(), edges);
 }
 
-const Subgraph& HeteroSubgraph::operator[](const std::string& etype) const {
-  int r = ValueOrThrow(FindEdgeType(canonical_etypes, etype), "HeteroSubgraph");
+const Subgraph& TypedSubgraph::operator[](const std::string& etype) const {
+  int r = ValueOrThrow(FindEdgeType(canonical_etypes, etype), "TypedSubgraph");
   return edges[r];
 }
 
-int64_t HeteroSubgraph::num_edges() const {
+int64_t TypedSubgraph::num_edges() const {
   int64_t n = 0;
   for (const Subgraph& e : edges) n += e.num_edges();
   return n;

@@ -13,8 +13,8 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
-#include "src/graph/hetero_generator.h"
 #include "src/graph/npy.h"
+#include "src/graph/typed_generator.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/sampling/typed_test_graph.h"
 #include "tessera/dist.h"
@@ -35,7 +35,7 @@ struct MagFixture {
 // Generates a 3000-node mag-shaped graph and partitions it into `parts`.
 MagFixture MakeMag(const std::string& dir, int parts) {
   MagFixture f;
-  HeteroGenerateOptions o;
+  TypedGenerateOptions o;
   o.num_nodes = 3000;
   o.feat_dim = 8;
   o.num_classes = 5;
@@ -263,7 +263,7 @@ void CheckTypedSampling(const MagFixture& f) {
   fanout["author:writes:paper"] = -1;
   std::map<std::string, torch::Tensor> seeds = {{"paper", torch::arange(0, papers, 7)},
                                                 {"author", torch::tensor({int64_t{1}})}};
-  HeteroSubgraph sg = sample_neighbors(g, seeds, fanout, {.seed = 11});
+  TypedSubgraph sg = sample_neighbors(g, seeds, fanout, {.seed = 11});
   ASSERT_EQ(sg.edges.size(), g.canonical_etypes().size());
   for (size_t r = 0; r < sg.edges.size(); ++r) {
     if (static_cast<int>(r) != cites && static_cast<int>(r) != writes) {
@@ -317,7 +317,7 @@ void CheckTypedSampling(const MagFixture& f) {
   fanout.erase("writes");
   EXPECT_THROW(sample_neighbors(g, {{"venue", torch::tensor({int64_t{0}})}}, 2), Error);
   // An int fanout is per relation: up to 1 of each relation into each paper.
-  HeteroSubgraph one = sample_neighbors(g, seeds, 1, {.seed = 3});
+  TypedSubgraph one = sample_neighbors(g, seeds, 1, {.seed = 3});
   for (int64_t p = 0; p < papers; p += 7) {
     int64_t q = to_input(paper, p);
     EXPECT_EQ((one["cites"].dst == p).sum().item<int64_t>(), std::min<int64_t>(1, cites_in[q]));

@@ -11,7 +11,7 @@
 #include "src/base/test_util.h"
 #include "src/dist_partition/chunked_graph.h"
 #include "src/graph/generator.h"
-#include "src/graph/hetero_generator.h"
+#include "src/graph/typed_generator.h"
 #include "tessera/graph/readers.h"
 #include "tessera/partition/load_partition.h"
 
@@ -70,7 +70,7 @@ class DistPartitionTest : public ::testing::Test {
     // And a node array of zero-byte rows (a feature of width 0).
     graph->node_data.emplace("empty", Array::Empty(DType::kFloat32, {graph->num_nodes, 0}));
     ASSERT_TRUE(WriteChunkedGraph(*graph, *dir_ / "chunked", {3, true, "sbm"}).ok());
-    HeteroGenerateOptions h;
+    TypedGenerateOptions h;
     h.num_nodes = 1000;
     h.feat_dim = 2;
     h.num_classes = 3;

@@ -1,7 +1,7 @@
 // File: src/graph/generator_util.h
 //
 // Pieces the synthetic graph generators share (generator.cc: the homogeneous
-// degree-corrected SBM; hetero_generator.cc: the ogbn-mag shaped
+// degree-corrected SBM; typed_generator.cc: the ogbn-mag shaped
 // heterograph): alias sampling, deterministic chunked parallel work, class
 // centroid features and random split masks. Every random number comes from
 // an Rng derived from (seed, stream, chunk), so results never depend on the

@@ -241,10 +241,10 @@ StatusOr<std::string> ChooseSplit(const std::string& dir, const std::string& req
   return std::string();
 }
 
-StatusOr<Graph> AssembleHetero(const std::string& source, std::vector<std::string> ntypes,
-                               const std::vector<int64_t>& counts,
-                               std::vector<std::map<std::string, Array>> ntype_data,
-                               std::vector<RelationEdges> relations) {
+StatusOr<Graph> AssembleTyped(const std::string& source, std::vector<std::string> ntypes,
+                              const std::vector<int64_t>& counts,
+                              std::vector<std::map<std::string, Array>> ntype_data,
+                              std::vector<RelationEdges> relations) {
   Graph g;
   g.ntype_offsets.assign(1, 0);
   for (int64_t count : counts) {

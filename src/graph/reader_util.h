@@ -1,7 +1,7 @@
 // File: src/graph/reader_util.h
 //
 // Pieces the graph readers share (readers.cc for the homogeneous layouts,
-// hetero_readers.cc and ogb_hetero_reader.cc for the heterogeneous ones):
+// typed_readers.cc and ogb_typed_reader.cc for the heterogeneous ones):
 // the checks of node counts that a file claims, the text readers of OGB's
 // CSV files, folder listings and the choice of an OGB split. Internal to
 // src/graph; every error names the file (and the line for text input).
@@ -89,10 +89,10 @@ struct RelationEdges {
 // (in type-id order), their arrays, and relations (in relation-id order):
 // homogeneous id = per-type id + the type's offset. Validates the result;
 // errors name `source`.
-StatusOr<Graph> AssembleHetero(const std::string& source, std::vector<std::string> ntypes,
-                               const std::vector<int64_t>& counts,
-                               std::vector<std::map<std::string, Array>> ntype_data,
-                               std::vector<RelationEdges> relations);
+StatusOr<Graph> AssembleTyped(const std::string& source, std::vector<std::string> ntypes,
+                              const std::vector<int64_t>& counts,
+                              std::vector<std::map<std::string, Array>> ntype_data,
+                              std::vector<RelationEdges> relations);
 
 }  // namespace tessera
 

@@ -218,7 +218,7 @@ StatusOr<Graph> ReadGraph(const std::string& path, const ReadOptions& options) {
     if (IsDirectory(path)) {
       if (ogb_hetero || PathExists(path + "/raw/edge.csv.gz")) {
         format = GraphFormat::kOgb;
-      } else if (IsHeteroNpyDirectory(path) || PathExists(path + "/src.npy") ||
+      } else if (IsTypedNpyDirectory(path) || PathExists(path + "/src.npy") ||
                  PathExists(path + "/dst.npy")) {
         format = GraphFormat::kNpy;
       } else {
@@ -230,20 +230,20 @@ StatusOr<Graph> ReadGraph(const std::string& path, const ReadOptions& options) {
       format = GraphFormat::kEdgeList;
     }
   }
-  const bool hetero = (format == GraphFormat::kNpy && IsHeteroNpyDirectory(path)) ||
+  const bool hetero = (format == GraphFormat::kNpy && IsTypedNpyDirectory(path)) ||
                       (format == GraphFormat::kOgb && ogb_hetero);
   if (hetero) RETURN_IF_ERROR(CheckNoTransforms(path, options));
   StatusOr<Graph> graph;
   switch (format) {
     case GraphFormat::kNpy:
-      graph = hetero ? ReadHeteroNpyDirectory(path, options.max_claimed_bytes)
+      graph = hetero ? ReadTypedNpyDirectory(path, options.max_claimed_bytes)
                      : ReadNpyDirectory(path, options.max_claimed_bytes);
       break;
     case GraphFormat::kEdgeList:
       graph = ReadEdgeList(path, options.num_nodes, options.max_claimed_bytes);
       break;
     case GraphFormat::kOgb:
-      graph = hetero ? ReadOgbHetero(path, options.split, options.max_claimed_bytes)
+      graph = hetero ? ReadOgbTyped(path, options.split, options.max_claimed_bytes)
                      : ReadOgb(path, options.split, options.max_claimed_bytes);
       break;
     case GraphFormat::kAuto:

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
 #include "src/graph/generator.h"
-#include "src/graph/hetero_generator.h"
+#include "src/graph/typed_generator.h"
 #include "src/partition/partition.h"
 #include "tessera/graph/readers.h"
 
@@ -127,7 +127,7 @@ TEST(PartitionBytes, GeneratedHomogeneousGraph) {
 
 TEST(PartitionBytes, GeneratedTypedGraph) {
   TempDir input;
-  HeteroGenerateOptions g;
+  TypedGenerateOptions g;
   g.num_nodes = 4000;
   g.feat_dim = 3;
   g.num_classes = 5;

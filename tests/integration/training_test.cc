@@ -23,7 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "src/base/test_util.h"
 #include "src/graph/generator.h"
-#include "src/graph/hetero_generator.h"
+#include "src/graph/typed_generator.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/local_job.h"
 #include "src/partition/partition.h"
@@ -162,7 +162,7 @@ TEST(TrainingTest, CoraReachesPublishedAccuracyStandaloneAndDistributed) {
 // close to standalone, over 3 seeds.
 TEST(TrainingTest, RgcnOnGeneratedMagBeatsMlpAndMatchesStandaloneDistributed) {
   testing::TempDir dir;
-  HeteroGenerateOptions gen;
+  TypedGenerateOptions gen;
   gen.num_nodes = 20000;
   gen.num_threads = 2;
   ASSERT_TRUE(GenerateMagGraph(gen, dir / "mag").ok());

@@ -59,7 +59,7 @@ Subgraph sample_neighbors(const DistGraph& g, const torch::Tensor& seeds, const 
 
 // The sampled edges of a heterograph by relation, in per-type ids (DGL's
 // heterograph frontier: frontier.edges(etype=...) and edges[etype].data[EID]).
-struct HeteroSubgraph {
+struct TypedSubgraph {
   std::vector<EdgeType> canonical_etypes;
   std::vector<Subgraph> edges;  // Per relation id: src, dst and eids in per-type ids.
   // The edges of a relation (name or "src:rel:dst"; Error if unknown or ambiguous).
@@ -67,12 +67,12 @@ struct HeteroSubgraph {
   int64_t num_edges() const;
 };
 // Typed seeds: {ntype: per-type ids}. Types not given have no seeds.
-HeteroSubgraph sample_neighbors(const DistGraph& g,
-                                const std::map<std::string, torch::Tensor>& seeds, int64_t fanout,
-                                const SampleOptions& options = {});
-HeteroSubgraph sample_neighbors(const DistGraph& g,
-                                const std::map<std::string, torch::Tensor>& seeds,
-                                const FanoutMap& fanout, const SampleOptions& options = {});
+TypedSubgraph sample_neighbors(const DistGraph& g,
+                               const std::map<std::string, torch::Tensor>& seeds, int64_t fanout,
+                               const SampleOptions& options = {});
+TypedSubgraph sample_neighbors(const DistGraph& g,
+                               const std::map<std::string, torch::Tensor>& seeds,
+                               const FanoutMap& fanout, const SampleOptions& options = {});
 // Every in-edge of the nodes.
 Subgraph in_subgraph(const DistGraph& g, const torch::Tensor& nodes);
 

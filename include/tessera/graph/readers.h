@@ -78,13 +78,13 @@ StatusOr<Graph> ReadEdgeList(const std::string& path, int64_t num_nodes = -1,
                              int64_t max_claimed_bytes = 0);
 StatusOr<Graph> ReadOgb(const std::string& dir, const std::string& split = "",
                         int64_t max_claimed_bytes = 0);
-StatusOr<Graph> ReadHeteroNpyDirectory(const std::string& dir, int64_t max_claimed_bytes = 0);
-StatusOr<Graph> ReadOgbHetero(const std::string& dir, const std::string& split = "",
-                              int64_t max_claimed_bytes = 0);
+StatusOr<Graph> ReadTypedNpyDirectory(const std::string& dir, int64_t max_claimed_bytes = 0);
+StatusOr<Graph> ReadOgbTyped(const std::string& dir, const std::string& split = "",
+                             int64_t max_claimed_bytes = 0);
 
 // True if `dir` holds a meta.json that parses as a JSON object with an
 // "ntypes" key (layout (d)).
-bool IsHeteroNpyDirectory(const std::string& dir);
+bool IsTypedNpyDirectory(const std::string& dir);
 
 }  // namespace tessera
 

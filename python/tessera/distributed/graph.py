@@ -190,7 +190,7 @@ class SampledGraph:
     number_of_nodes = num_nodes
 
 
-class HeteroSampledGraph:
+class TypedSampledGraph:
     """The edges sampled around typed seeds, by relation, in per-type ids (DGL's
     heterograph frontier): ``edges(etype=...)``, ``edata[EID]`` a dict keyed by
     canonical edge type of per-relation edge ids, ``num_edges(etype)``."""
@@ -428,7 +428,7 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
     out = _C.sample_neighbors_typed(g._g, seeds, fanout, fanouts, edge_dir, prob or "",
                                     exclude, bool(replace), seed)
     if isinstance(seeds, dict):
-        return HeteroSampledGraph(g, out)
+        return TypedSampledGraph(g, out)
     src, dst, eids = out
     return SampledGraph(src, dst, eids, g.num_nodes())
 

@@ -1,4 +1,4 @@
-#include "src/graph/hetero_generator.h"
+#include "src/graph/typed_generator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -36,7 +36,7 @@ constexpr int64_t kMagNodes[] = {736389, 1134649, 8740, 59965};
 constexpr int64_t kMagTotal = 1939743;
 
 // A forward relation: `anchor` nodes are picked uniformly, `target` nodes by
-// weight within the anchor's community (see hetero_generator.h). Its
+// weight within the anchor's community (see typed_generator.h). Its
 // ogbn-mag edge count, halved, per ogbn-mag anchor gives its average degree.
 struct RelationSpec {
   const char* canonical;
@@ -68,7 +68,7 @@ std::string FolderOf(const std::string& canonical) {
   return folder;
 }
 
-Status CheckOptions(const HeteroGenerateOptions& o) {
+Status CheckOptions(const TypedGenerateOptions& o) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
   if (o.num_nodes < 1000 || o.num_nodes > (int64_t{1} << 32) - 1) {
     return bad("--num-nodes must be in [1000, 2^32) with --hetero, got ", o.num_nodes);
@@ -94,7 +94,7 @@ struct TypeModel {
   std::vector<AliasTable> by_community;
 };
 
-TypeModel BuildTypeModel(int64_t n, int64_t num_classes, const HeteroGenerateOptions& o, int type) {
+TypeModel BuildTypeModel(int64_t n, int64_t num_classes, const TypedGenerateOptions& o, int type) {
   TypeModel m;
   m.community.resize(n);
   std::vector<double> weight(n);
@@ -119,7 +119,7 @@ TypeModel BuildTypeModel(int64_t n, int64_t num_classes, const HeteroGenerateOpt
 
 // Writes the forward relation `r` and its reverse, chunk by chunk.
 Status WriteRelation(int r, int64_t num_edges, const std::vector<TypeModel>& models,
-                     const HeteroGenerateOptions& o, const std::string& out_dir, int threads) {
+                     const TypedGenerateOptions& o, const std::string& out_dir, int threads) {
   const RelationSpec& spec = kRelations[r];
   struct Files {
     std::string dir;
@@ -175,9 +175,9 @@ Status WriteRelation(int r, int64_t num_edges, const std::vector<TypeModel>& mod
 
 }  // namespace
 
-StatusOr<HeteroShape> MagShape(const HeteroGenerateOptions& o) {
+StatusOr<TypedShape> MagShape(const TypedGenerateOptions& o) {
   RETURN_IF_ERROR(CheckOptions(o));
-  HeteroShape shape;
+  TypedShape shape;
   // Rounded shares of ogbn-mag's counts; papers take the rest. num_nodes <
   // 2^32 and every count < 2^21, so the products fit int64.
   int64_t rest = o.num_nodes;
@@ -204,9 +204,9 @@ StatusOr<HeteroShape> MagShape(const HeteroGenerateOptions& o) {
   return shape;
 }
 
-StatusOr<GenerateStats> GenerateMagGraph(const HeteroGenerateOptions& o,
+StatusOr<GenerateStats> GenerateMagGraph(const TypedGenerateOptions& o,
                                          const std::string& out_dir) {
-  ASSIGN_OR_RETURN(HeteroShape shape, MagShape(o));
+  ASSIGN_OR_RETURN(TypedShape shape, MagShape(o));
   Stopwatch watch;
   RETURN_IF_ERROR(MakeDirs(out_dir));
   // meta.json marks a complete folder: a stale one goes first.

@@ -57,7 +57,7 @@ void WriteFixture(const std::string& dir) {
   WriteGz(dir + "/split/time/paper/test.csv.gz", "");
 }
 
-TEST(ReadOgbHetero, ReadsTypesRelationsArraysAndTheSplit) {
+TEST(ReadOgbTyped, ReadsTypesRelationsArraysAndTheSplit) {
   TempDir dir;
   WriteFixture(dir.path());
   auto g = ReadGraph(dir.path());  // Auto-detected by raw/num-node-dict.csv.gz.
@@ -96,7 +96,7 @@ void ExpectError(Change change, const std::string& want,
   EXPECT_NE(MessageOf(st).find(want), std::string::npos) << "want: " << want << "\ngot: " << st;
 }
 
-TEST(ReadOgbHetero, BadRelationsAreNamed) {
+TEST(ReadOgbTyped, BadRelationsAreNamed) {
   ExpectError(
       [](const TempDir& d) {
         ASSERT_TRUE(MakeDirs(d / "raw/relations/paper___x___zzz").ok());
@@ -144,7 +144,7 @@ TEST(ReadOgbHetero, BadRelationsAreNamed) {
               "raw/relations: no relation folders", absl::StatusCode::kNotFound);
 }
 
-TEST(ReadOgbHetero, BadNodeDictArraysAndSplitsAreNamed) {
+TEST(ReadOgbTyped, BadNodeDictArraysAndSplitsAreNamed) {
   ExpectError(
       [](const TempDir& d) { WriteGz(d / "raw/num-node-dict.csv.gz", "author,paper\n2\n"); },
       "num-node-dict.csv.gz: 2 node type names but 1 counts");
@@ -185,7 +185,7 @@ TEST(ReadOgbHetero, BadNodeDictArraysAndSplitsAreNamed) {
 }
 
 // The counts of num-node-dict are claims: checked before anything is read.
-TEST(ReadOgbHetero, ClaimedCountsAreChecked) {
+TEST(ReadOgbTyped, ClaimedCountsAreChecked) {
   ExpectError(
       [](const TempDir& d) {
         WriteGz(d / "raw/num-node-dict.csv.gz", "author,paper\n2,1000000000000\n");

@@ -181,7 +181,7 @@ StatusOr<Array> ReadIds(const std::string& folder, const char* end, const EdgeTy
 
 }  // namespace
 
-bool IsHeteroNpyDirectory(const std::string& dir) {
+bool IsTypedNpyDirectory(const std::string& dir) {
   const std::string path = dir + "/meta.json";
   if (!IsDirectory(dir) || !PathExists(path)) return false;
   auto text = ReadFileToString(path);
@@ -190,7 +190,7 @@ bool IsHeteroNpyDirectory(const std::string& dir) {
   return !meta.is_discarded() && meta.is_object() && meta.contains("ntypes");
 }
 
-StatusOr<Graph> ReadHeteroNpyDirectory(const std::string& dir, int64_t max_claimed_bytes) {
+StatusOr<Graph> ReadTypedNpyDirectory(const std::string& dir, int64_t max_claimed_bytes) {
   if (!IsDirectory(dir)) return absl::NotFoundError(StrCat(dir, ": not a directory"));
   const std::string meta_path = dir + "/meta.json";
   if (!PathExists(meta_path)) {
@@ -255,8 +255,8 @@ StatusOr<Graph> ReadHeteroNpyDirectory(const std::string& dir, int64_t max_claim
                    {"src", "dst"}, &rel.data));
     relations.push_back(std::move(rel));
   }
-  return AssembleHetero(dir, std::move(meta.ntypes), meta.counts, std::move(ntype_data),
-                        std::move(relations));
+  return AssembleTyped(dir, std::move(meta.ntypes), meta.counts, std::move(ntype_data),
+                       std::move(relations));
 }
 
 }  // namespace tessera

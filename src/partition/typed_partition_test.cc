@@ -88,9 +88,9 @@ int TypeOfId(const std::vector<int64_t>& offsets, int64_t id) {
          1;
 }
 
-class HeteroPartitionTest : public ::testing::TestWithParam<std::tuple<PartMethod, int, int>> {};
+class TypedPartitionTest : public ::testing::TestWithParam<std::tuple<PartMethod, int, int>> {};
 
-TEST_P(HeteroPartitionTest, EveryTypedEdgeOnceWithItsTypeEndpointsAndData) {
+TEST_P(TypedPartitionTest, EveryTypedEdgeOnceWithItsTypeEndpointsAndData) {
   auto [method, num_parts, num_hops] = GetParam();
   Graph g = ShopGraph();
   ASSERT_TRUE(g.Validate("shop").ok()) << g.Validate("shop");
@@ -201,7 +201,7 @@ TEST_P(HeteroPartitionTest, EveryTypedEdgeOnceWithItsTypeEndpointsAndData) {
   for (int64_t e = 0; e < g.num_edges(); ++e) EXPECT_EQ(sorted[e], e);
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, HeteroPartitionTest,
+INSTANTIATE_TEST_SUITE_P(Methods, TypedPartitionTest,
                          ::testing::Values(std::tuple{PartMethod::kMetis, 2, 1},
                                            std::tuple{PartMethod::kRandom, 3, 1},
                                            std::tuple{PartMethod::kRandom, 2, 2},
@@ -218,7 +218,7 @@ std::map<std::string, std::string> Files(const std::string& dir) {
   return files;
 }
 
-TEST(HeteroPartition, OneTypeHeterographGivesTheHomogeneousBytes) {
+TEST(TypedPartition, OneTypeHeterographGivesTheHomogeneousBytes) {
   Graph homo;
   homo.num_nodes = 40;
   std::vector<int64_t> src, dst;
@@ -281,7 +281,7 @@ TEST(HeteroPartition, OneTypeHeterographGivesTheHomogeneousBytes) {
 
 // The consuming overload writes the same bytes, and frees the edge list.
 // With trainers, every typed edge carries its destination's trainer.
-TEST(HeteroPartition, ConsumingTheGraphGivesTheSameBytesAndEdgesFollowTheirTrainer) {
+TEST(TypedPartition, ConsumingTheGraphGivesTheSameBytesAndEdgesFollowTheirTrainer) {
   PartitionOptions o;
   o.part_method = PartMethod::kRandom;
   o.num_hops = 2;
@@ -331,7 +331,7 @@ TEST(HeteroPartition, ConsumingTheGraphGivesTheSameBytesAndEdgesFollowTheirTrain
   }
 }
 
-TEST(HeteroPartition, MetisBalancesNodeTypesByDefault) {
+TEST(TypedPartition, MetisBalancesNodeTypesByDefault) {
   // A bipartite-ish graph where types would otherwise cluster: 200 "a"
   // nodes in a ring, 200 "b" nodes each tied to one "a" node.
   Graph g;
@@ -370,7 +370,7 @@ TEST(HeteroPartition, MetisBalancesNodeTypesByDefault) {
   }
 }
 
-TEST(HeteroPartition, BadTypedInputIsAClearError) {
+TEST(TypedPartition, BadTypedInputIsAClearError) {
   {
     Graph g = ShopGraph();
     g.etypes[3].dst_type = "label";
@@ -432,7 +432,7 @@ TEST(HeteroPartition, BadTypedInputIsAClearError) {
   }
 }
 
-TEST(HeteroPartition, ConfigRejectsInconsistentTypes) {
+TEST(TypedPartition, ConfigRejectsInconsistentTypes) {
   TempDir dir;
   Graph g = ShopGraph();
   auto result = PartitionGraph(g, "shop", 2, dir / "out", {});

@@ -1,4 +1,4 @@
-// File: src/graph/hetero_generator.h
+// File: src/graph/typed_generator.h
 //
 // `tessera generate --hetero`: a synthetic heterogeneous node-classification
 // graph shaped like ogbn-mag, written straight to disk in the heterogeneous
@@ -36,14 +36,14 @@
 // classifier of a paper's own features is right about 26% of the time
 // (ogbn-mag's MLP: 27%), of its features averaged with its cites neighbours'
 // about 60%, so that an R-GCN beats a features-only MLP, as on ogbn-mag
-// (hetero_generator_test measures both).
+// (typed_generator_test measures both).
 //
 // Output is streamed in chunks (memory about 50 bytes per node: 91 MiB at
 // full scale, for 689 MiB written in 2 s on 2 cores); meta.json is written
 // last, so a folder with a meta.json is complete. The result depends only on
 // the options, not on num_threads.
-#ifndef TESSERA_SRC_GRAPH_HETERO_GENERATOR_H_
-#define TESSERA_SRC_GRAPH_HETERO_GENERATOR_H_
+#ifndef TESSERA_SRC_GRAPH_TYPED_GENERATOR_H_
+#define TESSERA_SRC_GRAPH_TYPED_GENERATOR_H_
 
 #include <cstdint>
 #include <string>
@@ -54,7 +54,7 @@
 
 namespace tessera {
 
-struct HeteroGenerateOptions {
+struct TypedGenerateOptions {
   int64_t num_nodes = 1'939'743;  // All types; ogbn-mag's size.
   int64_t feat_dim = 128;
   int64_t num_classes = 64;
@@ -70,19 +70,19 @@ struct HeteroGenerateOptions {
 };
 
 // The node and edge counts that `options` give (validated first).
-struct HeteroShape {
+struct TypedShape {
   std::vector<std::string> ntypes;  // Type-id order.
   std::vector<int64_t> num_nodes;
   std::vector<std::string> etypes;  // Canonical, relation-id order.
   std::vector<int64_t> num_edges;
 };
-StatusOr<HeteroShape> MagShape(const HeteroGenerateOptions& options);
+StatusOr<TypedShape> MagShape(const TypedGenerateOptions& options);
 
 // Validates `options` (InvalidArgument naming the bad option as its flag)
 // and writes the graph into `out_dir` (created if needed).
-StatusOr<GenerateStats> GenerateMagGraph(const HeteroGenerateOptions& options,
+StatusOr<GenerateStats> GenerateMagGraph(const TypedGenerateOptions& options,
                                          const std::string& out_dir);
 
 }  // namespace tessera
 
-#endif  // TESSERA_SRC_GRAPH_HETERO_GENERATOR_H_
+#endif  // TESSERA_SRC_GRAPH_TYPED_GENERATOR_H_

@@ -1,4 +1,4 @@
-#include "src/graph/hetero_generator.h"
+#include "src/graph/typed_generator.h"
 
 #include <algorithm>
 #include <map>
@@ -16,8 +16,8 @@ namespace {
 using testing::ReadAll;
 using testing::TempDir;
 
-HeteroGenerateOptions Small() {
-  HeteroGenerateOptions o;
+TypedGenerateOptions Small() {
+  TypedGenerateOptions o;
   o.num_nodes = 20000;
   o.feat_dim = 16;
   o.num_classes = 8;
@@ -40,8 +40,8 @@ Edges RelationEdges(const Graph& g, const std::string& etype) {
   return e;
 }
 
-TEST(HeteroGenerator, FullScaleShapeIsOgbnMagsWith21MillionEdges) {
-  HeteroGenerateOptions o;
+TEST(TypedGenerator, FullScaleShapeIsOgbnMagsWith21MillionEdges) {
+  TypedGenerateOptions o;
   auto shape = MagShape(o);
   ASSERT_TRUE(shape.ok()) << shape.status();
   EXPECT_EQ(shape->ntypes,
@@ -68,9 +68,9 @@ TEST(HeteroGenerator, FullScaleShapeIsOgbnMagsWith21MillionEdges) {
   EXPECT_EQ(shape->num_edges[3], 2691);   // 0.46 affiliations per author.
 }
 
-TEST(HeteroGenerator, WritesAValidHeterographWithExactReverses) {
+TEST(TypedGenerator, WritesAValidHeterographWithExactReverses) {
   TempDir dir;
-  HeteroGenerateOptions o = Small();
+  TypedGenerateOptions o = Small();
   auto stats = GenerateMagGraph(o, dir.path());
   ASSERT_TRUE(stats.ok()) << stats.status();
   auto shape = MagShape(o);
@@ -138,9 +138,9 @@ TEST(HeteroGenerator, WritesAValidHeterographWithExactReverses) {
   EXPECT_GT(top, static_cast<int64_t>(writes.src.size()) / 10);
 }
 
-TEST(HeteroGenerator, DeterministicWhateverTheThreadCount) {
+TEST(TypedGenerator, DeterministicWhateverTheThreadCount) {
   TempDir a, b, c;
-  HeteroGenerateOptions o = Small();
+  TypedGenerateOptions o = Small();
   o.num_threads = 1;
   ASSERT_TRUE(GenerateMagGraph(o, a.path()).ok());
   o.num_threads = 3;
@@ -165,9 +165,9 @@ TEST(HeteroGenerator, DeterministicWhateverTheThreadCount) {
 // author's other papers predict a paper's class far better than chance, and
 // averaging a paper's features with its cites neighbours' classifies it
 // better than its own features do (what an R-GCN has over an MLP).
-TEST(HeteroGenerator, LabelsAreLearnableFromTheGraphMoreThanFromFeatures) {
+TEST(TypedGenerator, LabelsAreLearnableFromTheGraphMoreThanFromFeatures) {
   TempDir dir;
-  HeteroGenerateOptions o;
+  TypedGenerateOptions o;
   o.num_nodes = 30000;
   ASSERT_TRUE(GenerateMagGraph(o, dir.path()).ok());
   auto g = ReadGraph(dir.path());
@@ -255,14 +255,14 @@ TEST(HeteroGenerator, LabelsAreLearnableFromTheGraphMoreThanFromFeatures) {
       << "own features " << own_accuracy << ", with neighbours " << graph_accuracy;
 }
 
-TEST(HeteroGenerator, RejectsBadOptions) {
+TEST(TypedGenerator, RejectsBadOptions) {
   TempDir dir;
-  auto message = [&](const HeteroGenerateOptions& o) {
+  auto message = [&](const TypedGenerateOptions& o) {
     Status st = GenerateMagGraph(o, dir.path()).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
     return std::string(st.message());
   };
-  HeteroGenerateOptions o = Small();
+  TypedGenerateOptions o = Small();
   o.num_nodes = 999;
   EXPECT_EQ(message(o), "--num-nodes must be in [1000, 2^32) with --hetero, got 999");
   o = Small();

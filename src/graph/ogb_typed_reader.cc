@@ -159,8 +159,8 @@ Status ReadNodeArrays(const std::string& raw, const char* folder, const char* fi
 
 }  // namespace
 
-StatusOr<Graph> ReadOgbHetero(const std::string& dir, const std::string& split,
-                              int64_t max_claimed_bytes) {
+StatusOr<Graph> ReadOgbTyped(const std::string& dir, const std::string& split,
+                             int64_t max_claimed_bytes) {
   const std::string raw = dir + "/raw";
   const std::string dict_path = raw + "/num-node-dict.csv.gz";
   if (!PathExists(dict_path)) {
@@ -210,8 +210,8 @@ StatusOr<Graph> ReadOgbHetero(const std::string& dir, const std::string& split,
       }
     }
   }
-  return AssembleHetero(dir, std::move(types.names), types.counts, std::move(ntype_data),
-                        std::move(relations));
+  return AssembleTyped(dir, std::move(types.names), types.counts, std::move(ntype_data),
+                       std::move(relations));
 }
 
 }  // namespace tessera

@@ -54,7 +54,7 @@ void WriteFixture(const std::string& dir) {
   Npy<int64_t>(dir + "/edges/paper__cites__paper/dst.npy", {0, 0});
 }
 
-TEST(ReadHeteroNpyDirectory, ReadsTypesIdsAndArrays) {
+TEST(ReadTypedNpyDirectory, ReadsTypesIdsAndArrays) {
   TempDir dir;
   WriteFixture(dir.path());
   auto g = ReadGraph(dir.path());  // Auto-detected by meta.json's "ntypes".
@@ -84,7 +84,7 @@ TEST(ReadHeteroNpyDirectory, ReadsTypesIdsAndArrays) {
 }
 
 // The list form of "ntypes" gives the order too: author first this time.
-TEST(ReadHeteroNpyDirectory, NtypesAsAListAndTypesWithoutArrays) {
+TEST(ReadTypedNpyDirectory, NtypesAsAListAndTypesWithoutArrays) {
   TempDir dir;
   WriteFixture(dir.path());
   ASSERT_TRUE(RemoveAll(dir / "nodes").ok());
@@ -113,7 +113,7 @@ void ExpectError(Change change, const std::string& want,
   EXPECT_NE(MessageOf(st).find(want), std::string::npos) << "want: " << want << "\ngot: " << st;
 }
 
-TEST(ReadHeteroNpyDirectory, BadMetaJsonIsNamed) {
+TEST(ReadTypedNpyDirectory, BadMetaJsonIsNamed) {
   ExpectError(
       [](const TempDir& d) {
         WriteAll(d / "meta.json", R"({"ntypes": {"paper": 3, "author": 2},
@@ -166,7 +166,7 @@ TEST(ReadHeteroNpyDirectory, BadMetaJsonIsNamed) {
       "relations 'a__b:c:d' and 'a:b__c:d' both have the folder edges/a__b__c__d");
 }
 
-TEST(ReadHeteroNpyDirectory, BadFoldersAndArraysAreNamed) {
+TEST(ReadTypedNpyDirectory, BadFoldersAndArraysAreNamed) {
   ExpectError([](const TempDir& d) { ASSERT_TRUE(MakeDirs(d / "edges/paper__likes__paper").ok()); },
               "edges/paper__likes__paper: a folder for a relation that meta.json's \"etypes\" "
               "does not list");
@@ -231,7 +231,7 @@ TEST(ReadHeteroNpyDirectory, BadFoldersAndArraysAreNamed) {
 }
 
 // meta.json's counts are claims, checked before anything is read.
-TEST(ReadHeteroNpyDirectory, ClaimedCountsAreChecked) {
+TEST(ReadTypedNpyDirectory, ClaimedCountsAreChecked) {
   ExpectError(
       [](const TempDir& d) {
         WriteAll(d / "meta.json", R"({"ntypes": {"paper": 1000000000000, "author": 2},
@@ -257,7 +257,7 @@ TEST(ReadHeteroNpyDirectory, ClaimedCountsAreChecked) {
       << st;
 }
 
-TEST(ReadHeteroNpyDirectory, TransformationsAreForHomogeneousGraphs) {
+TEST(ReadTypedNpyDirectory, TransformationsAreForHomogeneousGraphs) {
   TempDir dir;
   WriteFixture(dir.path());
   ReadOptions options;
@@ -275,12 +275,12 @@ TEST(ReadHeteroNpyDirectory, TransformationsAreForHomogeneousGraphs) {
 // A homogeneous npy folder with a meta.json (without "ntypes") stays homogeneous.
 //
 //   0 -> 1 -> 2      meta.json: {"num_nodes": 4}
-TEST(ReadHeteroNpyDirectory, HomogeneousFoldersAreNotHetero) {
+TEST(ReadTypedNpyDirectory, HomogeneousFoldersAreNotHetero) {
   TempDir dir;
   Npy<int64_t>(dir / "src.npy", {0, 1});
   Npy<int64_t>(dir / "dst.npy", {1, 2});
   WriteAll(dir / "meta.json", R"({"num_nodes": 4})");
-  EXPECT_FALSE(IsHeteroNpyDirectory(dir.path()));
+  EXPECT_FALSE(IsTypedNpyDirectory(dir.path()));
   auto g = ReadGraph(dir.path());
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_FALSE(g->is_hetero());
