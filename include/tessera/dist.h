@@ -13,7 +13,7 @@
 //   tessera::dist::DistNodeDataLoader loader(g, train, {.fanouts = {10, 25}},
 //                                            {.batch_size = 1000, .shuffle = true});
 //   for (const auto& batch : loader) {                       // input_nodes, seeds, blocks
-//     torch::Tensor x = g.ndata("feat")[batch.input_nodes];
+//     torch::Tensor x = g.ndata("feat")[batch.input_nodes[0]];  // The one (untyped) type.
 //     ...
 //   }
 //

@@ -749,6 +749,12 @@ TEST(RelGraphConvTest, TypedBlockMatchesTheUntypedLayer) {
   for (const auto& p : model->parameters()) with_grad += p.grad().defined();
   EXPECT_EQ(with_grad, static_cast<int>(model->parameters().size()));
   EXPECT_THROW(five->forward(hetero, {h}), Error);
+  // A hand-built relation whose endpoint types disagree with its name.
+  Block wrong = hetero;
+  wrong.edges[2].src_type = 1;
+  EXPECT_THROW(five->forward(wrong, {h.index_select(0, hetero.src_nodes[0]),
+                                     h.index_select(0, hetero.src_nodes[1])}),
+               Error);
   EXPECT_THROW(three->forward(hetero, {h.index_select(0, hetero.src_nodes[0]),
                                        h.index_select(0, hetero.src_nodes[1])}),
                Error);

@@ -41,11 +41,13 @@ StatusOr<std::unique_ptr<LocalJob>> LocalJob::Start(const LocalJobOptions& optio
   if (S < 1 || options.clients_per_machine < 0) {
     return absl::InvalidArgumentError("need at least one server per machine");
   }
+  // One probe for every port of the job (each machine's servers, then the
+  // trainers' c10d store), so that no two of them can be the same.
+  ASSIGN_OR_RETURN(int base, ProbeFreePortRange("127.0.0.1", S * config.num_parts + 1));
   for (int m = 0; m < config.num_parts; ++m) {
-    ASSIGN_OR_RETURN(int port, ProbeFreePortRange("127.0.0.1", S));
-    job->ip_config_.machines.push_back({"127.0.0.1", port});
+    job->ip_config_.machines.push_back({"127.0.0.1", base + m * S});
   }
-  ASSIGN_OR_RETURN(int master_port, ProbeFreePortRange("127.0.0.1", 1));
+  const int master_port = base + S * config.num_parts;
   JobEnv& env = job->env_;
   env.job_id = shm::RandomJobId();
   env.token = RandomToken();

@@ -22,9 +22,9 @@
 // int fanout f samples up to f in-edges of each relation of a seed (DGL's
 // sample_etype_neighbors); etype_fanouts give each relation its own.
 //
-// With out-edge sampling (untyped blocks, or a graph of one relation) a
-// block's messages flow from each seed's out-neighbours to the seed (the
-// edge's reverse direction).
+// With out-edge sampling (untyped blocks, or a graph of one node type and
+// one relation) a block's messages flow from each seed's out-neighbours to
+// the seed (the edge's reverse direction).
 //
 // Randomness: everything derives from `seed` (layer by layer), so a batch is
 // the same whichever thread or process samples it.
@@ -75,8 +75,9 @@ kvstore::SampleRequest LayerRequest(const NeighborSpec& spec, const PartitionBoo
                                     size_t layer, uint64_t seed, std::span<const int64_t> exclude);
 
 // `seeds`: distinct global node ids (of any types). `exclude`: sorted
-// distinct edge ids never to sample. Out-edge sampling of typed blocks on a
-// graph of several relations is refused (sample the reverse relations).
+// distinct edge ids never to sample. Out-edge sampling of typed blocks is
+// refused unless the graph has one node type and one relation (sample the
+// reverse relations).
 StatusOr<MiniBatch> SampleBlocks(kvstore::GraphService& store, std::vector<int64_t> seeds,
                                  const NeighborSpec& spec, uint64_t seed,
                                  std::span<const int64_t> exclude = {});

@@ -247,6 +247,23 @@ std::vector<torch::Tensor> RelGraphConvImpl::forward(const dist::Block& block,
                       block.ntypes[t]));
     }
   }
+  // A relation's endpoint types and CSR must be the block's (a block built
+  // by hand may disagree): else it would read another type's rows.
+  for (size_t r = 0; r < block.edges.size(); ++r) {
+    const dist::Block::Relation& e = block.edges[r];
+    const EdgeType& et = block.canonical_etypes.at(r);
+    const bool types_ok =
+        e.src_type == block.ntype_id(et.src_type) && e.dst_type == block.ntype_id(et.dst_type);
+    if (!types_ok || e.indptr.dim() != 1 ||
+        e.indptr.size(0) != block.dst_counts.at(static_cast<size_t>(e.dst_type)) + 1 ||
+        e.indices.dim() != 1 || e.eids.sizes() != e.indices.sizes()) {
+      throw dist::Error(fmt::format(
+          "RelGraphConv: relation {} of the block disagrees with it (endpoint types {} -> {}, "
+          "indptr of shape {} for {} destinations)",
+          et.Canonical(), e.src_type, e.dst_type, fmt::join(e.indptr.sizes(), "x"),
+          types_ok ? block.dst_counts[static_cast<size_t>(e.dst_type)] : -1));
+    }
+  }
   const torch::Tensor weights = relation_weights();  // [R, in, out]
   std::vector<torch::Tensor> out(T);
   for (size_t t = 0; t < T; ++t) {

@@ -15,7 +15,9 @@ using internal::RadixSort;
 StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t> src,
                         std::span<const int64_t> dst, std::span<const int64_t> eids) {
   if (src.size() != dst.size() || src.size() != eids.size()) {
-    return absl::InvalidArgumentError("src, dst and eids differ in length");
+    return absl::InvalidArgumentError(
+        fmt::format("to_block: src, dst and eids differ in length ({}, {}, {})", src.size(),
+                    dst.size(), eids.size()));
   }
   size_t n_dst = seeds.size(), n_edges = src.size();
   int64_t max_id = 0, min_id = 0;
@@ -25,7 +27,9 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
       min_id = std::min(min_id, v);
     }
   }
-  if (min_id < 0) return absl::InvalidArgumentError(fmt::format("negative node id {}", min_id));
+  if (min_id < 0) {
+    return absl::InvalidArgumentError(fmt::format("to_block: negative node id {}", min_id));
+  }
   int id_bits = std::max(1, BitsFor(static_cast<uint64_t>(max_id)));
   int seed_bits = BitsFor(n_dst), edge_bits = BitsFor(n_edges);
   if (id_bits + std::max(seed_bits, edge_bits) > 64) {
@@ -42,7 +46,7 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
   auto seed_id = [&](size_t k) { return static_cast<int64_t>(sorted_seeds[k] >> seed_bits); };
   for (size_t k = 1; k < n_dst; ++k) {
     if (seed_id(k) == seed_id(k - 1)) {
-      return absl::InvalidArgumentError(fmt::format("seed {} appears twice", seed_id(k)));
+      return absl::InvalidArgumentError(fmt::format("to_block: seed {} appears twice", seed_id(k)));
     }
   }
   // Destination index of every edge. Sampled edges come grouped by
@@ -68,7 +72,7 @@ StatusOr<Block> ToBlock(std::span<const int64_t> seeds, std::span<const int64_t>
       if (dst[e] < 0 || it == sorted_seeds.end() ||
           static_cast<int64_t>(*it >> seed_bits) != dst[e]) {
         return absl::InvalidArgumentError(
-            fmt::format("edge {} -> {} does not end at a seed", src[e], dst[e]));
+            fmt::format("to_block: edge {} ({} -> {}) does not end at a seed", e, src[e], dst[e]));
       }
       last_dst = dst[e];
       last_index = static_cast<int64_t>(*it & position_mask);

@@ -237,8 +237,14 @@ struct SortedSeeds {
 }
 
 // Where each relation's edges go next.
+// Where each relation's edges go next, and its destination counts (the
+// CSR's indptr, shifted by one) and whether its edges so far are grouped by
+// destination in order.
 struct EdgeCursor {
   int64_t *src, *dst, *eid;
+  int64_t* count;
+  int64_t last = 0;
+  bool in_order = true;
 };
 
 // The first edge FillRelations refused, if any.
@@ -297,6 +303,9 @@ struct EdgeFault {
       if (seed_t != want_dst_type) return {EdgeFault::kWrongType, e, relation, seed_t};
       *at.src++ = src_index[e];
       *at.dst++ = dst_at;
+      ++at.count[dst_at + 1];
+      at.in_order &= dst_at >= at.last;
+      at.last = dst_at;
       *at.eid++ = eids[e] + id_offset;
     }
     cursors[relation] = at;
@@ -304,18 +313,13 @@ struct EdgeFault {
   return {};
 }
 
-// Each relation's edges, gathered with their destination indices in
-// `dst`, as the CSR over its destination type: the counts of each
-// destination, and a stable scatter only if the edges are not already
-// grouped by destination in order (sampled edges almost always are).
-void ToCsr(std::span<const int64_t> dst, int64_t num_dst, BlockEdges& out) {
-  out.indptr.assign(static_cast<size_t>(num_dst) + 1, 0);
-  bool in_order = true;
-  for (size_t e = 0; e < dst.size(); ++e) {
-    ++out.indptr[dst[e] + 1];
-    in_order &= e == 0 || dst[e - 1] <= dst[e];
-  }
-  for (int64_t d = 0; d < num_dst; ++d) out.indptr[d + 1] += out.indptr[d];
+// A relation's CSR from the counts FillRelations made: their prefix sums,
+// and a stable scatter of the edges (by their destinations `dst`) only if
+// they were not grouped by destination in order (sampled edges almost
+// always are).
+void FinishCsr(std::span<const int64_t> dst, bool in_order, BlockEdges& out) {
+  const size_t num_dst = out.indptr.size() - 1;
+  for (size_t d = 0; d < num_dst; ++d) out.indptr[d + 1] += out.indptr[d];
   if (in_order) return;
   UninitVector<int64_t> indices(dst.size()), eids(dst.size());
   UninitVector<int64_t> fill(out.indptr.begin(), out.indptr.end() - 1);
@@ -329,25 +333,30 @@ void ToCsr(std::span<const int64_t> dst, int64_t num_dst, BlockEdges& out) {
 }
 
 // The untyped block of a one-type, one-relation book, whose global ids are
-// its per-type ids, with the typed path's range check.
+// its per-type ids, after the typed path's range checks (and messages).
 StatusOr<Block> OneTypeBlock(const PartitionBook& book, std::span<const int64_t> seeds,
                              std::span<const int64_t> src, std::span<const int64_t> dst,
                              std::span<const int64_t> eids) {
-  ASSIGN_OR_RETURN(Block block, ToBlock(seeds, src, dst, eids));
-  // Sources past the seeds are sorted: the last is the largest.
-  int64_t largest = block.src_nodes[0].size() > seeds.size() ? block.src_nodes[0].back() : -1;
-  for (int64_t v : seeds) largest = std::max(largest, v);
-  if (largest >= book.num_nodes()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "to_block: node {} is outside the graph's {} nodes", largest, book.num_nodes()));
+  const auto nodes = static_cast<uint64_t>(book.num_nodes());
+  const auto edges = static_cast<uint64_t>(book.num_edges());
+  auto outside = [&](const char* what, size_t i, int64_t v) {
+    return absl::InvalidArgumentError(
+        fmt::format("to_block: {} {} is node {}, outside the graph's {} nodes", what, i, v, nodes));
+  };
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    if (static_cast<uint64_t>(seeds[i]) >= nodes) return outside("seed", i, seeds[i]);
   }
-  for (int64_t e : eids) {
-    if (e < 0 || e >= book.num_edges()) {
-      return absl::InvalidArgumentError(
-          fmt::format("to_block: edge id {} is outside the graph's {} edges", e, book.num_edges()));
+  for (size_t e = 0; e < src.size() && e < dst.size() && e < eids.size(); ++e) {
+    if (static_cast<uint64_t>(src[e]) >= nodes) return outside("the source of edge", e, src[e]);
+    if (static_cast<uint64_t>(dst[e]) >= nodes) {
+      return outside("the destination of edge", e, dst[e]);
+    }
+    if (static_cast<uint64_t>(eids[e]) >= edges) {
+      return absl::InvalidArgumentError(fmt::format(
+          "to_block: edge {} has id {}, outside the graph's {} edges", e, eids[e], edges));
     }
   }
-  return block;
+  return ToBlock(seeds, src, dst, eids);
 }
 
 }  // namespace
@@ -477,7 +486,8 @@ StatusOr<Block> ToBlock(const PartitionBook& book, std::span<const int64_t> seed
     out.src_type = src_type[r];
     out.dst_type = dst_type[r];
     for (auto* v : {&out.indices, &edge_dst[r], &out.eids}) v->resize(per_relation[r]);
-    cursors[r] = {out.indices.data(), edge_dst[r].data(), out.eids.data()};
+    out.indptr.assign(static_cast<size_t>(num_dst[dst_type[r]]) + 1, 0);
+    cursors[r] = {out.indices.data(), edge_dst[r].data(), out.eids.data(), out.indptr.data()};
   }
   const EdgeFault fault =
       FillRelations(seeds, dst, eids, src_index, runs, edge_index,
@@ -494,7 +504,9 @@ StatusOr<Block> ToBlock(const PartitionBook& book, std::span<const int64_t> seed
     case EdgeFault::kWrongType:
       return type_error(fault.edge, fault.relation, false, fault.actual);
   }
-  for (int r = 0; r < num_etypes; ++r) ToCsr(edge_dst[r], num_dst[dst_type[r]], block.edges[r]);
+  for (int r = 0; r < num_etypes; ++r) {
+    FinishCsr(edge_dst[r], cursors[r].in_order, block.edges[r]);
+  }
   return block;
 }
 

@@ -235,6 +235,41 @@ TEST(TypedBlockTest, ZeroEdges) {
   EXPECT_TRUE(empty->NextSeeds().empty());
 }
 
+// A book of one type and one relation gives the untyped block (its global
+// ids are its per-type ids), after the typed path's checks and messages.
+TEST(TypedBlockTest, OneTypeBookGivesTheUntypedBlockAfterTheSameChecks) {
+  TypeLayout layout{{"paper"}, {{"paper", "cites", "paper"}}, {10}, {7}};
+  auto book = PartitionBook::CreateTyped(std::move(layout), 0);
+  ASSERT_TRUE(book.ok()) << book.status();
+  std::vector<int64_t> seeds = {4, 2}, src = {9, 4, 1}, dst = {4, 2, 2}, eid = {6, 0, 3};
+  auto b = ToBlock(*book, seeds, src, dst, eid);
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto untyped = ToBlock(seeds, src, dst, eid);
+  ASSERT_TRUE(untyped.ok()) << untyped.status();
+  EXPECT_FALSE(b->typed());
+  EXPECT_EQ(b->src_nodes, untyped->src_nodes);
+  EXPECT_EQ(b->edges[0].indptr, untyped->edges[0].indptr);
+  EXPECT_EQ(b->edges[0].indices, untyped->edges[0].indices);
+  EXPECT_EQ(b->edges[0].eids, untyped->edges[0].eids);
+  auto message = [&](std::vector<int64_t> s, std::vector<int64_t> u, std::vector<int64_t> v,
+                     std::vector<int64_t> e) {
+    auto bad = ToBlock(*book, s, u, v, e);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(bad.status().message());
+  };
+  EXPECT_NE(message({10}, {}, {}, {}).find("seed 0 is node 10, outside the graph's 10 nodes"),
+            std::string::npos);
+  EXPECT_NE(message({4}, {-1}, {4}, {0}).find("the source of edge 0 is node -1"),
+            std::string::npos);
+  EXPECT_NE(message({4}, {1}, {11}, {0}).find("the destination of edge 0 is node 11"),
+            std::string::npos);
+  EXPECT_NE(message({4}, {1}, {4}, {7}).find("edge 0 has id 7, outside the graph's 7 edges"),
+            std::string::npos);
+  EXPECT_NE(message({4, 4}, {}, {}, {}).find("to_block: seed 4 appears twice"), std::string::npos);
+  EXPECT_NE(message({4}, {1}, {2}, {0}).find("edge 0 (1 -> 2) does not end at a seed"),
+            std::string::npos);
+}
+
 // One relation (no relation bits in the sort key) between two node types.
 TEST(TypedBlockTest, OneRelationChecksSourceTypes) {
   TypeLayout layout{{"a", "b"}, {{"b", "r", "a"}}, {3, 2}, {5}};

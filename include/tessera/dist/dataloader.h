@@ -35,7 +35,8 @@ namespace dist {
 // edge ids (as DGL's srcdata / edata[dgl.EID]; homo_src_nodes and
 // DistGraph::map_to_homo_eid give global ones). An untyped block (a loader
 // over global ids, or a graph of one type and one relation) has one type
-// "_N" and one relation ("_N", "_E", "_N") of global ids.
+// and one relation of global ids: the graph's names on a graph of one type
+// and one relation, "_N" and ("_N", "_E", "_N") on a typed graph.
 struct Block {
   struct Relation {
     int src_type = 0, dst_type = 0;  // Into ntypes.
@@ -99,8 +100,10 @@ struct NeighborSampler {
 // reads, per type of the blocks (one tensor for untyped blocks).
 struct MiniBatch {
   std::vector<torch::Tensor> input_nodes;  // Per type: blocks.front().src_nodes.
-  std::vector<torch::Tensor> seeds;        // Per type: the output nodes, in batch order.
-  std::vector<Block> blocks;               // Input layer first.
+  // Per type: the output nodes, in batch order (a view of the last block's
+  // destinations, as DGL's blocks[-1].dstdata[NID]).
+  std::vector<torch::Tensor> seeds;
+  std::vector<Block> blocks;  // Input layer first.
 };
 
 // The positive (or negative) pairs of a link-prediction batch (DGL's
@@ -275,7 +278,8 @@ class DistNodeDataLoader : public BatchLoader<MiniBatch> {
   // from now on (batches already sampled have no rows of it). Best effort:
   // if a pull of it fails (the tensor was deleted, say), it is dropped with
   // a warning rather than failing the batch. Thread-safe; Error if the graph
-  // has no such node tensor now, or the blocks are typed. (tessera.distributed
+  // has no such node tensor now, or the loader has typed seeds.
+  // (tessera.distributed
   // uses it to prefetch what a DGL script reads at input_nodes / seeds.)
   void add_prefetch(const std::string& name, bool labels);
   // Stops pulling `name` (either kind) for batches sampled from now on.

@@ -4,7 +4,7 @@
 //
 //   tessera::nn::SAGE model(in_feats, 256, num_classes, /*layers=*/2, /*dropout=*/0.5);
 //   for (const auto& batch : loader) {
-//     torch::Tensor x = g.ndata("feat")[batch.input_nodes];
+//     torch::Tensor x = g.ndata("feat")[batch.input_nodes[0]];
 //     torch::Tensor logits = model->forward(batch.blocks, x);  // [seeds, classes]
 //   }
 //   // Evaluation: every node's output, one layer at a time over all neighbours.
