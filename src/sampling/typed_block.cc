@@ -281,9 +281,19 @@ struct EdgeFault {
     const int64_t id_offset = range.base - range.start;
     const int want_dst_type = dst_type[relation];
     EdgeCursor at = cursors[relation];
+    // The relation's edges [segment, e) all end at dst_at: counted when the
+    // destination changes or the run ends, not edge by edge.
+    size_t segment = begin;
+    auto count_segment = [&](size_t e) {
+      at.count[dst_at + 1] += static_cast<int64_t>(e - segment);
+      at.in_order &= dst_at >= at.last;
+      at.last = dst_at;
+    };
     for (size_t e = begin; e < end; ++e) {
       const int64_t d = dst[e];
       if (d != last_dst || first) {
+        if (e > segment) count_segment(e);
+        segment = e;
         first = false;
         if (last_seed + 1 < n_dst && seeds[last_seed + 1] == d) {
           ++last_seed;
@@ -303,11 +313,9 @@ struct EdgeFault {
       if (seed_t != want_dst_type) return {EdgeFault::kWrongType, e, relation, seed_t};
       *at.src++ = src_index[e];
       *at.dst++ = dst_at;
-      ++at.count[dst_at + 1];
-      at.in_order &= dst_at >= at.last;
-      at.last = dst_at;
       *at.eid++ = eids[e] + id_offset;
     }
+    if (end > segment) count_segment(end);
     cursors[relation] = at;
   }
   return {};
