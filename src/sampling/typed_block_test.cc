@@ -235,6 +235,23 @@ TEST(TypedBlockTest, ZeroEdges) {
   EXPECT_TRUE(empty->NextSeeds().empty());
 }
 
+// A relation whose edges arrive with their destinations out of order (not
+// as sampled): the CSR is built by the stable scatter, each destination's
+// edges kept in input order.
+TEST(TypedBlockTest, EdgesOutOfDestinationOrderAreScatteredStably) {
+  PartitionBook book = ShopBook();
+  // Seeds u0, u1; follows edges u2 -> u1, u3 -> u0, u3 -> u1, u1 -> u0.
+  std::vector<int64_t> seeds = {0, 1}, src = {2, 3, 3, 1}, dst = {1, 0, 1, 0};
+  std::vector<int64_t> eid = {20, 21, 22, 23};
+  auto b = ToBlock(book, seeds, src, dst, eid);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const BlockEdges& follows = b->edges[2];
+  EXPECT_EQ(follows.indptr, (UninitVector<int64_t>{0, 2, 4}));
+  EXPECT_EQ(follows.eids, (UninitVector<int64_t>{1, 3, 0, 2}));  // u0's, then u1's.
+  EXPECT_EQ(follows.indices, (UninitVector<int64_t>{3, 1, 2, 3}));
+  ExpectSame(book, *b, BruteForce(book, seeds, src, dst, eid), eid);
+}
+
 // A book of one type and one relation gives the untyped block (its global
 // ids are its per-type ids), after the typed path's checks and messages.
 TEST(TypedBlockTest, OneTypeBookGivesTheUntypedBlockAfterTheSameChecks) {
