@@ -24,8 +24,14 @@ from tessera._C import TesseraError  # noqa: E402,F401
 NID = "_ID"  # dgl.NID: the global id of each node of a block or subgraph
 EID = "_ID"  # dgl.EID: the global id of each edge
 
+from tessera.heterograph import (ALL, Block, Graph, graph, heterograph,  # noqa: E402,F401
+                                 to_block)
 from tessera.partition import partition_graph, load_partition  # noqa: E402,F401
-from tessera import distributed, dataloading  # noqa: E402,F401
+from tessera import distributed, dataloading, function  # noqa: E402,F401
 
-__all__ = ["TesseraError", "NID", "EID", "partition_graph", "load_partition",
-           "distributed", "dataloading"]
+DGLGraph = Graph  # DGL's class name, for isinstance checks and annotations.
+DGLBlock = Block
+
+__all__ = ["TesseraError", "NID", "EID", "ALL", "Graph", "DGLGraph", "Block", "DGLBlock",
+           "graph", "heterograph", "to_block", "partition_graph", "load_partition",
+           "distributed", "dataloading", "function"]

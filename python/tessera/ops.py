@@ -60,13 +60,6 @@ def sum_aggregate(block, h_src, edge_weight=None):
     return aggregate(block, h_src, "sum", edge_weight)
 
 
-def edge_softmax(block, scores):
-    """Softmax of per-edge scores ``[E]`` or ``[E, H]`` (edge order) over each
-    destination's in-edges (DGL's ``edge_softmax`` on a block)."""
-    out = _C.edge_softmax(block.indptr, _to_csr_order(block, scores))
-    return _to_edge_order(block, out)
-
-
 def dropout(x, p=0.5, training=True):
     """``torch.nn.functional.dropout``'s distribution (each element zeroed with
     probability ``p``, the others scaled by ``1 / (1 - p)``) from a hash of

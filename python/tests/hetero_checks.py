@@ -229,7 +229,7 @@ loader = dist.DistNodeDataLoader(g, {"paper": train_papers[:200]}, sampler, batc
                                  shuffle=True, seed=7)
 seen = []
 for input_nodes, out_seeds, blocks in loader:
-    assert isinstance(blocks[0], dist.Block) and blocks[0]._typed and len(blocks) == 2
+    assert isinstance(blocks[0], dist.Block) and not blocks[0].is_homogeneous and len(blocks) == 2
     seen.append(out_seeds["paper"])
     assert torch.equal(blocks[-1].dstdata[tessera.NID]["paper"], out_seeds["paper"])
     for t in g.ntypes:
@@ -303,8 +303,9 @@ link_loader = dist.DistEdgeDataLoader(
 seen = {writes: [], cites: []}
 neg_papers = []
 for input_nodes, pos, neg, blocks in link_loader:
-    assert isinstance(pos, PairGraph) and pos._typed and isinstance(neg, PairGraph) and neg._typed
-    assert isinstance(blocks[0], dist.Block) and blocks[0]._typed and len(blocks) == 2
+    assert isinstance(pos, PairGraph) and not pos.is_homogeneous
+    assert isinstance(neg, PairGraph) and not neg.is_homogeneous
+    assert isinstance(blocks[0], dist.Block) and not blocks[0].is_homogeneous and len(blocks) == 2
     assert pos.num_edges() == pos.num_edges("writes") + pos.num_edges(cites) > 0
     excluded = {}
     for c in (writes, cites):

@@ -8,6 +8,8 @@ import torch
 
 import tessera
 import tessera.distributed as dist
+import tessera.function as fn
+import tessera.ops
 
 part_config = sys.argv[1]
 dist.initialize()
@@ -202,6 +204,38 @@ src_r, dst_r = es.edges()
 fs, fd = g.find_edges(es.edata[tessera.EID])
 assert torch.equal(es.ndata[tessera.NID][src_r], fs) and torch.equal(es.ndata[tessera.NID][dst_r], fd)
 ok("subgraphs")
+
+# The seeds' low-level path (DGL's to_block): the block of a full frontier is
+# the loader's block for the same seeds (edges compared as global triples),
+# and update_all over it is the loader block's mean aggregation.
+bseeds = train[:16]
+block = tessera.to_block(dist.sample_neighbors(g, bseeds, -1), bseeds)
+one = dist.DistNodeDataLoader(g, bseeds, tessera.dataloading.MultiLayerFullNeighborSampler(1),
+                              batch_size=16, num_workers=0)
+_, _, (lb,) = next(iter(one))
+assert torch.equal(block.dstdata[tessera.NID], bseeds), block.dstdata[tessera.NID]
+assert torch.equal(block.srcdata[tessera.NID], lb.srcdata[tessera.NID])
+
+
+def triples(b):
+    s, d = b.edges()
+    return sorted(zip(b.srcdata[tessera.NID][s].tolist(), b.dstdata[tessera.NID][d].tolist(),
+                      b.edata[tessera.EID].tolist()))
+
+
+assert triples(block) == triples(lb)
+x = g.ndata["feat"][block.srcdata[tessera.NID]]
+with block.local_scope():
+    block.srcdata["x"] = x
+    block.update_all(fn.copy_u("x", "m"), fn.mean("m", "h"))
+    assert torch.allclose(block.dstdata["h"], tessera.ops.mean_aggregate(lb, x), atol=1e-6)
+assert "x" not in block.srcdata and "h" not in block.dstdata
+try:
+    tessera.to_block(dist.sample_neighbors(g, bseeds, -1), bseeds[1:])
+    raise AssertionError("no error")
+except tessera.TesseraError as e:
+    assert "is not among them" in str(e), e
+ok("to_block")
 
 # An integer 0/1 mask is a mask (as in DGL), not ids.
 int_mask = g.ndata["train_mask"][torch.arange(g.num_nodes())].long()

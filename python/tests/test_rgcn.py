@@ -18,7 +18,7 @@ import torch.nn.functional as F
 import tessera
 import tessera.nn as tnn
 from tessera.distributed import Block
-from tessera.distributed.loader import _Relation
+from tessera.heterograph import _Relation
 
 INDPTR = torch.tensor([0, 3, 6, 7, 7])
 SRC = torch.tensor([1, 3, 4, 0, 5, 2, 4])
@@ -159,7 +159,7 @@ def test_presorted_edges():
                      torch.arange(8))
     # Not CSR order: the edges listed by relation (the CSR is derived).
     g_sorted._rel[g_sorted.canonical_etypes[0]] = _Relation(
-        7, 4, torch.arange(8), torch.tensor(src), dst=torch.tensor(dst))
+        7, 4, torch.tensor(src), dst=torch.tensor(dst))
     assert torch.allclose(conv(g_sorted, h, et, presorted=True),
                           reference(conv, h, et, None, src, dst), atol=1e-5)
     with pytest.raises(tessera.TesseraError, match="not sorted"):

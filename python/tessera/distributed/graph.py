@@ -8,6 +8,7 @@ from tessera import _C, EID, NID
 from tessera._utils import as_ids, as_tensor
 from tessera.distributed.partition_book import GraphPartitionBook, _etype_str
 from tessera.distributed.tensor import DistTensor, PartitionPolicy
+from tessera.heterograph import Graph, _Relation
 
 ALL = "__ALL__"
 
@@ -162,84 +163,17 @@ class _TypeAccess:
         return self._views[name]
 
 
-class SampledGraph:
-    """The edges a sampling call returned, over every node of the graph (DGL's
-    frontier): ``edges()`` in global ids, ``edata[EID]`` the global edge ids."""
-
-    def __init__(self, src, dst, eids, num_nodes):
-        self._src, self._dst, self._num_nodes = src, dst, num_nodes
-        self.edata = {EID: eids}
-        self.ndata = {}
-
-    def edges(self, form="uv"):
-        if form == "uv":
-            return self._src, self._dst
-        if form == "eid":
-            return self.edata[EID]
-        if form == "all":
-            return self._src, self._dst, self.edata[EID]
-        raise ValueError(f"edges(form=...) must be 'uv', 'eid' or 'all', got {form!r}")
-
-    def num_edges(self):
-        return self._src.numel()
-
-    def num_nodes(self):
-        return self._num_nodes
-
-    number_of_edges = num_edges
-    number_of_nodes = num_nodes
-
-
-class TypedSampledGraph:
-    """The edges sampled around typed seeds, by relation, in per-type ids (DGL's
-    heterograph frontier): ``edges(etype=...)``, ``edata[EID]`` a dict keyed by
-    canonical edge type of per-relation edge ids, ``num_edges(etype)``."""
-
-    def __init__(self, g, per_relation):
-        self._g = g
-        self.canonical_etypes = g.canonical_etypes
-        self._edges = {c: (src, dst) for c, (src, dst, _) in zip(self.canonical_etypes,
-                                                                 per_relation)}
-        self.edata = {EID: {c: e for c, (_, _, e) in zip(self.canonical_etypes, per_relation)}}
-        self.ntypes = g.ntypes
-        self.etypes = g.etypes
-
-    def _canonical(self, etype):
-        if etype is None:
-            if len(self.canonical_etypes) != 1:
-                raise _C.TesseraError("this frontier has several edge types: give etype")
-            return self.canonical_etypes[0]
-        return self._g.to_canonical_etype(etype)
-
-    def edges(self, form="uv", etype=None):
-        c = self._canonical(etype)
-        src, dst = self._edges[c]
-        if form == "uv":
-            return src, dst
-        if form == "eid":
-            return self.edata[EID][c]
-        if form == "all":
-            return src, dst, self.edata[EID][c]
-        raise ValueError(f"edges(form=...) must be 'uv', 'eid' or 'all', got {form!r}")
-
-    def num_edges(self, etype=None):
-        if etype is None:
-            return sum(s.numel() for s, _ in self._edges.values())
-        return self._edges[self._canonical(etype)][0].numel()
-
-    def num_nodes(self, ntype=None):
-        return self._g.num_nodes(ntype)
-
-    number_of_edges = num_edges
-    number_of_nodes = num_nodes
-
-
-class EdgeSubgraph(SampledGraph):
-    """edge_subgraph's result: relabelled nodes; ``ndata[NID]`` their global ids."""
-
-    def __init__(self, src, dst, nodes, eids):
-        super().__init__(src, dst, eids, nodes.numel())
-        self.ndata = {NID: nodes}
+def _frontier(g, per_relation):
+    """The graph of sampled edges over every node of ``g`` (DGL's frontier):
+    per relation ``(src, dst, eids)`` in ``g``'s ids (per type on a
+    heterograph), ``edata[EID]`` the edge ids."""
+    rels = g.canonical_etypes
+    counts = {t: g.num_nodes(t) if len(g.ntypes) > 1 else g.num_nodes() for t in g.ntypes}
+    out = Graph(counts, rels, [_Relation(counts[c[0]], counts[c[2]], s, dst=d)
+                               for c, (s, d, _) in zip(rels, per_relation)])
+    for c, (_, _, e) in zip(rels, per_relation):
+        out._ef[c].data[EID] = e
+    return out
 
 
 class DistGraph:
@@ -427,10 +361,7 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
         raise TypeError("sample_neighbors: prob must be the name of an edge tensor")
     out = _C.sample_neighbors_typed(g._g, seeds, fanout, fanouts, edge_dir, prob or "",
                                     exclude, bool(replace), seed)
-    if isinstance(seeds, dict):
-        return TypedSampledGraph(g, out)
-    src, dst, eids = out
-    return SampledGraph(src, dst, eids, g.num_nodes())
+    return _frontier(g, out if isinstance(seeds, dict) else [out])
 
 
 def _fanout_arg(g, fanout, what):
@@ -452,14 +383,17 @@ def in_subgraph(g, nodes):
     seeds = _seed_ids(g, nodes, "in_subgraph")
     if isinstance(seeds, dict):
         return sample_neighbors(g, seeds, -1, seed=0)
-    src, dst, eids = _C.in_subgraph(g._g, seeds)
-    return SampledGraph(src, dst, eids, g.num_nodes())
+    return _frontier(g, [_C.in_subgraph(g._g, seeds)])
 
 
 def edge_subgraph(g, edges, relabel_nodes=True):
-    """The edges ``edges`` with their endpoints relabelled 0..n-1."""
+    """The edges ``edges`` with their endpoints relabelled 0..n-1:
+    ``ndata[NID]`` their ids in ``g``, ``edata[EID]`` the edges'."""
     src, dst, nodes, eids = _C.edge_subgraph(g._g, as_ids(edges, "edge_subgraph")[0])
-    return EdgeSubgraph(src, dst, nodes, eids)
+    out = Graph({"_N": nodes.numel()}, [("_N", "_E", "_N")],
+                [_Relation(nodes.numel(), nodes.numel(), src, dst=dst)])
+    out.ndata[NID], out.edata[EID] = nodes, eids
+    return out
 
 
 def find_edges(g, edge_ids):

@@ -16,9 +16,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tessera import _C, EID
-from tessera.ops import (Dropout, _csr, _linear, _to_edge_order, edge_softmax, mean_aggregate,
+from tessera.ops import (Dropout, _csr, _linear, _to_edge_order, mean_aggregate,
                          sum_aggregate)
-from tessera.distributed.loader import Block, _is_typed
+from tessera.nn import functional
+from tessera.nn.functional import edge_softmax
+from tessera.heterograph import Block, _is_typed
 
 
 def _check_block(graph, what):
@@ -555,16 +557,10 @@ def _type_rows(g, feat, in_feats, what):
 def _canonical(g, etype, what):
     """The canonical triple of relation ``etype`` (a name, a triple or
     "src:rel:dst") of a typed Block."""
-    rels = [tuple(c) for c in g.canonical_etypes]
-    key = tuple(etype.split(":")) if isinstance(etype, str) and ":" in etype else etype
-    if isinstance(key, (tuple, list)) and tuple(key) in rels:
-        return tuple(key)
-    hits = [c for c in rels if c[1] == key]
-    if len(hits) == 1:
-        return hits[0]
-    if hits:
-        raise _C.TesseraError(f"{what}: relation {etype!r} is ambiguous: {hits}")
-    raise _C.TesseraError(f"{what}: unknown relation {etype!r}; the block has {rels}")
+    try:
+        return g.to_canonical_etype(etype)
+    except _C.TesseraError as e:
+        raise _C.TesseraError(f"{what}: {e}") from None
 
 
 def _relation_norms(g, norm, what):
@@ -672,21 +668,21 @@ class RGCN(nn.Module):
 
 
 class RelationBlock(Block):
-    """One relation of a typed ``Block`` as a homogeneous bipartite block
-    (DGL's ``block[etype]``), what ``HeteroGraphConv`` gives each module:
-    ``num_src_nodes()`` / ``num_dst_nodes()`` of the relation's source /
-    destination type, ``srcdata[NID]`` / ``dstdata[NID]`` their per-type ids,
-    ``edata[EID]`` the relation's edge ids. ``edges()``, ``indices`` and
-    ``edge_dst`` keep the relation's edge order (that of per-edge arguments
-    such as ``edge_weight``); ``indptr`` with ``csr_indices`` is the CSR over
-    destinations, ``csr_perm`` the edge at each CSR position (None when the
-    relation's edges are already in destination order). Destinations are not a prefix of the sources here: pass
-    modules a ``(src, dst)`` feature pair."""
+    """One relation of a typed ``Block`` as a block of one relation
+    (``block[etype]``, sharing its frames), what ``HeteroGraphConv`` gives
+    each module: ``num_src_nodes()`` / ``num_dst_nodes()`` of the relation's
+    source / destination type, ``srcdata[NID]`` / ``dstdata[NID]`` their
+    per-type ids, ``edata[EID]`` the relation's edge ids. ``edges()``,
+    ``indices`` and ``edge_dst`` keep the relation's edge order (that of
+    per-edge arguments such as ``edge_weight``); ``indptr`` with
+    ``csr_indices`` is the CSR over destinations, ``csr_perm`` the edge at
+    each CSR position (None when the relation's edges are already in
+    destination order). Destinations are not a prefix of the sources here:
+    pass modules a ``(src, dst)`` feature pair."""
 
     def __init__(self, block, etype):
         c = _canonical(block, etype, "RelationBlock")
-        self._init([c[0]], [c[2]], [c], {c[0]: block._src[c[0]]}, {c[2]: block._dst[c[2]]},
-                   [block._rel[c]], False)
+        self.__dict__.update(block[c].__dict__)
         self.canonical_etype, self.srctype, self.dsttype = c, c[0], c[2]
 
     def __repr__(self):
@@ -774,4 +770,4 @@ class HeteroGraphConv(nn.Module):
 
 __all__ = ["SAGEConv", "GraphConv", "GATConv", "RelGraphConv", "TypedLinear", "RGCN",
            "HeteroGraphConv", "RelationBlock", "mean_aggregate", "sum_aggregate",
-           "edge_softmax", "norm_by_dst", "rel_norm", "block_etypes"]
+           "edge_softmax", "norm_by_dst", "rel_norm", "block_etypes", "functional"]

@@ -1,0 +1,481 @@
+"""DGL's ``dgl.function``: built-in message and reduce functions, and the
+message passing of tessera's graphs and blocks (``apply_edges``,
+``update_all``, ``multi_update_all``, ``apply_nodes``)::
+
+    import tessera.function as fn            # was: import dgl.function as fn
+    block.srcdata["h"] = h
+    block.update_all(fn.copy_u("h", "m"), fn.mean("m", "h_neigh"))
+    pair_graph.apply_edges(fn.u_dot_v("h", "h", "score"))
+
+Messages: ``copy_u`` / ``copy_e`` and ``{u,v,e}_{add,sub,mul,div,dot}_{u,v,e}``
+(``u``: the edge's source data, ``v``: its destination's, ``e``: its own);
+feature shapes broadcast as numpy's (``[N, H, D]`` with ``[E, H, 1]``).
+Reductions: ``sum``, ``mean``, ``max``, ``min`` (0 at nodes without
+in-edges, as DGL). A builtin message with a builtin reduction runs in
+tessera's CSR kernels without a per-edge intermediate where it can
+(``copy_u``; ``u_mul_e`` / ``e_mul_u`` with a scalar, per-head or
+element-wise edge weight; ``copy_e``), otherwise as one gather of per-edge
+messages and one segment reduction; both with autograd. User-defined
+functions work as in DGL: a message function gets ``edges`` (``.src``,
+``.dst``, ``.data``) and returns ``{name: [E, ...]}``; a reduce function
+gets ``nodes`` (``.mailbox[name]`` ``[N, degree, ...]``, nodes grouped by
+in-degree, and ``.data``) and returns ``{name: [N, ...]}``.
+"""
+import builtins
+from collections.abc import Mapping
+
+import torch
+
+from tessera import _C
+from tessera.heterograph import ALL
+
+_SIDES = {"u": "source", "v": "destination", "e": "edge"}
+
+
+class BuiltinFunction:
+    """A built-in message or reduce function (DGL's)."""
+
+
+class MessageFunction(BuiltinFunction):
+    """``out = lhs op rhs`` per edge (``op`` "copy" takes ``lhs`` alone)."""
+
+    def __init__(self, lhs, op, rhs, lhs_field, rhs_field, out):
+        self.lhs, self.op, self.rhs = lhs, op, rhs
+        self.lhs_field, self.rhs_field, self.out_field = lhs_field, rhs_field, out
+        self.name = f"copy_{lhs}" if op == "copy" else f"{lhs}_{op}_{rhs}"
+
+    def __repr__(self):
+        fields = [self.lhs_field] + ([] if self.op == "copy" else [self.rhs_field])
+        return f"fn.{self.name}({', '.join(map(repr, fields + [self.out_field]))})"
+
+
+class ReduceFunction(BuiltinFunction):
+    """``out[v] = op over v's in-edges of msg``."""
+
+    def __init__(self, op, msg, out):
+        self.name, self.msg_field, self.out_field = op, msg, out
+
+    def __repr__(self):
+        return f"fn.{self.name}({self.msg_field!r}, {self.out_field!r})"
+
+
+def copy_u(u, out):
+    """The source's ``u`` data as the message ``out``."""
+    return MessageFunction("u", "copy", None, u, None, out)
+
+
+def copy_e(e, out):
+    """The edge's ``e`` data as the message ``out``."""
+    return MessageFunction("e", "copy", None, e, None, out)
+
+
+copy_src = copy_u
+copy_edge = copy_e
+
+
+def _binary(lhs, op, rhs):
+    def make(lhs_field, rhs_field, out):
+        return MessageFunction(lhs, op, rhs, lhs_field, rhs_field, out)
+    make.__name__ = f"{lhs}_{op}_{rhs}"
+    make.__doc__ = (f"The message ``out`` = the {_SIDES[lhs]}'s ``lhs_field`` {op} the "
+                    f"{_SIDES[rhs]}'s ``rhs_field``.")
+    return make
+
+
+for _l in "uve":
+    for _r in "uve":
+        if _l != _r:
+            for _op in ("add", "sub", "mul", "div", "dot"):
+                globals()[f"{_l}_{_op}_{_r}"] = _binary(_l, _op, _r)
+del _l, _r, _op
+
+
+def _reducer(op):
+    def make(msg, out):
+        return ReduceFunction(op, msg, out)
+    make.__name__ = op
+    make.__doc__ = f"``out`` = the {op} of the messages ``msg`` over each node's in-edges."
+    return make
+
+
+sum = _reducer("sum")  # noqa: A001 (DGL's names)
+mean = _reducer("mean")
+max = _reducer("max")  # noqa: A001
+min = _reducer("min")  # noqa: A001
+
+
+# ---------------------------------------------------------------- batches for UDFs
+
+
+class _Rows(Mapping):
+    """A frame's tensors at ``index`` (gathered on first read)."""
+
+    def __init__(self, data, index):
+        self._data, self._index, self._cache = data, index, {}
+
+    def __getitem__(self, name):
+        if name not in self._cache:
+            t = self._data[name]
+            self._cache[name] = t if self._index is None else t.index_select(0, self._index)
+        return self._cache[name]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+
+class EdgeBatch:
+    """The edges a message or apply-edges UDF sees (DGL's ``EdgeBatch``):
+    ``src`` / ``dst`` / ``data`` the sources', destinations' and edges' data."""
+
+    def __init__(self, g, c, eids):
+        r = g._rel[c]
+        self._src_ids = r.src if eids is None else r.src.index_select(0, eids)
+        self._dst_ids = r.dst if eids is None else r.dst.index_select(0, eids)
+        self._eids = torch.arange(r.num_edges(), dtype=torch.int64) if eids is None else eids
+        self.src = _Rows(g._srcf[c[0]].data, self._src_ids)
+        self.dst = _Rows(g._dstf[c[2]].data, self._dst_ids)
+        self.data = _Rows(g._ef[c].data, eids)
+        self.canonical_etype = c
+
+    def edges(self):
+        return self._src_ids, self._dst_ids, self._eids
+
+    def batch_size(self):
+        return self._eids.numel()
+
+    def __len__(self):
+        return self.batch_size()
+
+
+class NodeBatch:
+    """The nodes a reduce or apply-nodes UDF sees (DGL's ``NodeBatch``):
+    ``data`` their data, ``mailbox`` their messages ``[N, degree, ...]``."""
+
+    def __init__(self, data, nodes, ntype, mailbox=None):
+        self.data, self._nodes, self.ntype, self.mailbox = data, nodes, ntype, mailbox
+
+    def nodes(self):
+        return self._nodes
+
+    def batch_size(self):
+        return self._nodes.numel()
+
+    def __len__(self):
+        return self.batch_size()
+
+
+# ---------------------------------------------------------------- builtins
+
+
+def _operand(g, c, side, field, fname, src_idx, dst_idx, eids):
+    """The per-edge values of operand ``side`` ('u', 'v' or 'e')."""
+    if side == "u":
+        frame, idx = g._srcf[c[0]], src_idx
+    elif side == "v":
+        frame, idx = g._dstf[c[2]], dst_idx
+    else:
+        frame, idx = g._ef[c], eids
+    if field not in frame.data:
+        raise _C.TesseraError(f"{fname}: {frame.what} has no data {field!r} (it has "
+                              f"{sorted(frame.data)})")
+    t = frame.data[field]
+    return t if idx is None else t.index_select(0, idx)
+
+
+def _align(a, b):
+    """``a`` and ``b`` ([E, *feature]) with their feature shapes broadcast
+    as numpy's: the shorter one gets 1s inserted after the edge dimension."""
+    if a.dim() < b.dim():
+        a = a.reshape(a.shape[0], *([1] * (b.dim() - a.dim())), *a.shape[1:])
+    elif b.dim() < a.dim():
+        b = b.reshape(b.shape[0], *([1] * (a.dim() - b.dim())), *b.shape[1:])
+    return a, b
+
+
+def _message(g, c, f, eids=None):
+    """Builtin message ``f`` on relation ``c`` (all edges, or ``eids``), edge order."""
+    r = g._rel[c]
+    src_idx = r.src if eids is None else r.src.index_select(0, eids)
+    dst_idx = r.dst if eids is None else r.dst.index_select(0, eids)
+    a = _operand(g, c, f.lhs, f.lhs_field, f.name, src_idx, dst_idx, eids)
+    if f.op == "copy":
+        return a
+    b = _operand(g, c, f.rhs, f.rhs_field, f.name, src_idx, dst_idx, eids)
+    a, b = _align(a, b)
+    try:
+        if f.op == "add":
+            return a + b
+        if f.op == "sub":
+            return a - b
+        if f.op == "mul":
+            return a * b
+        if f.op == "div":
+            return a / b
+        return (a * b).sum(-1, keepdim=True)
+    except RuntimeError as e:
+        raise _C.TesseraError(f"{f.name}: {f.lhs_field!r} {tuple(a.shape[1:])} and "
+                              f"{f.rhs_field!r} {tuple(b.shape[1:])} do not broadcast: {e}")
+
+
+def _segment(indptr, idx, values, op):
+    """``op`` ("sum", "mean", "max", "min") of ``values[idx[k]]`` over each
+    destination's CSR positions k (0 without any)."""
+    if not values.is_floating_point():
+        raise _C.TesseraError(f"reduce {op!r}: messages must be floating-point, got "
+                              f"{values.dtype}")
+    flat = values.reshape(values.shape[0], -1)
+    if op == "min":
+        out = -_C.aggregate(indptr, idx, -flat, "max", None)
+    else:
+        out = _C.aggregate(indptr, idx, flat, op, None)
+    return out.reshape(out.shape[0], *values.shape[1:])
+
+
+def _edge_weight(u_shape, e_shape):
+    """How an edge operand multiplies a source operand in the weighted
+    kernel: "scalar", "head" ([E, H] over u [N, H, F']), "elementwise"
+    (e of u's 1-D shape), or None (not expressible)."""
+    if len(e_shape) <= 1 and (not e_shape or e_shape[0] == 1):
+        return "scalar"
+    if len(u_shape) == 2 and e_shape in ((u_shape[0],), (u_shape[0], 1)):
+        return "head"
+    if len(u_shape) == 1 and e_shape == u_shape:
+        return "elementwise"
+    return None
+
+
+def _builtin_update(g, c, mf, rf):
+    """Builtin message ``mf`` and reduction ``rf`` on relation ``c``:
+    ``[num_dst, ...]`` of the destination type."""
+    r = g._rel[c]
+    indptr, perm = r.indptr, r.csr_perm
+    op = rf.name
+    if mf.op == "copy" and mf.lhs == "u":
+        h = _operand(g, c, "u", mf.lhs_field, mf.name, None, None, None)
+        return _segment(indptr, r.csr_indices, h, op)
+    if mf.op == "mul" and {mf.lhs, mf.rhs} == {"u", "e"}:
+        u_field, e_field = ((mf.lhs_field, mf.rhs_field) if mf.lhs == "u"
+                            else (mf.rhs_field, mf.lhs_field))
+        h = _operand(g, c, "u", u_field, mf.name, None, None, None)
+        w = _operand(g, c, "e", e_field, mf.name, None, None, None)
+        kind = _edge_weight(tuple(h.shape[1:]), tuple(w.shape[1:]))
+        if kind is not None and h.is_floating_point() and w.dtype == h.dtype:
+            w = w.reshape(w.shape[0], -1)
+            if perm is not None:
+                w = w.index_select(0, perm)
+            x = h.unsqueeze(-1) if kind == "elementwise" else h
+            if kind == "scalar":
+                w = w.reshape(-1)
+            sign = -1.0 if op == "min" else 1.0
+            out = _C.aggregate(indptr, r.csr_indices, x * sign if sign < 0 else x,
+                               "max" if op == "min" else op, w)
+            out = -out if sign < 0 else out
+            return out.reshape(out.shape[0], *h.shape[1:])
+    # General: the per-edge messages, reduced over the CSR positions.
+    m = _message(g, c, mf)
+    idx = perm if perm is not None else torch.arange(m.shape[0], dtype=torch.int64)
+    return _segment(indptr, idx, m, op)
+
+
+# ---------------------------------------------------------------- UDF reduce
+
+
+def _udf_reduce(g, c, msgs, rfunc):
+    """A reduce UDF over degree buckets: ``{name: [num_dst, ...]}`` (zeros
+    at destinations without in-edges, as DGL)."""
+    r = g._rel[c]
+    indptr, perm = r.indptr, r.csr_perm
+    deg = indptr[1:] - indptr[:-1]
+    dst_data = g._dstf[c[2]].data
+    parts, nodes_seen = {}, []
+    for d in torch.unique(deg).tolist():
+        if d == 0:
+            continue
+        nodes = torch.nonzero(deg == d).reshape(-1)
+        pos = (indptr.index_select(0, nodes).unsqueeze(1) + torch.arange(d)).reshape(-1)
+        eids = pos if perm is None else perm.index_select(0, pos)
+        mailbox = {k: m.index_select(0, eids).reshape(nodes.numel(), d, *m.shape[1:])
+                   for k, m in msgs.items()}
+        out = rfunc(NodeBatch(_Rows(dst_data, nodes), nodes, c[2], mailbox))
+        _check_udf_out(out, nodes.numel(), "reduce function")
+        for k, v in out.items():
+            parts.setdefault(k, []).append(v)
+        nodes_seen.append(nodes)
+    if not nodes_seen:
+        return {}
+    index = torch.cat(nodes_seen)
+    num_dst = r.num_dst
+    result = {}
+    for k, vs in parts.items():
+        if len(vs) != len(nodes_seen):
+            raise _C.TesseraError(f"reduce function: output {k!r} missing for some degrees")
+        v = torch.cat(vs)
+        result[k] = v.new_zeros((num_dst, *v.shape[1:])).index_copy(0, index, v)
+    return result
+
+
+def _check_udf_out(out, n, what):
+    if not isinstance(out, Mapping):
+        raise _C.TesseraError(f"{what}: must return a dict of tensors, got "
+                              f"{type(out).__name__}")
+    for k, v in out.items():
+        if not isinstance(v, torch.Tensor) or v.dim() < 1 or v.shape[0] != n:
+            shape = tuple(v.shape) if isinstance(v, torch.Tensor) else type(v).__name__
+            raise _C.TesseraError(f"{what}: output {k!r} is {shape}, expected {n} rows")
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def _relation_update(g, c, mfunc, rfunc):
+    """``{name: [num_dst, ...]}`` of one relation's message passing."""
+    if isinstance(mfunc, MessageFunction) and isinstance(rfunc, ReduceFunction):
+        if rfunc.msg_field != mfunc.out_field:
+            raise _C.TesseraError(f"{rfunc!r} reduces message {rfunc.msg_field!r}, but "
+                                  f"{mfunc!r} sends {mfunc.out_field!r}")
+        return {rfunc.out_field: _builtin_update(g, c, mfunc, rfunc)}
+    if isinstance(mfunc, MessageFunction):
+        msgs = {mfunc.out_field: _message(g, c, mfunc)}
+    elif callable(mfunc):
+        msgs = mfunc(EdgeBatch(g, c, None))
+        _check_udf_out(msgs, g._rel[c].num_edges(), "message function")
+    else:
+        raise _C.TesseraError(f"message_func must be a tessera.function builtin or a "
+                              f"callable, got {mfunc!r}")
+    if isinstance(rfunc, ReduceFunction):
+        if rfunc.msg_field not in msgs:
+            raise _C.TesseraError(f"{rfunc!r} reduces message {rfunc.msg_field!r}; the "
+                                  f"messages are {sorted(msgs)}")
+        r = g._rel[c]
+        m = msgs[rfunc.msg_field]
+        idx = r.csr_perm if r.csr_perm is not None else torch.arange(m.shape[0],
+                                                                     dtype=torch.int64)
+        return {rfunc.out_field: _segment(r.indptr, idx, m, rfunc.name)}
+    if callable(rfunc):
+        return _udf_reduce(g, c, msgs, rfunc)
+    raise _C.TesseraError(f"reduce_func must be a tessera.function builtin or a callable, "
+                          f"got {rfunc!r}")
+
+
+def _write(frame, out):
+    for k, v in out.items():
+        frame.data[k] = frame.check(k, v)
+
+
+def _apply_nodes(g, frame, ntype, func):
+    if func is None:
+        return
+    nodes = torch.arange(frame.num_rows, dtype=torch.int64)
+    out = func(NodeBatch(_Rows(frame.data, None), nodes, ntype))
+    _check_udf_out(out, frame.num_rows, "apply_node_func")
+    _write(frame, out)
+
+
+def update_all(g, message_func, reduce_func, apply_node_func=None, etype=None):
+    """Messages along every edge of relation ``etype``, reduced into its
+    destinations' data. On a graph of several relations with ``etype``
+    None: every relation, builtins only, results of a destination type
+    combined by the same reduction across relations (DGL)."""
+    if etype is None and len(g.canonical_etypes) > 1:
+        if not (isinstance(message_func, MessageFunction)
+                and isinstance(reduce_func, ReduceFunction)):
+            raise _C.TesseraError("update_all on a graph of several relations takes builtin "
+                                  "functions; use multi_update_all for user-defined ones")
+        if reduce_func.name == "mean":
+            raise _C.TesseraError("update_all on several relations cannot reduce by 'mean' "
+                                  "both within and across relations; use multi_update_all")
+        multi_update_all(g, {c: (message_func, reduce_func) for c in g.canonical_etypes},
+                         reduce_func.name, apply_node_func)
+        return
+    c = g.to_canonical_etype(etype)
+    frame = g._dstf[c[2]]
+    _write(frame, _relation_update(g, c, message_func, reduce_func))
+    _apply_nodes(g, frame, c[2], apply_node_func)
+
+
+_CROSS = {"sum": lambda xs: builtins.sum(xs[1:], xs[0]),
+          "mean": lambda xs: builtins.sum(xs[1:], xs[0]) / len(xs),
+          "max": lambda xs: torch.stack(xs).amax(0),
+          "min": lambda xs: torch.stack(xs).amin(0),
+          "stack": lambda xs: torch.stack(xs, 1)}
+
+
+def multi_update_all(g, etype_dict, cross_reducer, apply_node_func=None):
+    """Per relation ``etype_dict[etype] = (message_func, reduce_func[,
+    apply_node_func])``, then per destination type the relations' results
+    combined by ``cross_reducer`` ("sum", "mean", "max", "min", "stack" or
+    ``f(list of tensors)``), then ``apply_node_func`` (DGL)."""
+    if isinstance(cross_reducer, str):
+        if cross_reducer not in _CROSS:
+            raise _C.TesseraError(f"multi_update_all: cross_reducer must be one of "
+                                  f"{sorted(_CROSS)} or a callable, got {cross_reducer!r}")
+        cross = _CROSS[cross_reducer]
+    elif callable(cross_reducer):
+        cross = cross_reducer
+    else:
+        raise _C.TesseraError(f"multi_update_all: cross_reducer {cross_reducer!r}")
+    per_type = {}
+    order = {c: i for i, c in enumerate(g.canonical_etypes)}
+    for etype, funcs in etype_dict.items():
+        c = g.to_canonical_etype(etype)
+        if not isinstance(funcs, (tuple, list)) or len(funcs) not in (2, 3):
+            raise _C.TesseraError(f"multi_update_all: {etype!r} needs (message_func, "
+                                  f"reduce_func[, apply_node_func])")
+        out = _relation_update(g, c, funcs[0], funcs[1])
+        if len(funcs) == 3 and funcs[2] is not None:
+            batch = NodeBatch(_Rows(dict(g._dstf[c[2]].data, **out), None),
+                              torch.arange(g._dstf[c[2]].num_rows), c[2])
+            applied = funcs[2](batch)
+            _check_udf_out(applied, g._dstf[c[2]].num_rows, "apply_node_func")
+            out = dict(out, **applied)
+        per_type.setdefault(c[2], []).append((order[c], out))
+    for ntype, results in per_type.items():
+        results.sort(key=lambda x: x[0])
+        frame = g._dstf[ntype]
+        names = dict.fromkeys(k for _, out in results for k in out)
+        _write(frame, {k: cross([out[k] for _, out in results if k in out]) for k in names})
+        _apply_nodes(g, frame, ntype, apply_node_func)
+
+
+def apply_edges(g, func, edges=ALL, etype=None):
+    """``func`` (a builtin message or a UDF) on the edges of relation
+    ``etype`` (``edges``: all, or edge ids): the result is edge data. On a
+    graph of several relations with ``etype`` None, a builtin runs on every
+    relation."""
+    if etype is None and len(g.canonical_etypes) > 1:
+        if not isinstance(func, MessageFunction):
+            raise _C.TesseraError("apply_edges on a graph of several relations takes a builtin; "
+                                  "give etype for a user-defined function")
+        for c in g.canonical_etypes:
+            apply_edges(g, func, edges, c)
+        return
+    c = g.to_canonical_etype(etype)
+    frame, n = g._ef[c], g._rel[c].num_edges()
+    eids = None
+    if not (isinstance(edges, str) and edges == ALL):
+        from tessera._utils import as_ids
+        eids = as_ids(edges, "apply_edges edges")[0]
+        if eids.numel() and (int(eids.min()) < 0 or int(eids.max()) >= n):
+            raise _C.TesseraError(f"apply_edges: edge id out of range [0, {n}) of relation {c}")
+    if isinstance(func, MessageFunction):
+        out = {func.out_field: _message(g, c, func, eids)}
+    elif callable(func):
+        out = func(EdgeBatch(g, c, eids))
+        _check_udf_out(out, n if eids is None else eids.numel(), "apply_edges function")
+    else:
+        raise _C.TesseraError(f"apply_edges: func must be a builtin or a callable, got {func!r}")
+    if eids is not None:
+        out = {k: (frame.data[k] if k in frame.data else v.new_zeros((n, *v.shape[1:])))
+               .index_copy(0, eids, v) for k, v in out.items()}
+    _write(frame, out)
+
+
+def apply_nodes(g, func, v=ALL, ntype=None):
+    """``func(nodes)`` on every node of ``ntype``; its outputs become node data."""
+    if not (isinstance(v, str) and v == ALL):
+        raise _C.TesseraError("apply_nodes: only v=ALL is supported")
+    t = g._one_type(g.dsttypes, "node") if ntype is None else ntype
+    _apply_nodes(g, g._dstf[t], t, func)

@@ -1,0 +1,751 @@
+"""Graph objects with DGL's frames and message passing: ``Graph`` (DGL's
+``DGLGraph``: in-memory graphs, subgraphs and sampling frontiers, pair
+graphs), ``Block`` (a message-passing layer, DGL's ``DGLBlock``), and
+``to_block``, ``graph`` and ``heterograph``.
+
+Every graph is typed: node types, and relations ``(src type, name, dst
+type)`` whose edges are block-local (or graph-local) node indices. A graph
+with one node type and one relation is DGL's homogeneous graph (``_N``,
+``_E``). Data lives in frames, one per node type (a block has one per
+source type and one per destination type) and one per relation; the views
+``ndata`` / ``srcdata`` / ``dstdata`` / ``edata`` give a tensor when they
+span one type and ``{type: tensor}`` when they span several, as DGL's do.
+Message passing (``apply_edges``, ``update_all``, ``multi_update_all``) is
+in ``tessera.function``.
+"""
+import contextlib
+from collections.abc import Mapping, MutableMapping
+
+import torch
+
+from tessera import _C, EID, NID
+from tessera._utils import as_ids
+
+ALL = "__ALL__"
+
+
+class _Relation:
+    """One relation's edges, local node indices: in edge order ``src`` /
+    ``dst``; the CSR over destinations, ``indptr`` with the sources in CSR
+    order ``csr_indices`` and ``csr_perm`` the edge at each CSR position
+    (None when the edges are in destination order, as a loader's are).
+    Built from either form; the other is derived when first read."""
+
+    def __init__(self, num_src, num_dst, src, dst=None, indptr=None):
+        self.num_src, self.num_dst, self.src = num_src, num_dst, src
+        self._dst, self._indptr, self._perm = dst, indptr, None
+
+    @property
+    def dst(self):
+        if self._dst is None:
+            self._dst = torch.repeat_interleave(
+                torch.arange(self.num_dst, dtype=torch.int64), self.indptr[1:] - self.indptr[:-1])
+        return self._dst
+
+    @property
+    def indptr(self):
+        if self._indptr is None:
+            dst = self._dst
+            deg = torch.bincount(dst, minlength=self.num_dst)
+            self._indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
+            if dst.numel() > 1 and not bool((dst[1:] >= dst[:-1]).all()):
+                self._perm = torch.argsort(dst, stable=True)
+        return self._indptr
+
+    @property
+    def csr_perm(self):
+        self.indptr  # noqa: B018 (computes the permutation)
+        return self._perm
+
+    @property
+    def csr_indices(self):
+        perm = self.csr_perm
+        return self.src if perm is None else self.src.index_select(0, perm)
+
+    def num_edges(self):
+        return self.src.numel()
+
+
+class _Frame:
+    """One node type's or relation's tensors by name, each of ``num_rows`` rows."""
+
+    __slots__ = ("num_rows", "data", "what")
+
+    def __init__(self, num_rows, what, data=None):
+        self.num_rows, self.what, self.data = num_rows, what, dict(data or {})
+
+    def check(self, name, value):
+        if not isinstance(value, torch.Tensor):
+            raise _C.TesseraError(f"{self.what} data {name!r} must be a tensor, got "
+                                  f"{type(value).__name__}")
+        if value.dim() < 1 or value.shape[0] != self.num_rows:
+            raise _C.TesseraError(f"{self.what} data {name!r}: a tensor of shape "
+                                  f"{tuple(value.shape)} for {self.num_rows} rows")
+        return value
+
+    def subframe(self, rows, what):
+        """The rows ``rows`` of every tensor (DGL's subgraph frames)."""
+        return _Frame(rows.numel(), what, {k: v.index_select(0, rows)
+                                           for k, v in self.data.items()})
+
+
+class _DataView(MutableMapping):
+    """``ndata`` / ``srcdata`` / ``dstdata`` / ``edata``, and a type's
+    ``.data``: over one frame a tensor per name; over several ``{type:
+    tensor}`` of the types that have the name (DGL). ``resolve`` maps a key
+    of an assigned dict to a frame key (a relation name to its triple)."""
+
+    def __init__(self, frames, keys, resolve):
+        self._frames, self._keys, self._resolve = frames, list(keys), resolve
+
+    def _one(self):
+        return len(self._keys) == 1
+
+    def __getitem__(self, name):
+        if self._one():
+            frame = self._frames[self._keys[0]]
+            if name not in frame.data:
+                raise KeyError(f"{frame.what} has no data {name!r} (it has "
+                               f"{sorted(frame.data)})")
+            return frame.data[name]
+        out = {k: self._frames[k].data[name] for k in self._keys
+               if name in self._frames[k].data}
+        if not out:
+            raise KeyError(f"no type has data {name!r}")
+        return out
+
+    def __setitem__(self, name, value):
+        if self._one():
+            frame = self._frames[self._keys[0]]
+            frame.data[name] = frame.check(name, value)
+            return
+        if not isinstance(value, Mapping):
+            raise _C.TesseraError(f"data {name!r}: this graph has several types "
+                                  f"{self._keys}; assign {{type: tensor}}")
+        checked = {}
+        for k, v in value.items():
+            key = self._resolve(k)
+            if key not in self._keys:
+                raise _C.TesseraError(f"data {name!r}: unknown type {k!r}; here are "
+                                      f"{self._keys}")
+            checked[key] = self._frames[key].check(name, v)
+        for key, v in checked.items():
+            self._frames[key].data[name] = v
+
+    def __delitem__(self, name):
+        hit = [k for k in self._keys if name in self._frames[k].data]
+        if not hit:
+            raise KeyError(f"no data {name!r}")
+        for k in hit:
+            del self._frames[k].data[name]
+
+    def __contains__(self, name):
+        return any(name in self._frames[k].data for k in self._keys)
+
+    def __iter__(self):
+        return iter(dict.fromkeys(n for k in self._keys for n in self._frames[k].data))
+
+    def __len__(self):
+        return len(list(iter(self)))
+
+    def __repr__(self):
+        return repr({n: self[n] for n in self})
+
+
+class _TypeView:
+    """``g.nodes[ntype]`` / ``g.edges[etype]``: ``.data`` of one type."""
+
+    def __init__(self, data):
+        self.data = data
+
+
+class _NodeView:
+    """``g.nodes`` (``g.srcnodes``, ``g.dstnodes``): callable for the node
+    indices of a type, subscripted for a type's data."""
+
+    def __init__(self, graph, side):
+        self._graph, self._side = graph, side
+
+    def _frames(self):
+        g = self._graph
+        return g._dstf if self._side == "dst" else g._srcf
+
+    def __getitem__(self, ntype):
+        frames = self._frames()
+        if ntype is None:
+            ntype = self._graph._one_type(list(frames), "node")
+        if ntype not in frames:
+            raise KeyError(f"unknown node type {ntype!r}; the graph has {list(frames)}")
+        return _TypeView(_DataView(frames, [ntype], str))
+
+    def __call__(self, ntype=None):
+        frames = self._frames()
+        t = self._graph._one_type(list(frames), "node") if ntype is None else ntype
+        return torch.arange(frames[t].num_rows, dtype=torch.int64)
+
+
+class _EdgeView:
+    """``g.edges``: callable as DGL's ``g.edges(form, order, etype)``,
+    subscripted for a relation's data."""
+
+    def __init__(self, graph):
+        self._graph = graph
+
+    def __getitem__(self, etype):
+        c = self._graph.to_canonical_etype(etype)
+        return _TypeView(_DataView(self._graph._ef, [c], self._graph.to_canonical_etype))
+
+    def __call__(self, form="uv", order="eid", etype=None):
+        return self._graph.all_edges(form, order, etype)
+
+
+class Graph:
+    """DGL's ``DGLGraph``: node types with a frame each, relations with
+    their edges and a frame each. Built by :func:`graph`,
+    :func:`heterograph`, sampling (``sample_neighbors`` gives a frontier over
+    every node of a ``DistGraph``) and the loaders (pair graphs)."""
+
+    is_block = False
+    _what = "graph"
+
+    def __init__(self, num_nodes, canonical_etypes, relations):
+        """``num_nodes``: {ntype: count} (in type order); ``relations``: one
+        ``_Relation`` per canonical triple."""
+        self._srcf = {t: _Frame(int(n), f"node type {t!r}") for t, n in num_nodes.items()}
+        self._dstf = self._srcf
+        self._set_relations(canonical_etypes, relations)
+
+    # ------------------------------------------------------------ structure
+
+    def _set_relations(self, canonical_etypes, relations):
+        self.canonical_etypes = [tuple(c) for c in canonical_etypes]
+        self._rel = dict(zip(self.canonical_etypes, relations))
+        self._ef = {c: _Frame(r.num_edges(), f"relation {c}") for c, r in self._rel.items()}
+
+    @property
+    def ntypes(self):
+        return list(dict.fromkeys(list(self._srcf) + list(self._dstf)))
+
+    srctypes = property(lambda self: list(self._srcf))
+    dsttypes = property(lambda self: list(self._dstf))
+    etypes = property(lambda self: [c[1] for c in self.canonical_etypes])
+    idtype = property(lambda self: torch.int64)
+    device = property(lambda self: torch.device("cpu"))
+    is_homogeneous = property(lambda self: len(self.ntypes) == 1
+                              and len(self.canonical_etypes) == 1)
+
+    def _one_type(self, types, kind):
+        if len(types) != 1:
+            raise _C.TesseraError(f"this {self._what} has several {kind} types {types}: "
+                                  f"give the type")
+        return types[0]
+
+    def to_canonical_etype(self, etype):
+        """The triple of relation ``etype`` (a name, a triple or "src:rel:dst")."""
+        if etype is None:
+            return self._one_type(self.canonical_etypes, "edge")
+        key = tuple(etype.split(":")) if isinstance(etype, str) and ":" in etype else etype
+        if isinstance(key, (tuple, list)) and tuple(key) in self._rel:
+            return tuple(key)
+        hits = [c for c in self.canonical_etypes if c[1] == key]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            raise _C.TesseraError(f"relation {etype!r} is ambiguous: {hits}")
+        raise _C.TesseraError(f"unknown relation {etype!r}; the {self._what} has "
+                              f"{self.canonical_etypes}")
+
+    def get_ntype_id(self, ntype):
+        if ntype not in self.ntypes:
+            raise _C.TesseraError(f"unknown node type {ntype!r}; the {self._what} has "
+                                  f"{self.ntypes}")
+        return self.ntypes.index(ntype)
+
+    def get_etype_id(self, etype):
+        return self.canonical_etypes.index(self.to_canonical_etype(etype))
+
+    def _relation(self, etype):
+        return self._rel[self.to_canonical_etype(etype)]
+
+    def num_nodes(self, ntype=None):
+        if ntype is None:
+            return sum(f.num_rows for f in self._all_node_frames())
+        frames = self._node_frames_of(ntype)
+        return sum(f.num_rows for f in frames)
+
+    def _all_node_frames(self):
+        return list(self._srcf.values()) + (
+            [] if self._dstf is self._srcf else list(self._dstf.values()))
+
+    def _node_frames_of(self, ntype):
+        frames = [d[ntype] for d in ((self._srcf,) if self._dstf is self._srcf
+                                     else (self._srcf, self._dstf)) if ntype in d]
+        if not frames:
+            raise _C.TesseraError(f"unknown node type {ntype!r}; the {self._what} has "
+                                  f"{self.ntypes}")
+        return frames
+
+    def num_src_nodes(self, ntype=None):
+        t = self._one_type(self.srctypes, "source node") if ntype is None else ntype
+        if t not in self._srcf:
+            raise _C.TesseraError(f"unknown source node type {t!r}; the {self._what} has "
+                                  f"{self.srctypes}")
+        return self._srcf[t].num_rows
+
+    def num_dst_nodes(self, ntype=None):
+        t = self._one_type(self.dsttypes, "destination node") if ntype is None else ntype
+        if t not in self._dstf:
+            raise _C.TesseraError(f"unknown destination node type {t!r}; the {self._what} "
+                                  f"has {self.dsttypes}")
+        return self._dstf[t].num_rows
+
+    def num_edges(self, etype=None):
+        if etype is None:
+            return sum(r.num_edges() for r in self._rel.values())
+        return self._relation(etype).num_edges()
+
+    number_of_nodes = num_nodes
+    number_of_src_nodes = num_src_nodes
+    number_of_dst_nodes = num_dst_nodes
+    number_of_edges = num_edges
+
+    def all_edges(self, form="uv", order="eid", etype=None):
+        r = self._relation(etype)
+        src, dst, eid = r.src, r.dst, None
+        if order == "srcdst":
+            eid = torch.argsort(src * max(r.num_dst, 1) + dst, stable=True)
+            src, dst = src.index_select(0, eid), dst.index_select(0, eid)
+        elif order != "eid":
+            raise ValueError(f"edges(order=...) must be 'eid' or 'srcdst', got {order!r}")
+        if form in ("eid", "all") and eid is None:
+            eid = torch.arange(r.num_edges(), dtype=torch.int64)
+        if form == "uv":
+            return src, dst
+        if form == "eid":
+            return eid
+        if form == "all":
+            return src, dst, eid
+        raise ValueError(f"edges(form=...) must be 'uv', 'eid' or 'all', got {form!r}")
+
+    def find_edges(self, eid, etype=None):
+        r, (ids, _) = self._relation(etype), as_ids(eid, "find_edges")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= r.num_edges()):
+            raise _C.TesseraError(f"find_edges: edge id out of range [0, {r.num_edges()})")
+        return r.src.index_select(0, ids), r.dst.index_select(0, ids)
+
+    def in_edges(self, v, form="uv", etype=None):
+        r = self._relation(etype)
+        eid = torch.nonzero(torch.isin(r.dst, as_ids(v, "in_edges")[0])).reshape(-1)
+        return self._edges_of(r, eid, form)
+
+    def out_edges(self, u, form="uv", etype=None):
+        r = self._relation(etype)
+        eid = torch.nonzero(torch.isin(r.src, as_ids(u, "out_edges")[0])).reshape(-1)
+        return self._edges_of(r, eid, form)
+
+    @staticmethod
+    def _edges_of(r, eid, form):
+        src, dst = r.src.index_select(0, eid), r.dst.index_select(0, eid)
+        return {"uv": (src, dst), "eid": eid, "all": (src, dst, eid)}[form]
+
+    def in_degrees(self, v=ALL, etype=None):
+        r = self._relation(etype)
+        indptr = r.indptr
+        deg = indptr[1:] - indptr[:-1]
+        if isinstance(v, str) and v == ALL:
+            return deg
+        ids, scalar = as_ids(v, "in_degrees")
+        return int(deg[ids][0]) if scalar else deg[ids]
+
+    def out_degrees(self, u=ALL, etype=None):
+        r = self._relation(etype)
+        deg = torch.bincount(r.src, minlength=r.num_src)
+        if isinstance(u, str) and u == ALL:
+            return deg
+        ids, scalar = as_ids(u, "out_degrees")
+        return int(deg[ids][0]) if scalar else deg[ids]
+
+    # ------------------------------------------------------------ data
+
+    def _view(self, frames, types, what):
+        if not types:
+            raise _C.TesseraError(f"this {self._what} has no {what}")
+        return _DataView(frames, types, str)
+
+    @property
+    def ndata(self):
+        if self.is_block:
+            raise _C.TesseraError("a block has no ndata: use srcdata / dstdata")
+        return self._view(self._srcf, list(self._srcf), "node types")
+
+    srcdata = property(lambda self: self._view(self._srcf, list(self._srcf), "source types"))
+    dstdata = property(lambda self: self._view(self._dstf, list(self._dstf), "destination types"))
+    edata = property(lambda self: _DataView(self._ef, list(self._ef), self.to_canonical_etype))
+    nodes = property(lambda self: _NodeView(self, "src"))
+    srcnodes = property(lambda self: _NodeView(self, "src"))
+    dstnodes = property(lambda self: _NodeView(self, "dst"))
+    edges = property(lambda self: _EdgeView(self))
+
+    def _frames(self):
+        """Every frame dict (node frames once when they are shared)."""
+        return [self._srcf] + ([] if self._dstf is self._srcf else [self._dstf]) + [self._ef]
+
+    @contextlib.contextmanager
+    def local_scope(self):
+        """Data set inside the ``with`` block is gone after it (tensors
+        changed in place stay changed, as in DGL)."""
+        saved = [{k: dict(f.data) for k, f in frames.items()} for frames in self._frames()]
+        try:
+            yield
+        finally:
+            for frames, data in zip(self._frames(), saved):
+                for k, f in frames.items():
+                    f.data = data[k]
+
+    def local_var(self):
+        """A graph of the same structure whose frames are copies: data set
+        on it does not reach this graph."""
+        g = self.__class__.__new__(self.__class__)
+        g.__dict__.update(self.__dict__)
+        g._srcf = {k: _Frame(f.num_rows, f.what, f.data) for k, f in self._srcf.items()}
+        g._dstf = g._srcf if self._dstf is self._srcf else {
+            k: _Frame(f.num_rows, f.what, f.data) for k, f in self._dstf.items()}
+        g._ef = {k: _Frame(f.num_rows, f.what, f.data) for k, f in self._ef.items()}
+        return g
+
+    def to(self, device, **kwargs):
+        if torch.device(device).type != "cpu":
+            raise _C.TesseraError(f"{type(self).__name__}.to({device}): tessera's "
+                                  f"{self._what}s live on the CPU")
+        return self
+
+    def long(self):
+        return self
+
+    def int(self):
+        """DGL's int() makes ids int32; tessera's ids stay int64 (the same graph)."""
+        return self
+
+    cpu = long
+
+    def __getitem__(self, etype):
+        """The relation ``etype`` as a graph of its own types (DGL's
+        ``g[etype]``), sharing this graph's frames."""
+        c = self.to_canonical_etype(etype)
+        g = self.__class__.__new__(self.__class__)
+        g.__dict__.update(self.__dict__)
+        if self._dstf is self._srcf:
+            g._srcf = g._dstf = {t: self._srcf[t] for t in dict.fromkeys((c[0], c[2]))}
+        else:
+            g._srcf, g._dstf = {c[0]: self._srcf[c[0]]}, {c[2]: self._dstf[c[2]]}
+        g.canonical_etypes = [c]
+        g._rel, g._ef = {c: self._rel[c]}, {c: self._ef[c]}
+        return g
+
+    # ------------------------------------------------------------ message passing
+
+    def apply_edges(self, func, edges=ALL, etype=None):
+        from tessera import function
+        function.apply_edges(self, func, edges, etype)
+
+    def update_all(self, message_func, reduce_func, apply_node_func=None, etype=None):
+        from tessera import function
+        function.update_all(self, message_func, reduce_func, apply_node_func, etype)
+
+    def multi_update_all(self, etype_dict, cross_reducer, apply_node_func=None):
+        from tessera import function
+        function.multi_update_all(self, etype_dict, cross_reducer, apply_node_func)
+
+    def apply_nodes(self, func, v=ALL, ntype=None):
+        from tessera import function
+        function.apply_nodes(self, func, v, ntype)
+
+    def __repr__(self):
+        if self.is_homogeneous and not self.is_block:
+            return (f"Graph(num_nodes={self.num_nodes()}, num_edges={self.num_edges()}, "
+                    f"ndata_schemes={list(self.ndata)}, edata_schemes={list(self.edata)})")
+        return (f"{type(self).__name__}(num_nodes={ {t: self.num_nodes(t) for t in self.ntypes} }"
+                f", num_edges={ {c: self.num_edges(c) for c in self.canonical_etypes} }, "
+                f"metagraph={self.canonical_etypes})")
+
+
+class Block(Graph):
+    """One message-passing layer (DGL's block): per source type its nodes
+    (``srcdata[NID]``), per destination type its nodes (``dstdata[NID]``; in
+    a loader's blocks and ``to_block``'s the first sources of their type),
+    per relation its edges in block-local ids (``edges(etype=...)``) and ids
+    (``edata[EID]``), with the CSR over destinations. Source and destination
+    data are separate frames (``srcdata`` / ``dstdata``), as in DGL.
+
+    ``Block(src_nodes, indptr, indices, eids)`` builds a block of one type
+    and one relation from a CSR (a loader's blocks over global ids);
+    ``Block.typed(g, ...)`` a typed one. The blocks of a typed loader hold
+    per-type node ids and per-relation edge ids (as DGL; ``g.map_to_homo_eid``
+    gives global ones) and ``srcdata["_homo_nid"]`` the sources' global ids.
+    ``tessera.nn.RelationBlock(block, etype)`` (or ``block[etype]``) is one
+    relation of it."""
+
+    is_block = True
+    _what = "block"
+
+    def __init__(self, src_nodes, indptr, indices, eids, srcdata=None, dstdata=None):
+        num_dst = indptr.numel() - 1
+        self._build(["_N"], ["_N"], [("_N", "_E", "_N")], {"_N": src_nodes},
+                    {"_N": src_nodes[:num_dst]},
+                    [_Relation(src_nodes.numel(), num_dst, indices, indptr=indptr)], [eids])
+        self.srcdata.update(srcdata or {})
+        self.dstdata.update(dstdata or {})
+
+    def _build(self, srctypes, dsttypes, canonical_etypes, src, dst, relations, eids,
+               homo_src_nodes=None):
+        """Per type the node ids (``src`` / ``dst``), per relation its
+        ``_Relation`` and edge ids: the frames start with NID / EID."""
+        self._srcf = {t: _Frame(src[t].numel(), f"source node type {t!r}", {NID: src[t]})
+                      for t in srctypes}
+        self._dstf = {t: _Frame(dst[t].numel(), f"destination node type {t!r}", {NID: dst[t]})
+                      for t in dsttypes}
+        if homo_src_nodes is not None:
+            for t, ids in homo_src_nodes.items():
+                self._srcf[t].data["_homo_nid"] = ids
+        self._set_relations(canonical_etypes, relations)
+        for c, e in zip(self.canonical_etypes, eids):
+            if e is not None:
+                self._ef[c].data[EID] = e
+
+    @classmethod
+    def typed(cls, g, src_nodes, dst_nodes, homo_src_nodes, edges):
+        """A typed block of ``g``'s types and relations: per node type
+        (``g.ntypes`` order) its sources (destinations first), destinations
+        and the sources' global ids (or None); per relation
+        (``g.canonical_etypes`` order) ``(src, dst, eids)`` in block-local
+        ids, in any order (that is the block's edge order)."""
+        ntypes, rels = list(g.ntypes), [tuple(c) for c in g.canonical_etypes]
+        src, dst = dict(zip(ntypes, src_nodes)), dict(zip(ntypes, dst_nodes))
+        relations = [_Relation(src[c[0]].numel(), dst[c[2]].numel(), e[0], dst=e[1])
+                     for c, e in zip(rels, edges)]
+        b = cls.__new__(cls)
+        b._build(ntypes, ntypes, rels, src, dst, relations, [e[2] for e in edges],
+                 None if homo_src_nodes is None else dict(zip(ntypes, homo_src_nodes)))
+        return b
+
+    def num_nodes(self, ntype=None):
+        """DGL's block: sources plus destinations."""
+        if ntype is None:
+            return sum(f.num_rows for f in self._srcf.values()) + sum(
+                f.num_rows for f in self._dstf.values())
+        return super().num_nodes(ntype)
+
+    number_of_nodes = num_nodes
+
+    @property
+    def _src(self):
+        return {t: f.data[NID] for t, f in self._srcf.items()}
+
+    @property
+    def _dst(self):
+        return {t: f.data[NID] for t, f in self._dstf.items()}
+
+    # The block's only relation: its CSR and edges, what the layers read.
+    def _only(self):
+        return self._rel[self.to_canonical_etype(None)]
+
+    indptr = property(lambda self: self._only().indptr)
+    indices = property(lambda self: self._only().src)
+    edge_dst = property(lambda self: self._only().dst,
+                        doc="The block-local destination of each edge.")
+    csr_indices = property(lambda self: self._only().csr_indices)
+    csr_perm = property(lambda self: self._only().csr_perm)
+
+    def __repr__(self):
+        if len(self.srctypes) == 1 and len(self.canonical_etypes) == 1:
+            return (f"Block(num_src_nodes={self.num_src_nodes()}, "
+                    f"num_dst_nodes={self.num_dst_nodes()}, num_edges={self.num_edges()})")
+        return (f"Block(num_src_nodes={ {t: self.num_src_nodes(t) for t in self.srctypes} }, "
+                f"num_dst_nodes={ {t: self.num_dst_nodes(t) for t in self.dsttypes} }, "
+                f"num_edges={ {c: self.num_edges(c) for c in self.canonical_etypes} })")
+
+
+class PairGraph(Graph):
+    """The positive (or negative) pairs of an edge batch over the batch's
+    nodes (the last block's destinations): ``edges(etype=...)`` in local
+    ids, ``ndata[NID]`` the nodes' ids (per type on a typed batch),
+    ``edata[EID]`` the positive pairs' edge ids. DGL's pair graph, with its
+    frames and message passing (``apply_edges(fn.u_dot_v(...))``)."""
+
+    _what = "pair graph"
+
+    def __init__(self, src, dst, nodes, eids=None):
+        self._build({"_N": nodes}, [("_N", "_E", "_N")], [(src, dst, eids)])
+
+    def _build(self, nodes, canonical_etypes, pairs):
+        self._srcf = {t: _Frame(n.numel(), f"node type {t!r}", {NID: n}) for t, n in nodes.items()}
+        self._dstf = self._srcf
+        self._set_relations(canonical_etypes, [
+            _Relation(nodes[c[0]].numel(), nodes[c[2]].numel(), s, dst=d)
+            for c, (s, d, _) in zip(canonical_etypes, pairs)])
+        for c, (_, _, e) in zip(self.canonical_etypes, pairs):
+            if e is not None:
+                self._ef[c].data[EID] = e
+
+    @classmethod
+    def _native(cls, raw, typed, positive):
+        """The PairGraph of a C++ one (typed: with the batch's relations)."""
+        ntypes, rels = raw.ntypes, raw.canonical_etypes
+        if not typed:
+            ntypes, rels = ["_N"], [("_N", "_E", "_N")]
+        pairs = [(e.src, e.dst, e.eids if positive else None) for e in raw.edges]
+        g = cls.__new__(cls)
+        g._build(dict(zip(ntypes, raw.nodes)), rels, pairs)
+        return g
+
+
+def _is_typed(graph):
+    """Whether ``graph`` has several source types, destination types or
+    relations: features then come per type (``{ntype: tensor}``)."""
+    return isinstance(graph, Graph) and (len(graph._srcf) > 1 or len(graph._dstf) > 1
+                                         or len(graph.canonical_etypes) > 1)
+
+
+def graph(data, num_nodes=None, idtype=None, device=None, **kwargs):
+    """A graph of one node type and one relation from ``(u, v)`` (DGL's
+    ``dgl.graph``): node ids 0 .. num_nodes - 1 (default: the largest
+    endpoint + 1)."""
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise _C.TesseraError("tessera.graph: data is (u, v), two tensors of endpoints")
+    u, v = as_ids(data[0], "graph u")[0], as_ids(data[1], "graph v")[0]
+    return heterograph({("_N", "_E", "_N"): (u, v)},
+                       None if num_nodes is None else {"_N": int(num_nodes)})
+
+
+def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
+    """A typed graph from ``{(src type, relation, dst type): (u, v)}`` (DGL's
+    ``dgl.heterograph``); ``num_nodes_dict`` gives types' node counts
+    (default: the largest id used + 1)."""
+    if device is not None and torch.device(device).type != "cpu":
+        raise _C.TesseraError("tessera.heterograph: graphs live on the CPU")
+    rels, ends = [], []
+    for key, value in data_dict.items():
+        if not (isinstance(key, tuple) and len(key) == 3 and all(isinstance(x, str) for x in key)):
+            raise _C.TesseraError(f"heterograph: a relation is (src type, name, dst type), "
+                                  f"got {key!r}")
+        if not isinstance(value, (tuple, list)) or len(value) != 2:
+            raise _C.TesseraError(f"heterograph: relation {key} needs (u, v)")
+        u, v = as_ids(value[0], f"heterograph {key} u")[0], as_ids(value[1],
+                                                                  f"heterograph {key} v")[0]
+        if u.numel() != v.numel():
+            raise _C.TesseraError(f"heterograph: relation {key} has {u.numel()} sources and "
+                                  f"{v.numel()} destinations")
+        rels.append(key)
+        ends.append((u, v))
+    counts = {}
+    for (s, _, d), (u, v) in zip(rels, ends):
+        for t, ids in ((s, u), (d, v)):
+            if ids.numel() and int(ids.min()) < 0:
+                raise _C.TesseraError(f"heterograph: negative node id in type {t!r}")
+            counts[t] = max(counts.get(t, 0), int(ids.max()) + 1 if ids.numel() else 0)
+    for t, n in (num_nodes_dict or {}).items():
+        if t not in counts:
+            counts[t] = 0
+        if int(n) < counts[t]:
+            raise _C.TesseraError(f"heterograph: num_nodes of {t!r} is {n}, but id "
+                                  f"{counts[t] - 1} is used")
+        counts[t] = int(n)
+    ntypes = sorted(counts)
+    g = Graph({t: counts[t] for t in ntypes}, rels,
+              [_Relation(counts[s], counts[d], u, dst=v) for (s, _, d), (u, v) in zip(rels, ends)])
+    return g
+
+
+def _lookup(nodes, ids, what):
+    """The position of each of ``ids`` in ``nodes`` (distinct ids); an
+    error naming ``what`` for an id that is not there."""
+    sorted_nodes, order = torch.sort(nodes)
+    pos = torch.searchsorted(sorted_nodes, ids).clamp(max=max(nodes.numel() - 1, 0))
+    if nodes.numel() == 0:
+        hit = torch.zeros_like(ids, dtype=torch.bool)
+    else:
+        hit = sorted_nodes.index_select(0, pos) == ids
+    if not bool(hit.all()):
+        bad = int(ids[~hit][0])
+        raise _C.TesseraError(f"{what}: node {bad} is not among them")
+    return order.index_select(0, pos)
+
+
+def _type_dict(g, nodes, what):
+    """``nodes`` (a tensor on a one-type graph, else {ntype: ids}) per type."""
+    if nodes is None:
+        return None
+    if not isinstance(nodes, Mapping):
+        if len(g.ntypes) > 1:
+            raise _C.TesseraError(f"to_block: the graph has several node types {g.ntypes}; "
+                                  f"give {what} as {{ntype: ids}}")
+        nodes = {g.ntypes[0]: nodes}
+    out = {}
+    for t, ids in nodes.items():
+        if t not in g.ntypes:
+            raise _C.TesseraError(f"to_block: {what} names unknown node type {t!r}; the graph "
+                                  f"has {g.ntypes}")
+        ids = as_ids(ids, f"to_block {what}")[0]
+        if ids.numel() != torch.unique(ids).numel():
+            raise _C.TesseraError(f"to_block: {what} of type {t!r} repeat a node")
+        out[t] = ids
+    return out
+
+
+def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
+    """DGL's ``dgl.to_block``: the block whose destinations are
+    ``dst_nodes`` (a tensor, or ``{ntype: ids}``; default: every node with
+    an in-edge) and whose edges are all of ``g``'s (every edge must end at
+    one of them). Sources: the destinations first (``include_dst_in_src``),
+    then the other sources of each type in increasing id order (the
+    loaders' order), or exactly ``src_nodes`` when given. ``srcdata`` /
+    ``dstdata`` / ``edata`` hold ``g``'s data at those nodes and edges;
+    ``NID`` / ``EID`` are ``g``'s (a frontier's global ids) or, without
+    them, the node and edge indices in ``g``. Edges keep ``g``'s order."""
+    if not isinstance(g, Graph) or g.is_block:
+        raise _C.TesseraError(f"to_block: expected a graph (a frontier or subgraph), got "
+                              f"{type(g).__name__}")
+    ntypes = g.ntypes
+    dst = _type_dict(g, dst_nodes, "dst_nodes")
+    if dst is None:
+        dst = {t: torch.unique(torch.cat([g._rel[c].dst for c in g.canonical_etypes
+                                          if c[2] == t] or [torch.empty(0, dtype=torch.int64)]))
+               for t in ntypes}
+    dst = {t: dst.get(t, torch.empty(0, dtype=torch.int64)) for t in ntypes}
+    for t, ids in dst.items():
+        n = g.num_nodes(t)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n):
+            raise _C.TesseraError(f"to_block: dst_nodes of type {t!r} are outside the graph's "
+                                  f"{n} nodes")
+    given_src = _type_dict(g, src_nodes, "src_nodes")
+    src = {}
+    for t in ntypes:
+        if given_src is not None:
+            src[t] = given_src.get(t, torch.empty(0, dtype=torch.int64))
+            continue
+        used = torch.unique(torch.cat([g._rel[c].src for c in g.canonical_etypes if c[0] == t]
+                                      or [torch.empty(0, dtype=torch.int64)]))
+        if include_dst_in_src:
+            src[t] = torch.cat([dst[t], used[~torch.isin(used, dst[t])]])
+        else:
+            src[t] = used
+    relations, eids = [], []
+    for c in g.canonical_etypes:
+        r = g._rel[c]
+        u = _lookup(src[c[0]], r.src, f"to_block: the sources of type {c[0]!r} of relation {c}")
+        v = _lookup(dst[c[2]], r.dst, f"to_block: the destinations of relation {c} "
+                                      f"(dst_nodes of type {c[2]!r})")
+        relations.append(_Relation(src[c[0]].numel(), dst[c[2]].numel(), u, dst=v))
+        eids.append(None)
+    b = Block.__new__(Block)
+    b._build(ntypes, ntypes, g.canonical_etypes, src, dst, relations, eids)
+    for t in ntypes:
+        # g's node data at the block's nodes; NID chains to g's own.
+        frame = g._srcf[t]
+        for side, ids in ((b._srcf[t], src[t]), (b._dstf[t], dst[t])):
+            side.data.update(frame.subframe(ids, side.what).data)
+            side.data.setdefault(NID, ids)
+    for c in g.canonical_etypes:
+        b._ef[c].data.update(g._ef[c].data)
+        b._ef[c].data.setdefault(EID, torch.arange(g.num_edges(c), dtype=torch.int64))
+    return b

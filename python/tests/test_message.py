@@ -1,0 +1,402 @@
+"""DGL's graph objects and message passing (tessera.heterograph,
+tessera.function): every builtin message and reduction against a per-edge
+numpy reference on a hand-drawn typed block (gradients with gradcheck in
+float64), user-defined functions, frames and local_scope, to_block, and
+clear errors for bad input.
+
+The hand-drawn graph (per-type ids):
+
+    user 0..4, item 0..3
+    follows (user -> user):  0->1  2->1  3->1  4->2  1->2  (not in dst order)
+    buys    (user -> item):  0->0  1->0  4->1
+    (item 2, 3 and user 0 have no in-edges)
+
+to_block with destinations {user: [1, 2, 0], item: [0, 1, 3]} gives the
+block the tests compute on.
+"""
+import numpy as np
+import pytest
+import torch
+
+import tessera
+import tessera.function as fn
+import tessera.nn as tnn
+from tessera import EID, NID
+
+FOLLOWS = ("user", "follows", "user")
+BUYS = ("user", "buys", "item")
+EDGES = {FOLLOWS: ([0, 2, 3, 4, 1], [1, 1, 1, 2, 2]), BUYS: ([0, 1, 4], [0, 0, 1])}
+DST = {"user": [1, 2, 0], "item": [0, 1, 3]}
+NUM = {"user": 5, "item": 4}
+
+
+def hetero():
+    return tessera.heterograph({c: (torch.tensor(u), torch.tensor(v)) for c, (u, v) in
+                                EDGES.items()}, num_nodes_dict=NUM)
+
+
+def block():
+    return tessera.to_block(hetero(), {t: torch.tensor(v) for t, v in DST.items()})
+
+
+def test_to_block_structure_and_ids():
+    b = block()
+    assert b.is_block and b.srctypes == ["item", "user"] and b.dsttypes == ["item", "user"]
+    # Destinations first, then the other sources in increasing id order.
+    assert b.srcdata[NID]["user"].tolist() == [1, 2, 0, 3, 4]
+    assert b.dstdata[NID]["user"].tolist() == [1, 2, 0]
+    assert b.srcdata[NID]["item"].tolist() == [0, 1, 3]  # No item is a source.
+    assert b.num_src_nodes("user") == 5 and b.num_dst_nodes("item") == 3
+    for c in (FOLLOWS, BUYS):
+        u, v = b.edges(etype=c)
+        gu, gv = b.srcdata[NID][c[0]][u], b.dstdata[NID][c[2]][v]
+        assert (gu.tolist(), gv.tolist()) == EDGES[c]  # g's edge order kept
+        assert b.edata[EID][c].tolist() == list(range(len(EDGES[c][0])))
+    assert b.in_degrees(etype="follows").tolist() == [3, 2, 0]
+    assert b.out_degrees(etype="buys").tolist() == [1, 0, 1, 0, 1]  # users 1 2 0 3 4
+    assert b.number_of_edges("buys") == 3 and b.num_edges() == 8
+
+
+def test_to_block_homogeneous_default_dst_and_data():
+    g = tessera.graph((torch.tensor([3, 0, 2]), torch.tensor([1, 1, 3])), num_nodes=5)
+    g.ndata["x"] = torch.arange(5.0).unsqueeze(1)
+    g.edata["w"] = torch.tensor([1.0, 2.0, 3.0])
+    b = tessera.to_block(g)  # Destinations: nodes with in-edges.
+    assert b.dstdata[NID].tolist() == [1, 3]
+    assert b.srcdata[NID].tolist() == [1, 3, 0, 2]
+    assert b.srcdata["x"].reshape(-1).tolist() == [1.0, 3.0, 0.0, 2.0]
+    assert b.edata["w"].tolist() == [1.0, 2.0, 3.0]
+    nb = tessera.to_block(g, torch.tensor([1, 3]), include_dst_in_src=False)
+    assert nb.srcdata[NID].tolist() == [0, 2, 3]
+    sb = tessera.to_block(g, torch.tensor([1, 3]), src_nodes=torch.tensor([2, 0, 3]))
+    u, v = sb.edges()
+    assert sb.srcdata[NID][u].tolist() == [3, 0, 2] and sb.dstdata[NID][v].tolist() == [1, 1, 3]
+    # A subgraph's NID chains: the block's ids are the subgraph's ids.
+    g.ndata[NID] = torch.tensor([50, 51, 52, 53, 54])
+    assert tessera.to_block(g).srcdata[NID].tolist() == [51, 53, 50, 52]
+
+
+def test_to_block_errors_name_the_problem():
+    g = hetero()
+    with pytest.raises(tessera.TesseraError, match="node 2 is not among them"):
+        tessera.to_block(g, {"user": torch.tensor([1]), "item": torch.tensor([0, 1])})
+    with pytest.raises(tessera.TesseraError, match="several node types"):
+        tessera.to_block(g, torch.tensor([1]))
+    with pytest.raises(tessera.TesseraError, match="unknown node type 'paper'"):
+        tessera.to_block(g, {"paper": torch.tensor([0])})
+    with pytest.raises(tessera.TesseraError, match="outside the graph's 4 nodes"):
+        tessera.to_block(g, {"user": torch.tensor([1, 2, 0]), "item": torch.tensor([0, 1, 9])})
+    with pytest.raises(tessera.TesseraError, match="repeat"):
+        tessera.to_block(g, {"user": torch.tensor([1, 1, 2]), "item": torch.tensor([0, 1])})
+    with pytest.raises(tessera.TesseraError, match="expected a graph"):
+        tessera.to_block(block(), DST)
+
+
+# ---------------------------------------------------------------- reference
+
+
+def operand(b, c, side, data):
+    """Per edge (numpy) the values of side u / v / e on relation c."""
+    u, v = (x.numpy() for x in b.edges(etype=c))
+    if side == "u":
+        return data["src"][c[0]][u]
+    if side == "v":
+        return data["dst"][c[2]][v]
+    return data["edge"][c]
+
+
+def np_message(lhs, op, rhs, a, b_):
+    if op == "copy":
+        return a
+    while a.ndim < b_.ndim:
+        a = a.reshape(a.shape[0], *([1] * (b_.ndim - a.ndim)), *a.shape[1:])
+    while b_.ndim < a.ndim:
+        b_ = b_.reshape(b_.shape[0], *([1] * (a.ndim - b_.ndim)), *b_.shape[1:])
+    return {"add": a + b_, "sub": a - b_, "mul": a * b_, "div": a / b_,
+            "dot": (a * b_).sum(-1, keepdims=True)}[op]
+
+
+def np_reduce(msgs, dst, num_dst, op):
+    out = np.zeros((num_dst, *msgs.shape[1:]))
+    for d in range(num_dst):
+        rows = msgs[dst == d]
+        if len(rows):
+            out[d] = {"sum": rows.sum(0), "mean": rows.mean(0), "max": rows.max(0),
+                      "min": rows.min(0)}[op]
+    return out
+
+
+def fill(b, shapes, seed=0):
+    """Random float64 data: shapes = {"u": src shape, "v": dst shape, "e":
+    edge shape} (trailing dims), on every type and relation."""
+    g = torch.Generator().manual_seed(seed)
+    data = {"src": {}, "dst": {}, "edge": {}}
+    for t in b.srctypes:
+        data["src"][t] = torch.randn(b.num_src_nodes(t), *shapes["u"], generator=g,
+                                     dtype=torch.float64)
+        data["dst"][t] = torch.randn(b.num_dst_nodes(t), *shapes["v"], generator=g,
+                                     dtype=torch.float64)
+    for c in b.canonical_etypes:
+        data["edge"][c] = torch.rand(b.num_edges(c), *shapes["e"], generator=g,
+                                     dtype=torch.float64) + 0.5
+    b.srcdata["a"] = data["src"]
+    b.dstdata["a"] = data["dst"]
+    b.edata["a"] = data["edge"]
+    return {k: {t: x.numpy() for t, x in v.items()} for k, v in data.items()}
+
+
+MESSAGES = ([("u", "copy", None), ("e", "copy", None)] +
+            [(lhs, op, rhs) for lhs, rhs in (("u", "v"), ("u", "e"), ("e", "u"), ("v", "e"))
+             for op in ("add", "sub", "mul", "div", "dot")])
+SHAPES = [{"u": (3,), "v": (3,), "e": (3,)},          # element-wise
+          {"u": (2, 3), "v": (2, 3), "e": (2, 1)},    # per head
+          {"u": (3,), "v": (3,), "e": ()}]            # scalar per edge
+
+
+def builtin(lhs, op, rhs):
+    if op == "copy":
+        return getattr(fn, f"copy_{lhs}")("a", "m")
+    return getattr(fn, f"{lhs}_{op}_{rhs}")("a", "a", "m")
+
+
+@pytest.mark.parametrize("shape", range(len(SHAPES)))
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("msg", MESSAGES, ids=lambda m: "_".join(x for x in m if x))
+def test_update_all_builtins_against_numpy(msg, reduce, shape):
+    b = block()
+    data = fill(b, SHAPES[shape])
+    lhs, op, rhs = msg
+    for c in b.canonical_etypes:
+        b.update_all(builtin(lhs, op, rhs), getattr(fn, reduce)("m", "out"), etype=c)
+        a = operand(b, c, lhs, data)
+        m = np_message(lhs, op, rhs, a, None if rhs is None else operand(b, c, rhs, data))
+        want = np_reduce(m, b.edges(etype=c)[1].numpy(), b.num_dst_nodes(c[2]), reduce)
+        got = b.dstdata["out"][c[2]] if len(b.dsttypes) > 1 else b.dstdata["out"]
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12, err_msg=str(c))
+        del b.dstdata["out"]
+
+
+@pytest.mark.parametrize("msg", MESSAGES, ids=lambda m: "_".join(x for x in m if x))
+def test_apply_edges_builtins_against_numpy(msg):
+    b = block()
+    data = fill(b, SHAPES[1])
+    lhs, op, rhs = msg
+    b.apply_edges(builtin(lhs, op, rhs))  # Every relation.
+    for c in b.canonical_etypes:
+        a = operand(b, c, lhs, data)
+        want = np_message(lhs, op, rhs, a, None if rhs is None else operand(b, c, rhs, data))
+        np.testing.assert_allclose(b.edata["m"][c].numpy(), want, rtol=1e-12)
+
+
+def relation_fn(c, mfunc, rfunc, inputs, edge=None):
+    """The function of `inputs` that one relation's update_all computes."""
+    def f(*xs):
+        b = block()
+        b.srcdata["x"] = {c[0]: xs[0]}
+        if edge is not None:
+            b.edata["w"] = {c: xs[1]}
+        b.dstdata["y"] = {c[2]: torch.zeros(b.num_dst_nodes(c[2]), dtype=torch.float64)}
+        b.update_all(mfunc, rfunc, etype=c)
+        return b.dstdata["out"][c[2]]
+    return f
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("case", ["copy_u", "scalar", "head", "elementwise", "general",
+                                  "copy_e"])
+def test_gradients_gradcheck(case, reduce):
+    b = block()
+    c = FOLLOWS
+    n_src, n_e = b.num_src_nodes("user"), b.num_edges(c)
+    g = torch.Generator().manual_seed(3)
+    # Distinct values, so max / min have one winner and are differentiable.
+    x = (torch.randperm(n_src * 6, generator=g).double() / 7).reshape(n_src, 6)
+    inputs, edge, mfunc = [x], None, fn.copy_u("x", "m")
+    if case == "scalar":
+        edge, mfunc = torch.rand(n_e, 1, generator=g, dtype=torch.float64) + 0.5, fn.u_mul_e(
+            "x", "w", "m")
+    elif case == "head":
+        x = x.reshape(n_src, 2, 3)
+        edge, mfunc = torch.rand(n_e, 2, 1, generator=g, dtype=torch.float64) + 0.5, fn.e_mul_u(
+            "w", "x", "m")
+    elif case == "elementwise":
+        edge, mfunc = torch.rand(n_e, 6, generator=g, dtype=torch.float64) + 0.5, fn.u_mul_e(
+            "x", "w", "m")
+    elif case == "general":
+        edge, mfunc = torch.rand(n_e, 6, generator=g, dtype=torch.float64), fn.u_add_e(
+            "x", "w", "m")
+    elif case == "copy_e":
+        edge, mfunc = (torch.randperm(n_e * 6, generator=g).double() / 5).reshape(n_e, 6), \
+            fn.copy_e("w", "m")
+    inputs = [x.requires_grad_()] + ([] if edge is None else [edge.requires_grad_()])
+    f = relation_fn(c, mfunc, getattr(fn, reduce)("m", "out"), inputs, edge)
+    assert torch.autograd.gradcheck(f, inputs)
+
+
+def test_apply_edges_dot_and_edge_softmax_gradcheck():
+    g = torch.Generator().manual_seed(5)
+    h = torch.randn(5, 4, dtype=torch.float64, generator=g, requires_grad=True)
+
+    def score(h):
+        b = block()[FOLLOWS]
+        b.srcdata["h"] = h
+        b.dstdata["h"] = h[:3]
+        b.apply_edges(fn.u_dot_v("h", "h", "s"))
+        return tnn.edge_softmax(b, b.edata["s"])
+    assert torch.autograd.gradcheck(score, [h])
+    s = score(h).detach()
+    dst = block().edges(etype=FOLLOWS)[1]
+    for d in range(3):
+        assert torch.allclose(s[dst == d].sum(), torch.tensor(1.0, dtype=torch.float64)) or (
+            not bool((dst == d).any()))
+
+
+def test_edge_softmax_across_relations_and_by_source():
+    g = tessera.heterograph({("a", "r", "c"): (torch.tensor([0, 1]), torch.tensor([0, 0])),
+                             ("b", "s", "c"): (torch.tensor([0]), torch.tensor([0]))})
+    logits = {"r": torch.tensor([1.0, 2.0]), "s": torch.tensor([3.0])}
+    out = tnn.edge_softmax(g, logits)
+    want = torch.softmax(torch.tensor([1.0, 2.0, 3.0]), 0)
+    assert torch.allclose(torch.cat([out[("a", "r", "c")], out[("b", "s", "c")]]), want)
+    h = tessera.graph((torch.tensor([0, 0, 1]), torch.tensor([1, 2, 2])))
+    by_src = tnn.edge_softmax(h, torch.tensor([0.0, 1.0, 5.0]), norm_by="src")
+    assert torch.allclose(by_src[:2], torch.softmax(torch.tensor([0.0, 1.0]), 0))
+    assert by_src[2] == 1.0
+    with pytest.raises(tessera.TesseraError, match="logits"):
+        tnn.edge_softmax(h, torch.ones(2))
+
+
+def test_update_all_every_relation_and_multi_update_all():
+    b = block()
+    fill(b, {"u": (3,), "v": (3,), "e": ()})
+    # Typed update_all without etype: per relation, then summed per type.
+    b.update_all(fn.copy_u("a", "m"), fn.sum("m", "all"))
+    sums = {}
+    for c in b.canonical_etypes:
+        b.update_all(fn.copy_u("a", "m"), fn.sum("m", "one"), etype=c)
+        sums.setdefault(c[2], []).append(b.dstdata["one"][c[2]].clone())
+    for t, parts in sums.items():
+        assert torch.allclose(b.dstdata["all"][t], sum(parts))
+    with pytest.raises(tessera.TesseraError, match="mean"):
+        b.update_all(fn.copy_u("a", "m"), fn.mean("m", "x"))
+    with pytest.raises(tessera.TesseraError, match="builtin"):
+        b.update_all(lambda e: {"m": e.src["a"]}, fn.sum("m", "x"))
+    # Two relations into one type, stacked in relation order.
+    g = tessera.heterograph({("a", "r", "c"): (torch.tensor([0, 1]), torch.tensor([0, 0])),
+                             ("b", "s", "c"): (torch.tensor([0]), torch.tensor([1]))})
+    g.nodes["a"].data["h"] = torch.tensor([[1.0], [2.0]])
+    g.nodes["b"].data["h"] = torch.tensor([[5.0]])
+    g.multi_update_all({"r": (fn.copy_u("h", "m"), fn.sum("m", "h")),
+                        "s": (fn.copy_u("h", "m"), fn.max("m", "h"))}, "stack")
+    assert g.nodes["c"].data["h"].tolist() == [[[3.0], [0.0]], [[0.0], [5.0]]]
+    g.multi_update_all({"r": (fn.copy_u("h", "m"), fn.sum("m", "z")),
+                        "s": (fn.copy_u("h", "m"), fn.sum("m", "z"))}, "mean",
+                       apply_node_func=lambda nodes: {"z2": nodes.data["z"] * 2})
+    assert g.nodes["c"].data["z2"].tolist() == [[3.0], [5.0]]
+    g.multi_update_all({"r": (fn.copy_u("h", "m"), fn.sum("m", "q"))},
+                       lambda xs: xs[0] + 100)
+    assert g.nodes["c"].data["q"].tolist() == [[103.0], [100.0]]
+
+
+def test_user_defined_functions_equal_builtins():
+    b = block()[FOLLOWS]
+    b.srcdata["h"] = torch.randn(5, 4)
+    b.edata["w"] = torch.rand(5, 1)
+    b.update_all(fn.u_mul_e("h", "w", "m"), fn.max("m", "want"))
+    b.update_all(lambda edges: {"m": edges.src["h"] * edges.data["w"]},
+                 lambda nodes: {"got": nodes.mailbox["m"].max(1).values,
+                                "deg": torch.full((len(nodes),), float(nodes.mailbox["m"].shape[1]))},
+                 apply_node_func=lambda nodes: {"twice": nodes.data["got"] * 2})
+    assert torch.allclose(b.dstdata["got"], b.dstdata["want"])
+    assert b.dstdata["deg"].tolist() == [3.0, 2.0, 0.0]  # Zero without in-edges, as DGL.
+    assert torch.allclose(b.dstdata["twice"], 2 * b.dstdata["want"])
+    # Builtin message, UDF reduction; UDF apply_edges seeing src, dst, data.
+    b.update_all(fn.copy_u("h", "m"), lambda nodes: {"s": nodes.mailbox["m"].sum(1)})
+    b.update_all(fn.copy_u("h", "m"), fn.sum("m", "s2"))
+    assert torch.allclose(b.dstdata["s"], b.dstdata["s2"], atol=1e-6)
+    b.dstdata["h"] = torch.randn(3, 4)
+    b.apply_edges(lambda e: {"d": (e.src["h"] - e.dst["h"]) * e.data["w"]})
+    u, v = b.edges()
+    assert torch.allclose(b.edata["d"], (b.srcdata["h"][u] - b.dstdata["h"][v]) * b.edata["w"])
+    # A subset of edges: those rows change, the others stay.
+    before = b.edata["d"].clone()
+    b.apply_edges(fn.u_sub_v("h", "h", "d"), edges=torch.tensor([1, 3]))
+    assert torch.equal(b.edata["d"][[0, 2, 4]], before[[0, 2, 4]])
+    assert torch.allclose(b.edata["d"][[1, 3]], b.srcdata["h"][u[[1, 3]]] - b.dstdata["h"][v[[1, 3]]])
+
+
+def test_frames_views_and_local_scope():
+    b = block()
+    assert isinstance(b.srcdata[NID], dict)  # Several types: per type (DGL).
+    rb = b["follows"]
+    assert torch.equal(rb.srcdata[NID], b.srcdata[NID]["user"])  # One type: a tensor.
+    rb.srcdata["x"] = torch.ones(5, 2)  # Shared frames: visible in the block.
+    assert torch.equal(b.srcnodes["user"].data["x"], torch.ones(5, 2))
+    with pytest.raises(tessera.TesseraError, match="for 5 rows"):
+        rb.srcdata["x"] = torch.ones(4, 2)
+    with pytest.raises(tessera.TesseraError, match="several types"):
+        b.srcdata["y"] = torch.ones(5, 2)
+    with pytest.raises(tessera.TesseraError, match="unknown type 'paper'"):
+        b.srcdata["y"] = {"paper": torch.ones(1)}
+    with pytest.raises(tessera.TesseraError, match="unknown relation 'likes'"):
+        b.edges["likes"]
+    with pytest.raises(tessera.TesseraError, match="a block has no ndata"):
+        b.ndata
+    with b.local_scope():
+        b.srcdata["x"] = {"user": torch.zeros(5, 2)}
+        b.dstdata["new"] = {"item": torch.ones(3)}
+        with b.local_scope():
+            b.edata["e"] = {FOLLOWS: torch.ones(5)}
+        assert "e" not in b.edata
+        b.srcnodes["user"].data["x"].add_(1)  # In place: stays after the scope.
+    assert "new" not in b.dstdata and torch.equal(b.srcdata["x"]["user"], torch.ones(5, 2))
+    lv = b.local_var()
+    lv.srcdata["only_here"] = {"user": torch.ones(5)}
+    assert "only_here" not in b.srcdata
+    g = tessera.graph((torch.tensor([0, 1]), torch.tensor([1, 2])))
+    g.ndata["h"] = torch.ones(3, 1)
+    with g.local_scope():
+        g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+        assert g.ndata["h"].reshape(-1).tolist() == [0.0, 1.0, 1.0]
+    assert g.ndata["h"].reshape(-1).tolist() == [1.0, 1.0, 1.0]
+    assert g.nodes().tolist() == [0, 1, 2] and g.edges(form="eid").tolist() == [0, 1]
+    assert g.in_degrees(1) == 1 and g.to("cpu") is g and g.int() is g
+
+
+def test_bad_message_passing_input_is_a_clear_error():
+    b = block()
+    with pytest.raises(tessera.TesseraError, match="u_mul_e: source node type 'user' has no "
+                                                   "data 'h'"):
+        b.update_all(fn.u_mul_e("h", "w", "m"), fn.sum("m", "o"), etype="follows")
+    b.srcdata["h"] = {"user": torch.ones(5, 3)}
+    with pytest.raises(tessera.TesseraError, match=r"relation \('user', 'follows', 'user'\) has no data 'w'"):
+        b.apply_edges(fn.u_mul_e("h", "w", "m"), etype="follows")
+    with pytest.raises(tessera.TesseraError, match="reduces message 'x'"):
+        b.update_all(fn.copy_u("h", "m"), fn.sum("x", "o"), etype="follows")
+    with pytest.raises(tessera.TesseraError, match="unknown relation 'cites'"):
+        b.update_all(fn.copy_u("h", "m"), fn.sum("m", "o"), etype="cites")
+    with pytest.raises(tessera.TesseraError, match="expected 5 rows"):
+        b.apply_edges(lambda e: {"bad": torch.ones(2)}, etype="follows")
+    with pytest.raises(tessera.TesseraError, match="do not broadcast"):
+        b.edata["w"] = {FOLLOWS: torch.ones(5, 2)}
+        b.apply_edges(fn.u_add_e("h", "w", "m"), etype="follows")
+    with pytest.raises(tessera.TesseraError, match="floating-point"):
+        b.srcdata["i"] = {"user": torch.ones(5, 2, dtype=torch.int64)}
+        b.update_all(fn.copy_u("i", "m"), fn.sum("m", "o"), etype="follows")
+    with pytest.raises(tessera.TesseraError, match="cross_reducer"):
+        b.multi_update_all({"follows": (fn.copy_u("h", "m"), fn.sum("m", "o"))}, "median")
+    with pytest.raises(tessera.TesseraError, match=r"\(u, v\)"):
+        tessera.graph(torch.tensor([0, 1]))
+    with pytest.raises(tessera.TesseraError, match="num_nodes of 'a' is 1"):
+        tessera.heterograph({("a", "r", "a"): ([0, 3], [1, 2])}, num_nodes_dict={"a": 1})
+
+
+def test_copy_u_mean_is_the_layers_aggregation():
+    """update_all(copy_u, mean) on a loader-shaped block is mean_aggregate."""
+    indptr = torch.tensor([0, 2, 5, 5, 6])
+    indices = torch.tensor([4, 1, 0, 5, 2, 3])
+    b = tessera.distributed.Block(torch.arange(10, 16), indptr, indices, torch.arange(6))
+    h = torch.randn(6, 8)
+    b.srcdata["h"] = h
+    b.update_all(fn.copy_u("h", "m"), fn.mean("m", "h"))
+    assert torch.equal(b.dstdata["h"], tessera.ops.mean_aggregate(b, h))
