@@ -365,6 +365,18 @@ class Graph:
         ids, scalar = as_ids(u, "out_degrees")
         return int(deg[ids][0]) if scalar else deg[ids]
 
+    # The only relation's CSR and edges, what tessera.nn's layers read (on
+    # a block, a full graph or one relation of either).
+    def _only(self):
+        return self._rel[self.to_canonical_etype(None)]
+
+    indptr = property(lambda self: self._only().indptr)
+    indices = property(lambda self: self._only().src)
+    edge_dst = property(lambda self: self._only().dst,
+                        doc="The local destination of each edge.")
+    csr_indices = property(lambda self: self._only().csr_indices)
+    csr_perm = property(lambda self: self._only().csr_perm)
+
     # ------------------------------------------------------------ data
 
     def _view(self, frames, types, what):
@@ -544,17 +556,6 @@ class Block(Graph):
     @property
     def _dst(self):
         return {t: f.data[NID] for t, f in self._dstf.items()}
-
-    # The block's only relation: its CSR and edges, what the layers read.
-    def _only(self):
-        return self._rel[self.to_canonical_etype(None)]
-
-    indptr = property(lambda self: self._only().indptr)
-    indices = property(lambda self: self._only().src)
-    edge_dst = property(lambda self: self._only().dst,
-                        doc="The block-local destination of each edge.")
-    csr_indices = property(lambda self: self._only().csr_indices)
-    csr_perm = property(lambda self: self._only().csr_perm)
 
     def __repr__(self):
         if len(self.srctypes) == 1 and len(self.canonical_etypes) == 1:

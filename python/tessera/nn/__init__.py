@@ -667,6 +667,29 @@ class RGCN(nn.Module):
         return h
 
 
+class WeightBasis(nn.Module):
+    """Basis decomposition (DGL's WeightBasis): ``num_outputs`` weights of
+    ``shape``, each a learned combination ``w_comp`` of ``num_bases`` bases
+    ``weight`` (Xavier-uniform with ReLU gain, as DGL). ``forward()``
+    returns ``[num_outputs, *shape]``."""
+
+    def __init__(self, shape, num_bases, num_outputs):
+        super().__init__()
+        self.shape, self.num_bases, self.num_outputs = tuple(shape), int(num_bases), int(
+            num_outputs)
+        if self.num_bases < 1 or self.num_outputs < 1:
+            raise _C.TesseraError(f"WeightBasis: num_bases and num_outputs must be >= 1, got "
+                                  f"{num_bases}, {num_outputs}")
+        self.weight = nn.Parameter(torch.empty(self.num_bases, *self.shape))
+        nn.init.xavier_uniform_(self.weight, gain=nn.init.calculate_gain("relu"))
+        self.w_comp = nn.Parameter(torch.empty(self.num_outputs, self.num_bases))
+        nn.init.xavier_uniform_(self.w_comp, gain=nn.init.calculate_gain("relu"))
+
+    def forward(self):
+        weight = self.w_comp @ self.weight.view(self.num_bases, -1)
+        return weight.view(self.num_outputs, *self.shape)
+
+
 class RelationBlock(Block):
     """One relation of a typed ``Block`` as a block of one relation
     (``block[etype]``, sharing its frames), what ``HeteroGraphConv`` gives
@@ -769,5 +792,5 @@ class HeteroGraphConv(nn.Module):
 
 
 __all__ = ["SAGEConv", "GraphConv", "GATConv", "RelGraphConv", "TypedLinear", "RGCN",
-           "HeteroGraphConv", "RelationBlock", "mean_aggregate", "sum_aggregate",
+           "WeightBasis", "HeteroGraphConv", "RelationBlock", "mean_aggregate", "sum_aggregate",
            "edge_softmax", "norm_by_dst", "rel_norm", "block_etypes", "functional"]
