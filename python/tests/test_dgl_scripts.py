@@ -16,7 +16,7 @@ from conftest import PYTHON, SOURCE, launch, make_mag
 LOW_LEVEL = os.path.join(SOURCE, "examples", "python", "graphsage", "low_level_sampling.py")
 RGCN = os.path.join(SOURCE, "examples", "python", "rgcn", "rgcn_hetero.py")
 RGCN_FLAGS = ["--graph-name", "mag", "--n-epochs", "30", "--n-hidden", "64", "--use-self-loop",
-              "--dropout", "0.5", "--sparse-lr", "0.5", "--seed", "1"]
+              "--dropout", "0.5", "--sparse-lr", "0.5", "--n-bases", "2", "--seed", "1"]
 
 
 def results(out):

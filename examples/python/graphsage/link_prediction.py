@@ -1,7 +1,8 @@
 """Unsupervised GraphSAGE (link prediction) on tessera, after DGL's distributed
 GraphSAGE link-prediction example: edges are positives, uniform random
 destinations negatives, the score of a pair is the dot product of its
-nodes' embeddings. The batch's own edges are excluded from sampling.
+nodes' embeddings (``pair_graph.apply_edges(fn.u_dot_v(...))``, as DGL). The
+batch's own edges are excluded from sampling.
 
 Evaluation: AUC of the dot-product score of the graph's edges against
 random node pairs, computed from full-neighbour embeddings of every node
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 
 import tessera.dataloading as dataloading
 import tessera.distributed as dist
+import tessera.function as fn
 import tessera.nn as dglnn
 
 
@@ -61,8 +63,11 @@ class DistSAGE(nn.Module):
 
 
 def score(pair_graph, h):
-    src, dst = pair_graph.edges()
-    return (h[src] * h[dst]).sum(1)
+    """Each pair's dot product, as DGL's unsupervised GraphSAGE scores it."""
+    with pair_graph.local_scope():
+        pair_graph.ndata["h"] = h
+        pair_graph.apply_edges(fn.u_dot_v("h", "h", "score"))
+        return pair_graph.edata["score"].squeeze(1)
 
 
 def evaluate_auc(model, g, feats, batch_size, num_pairs, seed):
