@@ -400,3 +400,18 @@ def test_copy_u_mean_is_the_layers_aggregation():
     b.srcdata["h"] = h
     b.update_all(fn.copy_u("h", "m"), fn.mean("m", "h"))
     assert torch.equal(b.dstdata["h"], tessera.ops.mean_aggregate(b, h))
+
+
+def test_dgl_spellings():
+    """Names DGL scripts import, beside tessera's own."""
+    import tessera.nn.pytorch as dglnn
+    assert dglnn.SAGEConv is tnn.SAGEConv and dglnn.WeightBasis is tnn.WeightBasis
+    assert dglnn.functional.edge_softmax is tnn.edge_softmax
+    assert tessera.DGLGraph is tessera.Graph and isinstance(block(), tessera.DGLGraph)
+    assert tessera.dataloading.negative_sampler.Uniform(2).k == 2
+    assert tessera.distributed.SparseAdagrad is tessera.distributed.optim.SparseAdagrad
+    assert fn.copy_src is fn.copy_u and fn.copy_edge is fn.copy_e
+    assert repr(fn.u_dot_v("h", "h", "s")) == "fn.u_dot_v('h', 'h', 's')"
+    w = tnn.WeightBasis((3, 4), 2, 5)
+    assert w().shape == (5, 3, 4) and torch.allclose(
+        w(), (w.w_comp @ w.weight.view(2, -1)).view(5, 3, 4))

@@ -1,0 +1,7 @@
+"""``dgl.nn.pytorch``'s spelling (``import tessera.nn.pytorch as dglnn``):
+the layers of ``tessera.nn``."""
+from tessera.nn import (GATConv, GraphConv, HeteroGraphConv, RelationBlock, RelGraphConv, RGCN,
+                        SAGEConv, TypedLinear, WeightBasis, edge_softmax, functional)
+
+__all__ = ["GATConv", "GraphConv", "HeteroGraphConv", "RelationBlock", "RelGraphConv", "RGCN",
+           "SAGEConv", "TypedLinear", "WeightBasis", "edge_softmax", "functional"]
