@@ -2,11 +2,43 @@
 (the engine of ``tessera partition``)."""
 import json
 import os
+import shutil
+import tempfile
 
 import numpy as np
 import torch
 
 from tessera import _C, EID, NID
+from tessera.heterograph import Graph
+
+
+def _write_typed_folder(g, folder):
+    """``g`` (a typed tessera graph) as a typed npy folder
+    (docs/hetero-input.md), which the partitioner reads."""
+    for t in g.ntypes:
+        if "/" in t or ":" in t or t in (".", ".."):
+            raise _C.TesseraError(f"partition_graph: node type {t!r} is not a safe name")
+    meta = {"ntypes": {t: g.num_nodes(t) for t in g.ntypes},
+            "etypes": [":".join(c) for c in g.canonical_etypes]}
+    with open(os.path.join(folder, "meta.json"), "w") as f:
+        json.dump(meta, f)
+
+    def save(sub, name, value):
+        os.makedirs(sub, exist_ok=True)
+        np.save(os.path.join(sub, f"{name}.npy"), torch.as_tensor(value).numpy())
+
+    for t in g.ntypes:
+        for name, value in g.nodes[t].data.items():
+            if name != NID:
+                save(os.path.join(folder, "nodes", t), name, value)
+    for c in g.canonical_etypes:
+        sub = os.path.join(folder, "edges", "__".join(c))
+        src, dst = g.edges(etype=c)
+        save(sub, "src", src)
+        save(sub, "dst", dst)
+        for name, value in g.edges[c].data.items():
+            if name != EID:
+                save(sub, name, value)
 
 
 def _graph_arrays(g):
@@ -31,8 +63,9 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     (``<graph_name>.json`` + ``part<i>/``), like ``tessera partition``.
 
     ``g`` is a graph folder (npy, CSV or OGB layout, as ``tessera partition
-    --input`` reads), a DGLGraph-like object (``edges()``, ``num_nodes()``,
-    ``ndata``, ``edata``) or ``{"edges": (src, dst), "num_nodes": n,
+    --input`` reads), a graph of ``tessera.graph`` / ``tessera.heterograph``
+    with its ``ndata`` / ``nodes[ntype].data`` / ``edges[etype].data``, another
+    DGLGraph-like object (``edges()``, ``num_nodes()``, ``ndata``, ``edata``) or ``{"edges": (src, dst), "num_nodes": n,
     "ndata": {...}, "edata": {...}}``. ``balance_ntypes`` is the name of an
     integer node array, or that array itself (it must then be one of the
     graph's ndata). With ``return_mapping`` it returns ``(orig_nids,
@@ -51,6 +84,19 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
                 num_trainers_per_machine=int(num_trainers_per_machine), objtype=str(objtype),
                 seed=int(seed), coarsening=float(coarsening),
                 coarsen_min_arcs=int(coarsen_min_arcs))
+    if isinstance(g, Graph) and not g.is_homogeneous:
+        # A typed in-memory graph (tessera.heterograph): through a typed npy
+        # folder beside the output, removed after.
+        os.makedirs(out_path, exist_ok=True)
+        folder = tempfile.mkdtemp(prefix=".input-", dir=out_path)
+        try:
+            _write_typed_folder(g, folder)
+            return partition_graph(folder, graph_name, num_parts, out_path, num_hops,
+                                   part_method, balance_ntypes, balance_edges, return_mapping,
+                                   num_trainers_per_machine, objtype, graph_formats, seed,
+                                   coarsening, coarsen_min_arcs)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     if isinstance(g, (str, os.PathLike)):
         if balance_ntypes is not None and not isinstance(balance_ntypes, str):
             raise TypeError("partition_graph: with a graph folder, balance_ntypes is the name "

@@ -71,3 +71,56 @@ def test_dgl_style_rgcn_standalone_and_launched(mag, tmp_path):
     res2 = results(out)
     assert len(res2) == 4 and len({x["test_acc"] for x in res2}) == 1, out
     assert res2[0]["test_acc"] >= 0.70, out
+
+
+CHECK_PARTS = r'''
+import sys, torch, numpy as np
+import tessera.distributed as dist
+config, folder = sys.argv[1], sys.argv[2]
+want = torch.load(folder + "/want.pt")
+orig = torch.from_numpy(np.load(folder + "/p1/orig_nids.npy"))
+dist.initialize()
+g = dist.DistGraph("toy", part_config=config)
+assert sorted(g.ntypes) == ["item", "user"], g.ntypes
+offset = {"item": 0, "user": want["num"]["item"]}  # heterograph orders types by name
+for t in g.ntypes:
+    ids = torch.arange(g.num_nodes(t))
+    o = orig[g.map_to_homo_nid(ids, t)] - offset[t]
+    for name, value in want["nodes"][t].items():
+        assert torch.equal(g.nodes[t].data[name][ids], value[o]), (t, name)
+seeds = {"user": dist.node_split(g.nodes["user"].data["train_mask"], g.get_partition_book(),
+                                 ntype="user")}
+loader = dist.DistNodeDataLoader(g, seeds, dist.NeighborSampler([-1]), batch_size=8)
+n = sum(s["user"].numel() for _, s, _ in loader)
+assert n == int(want["nodes"]["user"]["train_mask"].sum()), n
+print("CHECK typed_in_memory ok", flush=True)
+'''
+
+
+def test_partition_graph_takes_an_in_memory_heterograph(tmp_path):
+    """DGL's partition_graph.py scripts build dgl.heterograph and set masks,
+    labels and features per type; tessera partitions that object."""
+    import torch
+    import tessera
+    gen = torch.Generator().manual_seed(0)
+    num = {"user": 60, "item": 40}
+    rels = {("user", "follows", "user"): (60, 60, 200), ("user", "buys", "item"): (60, 40, 150),
+            ("item", "bought-by", "user"): (40, 60, 150)}
+    g = tessera.heterograph({c: (torch.randint(0, ns, (e,), generator=gen),
+                                 torch.randint(0, nd, (e,), generator=gen))
+                             for c, (ns, nd, e) in rels.items()}, num_nodes_dict=num)
+    g.nodes["user"].data["feat"] = torch.randn(60, 4, generator=gen)
+    g.nodes["user"].data["train_mask"] = torch.rand(60, generator=gen) < 0.5
+    g.nodes["user"].data["label"] = torch.randint(0, 3, (60,), generator=gen)
+    g.nodes["item"].data["price"] = torch.rand(40, generator=gen)
+    g.edges["buys"].data["w"] = torch.rand(150, generator=gen)
+    torch.save({"num": num, "nodes": {t: {k: v for k, v in g.nodes[t].data.items()}
+                                      for t in g.ntypes}}, tmp_path / "want.pt")
+    for k in (1, 2):
+        tessera.partition_graph(g, "toy", k, str(tmp_path / f"p{k}"), return_mapping=True)
+    assert not [p for p in os.listdir(tmp_path / "p2") if p.startswith(".input-")]
+    script = tmp_path / "check.py"
+    script.write_text(CHECK_PARTS)
+    r = subprocess.run([PYTHON, str(script), str(tmp_path / "p1" / "toy.json"), str(tmp_path)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0 and "CHECK typed_in_memory ok" in r.stdout, r.stdout
