@@ -78,8 +78,12 @@ class Trainer {
         feat_dims_[t] = it->second.shape[0];
       }
     }
-    if (!features_.count(predict_)) {
-      throw dist::Error("node type '" + f.predict_ntype + "' has no array '" + f.feat + "'");
+    // A featureless predicted type learns an embedding like every other
+    // featureless type (the R-GCN paper's AIFB, MUTAG, BGS and AM have no
+    // features at all); only the features-only baseline needs them.
+    if (f.model == "mlp" && !features_.count(predict_)) {
+      throw dist::Error("--model mlp: node type '" + f.predict_ntype + "' has no array '" + f.feat +
+                        "' (the baseline reads the seeds' features only)");
     }
     labels_ = std::make_unique<dist::DistTensor>(g.nodes(f.predict_ntype).data(f.label));
     net_ = Net();

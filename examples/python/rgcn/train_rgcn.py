@@ -5,8 +5,9 @@ moved to hetero blocks, it samples homogeneous blocks over the typed graph
 and gives RelGraphConv each block edge's relation (``map_to_per_etype`` of
 its id, tessera.nn.block_etypes) and an edge norm; node types with a feature
 array enter through a linear projection, featureless types through a learned
-DistEmbedding per type trained with SparseAdagrad by default (DGL's
-DistEmbedLayer).
+DistEmbedding per type (the predicted type's too when it has no features)
+trained with SparseAdam, as DGL's DistEmbedLayer (SparseAdagrad with
+``--sparse-optimizer adagrad``).
 ``--model mlp`` trains a features-only baseline on the same seeds. The data
 flow and the extra flags are the C++ example's, examples/rgcn/train_rgcn.cpp;
 differences from DGL's flags are in docs/python.md.
@@ -183,8 +184,11 @@ def run(args, g, data):
 
     embed_layer = DistEmbedLayer(g, args.n_hidden, feat_name=args.feat,
                                  embeddings=args.model == "rgcn", seed=args.seed)
-    if args.predict_ntype not in embed_layer.node_projs:
-        raise SystemExit(f"node type {args.predict_ntype!r} has no array {args.feat!r}")
+    # A featureless predicted type learns an embedding like every other
+    # featureless type (as DGL's example); only the baseline needs features.
+    if args.model == "mlp" and args.predict_ntype not in embed_layer.node_projs:
+        raise SystemExit(f"--model mlp: node type {args.predict_ntype!r} has no array "
+                         f"{args.feat!r} (the baseline reads the seeds' features only)")
     if args.model == "rgcn":
         model = dglnn.RGCN(args.n_hidden, num_classes, len(g.canonical_etypes),
                            num_bases=args.n_bases, num_hidden_layers=len(fanouts) - 2,
@@ -196,7 +200,8 @@ def run(args, g, data):
     runner = Runner(args, g, model, embed_layer, labels)
     if th.distributed.is_initialized():
         runner.model = DistributedDataParallel(model)
-        runner.embed_layer = DistributedDataParallel(embed_layer)
+        if len(embed_layer.node_projs):  # DDP refuses a module without parameters.
+            runner.embed_layer = DistributedDataParallel(embed_layer)
     optimizer = th.optim.Adam(dense_params, lr=args.lr, weight_decay=args.l2norm)
     embeds = list(embed_layer.node_embeds.values())
     emb_optimizer = None
@@ -367,7 +372,10 @@ def parse_args(argv=None):
                         help="edge norm: 1/in-degree per relation (rel), over all relations "
                              "(dst, DGL's distributed example), or none")
     parser.add_argument("--sparse-optimizer", "--sparse_optimizer", dest="sparse_optimizer",
-                        choices=["adagrad", "adam"], default="adagrad")
+                        choices=["adagrad", "adam"], default="adam",
+                        help="DGL's example uses SparseAdam; at the default --sparse-lr it "
+                             "reached 2-5 points more test accuracy than SparseAdagrad on the "
+                             "generated mag graph and on an authors-papers graph (docs/python.md)")
     parser.add_argument("--num-workers", "--num_workers", dest="num_workers", type=int,
                         default=None, help="sampler threads (default: the launcher's)")
     parser.add_argument("--seed", type=int, default=42)
