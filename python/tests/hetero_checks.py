@@ -222,6 +222,27 @@ raises(lambda: dist.sample_neighbors(g, {"paper": seeds}, {"cites": 2}), tessera
 raises(lambda: dist.sample_neighbors(g, {"venue": seeds}, 2), tessera.TesseraError, "venue")
 ok("typed_sampling")
 
+# ---- DGL's to_block on a typed frontier equals the typed loader's block
+tb_seeds = {"paper": seeds[:40]}
+full_fanout = {c: -1 for c in g.canonical_etypes}
+tb = tessera.to_block(dist.sample_neighbors(g, tb_seeds, full_fanout), tb_seeds)
+one_layer = dist.DistNodeDataLoader(g, tb_seeds, dist.NeighborSampler([full_fanout]),
+                                    batch_size=40)
+(_, _, (lb,)), = list(one_layer)
+for t in g.ntypes:
+    assert torch.equal(tb.srcdata[tessera.NID][t], lb.srcdata[tessera.NID][t]), t
+    assert torch.equal(tb.dstdata[tessera.NID][t], lb.dstdata[tessera.NID][t]), t
+for c in g.canonical_etypes:
+    def triples(b):
+        u, v = b.edges(etype=c)
+        return sorted(zip(b.srcdata[tessera.NID][c[0]][u].tolist(),
+                          b.dstdata[tessera.NID][c[2]][v].tolist(),
+                          b.edata[tessera.EID][c].tolist()))
+    assert triples(tb) == triples(lb), c
+raises(lambda: tessera.to_block(dist.sample_neighbors(g, tb_seeds, full_fanout), seeds[:40]),
+       tessera.TesseraError, "several node types")
+ok("typed_to_block")
+
 # ---- the typed node loader: hetero blocks from dict seeds, per-relation fanouts
 train_papers = torch.nonzero(mask).flatten()
 sampler = dist.NeighborSampler([fanout, 3])

@@ -8,7 +8,7 @@ import pytest
 from conftest import HERE, PYTHON, launch, make_mag, python_cmd
 
 CHECKS = ["types_and_counts", "typed_data", "id_maps", "typed_tensor", "typed_embedding", "typed_split",
-          "typed_sampling", "typed_loader", "typed_link_loader", "errors"]
+          "typed_sampling", "typed_to_block", "typed_loader", "typed_link_loader", "errors"]
 
 
 @pytest.fixture(scope="module")
