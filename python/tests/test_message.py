@@ -415,3 +415,38 @@ def test_dgl_spellings():
     w = tnn.WeightBasis((3, 4), 2, 5)
     assert w().shape == (5, 3, 4) and torch.allclose(
         w(), (w.w_comp @ w.weight.view(2, -1)).view(5, 3, 4))
+
+
+@pytest.mark.parametrize("aggregator", ["pool", "lstm", "mean", "gcn"])
+def test_sageconv_aggregators_with_edge_weight_against_reference(aggregator):
+    torch.manual_seed(0)
+    b = block()[FOLLOWS]  # Edges not in destination order; u0 has none.
+    conv = tnn.SAGEConv(4, 3, aggregator)
+    h = torch.randn(5, 4)
+    w = torch.rand(5)
+    u, v = b.edges()
+    got = conv(b, h, edge_weight=w)
+    rows = []
+    for d in range(3):
+        es = [e for e in range(5) if int(v[e]) == d]  # edge order within a destination
+        msgs = [h[int(u[e])] * w[e] for e in es]
+        if aggregator == "pool":
+            msgs = [torch.relu(conv.fc_pool(h[int(u[e])])) * w[e] for e in es]
+            neigh = torch.stack(msgs).max(0).values if msgs else torch.zeros(4)
+        elif aggregator == "lstm":
+            if msgs:
+                _, (hn, _) = conv.lstm(torch.stack(msgs).unsqueeze(0))
+                neigh = hn.reshape(-1)
+            else:
+                neigh = torch.zeros(4)
+        elif aggregator == "mean":
+            neigh = torch.stack(msgs).mean(0) if msgs else torch.zeros(4)
+        else:
+            neigh = (sum(msgs, torch.zeros(4)) + h[d]) / (len(msgs) + 1)
+        if aggregator == "gcn":
+            rows.append(conv.fc_neigh(neigh) + conv.bias)
+        else:
+            rows.append(conv.fc_self(h[d]) + conv.fc_neigh(neigh))
+    assert torch.allclose(got, torch.stack(rows), atol=1e-5), (got, torch.stack(rows))
+    got.sum().backward()  # Gradients reach every parameter in use.
+    assert all(p.grad is not None for p in conv.parameters())

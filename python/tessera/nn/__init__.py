@@ -16,7 +16,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tessera import _C, EID
-from tessera.ops import (Dropout, _csr, _linear, _to_edge_order, mean_aggregate,
+from tessera import function as fn
+from tessera.ops import (Dropout, _csr, _linear, _to_edge_order, aggregate, mean_aggregate,
                          sum_aggregate)
 from tessera.nn import functional
 from tessera.nn.functional import edge_softmax
@@ -51,15 +52,18 @@ def _check_rows(graph, h_src, in_feats, what):
 
 
 class SAGEConv(nn.Module):
-    """GraphSAGE (DGL's SAGEConv; aggregator "mean" or "gcn"):
-    h_dst' = W_self h_dst + W_neigh mean(h_src) + b."""
+    """GraphSAGE (DGL's SAGEConv): h_dst' = W_self h_dst + W_neigh agg(h_src)
+    (+ b), agg by ``aggregator_type``: "mean"; "gcn" ((sum of neighbours +
+    self) / (in-degree + 1), no W_self); "pool" (max of ReLU(fc_pool
+    h_src)); "lstm" (an LSTM over each node's neighbours, as DGL, in
+    in-degree buckets). ``edge_weight`` ([E] or [E, 1]) scales each message."""
 
     def __init__(self, in_feats, out_feats, aggregator_type="mean", feat_drop=0.0, bias=True,
                  norm=None, activation=None):
         super().__init__()
-        if aggregator_type not in ("mean", "gcn"):
+        if aggregator_type not in ("mean", "gcn", "pool", "lstm"):
             raise _C.TesseraError(f"SAGEConv: aggregator_type \"{aggregator_type}\" is not "
-                                  "supported (mean, gcn)")
+                                  "supported (mean, gcn, pool, lstm)")
         if isinstance(in_feats, tuple):
             self._in_src_feats, self._in_dst_feats = in_feats
         else:
@@ -68,6 +72,10 @@ class SAGEConv(nn.Module):
         self._aggre_type = aggregator_type
         self.feat_drop = Dropout(feat_drop)
         self.norm, self.activation = norm, activation
+        if aggregator_type == "pool":
+            self.fc_pool = nn.Linear(self._in_src_feats, self._in_src_feats)
+        if aggregator_type == "lstm":
+            self.lstm = nn.LSTM(self._in_src_feats, self._in_src_feats, batch_first=True)
         self.fc_neigh = nn.Linear(self._in_src_feats, out_feats, bias=False)
         # DGL 1.1.3's parameters: "mean" keeps its bias in fc_self (with
         # nn.Linear's initialisation), "gcn" in `bias` (zeros).
@@ -80,26 +88,56 @@ class SAGEConv(nn.Module):
 
     def reset_parameters(self):
         gain = nn.init.calculate_gain("relu")
+        if self._aggre_type == "pool":
+            nn.init.xavier_uniform_(self.fc_pool.weight, gain=gain)
+        if self._aggre_type == "lstm":
+            self.lstm.reset_parameters()
         nn.init.xavier_uniform_(self.fc_neigh.weight, gain=gain)
         if self._aggre_type != "gcn":
             nn.init.xavier_uniform_(self.fc_self.weight, gain=gain)
 
-    def forward(self, graph, feat):
+    def _lstm_reducer(self, nodes):
+        m = nodes.mailbox["m"]  # [nodes, degree, in]
+        zeros = m.new_zeros((1, m.shape[0], self._in_src_feats))
+        _, (rst, _) = self.lstm(m, (zeros, zeros))
+        return {"neigh": rst.squeeze(0)}
+
+    def forward(self, graph, feat, edge_weight=None):
         _check_block(graph, "SAGEConv")
         h_src, h_dst = _split_feat(graph, feat, "SAGEConv")
         _check_rows(graph, h_src, self._in_src_feats, "SAGEConv")
         if self.feat_drop.p > 0:
             h_src, h_dst = self.feat_drop(h_src), self.feat_drop(h_dst)
+        if edge_weight is not None:
+            if edge_weight.numel() != graph.num_edges():
+                raise _C.TesseraError(f"SAGEConv: edge_weight {tuple(edge_weight.shape)} for "
+                                      f"{graph.num_edges()} edges")
+            edge_weight = edge_weight.reshape(-1)
         if self._aggre_type == "mean":
             if self._in_src_feats > self._out_feats:  # Aggregate the narrower side.
-                h_neigh = mean_aggregate(graph, _linear(h_src, self.fc_neigh))
+                h_neigh = aggregate(graph, _linear(h_src, self.fc_neigh), "mean", edge_weight)
             else:
-                h_neigh = _linear(mean_aggregate(graph, h_src), self.fc_neigh)
+                h_neigh = _linear(aggregate(graph, h_src, "mean", edge_weight), self.fc_neigh)
             rst = _linear(h_dst, self.fc_self) + h_neigh
-        else:  # gcn: (sum of neighbours + self) / (in-degree + 1)
+        elif self._aggre_type == "gcn":  # (sum of neighbours + self) / (in-degree + 1)
             deg = graph.in_degrees().to(h_src.dtype).unsqueeze(1)
-            h = (sum_aggregate(graph, h_src) + h_dst) / (deg + 1)
+            h = (sum_aggregate(graph, h_src, edge_weight) + h_dst) / (deg + 1)
             rst = self.fc_neigh(h)
+        else:
+            with graph.local_scope():
+                if self._aggre_type == "pool":
+                    graph.srcdata["h"] = F.relu(self.fc_pool(h_src))
+                    reduce = fn.max("m", "neigh")
+                else:
+                    graph.srcdata["h"] = h_src
+                    reduce = self._lstm_reducer
+                msg = fn.copy_u("h", "m")
+                if edge_weight is not None:
+                    graph.edata["_edge_weight"] = edge_weight
+                    msg = fn.u_mul_e("h", "_edge_weight", "m")
+                graph.update_all(msg, reduce)
+                h_neigh = self.fc_neigh(graph.dstdata["neigh"])
+            rst = self.fc_self(h_dst) + h_neigh
         if self.bias is not None:
             rst = rst + self.bias
         if self.activation is not None:
