@@ -107,7 +107,7 @@ def test_wrong_input_shapes():
     with pytest.raises(tessera.TesseraError, match="features"):
         tnn.SAGEConv(2, 3)(block(), torch.randn(5, 7))
     with pytest.raises(tessera.TesseraError, match="aggregator_type"):
-        tnn.SAGEConv(2, 3, "lstm")
+        tnn.SAGEConv(2, 3, "attention")
 
 
 def test_partition_graph_from_arrays_round_trip(tmp_path):
