@@ -111,7 +111,8 @@ def test_featureless_predicted_type_learns_from_its_authors(tmp_path):
 
     py = [PYTHON, EXAMPLE, "--n-epochs", "20", "--eval-every", "0", "--log-every", "0"] + common
     cpp = [os.path.join(BIN, "rgcn_train"), "--num-epochs", "20"] + common
-    # Measured (seed 1-3): Python 0.875-0.886, C++ 0.88; majority class 0.21.
+    # Measured (seeds 1-2): Python 0.90-0.91 (no self loop by default here), C++
+    # 0.88; majority class 0.21.
     for argv in (py, cpp):
         res = run(argv + ["--part-config", nofeat])
         assert res["test_acc"] >= 0.75, (argv[0], res["test_acc"])
