@@ -25,7 +25,7 @@ NID = "_ID"  # dgl.NID: the global id of each node of a block or subgraph
 EID = "_ID"  # dgl.EID: the global id of each edge
 
 from tessera.heterograph import (ALL, Block, Graph, graph, heterograph,  # noqa: E402,F401
-                                 to_block)
+                                 to_bidirected, to_block)
 from tessera.partition import partition_graph, load_partition  # noqa: E402,F401
 from tessera import distributed, dataloading, function  # noqa: E402,F401
 
@@ -33,5 +33,14 @@ DGLGraph = Graph  # DGL's class name, for isinstance checks and annotations.
 DGLBlock = Block
 
 __all__ = ["TesseraError", "NID", "EID", "ALL", "Graph", "DGLGraph", "Block", "DGLBlock",
-           "graph", "heterograph", "to_block", "partition_graph", "load_partition",
+           "graph", "heterograph", "to_block", "to_bidirected", "partition_graph", "load_partition",
            "distributed", "dataloading", "function"]
+
+
+def __getattr__(name):
+    """A clear error for DGL's names tessera does not have."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: DGL's "
+                         f"{__name__.replace('tessera', 'dgl', 1)}.{name} is not implemented "
+                         f"in tessera (docs/python.md lists what is)")

@@ -479,3 +479,12 @@ def apply_nodes(g, func, v=ALL, ntype=None):
         raise _C.TesseraError("apply_nodes: only v=ALL is supported")
     t = g._one_type(g.dsttypes, "node") if ntype is None else ntype
     _apply_nodes(g, g._dstf[t], t, func)
+
+
+def __getattr__(name):
+    """A clear error for DGL's names tessera does not have."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: DGL's "
+                         f"{__name__.replace('tessera', 'dgl', 1)}.{name} is not implemented "
+                         f"in tessera (docs/python.md lists what is)")

@@ -657,6 +657,29 @@ def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
     return g
 
 
+def to_bidirected(g, copy_ndata=False, readonly=None):
+    """DGL's ``dgl.to_bidirected``: every relation (whose source and
+    destination types are one) with each edge in both directions, as a
+    simple graph (no duplicate edges; edges ordered by source, then
+    destination). ``copy_ndata`` keeps the node data; edge data is dropped,
+    as in DGL."""
+    if not isinstance(g, Graph) or g.is_block:
+        raise _C.TesseraError(f"to_bidirected: expected a graph, got {type(g).__name__}")
+    rels = []
+    for c in g.canonical_etypes:
+        if c[0] != c[2]:
+            raise _C.TesseraError(f"to_bidirected: relation {c} joins two node types; every "
+                                  f"relation must stay within one type")
+        r, n = g._rel[c], g.num_nodes(c[0])
+        key = torch.unique(torch.cat([r.src * n + r.dst, r.dst * n + r.src]))
+        rels.append(_Relation(n, n, key // max(n, 1), dst=key % max(n, 1)))
+    out = Graph({t: f.num_rows for t, f in g._srcf.items()}, g.canonical_etypes, rels)
+    if copy_ndata:
+        for t, f in g._srcf.items():
+            out._srcf[t].data.update(f.data)
+    return out
+
+
 def _lookup(nodes, ids, what):
     """The position of each of ``ids`` in ``nodes`` (distinct ids); an
     error naming ``what`` for an id that is not there."""

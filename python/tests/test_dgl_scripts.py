@@ -124,3 +124,22 @@ def test_partition_graph_takes_an_in_memory_heterograph(tmp_path):
     r = subprocess.run([PYTHON, str(script), str(tmp_path / "p1" / "toy.json"), str(tmp_path)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     assert r.returncode == 0 and "CHECK typed_in_memory ok" in r.stdout, r.stdout
+
+
+LINK = os.path.join(SOURCE, "examples", "python", "graphsage", "link_prediction.py")
+
+
+def test_link_prediction_with_u_dot_v_standalone_and_launched(cora_parts, tmp_path):
+    """The pair graphs' scores are apply_edges(fn.u_dot_v(...)), as DGL's."""
+    flags = ["--graph_name", "cora", "--num_epochs", "3", "--log_every", "0", "--json"]
+    r = subprocess.run([PYTHON, LINK, "--part_config", cora_parts[1], *flags],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout
+    runs = results(r.stdout)
+    code, out, _ = launch(tmp_path, cora_parts[2],
+                          " ".join([PYTHON, LINK, "--part_config", cora_parts[2], *flags]))
+    assert code == 0, out
+    runs += results(out)
+    assert len(runs) == 5, (r.stdout, out)
+    for res in runs:
+        assert res["trained_auc"] >= max(0.85, res["untrained_auc"] + 0.15), runs

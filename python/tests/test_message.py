@@ -450,3 +450,46 @@ def test_sageconv_aggregators_with_edge_weight_against_reference(aggregator):
     assert torch.allclose(got, torch.stack(rows), atol=1e-5), (got, torch.stack(rows))
     got.sum().backward()  # Gradients reach every parameter in use.
     assert all(p.grad is not None for p in conv.parameters())
+
+
+def test_to_bidirected_and_clear_errors_for_what_tessera_lacks():
+    g = tessera.graph((torch.tensor([0, 1, 1, 2]), torch.tensor([1, 0, 2, 2])), num_nodes=4)
+    g.ndata["x"] = torch.arange(4.0)
+    g.edata["w"] = torch.ones(4)
+    bg = tessera.to_bidirected(g, copy_ndata=True)
+    u, v = bg.edges()
+    assert list(zip(u.tolist(), v.tolist())) == [(0, 1), (1, 0), (1, 2), (2, 1), (2, 2)]
+    assert torch.equal(bg.ndata["x"], g.ndata["x"]) and "w" not in bg.edata
+    with pytest.raises(tessera.TesseraError, match="joins two node types"):
+        tessera.to_bidirected(hetero())
+    assert tessera.distributed.partition_graph is tessera.partition_graph
+    with pytest.raises(AttributeError, match="DGL's dgl.distributed.DistGraphServer is not "
+                                             "implemented in tessera"):
+        tessera.distributed.DistGraphServer
+    with pytest.raises(AttributeError, match="dgl.nn.ChebConv"):
+        tnn.ChebConv
+    with pytest.raises(tessera.TesseraError, match="dataset downloaders"):
+        exec("from tessera.data import RedditDataset")  # DGL's partition_graph.py does this.
+
+
+def test_layers_on_a_to_block_block_equal_the_loader_form():
+    """to_block keeps g's edge order (not destination order); SAGEConv,
+    GraphConv and GATConv give what they give on the same block in CSR
+    order (a loader's form)."""
+    g = tessera.graph((torch.tensor([3, 0, 2, 4, 1, 0]), torch.tensor([1, 2, 1, 0, 2, 1])),
+                      num_nodes=5)
+    b = tessera.to_block(g, torch.tensor([0, 1, 2]))
+    u, v = b.edges()
+    order = torch.argsort(v, stable=True)
+    deg = torch.bincount(v, minlength=3)
+    csr = tessera.distributed.Block(b.srcdata[NID], torch.cat([torch.zeros(1, dtype=torch.int64),
+                                                                deg.cumsum(0)]),
+                                    u[order], b.edata[EID][order])
+    torch.manual_seed(0)
+    h = torch.randn(b.num_src_nodes(), 4)
+    for layer in (tnn.SAGEConv(4, 3, "mean"), tnn.GraphConv(4, 3, norm="both"),
+                  tnn.GATConv(4, 3, num_heads=2)):
+        assert torch.allclose(layer(b, h), layer(csr, h), atol=1e-6), type(layer).__name__
+    _, att = tnn.GATConv(4, 3, num_heads=2)(b, h, get_attention=True)
+    for d in range(3):  # Attention in b's edge order sums to 1 per destination.
+        assert torch.allclose(att[v == d].sum(0), torch.ones(2, 1))

@@ -23,6 +23,7 @@ from tessera.distributed import optim  # noqa: F401
 # dgl.distributed.SparseAdagrad([emb], lr=...).
 from tessera.distributed.optim import SparseAdagrad, SparseAdam  # noqa: F401
 from tessera.distributed import tensor as init  # noqa: F401  (init.uniform(a, b), ...)
+from tessera.partition import load_partition, partition_graph  # noqa: F401
 
 __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbedding",
            "GraphPartitionBook", "PartitionPolicy", "NodePartitionPolicy",
@@ -30,4 +31,14 @@ __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbeddin
            "sample_neighbors", "in_subgraph", "edge_subgraph", "find_edges", "Block",
            "PairGraph",
            "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
-           "optim", "SparseAdagrad", "SparseAdam", "init", "manual_seed", "TesseraError"]
+           "optim", "SparseAdagrad", "SparseAdam", "init", "manual_seed", "TesseraError",
+           "partition_graph", "load_partition"]
+
+
+def __getattr__(name):
+    """A clear error for DGL's names tessera does not have."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: DGL's "
+                         f"{__name__.replace('tessera', 'dgl', 1)}.{name} is not implemented "
+                         f"in tessera (docs/python.md lists what is)")

@@ -832,3 +832,12 @@ class HeteroGraphConv(nn.Module):
 __all__ = ["SAGEConv", "GraphConv", "GATConv", "RelGraphConv", "TypedLinear", "RGCN",
            "WeightBasis", "HeteroGraphConv", "RelationBlock", "mean_aggregate", "sum_aggregate",
            "edge_softmax", "norm_by_dst", "rel_norm", "block_etypes", "functional"]
+
+
+def __getattr__(name):
+    """A clear error for DGL's names tessera does not have."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: DGL's "
+                         f"{__name__.replace('tessera', 'dgl', 1)}.{name} is not implemented "
+                         f"in tessera (docs/python.md lists what is)")
