@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 #include "src/dist/dist_internal.h"
@@ -32,6 +33,49 @@ namespace {
 
 std::mutex g_mutex;
 std::shared_ptr<Context> g_context;  // The process's current context.
+std::once_flag g_exit_hook_once;
+
+// The exit path of a program that did not call exit_client(), e.g. after an
+// error: the process group, then the context (closing the connections and
+// joining the heartbeat thread). It runs before static destructors of
+// anything constructed earlier, spdlog's registry included (registered after
+// it, below), so its log lines and the heartbeat thread's never reach a
+// destroyed logger: before, a trainer that failed in a collective could
+// crash in exit (SIGSEGV) while a dead server's goodbye was logged.
+void ShutdownAtExit() {
+  internal::ReleaseProcessGroup();
+  std::shared_ptr<Context> ctx;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ctx = std::move(g_context);
+  }
+  try {
+    ctx.reset();   // ~Context closes quietly when it was the last reference.
+  } catch (...) {  // Nothing leaves the exit path.
+  }
+}
+
+// The heartbeat timeout: TESSERA_HEARTBEAT_TIMEOUT_S (seconds) when set,
+// else the option's.
+double HeartbeatTimeout(const launcher::GetEnvFn& getenv, const InitOptions& options) {
+  const char* text = getenv("TESSERA_HEARTBEAT_TIMEOUT_S");
+  if (text == nullptr || *text == '\0') return options.heartbeat_timeout_s;
+  double seconds = 0;
+  if (!absl::SimpleAtod(text, &seconds) || !(seconds > 0) || seconds > 86400) {
+    throw Error(
+        fmt::format("initialize: TESSERA_HEARTBEAT_TIMEOUT_S='{}' is not a number of "
+                    "seconds in (0, 86400]",
+                    text));
+  }
+  return seconds;
+}
+
+void InstallExitHook() {
+  std::call_once(g_exit_hook_once, [] {
+    spdlog::default_logger();  // Constructs spdlog's registry first.
+    std::atexit(ShutdownAtExit);
+  });
+}
 std::atomic<uint64_t> g_anonymous{0};
 
 rpc::Millis Ms(double seconds) { return rpc::Millis(static_cast<int64_t>(seconds * 1000)); }
@@ -238,6 +282,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   auto env = ValueOrThrow(launcher::ParseJobEnv(getenv), "initialize");
   if (options.retain_freed_memory) RetainFreedMemory();
   IgnoreSigpipe();
+  InstallExitHook();
   std::shared_ptr<Context> ctx(new Context());
   ctx->options_ = options;
   if (!env) {
@@ -281,7 +326,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
                                       .connect_timeout = Ms(options.connect_timeout_s),
                                       .barrier_timeout = Ms(options.barrier_timeout_s),
                                       .heartbeat_interval = Ms(options.heartbeat_interval_s),
-                                      .heartbeat_timeout = Ms(options.heartbeat_timeout_s)};
+                                      .heartbeat_timeout = Ms(HeartbeatTimeout(getenv, options))};
   std::unique_ptr<kvstore::KvClient> client =
       ValueOrThrow(kvstore::KvClient::Connect(kv_options), "initialize: connecting to the servers");
   spdlog::info(

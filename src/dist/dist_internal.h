@@ -2,8 +2,9 @@
 //
 // What the LibTorch translation units of tessera::dist share (dist.cc: the
 // runtime, DistGraph, DistTensor, splits; dist_sampling.cc: graph
-// operations, blocks and loaders): the current context, Status -> Error, and
-// id tensors <-> vectors. Not a public header.
+// operations, blocks and loaders; parallel.cc: the process group): the
+// current context, the exit path, Status -> Error, and id tensors <->
+// vectors. Not a public header.
 #ifndef TESSERA_SRC_DIST_DIST_INTERNAL_H_
 #define TESSERA_SRC_DIST_DIST_INTERNAL_H_
 
@@ -19,6 +20,12 @@ namespace tessera::dist::internal {
 
 // The process's context; Error if initialize() was not called.
 std::shared_ptr<Context> CurrentContext();
+
+// Ends the trainers' process group at exit (parallel.cc): destroys it after
+// a clean run; after a failed collective leaks it instead, since LibTorch
+// 1.13's ~ProcessGroupGloo drains work that may wait on a hung peer for the
+// whole collective timeout. Never throws.
+void ReleaseProcessGroup() noexcept;
 
 // Throws Error("<what>: <message>") for a failed status.
 void ThrowIfError(const Status& status, const std::string& what);

@@ -503,5 +503,39 @@ TEST(DistTest, ExitClientWarnsWhenServersDoNotAnswerGoodbye) {
   EXPECT_NO_THROW(exit_client());  // Idempotent.
 }
 
+// TESSERA_HEARTBEAT_TIMEOUT_S overrides the option; a bad value is an error
+// naming the variable, before any connection is tried.
+TEST(DistTest, HeartbeatTimeoutFromTheEnvironmentIsChecked) {
+  tessera::testing::TempDir dir;
+  std::string ip_config = dir / "ip_config.txt";
+  std::ofstream(ip_config) << "127.0.0.1 1\n";
+  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", "jtest"},
+                                            {"TESSERA_JOB_TOKEN", "t"},
+                                            {"TESSERA_JOB_ENCRYPTION", "off"},
+                                            {"TESSERA_IP_CONFIG", ip_config},
+                                            {"TESSERA_PART_CONFIG", dir / "none.json"},
+                                            {"TESSERA_NUM_SERVERS", "1"},
+                                            {"TESSERA_MACHINE_ID", "0"},
+                                            {"RANK", "0"},
+                                            {"WORLD_SIZE", "1"}};
+  InitOptions options{.getenv = [&](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  }};
+  for (const char* bad : {"soon", "0", "-3", "1e9"}) {
+    env["TESSERA_HEARTBEAT_TIMEOUT_S"] = bad;
+    try {
+      initialize("", options);
+      exit_client();
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("TESSERA_HEARTBEAT_TIMEOUT_S='") + bad +
+                                           "' is not a number of seconds"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::dist

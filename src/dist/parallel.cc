@@ -4,12 +4,14 @@
 // include/tessera/dist/parallel.h). The only translation unit that includes c10d.
 #include "tessera/dist/parallel.h"
 
+#include <atomic>
 #include <mutex>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
+#include "src/dist/dist_internal.h"
 #include "tessera/base/time.h"
 #include "tessera/dist.h"
 
@@ -19,6 +21,7 @@ namespace {
 std::mutex g_group_mutex;
 c10::intrusive_ptr<c10d::ProcessGroupGloo> g_group;  // Null standalone.
 bool g_group_made = false;
+std::atomic<bool> g_group_failed{false};  // A collective failed: do not drain at exit.
 
 std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -71,12 +74,32 @@ void Wait(const c10::intrusive_ptr<c10d::Work>& work, double timeout_s, const ch
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
+    g_group_failed.store(true);
     throw Error(fmt::format("{}: a trainer failed or did not arrive within {} s: {}", what,
                             timeout_s, e.what()));
   }
 }
 
 }  // namespace
+
+namespace internal {
+
+void ReleaseProcessGroup() noexcept {
+  std::lock_guard<std::mutex> lock(g_group_mutex);
+  if (!g_group) return;
+  if (g_group_failed.load()) {
+    // Its worker threads may still wait on a peer that is gone or hung:
+    // the process is ending, so they end with it instead of being joined.
+    static_cast<void>(g_group.release());
+    return;
+  }
+  try {
+    g_group.reset();
+  } catch (...) {  // Nothing leaves the exit path.
+  }
+}
+
+}  // namespace internal
 
 void all_reduce_sum(torch::Tensor& tensor) {
   auto group = Group();

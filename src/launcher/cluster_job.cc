@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "fmt/format.h"
@@ -46,6 +47,13 @@ struct Member {
   // Its last output line that looks like an error, and its last non-empty
   // line: the cause a failure message quotes.
   std::string last_error, last_line;
+  // When its first error line arrived (whether that line reports a peer's
+  // failure: a consequence) and when its exit was first seen: when it failed.
+  std::optional<Clock::time_point> first_error_at, exited_at;
+  bool first_error_is_consequence = false;
+  std::optional<Clock::time_point> FailedAt() const {
+    return first_error_at ? first_error_at : exited_at;
+  }
   std::string Label() const {
     return fmt::format("[{}/{}/{}]", machine, server ? "server" : "trainer", rank);
   }
@@ -75,14 +83,60 @@ bool LooksLikeError(std::string_view line) {
   return false;
 }
 
+// An error that reports a peer's failure rather than its own: a closed or
+// reset connection, a collective another trainer did not reach (tessera's
+// DDP, Gloo through PyTorch).
+bool LooksLikeConsequence(std::string_view line) {
+  std::string lower(line);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (std::string_view words : {"a trainer failed or did not arrive", "connection closed by peer",
+                                 "connection reset by peer", "broken pipe"}) {
+    if (lower.find(words) != std::string::npos) return true;
+  }
+  return false;
+}
+
 void Member::Remember(const std::string& line) {
   std::string_view text = StripWhitespace(line);
   if (text.empty()) return;
   constexpr size_t kMaxCause = 400;  // Enough for a message; no log-sized lines.
   std::string kept(text.substr(0, kMaxCause));
   if (text.size() > kMaxCause) kept += "...";
-  if (LooksLikeError(text)) last_error = kept;
+  if (LooksLikeError(text)) {
+    if (!first_error_at) {
+      first_error_at = Clock::now();
+      first_error_is_consequence = LooksLikeConsequence(text);
+    }
+    last_error = kept;
+  }
   last_line = std::move(kept);
+}
+
+// The process whose failure caused the others' among those that failed
+// (exit code != 0): the first to fail in time (its first error line, or
+// its exit without one), except that a failure reporting a peer's (a closed
+// connection, a collective a trainer did not reach) ranks after one that
+// does not, since that peer failed first. Not the loudest: a process that
+// crashed while failing because of another is not the cause.
+const Member* RootCause(const std::vector<std::unique_ptr<Member>>& members) {
+  const Member* root = nullptr;
+  auto key = [](const Member& m) {
+    return std::make_pair(m.first_error_at.has_value() && m.first_error_is_consequence,
+                          m.FailedAt().value_or(Clock::time_point::max()));
+  };
+  for (const auto& m : members) {
+    if (!m->process.finished() || m->process.exit_code() == 0) continue;
+    if (root == nullptr || key(*m) < key(*root)) root = m.get();
+  }
+  return root;
+}
+
+// Whether `m` has exited; notes when that was first seen.
+bool PollExit(Member& m) {
+  if (!m.process.Poll()) return false;
+  if (!m.exited_at) m.exited_at = Clock::now();
+  return true;
 }
 
 class ClusterJob {
@@ -401,29 +455,22 @@ StatusOr<int> ClusterJob::Run() {
     }
     bool trainers_running = false, servers_running = false, failed = false;
     for (auto& m : members_) {
-      if (!m->process.Poll()) {
+      if (!PollExit(*m)) {
         (m->server ? servers_running : trainers_running) = true;
         continue;
       }
       if (m->process.exit_code() != 0) failed = true;
     }
     if (failed) {
-      // One death makes its peers fail too (a closed Gloo connection, a
-      // dead server): let the exits of this moment arrive, then blame the
-      // process killed by a signal (exit code >= 128 through supervise)
-      // before those that merely exited with an error.
+      // One failure makes its peers fail too (a closed Gloo connection, a
+      // dead server): let the exits and errors of this moment arrive, then
+      // name the first (RootCause).
       Deadline settle = Deadline::InSeconds(1);
-      while (!settle.Expired()) Pump(50);
-      const Member* root = nullptr;
-      for (auto& m : members_) {
-        if (!m->process.Poll() || m->process.exit_code() == 0) continue;
-        int code = m->process.exit_code();
-        bool signalled = code < 0 || code >= 128;
-        if (root == nullptr ||
-            (signalled && !(root->process.exit_code() < 0 || root->process.exit_code() >= 128))) {
-          root = m.get();
-        }
+      while (!settle.Expired()) {
+        Pump(50);
+        for (auto& m : members_) PollExit(*m);
       }
+      const Member* root = RootCause(members_);
       Drain(*root, 1000);
       int code = root->process.exit_code();
       fail(fmt::format("{} {}{}", root->Describe(),

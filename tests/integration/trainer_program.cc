@@ -6,14 +6,52 @@
 //
 //   trainer_program <graph_name> <part_config>
 // Prints "ok <checksum>" and exits 0, or prints the error and exits 1.
+//
+//   trainer_program <graph_name> <part_config> fail-in-allreduce
+// The exit path after a failed collective: trainer 0 fails on purpose after
+// 2 s while the others wait for it in an all-reduce, which then fails
+// ("Connection closed by peer"); each prints its error and exits 1. The test
+// stops a server meanwhile, so the exit path talks to a silent server.
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <set>
+#include <thread>
 
 #include "tessera/dist.h"
 
-int main(int argc, char** argv) {
-  if (argc != 3) return 2;
+namespace {
+
+int FailInAllReduce(const char* graph_name, const char* part_config) {
   namespace dist = tessera::dist;
+  auto ctx = dist::initialize();
+  dist::DistGraph g(graph_name, part_config);
+  torch::Tensor x = g.ndata("feat")[torch::arange(std::min<int64_t>(g.num_nodes(), 64))];
+  torch::Tensor sum = x.sum(0);
+  dist::all_reduce_sum(sum);  // Every trainer is in the group.
+  std::printf("rank %d ready\n", ctx->rank());
+  std::fflush(stdout);
+  if (ctx->rank() == 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    throw dist::Error("trainer 0 fails on purpose");
+  }
+  dist::all_reduce_sum(sum);  // Trainer 0 never comes.
+  throw dist::Error("the all-reduce returned without trainer 0");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace dist = tessera::dist;
+  if (argc == 4 && std::strcmp(argv[3], "fail-in-allreduce") == 0) {
+    try {
+      return FailInAllReduce(argv[1], argv[2]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "trainer_program: error: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (argc != 3) return 2;
   try {
     auto ctx = dist::initialize();
     dist::DistGraph g(argv[1], argv[2]);

@@ -4,9 +4,12 @@
 // a one-part Cora partition and launched on a two-machine job: both runs
 // succeed and see the same graph (same feature and label sums).
 #include <array>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
@@ -95,6 +98,46 @@ TEST(TrainerTest, SameProgramStandaloneAndDistributed) {
   EXPECT_EQ(own_total, 140);
   EXPECT_EQ(batch_counts, (std::set<long>{(most + 7) / 8}));
   for (int code : result->server_exit_codes) EXPECT_EQ(code, 0);
+}
+
+// A trainer that fails in a collective exits with its error, not a signal,
+// even while a server it would say goodbye to is stopped: its exit path used
+// to log through spdlog's already destroyed logger (SIGSEGV). Repeated, since
+// what the exit path meets depends on timing.
+TEST(TrainerTest, FailedCollectiveExitsWithItsErrorWhileAServerIsStopped) {
+  testing::TempDir dir;
+  std::string two = kvstore::testing::PartitionCora(dir / "two", 2);
+  for (int run = 0; run < 3; ++run) {
+    launcher::LocalJobOptions o;
+    o.tessera_binary = testing::TesseraBinary();
+    o.part_config = two;
+    o.workdir = dir / ("job" + std::to_string(run));
+    o.clients_per_machine = 1;
+    o.client_argv = {TrainerBinary(), "cora", two, "fail-in-allreduce"};
+    o.client_log_dir = o.workdir;
+    auto job = launcher::LocalJob::Start(o);
+    ASSERT_TRUE(job.ok()) << job.status();
+    std::string log1 = o.workdir + "/client-1.log";
+    Deadline ready = Deadline::InSeconds(60);
+    while (testing::ReadAll(log1).find("rank 1 ready") == std::string::npos && !ready.Expired())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    (*job)->servers()[1].Signal(SIGSTOP);
+    // Trainer 1 must exit by itself: LocalJob stops the others once one
+    // failed, so wait for it directly.
+    auto& clients = (*job)->clients();
+    auto code0 = clients[0].Wait(Deadline::InSeconds(60));
+    auto code1 = clients[1].Wait(Deadline::InSeconds(60));
+    std::string out0 = testing::ReadAll(o.workdir + "/client-0.log");
+    std::string out1 = testing::ReadAll(log1);
+    ASSERT_TRUE(code0.ok() && code1.ok()) << out0 << out1;
+    EXPECT_EQ(*code0, 1) << out0;
+    EXPECT_EQ(*code1, 1) << "trainer 1 (negative: killed by that signal): " << out1;
+    EXPECT_NE(out1.find("all_reduce_sum: a trainer failed or did not arrive"), std::string::npos)
+        << out1;
+    (*job)->servers()[1].Signal(SIGKILL);
+    auto result = (*job)->Wait(Deadline::InSeconds(60));
+    ASSERT_TRUE(result.ok()) << result.status();
+  }
 }
 
 }  // namespace

@@ -1,0 +1,108 @@
+"""A launched job that loses a server ends with that cause, every time, and
+no trainer dies of a signal on the way out (issue 27, section 0).
+
+Two loopback machines, one trainer each (the C++ GraphSAGE example on
+Cora), server 1 stopped with SIGSTOP mid-training. Trainer 0 notices the
+silent server after 2 s (TESSERA_HEARTBEAT_TIMEOUT_S) and exits naming it;
+trainer 1 (60 s) fails because trainer 0 left: in the gradient allreduce
+("Connection closed by peer"), where it used to crash in its exit path
+(SIGSEGV, a log line reaching spdlog's destroyed logger), or stuck on a pull
+from the stopped server until the launcher stops it. The launcher must name
+the stopped server (trainer 0's error), never trainer 1's consequence.
+Repeated TESSERA_SIGSTOP_REPEATS times (default 20)."""
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+from conftest import BIN, free_port_pair, job_segments
+
+REPEATS = int(os.environ.get("TESSERA_SIGSTOP_REPEATS", "20"))
+
+
+def server_pids(job, server_id):
+    """Pids of `tessera server --server-id <id>` processes of `job`."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if (len(args) > 3 and args[1] == "server" and job in args and "--server-id" in args
+                and args[args.index("--server-id") + 1] == str(server_id)):
+            pids.append(int(pid))
+    return pids
+
+
+def run_once(parts, workspace):
+    ports = [free_port_pair() for _ in range(2)]
+    ip = workspace / "ip_config.txt"
+    ip.write_text("".join(f"127.0.0.1 {p}\n" for p in ports))
+    trainer = (f'if [ "$RANK" = 0 ]; then export TESSERA_HEARTBEAT_TIMEOUT_S=2; '
+               f'else export TESSERA_HEARTBEAT_TIMEOUT_S=60; fi; '
+               f'{BIN}/graphsage_train_dist --graph-name cora --part-config {parts} '
+               f'--num-epochs 100000 --batch-size 16 --eval-every 0; '
+               f's=$?; echo "TRAINER_EXIT $RANK $s"; exit $s')
+    p = subprocess.Popen([os.path.join(BIN, "tessera"), "launch", "--workspace", str(workspace),
+                          "--num-trainers", "1", "--part-config", parts, "--ip-config", str(ip),
+                          "--startup-timeout", "120", trainer],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)
+    reader.start()
+    job, stopped = None, []
+    try:
+        deadline = time.time() + 120
+        # Stop server 1 once both trainers train (their first epoch lines).
+        while time.time() < deadline and p.poll() is None:
+            out = "".join(lines)
+            m = re.search(r"launch: job (j[0-9a-f]+)", out)
+            job = m.group(1) if m else None
+            if job and len(set(re.findall(r"\[(\d)/trainer/\d\].*epoch", out))) == 2:
+                break
+            time.sleep(0.2)
+        assert job and p.poll() is None, "".join(lines)
+        time.sleep(0.5)
+        stopped = server_pids(job, 1)
+        assert stopped, "".join(lines)
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        code = p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for pid in stopped:  # Whatever the launcher left (nothing, it must).
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    reader.join(timeout=10)
+    out = "".join(lines)
+    left = subprocess.run(["pgrep", "-f", job], stdout=subprocess.PIPE, text=True).stdout
+    assert left.strip() == "", f"processes of {job} left behind: {left}\n{out}"
+    assert job_segments(job) == [], out
+    return code, out
+
+
+def test_stopped_server_is_named_every_time_and_no_trainer_crashes(cora_parts, tmp_path):
+    trainer1 = []  # How trainer 1 ended in each run.
+    for i in range(REPEATS):
+        workspace = tmp_path / f"run{i}"
+        workspace.mkdir()
+        code, out = run_once(cora_parts[2], workspace)
+        assert code != 0, out
+        final = [line for line in out.splitlines() if "launch: job" in line and "failed" in line]
+        assert final, out
+        # The cause: server 1, as trainer 0 named it.
+        assert re.search(r"trainer 0 .*server 1 .*has not answered heartbeats", final[-1]), out
+        for rank, status in re.findall(r"TRAINER_EXIT (\d) (\d+)", out):
+            assert int(status) < 128, f"run {i}: trainer {rank} died of signal " \
+                                      f"{int(status) - 128}:\n{out}"
+        status = re.findall(r"TRAINER_EXIT 1 (\d+)", out)
+        trainer1.append("allreduce error" if status and "gradient allreduce" in out else
+                        f"exit {status[0]}" if status else "stopped by the launcher")
+    print(f"{REPEATS} runs; trainer 1: {trainer1}")
