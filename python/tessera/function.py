@@ -236,12 +236,12 @@ def _segment(indptr, idx, values, op):
 
 def _edge_weight(u_shape, e_shape):
     """How an edge operand multiplies a source operand in the weighted
-    kernel: "scalar", "head" ([E, H] over u [N, H, F']), "elementwise"
+    kernel: "scalar", "head" ([E, H, 1] over u [N, H, F']), "elementwise"
     (e of u's 1-D shape), or None (not expressible)."""
     if len(e_shape) <= 1 and (not e_shape or e_shape[0] == 1):
         return "scalar"
-    if len(u_shape) == 2 and e_shape in ((u_shape[0],), (u_shape[0], 1)):
-        return "head"
+    if len(u_shape) == 2 and e_shape == (u_shape[0], 1):
+        return "head"  # (e of shape (H,) broadcasts against F, as numpy's: not a head.)
     if len(u_shape) == 1 and e_shape == u_shape:
         return "elementwise"
     return None
@@ -275,9 +275,7 @@ def _builtin_update(g, c, mf, rf):
             out = -out if sign < 0 else out
             return out.reshape(out.shape[0], *h.shape[1:])
     # General: the per-edge messages, reduced over the CSR positions.
-    m = _message(g, c, mf)
-    idx = perm if perm is not None else torch.arange(m.shape[0], dtype=torch.int64)
-    return _segment(indptr, idx, m, op)
+    return _segment(indptr, r.csr_positions, _message(g, c, mf), op)
 
 
 # ---------------------------------------------------------------- UDF reduce
@@ -350,10 +348,8 @@ def _relation_update(g, c, mfunc, rfunc):
             raise _C.TesseraError(f"{rfunc!r} reduces message {rfunc.msg_field!r}; the "
                                   f"messages are {sorted(msgs)}")
         r = g._rel[c]
-        m = msgs[rfunc.msg_field]
-        idx = r.csr_perm if r.csr_perm is not None else torch.arange(m.shape[0],
-                                                                     dtype=torch.int64)
-        return {rfunc.out_field: _segment(r.indptr, idx, m, rfunc.name)}
+        return {rfunc.out_field: _segment(r.indptr, r.csr_positions, msgs[rfunc.msg_field],
+                                          rfunc.name)}
     if callable(rfunc):
         return _udf_reduce(g, c, msgs, rfunc)
     raise _C.TesseraError(f"reduce_func must be a tessera.function builtin or a callable, "
@@ -431,13 +427,32 @@ def multi_update_all(g, etype_dict, cross_reducer, apply_node_func=None):
             applied = funcs[2](batch)
             _check_udf_out(applied, g._dstf[c[2]].num_rows, "apply_node_func")
             out = dict(out, **applied)
-        per_type.setdefault(c[2], []).append((order[c], out))
+        indptr = g._rel[c].indptr
+        per_type.setdefault(c[2], []).append((order[c], out, indptr[1:] > indptr[:-1]))
     for ntype, results in per_type.items():
         results.sort(key=lambda x: x[0])
         frame = g._dstf[ntype]
-        names = dict.fromkeys(k for _, out in results for k in out)
-        _write(frame, {k: cross([out[k] for _, out in results if k in out]) for k in names})
+        names = dict.fromkeys(k for _, out, _ in results for k in out)
+        combined = {}
+        for k in names:
+            parts = [(out[k], reached) for _, out, reached in results if k in out]
+            if cross_reducer in ("max", "min"):
+                combined[k] = _cross_extreme(parts, cross_reducer)
+            else:
+                combined[k] = cross([v for v, _ in parts])
+        _write(frame, combined)
         _apply_nodes(g, frame, ntype, apply_node_func)
+
+
+def _cross_extreme(parts, op):
+    """max / min over relations of each node's results, counting only the
+    relations that reach it (DGL: a relation without in-edges at a node
+    gives it no value); 0 where none does."""
+    fill = float("-inf") if op == "max" else float("inf")
+    stacked = torch.stack([v.masked_fill(~reached.view(-1, *([1] * (v.dim() - 1))), fill)
+                           for v, reached in parts])
+    out = stacked.amax(0) if op == "max" else stacked.amin(0)
+    return out.masked_fill(torch.isinf(out) & (out == fill), 0.0)
 
 
 def apply_edges(g, func, edges=ALL, etype=None):

@@ -33,7 +33,7 @@ class _Relation:
 
     def __init__(self, num_src, num_dst, src, dst=None, indptr=None):
         self.num_src, self.num_dst, self.src = num_src, num_dst, src
-        self._dst, self._indptr, self._perm = dst, indptr, None
+        self._dst, self._indptr, self._perm, self._csr_src = dst, indptr, None, None
 
     @property
     def dst(self):
@@ -59,8 +59,19 @@ class _Relation:
 
     @property
     def csr_indices(self):
-        perm = self.csr_perm
-        return self.src if perm is None else self.src.index_select(0, perm)
+        if self._csr_src is None:
+            perm = self.csr_perm
+            self._csr_src = self.src if perm is None else self.src.index_select(0, perm)
+        return self._csr_src
+
+    @property
+    def csr_positions(self):
+        """The edge at each CSR position: ``csr_perm``, or 0..E-1 (made once)."""
+        if self.csr_perm is not None:
+            return self._perm
+        if getattr(self, "_arange", None) is None:
+            self._arange = torch.arange(self.num_edges(), dtype=torch.int64)
+        return self._arange
 
     def num_edges(self):
         return self.src.numel()
@@ -446,9 +457,9 @@ class Graph:
         c = self.to_canonical_etype(etype)
         g = self.__class__.__new__(self.__class__)
         g.__dict__.update(self.__dict__)
-        if self._dstf is self._srcf:
-            g._srcf = g._dstf = {t: self._srcf[t] for t in dict.fromkeys((c[0], c[2]))}
-        else:
+        if self._dstf is self._srcf and c[0] == c[2]:
+            g._srcf = g._dstf = {c[0]: self._srcf[c[0]]}
+        else:  # Its sources and destinations are of one type each (DGL's).
             g._srcf, g._dstf = {c[0]: self._srcf[c[0]]}, {c[2]: self._dstf[c[2]]}
         g.canonical_etypes = [c]
         g._rel, g._ef = {c: self._rel[c]}, {c: self._ef[c]}
@@ -541,11 +552,11 @@ class Block(Graph):
         return b
 
     def num_nodes(self, ntype=None):
-        """DGL's block: sources plus destinations."""
+        """DGL's block: sources plus destinations; of a type, its sources."""
         if ntype is None:
             return sum(f.num_rows for f in self._srcf.values()) + sum(
                 f.num_rows for f in self._dstf.values())
-        return super().num_nodes(ntype)
+        return self.num_src_nodes(ntype)
 
     number_of_nodes = num_nodes
 
@@ -615,7 +626,7 @@ def graph(data, num_nodes=None, idtype=None, device=None, **kwargs):
         raise _C.TesseraError("tessera.graph: data is (u, v), two tensors of endpoints")
     u, v = as_ids(data[0], "graph u")[0], as_ids(data[1], "graph v")[0]
     return heterograph({("_N", "_E", "_N"): (u, v)},
-                       None if num_nodes is None else {"_N": int(num_nodes)})
+                       None if num_nodes is None else {"_N": int(num_nodes)}, device=device)
 
 
 def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
@@ -651,10 +662,13 @@ def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
             raise _C.TesseraError(f"heterograph: num_nodes of {t!r} is {n}, but id "
                                   f"{counts[t] - 1} is used")
         counts[t] = int(n)
+    # Types and relations sorted, as DGL orders them (relation ids follow).
     ntypes = sorted(counts)
-    g = Graph({t: counts[t] for t in ntypes}, rels,
-              [_Relation(counts[s], counts[d], u, dst=v) for (s, _, d), (u, v) in zip(rels, ends)])
-    return g
+    order = sorted(range(len(rels)), key=lambda i: rels[i])
+    rels, ends = [rels[i] for i in order], [ends[i] for i in order]
+    return Graph({t: counts[t] for t in ntypes}, rels,
+                 [_Relation(counts[s], counts[d], u, dst=v)
+                  for (s, _, d), (u, v) in zip(rels, ends)])
 
 
 def to_bidirected(g, copy_ndata=False, readonly=None):
@@ -723,9 +737,10 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
     one of them). Sources: the destinations first (``include_dst_in_src``),
     then the other sources of each type in increasing id order (the
     loaders' order), or exactly ``src_nodes`` when given. ``srcdata`` /
-    ``dstdata`` / ``edata`` hold ``g``'s data at those nodes and edges;
-    ``NID`` / ``EID`` are ``g``'s (a frontier's global ids) or, without
-    them, the node and edge indices in ``g``. Edges keep ``g``'s order."""
+    ``dstdata`` / ``edata`` hold ``g``'s data at those nodes and edges, with
+    ``NID`` / ``EID`` the nodes' and edges' ids in ``g``, as DGL (a
+    DistGraph frontier's nodes are the graph's; its edges' global ids are
+    ``frontier.edata[EID][block.edata[EID]]``). Edges keep ``g``'s order."""
     if not isinstance(g, Graph) or g.is_block:
         raise _C.TesseraError(f"to_block: expected a graph (a frontier or subgraph), got "
                               f"{type(g).__name__}")
@@ -763,13 +778,15 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
         eids.append(None)
     b = Block.__new__(Block)
     b._build(ntypes, ntypes, g.canonical_etypes, src, dst, relations, eids)
+    # g's data at the block's nodes and edges; NID / EID are the nodes' and
+    # edges' ids in g (DGL's: a frontier's own EID is replaced by positions
+    # in the frontier; its node ids are the DistGraph's).
     for t in ntypes:
-        # g's node data at the block's nodes; NID chains to g's own.
         frame = g._srcf[t]
         for side, ids in ((b._srcf[t], src[t]), (b._dstf[t], dst[t])):
             side.data.update(frame.subframe(ids, side.what).data)
-            side.data.setdefault(NID, ids)
+            side.data[NID] = ids
     for c in g.canonical_etypes:
         b._ef[c].data.update(g._ef[c].data)
-        b._ef[c].data.setdefault(EID, torch.arange(g.num_edges(c), dtype=torch.int64))
+        b._ef[c].data[EID] = torch.arange(g.num_edges(c), dtype=torch.int64)
     return b

@@ -87,16 +87,22 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     if isinstance(g, Graph) and not g.is_homogeneous:
         # A typed in-memory graph (tessera.heterograph): through a typed npy
         # folder beside the output, removed after.
+        if balance_ntypes is not None and not isinstance(balance_ntypes, str):
+            raise _C.TesseraError("partition_graph: with a typed graph, balance_ntypes is the "
+                                  "name of a node array (parts are balanced per node type)")
         os.makedirs(out_path, exist_ok=True)
         folder = tempfile.mkdtemp(prefix=".input-", dir=out_path)
         try:
             _write_typed_folder(g, folder)
-            return partition_graph(folder, graph_name, num_parts, out_path, num_hops,
-                                   part_method, balance_ntypes, balance_edges, return_mapping,
-                                   num_trainers_per_machine, objtype, graph_formats, seed,
-                                   coarsening, coarsen_min_arcs)
+            mapping = partition_graph(folder, graph_name, num_parts, out_path, num_hops,
+                                      part_method, balance_ntypes, balance_edges,
+                                      return_mapping, num_trainers_per_machine, objtype,
+                                      graph_formats, seed, coarsening, coarsen_min_arcs)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        if not return_mapping:
+            return None
+        return _typed_mapping(g, os.path.join(out_path, f"{graph_name}.json"), *mapping)
     if isinstance(g, (str, os.PathLike)):
         if balance_ntypes is not None and not isinstance(balance_ntypes, str):
             raise TypeError("partition_graph: with a graph folder, balance_ntypes is the name "
@@ -136,6 +142,29 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
         eids = torch.from_numpy(np.load(os.path.join(out_path, "orig_eids.npy")))
         return nids, eids
     return None
+
+
+def _typed_mapping(g, config, orig_nids, orig_eids):
+    """DGL's mapping of a typed graph: ``({ntype: original per-type id of
+    each new per-type id}, {canonical etype: the same for edges})``, from
+    the homogeneous mapping and the config's type ranges. The input's
+    homogeneous ids are ``g``'s types (relations) in order."""
+    with open(config) as f:
+        meta = json.load(f)
+
+    def per_type(orig, ranges, types, count):
+        out, offset = {}, 0
+        for key, name in types:
+            new = torch.cat([torch.arange(a, b, dtype=torch.int64) for a, b in ranges[name]]
+                            or [torch.empty(0, dtype=torch.int64)])
+            out[key] = orig[new] - offset
+            offset += count(key)
+        return out
+
+    nids = per_type(orig_nids, meta["node_map"], [(t, t) for t in g.ntypes], g.num_nodes)
+    eids = per_type(orig_eids, meta["edge_map"], [(c, ":".join(c)) for c in g.canonical_etypes],
+                    g.num_edges)
+    return nids, eids
 
 
 class LocalPartitionGraph:

@@ -225,7 +225,8 @@ ok("typed_sampling")
 # ---- DGL's to_block on a typed frontier equals the typed loader's block
 tb_seeds = {"paper": seeds[:40]}
 full_fanout = {c: -1 for c in g.canonical_etypes}
-tb = tessera.to_block(dist.sample_neighbors(g, tb_seeds, full_fanout), tb_seeds)
+tb_frontier = dist.sample_neighbors(g, tb_seeds, full_fanout)
+tb = tessera.to_block(tb_frontier, tb_seeds)
 one_layer = dist.DistNodeDataLoader(g, tb_seeds, dist.NeighborSampler([full_fanout]),
                                     batch_size=40)
 (_, _, (lb,)), = list(one_layer)
@@ -233,12 +234,23 @@ for t in g.ntypes:
     assert torch.equal(tb.srcdata[tessera.NID][t], lb.srcdata[tessera.NID][t]), t
     assert torch.equal(tb.dstdata[tessera.NID][t], lb.dstdata[tessera.NID][t]), t
 for c in g.canonical_etypes:
-    def triples(b):
+    def triples(b, eids):
         u, v = b.edges(etype=c)
         return sorted(zip(b.srcdata[tessera.NID][c[0]][u].tolist(),
-                          b.dstdata[tessera.NID][c[2]][v].tolist(),
-                          b.edata[tessera.EID][c].tolist()))
-    assert triples(tb) == triples(lb), c
+                          b.dstdata[tessera.NID][c[2]][v].tolist(), eids.tolist()))
+    # to_block's EID are positions in the frontier (DGL's), whose EID are the ids.
+    assert triples(tb, tb_frontier.edata[tessera.EID][c][tb.edata[tessera.EID][c]]) == \
+        triples(lb, lb.edata[tessera.EID][c]), c
+# Homogeneous ids on a typed graph give a frontier over homogeneous ids (one
+# node type and relation, as documented), whose block is homogeneous too.
+hseeds = g.map_to_homo_nid(seeds[:10], "paper")
+hf = dist.sample_neighbors(g, hseeds, -1)
+assert hf.canonical_etypes == [("_N", "_E", "_N")] and hf.num_nodes() == g.num_nodes()
+hb = tessera.to_block(hf, hseeds)
+assert torch.equal(hb.dstdata[tessera.NID], hseeds)
+hs, hd = g.find_edges(hf.edata[tessera.EID][hb.edata[tessera.EID]])
+u, v = hb.edges()
+assert torch.equal(hs, hb.srcdata[tessera.NID][u]) and torch.equal(hd, hb.dstdata[tessera.NID][v])
 raises(lambda: tessera.to_block(dist.sample_neighbors(g, tb_seeds, full_fanout), seeds[:40]),
        tessera.TesseraError, "several node types")
 ok("typed_to_block")

@@ -71,9 +71,11 @@ def test_to_block_homogeneous_default_dst_and_data():
     sb = tessera.to_block(g, torch.tensor([1, 3]), src_nodes=torch.tensor([2, 0, 3]))
     u, v = sb.edges()
     assert sb.srcdata[NID][u].tolist() == [3, 0, 2] and sb.dstdata[NID][v].tolist() == [1, 1, 3]
-    # A subgraph's NID chains: the block's ids are the subgraph's ids.
+    # As DGL, NID / EID are the ids in g (g's own NID / EID are replaced).
     g.ndata[NID] = torch.tensor([50, 51, 52, 53, 54])
-    assert tessera.to_block(g).srcdata[NID].tolist() == [51, 53, 50, 52]
+    g.edata[EID] = torch.tensor([7, 8, 9])
+    b = tessera.to_block(g)
+    assert b.srcdata[NID].tolist() == [1, 3, 0, 2] and b.edata[EID].tolist() == [0, 1, 2]
 
 
 def test_to_block_errors_name_the_problem():
@@ -391,15 +393,16 @@ def test_bad_message_passing_input_is_a_clear_error():
         tessera.heterograph({("a", "r", "a"): ([0, 3], [1, 2])}, num_nodes_dict={"a": 1})
 
 
-def test_copy_u_mean_is_the_layers_aggregation():
-    """update_all(copy_u, mean) on a loader-shaped block is mean_aggregate."""
+def test_copy_u_mean_on_a_loader_shaped_block_against_numpy():
     indptr = torch.tensor([0, 2, 5, 5, 6])
     indices = torch.tensor([4, 1, 0, 5, 2, 3])
     b = tessera.distributed.Block(torch.arange(10, 16), indptr, indices, torch.arange(6))
-    h = torch.randn(6, 8)
+    h = torch.randn(6, 8, dtype=torch.float64)
     b.srcdata["h"] = h
     b.update_all(fn.copy_u("h", "m"), fn.mean("m", "h"))
-    assert torch.equal(b.dstdata["h"], tessera.ops.mean_aggregate(b, h))
+    x = h.numpy()
+    want = [x[[4, 1]].mean(0), x[[0, 5, 2]].mean(0), np.zeros(8), x[[3]].mean(0)]
+    np.testing.assert_allclose(b.dstdata["h"].numpy(), np.stack(want), rtol=1e-12)
 
 
 def test_dgl_spellings():
@@ -493,3 +496,97 @@ def test_layers_on_a_to_block_block_equal_the_loader_form():
     _, att = tnn.GATConv(4, 3, num_heads=2)(b, h, get_attention=True)
     for d in range(3):  # Attention in b's edge order sums to 1 per destination.
         assert torch.allclose(att[v == d].sum(0), torch.ones(2, 1))
+
+
+def test_cross_relation_max_and_min_count_only_relations_that_reach_a_node():
+    """DGL keeps -inf / +inf for a relation that does not reach a node and
+    zeroes only what no relation reaches: negative maxima stay negative."""
+    g = tessera.heterograph({("a", "r", "c"): (torch.tensor([0]), torch.tensor([0])),
+                             ("b", "s", "c"): (torch.tensor([0]), torch.tensor([1]))},
+                            num_nodes_dict={"a": 1, "b": 1, "c": 3})
+    g.nodes["a"].data["h"] = torch.tensor([[-1.0]])
+    g.nodes["b"].data["h"] = torch.tensor([[-2.0]])
+    g.update_all(fn.copy_u("h", "m"), fn.max("m", "mx"))
+    g.update_all(fn.copy_u("h", "m"), fn.min("m", "mn"))
+    assert g.nodes["c"].data["mx"].tolist() == [[-1.0], [-2.0], [0.0]]
+    assert g.nodes["c"].data["mn"].tolist() == [[-1.0], [-2.0], [0.0]]
+    g.multi_update_all({"r": (fn.copy_u("h", "m"), fn.sum("m", "z")),
+                        "s": (fn.copy_u("h", "m"), fn.sum("m", "z"))}, "max")
+    assert g.nodes["c"].data["z"].tolist() == [[-1.0], [-2.0], [0.0]]
+
+
+def test_edge_operand_broadcasts_as_numpy_not_per_head():
+    """e of shape [E, H] against u [N, H, F] aligns H with F (numpy), as the
+    general path and DGL do; [E, H, 1] is per head."""
+    g = tessera.graph((torch.tensor([0, 1]), torch.tensor([1, 1])), num_nodes=2)
+    g.ndata["u"] = torch.arange(8.0).reshape(2, 2, 2)
+    g.edata["e"] = torch.tensor([[1.0, 10.0], [2.0, 20.0]])
+    g.update_all(fn.u_mul_e("u", "e", "m"), fn.sum("m", "fast"))
+    g.update_all(lambda e: {"m": e.src["u"] * e.data["e"].unsqueeze(1)},
+                 fn.sum("m", "udf"))
+    assert torch.allclose(g.ndata["fast"], g.ndata["udf"])
+    g.edata["e"] = g.edata["e"].unsqueeze(-1)  # [E, H, 1]: one weight per head
+    g.update_all(fn.u_mul_e("u", "e", "m"), fn.sum("m", "head"))
+    want = g.ndata["u"][0] * g.edata["e"][0] + g.ndata["u"][1] * g.edata["e"][1]
+    assert torch.allclose(g.ndata["head"][1], want)
+
+
+@pytest.mark.parametrize("msg", [("u", "sub", "v"), ("v", "div", "e"), ("e", "sub", "u"),
+                                 ("u", "dot", "v"), ("v", "mul", "e")],
+                         ids=lambda m: "_".join(m))
+@pytest.mark.parametrize("reduce", ["sum", "max"])
+def test_gradients_of_general_messages_gradcheck(msg, reduce):
+    lhs, op, rhs = msg
+    b0 = block()
+    c = FOLLOWS
+    g = torch.Generator().manual_seed(7)
+    n_src, n_dst, n_e = b0.num_src_nodes("user"), b0.num_dst_nodes("user"), b0.num_edges(c)
+    xs = {"u": torch.rand(n_src, 3, generator=g, dtype=torch.float64) + 1,
+          "v": torch.rand(n_dst, 3, generator=g, dtype=torch.float64) + 1,
+          "e": torch.rand(n_e, 3, generator=g, dtype=torch.float64) + 1}
+    inputs = [xs[lhs].requires_grad_(), xs[rhs].requires_grad_()]
+
+    def f(a, b_):
+        b = block()
+        for side, t in ((lhs, a), (rhs, b_)):
+            if side == "u":
+                b.srcdata["x" + side] = {"user": t}
+            elif side == "v":
+                b.dstdata["x" + side] = {"user": t}
+            else:
+                b.edata["x" + side] = {c: t}
+        b.update_all(getattr(fn, f"{lhs}_{op}_{rhs}")("x" + lhs, "x" + rhs, "m"),
+                     getattr(fn, reduce)("m", "out"), etype=c)
+        return b.dstdata["out"]["user"]
+    assert torch.autograd.gradcheck(f, inputs)
+
+
+def test_relations_are_sorted_and_hetero_conv_runs_on_an_in_memory_graph():
+    g = tessera.heterograph({("user", "plays", "game"): ([0, 1], [0, 0]),
+                             ("developer", "develops", "game"): ([0], [1]),
+                             ("user", "follows", "user"): ([0], [1])})
+    assert g.canonical_etypes == sorted(g.canonical_etypes)  # DGL's order
+    assert g.ntypes == ["developer", "game", "user"]
+    sub = g["plays"]
+    sub.srcdata["h"] = torch.ones(2, 3)  # One source type: a tensor.
+    assert sub.num_src_nodes() == 2 and sub.num_dst_nodes() == 2
+    conv = tnn.HeteroGraphConv({r: tnn.GraphConv(3, 2, norm="right", allow_zero_in_degree=True)
+                                for r in g.etypes})
+    out = conv(g, {t: torch.randn(g.num_nodes(t), 3) for t in g.ntypes})
+    assert out["game"].shape == (2, 2) and out["user"].shape == (2, 2)
+    b = tessera.to_block(g, {"game": torch.tensor([0, 1]), "user": torch.tensor([1])})
+    assert b.num_nodes("user") == b.num_src_nodes("user") == 2  # DGL: the sources
+
+
+def test_gatconv_edge_weight_scales_the_attention():
+    g = tessera.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 1, 0])), num_nodes=3)
+    torch.manual_seed(1)
+    conv = tnn.GATConv(4, 2, num_heads=2, allow_zero_in_degree=True)  # node 2 has none
+    h = torch.randn(3, 4)
+    w = torch.tensor([0.5, 2.0, 1.0])
+    _, att = conv(g, h, get_attention=True)
+    out, att_w = conv(g, h, edge_weight=w, get_attention=True)
+    assert torch.allclose(att_w, att * w.view(-1, 1, 1))
+    feat = conv.fc(h).view(3, 2, 2)
+    want1 = att_w[0] * feat[0] + att_w[1] * feat[1]
+    assert torch.allclose(out[1], want1 + conv.bias.view(2, 2), atol=1e-6)

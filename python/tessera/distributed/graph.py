@@ -163,12 +163,17 @@ class _TypeAccess:
         return self._views[name]
 
 
-def _frontier(g, per_relation):
+def _frontier(g, per_relation, typed):
     """The graph of sampled edges over every node of ``g`` (DGL's frontier):
-    per relation ``(src, dst, eids)`` in ``g``'s ids (per type on a
-    heterograph), ``edata[EID]`` the edge ids."""
-    rels = g.canonical_etypes
-    counts = {t: g.num_nodes(t) if len(g.ntypes) > 1 else g.num_nodes() for t in g.ntypes}
+    per relation ``(src, dst, eids)`` in per-type ids, ``edata[EID]`` the
+    edge ids; or, given one ``(src, dst, eids)`` of homogeneous ids (seeds
+    given as a tensor, also on a typed graph), a graph of one node type and
+    one relation over the homogeneous ids (``typed`` False; docs/python.md)."""
+    if not typed:
+        counts, rels = {"_N": g.num_nodes()}, [("_N", "_E", "_N")]
+    else:
+        counts = {t: g.num_nodes(t) if len(g.ntypes) > 1 else g.num_nodes() for t in g.ntypes}
+        rels = g.canonical_etypes
     out = Graph(counts, rels, [_Relation(counts[c[0]], counts[c[2]], s, dst=d)
                                for c, (s, d, _) in zip(rels, per_relation)])
     for c, (_, _, e) in zip(rels, per_relation):
@@ -361,7 +366,8 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
         raise TypeError("sample_neighbors: prob must be the name of an edge tensor")
     out = _C.sample_neighbors_typed(g._g, seeds, fanout, fanouts, edge_dir, prob or "",
                                     exclude, bool(replace), seed)
-    return _frontier(g, out if isinstance(seeds, dict) else [out])
+    typed = isinstance(seeds, dict)
+    return _frontier(g, out if typed else [out], typed)
 
 
 def _fanout_arg(g, fanout, what):
@@ -383,7 +389,7 @@ def in_subgraph(g, nodes):
     seeds = _seed_ids(g, nodes, "in_subgraph")
     if isinstance(seeds, dict):
         return sample_neighbors(g, seeds, -1, seed=0)
-    return _frontier(g, [_C.in_subgraph(g._g, seeds)])
+    return _frontier(g, [_C.in_subgraph(g._g, seeds)], False)
 
 
 def edge_subgraph(g, edges, relabel_nodes=True):

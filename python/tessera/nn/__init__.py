@@ -17,8 +17,8 @@ import torch.nn.functional as F
 
 from tessera import _C, EID
 from tessera import function as fn
-from tessera.ops import (Dropout, _csr, _linear, _to_edge_order, aggregate, mean_aggregate,
-                         sum_aggregate)
+from tessera.ops import (Dropout, _csr, _linear, _to_csr_order, _to_edge_order, aggregate,
+                         mean_aggregate, sum_aggregate)
 from tessera.nn import functional
 from tessera.nn.functional import edge_softmax
 from tessera.heterograph import Block, _is_typed
@@ -263,7 +263,7 @@ class GATConv(nn.Module):
     def set_allow_zero_in_degree(self, set_value):
         self._allow_zero_in_degree = set_value
 
-    def forward(self, graph, feat, get_attention=False):
+    def forward(self, graph, feat, edge_weight=None, get_attention=False):
         _check_block(graph, "GATConv")
         h_src, h_dst = _split_feat(graph, feat, "GATConv")
         _check_rows(graph, h_src, self._in_src_feats, "GATConv")
@@ -291,6 +291,11 @@ class GATConv(nn.Module):
             torch.arange(graph.num_dst_nodes(), dtype=torch.int64), indptr[1:] - indptr[:-1])
         e = self.leaky_relu(el.index_select(0, indices) + er.index_select(0, edge_dst))
         a = self.attn_drop(_C.edge_softmax(indptr, e))  # [E, H], CSR order
+        if edge_weight is not None:  # DGL: the attention times each edge's weight.
+            if edge_weight.numel() != graph.num_edges():
+                raise _C.TesseraError(f"GATConv: edge_weight {tuple(edge_weight.shape)} for "
+                                      f"{graph.num_edges()} edges")
+            a = a * _to_csr_order(graph, edge_weight.reshape(-1, 1).to(a.dtype))
         rst = _C.aggregate(indptr, indices, feat_src, "sum", a)
         if self.res_fc is not None:
             rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], H, Fo)

@@ -5,3 +5,8 @@ from tessera.nn import (GATConv, GraphConv, HeteroGraphConv, RelationBlock, RelG
 
 __all__ = ["GATConv", "GraphConv", "HeteroGraphConv", "RelationBlock", "RelGraphConv", "RGCN",
            "SAGEConv", "TypedLinear", "WeightBasis", "edge_softmax", "functional"]
+
+
+def __getattr__(name):
+    import tessera.nn
+    return tessera.nn.__getattr__(name)
