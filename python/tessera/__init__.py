@@ -20,6 +20,7 @@ if "torch" not in _sys.modules:
     _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from tessera._C import TesseraError  # noqa: E402,F401
+from tessera._utils import missing_name as _missing_name  # noqa: E402
 
 NID = "_ID"  # dgl.NID: the global id of each node of a block or subgraph
 EID = "_ID"  # dgl.EID: the global id of each edge
@@ -38,9 +39,4 @@ __all__ = ["TesseraError", "NID", "EID", "ALL", "Graph", "DGLGraph", "Block", "D
 
 
 def __getattr__(name):
-    """A clear error for DGL's names tessera does not have."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: DGL's "
-                         f"{__name__.replace('tessera', 'dgl', 1)}.{name} is not implemented "
-                         f"in tessera (docs/python.md lists what is)")
+    raise _missing_name(__name__, name)

@@ -25,3 +25,13 @@ def as_ids(x, what, length=None):
 
 def as_tensor(x):
     return x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
+
+
+def missing_name(module, name):
+    """The error of a module's ``__getattr__`` for a name tessera lacks:
+    DGL's name if DGL has it (dunder lookups get a plain AttributeError)."""
+    if name.startswith("__"):
+        return AttributeError(name)
+    return AttributeError(f"module {module!r} has no attribute {name!r}: DGL's "
+                          f"{module.replace('tessera', 'dgl', 1)}.{name} is not implemented in "
+                          f"tessera (docs/python.md lists what is)")

@@ -1,6 +1,7 @@
 """dgl.dataloading's names for the distributed loaders and samplers."""
 import types
 
+from tessera._utils import missing_name as _missing_name
 from tessera.distributed.loader import (DistDataLoader, DistEdgeDataLoader,  # noqa: F401
                                         DistNodeDataLoader, MultiLayerFullNeighborSampler,
                                         MultiLayerNeighborSampler, NeighborSampler, Uniform)
@@ -13,9 +14,4 @@ __all__ = ["DistDataLoader", "DistEdgeDataLoader", "DistNodeDataLoader",
 
 
 def __getattr__(name):
-    """A clear error for DGL's names tessera does not have."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: DGL's "
-                         f"{__name__.replace('tessera', 'dgl', 1)}.{name} is not implemented "
-                         f"in tessera (docs/python.md lists what is)")
+    raise _missing_name(__name__, name)

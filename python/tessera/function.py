@@ -27,6 +27,7 @@ from collections.abc import Mapping
 import torch
 
 from tessera import _C
+from tessera._utils import missing_name as _missing_name
 from tessera.heterograph import ALL
 
 _SIDES = {"u": "source", "v": "destination", "e": "edge"}
@@ -497,9 +498,4 @@ def apply_nodes(g, func, v=ALL, ntype=None):
 
 
 def __getattr__(name):
-    """A clear error for DGL's names tessera does not have."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: DGL's "
-                         f"{__name__.replace('tessera', 'dgl', 1)}.{name} is not implemented "
-                         f"in tessera (docs/python.md lists what is)")
+    raise _missing_name(__name__, name)

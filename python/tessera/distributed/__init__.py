@@ -9,6 +9,7 @@ A DistDGL script runs with its imports changed::
 Differences from DGL are deliberate and listed in docs/python.md.
 """
 from tessera._C import TesseraError, manual_seed  # noqa: F401
+from tessera._utils import missing_name as _missing_name
 from tessera.distributed.context import exit_client, initialize  # noqa: F401
 from tessera.distributed.embedding import DistEmbedding  # noqa: F401
 from tessera.distributed.graph import (DistGraph, GraphPartitionBook, edge_split,  # noqa: F401
@@ -36,9 +37,4 @@ __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbeddin
 
 
 def __getattr__(name):
-    """A clear error for DGL's names tessera does not have."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: DGL's "
-                         f"{__name__.replace('tessera', 'dgl', 1)}.{name} is not implemented "
-                         f"in tessera (docs/python.md lists what is)")
+    raise _missing_name(__name__, name)

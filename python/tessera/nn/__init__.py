@@ -16,6 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tessera import _C, EID
+from tessera._utils import missing_name as _missing_name
 from tessera import function as fn
 from tessera.ops import (Dropout, _csr, _linear, _to_csr_order, _to_edge_order, aggregate,
                          mean_aggregate, sum_aggregate)
@@ -31,6 +32,16 @@ def _check_block(graph, what):
     if not hasattr(graph, "indptr") or not hasattr(graph, "indices"):
         raise _C.TesseraError(f"{what}: expected a Block (a loader's blocks), got "
                               f"{type(graph).__name__}")
+
+
+def _edge_weight(graph, edge_weight, what):
+    """``edge_weight`` (one value per edge) as ``[E]``, or None."""
+    if edge_weight is None:
+        return None
+    if edge_weight.numel() != graph.num_edges():
+        raise _C.TesseraError(f"{what}: edge_weight {tuple(edge_weight.shape)} for "
+                              f"{graph.num_edges()} edges")
+    return edge_weight.reshape(-1)
 
 
 def _split_feat(graph, feat, what):
@@ -108,11 +119,7 @@ class SAGEConv(nn.Module):
         _check_rows(graph, h_src, self._in_src_feats, "SAGEConv")
         if self.feat_drop.p > 0:
             h_src, h_dst = self.feat_drop(h_src), self.feat_drop(h_dst)
-        if edge_weight is not None:
-            if edge_weight.numel() != graph.num_edges():
-                raise _C.TesseraError(f"SAGEConv: edge_weight {tuple(edge_weight.shape)} for "
-                                      f"{graph.num_edges()} edges")
-            edge_weight = edge_weight.reshape(-1)
+        edge_weight = _edge_weight(graph, edge_weight, "SAGEConv")
         if self._aggre_type == "mean":
             if self._in_src_feats > self._out_feats:  # Aggregate the narrower side.
                 h_neigh = aggregate(graph, _linear(h_src, self.fc_neigh), "mean", edge_weight)
@@ -194,11 +201,7 @@ class GraphConv(nn.Module):
             h_src = (_C.narrow_linear(h_src, w.t()) if h_src.dim() == 2 and w.shape[1] <= 32
                      and h_src.dtype == torch.float32 else h_src @ w)
             w = None
-        if edge_weight is not None:
-            if edge_weight.numel() != graph.num_edges():
-                raise _C.TesseraError(f"GraphConv: edge_weight {tuple(edge_weight.shape)} for "
-                                      f"{graph.num_edges()} edges")
-            edge_weight = edge_weight.reshape(-1)
+        edge_weight = _edge_weight(graph, edge_weight, "GraphConv")
         rst = sum_aggregate(graph, h_src, edge_weight)
         if w is not None:
             rst = rst @ w
@@ -291,11 +294,9 @@ class GATConv(nn.Module):
             torch.arange(graph.num_dst_nodes(), dtype=torch.int64), indptr[1:] - indptr[:-1])
         e = self.leaky_relu(el.index_select(0, indices) + er.index_select(0, edge_dst))
         a = self.attn_drop(_C.edge_softmax(indptr, e))  # [E, H], CSR order
+        edge_weight = _edge_weight(graph, edge_weight, "GATConv")
         if edge_weight is not None:  # DGL: the attention times each edge's weight.
-            if edge_weight.numel() != graph.num_edges():
-                raise _C.TesseraError(f"GATConv: edge_weight {tuple(edge_weight.shape)} for "
-                                      f"{graph.num_edges()} edges")
-            a = a * _to_csr_order(graph, edge_weight.reshape(-1, 1).to(a.dtype))
+            a = a * _to_csr_order(graph, edge_weight.unsqueeze(1).to(a.dtype))
         rst = _C.aggregate(indptr, indices, feat_src, "sum", a)
         if self.res_fc is not None:
             rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], H, Fo)
@@ -516,28 +517,32 @@ class RelGraphConv(nn.Module):
             raise _C.TesseraError(f"RelGraphConv: a block of {len(rels)} relations, the "
                                   f"layer has {self.num_rels}")
         h = _type_rows(g, feat, self.in_feat, "RelGraphConv")
-        ntypes = list(g.dsttypes)
-        counts = [g.num_dst_nodes(t) for t in ntypes]
-        offset = dict(zip(ntypes, torch.tensor([0] + counts[:-1]).cumsum(0).tolist()))
         norms = _relation_norms(g, norm, "RelGraphConv")
-        # The homogeneous layer over all relations at once: source rows of
-        # every type stacked in g.ntypes order, destinations in dsttypes
-        # order, edge relation ids r.
-        src_types = list(g.ntypes)
-        src_counts = [h[t].shape[0] for t in src_types]
-        src_offset = dict(zip(src_types,
-                              torch.tensor([0] + src_counts[:-1]).cumsum(0).tolist()))
-        srcs, ts, ds = [], [], []
+        # Relation by relation, as DGL's HeteroGraphConv of GraphConv: the
+        # relation's messages reduced over its CSR (its mean for "right",
+        # else weighted sums), through W_r before or after, whichever side
+        # is narrower; summed per destination type. 1.4x faster than
+        # regrouping every edge by (relation, destination) on mag-shaped
+        # blocks (bench/message_passing.py), the same result.
+        weights = self.linear_r.type_weights()
+        out = {}
         for r, c in enumerate(rels):
-            src, dst = g.edges(etype=c)
-            srcs.append(src + src_offset[c[0]])
-            ts.append(torch.full_like(dst, r))
-            ds.append(dst + offset[c[2]])
-        x = torch.cat([h[t] for t in src_types])
-        w = None if norms is None else torch.cat([n.to(x.dtype).reshape(-1) for n in norms])
-        out = self._relational(x, torch.cat(srcs), torch.cat(ds), torch.cat(ts), sum(counts), w)
-        out = self._finish(out, torch.cat([h[t][:n] for t, n in zip(ntypes, counts)]))
-        return dict(zip(ntypes, torch.split(out, counts)))
+            rel = g._rel[c]
+            w = None
+            if norms is not None and not isinstance(norms, str):
+                w = _to_csr_order(rel, norms[r].to(h[c[0]].dtype).reshape(-1))
+            reduce = "mean" if isinstance(norms, str) else "sum"
+            if self.in_feat > self.out_feat:
+                agg = _C.aggregate(rel.indptr, rel.csr_indices, h[c[0]] @ weights[r], reduce, w)
+            else:
+                agg = _C.aggregate(rel.indptr, rel.csr_indices, h[c[0]], reduce, w) @ weights[r]
+            out[c[2]] = agg if c[2] not in out else out[c[2]] + agg
+        result = {}
+        for t in g.dsttypes:
+            n = g.num_dst_nodes(t)
+            rows = out.get(t, h[t].new_zeros((n, self.out_feat)))
+            result[t] = self._finish(rows, h[t][:n])
+        return result
 
     def _relational(self, x, src, dst, t, num_dst, norm):
         """sum over edges e = (s -> d) of relation t_e of norm_e x[s] W_t:
@@ -607,16 +612,11 @@ def _canonical(g, etype, what):
 
 
 def _relation_norms(g, norm, what):
-    """Per relation of a typed Block its edges' ``[E_r, 1]`` norms, or None
-    (no norm)."""
+    """Per relation of a typed Block its edges' ``[E_r, 1]`` norms, None (no
+    norm: sums) or "right" (each relation's mean)."""
     rels = [tuple(c) for c in g.canonical_etypes]
     if norm is None or (isinstance(norm, str) and norm == "right"):
-        out = []
-        for c in rels:
-            dst = g.edges(etype=c)[1]
-            deg = torch.bincount(dst, minlength=g.num_dst_nodes(c[2])).to(torch.float32)
-            out.append((1.0 / deg.index_select(0, dst)).unsqueeze(1))
-        return out
+        return "right"  # Each relation's mean (1 / the destination's in-edges of it).
     if isinstance(norm, str) and norm == "none":
         return None
     if not isinstance(norm, dict):
@@ -840,9 +840,4 @@ __all__ = ["SAGEConv", "GraphConv", "GATConv", "RelGraphConv", "TypedLinear", "R
 
 
 def __getattr__(name):
-    """A clear error for DGL's names tessera does not have."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: DGL's "
-                         f"{__name__.replace('tessera', 'dgl', 1)}.{name} is not implemented "
-                         f"in tessera (docs/python.md lists what is)")
+    raise _missing_name(__name__, name)
