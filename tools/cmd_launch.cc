@@ -62,6 +62,14 @@ Command RegisterLaunch(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--grace", f->grace_s, "Seconds between SIGTERM and SIGKILL when stopping")
       ->capture_default_str();
+  sub->add_option("--max-restarts", f->max_restarts,
+                  "After a failure, start the job again up to this many times (trainers get "
+                  "TESSERA_RESTART, the attempt; the log names each restart's cause)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  sub->add_option("--checkpoint-dir", f->checkpoint_dir,
+                  "Checkpoint folder the trainers continue from (TESSERA_CHECKPOINT_DIR; "
+                  "relative to the workspace)");
   sub->add_option("command", f->command, "The trainer command (one argument, run by /bin/sh)")
       ->required();
   return {sub, [f] {

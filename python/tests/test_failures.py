@@ -106,3 +106,30 @@ def test_stopped_server_is_named_every_time_and_no_trainer_crashes(cora_parts, t
         trainer1.append("allreduce error" if status and "gradient allreduce" in out else
                         f"exit {status[0]}" if status else "stopped by the launcher")
     print(f"{REPEATS} runs; trainer 1: {trainer1}")
+
+
+def test_max_restarts_starts_a_failed_job_again_and_names_the_cause(cora_parts, tmp_path):
+    """--max-restarts: attempt 0 loses trainer 1 to SIGKILL, the launcher
+    names that cause and starts the job again with TESSERA_RESTART=1 and the
+    checkpoint folder; attempt 1 trains to the end. A job failing every time
+    stops after max_restarts restarts with the last failure's code."""
+    from conftest import launch
+    train = (f'{BIN}/graphsage_train_dist --graph-name cora --part-config {cora_parts[2]} '
+             f'--num-epochs 2 --eval-every 0')
+    command = (f'echo "attempt $TESSERA_RESTART rank $RANK dir $TESSERA_CHECKPOINT_DIR"; '
+               f'if [ "$TESSERA_RESTART" = 0 ] && [ "$RANK" = 1 ]; then kill -9 $$; fi; '
+               f'exec {train}')
+    code, out, _ = launch(tmp_path, cora_parts[2], command, trainers=1,
+                          extra=("--max-restarts", "1", "--checkpoint-dir", "ckpt"))
+    assert code == 0, out
+    assert re.search(r"launch: restart 1 of 1 .*after: trainer 1 on machine 1 .*was killed by "
+                     r"signal 9", out), out
+    assert f"attempt 1 rank 1 dir {tmp_path}/ckpt" in out, out
+    assert out.count("launch: job ") >= 2 and "succeeded" in out.splitlines()[-1], out
+    # Failing every time: one restart, then the failure's code.
+    again = tmp_path / "again"
+    again.mkdir()
+    code, out, _ = launch(again, cora_parts[2], 'if [ "$RANK" = 0 ]; then exit 3; fi; sleep 30',
+                          trainers=1, extra=("--max-restarts", "1"))
+    assert code == 3, out
+    assert out.count("launch: restart 1 of 1") == 1 and "restart 2" not in out, out

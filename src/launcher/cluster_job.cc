@@ -141,8 +141,12 @@ bool PollExit(Member& m) {
 
 class ClusterJob {
  public:
-  explicit ClusterJob(ClusterJobOptions f) : f_(std::move(f)) {}
+  ClusterJob(ClusterJobOptions f, int attempt) : f_(std::move(f)), attempt_(attempt) {}
   StatusOr<int> Run();
+  // The failure that ended the job ("" after success); whether a signal
+  // (SIGINT/SIGTERM) to the launcher ended it.
+  const std::string& failure() const { return failure_; }
+  bool interrupted() const { return interrupted_; }
 
  private:
   Status Check();
@@ -166,6 +170,9 @@ class ClusterJob {
   std::string job_id_, token_, key_;
   std::vector<std::unique_ptr<Member>> members_;
   std::vector<std::pair<std::string, std::string>> extra_envs_;  // Checked --extra-envs.
+  int attempt_ = 0;
+  std::string failure_;
+  bool interrupted_ = false;
 };
 
 Status ClusterJob::Check() {
@@ -438,6 +445,9 @@ StatusOr<int> ClusterJob::Run() {
       // examples/common.h); a value the user exported is kept.
       if (std::getenv("OMP_WAIT_POLICY") == nullptr)
         vars.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+      vars.emplace_back("TESSERA_RESTART", std::to_string(attempt_));
+      if (!f_.checkpoint_dir.empty())
+        vars.emplace_back("TESSERA_CHECKPOINT_DIR", Path(f_.checkpoint_dir));
       vars.insert(vars.end(), extra.begin(), extra.end());
       Status st = Start(*m, {"/bin/sh", "-c", StrJoin(f_.command, " ")}, vars);
       members_.push_back(std::move(m));
@@ -450,6 +460,7 @@ StatusOr<int> ClusterJob::Run() {
   while (failure.empty()) {
     Pump(200);
     if (g_signal.load() != 0) {
+      interrupted_ = true;
       fail(fmt::format("interrupted (signal {})", g_signal.load()), 128 + g_signal.load());
       break;
     }
@@ -473,9 +484,12 @@ StatusOr<int> ClusterJob::Run() {
       const Member* root = RootCause(members_);
       Drain(*root, 1000);
       int code = root->process.exit_code();
+      // Through supervise and /bin/sh a signal's death is exit code 128 + it.
       fail(fmt::format("{} {}{}", root->Describe(),
                        code < 0 ? fmt::format("was killed by signal {}", -code)
-                                : fmt::format("exited with code {}", code),
+                       : code > 128 && code < 160
+                           ? fmt::format("was killed by signal {} (exit code {})", code - 128, code)
+                           : fmt::format("exited with code {}", code),
                        root->Cause()),
            code < 0 ? 128 - code : code);
       break;
@@ -498,6 +512,8 @@ StatusOr<int> ClusterJob::Run() {
   }
   if (!failure.empty()) spdlog::error("launch: {}; stopping every process of the job", failure);
   Teardown();
+  failure_ = failure;
+  if (g_signal.load() != 0) interrupted_ = true;
   if (!failure.empty()) {
     spdlog::error("launch: job {} failed after {:.1f} s: {}", job_id_, watch.Seconds(), failure);
     return failure_code;
@@ -509,7 +525,22 @@ StatusOr<int> ClusterJob::Run() {
 }  // namespace
 
 StatusOr<int> RunClusterJob(ClusterJobOptions options) {
-  return ClusterJob(std::move(options)).Run();
+  if (options.max_restarts < 0) {
+    return absl::InvalidArgumentError("--max-restarts must be 0 or more");
+  }
+  for (int attempt = 0;; ++attempt) {
+    ClusterJob job(options, attempt);
+    StatusOr<int> code = job.Run();
+    if (!code.ok() || *code == 0 || job.interrupted() || attempt >= options.max_restarts) {
+      return code;
+    }
+    spdlog::warn("launch: restart {} of {} (the trainers get TESSERA_RESTART={}{}) after: {}",
+                 attempt + 1, options.max_restarts, attempt + 1,
+                 options.checkpoint_dir.empty()
+                     ? ""
+                     : fmt::format(" and continue from {}", options.checkpoint_dir),
+                 job.failure());
+  }
 }
 
 }  // namespace tessera::launcher

@@ -14,8 +14,11 @@
 // link to this launcher: closing it, or losing the ssh connection, stops
 // the process and removes the job's shared memory on that machine. Output
 // is streamed line by line, prefixed [machine/role/rank]. The first failure
-// (or SIGINT/SIGTERM) stops every process on every machine. The exit code
-// is 0 when all trainers succeed, else the failed process's.
+// (or SIGINT/SIGTERM) stops every process on every machine, and is named as
+// the job's cause. With max_restarts, a failed job is started again (a new
+// job id, the same machines) and the log says which failure caused each
+// restart. The exit code is 0 when all trainers succeed, else the failed
+// process's (of the last attempt).
 #ifndef TESSERA_SRC_LAUNCHER_CLUSTER_JOB_H_
 #define TESSERA_SRC_LAUNCHER_CLUSTER_JOB_H_
 
@@ -37,6 +40,11 @@ struct ClusterJobOptions {
   bool force_ssh = false;
   bool no_encryption = false;
   double startup_timeout_s = 600, grace_s = 5, server_exit_timeout_s = 60;
+  // After a failure (not an interrupt), start the whole job again up to
+  // this many times; the trainers get TESSERA_RESTART (the attempt, 0
+  // first) and, when set, TESSERA_CHECKPOINT_DIR to continue from.
+  int max_restarts = 0;
+  std::string checkpoint_dir;
 };
 
 // Runs the job to its end. Returns its exit code, or an error when it could
