@@ -55,17 +55,15 @@ void ShutdownAtExit() {
   }
 }
 
-// The heartbeat timeout: TESSERA_HEARTBEAT_TIMEOUT_S (seconds) when set,
-// else the option's.
-double HeartbeatTimeout(const launcher::GetEnvFn& getenv, const InitOptions& options) {
-  const char* text = getenv("TESSERA_HEARTBEAT_TIMEOUT_S");
-  if (text == nullptr || *text == '\0') return options.heartbeat_timeout_s;
+// Seconds from the environment variable `name` when it is set, else
+// `fallback` (TESSERA_HEARTBEAT_TIMEOUT_S, TESSERA_CALL_TIMEOUT_S).
+double SecondsFromEnv(const launcher::GetEnvFn& getenv, const char* name, double fallback) {
+  const char* text = getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
   double seconds = 0;
   if (!absl::SimpleAtod(text, &seconds) || !(seconds > 0) || seconds > 86400) {
     throw Error(
-        fmt::format("initialize: TESSERA_HEARTBEAT_TIMEOUT_S='{}' is not a number of "
-                    "seconds in (0, 86400]",
-                    text));
+        fmt::format("initialize: {}='{}' is not a number of seconds in (0, 86400]", name, text));
   }
   return seconds;
 }
@@ -314,19 +312,21 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   ctx->master_addr_ = env->master_addr;
   ctx->master_port_ = env->master_port;
   ctx->host_address_ = ip.machines[static_cast<size_t>(env->machine_id)].ip;
-  kvstore::KvClientOptions kv_options{.job_id = env->job_id,
-                                      .token = env->token,
-                                      .curve_secret_key = env->curve_secret_key,
-                                      .client_id = env->rank,
-                                      .machine_id = env->machine_id,
-                                      .servers = ip.ServerEndpoints(env->num_servers),
-                                      .servers_per_machine = env->num_servers,
-                                      .num_clients = env->world_size,
-                                      .call_timeout = Ms(options.call_timeout_s),
-                                      .connect_timeout = Ms(options.connect_timeout_s),
-                                      .barrier_timeout = Ms(options.barrier_timeout_s),
-                                      .heartbeat_interval = Ms(options.heartbeat_interval_s),
-                                      .heartbeat_timeout = Ms(HeartbeatTimeout(getenv, options))};
+  kvstore::KvClientOptions kv_options{
+      .job_id = env->job_id,
+      .token = env->token,
+      .curve_secret_key = env->curve_secret_key,
+      .client_id = env->rank,
+      .machine_id = env->machine_id,
+      .servers = ip.ServerEndpoints(env->num_servers),
+      .servers_per_machine = env->num_servers,
+      .num_clients = env->world_size,
+      .call_timeout = Ms(SecondsFromEnv(getenv, "TESSERA_CALL_TIMEOUT_S", options.call_timeout_s)),
+      .connect_timeout = Ms(options.connect_timeout_s),
+      .barrier_timeout = Ms(options.barrier_timeout_s),
+      .heartbeat_interval = Ms(options.heartbeat_interval_s),
+      .heartbeat_timeout =
+          Ms(SecondsFromEnv(getenv, "TESSERA_HEARTBEAT_TIMEOUT_S", options.heartbeat_timeout_s))};
   std::unique_ptr<kvstore::KvClient> client =
       ValueOrThrow(kvstore::KvClient::Connect(kv_options), "initialize: connecting to the servers");
   spdlog::info(

@@ -503,9 +503,9 @@ TEST(DistTest, ExitClientWarnsWhenServersDoNotAnswerGoodbye) {
   EXPECT_NO_THROW(exit_client());  // Idempotent.
 }
 
-// TESSERA_HEARTBEAT_TIMEOUT_S overrides the option; a bad value is an error
-// naming the variable, before any connection is tried.
-TEST(DistTest, HeartbeatTimeoutFromTheEnvironmentIsChecked) {
+// TESSERA_HEARTBEAT_TIMEOUT_S / TESSERA_CALL_TIMEOUT_S override the options;
+// a bad value is an error naming the variable, before any connection is tried.
+TEST(DistTest, TimeoutsFromTheEnvironmentAreChecked) {
   tessera::testing::TempDir dir;
   std::string ip_config = dir / "ip_config.txt";
   std::ofstream(ip_config) << "127.0.0.1 1\n";
@@ -522,18 +522,20 @@ TEST(DistTest, HeartbeatTimeoutFromTheEnvironmentIsChecked) {
     auto it = env.find(n);
     return it == env.end() ? nullptr : it->second.c_str();
   }};
-  for (const char* bad : {"soon", "0", "-3", "1e9"}) {
-    env["TESSERA_HEARTBEAT_TIMEOUT_S"] = bad;
-    try {
-      initialize("", options);
-      exit_client();
-      ADD_FAILURE() << "no error for " << bad;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("TESSERA_HEARTBEAT_TIMEOUT_S='") + bad +
-                                           "' is not a number of seconds"),
-                std::string::npos)
-          << e.what();
+  for (std::string name : {"TESSERA_HEARTBEAT_TIMEOUT_S", "TESSERA_CALL_TIMEOUT_S"}) {
+    for (const char* bad : {"soon", "0", "-3", "1e9"}) {
+      env[name] = bad;
+      try {
+        initialize("", options);
+        exit_client();
+        ADD_FAILURE() << "no error for " << name << "=" << bad;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(name + "='" + bad + "' is not a number of seconds"),
+                  std::string::npos)
+            << e.what();
+      }
     }
+    env.erase(name);
   }
 }
 

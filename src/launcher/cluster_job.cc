@@ -83,6 +83,14 @@ bool LooksLikeError(std::string_view line) {
   return false;
 }
 
+// spdlog's lines below the error level ("[info]", "[warning]", "[debug]").
+bool IsLowLevelLogLine(std::string_view line) {
+  for (std::string_view level : {"] [info] ", "] [warning] ", "] [debug] ", "] [trace] "}) {
+    if (line.find(level) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 // An error that reports a peer's failure rather than its own: a closed or
 // reset connection, a collective another trainer did not reach (tessera's
 // DDP, Gloo through PyTorch).
@@ -104,10 +112,12 @@ void Member::Remember(const std::string& line) {
   std::string kept(text.substr(0, kMaxCause));
   if (text.size() > kMaxCause) kept += "...";
   if (LooksLikeError(text)) {
-    if (!first_error_at) {
-      first_error_at = Clock::now();
-      first_error_is_consequence = LooksLikeConsequence(text);
-    }
+    // When it failed: its first error line that is not a log line of a
+    // lower level (a warning that mentions an error is not a failure). A
+    // process whose errors report a peer's failure anywhere (a traceback's
+    // last line, too) is a consequence.
+    if (!first_error_at && !IsLowLevelLogLine(text)) first_error_at = Clock::now();
+    if (LooksLikeConsequence(text)) first_error_is_consequence = true;
     last_error = kept;
   }
   last_line = std::move(kept);
@@ -119,14 +129,18 @@ void Member::Remember(const std::string& line) {
 // connection, a collective a trainer did not reach) ranks after one that
 // does not, since that peer failed first. Not the loudest: a process that
 // crashed while failing because of another is not the cause.
-const Member* RootCause(const std::vector<std::unique_ptr<Member>>& members) {
-  const Member* root = nullptr;
+Member* RootCause(const std::vector<std::unique_ptr<Member>>& members) {
+  Member* root = nullptr;
   auto key = [](const Member& m) {
     return std::make_pair(m.first_error_at.has_value() && m.first_error_is_consequence,
                           m.FailedAt().value_or(Clock::time_point::max()));
   };
   for (const auto& m : members) {
-    if (!m->process.finished() || m->process.exit_code() == 0) continue;
+    // A process that failed and is still exiting (saying goodbye, running
+    // exit handlers) counts once it printed an error of its own.
+    bool failed = m->process.finished() ? m->process.exit_code() != 0
+                                        : m->first_error_at && !m->first_error_is_consequence;
+    if (!failed) continue;
     if (root == nullptr || key(*m) < key(*root)) root = m.get();
   }
   return root;
@@ -147,6 +161,8 @@ class ClusterJob {
   // (SIGINT/SIGTERM) to the launcher ended it.
   const std::string& failure() const { return failure_; }
   bool interrupted() const { return interrupted_; }
+  // Whether every trainer had exited 0 (a later failure is the servers').
+  bool trainers_succeeded() const { return trainers_succeeded_; }
 
  private:
   Status Check();
@@ -172,7 +188,7 @@ class ClusterJob {
   std::vector<std::pair<std::string, std::string>> extra_envs_;  // Checked --extra-envs.
   int attempt_ = 0;
   std::string failure_;
-  bool interrupted_ = false;
+  bool interrupted_ = false, trainers_succeeded_ = false;
 };
 
 Status ClusterJob::Check() {
@@ -481,8 +497,12 @@ StatusOr<int> ClusterJob::Run() {
         Pump(50);
         for (auto& m : members_) PollExit(*m);
       }
-      const Member* root = RootCause(members_);
+      Member* root = RootCause(members_);
       Drain(*root, 1000);
+      if (!PollExit(*root)) {  // Failed, still exiting (RootCause).
+        fail(fmt::format("{} failed{}", root->Describe(), root->Cause()), 1);
+        break;
+      }
       int code = root->process.exit_code();
       // Through supervise and /bin/sh a signal's death is exit code 128 + it.
       fail(fmt::format("{} {}{}", root->Describe(),
@@ -499,6 +519,7 @@ StatusOr<int> ClusterJob::Run() {
     if (trainers_running) continue;
     if (!trainers_done) {
       trainers_done = true;
+      trainers_succeeded_ = true;
       servers_exit = Deadline::InSeconds(f_.server_exit_timeout_s);
       spdlog::info("launch: all {} trainers finished in {:.1f} s; waiting for the servers", world,
                    watch.Seconds());
@@ -531,14 +552,17 @@ StatusOr<int> RunClusterJob(ClusterJobOptions options) {
   for (int attempt = 0;; ++attempt) {
     ClusterJob job(options, attempt);
     StatusOr<int> code = job.Run();
-    if (!code.ok() || *code == 0 || job.interrupted() || attempt >= options.max_restarts) {
+    // Not after an interrupt, nor once the trainers finished (their work
+    // is done; only the servers' shutdown failed).
+    if (!code.ok() || *code == 0 || job.interrupted() || job.trainers_succeeded() ||
+        attempt >= options.max_restarts) {
       return code;
     }
     spdlog::warn("launch: restart {} of {} (the trainers get TESSERA_RESTART={}{}) after: {}",
                  attempt + 1, options.max_restarts, attempt + 1,
                  options.checkpoint_dir.empty()
                      ? ""
-                     : fmt::format(" and continue from {}", options.checkpoint_dir),
+                     : fmt::format(" and TESSERA_CHECKPOINT_DIR={}", options.checkpoint_dir),
                  job.failure());
   }
 }
