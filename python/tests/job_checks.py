@@ -1,5 +1,6 @@
 """Run by every trainer of a launched job (and standalone) by test_api.py:
 each check asserts real values and prints "CHECK <name> ok"."""
+import io
 import sys
 import threading
 import time
@@ -242,6 +243,14 @@ try:
 except tessera.TesseraError as e:
     assert "is not among them" in str(e), e
 ok("to_block")
+
+# torch.save of a DistTensor (DGL's scripts save their inference output so)
+# writes its rows.
+saved = io.BytesIO()
+torch.save(g.ndata["feat"], saved)
+saved.seek(0)
+assert torch.equal(torch.load(saved), g.ndata["feat"][torch.arange(g.num_nodes())])
+ok("pickled_rows")
 
 # An integer 0/1 mask is a mask (as in DGL), not ids.
 int_mask = g.ndata["train_mask"][torch.arange(g.num_nodes())].long()

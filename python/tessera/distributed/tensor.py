@@ -194,6 +194,12 @@ class DistTensor:
     def _wrap(cls, handle):
         return cls(None, None, _handle=handle)
 
+    def __reduce__(self):
+        """``torch.save(t, f)`` / pickle: every row, as a plain tensor (a
+        handle would mean nothing outside the job; DGL's scripts end by
+        saving their inference output this way)."""
+        return (torch.clone, (self[torch.arange(self.shape[0])],))
+
     def __getitem__(self, idx):
         # A homogeneous node tensor read at a batch's input nodes or seeds:
         # perhaps pulled ahead by the loader (tessera/distributed/_prefetch.py).
