@@ -590,3 +590,17 @@ def test_gatconv_edge_weight_scales_the_attention():
     feat = conv.fc(h).view(3, 2, 2)
     want1 = att_w[0] * feat[0] + att_w[1] * feat[1]
     assert torch.allclose(out[1], want1 + conv.bias.view(2, 2), atol=1e-6)
+
+
+def test_hetero_conv_gives_no_output_for_a_type_without_destinations():
+    """As DGL's distributed blocks (relations with sampled edges only), a
+    last layer over paper seeds outputs papers only: DGL's R-GCN example
+    asserts it."""
+    none = torch.empty(0, dtype=torch.int64)
+    g = tessera.heterograph({BUYS: ([0, 1, 4], [0, 0, 1]), FOLLOWS: (none, none)},
+                            num_nodes_dict=NUM)
+    b = tessera.to_block(g, {"item": torch.tensor([0, 1])})
+    assert b.num_dst_nodes("user") == 0
+    conv = tnn.HeteroGraphConv({r: tnn.GraphConv(3, 2, norm="right") for r in ("buys", "follows")})
+    out = conv(b, {t: torch.randn(b.num_src_nodes(t), 3) for t in b.srctypes})
+    assert list(out) == ["item"] and out["item"].shape == (2, 2)

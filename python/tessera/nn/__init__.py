@@ -827,6 +827,12 @@ class HeteroGraphConv(nn.Module):
         for c in (tuple(c) for c in g.canonical_etypes):
             if c[0] not in src_inputs or c[2] not in dst_inputs:
                 continue
+            # A block's destination type without destination nodes gets no
+            # output: DGL's distributed loaders build blocks only of the
+            # relations that have sampled edges, so DGL's R-GCN example
+            # expects only the seeds' types out of its last layer.
+            if g.is_block and g.num_dst_nodes(c[2]) == 0:
+                continue
             args = mod_args.get(c, mod_args.get(c[1], ()))
             kwargs = mod_kwargs.get(c, mod_kwargs.get(c[1], {}))
             outputs[c[2]].append(self._get_module(c)(
