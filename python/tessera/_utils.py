@@ -12,6 +12,8 @@ def as_ids(x, what, length=None):
         return torch.arange(*x.indices(length), dtype=torch.int64), False
     if isinstance(x, numbers.Integral) and not isinstance(x, bool):
         return torch.tensor([int(x)], dtype=torch.int64), True
+    if isinstance(x, (list, tuple)) and len(x) == 0:  # [] is no ids, not float32
+        return torch.empty(0, dtype=torch.int64), False
     if isinstance(x, (str, bytes, float)) or x is None:
         raise TypeError(f"{what}: ids must be integers (a tensor, array, list or int), "
                         f"got {type(x).__name__}")
