@@ -28,7 +28,7 @@ import torch
 
 from tessera import _C
 from tessera._utils import missing_name as _missing_name
-from tessera.heterograph import ALL
+from tessera.heterograph import ALL, _Relation
 
 _SIDES = {"u": "source", "v": "destination", "e": "edge"}
 
@@ -391,6 +391,60 @@ def update_all(g, message_func, reduce_func, apply_node_func=None, etype=None):
     frame = g._dstf[c[2]]
     _write(frame, _relation_update(g, c, message_func, reduce_func))
     _apply_nodes(g, frame, c[2], apply_node_func)
+
+
+def send_and_recv(g, edges, message_func, reduce_func, apply_node_func=None, etype=None):
+    """Messages along ``edges`` (edge ids of relation ``etype``) only,
+    reduced into their destinations, whose data alone changes (DGL's
+    ``send_and_recv``); ``apply_node_func`` runs on those destinations."""
+    c = g.to_canonical_etype(etype)
+    r = g._rel[c]
+    from tessera._utils import as_ids
+    eids = as_ids(edges, "send_and_recv edges")[0]
+    if eids.numel() and (int(eids.min()) < 0 or int(eids.max()) >= r.num_edges()):
+        raise _C.TesseraError(f"send_and_recv: edge id out of range [0, {r.num_edges()}) of "
+                              f"relation {c}")
+    receivers = torch.unique(r.dst.index_select(0, eids))
+    _partial_update(g, c, eids, receivers, message_func, reduce_func, apply_node_func)
+
+
+def pull(g, v, message_func, reduce_func, apply_node_func=None, etype=None):
+    """Nodes ``v`` receive messages along all their in-edges of relation
+    ``etype`` (DGL's ``pull``); only their data changes (0 for a builtin
+    reduction where a node has no in-edge)."""
+    c = g.to_canonical_etype(etype)
+    r = g._rel[c]
+    from tessera._utils import as_ids
+    nodes = torch.unique(as_ids(v, "pull v")[0])
+    if nodes.numel() and (int(nodes.min()) < 0 or int(nodes.max()) >= r.num_dst):
+        raise _C.TesseraError(f"pull: node id out of range [0, {r.num_dst}) of {c[2]!r}")
+    eids = torch.nonzero(torch.isin(r.dst, nodes)).reshape(-1)
+    _partial_update(g, c, eids, nodes, message_func, reduce_func, apply_node_func)
+
+
+def _partial_update(g, c, eids, receivers, message_func, reduce_func, apply_node_func):
+    """update_all over the edges ``eids`` of ``c``, written to the rows of
+    ``receivers`` only (other rows keep their values; a new name starts at 0)."""
+    r = g._rel[c]
+    sub = g[c]  # Shares the node frames; the relation restricted to eids.
+    sub._rel = {c: _Relation(r.num_src, r.num_dst, r.src.index_select(0, eids),
+                             dst=r.dst.index_select(0, eids))}
+    sub._ef = {c: g._ef[c].subframe(eids, g._ef[c].what)}
+    out = _relation_update(sub, c, message_func, reduce_func)
+    frame = g._dstf[c[2]]
+    if apply_node_func is not None:
+        data = {k: v.index_select(0, receivers) for k, v in frame.data.items()}
+        data.update({k: v.index_select(0, receivers) for k, v in out.items()})
+        applied = apply_node_func(NodeBatch(data, receivers, c[2]))
+        _check_udf_out(applied, receivers.numel(), "apply_node_func")
+        out = dict(out, **{k: v.new_zeros((frame.num_rows, *v.shape[1:])).index_copy(
+            0, receivers, v) for k, v in applied.items()})
+    rows = {}
+    for k, v in out.items():
+        old = frame.data.get(k)
+        base = old if old is not None and old.shape == v.shape else v.new_zeros(v.shape)
+        rows[k] = base.index_copy(0, receivers, v.index_select(0, receivers))
+    _write(frame, rows)
 
 
 _CROSS = {"sum": lambda xs: builtins.sum(xs[1:], xs[0]),

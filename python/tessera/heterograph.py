@@ -483,6 +483,15 @@ class Graph:
         from tessera import function
         function.apply_nodes(self, func, v, ntype)
 
+    def send_and_recv(self, edges, message_func, reduce_func, apply_node_func=None,
+                      etype=None):
+        from tessera import function
+        function.send_and_recv(self, edges, message_func, reduce_func, apply_node_func, etype)
+
+    def pull(self, v, message_func, reduce_func, apply_node_func=None, etype=None):
+        from tessera import function
+        function.pull(self, v, message_func, reduce_func, apply_node_func, etype)
+
     def __repr__(self):
         if self.is_homogeneous and not self.is_block:
             return (f"Graph(num_nodes={self.num_nodes()}, num_edges={self.num_edges()}, "

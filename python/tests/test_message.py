@@ -603,3 +603,29 @@ def test_hetero_conv_gives_no_output_for_a_type_without_destinations():
     conv = tnn.HeteroGraphConv({r: tnn.GraphConv(3, 2, norm="right") for r in ("buys", "follows")})
     out = conv(b, {t: torch.randn(b.num_src_nodes(t), 3) for t in b.srctypes})
     assert list(out) == ["item"] and out["item"].shape == (2, 2)
+
+
+def test_send_and_recv_and_pull_update_only_their_nodes():
+    g = tessera.graph((torch.tensor([0, 1, 2, 3, 0]), torch.tensor([1, 1, 2, 2, 3])), num_nodes=4)
+    g.ndata["h"] = torch.tensor([[1.0], [2.0], [4.0], [8.0]])
+    g.ndata["s"] = torch.full((4, 1), -1.0)
+    g.send_and_recv(torch.tensor([1, 2, 4]), fn.copy_u("h", "m"), fn.sum("m", "s"))
+    # Edges 1 (1->1), 2 (2->2), 4 (0->3): nodes 1, 2, 3 receive; node 0 keeps -1.
+    assert g.ndata["s"].reshape(-1).tolist() == [-1.0, 2.0, 4.0, 1.0]
+    g.send_and_recv([0], fn.copy_u("h", "m"), fn.sum("m", "new"),
+                    apply_node_func=lambda nodes: {"twice": nodes.data["new"] * 2})
+    assert g.ndata["new"].reshape(-1).tolist() == [0.0, 1.0, 0.0, 0.0]  # new name: zeros
+    assert g.ndata["twice"].reshape(-1).tolist() == [0.0, 2.0, 0.0, 0.0]
+    g.pull(torch.tensor([2, 0]), fn.copy_u("h", "m"), fn.max("m", "s"))
+    # Node 2 pulls max(h[2], h[3]) = 8; node 0 has no in-edge: 0; 1 and 3 keep theirs.
+    assert g.ndata["s"].reshape(-1).tolist() == [0.0, 2.0, 8.0, 1.0]
+    with pytest.raises(tessera.TesseraError, match="edge id out of range"):
+        g.send_and_recv([7], fn.copy_u("h", "m"), fn.sum("m", "s"))
+    with pytest.raises(tessera.TesseraError, match="node id out of range"):
+        g.pull([9], fn.copy_u("h", "m"), fn.sum("m", "s"))
+    # Gradients reach the sources of the sent edges only.
+    h = torch.ones(4, 2, requires_grad=True)
+    g.ndata["x"] = h
+    g.send_and_recv([0, 3], fn.copy_u("x", "m"), fn.sum("m", "y"))
+    g.ndata["y"].sum().backward()
+    assert h.grad[:, 0].tolist() == [1.0, 0.0, 0.0, 1.0]
