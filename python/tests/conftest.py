@@ -1,5 +1,6 @@
 """Fixtures: Cora partitions, free ports, and `tessera launch` of Python trainers."""
 import os
+import random
 import re
 import socket
 import subprocess
@@ -28,13 +29,20 @@ def cora_parts(tmp_path_factory):
 
 
 def free_port_pair():
-    """A port p with p and p+1 free on 127.0.0.1 (server and rendezvous)."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            p = s.getsockname()[1]
-        if p > 65000:
-            continue
+    """A port p with p and p+1 free on 127.0.0.1 (server and rendezvous),
+    drawn below the kernel's ephemeral range: a port bound and closed inside
+    that range can be taken by any outgoing connection before the job binds
+    it (the soak test running alongside opens thousands), which made the
+    trainers' MASTER_PORT (server port + 1) "Address already in use". The
+    C++ tests' ProbeFreePortRange does the same."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(1000):
+        p = rng.randrange(10000, max(10002, low - 2))
         try:
             with socket.socket() as a, socket.socket() as b:
                 a.bind(("127.0.0.1", p))
@@ -42,7 +50,18 @@ def free_port_pair():
             return p
         except OSError:
             continue
-    raise RuntimeError("no free port pair")
+    raise RuntimeError("no free port pair below the ephemeral range")
+
+
+def free_port_pairs(n):
+    """n port pairs as free_port_pair's, no two sharing a port."""
+    pairs, used = [], set()
+    while len(pairs) < n:
+        p = free_port_pair()
+        if not {p, p + 1} & used:
+            pairs.append(p)
+            used |= {p, p + 1}
+    return pairs
 
 
 def job_segments(job):
@@ -52,7 +71,7 @@ def job_segments(job):
 def launch(workspace, part_config, command, trainers=2, machines=2, timeout=600, extra=()):
     """Runs `tessera launch` over `machines` loopback machines; returns
     (exit code, output, job id) and checks nothing of the job is left."""
-    ports = [free_port_pair() for _ in range(machines)]
+    ports = free_port_pairs(machines)
     ip = os.path.join(workspace, "ip_config.txt")
     with open(ip, "w") as f:
         f.write("".join(f"127.0.0.1 {p}\n" for p in ports))

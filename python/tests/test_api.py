@@ -74,8 +74,8 @@ def test_dead_server_is_a_clear_python_error(cora_parts, tmp_path):
     import socket
     import time
 
-    from conftest import BIN, free_port_pair, job_segments
-    ports = [free_port_pair(), free_port_pair()]
+    from conftest import BIN, free_port_pair, free_port_pairs, job_segments
+    ports = free_port_pairs(2)
     ip = tmp_path / "ip_config.txt"
     ip.write_text("".join(f"127.0.0.1 {p}\n" for p in ports))
     job = "jt" + secrets.token_hex(6)

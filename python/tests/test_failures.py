@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 
-from conftest import BIN, free_port_pair, job_segments
+from conftest import BIN, free_port_pairs, job_segments
 
 REPEATS = int(os.environ.get("TESSERA_SIGSTOP_REPEATS", "20"))
 
@@ -38,7 +38,7 @@ def server_pids(job, server_id):
 
 
 def run_once(parts, workspace, fast):
-    ports = [free_port_pair() for _ in range(2)]
+    ports = free_port_pairs(2)
     ip = workspace / "ip_config.txt"
     ip.write_text("".join(f"127.0.0.1 {p}\n" for p in ports))
     trainer = (f'export TESSERA_CALL_TIMEOUT_S=5; '
