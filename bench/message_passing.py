@@ -2,7 +2,7 @@
 """DGL-style message passing against tessera.nn's layers on the same blocks,
 forward + backward, alternated in one run. Prints JSON.
 
-    /usr/bin/python3 bench/message_passing.py --threads 2
+    /usr/bin/python3 bench/message_passing.py --threads 2 --dgl /tmp/dgl/dgl-1.1.3/python
 
 * ``mean``: ``block.update_all(fn.copy_u("h", "m"), fn.mean("m", "h"))``
   (in a ``local_scope``, as a layer writes it) against the aggregation
@@ -58,7 +58,7 @@ def alternate(fns, rounds):
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def mean_case(num_dst, num_src, fanout, width, rounds, seed):
+def mean_case(num_dst, num_src, fanout, width, rounds, seed, dgl=None):
     g = torch.Generator().manual_seed(seed)
     indices = torch.randint(0, num_src, (num_dst * fanout,), generator=g)
     indptr = torch.arange(0, num_dst * fanout + 1, fanout, dtype=torch.int64)
@@ -76,8 +76,23 @@ def mean_case(num_dst, num_src, fanout, width, rounds, seed):
     def by_layer_kernel():
         mean_aggregate(block, h).sum().backward()
 
-    t = alternate({"update_all_s": by_update_all, "sage_aggregation_s": by_layer_kernel}, rounds)
+    fns = {"update_all_s": by_update_all, "sage_aggregation_s": by_layer_kernel}
+    if dgl is not None:  # DGL's update_all on the same block, written the same way.
+        import dgl.function as dfn
+        dblock = dgl.create_block((indices, torch.arange(num_dst).repeat_interleave(fanout)),
+                                  num_src_nodes=num_src, num_dst_nodes=num_dst)
+
+        def by_dgl():
+            with dblock.local_scope():
+                dblock.srcdata["h"] = h
+                dblock.update_all(dfn.copy_u("h", "m"), dfn.mean("m", "h"))
+                out = dblock.dstdata["h"]
+            out.sum().backward()
+        fns["dgl_update_all_s"] = by_dgl
+    t = alternate(fns, rounds)
     t["ratio"] = t["update_all_s"] / t["sage_aggregation_s"]
+    if dgl is not None:
+        t["ratio_to_dgl"] = t["update_all_s"] / t["dgl_update_all_s"]
     t.update(num_dst=num_dst, num_src=num_src, fanout=fanout, width=width)
     return t
 
@@ -135,12 +150,20 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--dgl", help="DGL's python folder (../shared/reference/dgl, unpacked): "
+                                 "its update_all on the same blocks too")
     args = p.parse_args()
+    dgl = None
+    if args.dgl:
+        sys.path.insert(0, args.dgl)
+        os.environ.setdefault("DGLBACKEND", "pytorch")
+        import dgl
     torch.set_num_threads(args.threads)
     out = {"threads": args.threads, "rounds": args.rounds,
-           "mean_layer0": mean_case(24000, 200000, 10, 16, args.rounds, 0),
-           "mean_layer1": mean_case(1000, 24000, 25, 16, args.rounds, 1),
-           "mean_wide": mean_case(24000, 200000, 10, 128, args.rounds, 2),
+           "dgl": None if dgl is None else dgl.__version__,
+           "mean_layer0": mean_case(24000, 200000, 10, 16, args.rounds, 0, dgl),
+           "mean_layer1": mean_case(1000, 24000, 25, 16, args.rounds, 1, dgl),
+           "mean_wide": mean_case(24000, 200000, 10, 128, args.rounds, 2, dgl),
            "rgcn": rgcn_case(64, 2, 25, args.rounds, 3)}
     print(json.dumps(out, indent=1))
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import torch
 
 from tessera import _C
-from tessera._utils import missing_name as _missing_name
+from tessera._utils import as_ids, missing_name as _missing_name
 from tessera.heterograph import ALL, _Relation
 
 _SIDES = {"u": "source", "v": "destination", "e": "edge"}
@@ -399,7 +399,6 @@ def send_and_recv(g, edges, message_func, reduce_func, apply_node_func=None, ety
     ``send_and_recv``); ``apply_node_func`` runs on those destinations."""
     c = g.to_canonical_etype(etype)
     r = g._rel[c]
-    from tessera._utils import as_ids
     eids = as_ids(edges, "send_and_recv edges")[0]
     if eids.numel() and (int(eids.min()) < 0 or int(eids.max()) >= r.num_edges()):
         raise _C.TesseraError(f"send_and_recv: edge id out of range [0, {r.num_edges()}) of "
@@ -414,7 +413,6 @@ def pull(g, v, message_func, reduce_func, apply_node_func=None, etype=None):
     reduction where a node has no in-edge)."""
     c = g.to_canonical_etype(etype)
     r = g._rel[c]
-    from tessera._utils import as_ids
     nodes = torch.unique(as_ids(v, "pull v")[0])
     if nodes.numel() and (int(nodes.min()) < 0 or int(nodes.max()) >= r.num_dst):
         raise _C.TesseraError(f"pull: node id out of range [0, {r.num_dst}) of {c[2]!r}")
@@ -526,7 +524,6 @@ def apply_edges(g, func, edges=ALL, etype=None):
     frame, n = g._ef[c], g._rel[c].num_edges()
     eids = None
     if not (isinstance(edges, str) and edges == ALL):
-        from tessera._utils import as_ids
         eids = as_ids(edges, "apply_edges edges")[0]
         if eids.numel() and (int(eids.min()) < 0 or int(eids.max()) >= n):
             raise _C.TesseraError(f"apply_edges: edge id out of range [0, {n}) of relation {c}")

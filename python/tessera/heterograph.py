@@ -34,6 +34,7 @@ class _Relation:
     def __init__(self, num_src, num_dst, src, dst=None, indptr=None):
         self.num_src, self.num_dst, self.src = num_src, num_dst, src
         self._dst, self._indptr, self._perm, self._csr_src = dst, indptr, None, None
+        self._arange = None
 
     @property
     def dst(self):
@@ -69,7 +70,7 @@ class _Relation:
         """The edge at each CSR position: ``csr_perm``, or 0..E-1 (made once)."""
         if self.csr_perm is not None:
             return self._perm
-        if getattr(self, "_arange", None) is None:
+        if self._arange is None:
             self._arange = torch.arange(self.num_edges(), dtype=torch.int64)
         return self._arange
 
