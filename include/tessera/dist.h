@@ -35,6 +35,7 @@
 #ifndef TESSERA_INCLUDE_TESSERA_DIST_H_
 #define TESSERA_INCLUDE_TESSERA_DIST_H_
 
+#include "tessera/dist/checkpoint.h"      // IWYU pragma: export
 #include "tessera/dist/context.h"         // IWYU pragma: export
 #include "tessera/dist/dataloader.h"      // IWYU pragma: export
 #include "tessera/dist/dist_graph.h"      // IWYU pragma: export

@@ -123,6 +123,11 @@ Status OutputFile::Resize(uint64_t size) {
   return absl::OkStatus();
 }
 
+Status OutputFile::Sync() const {
+  if (::fsync(fd_) != 0) return ErrnoError(StrCat("cannot flush ", path_, " to disk"), errno);
+  return absl::OkStatus();
+}
+
 Status OutputFile::WriteAt(uint64_t offset, const void* data, size_t size) const {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
@@ -185,16 +190,41 @@ StatusOr<std::string> ReadFileToString(const std::string& path) {
   return std::string(reinterpret_cast<const char*>(file.data()), file.size());
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view contents) {
+namespace {
+
+Status WriteAndRename(const std::string& path, std::string_view contents, bool durable) {
   std::string tmp = path + ".tmp";
   ASSIGN_OR_RETURN(OutputFile out, OutputFile::Create(tmp));
   Status st = out.Append(contents.data(), contents.size());
+  if (st.ok() && durable) st = out.Sync();
   if (st.ok()) st = out.Close();
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     st = ErrnoError(StrCat("cannot rename ", tmp, " to ", path), errno);
   }
   if (!st.ok()) ::unlink(tmp.c_str());
+  if (st.ok() && durable) st = SyncPath(fs::path(path).parent_path().string());
   return st;
+}
+
+}  // namespace
+
+Status WriteFileAtomic(const std::string& path, std::string_view contents) {
+  return WriteAndRename(path, contents, /*durable=*/false);
+}
+
+Status WriteFileDurably(const std::string& path, std::string_view contents) {
+  return WriteAndRename(path, contents, /*durable=*/true);
+}
+
+Status SyncPath(const std::string& path) {
+  const std::string name = path.empty() ? "." : path;
+  int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(StrCat("cannot open ", name), errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoError(StrCat("cannot flush ", name, " to disk"), err);
+  return absl::OkStatus();
 }
 
 Status MakeDirs(const std::string& path) {

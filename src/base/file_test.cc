@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "gtest/gtest.h"
+#include "src/base/crc32c.h"
 
 namespace tessera {
 namespace {
@@ -96,6 +97,39 @@ TEST_F(FileTest, ScratchDirRemovesOnlyWhatItCreated) {
     EXPECT_FALSE(named->removed_on_exit());
   }
   EXPECT_TRUE(IsDirectory(dir_ + "/named/deep"));
+}
+
+TEST_F(FileTest, WriteFileDurablyReplacesTheFileAndLeavesNoTemporary) {
+  const std::string path = dir_ + "/manifest.json";
+  ASSERT_TRUE(WriteFileDurably(path, "old").ok());
+  ASSERT_TRUE(WriteFileDurably(path, "new contents").ok());
+  EXPECT_EQ(*ReadFileToString(path), "new contents");
+  EXPECT_FALSE(PathExists(path + ".tmp"));
+  Status missing = WriteFileDurably(dir_ + "/no/such/folder/f", "x");
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(std::string(missing.message()).find("no/such/folder"), std::string::npos) << missing;
+  EXPECT_FALSE(SyncPath(dir_ + "/absent").ok());
+  EXPECT_TRUE(SyncPath(dir_).ok());
+  EXPECT_TRUE(SyncPath(path).ok());
+  auto out = OutputFile::Create(dir_ + "/synced");
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(out->Append("abc", 3).ok());
+  EXPECT_TRUE(out->Sync().ok());
+  EXPECT_TRUE(out->Close().ok());
+}
+
+TEST(Crc32cTest, MatchesTheStandardCheckValueAndExtendsInPieces) {
+  EXPECT_EQ(Crc32c("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(Crc32c("", 0), 0u);
+  std::string data(1000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + 3);
+  const uint32_t whole = Crc32c(data.data(), data.size());
+  for (size_t cut : {0, 1, 7, 8, 9, 500, 999, 1000}) {
+    uint32_t crc = Crc32cExtend(0, data.data(), cut);
+    EXPECT_EQ(Crc32cExtend(crc, data.data() + cut, data.size() - cut), whole) << cut;
+  }
+  data[123] ^= 1;
+  EXPECT_NE(Crc32c(data.data(), data.size()), whole);
 }
 
 }  // namespace

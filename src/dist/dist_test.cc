@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "src/dist/dist_test_env.h"
 #include "src/kvstore/test_cluster.h"
 #include "tessera/dist/embedding.h"
 #include "tessera/dist/parallel.h"
@@ -429,26 +430,8 @@ TEST(DistTest, Distributed) {
   tessera::testing::TempDir dir;
   std::string config = kvstore::testing::PartitionCora(dir.path(), 2);
   kvstore::testing::TestCluster cluster(config, 2, 1);
-  std::string ip_config = dir / "ip_config.txt";
-  {
-    std::ofstream out(ip_config);
-    for (const std::string& e : cluster.endpoints()) {
-      out << "127.0.0.1 " << e.substr(e.rfind(':') + 1) << "\n";
-    }
-  }
-  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", cluster.job()},
-                                            {"TESSERA_JOB_TOKEN", "t"},
-                                            {"TESSERA_JOB_KEY", cluster.key()},
-                                            {"TESSERA_IP_CONFIG", ip_config},
-                                            {"TESSERA_PART_CONFIG", config},
-                                            {"TESSERA_NUM_SERVERS", "1"},
-                                            {"TESSERA_MACHINE_ID", "0"},
-                                            {"RANK", "0"},
-                                            {"WORLD_SIZE", "1"}};
-  auto ctx = initialize("", {.getenv = [&](const char* n) -> const char* {
-                          auto it = env.find(n);
-                          return it == env.end() ? nullptr : it->second.c_str();
-                        }});
+  testing::TrainerEnv env(cluster, dir.path(), config);
+  auto ctx = initialize("", {.getenv = env.getenv()});
   EXPECT_FALSE(ctx->standalone());
   Check(config, 0);
   CheckSampling(config);
@@ -466,32 +449,12 @@ TEST(DistTest, ExitClientWarnsWhenServersDoNotAnswerGoodbye) {
   tessera::testing::TempDir dir;
   std::string config = kvstore::testing::PartitionCora(dir.path(), 2);
   auto cluster = std::make_unique<kvstore::testing::TestCluster>(config, 2, 1);
-  std::string ip_config = dir / "ip_config.txt";
-  {
-    std::ofstream out(ip_config);
-    for (const std::string& e : cluster->endpoints()) {
-      out << "127.0.0.1 " << e.substr(e.rfind(':') + 1) << "\n";
-    }
-  }
-  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", cluster->job()},
-                                            {"TESSERA_JOB_TOKEN", "t"},
-                                            {"TESSERA_JOB_KEY", cluster->key()},
-                                            {"TESSERA_IP_CONFIG", ip_config},
-                                            {"TESSERA_PART_CONFIG", config},
-                                            {"TESSERA_NUM_SERVERS", "1"},
-                                            {"TESSERA_MACHINE_ID", "0"},
-                                            {"RANK", "0"},
-                                            {"WORLD_SIZE", "1"}};
+  testing::TrainerEnv env(*cluster, dir.path(), config);
   // Captured from before the client's threads start (spdlog's default logger
   // must not change while they may log).
   auto log = std::make_unique<testing::CapturedLog>("%l %v");
   // Heartbeats would not notice the servers' end before the goodbye.
-  EXPECT_FALSE(initialize("", {.heartbeat_timeout_s = 120,
-                               .getenv = [&](const char* n) -> const char* {
-                                 auto it = env.find(n);
-                                 return it == env.end() ? nullptr : it->second.c_str();
-                               }})
-                   ->standalone());
+  EXPECT_FALSE(initialize("", {.heartbeat_timeout_s = 120, .getenv = env.getenv()})->standalone());
   cluster.reset();  // Every server stops; the client does not know yet.
 
   EXPECT_NO_THROW(exit_client());  // Its threads are gone after it.
@@ -509,22 +472,22 @@ TEST(DistTest, TimeoutsFromTheEnvironmentAreChecked) {
   tessera::testing::TempDir dir;
   std::string ip_config = dir / "ip_config.txt";
   std::ofstream(ip_config) << "127.0.0.1 1\n";
-  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", "jtest"},
-                                            {"TESSERA_JOB_TOKEN", "t"},
-                                            {"TESSERA_JOB_ENCRYPTION", "off"},
-                                            {"TESSERA_IP_CONFIG", ip_config},
-                                            {"TESSERA_PART_CONFIG", dir / "none.json"},
-                                            {"TESSERA_NUM_SERVERS", "1"},
-                                            {"TESSERA_MACHINE_ID", "0"},
-                                            {"RANK", "0"},
-                                            {"WORLD_SIZE", "1"}};
+  std::map<std::string, std::string> vars = {{"TESSERA_JOB_ID", "jtest"},
+                                             {"TESSERA_JOB_TOKEN", "t"},
+                                             {"TESSERA_JOB_ENCRYPTION", "off"},
+                                             {"TESSERA_IP_CONFIG", ip_config},
+                                             {"TESSERA_PART_CONFIG", dir / "none.json"},
+                                             {"TESSERA_NUM_SERVERS", "1"},
+                                             {"TESSERA_MACHINE_ID", "0"},
+                                             {"RANK", "0"},
+                                             {"WORLD_SIZE", "1"}};
   InitOptions options{.getenv = [&](const char* n) -> const char* {
-    auto it = env.find(n);
-    return it == env.end() ? nullptr : it->second.c_str();
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
   }};
   for (std::string name : {"TESSERA_HEARTBEAT_TIMEOUT_S", "TESSERA_CALL_TIMEOUT_S"}) {
     for (const char* bad : {"soon", "0", "-3", "1e9"}) {
-      env[name] = bad;
+      vars[name] = bad;
       try {
         initialize("", options);
         exit_client();
@@ -535,7 +498,7 @@ TEST(DistTest, TimeoutsFromTheEnvironmentAreChecked) {
             << e.what();
       }
     }
-    env.erase(name);
+    vars.erase(name);
   }
 }
 

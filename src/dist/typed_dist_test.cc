@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
+#include "src/dist/dist_test_env.h"
 #include "src/graph/npy.h"
 #include "src/graph/typed_generator.h"
 #include "src/kvstore/test_cluster.h"
@@ -548,26 +549,8 @@ TEST(TypedDistTest, Distributed) {
   tessera::testing::TempDir dir;
   MagFixture f = MakeMag(dir.path(), 2);
   kvstore::testing::TestCluster cluster(f.config, 2, 1);
-  std::string ip_config = dir / "ip_config.txt";
-  {
-    std::ofstream out(ip_config);
-    for (const std::string& e : cluster.endpoints()) {
-      out << "127.0.0.1 " << e.substr(e.rfind(':') + 1) << "\n";
-    }
-  }
-  std::map<std::string, std::string> env = {{"TESSERA_JOB_ID", cluster.job()},
-                                            {"TESSERA_JOB_TOKEN", "t"},
-                                            {"TESSERA_JOB_KEY", cluster.key()},
-                                            {"TESSERA_IP_CONFIG", ip_config},
-                                            {"TESSERA_PART_CONFIG", f.config},
-                                            {"TESSERA_NUM_SERVERS", "1"},
-                                            {"TESSERA_MACHINE_ID", "0"},
-                                            {"RANK", "0"},
-                                            {"WORLD_SIZE", "1"}};
-  auto ctx = initialize("", {.getenv = [&](const char* n) -> const char* {
-                          auto it = env.find(n);
-                          return it == env.end() ? nullptr : it->second.c_str();
-                        }});
+  testing::TrainerEnv env(cluster, dir.path(), f.config);
+  auto ctx = initialize("", {.getenv = env.getenv()});
   ASSERT_FALSE(ctx->standalone());
   Check(f, 0, 2);
   CheckTypedSampling(f);

@@ -63,6 +63,8 @@ class OutputFile {
   Status WriteAt(uint64_t offset, const void* data, size_t size) const;
   // Sets the file length (ftruncate).
   Status Resize(uint64_t size);
+  // Flushes the file's data and size to the disk (fsync).
+  Status Sync() const;
   Status Close();
   const std::string& path() const { return path_; }
 
@@ -98,6 +100,12 @@ StatusOr<std::string> ReadFileToString(const std::string& path);
 // Writes `contents` to "<path>.tmp" and renames it over `path`, so readers see
 // either the old file or the complete new one.
 Status WriteFileAtomic(const std::string& path, std::string_view contents);
+// WriteFileAtomic that survives a power loss: the new file is fsynced before
+// the rename, and its folder after it.
+Status WriteFileDurably(const std::string& path, std::string_view contents);
+// fsync of a file, or of a folder (which makes the names created or renamed
+// in it durable).
+Status SyncPath(const std::string& path);
 // mkdir -p.
 Status MakeDirs(const std::string& path);
 // rm -rf; a missing path is not an error.

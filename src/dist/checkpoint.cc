@@ -1,0 +1,814 @@
+// File: src/dist/checkpoint.cc
+//
+// Checkpoints (include/tessera/dist/checkpoint.h; the format is in
+// docs/checkpoint.md). Saving: every trainer writes its share of its own
+// machine's rows (read from this machine's shards), checksumming as it
+// writes, and lists its files in rank-<r>.json; trainer 0 merges the lists
+// into manifest.json, written durably last. Restoring: the shards are dealt
+// round-robin over the trainers, each verified before use and pushed to the
+// rows' owners now (by id, or by original id on another partitioning).
+// Every collective step ends in a BarrierMax that carries failures, so one
+// trainer's error ends the call on all of them instead of leaving them
+// waiting.
+#include "tessera/dist/checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/serialize.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+#include "src/base/crc32c.h"
+#include "src/dist/dist_internal.h"
+#include "src/graph/npy.h"
+#include "src/kvstore/services.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
+#include "tessera/base/time.h"
+#include "tessera/partition/partition_config.h"
+
+#ifndef TESSERA_VERSION_STRING
+#define TESSERA_VERSION_STRING "unknown"
+#endif
+
+namespace tessera::dist {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using internal::ThrowIfError;
+using internal::ValueOrThrow;
+
+constexpr char kManifest[] = "manifest.json";
+constexpr char kMarker[] = ".tessera-checkpoint";  // In every checkpoint folder, from the start.
+constexpr char kFormat[] = "tessera-checkpoint";
+constexpr int kFormatVersion = 1;
+constexpr size_t kIoBytes = size_t{16} << 20;  // Rows per pull / push / write, in bytes.
+
+std::string Hex(uint32_t crc) { return fmt::format("{:08x}", crc); }
+
+// What the job's graph looks like to a checkpoint.
+struct Job {
+  const DistGraph* graph;
+  kvstore::Services* store;
+  std::shared_ptr<Context> context;
+  PartitionConfig config;
+  std::string config_hash;  // CRC-32C of the config file's bytes.
+  int rank = 0, world = 1;
+};
+
+Job OpenJob(const DistGraph& g) {
+  Job job{.graph = &g, .store = &g.store(), .context = internal::CurrentContext()};
+  job.rank = job.context->rank();
+  job.world = job.context->world_size();
+  const std::string& path = job.context->part_config();
+  std::string text = ValueOrThrow(ReadFileToString(path), "checkpoint: the partition config");
+  job.config_hash = Hex(Crc32c(text.data(), text.size()));
+  job.config = ValueOrThrow(ReadPartitionConfig(path), "checkpoint: the partition config");
+  return job;
+}
+
+// Runs `step` on this trainer, then agrees with every trainer on whether all
+// of them succeeded: each gets its own error, or one naming the failure
+// elsewhere. `what` names the collective step.
+void Collectively(const Job& job, const std::string& what, const std::function<void()>& step) {
+  std::string error;
+  try {
+    step();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  StatusOr<int64_t> failed = job.store->job().BarrierMax(error.empty() ? 0 : 1);
+  if (!error.empty()) throw Error(error);
+  ThrowIfError(failed.status(), what);
+  if (*failed != 0) {
+    throw Error(fmt::format("{}: another trainer failed (its log names the cause)", what));
+  }
+}
+
+// ------------------------------------------------------------------ tensors
+
+struct TensorInfo {
+  kvstore::TensorMeta meta;  // key, dtype, global shape, policy
+  int type = 0;
+  std::string type_name;
+};
+
+TensorInfo Describe(const Job& job, const kvstore::TensorMeta& meta) {
+  const PartitionBook& book = job.store->book();
+  TensorInfo info{.meta = meta};
+  info.type =
+      ValueOrThrow(kvstore::TensorType(book, meta.policy, std::string_view(meta.key).substr(5)),
+                   fmt::format("checkpoint: tensor '{}'", meta.key));
+  if (meta.policy == shm::Policy::kNode) {
+    info.type_name = book.ntypes()[info.type];
+  } else {
+    info.type_name = book.etypes()[info.type].Canonical();
+  }
+  return info;
+}
+
+// The tensors a save holds: those named, and with persistent_tensors every
+// persistent one not read from the partition.
+std::vector<TensorInfo> TensorsToSave(const Job& job, const CheckpointContents& contents) {
+  std::set<std::string> partition_arrays;
+  for (const std::string& name : job.config.node_feat_names)
+    partition_arrays.insert("node/" + name);
+  for (const std::string& name : job.config.edge_feat_names)
+    partition_arrays.insert("edge/" + name);
+  std::set<std::string> named;
+  for (const DistTensor& t : contents.tensors) named.insert(t.key());
+  std::vector<TensorInfo> out;
+  std::vector<kvstore::TensorMeta> all =
+      ValueOrThrow(job.store->features().List(), "checkpoint: listing the tensors");
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  for (const kvstore::TensorMeta& meta : all) {
+    const bool automatic =
+        contents.persistent_tensors && meta.persistent && partition_arrays.count(meta.key) == 0;
+    if (automatic || named.erase(meta.key) > 0) out.push_back(Describe(job, meta));
+  }
+  if (!named.empty()) {
+    throw Error(fmt::format("checkpoint: no tensor {} in the job", fmt::join(named, ", ")));
+  }
+  return out;
+}
+
+std::string FileStem(const std::string& key) {
+  std::string stem = key;
+  std::replace(stem.begin(), stem.end(), '/', '~');
+  return stem;
+}
+
+// The original (input graph) homogeneous ids of a partitioning, if it was
+// written with --return-mapping: orig_nids.npy / orig_eids.npy beside the
+// config.
+std::optional<Array> OriginalIds(const PartitionConfig& config, shm::Policy policy) {
+  const std::string path =
+      config.dir + (policy == shm::Policy::kNode ? "/orig_nids.npy" : "/orig_eids.npy");
+  if (!PathExists(path)) return std::nullopt;
+  Array ids = ValueOrThrow(ReadNpy(path), "checkpoint: the partition's original ids");
+  const int64_t expected = policy == shm::Policy::kNode ? config.num_nodes : config.num_edges;
+  if (ids.dtype() != DType::kInt64 || ids.shape() != std::vector<int64_t>{expected}) {
+    throw Error(fmt::format("checkpoint: {} holds {} [{}], not int64 [{}]", path,
+                            DTypeName(ids.dtype()), fmt::join(ids.shape(), ", "), expected));
+  }
+  return ids;
+}
+
+// A tensor row's homogeneous id in the partitioning (per-type ids on a typed
+// layout map through the book).
+int64_t HomoId(const PartitionBook& book, const TensorInfo& t, int64_t id) {
+  if (book.is_homogeneous()) return id;
+  return t.meta.policy == shm::Policy::kNode ? book.MapToHomoNid(t.type, id)
+                                             : book.MapToHomoEid(t.type, id);
+}
+
+// A file being written: its CRC as it goes, flushed to disk at the end.
+class CheckedFile {
+ public:
+  static CheckedFile Create(const std::string& folder, const std::string& name) {
+    CheckedFile f;
+    f.name_ = name;
+    f.file_ = ValueOrThrow(OutputFile::Create(folder + "/" + name), "checkpoint");
+    return f;
+  }
+  void Append(const void* data, size_t size) {
+    ThrowIfError(file_.Append(data, size), "checkpoint");
+    crc_ = Crc32cExtend(crc_, data, size);
+    bytes_ += size;
+  }
+  json Finish() {
+    ThrowIfError(file_.Sync(), "checkpoint");
+    ThrowIfError(file_.Close(), "checkpoint");
+    return {{"path", name_}, {"bytes", bytes_}, {"crc32c", Hex(crc_)}};
+  }
+
+ private:
+  OutputFile file_;
+  std::string name_;
+  uint32_t crc_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+// Which pieces of which partitions this trainer writes: with T trainers per
+// machine (world = parts x T), trainer t of machine p writes the t-th of T
+// slices of partition p (its own machine's rows); otherwise (standalone)
+// each trainer writes whole partitions, round-robin.
+std::vector<std::tuple<int, int, int>> MyPieces(const Job& job, int num_parts) {
+  std::vector<std::tuple<int, int, int>> pieces;  // (part, piece, pieces)
+  if (job.world >= num_parts && job.world % num_parts == 0) {
+    const int per = job.world / num_parts;
+    const int part = job.context->machine_id();
+    const int local = job.rank - part * per;
+    if (part >= 0 && part < num_parts && local >= 0 && local < per) {
+      pieces.emplace_back(part, local, per);
+      return pieces;
+    }
+  }
+  for (int p = job.rank; p < num_parts; p += job.world) pieces.emplace_back(p, 0, 1);
+  return pieces;
+}
+
+// Writes this trainer's shards of `t`; returns their manifest entries.
+json SaveShards(const Job& job, const TensorInfo& t, const std::string& folder,
+                const std::optional<Array>& orig, json& files) {
+  const PartitionBook& book = job.store->book();
+  const size_t row_bytes = t.meta.row_bytes();
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>(kIoBytes / std::max<size_t>(row_bytes, 1)));
+  json shards = json::array();
+  for (auto [part, piece, pieces] : MyPieces(job, book.num_partitions())) {
+    auto [first, last] = kvstore::IdRange(book, t.meta.policy, t.type, part);
+    const int64_t count = last - first;
+    const int64_t begin = first + count * piece / pieces,
+                  end = first + count * (piece + 1) / pieces;
+    if (begin >= end) continue;
+    const std::string stem = fmt::format("tensors/{}.p{}.{}", FileStem(t.meta.key), part, piece);
+    std::vector<int64_t> shape = t.meta.shape;
+    shape[0] = end - begin;
+    CheckedFile rows = CheckedFile::Create(folder, stem + ".npy");
+    const std::string header = EncodeNpyHeader(t.meta.dtype, shape);
+    rows.Append(header.data(), header.size());
+    std::vector<char> buffer;
+    std::vector<int64_t> ids;
+    for (int64_t b = begin; b < end; b += chunk) {
+      const int64_t n = std::min(chunk, end - b);
+      ids.resize(n);
+      for (int64_t i = 0; i < n; ++i) ids[i] = b + i;
+      buffer.resize(static_cast<size_t>(n) * row_bytes);
+      ThrowIfError(job.store->features().PullInto(t.meta.key, ids, buffer.data()),
+                   fmt::format("checkpoint: reading '{}'", t.meta.key));
+      rows.Append(buffer.data(), buffer.size());
+    }
+    files.push_back(rows.Finish());
+    json shard = {{"file", stem + ".npy"}, {"part", part}, {"begin", begin}, {"end", end}};
+    if (orig) {
+      CheckedFile ids_file = CheckedFile::Create(folder, stem + ".orig.npy");
+      const std::string ids_header = EncodeNpyHeader(DType::kInt64, {end - begin});
+      ids_file.Append(ids_header.data(), ids_header.size());
+      const auto* map = static_cast<const int64_t*>(orig->data());
+      for (int64_t b = begin; b < end; b += chunk) {
+        const int64_t n = std::min(chunk, end - b);
+        ids.resize(n);
+        for (int64_t i = 0; i < n; ++i) ids[i] = map[HomoId(book, t, b + i)];
+        ids_file.Append(ids.data(), ids.size() * sizeof(int64_t));
+      }
+      files.push_back(ids_file.Finish());
+      shard["orig"] = stem + ".orig.npy";
+    }
+    shards.push_back(std::move(shard));
+  }
+  return shards;
+}
+
+// Checksums and flushes files a caller wrote into the folder.
+json ListWritten(const std::string& folder, const std::vector<std::string>& names) {
+  json files = json::array();
+  for (const std::string& name : names) {
+    if (name.empty() || name.front() == '/' || name.find("..") != std::string::npos) {
+      throw Error(fmt::format("checkpoint: '{}' is not a file name inside the folder", name));
+    }
+    const std::string path = folder + "/" + name;
+    MappedFile file = ValueOrThrow(MappedFile::Open(path), "checkpoint");
+    ThrowIfError(SyncPath(path), "checkpoint");
+    files.push_back({{"path", name},
+                     {"bytes", file.size()},
+                     {"crc32c", Hex(Crc32c(file.data(), file.size()))}});
+  }
+  return files;
+}
+
+std::optional<DType> DTypeNamed(std::string_view name) {
+  for (int d = 0; d <= static_cast<int>(DType::kFloat64); ++d) {
+    if (DTypeName(static_cast<DType>(d)) == name) return static_cast<DType>(d);
+  }
+  return std::nullopt;
+}
+
+// The manifest of a complete checkpoint, checked for the fields restore uses.
+json ReadManifest(const std::string& folder) {
+  const std::string path = folder + "/" + kManifest;
+  if (!PathExists(path)) {
+    throw Error(
+        fmt::format("checkpoint {}: no {} (not a checkpoint, or one whose save did not "
+                    "finish)",
+                    folder, kManifest));
+  }
+  std::string text = ValueOrThrow(ReadFileToString(path), "checkpoint");
+  json manifest = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto bad = [&](const std::string& why) {
+    return Error(fmt::format("checkpoint {}: {} is malformed: {}", folder, kManifest, why));
+  };
+  if (manifest.is_discarded() || !manifest.is_object()) throw bad("not a JSON object");
+  if (manifest.value("format", "") != kFormat) throw bad("no \"format\": \"tessera-checkpoint\"");
+  if (manifest.value("version", 0) != kFormatVersion) {
+    throw bad(fmt::format("version {} (this tessera reads {})", manifest.value("version", 0),
+                          kFormatVersion));
+  }
+  for (const char* key : {"files", "tensors", "dense_files", "trainer_files"}) {
+    if (!manifest.contains(key) || !manifest[key].is_array())
+      throw bad(fmt::format("no \"{}\" list", key));
+  }
+  for (const char* key : {"step", "num_trainers", "num_parts"}) {
+    if (!manifest.contains(key) || !manifest[key].is_number_integer()) {
+      throw bad(fmt::format("no integer \"{}\"", key));
+    }
+  }
+  try {
+    for (const json& f : manifest["files"]) {
+      (void)f.at("path").get<std::string>();
+      (void)f.at("bytes").get<uint64_t>();
+      (void)f.at("crc32c").get<std::string>();
+    }
+    for (const json& t : manifest["tensors"]) {
+      (void)t.at("key").get<std::string>();
+      if (!DTypeNamed(t.at("dtype").get<std::string>())) throw bad("unknown dtype");
+      (void)t.at("shape").get<std::vector<int64_t>>();
+      for (const json& s : t.at("shards")) {
+        (void)s.at("file").get<std::string>();
+        if (s.at("begin").get<int64_t>() > s.at("end").get<int64_t>())
+          throw bad("a shard ends before it begins");
+      }
+    }
+  } catch (const json::exception& e) {
+    throw bad(e.what());
+  }
+  return manifest;
+}
+
+int64_t StepOf(const std::string& folder) {
+  try {
+    return ReadManifest(folder)["step"].get<int64_t>();
+  } catch (const Error&) {
+    return -1;
+  }
+}
+
+// Complete checkpoints among the folders of `dir`, newest (highest step) first.
+std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_directory(ec) || !PathExists(entry.path().string() + "/" + kManifest)) continue;
+    const int64_t step = StepOf(entry.path().string());
+    if (step >= 0) found.emplace_back(step, entry.path().string());
+  }
+  std::sort(found.rbegin(), found.rend());
+  return found;
+}
+
+// Keeps the newest `keep` complete checkpoints among the folders of `dir`
+// and removes the others, and the checkpoint folders of saves that never
+// finished (never `current`). Only folders with the checkpoint marker.
+void Prune(const std::string& dir, int keep, const std::string& current) {
+  std::vector<std::pair<int64_t, std::string>> complete = CompleteCheckpoints(dir);
+  std::vector<std::string> remove;
+  for (size_t i = static_cast<size_t>(keep); i < complete.size(); ++i) {
+    if (complete[i].second != current) remove.push_back(complete[i].second);
+  }
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string path = entry.path().string();
+    if (entry.is_directory(ec) && path != current && PathExists(path + "/" + kMarker) &&
+        !PathExists(path + "/" + kManifest)) {
+      remove.push_back(path);
+    }
+  }
+  for (const std::string& path : remove) {
+    // The manifest goes first: a folder half removed is incomplete, never damaged.
+    Status st = RemoveAll(path + "/" + kManifest);
+    if (st.ok()) st = RemoveAll(path);
+    if (!st.ok())
+      spdlog::warn("checkpoint: cannot remove the old checkpoint {}: {}", path,
+                   std::string(st.message()));
+  }
+}
+
+// A file of the checkpoint, mapped, after its size and CRC are checked
+// against the manifest.
+MappedFile VerifiedFile(const std::string& folder, const std::string& name,
+                        const std::map<std::string, json>& files) {
+  auto it = files.find(name);
+  if (it == files.end()) {
+    throw Error(fmt::format("checkpoint {}: {} is not listed in its manifest", folder, name));
+  }
+  const std::string path = folder + "/" + name;
+  StatusOr<MappedFile> file = MappedFile::Open(path);
+  if (!file.ok()) {
+    throw Error(fmt::format("checkpoint {}: file {} cannot be read: {}", folder, name,
+                            std::string(file.status().message())));
+  }
+  const auto bytes = it->second["bytes"].get<uint64_t>();
+  if (file->size() != bytes) {
+    throw Error(
+        fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated "
+                    "or altered)",
+                    folder, name, file->size(), bytes));
+  }
+  const std::string crc = Hex(Crc32c(file->data(), file->size()));
+  if (crc != it->second["crc32c"].get<std::string>()) {
+    throw Error(fmt::format("checkpoint {}: file {} is corrupt: CRC-32C {}, its manifest says {}",
+                            folder, name, crc, it->second["crc32c"].get<std::string>()));
+  }
+  return std::move(*file);
+}
+
+// What restoring by original id needs of one policy: the inverse of the
+// current partitioning's original ids (original id -> homogeneous id).
+struct Remap {
+  std::vector<int64_t> homo_of_orig;
+};
+
+Remap MakeRemap(const PartitionConfig& config, shm::Policy policy) {
+  std::optional<Array> orig = OriginalIds(config, policy);
+  if (!orig) {
+    throw Error(
+        fmt::format("checkpoint: this job's partitioning differs from the saved one, so "
+                    "rows are matched by original id, but {} has no {} (partition with "
+                    "--return-mapping)",
+                    config.dir, policy == shm::Policy::kNode ? "orig_nids.npy" : "orig_eids.npy"));
+  }
+  const auto* ids = static_cast<const int64_t*>(orig->data());
+  const int64_t n = orig->shape()[0];
+  Remap remap;
+  remap.homo_of_orig.assign(static_cast<size_t>(n), -1);
+  for (int64_t h = 0; h < n; ++h) {
+    if (ids[h] < 0 || ids[h] >= n || remap.homo_of_orig[ids[h]] >= 0) {
+      throw Error(fmt::format("checkpoint: {}/{} is not a permutation (entry {} is {})", config.dir,
+                              policy == shm::Policy::kNode ? "orig_nids.npy" : "orig_eids.npy", h,
+                              ids[h]));
+    }
+    remap.homo_of_orig[ids[h]] = h;
+  }
+  return remap;
+}
+
+void RestoreShard(const Job& job, const std::string& folder, const json& tensor, const json& shard,
+                  const std::map<std::string, json>& files, const TensorInfo& t,
+                  const Remap* remap) {
+  const std::string name = shard["file"].get<std::string>();
+  const int64_t begin = shard["begin"].get<int64_t>(), end = shard["end"].get<int64_t>();
+  MappedFile rows = VerifiedFile(folder, name, files);
+  const NpyHeader header =
+      ValueOrThrow(ParseNpyHeader(rows.data(), rows.size(), folder + "/" + name), "checkpoint");
+  std::vector<int64_t> shape = tensor["shape"].get<std::vector<int64_t>>();
+  shape[0] = end - begin;
+  if (header.dtype != t.meta.dtype || header.shape != shape) {
+    throw Error(fmt::format("checkpoint {}: file {} holds {} [{}], its manifest says {} [{}]",
+                            folder, name, DTypeName(header.dtype), fmt::join(header.shape, ", "),
+                            DTypeName(t.meta.dtype), fmt::join(shape, ", ")));
+  }
+  std::optional<MappedFile> orig;
+  const int64_t* orig_ids = nullptr;
+  if (remap != nullptr) {
+    if (!shard.contains("orig")) {
+      throw Error(
+          fmt::format("checkpoint {}: this job's partitioning differs from the saved one, "
+                      "but {} has no original ids (the saving job's partition lacked "
+                      "--return-mapping)",
+                      folder, name));
+    }
+    const std::string orig_name = shard["orig"].get<std::string>();
+    orig = VerifiedFile(folder, orig_name, files);
+    const NpyHeader h = ValueOrThrow(
+        ParseNpyHeader(orig->data(), orig->size(), folder + "/" + orig_name), "checkpoint");
+    if (h.dtype != DType::kInt64 || h.shape != std::vector<int64_t>{end - begin}) {
+      throw Error(fmt::format("checkpoint {}: {} holds {} [{}], not int64 [{}]", folder, orig_name,
+                              DTypeName(h.dtype), fmt::join(h.shape, ", "), end - begin));
+    }
+    orig_ids = reinterpret_cast<const int64_t*>(orig->data() + h.data_offset);
+  }
+  const PartitionBook& book = job.store->book();
+  const size_t row_bytes = t.meta.row_bytes();
+  const int64_t limit = t.meta.shape[0];
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>(kIoBytes / std::max<size_t>(row_bytes, 1)));
+  const uint8_t* data = rows.data() + header.data_offset;
+  std::vector<int64_t> ids;
+  for (int64_t b = 0; b < end - begin; b += chunk) {
+    const int64_t n = std::min(chunk, end - begin - b);
+    ids.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t id = begin + b + i;
+      if (remap != nullptr) {
+        const int64_t o = orig_ids[b + i];
+        const int64_t h = o >= 0 && o < static_cast<int64_t>(remap->homo_of_orig.size())
+                              ? remap->homo_of_orig[o]
+                              : -1;
+        if (h < 0) {
+          throw Error(
+              fmt::format("checkpoint {}: row {} of {} has original id {}, which this "
+                          "job's graph does not have",
+                          folder, b + i, name, o));
+        }
+        id = h;
+        if (!book.is_homogeneous()) {
+          auto [type, per_type] =
+              t.meta.policy == shm::Policy::kNode ? book.MapToPerNtype(h) : book.MapToPerEtype(h);
+          if (type != t.type) {
+            throw Error(
+                fmt::format("checkpoint {}: row {} of {} (original id {}) is of another "
+                            "type in this job's graph",
+                            folder, b + i, name, o));
+          }
+          id = per_type;
+        }
+      }
+      if (id < 0 || id >= limit) {
+        throw Error(fmt::format("checkpoint {}: row {} of {} maps to id {}, outside '{}' ({} rows)",
+                                folder, b + i, name, id, t.meta.key, limit));
+      }
+      ids[i] = id;
+    }
+    ThrowIfError(job.store->features().Push(t.meta.key, ids, data + b * row_bytes,
+                                            kvstore::PushMode::kAssign),
+                 fmt::format("checkpoint: writing '{}'", t.meta.key));
+  }
+}
+
+std::string ModelFile() { return "model.pt"; }
+std::string OptimizerFile() { return "optimizer.pt"; }
+std::string TrainerFile(int rank) { return fmt::format("trainer-{}.pt", rank); }
+
+}  // namespace
+
+void SaveCheckpoint(const DistGraph& g, const std::string& path, int64_t step,
+                    const CheckpointContents& contents, int keep) {
+  Stopwatch watch;
+  Job job = OpenJob(g);
+  const std::string folder = fs::path(path).lexically_normal().string();
+  if (step < 0) throw Error(fmt::format("checkpoint: step {} is negative", step));
+  Collectively(job, "checkpoint: preparing " + folder, [&] {
+    if (job.rank != 0) return;
+    if (PathExists(folder + "/" + kManifest)) {
+      throw Error(fmt::format("checkpoint: {} already holds a complete checkpoint", folder));
+    }
+    std::error_code ec;
+    if (IsDirectory(folder) && !PathExists(folder + "/" + kMarker) && !fs::is_empty(folder, ec)) {
+      throw Error(fmt::format("checkpoint: {} exists and is not a checkpoint folder", folder));
+    }
+    ThrowIfError(RemoveAll(folder), "checkpoint");  // An unfinished save's leftovers.
+    ThrowIfError(MakeDirs(folder + "/tensors"), "checkpoint");
+    ThrowIfError(WriteFileDurably(folder + "/" + kMarker, ""), "checkpoint");
+    ThrowIfError(SyncPath(fs::path(folder).parent_path().string()), "checkpoint");
+  });
+  std::vector<TensorInfo> tensors;
+  json mine = {{"rank", job.rank}, {"files", json::array()}, {"tensors", json::array()}};
+  int64_t bytes = 0;
+  Collectively(job, "checkpoint: writing " + folder, [&] {
+    tensors = TensorsToSave(job, contents);
+    std::map<shm::Policy, std::optional<Array>> orig;
+    for (const TensorInfo& t : tensors) {
+      if (!orig.count(t.meta.policy)) orig[t.meta.policy] = OriginalIds(job.config, t.meta.policy);
+      mine["tensors"].push_back(
+          {{"key", t.meta.key},
+           {"shards", SaveShards(job, t, folder, orig[t.meta.policy], mine["files"])}});
+    }
+    std::vector<std::string> dense, own;
+    if (job.rank == 0) {
+      if (contents.module != nullptr) {
+        torch::serialize::OutputArchive archive;
+        contents.module->save(archive);
+        archive.save_to(folder + "/" + ModelFile());
+        dense.push_back(ModelFile());
+      }
+      if (contents.optimizer != nullptr) {
+        torch::serialize::OutputArchive archive;
+        contents.optimizer->save(archive);
+        archive.save_to(folder + "/" + OptimizerFile());
+        dense.push_back(OptimizerFile());
+      }
+      if (contents.write_dense) {
+        for (std::string& name : contents.write_dense(folder)) dense.push_back(std::move(name));
+      }
+    }
+    {
+      torch::serialize::OutputArchive archive;
+      archive.write("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
+      archive.save_to(folder + "/" + TrainerFile(job.rank));
+      own.push_back(TrainerFile(job.rank));
+    }
+    if (contents.write_trainer) {
+      for (std::string& name : contents.write_trainer(folder)) own.push_back(std::move(name));
+    }
+    mine["dense_files"] = ListWritten(folder, dense);
+    mine["trainer_files"] = ListWritten(folder, own);
+    ThrowIfError(WriteFileDurably(fmt::format("{}/rank-{}.json", folder, job.rank), mine.dump()),
+                 "checkpoint");
+  });
+  Collectively(job, "checkpoint: committing " + folder, [&] {
+    if (job.rank != 0) return;
+    json manifest = {{"format", kFormat},
+                     {"version", kFormatVersion},
+                     {"tessera_version", TESSERA_VERSION_STRING},
+                     {"graph_name", g.graph_name()},
+                     {"partition_config_crc32c", job.config_hash},
+                     {"num_parts", job.store->book().num_partitions()},
+                     {"num_trainers", job.world},
+                     {"step", step},
+                     {"created_unix", static_cast<int64_t>(std::time(nullptr))},
+                     {"extra", json::object()},
+                     {"files", json::array()},
+                     {"tensors", json::array()},
+                     {"dense_files", json::array()},
+                     {"trainer_files", json::array()}};
+    if (!contents.extra.empty()) {
+      json extra = json::parse(contents.extra, nullptr, /*allow_exceptions=*/false);
+      if (extra.is_discarded() || !extra.is_object()) {
+        throw Error("checkpoint: extra must be the text of a JSON object");
+      }
+      manifest["extra"] = std::move(extra);
+    }
+    for (const TensorInfo& t : tensors) {
+      manifest["tensors"].push_back({{"key", t.meta.key},
+                                     {"dtype", DTypeName(t.meta.dtype)},
+                                     {"shape", t.meta.shape},
+                                     {"policy", shm::PolicyName(t.meta.policy)},
+                                     {"type", t.type_name},
+                                     {"shards", json::array()}});
+    }
+    for (int r = 0; r < job.world; ++r) {
+      const std::string name = fmt::format("{}/rank-{}.json", folder, r);
+      json part = json::parse(ValueOrThrow(ReadFileToString(name), "checkpoint"), nullptr, false);
+      if (part.is_discarded() || part["tensors"].size() != tensors.size()) {
+        throw Error(
+            fmt::format("checkpoint: {} does not list the tensors trainer 0 saved (were "
+                        "tensors created or deleted during the save?)",
+                        name));
+      }
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        if (part["tensors"][i]["key"] != tensors[i].meta.key) {
+          throw Error(fmt::format("checkpoint: trainer {} saved '{}' where trainer 0 saved '{}'", r,
+                                  part["tensors"][i]["key"].get<std::string>(),
+                                  tensors[i].meta.key));
+        }
+        for (json& shard : part["tensors"][i]["shards"])
+          manifest["tensors"][i]["shards"].push_back(shard);
+      }
+      for (json& f : part["files"]) {
+        bytes += f["bytes"].get<int64_t>();
+        manifest["files"].push_back(f);
+      }
+      for (json& f : part["dense_files"]) {
+        manifest["files"].push_back(f);
+        manifest["dense_files"].push_back(f["path"]);
+      }
+      json own = json::array();
+      for (json& f : part["trainer_files"]) {
+        manifest["files"].push_back(f);
+        own.push_back(f["path"]);
+      }
+      manifest["trainer_files"].push_back(std::move(own));
+    }
+    for (int r = 0; r < job.world; ++r) {
+      ThrowIfError(RemoveAll(fmt::format("{}/rank-{}.json", folder, r)), "checkpoint");
+    }
+    ThrowIfError(SyncPath(folder + "/tensors"), "checkpoint");
+    ThrowIfError(WriteFileDurably(folder + "/" + kManifest, manifest.dump(1)), "checkpoint");
+    spdlog::info("checkpoint: step {} saved to {}: {} tensors, {} in shards, {:.2f} s", step,
+                 folder, tensors.size(), FormatBytes(bytes), watch.Seconds());
+    if (keep > 0) Prune(fs::path(folder).parent_path().string(), keep, folder);
+  });
+}
+
+RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path,
+                                     const CheckpointContents& contents) {
+  Stopwatch watch;
+  Job job = OpenJob(g);
+  const std::string folder = fs::path(path).lexically_normal().string();
+  json manifest;
+  std::map<std::string, json> files;
+  std::vector<TensorInfo> tensors;
+  std::map<shm::Policy, Remap> remaps;
+  RestoredCheckpoint out;
+  out.path = folder;
+  Collectively(job, "checkpoint: reading " + folder, [&] {
+    manifest = ReadManifest(folder);
+    if (manifest.value("graph_name", "") != g.graph_name()) {
+      throw Error(fmt::format("checkpoint {} is of graph '{}', this job's is '{}'", folder,
+                              manifest.value("graph_name", ""), g.graph_name()));
+    }
+    for (const json& f : manifest["files"]) files[f["path"].get<std::string>()] = f;
+    out.step = manifest["step"].get<int64_t>();
+    out.num_trainers = manifest["num_trainers"].get<int>();
+    out.extra = manifest.value("extra", json::object()).dump();
+    out.same_partitioning = manifest.value("partition_config_crc32c", "") == job.config_hash &&
+                            manifest["num_parts"].get<int>() == job.store->book().num_partitions();
+    kvstore::FeatureStore& features = job.store->features();
+    for (const json& t : manifest["tensors"]) {
+      const std::string key = t["key"].get<std::string>();
+      const DType dtype = *DTypeNamed(t["dtype"].get<std::string>());
+      const std::vector<int64_t> shape = t["shape"].get<std::vector<int64_t>>();
+      ThrowIfError(kvstore::CheckTensorKey(key), "checkpoint " + folder);
+      // A tensor the program has not created yet is created here (it attaches to it later).
+      kvstore::InitSpec spec{
+          .name = key.substr(5),
+          .dtype = dtype,
+          .shape = shape,
+          .policy = key.rfind("node/", 0) == 0 ? shm::Policy::kNode : shm::Policy::kEdge,
+          .init = kvstore::Init::kZeros,
+          .persistent = true};
+      StatusOr<bool> created = features.InitData(spec);
+      if (!created.ok()) {
+        throw Error(fmt::format("checkpoint {}: cannot restore '{}' {} [{}]: {}", folder, key,
+                                t["dtype"].get<std::string>(), fmt::join(shape, ", "),
+                                std::string(created.status().message())));
+      }
+      kvstore::TensorMeta meta = ValueOrThrow(features.Meta(key), "checkpoint " + folder);
+      meta.shape = shape;
+      tensors.push_back(Describe(job, meta));
+      if (!out.same_partitioning && !remaps.count(meta.policy)) {
+        remaps[meta.policy] = MakeRemap(job.config, meta.policy);
+      }
+    }
+  });
+  Collectively(job, "checkpoint: restoring the tensors of " + folder, [&] {
+    size_t index = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const json& t = manifest["tensors"][i];
+      const Remap* remap = out.same_partitioning ? nullptr : &remaps.at(tensors[i].meta.policy);
+      for (const json& shard : t["shards"]) {
+        if (index++ % static_cast<size_t>(job.world) == static_cast<size_t>(job.rank)) {
+          RestoreShard(job, folder, t, shard, files, tensors[i], remap);
+        }
+      }
+    }
+  });
+  Collectively(job, "checkpoint: restoring the dense state of " + folder, [&] {
+    for (const json& name : manifest["dense_files"]) {
+      out.dense_files.push_back(name.get<std::string>());
+      (void)VerifiedFile(folder, out.dense_files.back(), files);
+    }
+    auto has = [&](const std::string& name) {
+      return std::find(out.dense_files.begin(), out.dense_files.end(), name) !=
+             out.dense_files.end();
+    };
+    if (contents.module != nullptr) {
+      if (!has(ModelFile())) throw Error(fmt::format("checkpoint {} holds no model", folder));
+      torch::serialize::InputArchive archive;
+      archive.load_from(folder + "/" + ModelFile());
+      contents.module->load(archive);
+    }
+    if (contents.optimizer != nullptr) {
+      if (!has(OptimizerFile()))
+        throw Error(fmt::format("checkpoint {} holds no optimizer", folder));
+      torch::serialize::InputArchive archive;
+      archive.load_from(folder + "/" + OptimizerFile());
+      contents.optimizer->load(archive);
+    }
+    // The random state goes back only to the same trainer of a job of the same size.
+    if (out.num_trainers == job.world &&
+        manifest["trainer_files"].size() == static_cast<size_t>(job.world)) {
+      for (const json& name : manifest["trainer_files"][job.rank]) {
+        out.trainer_files.push_back(name.get<std::string>());
+        (void)VerifiedFile(folder, out.trainer_files.back(), files);
+      }
+      if (std::find(out.trainer_files.begin(), out.trainer_files.end(), TrainerFile(job.rank)) !=
+          out.trainer_files.end()) {
+        torch::serialize::InputArchive archive;
+        archive.load_from(folder + "/" + TrainerFile(job.rank));
+        torch::Tensor state;
+        archive.read("cpu_rng", state);
+        at::Generator generator = at::detail::getDefaultCPUGenerator();
+        generator.set_state(state);
+      }
+    }
+  });
+  spdlog::info("checkpoint: restored step {} from {} ({} tensors{}), {:.2f} s", out.step, folder,
+               tensors.size(), out.same_partitioning ? "" : ", mapped by original id",
+               watch.Seconds());
+  return out;
+}
+
+Checkpoint::Checkpoint(const DistGraph& g, std::string dir, int keep)
+    : graph_(&g), dir_(std::move(dir)), keep_(keep) {
+  ThrowIfError(MakeDirs(dir_), "checkpoint");
+}
+
+std::string Checkpoint::save(int64_t step, const CheckpointContents& contents) const {
+  const std::string path = fmt::format("{}/step-{}", dir_, step);
+  SaveCheckpoint(*graph_, path, step, contents, keep_);
+  return path;
+}
+
+std::optional<RestoredCheckpoint> Checkpoint::restore(const CheckpointContents& contents) const {
+  std::optional<std::string> path = latest(dir_);
+  if (!path) return std::nullopt;
+  return RestoreCheckpoint(*graph_, *path, contents);
+}
+
+std::optional<std::string> Checkpoint::latest(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> found = CompleteCheckpoints(dir);
+  if (found.empty()) return std::nullopt;
+  return found.front().second;
+}
+
+}  // namespace tessera::dist

@@ -1,0 +1,211 @@
+// File: src/dist/checkpoint_test.cc
+//
+// Checkpoints (include/tessera/dist/checkpoint.h) of Cora jobs: saved and
+// restored standalone and against two servers, restored onto another
+// partitioning by original id, and what a save or a restore does with
+// incomplete, altered and truncated checkpoints and with a full disk.
+#include "tessera/dist/checkpoint.h"
+
+#include <sys/resource.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+
+#include <csignal>
+#include <filesystem>
+
+#include "gtest/gtest.h"
+#include "src/dist/dist_test_env.h"
+#include "src/graph/npy.h"
+#include "src/kvstore/test_cluster.h"
+#include "tessera/dist.h"
+
+namespace tessera::dist {
+namespace {
+
+const torch::Tensor kAll = torch::arange(2708);
+
+// Runs `f`, which must throw an Error whose message holds every one of `parts`.
+template <typename F>
+void ExpectError(F f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    for (const std::string& part : parts) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The rows of `t` by original node id (orig_nids.npy beside `config`).
+torch::Tensor ByOriginalId(const torch::Tensor& rows, const std::string& config) {
+  StatusOr<Array> orig =
+      ReadNpy(std::filesystem::path(config).parent_path().string() + "/orig_nids.npy");
+  EXPECT_TRUE(orig.ok()) << orig.status();
+  torch::Tensor ids =
+      torch::from_blob(const_cast<void*>(orig->data()), {orig->shape()[0]}, torch::kInt64);
+  return torch::zeros_like(rows).index_copy_(0, ids, rows);
+}
+
+// What a training program does with checkpoints, the same in both modes.
+void CheckCheckpoint(const std::string& config, const std::string& dir) {
+  DistGraph g("cora", config);
+  DistEmbedding emb(2708, 4, "ckpt_emb", Init::Uniform(-1, 1, 7));
+  SparseAdam sparse({emb}, 0.1);
+  emb(torch::tensor({1, 5, 2000})).pow(2).sum().backward();
+  sparse.step();
+  DistTensor pred({2708, 2}, torch::kInt64, "ckpt_pred", Init::Zeros(), PartPolicy::kNode,
+                  /*persistent=*/true);
+  pred.set(kAll, torch::arange(2708 * 2).view({2708, 2}));
+  torch::nn::Linear model(3, 2);
+  torch::optim::Adam adam(model->parameters(), 0.1);
+  model->forward(torch::ones({4, 3})).sum().backward();
+  adam.step();
+
+  const std::vector<std::string> keys = {"ckpt_emb", "ckpt_emb.adam_m", "ckpt_emb.adam_v",
+                                         "ckpt_emb.adam_step", "ckpt_pred"};
+  auto snapshot = [&] {
+    std::vector<torch::Tensor> rows;
+    for (const std::string& key : keys) rows.push_back(g.ndata(key)[kAll]);
+    return rows;
+  };
+  const std::vector<torch::Tensor> saved = snapshot();
+  const torch::Tensor weight = model->weight.clone();
+  Checkpoint ckpt(g, dir + "/ckpt", /*keep=*/2);
+  EXPECT_FALSE(ckpt.restore().has_value());
+  const std::string first =
+      ckpt.save(10, {.module = model.get(), .optimizer = &adam, .extra = R"({"epoch": 3})"});
+  EXPECT_EQ(Checkpoint::latest(ckpt.dir()), first);
+  const torch::Tensor draw = torch::rand({5});  // What the generator gives after the save.
+  auto dense_step = [&] {
+    adam.zero_grad();
+    model->forward(torch::ones({4, 3})).pow(2).sum().backward();
+    adam.step();
+    return model->weight.clone();
+  };
+  const torch::Tensor stepped = dense_step();
+
+  // Everything changes, then comes back.
+  for (size_t i = 0; i < keys.size(); ++i) g.ndata(keys[i]).set(kAll, torch::zeros_like(saved[i]));
+  {
+    torch::NoGradGuard no_grad;
+    model->weight.zero_();
+  }
+  std::optional<RestoredCheckpoint> restored =
+      ckpt.restore({.module = model.get(), .optimizer = &adam});
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->step, 10);
+  EXPECT_EQ(restored->num_trainers, 1);
+  EXPECT_TRUE(restored->same_partitioning);
+  EXPECT_EQ(restored->extra, R"({"epoch":3})");
+  EXPECT_TRUE(torch::equal(model->weight, weight));
+  EXPECT_TRUE(torch::equal(torch::rand({5}), draw));
+  // Adam's moments and step count came back too: the same step again.
+  EXPECT_TRUE(torch::equal(dense_step(), stepped));
+  const std::vector<torch::Tensor> now = snapshot();
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_TRUE(torch::equal(now[i], saved[i])) << keys[i];
+  ExpectError([&] { SaveCheckpoint(g, first, 10, {}); }, {"already holds a complete checkpoint"});
+
+  // keep = 2: the third save removes the first.
+  ckpt.save(20);
+  const std::string third = ckpt.save(30);
+  EXPECT_FALSE(PathExists(first));
+  EXPECT_TRUE(PathExists(dir + "/ckpt/step-20/manifest.json"));
+  // A save that died before its manifest is no checkpoint; the next save removes it.
+  ASSERT_TRUE(MakeDirs(dir + "/ckpt/step-40/tensors").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ckpt/step-40/.tessera-checkpoint", "").ok());
+  EXPECT_EQ(Checkpoint::latest(ckpt.dir()), third);
+  ExpectError([&] { RestoreCheckpoint(g, dir + "/ckpt/step-40"); },
+              {"no manifest.json", "step-40"});
+
+  // A full disk (here: a file size limit) fails the save with its cause and
+  // leaves the last checkpoint as it was.
+  {
+    struct rlimit old {};
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+    auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = old;
+    small.rlim_cur = 16 << 10;  // The embedding's shard is 2708 x 4 x 4 bytes.
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    ExpectError([&] { ckpt.save(50); }, {"step-50/tensors/node~ckpt_emb", "File too large"});
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+    std::signal(SIGXFSZ, old_handler);
+  }
+  EXPECT_EQ(Checkpoint::latest(ckpt.dir()), third);
+  ckpt.save(60);
+  EXPECT_FALSE(PathExists(dir + "/ckpt/step-40"));
+  EXPECT_FALSE(PathExists(dir + "/ckpt/step-50"));
+
+  // An altered or truncated shard is found by its checksum, and named.
+  const std::string shard = dir + "/ckpt/step-60/tensors/node~ckpt_pred.p0.0.npy";
+  std::string bytes = *ReadFileToString(shard);
+  std::string altered = bytes;
+  altered[altered.size() - 3] ^= 1;
+  ASSERT_TRUE(WriteFileAtomic(shard, altered).ok());
+  ExpectError([&] { ckpt.restore(); }, {"tensors/node~ckpt_pred.p0.0.npy is corrupt", "CRC-32C"});
+  ASSERT_TRUE(WriteFileAtomic(shard, bytes.substr(0, bytes.size() - 8)).ok());
+  ExpectError([&] { ckpt.restore(); },
+              {"tensors/node~ckpt_pred.p0.0.npy has", "bytes, its manifest says"});
+  ASSERT_TRUE(WriteFileAtomic(shard, bytes).ok());
+  EXPECT_EQ(ckpt.restore()->step, 60);
+  ExpectError([&] { ckpt.restore({.module = model.get()}); }, {"holds no model"});
+  g.barrier();
+}
+
+TEST(CheckpointTest, SavesAndRestoresStandalone) {
+  tessera::testing::TempDir dir;
+  std::string config = kvstore::testing::PartitionCora(dir.path(), 1);
+  initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
+  CheckCheckpoint(config, dir.path());
+  exit_client();
+}
+
+TEST(CheckpointTest, SavesAndRestoresAgainstTwoServers) {
+  tessera::testing::TempDir dir;
+  std::string config = kvstore::testing::PartitionCora(dir.path(), 2);
+  kvstore::testing::TestCluster cluster(config, 2, 1);
+  testing::TrainerEnv env(cluster, dir.path(), config);
+  ASSERT_FALSE(initialize("", {.getenv = env.getenv()})->standalone());
+  CheckCheckpoint(config, dir.path());
+  exit_client();
+}
+
+// Saved by a job on two machines, restored by one on a one-part partition of
+// the same graph: every row and optimizer state row, by original id.
+TEST(CheckpointTest, RestoresOnAnotherPartitioningByOriginalId) {
+  tessera::testing::TempDir dir;
+  std::string two = kvstore::testing::PartitionCora(dir / "two", 2);
+  std::string one = kvstore::testing::PartitionCora(dir / "one", 1);
+  torch::Tensor weight, sums;
+  {
+    kvstore::testing::TestCluster cluster(two, 2, 1);
+    testing::TrainerEnv env(cluster, dir.path(), two);
+    initialize("", {.getenv = env.getenv()});
+    DistGraph g("cora", two);
+    DistEmbedding emb(2708, 3, "moved", Init::Uniform(-1, 1, 11));
+    SparseAdagrad adagrad({emb}, 0.5);
+    emb(torch::tensor({0, 100, 1500, 2000})).sum().backward();
+    adagrad.step();
+    weight = ByOriginalId(emb.weight()[kAll], two);
+    sums = ByOriginalId(g.ndata("moved.adagrad_sum")[kAll], two);
+    ASSERT_GT(sums.abs().sum().item<float>(), 0);
+    SaveCheckpoint(g, dir / "ckpt", 5, {});
+    exit_client();
+  }
+  initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
+  {
+    DistGraph g("cora", one);
+    RestoredCheckpoint r = RestoreCheckpoint(g, dir / "ckpt");
+    EXPECT_FALSE(r.same_partitioning);
+    EXPECT_EQ(r.step, 5);
+    // The tensors exist now; the program's own handles attach to them.
+    DistEmbedding emb(2708, 3, "moved");
+    SparseAdagrad adagrad({emb}, 0.5);
+    EXPECT_TRUE(torch::equal(ByOriginalId(emb.weight()[kAll], one), weight));
+    EXPECT_TRUE(torch::equal(ByOriginalId(g.ndata("moved.adagrad_sum")[kAll], one), sums));
+  }
+  exit_client();
+}
+
+}  // namespace
+}  // namespace tessera::dist
