@@ -157,6 +157,7 @@ void DefEpochs(py::module_& m, PyLoader<Loader>& loader, const char* iterator_na
       .def("__next__", &Iterator::Next);
   loader.def("__len__", &Loader::size)
       .def("epoch", &Loader::epoch)
+      .def("resume", &Loader::resume, py::arg("epoch"), py::arg("batch"))
       .def("__iter__",
            [convert](std::shared_ptr<Loader> self) { return Iterator(std::move(self), convert); });
 }

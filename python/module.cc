@@ -586,9 +586,60 @@ PYBIND11_MODULE(_C, m) {
       .def("zero_grad", &dist::SparseOptimizer::zero_grad)
       .def("save", [](const dist::SparseOptimizer& o,
                       const std::string& prefix) { Wait([&] { o.save(prefix); }); })
-      .def("load", [](const dist::SparseOptimizer& o, const std::string& prefix) {
-        Wait([&] { o.load(prefix); });
+      .def("load", [](const dist::SparseOptimizer& o,
+                      const std::string& prefix) { Wait([&] { o.load(prefix); }); })
+      .def("tensors", [](const dist::SparseOptimizer& o) {
+        std::vector<std::shared_ptr<dist::DistTensor>> out;
+        for (const dist::DistTensor& t : o.tensors()) {
+          out.push_back(MakeReleasing<dist::DistTensor>(t));
+        }
+        return out;
       });
+  // ---------------------------------------------------------- checkpoints
+  // A Python function writing files into a checkpoint folder, called with
+  // the GIL (the save runs without it); its error becomes the save's.
+  auto writer = [](py::object fn) -> std::function<std::vector<std::string>(const std::string&)> {
+    if (fn.is_none()) return {};
+    return [fn](const std::string& folder) {
+      py::gil_scoped_acquire gil;
+      try {
+        return fn(folder).cast<std::vector<std::string>>();
+      } catch (py::error_already_set& e) {
+        throw dist::Error(e.what());
+      }
+    };
+  };
+  m.def(
+      "save_checkpoint",
+      [writer](const dist::DistGraph& g, const std::string& path, int64_t step,
+               std::vector<std::shared_ptr<dist::DistTensor>> tensors, bool persistent_tensors,
+               const std::string& extra, py::object write_dense, py::object write_trainer,
+               int keep) {
+        dist::CheckpointContents contents{.persistent_tensors = persistent_tensors,
+                                          .extra = extra,
+                                          .write_dense = writer(write_dense),
+                                          .write_trainer = writer(write_trainer)};
+        for (const auto& t : tensors) contents.tensors.push_back(*t);
+        Wait([&] { dist::SaveCheckpoint(g, path, step, contents, keep); });
+      },
+      py::arg("g"), py::arg("path"), py::arg("step"), py::arg("tensors"),
+      py::arg("persistent_tensors"), py::arg("extra"), py::arg("write_dense"),
+      py::arg("write_trainer"), py::arg("keep"));
+  m.def("restore_checkpoint", [](const dist::DistGraph& g, const std::string& path) {
+    dist::RestoredCheckpoint r = Wait([&] { return dist::RestoreCheckpoint(g, path); });
+    py::dict out;
+    out["path"] = r.path;
+    out["step"] = r.step;
+    out["extra"] = r.extra;
+    out["num_trainers"] = r.num_trainers;
+    out["same_partitioning"] = r.same_partitioning;
+    out["tensors"] = r.tensors;
+    out["trainer_files"] = r.trainer_files;
+    out["dense_files"] = r.dense_files;
+    return out;
+  });
+  m.def("latest_checkpoint", &dist::Checkpoint::latest, py::arg("dir"));
+
   py::class_<dist::SparseAdagrad, dist::SparseOptimizer>(m, "SparseAdagrad")
       .def(py::init([](std::vector<dist::DistEmbedding> params, double lr, double eps) {
         return Wait([&] { return std::make_unique<dist::SparseAdagrad>(params, lr, eps); });

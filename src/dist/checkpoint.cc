@@ -133,7 +133,8 @@ std::vector<TensorInfo> TensorsToSave(const Job& job, const CheckpointContents& 
   for (const kvstore::TensorMeta& meta : all) {
     const bool automatic =
         contents.persistent_tensors && meta.persistent && partition_arrays.count(meta.key) == 0;
-    if (automatic || named.erase(meta.key) > 0) out.push_back(Describe(job, meta));
+    const bool listed = named.erase(meta.key) > 0;
+    if (automatic || listed) out.push_back(Describe(job, meta));
   }
   if (!named.empty()) {
     throw Error(fmt::format("checkpoint: no tensor {} in the job", fmt::join(named, ", ")));
@@ -725,6 +726,7 @@ RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path
       kvstore::TensorMeta meta = ValueOrThrow(features.Meta(key), "checkpoint " + folder);
       meta.shape = shape;
       tensors.push_back(Describe(job, meta));
+      out.tensors.push_back(key);
       if (!out.same_partitioning && !remaps.count(meta.policy)) {
         remaps[meta.policy] = MakeRemap(job.config, meta.policy);
       }

@@ -107,7 +107,7 @@ void CheckCheckpoint(const std::string& config, const std::string& dir) {
   ExpectError([&] { SaveCheckpoint(g, first, 10, {}); }, {"already holds a complete checkpoint"});
 
   // keep = 2: the third save removes the first.
-  ckpt.save(20);
+  ckpt.save(20, {.tensors = {pred, emb.weight()}});  // Listed and automatic at once.
   const std::string third = ckpt.save(30);
   EXPECT_FALSE(PathExists(first));
   EXPECT_TRUE(PathExists(dir + "/ckpt/step-20/manifest.json"));

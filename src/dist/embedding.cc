@@ -168,6 +168,15 @@ void SparseOptimizer::zero_grad() {
   }
 }
 
+std::vector<DistTensor> SparseOptimizer::tensors() const {
+  std::vector<DistTensor> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    out.push_back(params_[i].weight());
+    out.insert(out.end(), states_[i].begin(), states_[i].end());
+  }
+  return out;
+}
+
 void SparseOptimizer::save(const std::string& prefix) const {
   for (const auto& states : states_) {
     for (const DistTensor& s : states) SaveTensor(s, prefix + s.name() + ".npy");

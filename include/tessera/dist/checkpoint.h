@@ -72,9 +72,10 @@ struct CheckpointContents {
 struct RestoredCheckpoint {
   std::string path;
   int64_t step = 0;
-  std::string extra;              // The JSON object saved with it ("{}" if none).
-  int num_trainers = 0;           // Of the job that saved it.
-  bool same_partitioning = true;  // false: rows were mapped by original id.
+  std::string extra;                 // The JSON object saved with it ("{}" if none).
+  int num_trainers = 0;              // Of the job that saved it.
+  bool same_partitioning = true;     // false: rows were mapped by original id.
+  std::vector<std::string> tensors;  // The keys of the tensors restored.
   // This trainer's own file from the saving job (same trainer count only);
   // the dense files. Names relative to `path`, checksums verified.
   std::vector<std::string> trainer_files, dense_files;

@@ -222,10 +222,27 @@ class BatchLoader {
   // sampler threads even if that first wait fails or is interrupted.
   Iterator start() {
     Iterator it;
+    const int64_t skip = std::exchange(resume_batch_, 0);
+    Produce produce = make_epoch_(epoch_++);
+    if (skip > 0) {
+      produce = [produce = std::move(produce), skip](int64_t b) { return produce(b + skip); };
+    }
     it.pipeline_ = std::make_shared<loader::Pipeline<T>>(
-        num_batches_, make_epoch_(epoch_++), workers_, depth_,
+        num_batches_ - skip, std::move(produce), workers_, depth_,
         std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
     return it;
+  }
+  // Resuming from a checkpoint: the next epoch started is epoch `epoch`
+  // (0-based), from its batch `batch` (the ones before it are skipped, not
+  // sampled). Batches are those of an uninterrupted run (batch b of epoch e
+  // depends only on the seed). A batch past the end starts the next epoch.
+  void resume(int64_t epoch, int64_t batch) {
+    if (epoch < 0 || batch < 0) {
+      throw Error("loader: cannot resume at epoch " + std::to_string(epoch) + ", batch " +
+                  std::to_string(batch));
+    }
+    epoch_ = batch >= num_batches_ ? epoch + 1 : epoch;
+    resume_batch_ = batch >= num_batches_ ? 0 : batch;
   }
   Iterator end() const { return Iterator(); }
 
@@ -235,7 +252,7 @@ class BatchLoader {
             std::function<Produce(int64_t epoch)> make_epoch);
 
  private:
-  int64_t num_batches_ = 0, epoch_ = 0;
+  int64_t num_batches_ = 0, epoch_ = 0, resume_batch_ = 0;
   int workers_ = 0, depth_ = 1;
   double timeout_s_ = 600;
   std::function<Produce(int64_t)> make_epoch_;

@@ -85,6 +85,8 @@ class SparseOptimizer {
   void save(const std::string& prefix) const;
   void load(const std::string& prefix) const;
   const kvstore::SparseOptimizerSpec& spec() const { return spec_; }
+  // Every tensor it keeps: the embeddings' weights and their state.
+  std::vector<DistTensor> tensors() const;
 
  protected:
   SparseOptimizer(std::vector<DistEmbedding> params, kvstore::SparseOptimizerSpec spec);

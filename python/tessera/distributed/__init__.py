@@ -20,6 +20,7 @@ from tessera.distributed.loader import (Block, DistDataLoader, DistEdgeDataLoade
 from tessera.distributed.tensor import (DistTensor, EdgePartitionPolicy,  # noqa: F401
                                         NodePartitionPolicy, PartitionPolicy)
 from tessera.distributed import optim  # noqa: F401
+from tessera.distributed import checkpoint  # noqa: F401
 # DGL 0.x's spelling, which the seeds' API chapter (7.2) uses:
 # dgl.distributed.SparseAdagrad([emb], lr=...).
 from tessera.distributed.optim import SparseAdagrad, SparseAdam  # noqa: F401
@@ -33,7 +34,7 @@ __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbeddin
            "PairGraph",
            "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
            "optim", "SparseAdagrad", "SparseAdam", "init", "manual_seed", "TesseraError",
-           "partition_graph", "load_partition"]
+           "partition_graph", "load_partition", "checkpoint"]
 
 
 def __getattr__(name):

@@ -1,5 +1,6 @@
 """DistGraph, work splitting and graph operations (the partition book is in
 partition_book.py)."""
+import weakref
 from collections.abc import MutableMapping
 
 import torch
@@ -11,6 +12,7 @@ from tessera.distributed.tensor import DistTensor, PartitionPolicy
 from tessera.heterograph import Graph, _Relation
 
 ALL = "__ALL__"
+_made = []  # Weak references to the DistGraphs made (tessera.distributed.checkpoint's default).
 
 
 class Scheme:
@@ -194,6 +196,7 @@ class DistGraph:
         if not isinstance(graph_name, str):
             raise TypeError(f"DistGraph: graph_name must be a string, got {graph_name!r}")
         self._g = _C.DistGraph(graph_name, part_config or "")
+        _made.append(weakref.ref(self))  # For tessera.distributed.checkpoint.
         self._book = GraphPartitionBook(self._g.partition_book())
         self._ntypes = list(self._g.ntypes())
         self._canonical = [tuple(e) for e in self._g.canonical_etypes()]

@@ -29,14 +29,42 @@ def _blocks(raw, typed):
     return out
 
 
-def _each(native_loader):
-    """The batches of one epoch of a C++ loader (a generator)."""
-    it = iter(native_loader)
-    while True:
-        try:
-            yield next(it)
-        except StopIteration:
-            return
+class _Resumable:
+    """Where a loader is, for checkpoints (tessera; DGL's loaders have no
+    state): ``state_dict()`` is the epoch in progress and its next batch,
+    ``load_state_dict()`` makes the next iteration continue from there with
+    the batches an uninterrupted run would get (they depend only on the
+    seed, the epoch and the batch). Saved and restored by
+    :mod:`tessera.distributed.checkpoint` when passed as ``loaders``."""
+
+    _position = None
+    _resume_batch = 0
+
+    def state_dict(self):
+        if self._position is None:
+            return {"epoch": self._loader.epoch(), "batch": self._resume_batch}
+        return dict(self._position)
+
+    def load_state_dict(self, state):
+        epoch, batch = int(state["epoch"]), int(state["batch"])
+        self._loader.resume(epoch, batch)
+        if batch >= len(self):
+            epoch, batch = epoch + 1, 0
+        self._position, self._resume_batch = None, batch
+
+    def _each(self):
+        """The batches of one epoch of the C++ loader (a generator), counted."""
+        it = iter(self._loader)
+        self._position = {"epoch": self._loader.epoch(), "batch": self._resume_batch}
+        self._resume_batch = 0
+        while True:
+            try:
+                batch = next(it)
+            except StopIteration:
+                self._position = {"epoch": self._position["epoch"] + 1, "batch": 0}
+                return
+            self._position["batch"] += 1  # Delivered: a checkpoint now resumes after it.
+            yield batch
 
 
 class NeighborSampler:
@@ -156,7 +184,7 @@ def _node_ids(nids, what):
     return as_ids(nids, what)[0]
 
 
-class DistNodeDataLoader:
+class DistNodeDataLoader(_Resumable):
     """Mini-batches for node classification: iterating yields ``(input_nodes,
     seeds, blocks)``. Sampling runs in ``num_workers`` C++ threads of this
     process (default: the launcher's ``--num-samplers``, 0 there meaning one
@@ -201,13 +229,13 @@ class DistNodeDataLoader:
     def __iter__(self):
         if self._typed:
             ntypes = self._g.ntypes
-            for b in _each(self._loader):
+            for b in self._each():
                 yield (dict(zip(ntypes, b.input_nodes)), dict(zip(ntypes, b.seeds)),
                        _blocks(b.blocks, True))
             return
         current = None
         try:
-            for b in _each(self._loader):
+            for b in self._each():
                 input_nodes, seeds, blocks = b.input_nodes[0], b.seeds[0], _blocks(b.blocks, False)
                 if self._auto_prefetch:
                     current = _prefetch.BatchRows(self, input_nodes, seeds,
@@ -250,7 +278,7 @@ class DistNodeDataLoader:
             self._loader.remove_prefetch(name)
 
 
-class DistEdgeDataLoader:
+class DistEdgeDataLoader(_Resumable):
     """Mini-batches for link prediction over edges ``eids``. Yields
     ``(input_nodes, pair_graph, blocks)``, or with a ``negative_sampler``
     ``(input_nodes, pos_pair_graph, neg_pair_graph, blocks)``. ``exclude``:
@@ -320,7 +348,7 @@ class DistEdgeDataLoader:
     def __iter__(self):
         if self._typed:
             ntypes = self._g.ntypes
-            for b in _each(self._loader):
+            for b in self._each():
                 input_nodes = dict(zip(ntypes, b.input_nodes))
                 pos = PairGraph._native(b.positive, True, True)
                 blocks = _blocks(b.blocks, True)
@@ -330,7 +358,7 @@ class DistEdgeDataLoader:
                 else:
                     yield input_nodes, pos, blocks
             return
-        for b in _each(self._loader):
+        for b in self._each():
             pos = PairGraph._native(b.positive, False, True)
             blocks = _blocks(b.blocks, False)
             if self._negatives:
@@ -349,7 +377,7 @@ def _default_collate(items):
     return default_collate(items)
 
 
-class DistDataLoader:
+class DistDataLoader(_Resumable):
     """Batches of any dataset (dgl.distributed.DistDataLoader): a tensor (rows)
     or a sequence (items). ``collate_fn(batch)`` may be any Python callable;
     it runs in tessera's sampler threads (under the GIL) when
@@ -374,4 +402,4 @@ class DistDataLoader:
         return len(self._loader)
 
     def __iter__(self):
-        return iter(self._loader)
+        return self._each()

@@ -1,0 +1,171 @@
+"""Checkpoints of a training job (tessera's own: DGL has only per-rank
+``save``/``load`` of sparse optimizer state, reloadable on the same trainer
+count). A checkpoint restores on the same shape or on another number of
+machines and trainers::
+
+    from tessera.distributed import checkpoint
+
+    path = checkpoint.latest(ckpt_dir)
+    if path is not None:
+        extra = checkpoint.restore(path, model=model, optimizer=opt, loaders=[loader])
+        step = extra["step"]
+    ...
+    checkpoint.save(f"{ckpt_dir}/step-{step}", model=model, optimizer=opt,
+                    loaders=[loader], extra={"step": step}, keep=3)
+
+Both are collective: every trainer calls them, with the same path. What a
+checkpoint holds (docs/checkpoint.md):
+
+- every tensor created at run time with ``persistent=True``: so every
+  ``DistEmbedding`` and its sparse optimizer's state (Adagrad's sums, Adam's
+  moments and step counts), written in parallel by the machines that own
+  the rows, with their original ids;
+- the model's and the optimizer's ``state_dict()`` and ``extra``, written
+  once (trainer 0);
+- each trainer's random states (torch, numpy, ``random``) and its loaders'
+  positions, so that a resumed run continues the same sequence of batches.
+
+The folder must be one every machine sees (a shared file system). Its
+``manifest.json`` is written last, after every file is on disk, with each
+file's size and CRC-32C: a crash while saving leaves the older checkpoints
+as they were, and ``restore`` names any file that is missing, truncated or
+altered.
+"""
+import json
+import os
+import random
+
+import numpy as np
+import torch
+
+from tessera import _C
+from tessera.distributed import _prefetch, graph
+from tessera.distributed.embedding import DistEmbedding
+from tessera.distributed.tensor import DistTensor
+
+__all__ = ["save", "restore", "latest"]
+
+_DENSE = "dense.pt"  # model / optimizer state_dicts, extra, trainer 0's loader positions
+
+
+def _trainer_file(rank):
+    return f"trainer-{rank}.py.pt"  # random states and loader positions of one trainer
+
+
+def _graph(g):
+    """The graph a checkpoint is of: the one given, or the last one made."""
+    if g is not None:
+        return g
+    for ref in reversed(graph._made):
+        if ref() is not None:
+            return ref()
+    raise _C.TesseraError("checkpoint: no DistGraph exists (construct it after initialize())")
+
+
+def _handles(tensors, sparse_optimizers):
+    out = []
+    for t in tensors:
+        if isinstance(t, DistEmbedding):
+            out.append(t._e.weight)
+        elif isinstance(t, DistTensor):
+            out.append(t._t)
+        else:
+            raise TypeError(f"checkpoint: tensors must be DistTensors or DistEmbeddings, "
+                            f"got {type(t).__name__}")
+    for o in sparse_optimizers:
+        out.extend(o._o.tensors())
+    return out
+
+
+def _positions(loaders):
+    return [dict(loader.state_dict(), batches=len(loader)) for loader in loaders]
+
+
+def save(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), loaders=(),
+         extra=None, step=None, keep=None, g=None):
+    """Writes a checkpoint into the folder ``path`` (an Error if it already
+    holds a complete one) and returns ``path``. ``extra`` is any picklable
+    object (as a JSON-able dict it is also shown in the manifest); ``step``
+    orders checkpoints for :func:`latest` (default: ``extra["step"]``, else
+    0). With ``keep``, only the newest ``keep`` complete checkpoints among
+    ``path``'s sibling folders stay. Run-time persistent tensors are saved
+    whether listed or not; ``tensors`` / ``sparse_optimizers`` add others."""
+    g = _graph(g)
+    if step is None:
+        step = extra.get("step", 0) if isinstance(extra, dict) else 0
+    try:
+        extra_json = json.dumps(extra if isinstance(extra, dict) else {})
+    except (TypeError, ValueError):
+        extra_json = "{}"
+    rank = g.rank()
+
+    def write_dense(folder):
+        torch.save({"model": None if model is None else model.state_dict(),
+                    "optimizer": None if optimizer is None else optimizer.state_dict(),
+                    "extra": extra, "loaders": _positions(loaders)},
+                   os.path.join(folder, _DENSE))
+        return [_DENSE]
+
+    def write_trainer(folder):
+        name = _trainer_file(rank)
+        torch.save({"random": random.getstate(), "numpy": np.random.get_state(),
+                    "loaders": _positions(loaders)}, os.path.join(folder, name))
+        return [name]
+
+    _C.save_checkpoint(g._g, os.fspath(path), int(step), _handles(tensors, sparse_optimizers),
+                       True, extra_json, write_dense, write_trainer, int(keep or 0))
+    return os.fspath(path)
+
+
+def _resume(loaders, positions, scale):
+    if len(positions) != len(loaders):
+        raise _C.TesseraError(f"checkpoint: it holds {len(positions)} loader positions, "
+                              f"restore was given {len(loaders)} loaders")
+    for loader, p in zip(loaders, positions):
+        batch = p["batch"]
+        if scale and p.get("batches"):
+            # Another trainer count: as far through the epoch as the saving job.
+            batch = batch * len(loader) // p["batches"]
+        loader.load_state_dict({"epoch": p["epoch"], "batch": batch})
+
+
+def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), loaders=(),
+            g=None):
+    """Restores the checkpoint in folder ``path`` and returns its ``extra``.
+    Tensors come back into the job's tensors of the same names (created if
+    the program has not made them yet: its own constructors then attach to
+    them), by node id on the same partitioning, otherwise by original id.
+    ``model`` / ``optimizer`` get their state_dicts back. On the same
+    trainer count every trainer gets its random states and loader positions
+    back; on another one, loaders continue the saved epoch from the same
+    fraction of it, and random states are left as they are."""
+    g = _graph(g)
+    del sparse_optimizers, tensors  # Their tensors are in the checkpoint by name.
+    r = _C.restore_checkpoint(g._g, os.fspath(path))
+    for key in r["tensors"]:
+        _prefetch.wrote(key.split("/", 1)[1])
+    folder = r["path"]
+    dense = {"model": None, "optimizer": None, "extra": None, "loaders": []}
+    if _DENSE in r["dense_files"]:
+        dense = torch.load(os.path.join(folder, _DENSE))
+    elif model is not None or optimizer is not None or loaders:
+        raise _C.TesseraError(f"checkpoint {folder} holds no Python state ({_DENSE})")
+    for what, obj in (("model", model), ("optimizer", optimizer)):
+        if obj is not None:
+            if dense[what] is None:
+                raise _C.TesseraError(f"checkpoint {folder} holds no {what}")
+            obj.load_state_dict(dense[what])
+    own = _trainer_file(g.rank())
+    if own in r["trainer_files"]:
+        state = torch.load(os.path.join(folder, own))
+        random.setstate(state["random"])
+        np.random.set_state(state["numpy"])
+        _resume(loaders, state["loaders"], scale=False)
+    elif loaders:
+        _resume(loaders, dense["loaders"], scale=True)
+    return dense["extra"] if dense["extra"] is not None else {}
+
+
+def latest(dir):
+    """The newest (highest step) complete checkpoint folder in ``dir``, or None."""
+    return _C.latest_checkpoint(os.fspath(dir))

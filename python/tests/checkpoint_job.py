@@ -1,0 +1,86 @@
+"""Run by every trainer of a job (or standalone) by test_checkpoint.py.
+
+    checkpoint_job.py save PART_CONFIG CKPT OUT     trains 3 batches, saves, then 2 more
+    checkpoint_job.py restore PART_CONFIG CKPT OUT  restores, then 2 batches
+
+Both write OUT.<rank>.pt: the embedding's rows and its Adam state by
+original node id (the same on any partitioning), the model's state and the
+seeds of the batches after the checkpoint."""
+import os
+import sys
+
+import numpy as np
+import torch
+
+import tessera.distributed as dist
+from tessera.distributed import checkpoint
+
+mode, part_config, ckpt, out = sys.argv[1:5]
+dist.initialize()
+g = dist.DistGraph("cora", part_config=part_config)
+rank = g.rank()
+torch.manual_seed(5 + rank)
+emb = dist.DistEmbedding(g.num_nodes(), 8, "ck_emb", init_func=dist.init.uniform(-1.0, 1.0, 3))
+sparse = dist.optim.SparseAdam([emb], lr=0.05)
+model = torch.nn.Linear(8, 7)
+adam = torch.optim.Adam(model.parameters(), lr=0.01)
+nids = dist.node_split(g.ndata["train_mask"], g.get_partition_book())
+loader = dist.DistNodeDataLoader(g, nids, dist.NeighborSampler([3]), batch_size=16,
+                                 shuffle=True, seed=9)
+it = None
+
+
+def step():
+    """One batch: the seeds it trained on."""
+    global it
+    while True:
+        if it is None:
+            it = iter(loader)
+        try:
+            _, seeds, _ = next(it)
+            break
+        except StopIteration:
+            it = None
+    h = emb(seeds) + 0.01 * torch.randn(len(seeds), 8)
+    loss = torch.nn.functional.cross_entropy(model(h), g.ndata["label"][seeds])
+    adam.zero_grad()
+    loss.backward()
+    adam.step()
+    sparse.step()
+    return seeds
+
+
+def by_original_id(rows):
+    orig = torch.from_numpy(np.load(os.path.join(os.path.dirname(part_config), "orig_nids.npy")))
+    return torch.zeros_like(rows).index_copy_(0, orig, rows)
+
+
+def dump():
+    g.barrier()
+    every = torch.arange(g.num_nodes())
+    rows = {name: by_original_id(g.ndata[name][every])
+            for name in ("ck_emb", "ck_emb.adam_m", "ck_emb.adam_v", "ck_emb.adam_step")}
+    g.barrier()  # Every trainer has read the rows before any trains on.
+    torch.save({"rows": rows, "model": {k: v.clone() for k, v in model.state_dict().items()},
+                "adam": adam.state_dict()}, f"{out}.{rank}.pt")
+
+
+if mode == "save":
+    for _ in range(3):
+        step()
+    checkpoint.save(os.path.join(ckpt, "step-3"), model=model, optimizer=adam,
+                    sparse_optimizers=[sparse], loaders=[loader], extra={"step": 3}, keep=2)
+    dump()  # The state saved.
+    after = [step() for _ in range(2)]
+    torch.save(after, f"{out}.{rank}.after.pt")
+else:
+    path = checkpoint.latest(ckpt)
+    extra = checkpoint.restore(path, model=model, optimizer=adam, sparse_optimizers=[sparse],
+                               loaders=[loader])
+    assert extra == {"step": 3}, extra
+    it = None
+    dump()
+    after = [step() for _ in range(2)]
+    torch.save(after, f"{out}.{rank}.after.pt")
+print(f"CHECKPOINT {mode} ok", flush=True)
+dist.exit_client()
