@@ -68,26 +68,35 @@ def job_segments(job):
     return [n for n in os.listdir("/dev/shm") if job in n]
 
 
-def launch(workspace, part_config, command, trainers=2, machines=2, timeout=600, extra=()):
-    """Runs `tessera launch` over `machines` loopback machines; returns
-    (exit code, output, job id) and checks nothing of the job is left."""
+def launch_argv(workspace, part_config, command, trainers=2, machines=2, extra=()):
+    """The `tessera launch` command line over `machines` loopback machines."""
     ports = free_port_pairs(machines)
     ip = os.path.join(workspace, "ip_config.txt")
     with open(ip, "w") as f:
         f.write("".join(f"127.0.0.1 {p}\n" for p in ports))
-    env = dict(os.environ)
-    argv = [os.path.join(BIN, "tessera"), "launch", "--workspace", str(workspace),
+    return [os.path.join(BIN, "tessera"), "launch", "--workspace", str(workspace),
             "--num-trainers", str(trainers), "--part-config", part_config, "--ip-config", ip,
             "--startup-timeout", "120", *extra, command]
-    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=timeout, env=env)
-    m = re.search(r"launch: job (j[0-9a-f]+)", r.stdout)
+
+
+def assert_job_gone(output):
+    """The job id of a launcher's output; asserts nothing of the job is left."""
+    m = re.search(r"launch: job (j[0-9a-f]+)", output)
     job = m.group(1) if m else None
     if job:
         assert job_segments(job) == [], f"shared memory of {job} left behind"
         left = subprocess.run(["pgrep", "-f", job], stdout=subprocess.PIPE, text=True).stdout
         assert left.strip() == "", f"processes of {job} left behind: {left}"
-    return r.returncode, r.stdout, job
+    return job
+
+
+def launch(workspace, part_config, command, trainers=2, machines=2, timeout=600, extra=()):
+    """Runs `tessera launch` over `machines` loopback machines; returns
+    (exit code, output, job id) and checks nothing of the job is left."""
+    argv = launch_argv(workspace, part_config, command, trainers, machines, extra)
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout, env=dict(os.environ))
+    return r.returncode, r.stdout, assert_job_gone(r.stdout)
 
 
 def python_cmd(script, *args):

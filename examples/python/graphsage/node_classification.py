@@ -2,12 +2,15 @@
 examples/distributed/graphsage/node_classification.py on tessera, with only
 the imports changed (dgl.distributed -> tessera.distributed, dgl.nn.pytorch ->
 tessera.nn), plus optional flags for citation graphs (--row_normalize,
---input_dropout, --weight_decay) and a machine-readable summary (--json).
+--input_dropout, --weight_decay), checkpoints (--checkpoint_dir,
+--checkpoint_every: a restarted job continues from the newest one) and a
+machine-readable summary (--json).
 
 Standalone:  python3 node_classification.py --graph_name cora --part_config parts/cora.json
 Launched:    tessera launch ... "python3 node_classification.py --graph_name cora ..."
 """
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -24,6 +27,7 @@ import torch.optim as optim
 import tessera
 import tessera.distributed as dist
 import tessera.nn as dglnn
+from tessera.distributed import checkpoint
 
 START = time.time()
 
@@ -89,6 +93,32 @@ def all_sum(values):
     return t.tolist()
 
 
+class CheckpointSchedule:
+    """When to save: every N steps ("100"), or every N seconds ("300s",
+    "5min"), decided together by all trainers (a save is collective)."""
+
+    def __init__(self, every):
+        self.steps = self.seconds = 0
+        if every:
+            units = {"s": 1, "min": 60, "h": 3600}
+            unit = next((u for u in ("min", "s", "h") if every.endswith(u)), None)
+            if unit is None:
+                self.steps = int(every)
+            else:
+                self.seconds = float(every[:-len(unit)]) * units[unit]
+        self.last = time.time()
+
+    def due(self, step):
+        if self.steps:
+            return step % self.steps == 0
+        if not self.seconds:
+            return False
+        due, = all_sum([float(time.time() - self.last >= self.seconds)])
+        if due:
+            self.last = time.time()
+        return due > 0
+
+
 def evaluate(model, g, inputs, labels, val_nid, test_nid, batch_size, device, transform):
     """Accuracy over the val/test nodes of all trainers."""
     model.eval()
@@ -120,8 +150,17 @@ def run(args, device, data):
     optimizer = optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
 
     epoch_time, test_acc, val_acc, inference_s = [], 0.0, 0.0, 0.0
-    splits, batches = [], 0
-    for epoch in range(1, args.num_epochs + 1):
+    splits, batches, global_step, first_epoch = [], 0, 0, 1
+    schedule = CheckpointSchedule(args.checkpoint_every)
+    if args.checkpoint_dir and checkpoint.latest(args.checkpoint_dir):
+        path = checkpoint.latest(args.checkpoint_dir)
+        extra = checkpoint.restore(path, model=model, optimizer=optimizer,
+                                   loaders=[dataloader])
+        global_step = extra["step"]
+        first_epoch = dataloader.state_dict()["epoch"] + 1
+        print(f"Part {g.rank()}, resumed from step {global_step} (epoch {first_epoch}) of "
+              f"{path}", flush=True)
+    for epoch in range(first_epoch, args.num_epochs + 1):
         tic = time.time()
         sample_time = pull_time = forward_time = backward_time = update_time = 0.0
         num_seeds = num_inputs = 0
@@ -148,6 +187,11 @@ def run(args, device, data):
             backward_time += compute_end - forward_end
             optimizer.step()
             update_time += time.time() - compute_end
+            global_step += 1
+            if args.checkpoint_dir and schedule.due(global_step):
+                checkpoint.save(os.path.join(args.checkpoint_dir, f"step-{global_step}"),
+                                model=model, optimizer=optimizer, loaders=[dataloader],
+                                extra={"step": global_step}, keep=args.keep)
             loss_sum += loss.item() * len(seeds)
             correct += (batch_pred.argmax(1) == batch_labels).sum().item()
             seen += len(seeds)
@@ -182,10 +226,13 @@ def run(args, device, data):
                   f"time: {time.time() - start:.4f}", flush=True)
     tail = epoch_time[-max(1, int(args.num_epochs * 0.8)):]
     checksum = sum(float(p.detach().double().sum()) for p in module.parameters())
-    print(f"Part {g.rank()}, Params checksum {checksum:.10e}", flush=True)
-    return dict(tail_mean=float(np.mean(tail)), val_acc=val_acc, test_acc=test_acc,
-                checksum=checksum, epochs=splits, inference_s=inference_s,
-                epoch_time_mean_s=float(np.mean(epoch_time)), batches_per_epoch=batches)
+    digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes()
+                                     for p in module.parameters())).hexdigest()
+    print(f"Part {g.rank()}, Params checksum {checksum:.10e}, sha256 {digest}", flush=True)
+    return dict(tail_mean=float(np.mean(tail or [0.0])), val_acc=val_acc, test_acc=test_acc,
+                checksum=checksum, params_sha256=digest, epochs=splits, inference_s=inference_s,
+                epoch_time_mean_s=float(np.mean(epoch_time or [0.0])),
+                batches_per_epoch=batches)
 
 
 def main(args):
@@ -265,6 +312,13 @@ if __name__ == "__main__":
     parser.add_argument("--num_workers", "--num-workers", type=int, default=None,
                         help="sampler threads (default: the launcher's --num-samplers)")
     parser.add_argument("--json", action="store_true", help="print a RESULT json line")
+    parser.add_argument("--checkpoint_dir", "--checkpoint-dir",
+                        default=os.environ.get("TESSERA_CHECKPOINT_DIR"),
+                        help="checkpoints go here, and a run continues from the newest one "
+                             "(default: the launcher's --checkpoint-dir)")
+    parser.add_argument("--checkpoint_every", "--checkpoint-every", default="",
+                        help="save every N steps (\"100\") or seconds (\"300s\", \"5min\")")
+    parser.add_argument("--keep", type=int, default=3, help="checkpoints kept")
     args = parser.parse_args()
     if args.num_gpus:
         parser.error("--num_gpus: tessera trains on the CPU")
