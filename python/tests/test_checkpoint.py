@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 
+import pytest
 import torch
 
 import tessera
@@ -81,18 +82,22 @@ def test_checkpoint_restores_on_the_same_and_on_other_shapes(cora_parts, tmp_pat
 EXAMPLE = os.path.join(SOURCE, "examples", "python", "graphsage", "node_classification.py")
 
 
-def trainer_pid(job, rank):
-    """The pid of trainer `rank` of `job` (its environment says so)."""
+def pid_of(job, rank=None, server=False):
+    """The pid of trainer `rank` (or the server process) of `job`'s machine 1."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
                 env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read()
+                argv = f.read().split(b"\0")
         except OSError:
             continue
-        if (env.get(b"TESSERA_JOB_ID") == job.encode() and env.get(b"RANK") == str(rank).encode()
-                and b"node_classification.py" in cmdline):
+        if server:
+            flags = dict(zip(argv[2::2], argv[3::2])) if argv[1:2] == [b"server"] else {}
+            if flags.get(b"--job-id") == job.encode() and flags.get(b"--server-id") == b"1":
+                return int(pid)
+        elif (env.get(b"TESSERA_JOB_ID") == job.encode() and env.get(b"RANK") == str(rank).encode()
+              and any(a.endswith(b"node_classification.py") for a in argv)):
             return int(pid)
     return None
 
@@ -102,8 +107,9 @@ def digests(out):
             for line in out.splitlines() if "RESULT " in line}
 
 
-def test_a_killed_trainer_resumes_to_the_parameters_of_an_uninterrupted_run(cora_parts,
-                                                                            tmp_path):
+@pytest.mark.parametrize("victim", ["trainer", "server"])
+def test_a_killed_process_resumes_to_the_parameters_of_an_uninterrupted_run(cora_parts, tmp_path,
+                                                                            victim):
     """Deterministic configuration: a fixed seed, batches that depend only on
     (seed, epoch, batch), dropout's generator restored with each trainer's
     state, and two trainers. (With more, the first step after a restart sums
@@ -134,7 +140,7 @@ def test_a_killed_trainer_resumes_to_the_parameters_of_an_uninterrupted_run(cora
                 m = re.search(r"launch: job (j[0-9a-f]+)", line)
                 job = m.group(1) if m else locals().get("job")
                 if killed is None and re.search(r"checkpoint: step 8 saved", line):
-                    killed = trainer_pid(job, 1)
+                    killed = pid_of(job, 1, server=victim == "server")
                     assert killed is not None, "".join(lines)
                     os.kill(killed, signal.SIGKILL)
             p.wait(timeout=600)
@@ -144,7 +150,8 @@ def test_a_killed_trainer_resumes_to_the_parameters_of_an_uninterrupted_run(cora
     out = "".join(lines)
     assert p.returncode == 0, out
     assert killed is not None, out
-    assert re.search(r"restart 1 of 1 .* after: trainer 1 .*killed by signal 9", out), out
+    cause = "trainer 1" if victim == "trainer" else "server 1"
+    assert re.search(rf"restart 1 of 1 .* after: {cause}.*killed by signal 9", out), out
     resumed = re.findall(r"resumed from step (\d+)", out)
     assert len(resumed) == 2 and int(resumed[0]) >= 8, out
     assert digests(out) == expected, out
