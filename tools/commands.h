@@ -32,6 +32,7 @@ Command RegisterSupervise(CLI::App& app);
 Command RegisterCopyFiles(CLI::App& app);
 Command RegisterChunk(CLI::App& app);
 Command RegisterMpiPartition(CLI::App& app);
+Command RegisterExportEmbeddings(CLI::App& app);
 // Add `bench pull` / `bench sample` / `bench train` / `bench hetero` /
 // `bench mpi-partition` under
 // `bench`; *run runs it.

@@ -39,12 +39,12 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warn, error or off")
       ->capture_default_str();
   const std::vector<tessera::tools::Command> commands = {
-      tessera::tools::RegisterPartition(app),   tessera::tools::RegisterInspect(app),
-      tessera::tools::RegisterGenerate(app),    tessera::tools::RegisterDemo(app),
-      tessera::tools::RegisterBench(app),       tessera::tools::RegisterServer(app),
-      tessera::tools::RegisterLaunch(app),      tessera::tools::RegisterSupervise(app),
-      tessera::tools::RegisterCopyFiles(app),   tessera::tools::RegisterChunk(app),
-      tessera::tools::RegisterMpiPartition(app)};
+      tessera::tools::RegisterPartition(app),    tessera::tools::RegisterInspect(app),
+      tessera::tools::RegisterGenerate(app),     tessera::tools::RegisterDemo(app),
+      tessera::tools::RegisterBench(app),        tessera::tools::RegisterServer(app),
+      tessera::tools::RegisterLaunch(app),       tessera::tools::RegisterSupervise(app),
+      tessera::tools::RegisterCopyFiles(app),    tessera::tools::RegisterChunk(app),
+      tessera::tools::RegisterMpiPartition(app), tessera::tools::RegisterExportEmbeddings(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

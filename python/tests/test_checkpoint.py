@@ -10,11 +10,12 @@ import re
 import signal
 import subprocess
 
+import numpy as np
 import pytest
 import torch
 
 import tessera
-from conftest import (CORA, PYTHON, SOURCE, assert_job_gone, launch, launch_argv,
+from conftest import (BIN, CORA, PYTHON, SOURCE, assert_job_gone, launch, launch_argv,
                       python_cmd)
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint_job.py")
@@ -51,6 +52,19 @@ def test_checkpoint_restores_on_the_same_and_on_other_shapes(cora_parts, tmp_pat
     assert "checkpoint: step 3 saved to" in out, out
     saved = load(tmp_path / "saved", 0)
     assert saved["rows"]["ck_emb.adam_step"].sum() > 0  # Rows were trained.
+
+    # Exported in Cora's own node order: the rows the job held, by original id.
+    exported = tmp_path / "exported"
+    r = subprocess.run([os.path.join(BIN, "tessera"), "export-embeddings", str(ckpt / "step-3"),
+                        "--out", str(exported), "--optimizer-state"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    for name, rows in saved["rows"].items():
+        assert np.array_equal(np.load(exported / f"node~{name}.npy"), rows.numpy()), name
+    r = subprocess.run([os.path.join(BIN, "tessera"), "export-embeddings", str(ckpt / "step-3"),
+                        "--out", str(exported), "--tensor", "nope"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode != 0 and "has no tensor nope" in r.stdout, r.stdout
 
     # The same shape: the same state, and every trainer's next batches are
     # those the saving job trained on after the checkpoint.

@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 #include "src/base/crc32c.h"
+#include "src/checkpoint/format.h"
 #include "src/dist/dist_internal.h"
 #include "src/graph/npy.h"
 #include "src/kvstore/services.h"
@@ -44,16 +45,25 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using checkpoint::kFormat;
+using checkpoint::kFormatVersion;
+using checkpoint::kManifest;
+using checkpoint::kMarker;
 using internal::ThrowIfError;
 using internal::ValueOrThrow;
 
-constexpr char kManifest[] = "manifest.json";
-constexpr char kMarker[] = ".tessera-checkpoint";  // In every checkpoint folder, from the start.
-constexpr char kFormat[] = "tessera-checkpoint";
-constexpr int kFormatVersion = 1;
-constexpr size_t kIoBytes = size_t{16} << 20;  // Rows per pull / push / write, in bytes.
+// The value, or an Error with the status's own message (which names the
+// checkpoint and the file).
+template <typename T>
+T Must(StatusOr<T> value) {
+  if (!value.ok()) throw Error(std::string(value.status().message()));
+  return std::move(*value);
+}
+void Must(const Status& status) {
+  if (!status.ok()) throw Error(std::string(status.message()));
+}
 
-std::string Hex(uint32_t crc) { return fmt::format("{:08x}", crc); }
+constexpr size_t kIoBytes = size_t{16} << 20;  // Rows per pull / push / write, in bytes.
 
 // What the job's graph looks like to a checkpoint.
 struct Job {
@@ -71,7 +81,7 @@ Job OpenJob(const DistGraph& g) {
   job.world = job.context->world_size();
   const std::string& path = job.context->part_config();
   std::string text = ValueOrThrow(ReadFileToString(path), "checkpoint: the partition config");
-  job.config_hash = Hex(Crc32c(text.data(), text.size()));
+  job.config_hash = checkpoint::Hex(Crc32c(text.data(), text.size()));
   job.config = ValueOrThrow(ReadPartitionConfig(path), "checkpoint: the partition config");
   return job;
 }
@@ -142,12 +152,6 @@ std::vector<TensorInfo> TensorsToSave(const Job& job, const CheckpointContents& 
   return out;
 }
 
-std::string FileStem(const std::string& key) {
-  std::string stem = key;
-  std::replace(stem.begin(), stem.end(), '/', '~');
-  return stem;
-}
-
 // The original (input graph) homogeneous ids of a partitioning, if it was
 // written with --return-mapping: orig_nids.npy / orig_eids.npy beside the
 // config.
@@ -171,33 +175,6 @@ int64_t HomoId(const PartitionBook& book, const TensorInfo& t, int64_t id) {
   return t.meta.policy == shm::Policy::kNode ? book.MapToHomoNid(t.type, id)
                                              : book.MapToHomoEid(t.type, id);
 }
-
-// A file being written: its CRC as it goes, flushed to disk at the end.
-class CheckedFile {
- public:
-  static CheckedFile Create(const std::string& folder, const std::string& name) {
-    CheckedFile f;
-    f.name_ = name;
-    f.file_ = ValueOrThrow(OutputFile::Create(folder + "/" + name), "checkpoint");
-    return f;
-  }
-  void Append(const void* data, size_t size) {
-    ThrowIfError(file_.Append(data, size), "checkpoint");
-    crc_ = Crc32cExtend(crc_, data, size);
-    bytes_ += size;
-  }
-  json Finish() {
-    ThrowIfError(file_.Sync(), "checkpoint");
-    ThrowIfError(file_.Close(), "checkpoint");
-    return {{"path", name_}, {"bytes", bytes_}, {"crc32c", Hex(crc_)}};
-  }
-
- private:
-  OutputFile file_;
-  std::string name_;
-  uint32_t crc_ = 0;
-  uint64_t bytes_ = 0;
-};
 
 // Which pieces of which partitions this trainer writes: with T trainers per
 // machine (world = parts x T), trainer t of machine p writes the t-th of T
@@ -232,12 +209,13 @@ json SaveShards(const Job& job, const TensorInfo& t, const std::string& folder,
     const int64_t begin = first + count * piece / pieces,
                   end = first + count * (piece + 1) / pieces;
     if (begin >= end) continue;
-    const std::string stem = fmt::format("tensors/{}.p{}.{}", FileStem(t.meta.key), part, piece);
+    const std::string stem =
+        fmt::format("tensors/{}.p{}.{}", checkpoint::FileStem(t.meta.key), part, piece);
     std::vector<int64_t> shape = t.meta.shape;
     shape[0] = end - begin;
-    CheckedFile rows = CheckedFile::Create(folder, stem + ".npy");
+    checkpoint::CheckedFile rows = Must(checkpoint::CheckedFile::Create(folder, stem + ".npy"));
     const std::string header = EncodeNpyHeader(t.meta.dtype, shape);
-    rows.Append(header.data(), header.size());
+    Must(rows.Append(header.data(), header.size()));
     std::vector<char> buffer;
     std::vector<int64_t> ids;
     for (int64_t b = begin; b < end; b += chunk) {
@@ -247,179 +225,28 @@ json SaveShards(const Job& job, const TensorInfo& t, const std::string& folder,
       buffer.resize(static_cast<size_t>(n) * row_bytes);
       ThrowIfError(job.store->features().PullInto(t.meta.key, ids, buffer.data()),
                    fmt::format("checkpoint: reading '{}'", t.meta.key));
-      rows.Append(buffer.data(), buffer.size());
+      Must(rows.Append(buffer.data(), buffer.size()));
     }
-    files.push_back(rows.Finish());
+    files.push_back(Must(rows.Finish()));
     json shard = {{"file", stem + ".npy"}, {"part", part}, {"begin", begin}, {"end", end}};
     if (orig) {
-      CheckedFile ids_file = CheckedFile::Create(folder, stem + ".orig.npy");
+      checkpoint::CheckedFile ids_file =
+          Must(checkpoint::CheckedFile::Create(folder, stem + ".orig.npy"));
       const std::string ids_header = EncodeNpyHeader(DType::kInt64, {end - begin});
-      ids_file.Append(ids_header.data(), ids_header.size());
+      Must(ids_file.Append(ids_header.data(), ids_header.size()));
       const auto* map = static_cast<const int64_t*>(orig->data());
       for (int64_t b = begin; b < end; b += chunk) {
         const int64_t n = std::min(chunk, end - b);
         ids.resize(n);
         for (int64_t i = 0; i < n; ++i) ids[i] = map[HomoId(book, t, b + i)];
-        ids_file.Append(ids.data(), ids.size() * sizeof(int64_t));
+        Must(ids_file.Append(ids.data(), ids.size() * sizeof(int64_t)));
       }
-      files.push_back(ids_file.Finish());
+      files.push_back(Must(ids_file.Finish()));
       shard["orig"] = stem + ".orig.npy";
     }
     shards.push_back(std::move(shard));
   }
   return shards;
-}
-
-// Checksums and flushes files a caller wrote into the folder.
-json ListWritten(const std::string& folder, const std::vector<std::string>& names) {
-  json files = json::array();
-  for (const std::string& name : names) {
-    if (name.empty() || name.front() == '/' || name.find("..") != std::string::npos) {
-      throw Error(fmt::format("checkpoint: '{}' is not a file name inside the folder", name));
-    }
-    const std::string path = folder + "/" + name;
-    MappedFile file = ValueOrThrow(MappedFile::Open(path), "checkpoint");
-    ThrowIfError(SyncPath(path), "checkpoint");
-    files.push_back({{"path", name},
-                     {"bytes", file.size()},
-                     {"crc32c", Hex(Crc32c(file.data(), file.size()))}});
-  }
-  return files;
-}
-
-std::optional<DType> DTypeNamed(std::string_view name) {
-  for (int d = 0; d <= static_cast<int>(DType::kFloat64); ++d) {
-    if (DTypeName(static_cast<DType>(d)) == name) return static_cast<DType>(d);
-  }
-  return std::nullopt;
-}
-
-// The manifest of a complete checkpoint, checked for the fields restore uses.
-json ReadManifest(const std::string& folder) {
-  const std::string path = folder + "/" + kManifest;
-  if (!PathExists(path)) {
-    throw Error(
-        fmt::format("checkpoint {}: no {} (not a checkpoint, or one whose save did not "
-                    "finish)",
-                    folder, kManifest));
-  }
-  std::string text = ValueOrThrow(ReadFileToString(path), "checkpoint");
-  json manifest = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  auto bad = [&](const std::string& why) {
-    return Error(fmt::format("checkpoint {}: {} is malformed: {}", folder, kManifest, why));
-  };
-  if (manifest.is_discarded() || !manifest.is_object()) throw bad("not a JSON object");
-  if (manifest.value("format", "") != kFormat) throw bad("no \"format\": \"tessera-checkpoint\"");
-  if (manifest.value("version", 0) != kFormatVersion) {
-    throw bad(fmt::format("version {} (this tessera reads {})", manifest.value("version", 0),
-                          kFormatVersion));
-  }
-  for (const char* key : {"files", "tensors", "dense_files", "trainer_files"}) {
-    if (!manifest.contains(key) || !manifest[key].is_array())
-      throw bad(fmt::format("no \"{}\" list", key));
-  }
-  for (const char* key : {"step", "num_trainers", "num_parts"}) {
-    if (!manifest.contains(key) || !manifest[key].is_number_integer()) {
-      throw bad(fmt::format("no integer \"{}\"", key));
-    }
-  }
-  try {
-    for (const json& f : manifest["files"]) {
-      (void)f.at("path").get<std::string>();
-      (void)f.at("bytes").get<uint64_t>();
-      (void)f.at("crc32c").get<std::string>();
-    }
-    for (const json& t : manifest["tensors"]) {
-      (void)t.at("key").get<std::string>();
-      if (!DTypeNamed(t.at("dtype").get<std::string>())) throw bad("unknown dtype");
-      (void)t.at("shape").get<std::vector<int64_t>>();
-      for (const json& s : t.at("shards")) {
-        (void)s.at("file").get<std::string>();
-        if (s.at("begin").get<int64_t>() > s.at("end").get<int64_t>())
-          throw bad("a shard ends before it begins");
-      }
-    }
-  } catch (const json::exception& e) {
-    throw bad(e.what());
-  }
-  return manifest;
-}
-
-int64_t StepOf(const std::string& folder) {
-  try {
-    return ReadManifest(folder)["step"].get<int64_t>();
-  } catch (const Error&) {
-    return -1;
-  }
-}
-
-// Complete checkpoints among the folders of `dir`, newest (highest step) first.
-std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::string& dir) {
-  std::vector<std::pair<int64_t, std::string>> found;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (!entry.is_directory(ec) || !PathExists(entry.path().string() + "/" + kManifest)) continue;
-    const int64_t step = StepOf(entry.path().string());
-    if (step >= 0) found.emplace_back(step, entry.path().string());
-  }
-  std::sort(found.rbegin(), found.rend());
-  return found;
-}
-
-// Keeps the newest `keep` complete checkpoints among the folders of `dir`
-// and removes the others, and the checkpoint folders of saves that never
-// finished (never `current`). Only folders with the checkpoint marker.
-void Prune(const std::string& dir, int keep, const std::string& current) {
-  std::vector<std::pair<int64_t, std::string>> complete = CompleteCheckpoints(dir);
-  std::vector<std::string> remove;
-  for (size_t i = static_cast<size_t>(keep); i < complete.size(); ++i) {
-    if (complete[i].second != current) remove.push_back(complete[i].second);
-  }
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string path = entry.path().string();
-    if (entry.is_directory(ec) && path != current && PathExists(path + "/" + kMarker) &&
-        !PathExists(path + "/" + kManifest)) {
-      remove.push_back(path);
-    }
-  }
-  for (const std::string& path : remove) {
-    // The manifest goes first: a folder half removed is incomplete, never damaged.
-    Status st = RemoveAll(path + "/" + kManifest);
-    if (st.ok()) st = RemoveAll(path);
-    if (!st.ok())
-      spdlog::warn("checkpoint: cannot remove the old checkpoint {}: {}", path,
-                   std::string(st.message()));
-  }
-}
-
-// A file of the checkpoint, mapped, after its size and CRC are checked
-// against the manifest.
-MappedFile VerifiedFile(const std::string& folder, const std::string& name,
-                        const std::map<std::string, json>& files) {
-  auto it = files.find(name);
-  if (it == files.end()) {
-    throw Error(fmt::format("checkpoint {}: {} is not listed in its manifest", folder, name));
-  }
-  const std::string path = folder + "/" + name;
-  StatusOr<MappedFile> file = MappedFile::Open(path);
-  if (!file.ok()) {
-    throw Error(fmt::format("checkpoint {}: file {} cannot be read: {}", folder, name,
-                            std::string(file.status().message())));
-  }
-  const auto bytes = it->second["bytes"].get<uint64_t>();
-  if (file->size() != bytes) {
-    throw Error(
-        fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated "
-                    "or altered)",
-                    folder, name, file->size(), bytes));
-  }
-  const std::string crc = Hex(Crc32c(file->data(), file->size()));
-  if (crc != it->second["crc32c"].get<std::string>()) {
-    throw Error(fmt::format("checkpoint {}: file {} is corrupt: CRC-32C {}, its manifest says {}",
-                            folder, name, crc, it->second["crc32c"].get<std::string>()));
-  }
-  return std::move(*file);
 }
 
 // What restoring by original id needs of one policy: the inverse of the
@@ -457,7 +284,7 @@ void RestoreShard(const Job& job, const std::string& folder, const json& tensor,
                   const Remap* remap) {
   const std::string name = shard["file"].get<std::string>();
   const int64_t begin = shard["begin"].get<int64_t>(), end = shard["end"].get<int64_t>();
-  MappedFile rows = VerifiedFile(folder, name, files);
+  MappedFile rows = Must(checkpoint::VerifiedFile(folder, name, files));
   const NpyHeader header =
       ValueOrThrow(ParseNpyHeader(rows.data(), rows.size(), folder + "/" + name), "checkpoint");
   std::vector<int64_t> shape = tensor["shape"].get<std::vector<int64_t>>();
@@ -478,7 +305,7 @@ void RestoreShard(const Job& job, const std::string& folder, const json& tensor,
                       folder, name));
     }
     const std::string orig_name = shard["orig"].get<std::string>();
-    orig = VerifiedFile(folder, orig_name, files);
+    orig = Must(checkpoint::VerifiedFile(folder, orig_name, files));
     const NpyHeader h = ValueOrThrow(
         ParseNpyHeader(orig->data(), orig->size(), folder + "/" + orig_name), "checkpoint");
     if (h.dtype != DType::kInt64 || h.shape != std::vector<int64_t>{end - begin}) {
@@ -600,8 +427,8 @@ void SaveCheckpoint(const DistGraph& g, const std::string& path, int64_t step,
     if (contents.write_trainer) {
       for (std::string& name : contents.write_trainer(folder)) own.push_back(std::move(name));
     }
-    mine["dense_files"] = ListWritten(folder, dense);
-    mine["trainer_files"] = ListWritten(folder, own);
+    mine["dense_files"] = Must(checkpoint::EntriesOf(folder, dense));
+    mine["trainer_files"] = Must(checkpoint::EntriesOf(folder, own));
     ThrowIfError(WriteFileDurably(fmt::format("{}/rank-{}.json", folder, job.rank), mine.dump()),
                  "checkpoint");
   });
@@ -676,7 +503,7 @@ void SaveCheckpoint(const DistGraph& g, const std::string& path, int64_t step,
     ThrowIfError(WriteFileDurably(folder + "/" + kManifest, manifest.dump(1)), "checkpoint");
     spdlog::info("checkpoint: step {} saved to {}: {} tensors, {} in shards, {:.2f} s", step,
                  folder, tensors.size(), FormatBytes(bytes), watch.Seconds());
-    if (keep > 0) Prune(fs::path(folder).parent_path().string(), keep, folder);
+    if (keep > 0) checkpoint::Prune(fs::path(folder).parent_path().string(), keep, folder);
   });
 }
 
@@ -692,12 +519,12 @@ RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path
   RestoredCheckpoint out;
   out.path = folder;
   Collectively(job, "checkpoint: reading " + folder, [&] {
-    manifest = ReadManifest(folder);
+    manifest = Must(checkpoint::ReadManifest(folder));
     if (manifest.value("graph_name", "") != g.graph_name()) {
       throw Error(fmt::format("checkpoint {} is of graph '{}', this job's is '{}'", folder,
                               manifest.value("graph_name", ""), g.graph_name()));
     }
-    for (const json& f : manifest["files"]) files[f["path"].get<std::string>()] = f;
+    files = checkpoint::FilesOf(manifest);
     out.step = manifest["step"].get<int64_t>();
     out.num_trainers = manifest["num_trainers"].get<int>();
     out.extra = manifest.value("extra", json::object()).dump();
@@ -706,7 +533,7 @@ RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path
     kvstore::FeatureStore& features = job.store->features();
     for (const json& t : manifest["tensors"]) {
       const std::string key = t["key"].get<std::string>();
-      const DType dtype = *DTypeNamed(t["dtype"].get<std::string>());
+      const DType dtype = *checkpoint::DTypeNamed(t["dtype"].get<std::string>());
       const std::vector<int64_t> shape = t["shape"].get<std::vector<int64_t>>();
       ThrowIfError(kvstore::CheckTensorKey(key), "checkpoint " + folder);
       // A tensor the program has not created yet is created here (it attaches to it later).
@@ -747,7 +574,7 @@ RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path
   Collectively(job, "checkpoint: restoring the dense state of " + folder, [&] {
     for (const json& name : manifest["dense_files"]) {
       out.dense_files.push_back(name.get<std::string>());
-      (void)VerifiedFile(folder, out.dense_files.back(), files);
+      Must(checkpoint::VerifiedFile(folder, out.dense_files.back(), files));
     }
     auto has = [&](const std::string& name) {
       return std::find(out.dense_files.begin(), out.dense_files.end(), name) !=
@@ -771,7 +598,7 @@ RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path
         manifest["trainer_files"].size() == static_cast<size_t>(job.world)) {
       for (const json& name : manifest["trainer_files"][job.rank]) {
         out.trainer_files.push_back(name.get<std::string>());
-        (void)VerifiedFile(folder, out.trainer_files.back(), files);
+        Must(checkpoint::VerifiedFile(folder, out.trainer_files.back(), files));
       }
       if (std::find(out.trainer_files.begin(), out.trainer_files.end(), TrainerFile(job.rank)) !=
           out.trainer_files.end()) {
@@ -808,7 +635,7 @@ std::optional<RestoredCheckpoint> Checkpoint::restore(const CheckpointContents& 
 }
 
 std::optional<std::string> Checkpoint::latest(const std::string& dir) {
-  std::vector<std::pair<int64_t, std::string>> found = CompleteCheckpoints(dir);
+  std::vector<std::pair<int64_t, std::string>> found = checkpoint::CompleteCheckpoints(dir);
   if (found.empty()) return std::nullopt;
   return found.front().second;
 }

@@ -1,0 +1,149 @@
+// File: src/checkpoint/export.cc
+#include "src/checkpoint/export.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "src/checkpoint/format.h"
+#include "src/graph/npy.h"
+#include "tessera/base/time.h"
+
+namespace tessera::checkpoint {
+namespace {
+
+bool IsOptimizerState(const std::string& key) {
+  for (const char* suffix : {".adagrad_sum", ".adam_m", ".adam_v", ".adam_step"}) {
+    const std::string s = suffix;
+    if (key.size() > s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0) return true;
+  }
+  return false;
+}
+
+bool Wanted(const std::string& key, const ExportOptions& options) {
+  if (options.tensors.empty()) return options.optimizer_state || !IsOptimizerState(key);
+  for (const std::string& name : options.tensors) {
+    if (name == key || name == key.substr(5)) return true;
+  }
+  return false;
+}
+
+// A shard's original ids, verified against the manifest.
+StatusOr<std::pair<MappedFile, const int64_t*>> OriginalIds(
+    const std::string& folder, const Json& shard, const std::map<std::string, Json>& files,
+    const std::string& key) {
+  if (!shard.contains("orig")) {
+    return absl::FailedPreconditionError(fmt::format(
+        "checkpoint {}: '{}' has no original ids (its job's partition lacked --return-mapping)",
+        folder, key));
+  }
+  const std::string name = shard["orig"].get<std::string>();
+  ASSIGN_OR_RETURN(MappedFile file, VerifiedFile(folder, name, files));
+  ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(file.data(), file.size(), folder + "/" + name));
+  const int64_t rows = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
+  if (h.dtype != DType::kInt64 || h.shape != std::vector<int64_t>{rows}) {
+    return absl::DataLossError(fmt::format("checkpoint {}: {} holds {} [{}], not int64 [{}]",
+                                           folder, name, DTypeName(h.dtype),
+                                           fmt::join(h.shape, ", "), rows));
+  }
+  const auto* ids = reinterpret_cast<const int64_t*>(file.data() + h.data_offset);
+  return std::make_pair(std::move(file), ids);
+}
+
+StatusOr<std::string> ExportOne(const std::string& folder, const Json& tensor,
+                                const std::map<std::string, Json>& files,
+                                const std::string& out_dir) {
+  Stopwatch watch;
+  const std::string key = tensor["key"].get<std::string>();
+  const DType dtype = *DTypeNamed(tensor["dtype"].get<std::string>());
+  const auto shape = tensor["shape"].get<std::vector<int64_t>>();
+  const int64_t num_rows = shape[0];
+  // The original ids of one node type (relation) are a contiguous block of
+  // the input's homogeneous ids: the smallest is the type's offset (0 on a
+  // homogeneous graph).
+  int64_t offset = num_rows == 0 ? 0 : std::numeric_limits<int64_t>::max();
+  for (const Json& shard : tensor["shards"]) {
+    ASSIGN_OR_RETURN(auto orig, OriginalIds(folder, shard, files, key));
+    const int64_t n = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
+    for (int64_t i = 0; i < n; ++i) offset = std::min(offset, orig.second[i]);
+  }
+  const std::string path = fmt::format("{}/{}.npy", out_dir, FileStem(key));
+  ASSIGN_OR_RETURN(NpyWriter out,
+                   NpyWriter::Create(path, dtype, shape, NpyWriter::Mode::kPositional));
+  std::vector<bool> seen(static_cast<size_t>(num_rows), false);
+  int64_t covered = 0;
+  for (const Json& shard : tensor["shards"]) {
+    const std::string name = shard["file"].get<std::string>();
+    ASSIGN_OR_RETURN(MappedFile rows, VerifiedFile(folder, name, files));
+    ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(rows.data(), rows.size(), folder + "/" + name));
+    std::vector<int64_t> expected = shape;
+    expected[0] = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
+    if (h.dtype != dtype || h.shape != expected) {
+      return absl::DataLossError(
+          fmt::format("checkpoint {}: {} holds {} [{}], its manifest says "
+                      "{} [{}]",
+                      folder, name, DTypeName(h.dtype), fmt::join(h.shape, ", "), DTypeName(dtype),
+                      fmt::join(expected, ", ")));
+    }
+    ASSIGN_OR_RETURN(auto orig, OriginalIds(folder, shard, files, key));
+    const int64_t n = expected[0];
+    const size_t row_bytes = n > 0 ? (rows.size() - h.data_offset) / static_cast<size_t>(n) : 0;
+    const uint8_t* data = rows.data() + h.data_offset;
+    // Rows come in runs of consecutive original ids (a partition keeps the
+    // input's order within each type): one write per run.
+    for (int64_t i = 0; i < n;) {
+      const int64_t first = orig.second[i] - offset;
+      int64_t j = i;
+      for (; j < n; ++j) {
+        const int64_t o = orig.second[j] - offset;
+        if (o != first + (j - i)) break;
+        if (o < 0 || o >= num_rows || seen[o]) {
+          return absl::DataLossError(fmt::format(
+              "checkpoint {}: row {} of {} has original id {}, outside '{}' ({} rows) or seen "
+              "twice",
+              folder, j, name, orig.second[j], key, num_rows));
+        }
+        seen[o] = true;
+      }
+      RETURN_IF_ERROR(out.WriteRowsAt(first, data + i * row_bytes, j - i));
+      covered += j - i;
+      i = j;
+    }
+  }
+  if (covered != num_rows) {
+    return absl::DataLossError(
+        fmt::format("checkpoint {}: its shards of '{}' hold {} of its {} rows", folder, key,
+                    covered, num_rows));
+  }
+  RETURN_IF_ERROR(out.Close());
+  spdlog::info("export-embeddings: {} [{}] -> {}, {:.2f} s", key, fmt::join(shape, ", "), path,
+               watch.Seconds());
+  return path;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> ExportTensors(const std::string& checkpoint,
+                                                 const std::string& out_dir,
+                                                 const ExportOptions& options) {
+  ASSIGN_OR_RETURN(Json manifest, ReadManifest(checkpoint));
+  const std::map<std::string, Json> files = FilesOf(manifest);
+  RETURN_IF_ERROR(MakeDirs(out_dir));
+  std::vector<std::string> written;
+  std::vector<std::string> unmatched = options.tensors;
+  for (const Json& tensor : manifest["tensors"]) {
+    const std::string key = tensor["key"].get<std::string>();
+    if (!Wanted(key, options)) continue;
+    std::erase_if(unmatched, [&](const std::string& n) { return n == key || n == key.substr(5); });
+    ASSIGN_OR_RETURN(std::string path, ExportOne(checkpoint, tensor, files, out_dir));
+    written.push_back(std::move(path));
+  }
+  if (!unmatched.empty()) {
+    return absl::NotFoundError(
+        fmt::format("checkpoint {} has no tensor {}", checkpoint, fmt::join(unmatched, ", ")));
+  }
+  return written;
+}
+
+}  // namespace tessera::checkpoint

@@ -1,0 +1,78 @@
+// File: src/checkpoint/format.h
+//
+// The files of a checkpoint folder (docs/checkpoint.md), without LibTorch:
+// the manifest, files checksummed as they are written or verified as they
+// are read, finding the newest complete checkpoint and pruning old ones.
+// Used by tessera::dist's save and restore and by `tessera
+// export-embeddings`.
+#ifndef TESSERA_SRC_CHECKPOINT_FORMAT_H_
+#define TESSERA_SRC_CHECKPOINT_FORMAT_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "tessera/base/dtype.h"
+#include "tessera/base/file.h"
+#include "tessera/base/status.h"
+
+namespace tessera::checkpoint {
+
+inline constexpr char kManifest[] = "manifest.json";
+// In every checkpoint folder from the start of its save: what pruning may remove.
+inline constexpr char kMarker[] = ".tessera-checkpoint";
+inline constexpr char kFormat[] = "tessera-checkpoint";
+inline constexpr int kFormatVersion = 1;
+
+using Json = nlohmann::json;
+
+std::string Hex(uint32_t crc);
+std::optional<DType> DTypeNamed(std::string_view name);
+// A tensor key as a file name stem: "node/paper/emb" -> "node~paper~emb".
+std::string FileStem(const std::string& key);
+
+// The manifest of the complete checkpoint in `folder`, checked for every
+// field a reader uses. Errors name the folder.
+StatusOr<Json> ReadManifest(const std::string& folder);
+// {path: entry} of the manifest's "files".
+std::map<std::string, Json> FilesOf(const Json& manifest);
+
+// Complete checkpoints among the folders of `dir`, newest (highest step) first.
+std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::string& dir);
+// Keeps the newest `keep` complete checkpoints among the folders of `dir`,
+// removes the others and the folders of saves that never finished (never
+// `current`). Only folders with the marker are touched; failures are logged.
+void Prune(const std::string& dir, int keep, const std::string& current);
+
+// A file of the checkpoint, mapped, after its size and CRC-32C are checked
+// against the manifest's entry (`files`: FilesOf).
+StatusOr<MappedFile> VerifiedFile(const std::string& folder, const std::string& name,
+                                  const std::map<std::string, Json>& files);
+
+// A file being written into a checkpoint: checksummed as it goes, flushed
+// to the disk by Finish(), which returns its manifest entry.
+class CheckedFile {
+ public:
+  static StatusOr<CheckedFile> Create(const std::string& folder, const std::string& name);
+  Status Append(const void* data, size_t size);
+  StatusOr<Json> Finish();
+
+ private:
+  OutputFile file_;
+  std::string name_;
+  uint32_t crc_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+// Manifest entries of files someone else wrote into the folder (read back,
+// checksummed and flushed). Names must stay inside the folder.
+StatusOr<Json> EntriesOf(const std::string& folder, const std::vector<std::string>& names);
+
+}  // namespace tessera::checkpoint
+
+#endif  // TESSERA_SRC_CHECKPOINT_FORMAT_H_
