@@ -104,8 +104,8 @@ int Run(const Flags& f) {
     }
   }
   if (!f.save_dir.empty()) {
-    emb.save(f.save_dir + "/node_emb.npy");
-    sparse_optimizer.save(f.save_dir + "/");
+    emb.save(f.save_dir + "/node_emb");
+    sparse_optimizer.save(f.save_dir + "/optimizer");
   }
   if (ctx->rank() == 0) {
     spdlog::info("done: test accuracy {:.4f} (untrained {:.4f}), total {:.1f} s", test,

@@ -4,7 +4,7 @@ import json
 import os
 import subprocess
 
-from conftest import PYTHON, SOURCE, launch
+from conftest import BIN, PYTHON, SOURCE, launch
 
 EXAMPLE = os.path.join(SOURCE, "examples", "python", "graphsage", "node_classification.py")
 # GCN's preprocessing and DGL's full-graph settings for citation graphs
@@ -70,14 +70,19 @@ def test_link_prediction_beats_untrained(cora_parts, tmp_path):
 def test_learned_embeddings_beat_untrained(cora_parts, tmp_path):
     cmd = " ".join([PYTHON, EMBED, "--graph_name", "cora", "--part_config", cora_parts[2],
                     "--num_epochs", "60", "--batch_size", "70", "--json",
-                    "--save_embedding", str(tmp_path / "emb.npy")])
+                    "--save_embedding", str(tmp_path / "emb")])
     code, out, job = launch(tmp_path, cora_parts[2], cmd, trainers=1)
     assert code == 0, out
     res = results(out)
     assert len(res) == 2, out
     assert res[0]["test_acc"] >= res[0]["untrained_acc"] + 0.2, res
+    # A checkpoint folder; exported in Cora's node order for use elsewhere.
+    export = subprocess.run([os.path.join(BIN, "tessera"), "export-embeddings", str(tmp_path / "emb"),
+                             "--out", str(tmp_path / "out")], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert export.returncode == 0, export.stdout
     import numpy as np
-    saved = np.load(tmp_path / "emb.npy")
+    saved = np.load(tmp_path / "out" / "node~node_emb.npy")
     assert saved.shape == (2708, 64)
 
 

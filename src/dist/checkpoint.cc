@@ -67,7 +67,6 @@ constexpr size_t kIoBytes = size_t{16} << 20;  // Rows per pull / push / write, 
 
 // What the job's graph looks like to a checkpoint.
 struct Job {
-  const DistGraph* graph;
   kvstore::Services* store;
   std::shared_ptr<Context> context;
   PartitionConfig config;
@@ -75,8 +74,8 @@ struct Job {
   int rank = 0, world = 1;
 };
 
-Job OpenJob(const DistGraph& g) {
-  Job job{.graph = &g, .store = &g.store(), .context = internal::CurrentContext()};
+Job OpenJob(kvstore::Services& store) {
+  Job job{.store = &store, .context = internal::CurrentContext()};
   job.rank = job.context->rank();
   job.world = job.context->world_size();
   const std::string& path = job.context->part_config();
@@ -368,16 +367,21 @@ std::string TrainerFile(int rank) { return fmt::format("trainer-{}.pt", rank); }
 
 }  // namespace
 
-void SaveCheckpoint(const DistGraph& g, const std::string& path, int64_t step,
-                    const CheckpointContents& contents, int keep) {
+namespace internal {
+
+void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t step,
+                      const CheckpointContents& contents, int keep, bool replace) {
   Stopwatch watch;
-  Job job = OpenJob(g);
+  Job job = OpenJob(store);
   const std::string folder = fs::path(path).lexically_normal().string();
   if (step < 0) throw Error(fmt::format("checkpoint: step {} is negative", step));
   Collectively(job, "checkpoint: preparing " + folder, [&] {
     if (job.rank != 0) return;
     if (PathExists(folder + "/" + kManifest)) {
-      throw Error(fmt::format("checkpoint: {} already holds a complete checkpoint", folder));
+      if (!replace) {
+        throw Error(fmt::format("checkpoint: {} already holds a complete checkpoint", folder));
+      }
+      ThrowIfError(RemoveAll(folder + "/" + kManifest), "checkpoint");  // Now incomplete.
     }
     std::error_code ec;
     if (IsDirectory(folder) && !PathExists(folder + "/" + kMarker) && !fs::is_empty(folder, ec)) {
@@ -418,7 +422,7 @@ void SaveCheckpoint(const DistGraph& g, const std::string& path, int64_t step,
         for (std::string& name : contents.write_dense(folder)) dense.push_back(std::move(name));
       }
     }
-    {
+    if (contents.random_state) {
       torch::serialize::OutputArchive archive;
       archive.write("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
       archive.save_to(folder + "/" + TrainerFile(job.rank));
@@ -437,7 +441,7 @@ void SaveCheckpoint(const DistGraph& g, const std::string& path, int64_t step,
     json manifest = {{"format", kFormat},
                      {"version", kFormatVersion},
                      {"tessera_version", TESSERA_VERSION_STRING},
-                     {"graph_name", g.graph_name()},
+                     {"graph_name", store.graph_name()},
                      {"partition_config_crc32c", job.config_hash},
                      {"num_parts", job.store->book().num_partitions()},
                      {"num_trainers", job.world},
@@ -507,22 +511,23 @@ void SaveCheckpoint(const DistGraph& g, const std::string& path, int64_t step,
   });
 }
 
-RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path,
-                                     const CheckpointContents& contents) {
+RestoredCheckpoint RestoreCheckpointOf(kvstore::Services& store, const std::string& path,
+                                       const CheckpointContents& contents) {
   Stopwatch watch;
-  Job job = OpenJob(g);
+  Job job = OpenJob(store);
   const std::string folder = fs::path(path).lexically_normal().string();
   json manifest;
   std::map<std::string, json> files;
   std::vector<TensorInfo> tensors;
+  std::vector<const json*> entries;  // Their manifest entries.
   std::map<shm::Policy, Remap> remaps;
   RestoredCheckpoint out;
   out.path = folder;
   Collectively(job, "checkpoint: reading " + folder, [&] {
     manifest = Must(checkpoint::ReadManifest(folder));
-    if (manifest.value("graph_name", "") != g.graph_name()) {
+    if (manifest.value("graph_name", "") != store.graph_name()) {
       throw Error(fmt::format("checkpoint {} is of graph '{}', this job's is '{}'", folder,
-                              manifest.value("graph_name", ""), g.graph_name()));
+                              manifest.value("graph_name", ""), store.graph_name()));
     }
     files = checkpoint::FilesOf(manifest);
     out.step = manifest["step"].get<int64_t>();
@@ -531,8 +536,12 @@ RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path
     out.same_partitioning = manifest.value("partition_config_crc32c", "") == job.config_hash &&
                             manifest["num_parts"].get<int>() == job.store->book().num_partitions();
     kvstore::FeatureStore& features = job.store->features();
+    // Without persistent_tensors, only the tensors listed.
+    std::set<std::string> only;
+    for (const DistTensor& t : contents.tensors) only.insert(t.key());
     for (const json& t : manifest["tensors"]) {
       const std::string key = t["key"].get<std::string>();
+      if (!contents.persistent_tensors && only.erase(key) == 0) continue;
       const DType dtype = *checkpoint::DTypeNamed(t["dtype"].get<std::string>());
       const std::vector<int64_t> shape = t["shape"].get<std::vector<int64_t>>();
       ThrowIfError(kvstore::CheckTensorKey(key), "checkpoint " + folder);
@@ -553,16 +562,20 @@ RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path
       kvstore::TensorMeta meta = ValueOrThrow(features.Meta(key), "checkpoint " + folder);
       meta.shape = shape;
       tensors.push_back(Describe(job, meta));
+      entries.push_back(&t);
       out.tensors.push_back(key);
       if (!out.same_partitioning && !remaps.count(meta.policy)) {
         remaps[meta.policy] = MakeRemap(job.config, meta.policy);
       }
     }
+    if (!contents.persistent_tensors && !only.empty()) {
+      throw Error(fmt::format("checkpoint {} holds no tensor {}", folder, fmt::join(only, ", ")));
+    }
   });
   Collectively(job, "checkpoint: restoring the tensors of " + folder, [&] {
     size_t index = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
-      const json& t = manifest["tensors"][i];
+      const json& t = *entries[i];
       const Remap* remap = out.same_partitioning ? nullptr : &remaps.at(tensors[i].meta.policy);
       for (const json& shard : t["shards"]) {
         if (index++ % static_cast<size_t>(job.world) == static_cast<size_t>(job.rank)) {
@@ -600,8 +613,8 @@ RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path
         out.trainer_files.push_back(name.get<std::string>());
         Must(checkpoint::VerifiedFile(folder, out.trainer_files.back(), files));
       }
-      if (std::find(out.trainer_files.begin(), out.trainer_files.end(), TrainerFile(job.rank)) !=
-          out.trainer_files.end()) {
+      if (contents.random_state && std::find(out.trainer_files.begin(), out.trainer_files.end(),
+                                             TrainerFile(job.rank)) != out.trainer_files.end()) {
         torch::serialize::InputArchive archive;
         archive.load_from(folder + "/" + TrainerFile(job.rank));
         torch::Tensor state;
@@ -615,6 +628,18 @@ RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path
                tensors.size(), out.same_partitioning ? "" : ", mapped by original id",
                watch.Seconds());
   return out;
+}
+
+}  // namespace internal
+
+void SaveCheckpoint(const DistGraph& g, const std::string& path, int64_t step,
+                    const CheckpointContents& contents, int keep) {
+  internal::SaveCheckpointOf(g.store(), path, step, contents, keep, /*replace=*/false);
+}
+
+RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path,
+                                     const CheckpointContents& contents) {
+  return internal::RestoreCheckpointOf(g.store(), path, contents);
 }
 
 Checkpoint::Checkpoint(const DistGraph& g, std::string dir, int keep)

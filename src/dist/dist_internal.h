@@ -27,6 +27,13 @@ std::shared_ptr<Context> CurrentContext();
 // whole collective timeout. Never throws.
 void ReleaseProcessGroup() noexcept;
 
+// SaveCheckpoint / RestoreCheckpoint on a job's services (checkpoint.cc);
+// `replace`: a complete checkpoint at `path` is replaced, not an Error.
+void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t step,
+                      const CheckpointContents& contents, int keep, bool replace);
+RestoredCheckpoint RestoreCheckpointOf(kvstore::Services& store, const std::string& path,
+                                       const CheckpointContents& contents);
+
 // Throws Error("<what>: <message>") for a failed status.
 void ThrowIfError(const Status& status, const std::string& what);
 

@@ -7,72 +7,31 @@
 #include <mutex>
 
 #include "fmt/format.h"
-#include "src/graph/npy.h"
+#include "src/dist/dist_internal.h"
 #include "src/kvstore/services.h"
 
 namespace tessera::dist {
 namespace {
 
-constexpr int64_t kIoRows = 1 << 18;  // Rows per pull or push when saving and loading.
-
 void Check(const Status& status, const std::string& what) {
   if (!status.ok()) throw Error(fmt::format("{}: {}", what, std::string(status.message())));
 }
 
-// Collective: trainer 0 writes every row of `t` to `path` (.npy) in pieces.
-void SaveTensor(const DistTensor& t, const std::string& path) {
-  std::string error;
-  if (initialize()->rank() == 0) {
-    std::FILE* file = std::fopen(path.c_str(), "wb");
-    if (file == nullptr) {
-      error = fmt::format("saving '{}': cannot open {}", t.name(), path);
-    } else {
-      std::string header = EncodeNpyHeader(DType::kFloat32, t.shape());
-      bool ok = std::fwrite(header.data(), 1, header.size(), file) == header.size();
-      for (int64_t begin = 0; ok && begin < t.shape()[0]; begin += kIoRows) {
-        torch::Tensor ids = torch::arange(begin, std::min(t.shape()[0], begin + kIoRows));
-        torch::Tensor rows = t[ids].contiguous();
-        size_t bytes = static_cast<size_t>(rows.numel()) * sizeof(float);
-        ok = std::fwrite(rows.data_ptr<float>(), 1, bytes, file) == bytes;
-      }
-      ok = std::fclose(file) == 0 && ok;
-      if (!ok) error = fmt::format("saving '{}': writing {} failed", t.name(), path);
-    }
-  }
-  Check(t.store().job().Barrier(), fmt::format("saving '{}'", t.name()));
-  if (!error.empty()) throw Error(error);
+// Collective: the checkpoint folder `path` holds exactly `tensors` (replaced
+// if it held a checkpoint).
+void SaveTensors(const std::vector<DistTensor>& tensors, const std::string& path) {
+  internal::SaveCheckpointOf(
+      tensors.front().store(), path, 0,
+      {.tensors = tensors, .persistent_tensors = false, .random_state = false},
+      /*keep=*/0,
+      /*replace=*/true);
 }
 
-// Collective: trainer 0 reads `path` (.npy of t's shape) and writes every row.
-void LoadTensor(const DistTensor& t, const std::string& path) {
-  std::string error;
-  if (initialize()->rank() == 0) {
-    StatusOr<Array> array = ReadNpy(path);
-    if (!array.ok()) {
-      error = fmt::format("loading '{}': {}", t.name(), std::string(array.status().message()));
-    } else if (array->dtype() != DType::kFloat32 || array->shape() != t.shape()) {
-      error =
-          fmt::format("loading '{}' from {}: the file holds {} [{}], the tensor is float32 [{}]",
-                      t.name(), path, DTypeName(array->dtype()), fmt::join(array->shape(), ", "),
-                      fmt::join(t.shape(), ", "));
-    } else {
-      const int64_t width = array->row_elems();
-      const float* data = static_cast<const float*>(array->data());
-      for (int64_t begin = 0; begin < t.shape()[0]; begin += kIoRows) {
-        int64_t end = std::min(t.shape()[0], begin + kIoRows);
-        torch::Tensor rows = torch::from_blob(const_cast<float*>(data + begin * width),
-                                              {end - begin, width}, torch::kFloat32)
-                                 .view([&] {
-                                   std::vector<int64_t> shape = t.shape();
-                                   shape[0] = end - begin;
-                                   return shape;
-                                 }());
-        t.set(torch::arange(begin, end), rows);
-      }
-    }
-  }
-  Check(t.store().job().Barrier(), fmt::format("loading '{}'", t.name()));
-  if (!error.empty()) throw Error(error);
+// Collective: `tensors` from the checkpoint folder `path` (on any partitioning).
+void LoadTensors(const std::vector<DistTensor>& tensors, const std::string& path) {
+  internal::RestoreCheckpointOf(
+      tensors.front().store(), path,
+      {.tensors = tensors, .persistent_tensors = false, .random_state = false});
 }
 
 }  // namespace
@@ -112,8 +71,8 @@ const DistTensor& DistEmbedding::weight() const { return state_->weight; }
 int64_t DistEmbedding::num_embeddings() const { return state_->weight.shape()[0]; }
 int64_t DistEmbedding::embedding_dim() const { return state_->weight.shape()[1]; }
 const std::string& DistEmbedding::name() const { return state_->weight.name(); }
-void DistEmbedding::save(const std::string& path) const { SaveTensor(state_->weight, path); }
-void DistEmbedding::load(const std::string& path) const { LoadTensor(state_->weight, path); }
+void DistEmbedding::save(const std::string& path) const { SaveTensors({state_->weight}, path); }
+void DistEmbedding::load(const std::string& path) const { LoadTensors({state_->weight}, path); }
 
 SparseOptimizer::SparseOptimizer(std::vector<DistEmbedding> params,
                                  kvstore::SparseOptimizerSpec spec)
@@ -177,16 +136,16 @@ std::vector<DistTensor> SparseOptimizer::tensors() const {
   return out;
 }
 
-void SparseOptimizer::save(const std::string& prefix) const {
-  for (const auto& states : states_) {
-    for (const DistTensor& s : states) SaveTensor(s, prefix + s.name() + ".npy");
-  }
+void SparseOptimizer::save(const std::string& path) const {
+  std::vector<DistTensor> states;
+  for (const auto& mine : states_) states.insert(states.end(), mine.begin(), mine.end());
+  SaveTensors(states, path);
 }
 
-void SparseOptimizer::load(const std::string& prefix) const {
-  for (const auto& states : states_) {
-    for (const DistTensor& s : states) LoadTensor(s, prefix + s.name() + ".npy");
-  }
+void SparseOptimizer::load(const std::string& path) const {
+  std::vector<DistTensor> states;
+  for (const auto& mine : states_) states.insert(states.end(), mine.begin(), mine.end());
+  LoadTensors(states, path);
 }
 
 SparseAdagrad::SparseAdagrad(std::vector<DistEmbedding> params, double lr, double eps)

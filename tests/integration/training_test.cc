@@ -261,9 +261,14 @@ TEST(TrainingTest, LearnedEmbeddingsBeatTheUntrainedModel) {
   std::printf("embeddings: test accuracy %.4f, untrained %.4f\n", r["test_acc"].get<double>(),
               r["untrained_test_acc"].get<double>());
   EXPECT_GE(r["test_acc"].get<double>(), r["untrained_test_acc"].get<double>() + 0.2);
-  EXPECT_TRUE(std::filesystem::exists(dir / "node_emb.npy"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "node_emb.adam_m.npy"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "node_emb.adam_step.npy"));
+  // Checkpoint folders: the machines' shards of the rows and of Adam's state.
+  EXPECT_TRUE(std::filesystem::exists(dir / "node_emb/manifest.json"));
+  for (std::string part : {"p0", "p1"}) {
+    EXPECT_TRUE(
+        std::filesystem::exists(dir / ("node_emb/tensors/node~node_emb." + part + ".0.npy")));
+    EXPECT_TRUE(std::filesystem::exists(
+        dir / ("optimizer/tensors/node~node_emb.adam_step." + part + ".0.npy")));
+  }
 }
 
 // kill -9 of one trainer mid-training: the job stops within seconds (the

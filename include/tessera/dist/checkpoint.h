@@ -55,8 +55,11 @@ struct CheckpointContents {
   torch::nn::Module* module = nullptr;           // Parameters and buffers (model.pt).
   torch::optim::Optimizer* optimizer = nullptr;  // Its state (optimizer.pt).
   std::vector<DistTensor> tensors;               // Saved besides the automatic ones.
-  // false: only `tensors`, not every run-time persistent tensor.
+  // false: only `tensors`, not every run-time persistent tensor (restore:
+  // only `tensors` of those the checkpoint holds).
   bool persistent_tensors = true;
+  // Each trainer's torch generator state (restored on the same trainer count).
+  bool random_state = true;
   // A JSON object the program keeps with the checkpoint (epoch, loader
   // position, ...); save only. "" for none.
   std::string extra;

@@ -59,9 +59,11 @@ class DistEmbedding {
   int64_t embedding_dim() const;
   const std::string& name() const;
 
-  // Every row, by tessera id, to / from an .npy file of [num, dim] float32.
-  // Collective: every trainer calls it; trainer 0 does the I/O; all return
-  // once it is done.
+  // Every row, to / from the checkpoint folder `path` (tessera/dist/checkpoint.h:
+  // written in parallel by the machines, checksummed, reloadable on another
+  // partitioning; `save` replaces a checkpoint there). Collective: every
+  // trainer calls it; all return once it is done. `tessera export-embeddings`
+  // turns the folder into .npy in the input's node order.
   void save(const std::string& path) const;
   void load(const std::string& path) const;
 
@@ -80,10 +82,10 @@ class SparseOptimizer {
   void step();
   // Forgets the recorded lookups without applying them.
   void zero_grad();
-  // The optimizer state of every embedding, to / from files
-  // <prefix><embedding name><suffix>.npy. Collective, like DistEmbedding::save.
-  void save(const std::string& prefix) const;
-  void load(const std::string& prefix) const;
+  // The optimizer state of every embedding, to / from the checkpoint folder
+  // `path`. Collective, like DistEmbedding::save.
+  void save(const std::string& path) const;
+  void load(const std::string& path) const;
   const kvstore::SparseOptimizerSpec& spec() const { return spec_; }
   // Every tensor it keeps: the embeddings' weights and their state.
   std::vector<DistTensor> tensors() const;

@@ -76,9 +76,13 @@ class DistEmbedding:
         return self.train(False)
 
     def save(self, path):
-        """Every row to ``path`` (.npy, [num, dim]). Collective."""
+        """Every row to the checkpoint folder ``path`` (docs/checkpoint.md;
+        replaced if it exists). Collective. ``tessera export-embeddings path
+        --out DIR`` writes them as .npy in the input graph's node order."""
         self._e.save(str(path))
 
     def load(self, path):
-        """Every row from ``path`` (.npy written by save). Collective."""
+        """Every row from a checkpoint folder that holds this embedding (written
+        by ``save`` or ``tessera.distributed.checkpoint.save``, on any
+        partitioning of the graph). Collective."""
         self._e.load(str(path))

@@ -31,8 +31,9 @@ class _SparseOptimizer:
         self._o.zero_grad()
 
     def save(self, f):
-        """The optimizer state to files ``<f><embedding name>...npy``
-        (collective; DGL writes one file per rank instead)."""
+        """The optimizer state to the checkpoint folder ``f`` (collective;
+        DGL writes one file per rank instead, reloadable only on the same
+        trainer count: this one loads on any)."""
         self._o.save(str(f))
 
     def load(self, f):
