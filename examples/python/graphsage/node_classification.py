@@ -93,32 +93,6 @@ def all_sum(values):
     return t.tolist()
 
 
-class CheckpointSchedule:
-    """When to save: every N steps ("100"), or every N seconds ("300s",
-    "5min"), decided together by all trainers (a save is collective)."""
-
-    def __init__(self, every):
-        self.steps = self.seconds = 0
-        if every:
-            units = {"s": 1, "min": 60, "h": 3600}
-            unit = next((u for u in ("min", "s", "h") if every.endswith(u)), None)
-            if unit is None:
-                self.steps = int(every)
-            else:
-                self.seconds = float(every[:-len(unit)]) * units[unit]
-        self.last = time.time()
-
-    def due(self, step):
-        if self.steps:
-            return step % self.steps == 0
-        if not self.seconds:
-            return False
-        due, = all_sum([float(time.time() - self.last >= self.seconds)])
-        if due:
-            self.last = time.time()
-        return due > 0
-
-
 def evaluate(model, g, inputs, labels, val_nid, test_nid, batch_size, device, transform):
     """Accuracy over the val/test nodes of all trainers."""
     model.eval()
@@ -151,7 +125,7 @@ def run(args, device, data):
 
     epoch_time, test_acc, val_acc, inference_s = [], 0.0, 0.0, 0.0
     splits, batches, global_step, first_epoch = [], 0, 0, 1
-    schedule = CheckpointSchedule(args.checkpoint_every)
+    schedule = checkpoint.Schedule(args.checkpoint_every)
     if args.checkpoint_dir and checkpoint.latest(args.checkpoint_dir):
         path = checkpoint.latest(args.checkpoint_dir)
         extra = checkpoint.restore(path, model=model, optimizer=optimizer,

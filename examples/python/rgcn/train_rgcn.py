@@ -31,6 +31,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 import tessera.distributed as dist
 import tessera.nn as dglnn
+from tessera.distributed import checkpoint
 
 START = time.time()
 
@@ -216,9 +217,23 @@ def run(args, g, data):
         emb_optimizer = sparse[args.sparse_optimizer](embeds, lr=args.sparse_lr)
         print(f"optimize DGL sparse embedding: {list(embed_layer.node_embeds)}", flush=True)
 
+    # Checkpoints hold the dense modules (model and projections) and, since
+    # they are persistent, every DistEmbedding and its sparse optimizer state.
+    dense_modules = nn.ModuleList([model, embed_layer.node_projs])
+    schedule = checkpoint.Schedule(args.checkpoint_every)
+    global_step, first_epoch = 0, 0
+    if args.checkpoint_dir and checkpoint.latest(args.checkpoint_dir):
+        path = checkpoint.latest(args.checkpoint_dir)
+        extra = checkpoint.restore(path, model=dense_modules, optimizer=optimizer,
+                                   loaders=[dataloader])
+        global_step = extra["step"]
+        first_epoch = dataloader.state_dict()["epoch"]
+        print(f"[{g.rank()}] resumed from step {global_step} (epoch {first_epoch}) of {path}",
+              flush=True)
+
     print("start training...", flush=True)
     epochs, val_acc, test_acc = [], 0.0, 0.0
-    for epoch in range(args.n_epochs):
+    for epoch in range(first_epoch, args.n_epochs):
         tic = time.time()
         sample_time = forward_time = backward_time = update_time = 0.0
         number_train = number_input = 0
@@ -241,6 +256,11 @@ def run(args, g, data):
             if emb_optimizer is not None:
                 emb_optimizer.step()
             update_time += time.time() - compute_end
+            global_step += 1
+            if args.checkpoint_dir and schedule.due(global_step):
+                checkpoint.save(os.path.join(args.checkpoint_dir, f"step-{global_step}"),
+                                model=dense_modules, optimizer=optimizer, loaders=[dataloader],
+                                extra={"step": global_step}, keep=args.keep)
             forward_time += forward_end - tic_step
             backward_time += compute_end - forward_end
             loss_sum += loss.item() * len(seeds)
@@ -387,6 +407,13 @@ def parse_args(argv=None):
                         default=None, help="sampler threads (default: the launcher's)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--json", action="store_true", help="print a RESULT json line")
+    parser.add_argument("--checkpoint-dir", "--checkpoint_dir", dest="checkpoint_dir",
+                        default=os.environ.get("TESSERA_CHECKPOINT_DIR"),
+                        help="checkpoints go here, and a run continues from the newest one "
+                             "(default: the launcher's --checkpoint-dir)")
+    parser.add_argument("--checkpoint-every", "--checkpoint_every", dest="checkpoint_every",
+                        default="", help="save every N steps (\"100\") or seconds (\"5min\")")
+    parser.add_argument("--keep", type=int, default=3, help="checkpoints kept")
     args = parser.parse_args(argv)
     if args.num_gpus not in (-1, 0):
         parser.error("--num_gpus: tessera trains on the CPU")

@@ -34,16 +34,17 @@ altered.
 import json
 import os
 import random
+import time
 
 import numpy as np
 import torch
 
 from tessera import _C
-from tessera.distributed import _prefetch, graph
+from tessera.distributed import _prefetch, context, graph
 from tessera.distributed.embedding import DistEmbedding
 from tessera.distributed.tensor import DistTensor
 
-__all__ = ["save", "restore", "latest"]
+__all__ = ["save", "restore", "latest", "Schedule"]
 
 _DENSE = "dense.pt"  # model / optimizer state_dicts, extra, trainer 0's loader positions
 
@@ -169,3 +170,47 @@ def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), 
 def latest(dir):
     """The newest (highest step) complete checkpoint folder in ``dir``, or None."""
     return _C.latest_checkpoint(os.fspath(dir))
+
+
+class Schedule:
+    """When to save: ``Schedule("100")`` every 100 steps, ``Schedule("300s")``
+    / ``"5min"`` / ``"1h"`` every so many seconds; ``""`` or None never.
+    ``due(step)`` after each step. A save is collective, so with seconds
+    every trainer must agree: they take the maximum over the trainers of
+    "my interval has passed" with ``torch.distributed`` (one small
+    allreduce per step), which must then be initialized on a job of several
+    trainers."""
+
+    _UNITS = {"min": 60, "h": 3600, "s": 1}
+
+    def __init__(self, every):
+        self.steps, self.seconds = 0, 0.0
+        every = (every or "").strip()
+        unit = next((u for u in self._UNITS if every.endswith(u)), None)
+        try:
+            if unit is None:
+                self.steps = int(every) if every else 0
+            else:
+                self.seconds = float(every[:-len(unit)]) * self._UNITS[unit]
+        except ValueError:
+            raise ValueError(f"checkpoint schedule {every!r}: want steps (\"100\") or seconds "
+                             f"(\"300s\", \"5min\", \"1h\")") from None
+        if self.steps < 0 or self.seconds < 0:
+            raise ValueError(f"checkpoint schedule {every!r} is negative")
+        self.last = time.time()
+
+    def due(self, step):
+        if self.steps:
+            return step % self.steps == 0
+        if not self.seconds:
+            return False
+        flag = torch.tensor([float(time.time() - self.last >= self.seconds)])
+        if torch.distributed.is_initialized():
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+        elif context.info()["world_size"] > 1:
+            raise _C.TesseraError("checkpoint.Schedule in seconds needs torch.distributed's "
+                                  "process group on a job of several trainers (or use steps)")
+        if flag.item() > 0:
+            self.last = time.time()
+            return True
+        return False
