@@ -2,6 +2,8 @@
 
     checkpoint_job.py save PART_CONFIG CKPT OUT     trains 3 batches, saves, then 2 more
     checkpoint_job.py restore PART_CONFIG CKPT OUT  restores, then 2 batches
+    checkpoint_job.py loop PART_CONFIG CKPT -       saves step s with every row = s, forever
+    checkpoint_job.py check PART_CONFIG CKPT -      restores the latest; rows = its step?
 
 Both write OUT.<rank>.pt: the embedding's rows and its Adam state by
 original node id (the same on any partitioning), the model's state and the
@@ -19,6 +21,20 @@ mode, part_config, ckpt, out = sys.argv[1:5]
 dist.initialize()
 g = dist.DistGraph("cora", part_config=part_config)
 rank = g.rank()
+if mode in ("loop", "check"):
+    big = dist.DistTensor((g.num_nodes(), 4096), torch.float32, "big", persistent=True)
+    every = torch.arange(g.num_nodes())
+    if mode == "check":
+        extra = checkpoint.restore(checkpoint.latest(ckpt))
+        assert torch.equal(big[every], torch.full((g.num_nodes(), 4096), float(extra["step"])))
+        print(f"CHECKPOINT check ok: step {extra['step']}", flush=True)
+    else:
+        for step in range(1, 10000):
+            big[every] = torch.full((g.num_nodes(), 4096), float(step))
+            checkpoint.save(os.path.join(ckpt, f"step-{step}"), extra={"step": step}, keep=2)
+            print(f"CHECKPOINT saved {step}", flush=True)
+    dist.exit_client()
+    sys.exit(0)
 torch.manual_seed(5 + rank)
 emb = dist.DistEmbedding(g.num_nodes(), 8, "ck_emb", init_func=dist.init.uniform(-1.0, 1.0, 3))
 sparse = dist.optim.SparseAdam([emb], lr=0.05)

@@ -9,12 +9,14 @@ import os
 import re
 import signal
 import subprocess
+import time
 
 import numpy as np
 import pytest
 import torch
 
 import tessera
+import tessera.distributed
 from conftest import (BIN, CORA, PYTHON, SOURCE, assert_job_gone, launch, launch_argv,
                       python_cmd)
 
@@ -170,3 +172,60 @@ def test_a_killed_process_resumes_to_the_parameters_of_an_uninterrupted_run(cora
     assert len(resumed) == 2 and int(resumed[0]) >= 8, out
     assert digests(out) == expected, out
     assert_job_gone(out)
+
+
+def test_a_save_killed_midway_leaves_the_previous_checkpoint(cora_parts, tmp_path):
+    """SIGKILL while a checkpoint's files are being written (44 MiB of rows):
+    the previous checkpoint is the latest and restores; the next save
+    removes the unfinished folder."""
+    ckpt = tmp_path / "ckpt"
+    argv = [PYTHON, JOB, "loop", cora_parts[1], str(ckpt), "-"]
+    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT) as p:
+        killed = None
+        deadline = time.time() + 120
+        while killed is None and time.time() < deadline:
+            for d in sorted(ckpt.glob("step-*")) if ckpt.exists() else []:
+                step = int(d.name.split("-")[1])
+                if (step >= 2 and not (d / "manifest.json").exists()
+                        and any((d / "tensors").glob("*.npy"))):
+                    p.send_signal(signal.SIGKILL)
+                    killed = step
+                    break
+            time.sleep(0.001)
+        p.wait(timeout=60)
+    assert killed is not None, "no save was caught in the middle"
+    assert not (ckpt / f"step-{killed}" / "manifest.json").exists()
+    latest = tessera.distributed.checkpoint.latest(ckpt)
+    assert latest == str(ckpt / f"step-{killed - 1}"), (latest, killed)
+    r = subprocess.run([PYTHON, JOB, "check", cora_parts[1], str(ckpt), "-"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout
+    assert f"CHECKPOINT check ok: step {killed - 1}" in r.stdout, r.stdout
+
+
+def test_schedule_by_steps_and_by_seconds_with_few_clock_comparisons(monkeypatch):
+    from tessera.distributed import checkpoint
+    every = checkpoint.Schedule("3")
+    assert [s for s in range(1, 10) if every.due(s)] == [3, 6, 9]
+    assert not any(checkpoint.Schedule("").due(s) for s in range(1, 5))
+    for bad in ("soon", "-5", "3x"):
+        with pytest.raises(ValueError):
+            checkpoint.Schedule(bad)
+    # A fake clock: 1/128 s per step (exact in binary), saves every 2 s (256 steps).
+    now = [1000.0]
+    monkeypatch.setattr(checkpoint.time, "time", lambda: now[0])
+    monkeypatch.setattr(checkpoint.context, "info", lambda: {"world_size": 1})
+    timed = checkpoint.Schedule("2s")
+    asks = []
+    elapsed = timed._elapsed
+    monkeypatch.setattr(timed, "_elapsed", lambda: asks.append(1) or elapsed())
+    saves = []
+    for step in range(1, 1001):
+        now[0] += 1 / 128
+        if timed.due(step):
+            saves.append(step)
+    assert saves == [256, 512, 768], saves
+    assert len(asks) <= 60, len(asks)  # Not one clock comparison per step.
+    monkeypatch.setattr(checkpoint.context, "info", lambda: {"world_size": 2})
+    with pytest.raises(tessera.TesseraError, match="torch.distributed"):
+        checkpoint.Schedule("1s").due(1)

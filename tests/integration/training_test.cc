@@ -227,6 +227,46 @@ TEST(TrainingTest, RgcnOnGeneratedMagBeatsMlpAndMatchesStandaloneDistributed) {
   EXPECT_NEAR(distributed, standalone, 0.02);
 }
 
+// The C++ GraphSAGE example resumes from its checkpoints: a run stopped
+// after 4 epochs (last checkpoint at step 18, in the middle of epoch 3) and
+// run again to 12 epochs ends with the parameters of an uninterrupted run.
+TEST(TrainingTest, GraphSageResumesMidEpochToTheUninterruptedParameters) {
+  testing::TempDir dir;
+  std::string one = kvstore::testing::PartitionCora(dir / "one", 1);
+  auto run = [&](const std::string& ckpt, const std::string& epochs) {
+    int code = 0;
+    std::string output = RunStandalone({Program("graphsage_train_dist"),
+                                        "--graph-name",
+                                        "cora",
+                                        "--part-config",
+                                        one,
+                                        "--num-epochs",
+                                        epochs,
+                                        "--batch-size",
+                                        "32",
+                                        "--eval-every",
+                                        "0",
+                                        "--log-every",
+                                        "0",
+                                        "--seed",
+                                        "3",
+                                        "--checkpoint-every",
+                                        "3",
+                                        "--checkpoint-dir",
+                                        ckpt,
+                                        "--json"},
+                                       &code);
+    EXPECT_EQ(code, 0) << output;
+    return output;
+  };
+  nlohmann::json plain = ResultIn(run(dir / "plain", "12"));
+  run(dir / "stopped", "4");  // 5 batches per epoch: step 18 is epoch 3, batch 3.
+  std::string resumed = run(dir / "stopped", "12");
+  EXPECT_NE(resumed.find("resumed from step 18 (epoch 3, batch 3)"), std::string::npos) << resumed;
+  ASSERT_FALSE(plain.is_null());
+  EXPECT_EQ(ResultIn(resumed)["parameter_checksum"], plain["parameter_checksum"]) << resumed;
+}
+
 TEST(TrainingTest, CiteSeerReachesPublishedAccuracy) {
   testing::TempDir dir;
   auto graph = ReadGraph(testing::TestDataDir() + "/citeseer");

@@ -175,11 +175,14 @@ def latest(dir):
 class Schedule:
     """When to save: ``Schedule("100")`` every 100 steps, ``Schedule("300s")``
     / ``"5min"`` / ``"1h"`` every so many seconds; ``""`` or None never.
-    ``due(step)`` after each step. A save is collective, so with seconds
-    every trainer must agree: they take the maximum over the trainers of
-    "my interval has passed" with ``torch.distributed`` (one small
-    allreduce per step), which must then be initialized on a job of several
-    trainers."""
+    ``due(step)`` after each step.
+
+    A save is collective, so with seconds every trainer must decide alike:
+    at agreed steps they take the maximum over the trainers of the time
+    since the last save with ``torch.distributed`` (which must then be
+    initialized on a job of several trainers), and from that shared value
+    all pick the next step to ask at, halfway to the expected deadline. So
+    an interval costs a handful of small allreduces, not one per step."""
 
     _UNITS = {"min": 60, "h": 3600, "s": 1}
 
@@ -197,20 +200,31 @@ class Schedule:
                              f"(\"300s\", \"5min\", \"1h\")") from None
         if self.steps < 0 or self.seconds < 0:
             raise ValueError(f"checkpoint schedule {every!r} is negative")
-        self.last = time.time()
+        self._last = time.time()
+        self._since = None  # The step of the last save (or the first step seen).
+        self._next = 0  # The next step at which the trainers compare clocks.
+
+    def _elapsed(self):
+        """The longest time since the last save over all trainers."""
+        elapsed = torch.tensor([time.time() - self._last], dtype=torch.float64)
+        if torch.distributed.is_initialized():
+            torch.distributed.all_reduce(elapsed, op=torch.distributed.ReduceOp.MAX)
+        elif context.info()["world_size"] > 1:
+            raise _C.TesseraError("checkpoint.Schedule in seconds needs torch.distributed's "
+                                  "process group on a job of several trainers (or use steps)")
+        return float(elapsed.item())
 
     def due(self, step):
         if self.steps:
             return step % self.steps == 0
-        if not self.seconds:
+        if not self.seconds or step < self._next:
             return False
-        flag = torch.tensor([float(time.time() - self.last >= self.seconds)])
-        if torch.distributed.is_initialized():
-            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-        elif context.info()["world_size"] > 1:
-            raise _C.TesseraError("checkpoint.Schedule in seconds needs torch.distributed's "
-                                  "process group on a job of several trainers (or use steps)")
-        if flag.item() > 0:
-            self.last = time.time()
+        if self._since is None:
+            self._since = step - 1
+        elapsed = self._elapsed()
+        if elapsed >= self.seconds:
+            self._last, self._since, self._next = time.time(), step, step + 1
             return True
+        per_step = elapsed / max(1, step - self._since)
+        self._next = step + max(1, int((self.seconds - elapsed) / max(per_step, 1e-9) / 2))
         return False
