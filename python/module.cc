@@ -625,18 +625,18 @@ PYBIND11_MODULE(_C, m) {
       py::arg("g"), py::arg("path"), py::arg("step"), py::arg("tensors"),
       py::arg("persistent_tensors"), py::arg("extra"), py::arg("write_dense"),
       py::arg("write_trainer"), py::arg("keep"));
+  using Restored = dist::RestoredCheckpoint;
+  py::class_<Restored>(m, "RestoredCheckpoint")
+      .def_readonly("path", &Restored::path)
+      .def_readonly("step", &Restored::step)
+      .def_readonly("extra", &Restored::extra)
+      .def_readonly("num_trainers", &Restored::num_trainers)
+      .def_readonly("same_partitioning", &Restored::same_partitioning)
+      .def_readonly("tensors", &Restored::tensors)
+      .def_readonly("trainer_files", &Restored::trainer_files)
+      .def_readonly("dense_files", &Restored::dense_files);
   m.def("restore_checkpoint", [](const dist::DistGraph& g, const std::string& path) {
-    dist::RestoredCheckpoint r = Wait([&] { return dist::RestoreCheckpoint(g, path); });
-    py::dict out;
-    out["path"] = r.path;
-    out["step"] = r.step;
-    out["extra"] = r.extra;
-    out["num_trainers"] = r.num_trainers;
-    out["same_partitioning"] = r.same_partitioning;
-    out["tensors"] = r.tensors;
-    out["trainer_files"] = r.trainer_files;
-    out["dense_files"] = r.dense_files;
-    return out;
+    return Wait([&] { return dist::RestoreCheckpoint(g, path); });
   });
   m.def("latest_checkpoint", &dist::Checkpoint::latest, py::arg("dir"));
 

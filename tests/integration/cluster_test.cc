@@ -175,12 +175,14 @@ class ClusterTest : public ::testing::Test {
   }
   // Starts `tessera launch` (in the first namespace) with trainer arguments.
   launcher::Process StartLaunch(const std::string& train_args, const std::string& log,
-                                const std::string& script = "scripts/train.sh") {
+                                const std::string& script = "scripts/train.sh",
+                                const std::vector<std::string>& launch_args = {}) {
     std::vector<std::string> argv = {
         testing::TesseraBinary(), "launch",      "--ssh",         "--workspace", workspace_,
         "--num-trainers",         "1",           "--num-servers", "1",           "--part-config",
         "data/cora.json",         "--ip-config", "ip_config.txt", "--grace",     "2"};
     argv.insert(argv.end(), ssh_options_.begin(), ssh_options_.end());
+    argv.insert(argv.end(), launch_args.begin(), launch_args.end());
     argv.push_back("sh " + script + " " + train_args);
     auto p = launcher::Process::Spawn({.argv = InNamespace(argv), .log_path = log});
     EXPECT_TRUE(p.ok()) << p.status();
@@ -362,6 +364,46 @@ TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {
     }
     ExpectNothingLeft(job);
   }
+}
+
+// Every process of host 1 (servers, trainers, supervisors: all but its
+// sshd, so the machine comes back) killed with SIGKILL after a checkpoint:
+// under --max-restarts 1 the job starts again on both hosts, resumes, and
+// ends with the parameters of an uninterrupted run (2 trainers: bit for bit).
+TEST_F(ClusterTest, AJobResumesAfterAWholeMachineIsKilled) {
+  // Cora's 140 training nodes over 2 trainers, batches of 16: 5 steps per epoch.
+  const std::string train =
+      "--num-epochs 6 --batch-size 16 --eval-every 0 --seed 5 --checkpoint-every 3";
+  auto checksum = [](const std::string& out) {
+    size_t at = out.find("trainer 0 parameter checksum ");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  std::string plain_log = *dir_ / "plain.log";
+  launcher::Process plain = StartLaunch(train + " --checkpoint-dir ckpt_plain", plain_log);
+  auto code = plain.Wait(Deadline::InSeconds(180));
+  ASSERT_TRUE(code.ok() && *code == 0) << testing::ReadAll(plain_log);
+  const std::string expected = checksum(testing::ReadAll(plain_log));
+  ASSERT_FALSE(expected.empty()) << testing::ReadAll(plain_log);
+
+  std::string log = *dir_ / "machine.log";
+  launcher::Process launch = StartLaunch(train, log, "scripts/train.sh",
+                                         {"--max-restarts", "1", "--checkpoint-dir", "ckpt"});
+  ASSERT_TRUE(WaitFor(log, "checkpoint: step 6 saved", 120)) << testing::ReadAll(log);
+  const std::string first_job = JobOf(log);
+  int killed = 0;
+  for (const auto& [pid, cmdline] : HostProcesses(1)) killed += kill(pid, SIGKILL) == 0;
+  ASSERT_GT(killed, 0);
+  code = launch.Wait(Deadline::InSeconds(240));
+  std::string out = testing::ReadAll(log);
+  ASSERT_TRUE(code.ok()) << out;
+  EXPECT_EQ(*code, 0) << out;
+  EXPECT_NE(out.find("restart 1 of 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("[1/trainer/1] ["), std::string::npos) << out;
+  EXPECT_NE(out.find("resumed from step"), std::string::npos) << out;
+  EXPECT_EQ(checksum(out), expected) << out;
+  ExpectNothingLeft(first_job);
+  const size_t last = out.rfind("launch: job ");
+  ExpectNothingLeft(out.substr(last + 12, out.find(':', last + 12) - last - 12));
 }
 
 // `tessera mpi-partition` with Open MPI across the two hosts: mpirun in the

@@ -143,11 +143,11 @@ def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), 
     g = _graph(g)
     del sparse_optimizers, tensors  # Their tensors are in the checkpoint by name.
     r = _C.restore_checkpoint(g._g, os.fspath(path))
-    for key in r["tensors"]:
+    for key in r.tensors:
         _prefetch.wrote(key.split("/", 1)[1])
-    folder = r["path"]
+    folder = r.path
     dense = {"model": None, "optimizer": None, "extra": None, "loaders": []}
-    if _DENSE in r["dense_files"]:
+    if _DENSE in r.dense_files:
         dense = torch.load(os.path.join(folder, _DENSE))
     elif model is not None or optimizer is not None or loaders:
         raise _C.TesseraError(f"checkpoint {folder} holds no Python state ({_DENSE})")
@@ -157,7 +157,7 @@ def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), 
                 raise _C.TesseraError(f"checkpoint {folder} holds no {what}")
             obj.load_state_dict(dense[what])
     own = _trainer_file(g.rank())
-    if own in r["trainer_files"]:
+    if own in r.trainer_files:
         state = torch.load(os.path.join(folder, own))
         random.setstate(state["random"])
         np.random.set_state(state["numpy"])
