@@ -13,11 +13,55 @@
 #include <string_view>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "tessera/base/strings.h"
 #include "tessera/dist.h"
 #include "tessera/dist/parallel.h"
 
 namespace tessera::examples {
+
+// The flags every example takes, with DGL's names (dashes or underscores).
+// An example sets its own defaults before AddCommonFlags.
+struct CommonFlags {
+  std::string graph_name, ip_config, part_config;
+  int num_epochs = 20;
+  int64_t batch_size = 1000;
+  std::string fan_out = "10,25";
+  int64_t num_hidden = 16;
+  double lr = 0.003, dropout = 0.5;
+  int num_workers = -1;
+  uint64_t seed = 42;
+  bool json = false;
+};
+
+inline void AddCommonFlags(CLI::App& app, CommonFlags& f) {
+  app.add_option("--graph-name,--graph_name", f.graph_name, "Graph name of the partition")
+      ->required();
+  app.add_option("--ip-config,--ip_config", f.ip_config,
+                 "ip_config file (default: the launcher's)");
+  app.add_option("--part-config,--part_config", f.part_config,
+                 "Partition config (needed standalone)");
+  app.add_option("--num-epochs,--num_epochs", f.num_epochs)
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch-size,--batch_size", f.batch_size)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--fan-out,--fan_out", f.fan_out, "Fanout per layer, input layer first")
+      ->capture_default_str();
+  app.add_option("--num-hidden,--num_hidden", f.num_hidden)
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lr", f.lr, "Dense (model) learning rate")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--dropout", f.dropout)->capture_default_str()->check(CLI::Range(0.0, 0.999));
+  app.add_option("--num-workers,--num_workers", f.num_workers,
+                 "Sampler threads (-1: the launcher's --num-samplers)")
+      ->capture_default_str();
+  app.add_option("--seed", f.seed)->capture_default_str();
+  app.add_flag("--json", f.json, "Print a last line RESULT {json} with the figures");
+}
 
 // LibTorch's OpenMP threads (libgomp) spin between parallel regions unless
 // OMP_WAIT_POLICY=PASSIVE, taking the cores from the loader's sampler

@@ -69,7 +69,7 @@ Status CopyFiles(const CopyFlags& f) {
     return absl::InvalidArgumentError(fmt::format("{}: not a valid JSON object", f.part_config));
   }
   const int parts = checked.num_parts;
-  if (parts != ip.num_machines()) {
+  if (parts > ip.num_machines()) {
     return absl::InvalidArgumentError(
         fmt::format("{} has {} partitions but {} lists {} machines: machine i gets partition i",
                     f.part_config, parts, f.ip_config, ip.num_machines()));
@@ -112,9 +112,15 @@ Status CopyFiles(const CopyFlags& f) {
   for (int m = 0; m < ip.num_machines(); ++m) {
     const std::string host = ip.machines[static_cast<size_t>(m)].ip;
     Stopwatch watch;
+    // Machine i gets partition i; a spare (past the parts) gets them all, so
+    // that it can take any machine's place.
+    std::vector<int> mine;
+    for (int p = m < parts ? m : 0; p < (m < parts ? m + 1 : parts); ++p) mine.push_back(p);
     if (!f.force_ssh && launcher::IsLocalAddress(host)) {
-      RETURN_IF_ERROR(
-          CopyLocal(part_dirs[static_cast<size_t>(m)], data / fmt::format("part{}", m)));
+      for (int p : mine) {
+        RETURN_IF_ERROR(
+            CopyLocal(part_dirs[static_cast<size_t>(p)], data / fmt::format("part{}", p)));
+      }
       RETURN_IF_ERROR(CopyLocal(rewritten, data / config_name));
       RETURN_IF_ERROR(
           CopyLocal(f.ip_config, fs::path(f.workspace) / fs::path(f.ip_config).filename()));
@@ -138,19 +144,19 @@ Status CopyFiles(const CopyFlags& f) {
         argv.insert(argv.end(), {from, target + ":" + to});
         return Run(argv, fmt::format("scp to machine {} ({})", m, host), f.timeout_s);
       };
-      // scp -r a/ into host:x/part<i> creates part<i> (it does not exist yet).
-      RETURN_IF_ERROR(Run(
-          launcher::SshArgv(
-              ssh, host,
-              launcher::ShellCommand({"rm", "-rf", (data / fmt::format("part{}", m)).string()})),
-          fmt::format("clean machine {} ({})", m, host), f.timeout_s));
-      RETURN_IF_ERROR(copy(part_dirs[static_cast<size_t>(m)].string(),
-                           (data / fmt::format("part{}", m)).string()));
+      for (int p : mine) {
+        // scp -r a/ into host:x/part<i> creates part<i> (it does not exist yet).
+        const std::string to = (data / fmt::format("part{}", p)).string();
+        RETURN_IF_ERROR(Run(launcher::SshArgv(ssh, host, launcher::ShellCommand({"rm", "-rf", to})),
+                            fmt::format("clean machine {} ({})", m, host), f.timeout_s));
+        RETURN_IF_ERROR(copy(part_dirs[static_cast<size_t>(p)].string(), to));
+      }
       RETURN_IF_ERROR(copy(rewritten, (data / config_name).string()));
       RETURN_IF_ERROR(copy(f.ip_config, f.workspace + "/"));
       if (!f.script_folder.empty()) RETURN_IF_ERROR(copy(f.script_folder, f.workspace + "/"));
     }
-    spdlog::info("copy-files: machine {} ({}): partition {} and the config in {:.1f} s", m, host, m,
+    spdlog::info("copy-files: machine {} ({}): {} and the config in {:.1f} s", m, host,
+                 m < parts ? fmt::format("partition {}", m) : "every partition (a spare)",
                  watch.Seconds());
   }
   return absl::OkStatus();

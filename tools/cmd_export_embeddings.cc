@@ -29,8 +29,12 @@ Command RegisterExportEmbeddings(CLI::App& app) {
                 "Also the sparse optimizers' state (Adagrad sums, Adam moments and steps)");
   return {sub, [f] {
             Stopwatch watch;
-            StatusOr<std::vector<std::string>> written =
-                checkpoint::ExportTensors(f->checkpoint, f->out, f->options);
+            StatusOr<std::vector<std::string>> written;
+            try {
+              written = checkpoint::ExportTensors(f->checkpoint, f->out, f->options);
+            } catch (const std::exception& e) {  // A safety net: an error, never an abort.
+              written = absl::InternalError(fmt::format("export-embeddings: {}", e.what()));
+            }
             if (!written.ok()) return ReportError(written.status());
             ReportFinish(fmt::format("export-embeddings: {} files", written->size()),
                          watch.Seconds());

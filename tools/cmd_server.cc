@@ -36,6 +36,7 @@ void OnSignal(int signal) {
 
 struct ServerFlags {
   std::string ip_config;
+  std::string machines;  // --machines: the job's lines of ip_config (spares).
   std::string part_config;
   int server_id = 0;
   int num_servers = 1;
@@ -74,7 +75,8 @@ Status RunServer(const ServerFlags& flags) {
     job_id = env_job;
   }
   RETURN_IF_ERROR(shm::ValidateJobId(job_id));
-  ASSIGN_OR_RETURN(launcher::IpConfig ip, launcher::ReadIpConfig(flags.ip_config));
+  ASSIGN_OR_RETURN(launcher::IpConfig all, launcher::ReadIpConfig(flags.ip_config));
+  ASSIGN_OR_RETURN(launcher::IpConfig ip, launcher::SelectMachines(all, flags.machines));
   RETURN_IF_ERROR(launcher::CheckNoPortClash(ip, flags.num_servers));
   ASSIGN_OR_RETURN(PartitionConfig config, ReadPartitionConfig(flags.part_config));
   if (ip.num_machines() != config.num_parts) {
@@ -138,6 +140,9 @@ Command RegisterServer(CLI::App& app) {
   auto flags = std::make_shared<ServerFlags>();
   CLI::App* cmd =
       app.add_subcommand("server", "Serve one machine's partition (started by the launcher)");
+  cmd->add_option("--machines", flags->machines,
+                  "The job's lines of ip_config, in partition order (\"0,2\"), when it lists "
+                  "spares (tessera launch sets it)");
   cmd->add_option("--ip-config", flags->ip_config,
                   "ip_config file: one 'IP [port]' line per machine")
       ->required()

@@ -30,14 +30,16 @@ namespace {
 namespace dist = tessera::dist;
 using tessera::Stopwatch;
 
-struct Flags {
-  std::string graph_name, ip_config, part_config, label = "label", save_dir;
-  int num_epochs = 100, num_layers = 2, eval_every = 20, num_workers = -1;
-  int64_t batch_size = 1000, embedding_dim = 64, num_hidden = 64;
-  std::string fan_out = "10,25";
-  double lr = 0.01, sparse_lr = 0.05, dropout = 0.5;
-  uint64_t seed = 42;
-  bool json = false;
+struct Flags : tessera::examples::CommonFlags {
+  Flags() {
+    num_epochs = 100;
+    num_hidden = 64;
+    lr = 0.01;
+  }
+  std::string label = "label", save_dir;
+  int num_layers = 2, eval_every = 20;
+  int64_t embedding_dim = 64;
+  double sparse_lr = 0.05;
 };
 
 int Run(const Flags& f) {
@@ -129,34 +131,19 @@ int main(int argc, char** argv) {
   tessera::examples::RestartWithPassiveOmpWait(argv);
   Flags f;
   CLI::App app{"Transductive node classification with learned node embeddings (tessera)"};
-  app.add_option("--graph-name,--graph_name", f.graph_name)->required();
-  app.add_option("--ip-config,--ip_config", f.ip_config);
-  app.add_option("--part-config,--part_config", f.part_config);
-  app.add_option("--num-epochs,--num_epochs", f.num_epochs)->capture_default_str();
-  app.add_option("--batch-size,--batch_size", f.batch_size)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--fan-out,--fan_out", f.fan_out)->capture_default_str();
+  tessera::examples::AddCommonFlags(app, f);
   app.add_option("--embedding-dim,--embedding_dim", f.embedding_dim)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--num-hidden,--num_hidden", f.num_hidden)
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--num-layers,--num_layers", f.num_layers)
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--lr", f.lr, "Dense (model) learning rate")->capture_default_str();
   app.add_option("--sparse-lr,--sparse_lr", f.sparse_lr, "SparseAdam learning rate")
       ->capture_default_str();
-  app.add_option("--dropout", f.dropout)->capture_default_str()->check(CLI::Range(0.0, 0.999));
   app.add_option("--eval-every,--eval_every", f.eval_every)->capture_default_str();
-  app.add_option("--num-workers,--num_workers", f.num_workers)->capture_default_str();
   app.add_option("--label", f.label)->capture_default_str();
-  app.add_option("--seed", f.seed)->capture_default_str();
   app.add_option("--save-dir", f.save_dir,
                  "Write the embedding and the optimizer state here after training");
-  app.add_flag("--json", f.json, "Print a last line RESULT {json}");
   CLI11_PARSE(app, argc, argv);
   try {
     if (f.num_layers != static_cast<int>(tessera::examples::ParseFanouts(f.fan_out).size())) {

@@ -41,19 +41,14 @@ using tessera::examples::NumClasses;
 using tessera::examples::ParseFanouts;
 using tessera::examples::RequireNodeData;
 
-struct Flags {
-  std::string graph_name, ip_config, part_config;
-  int num_epochs = 20;
-  int64_t batch_size = 1000, batch_size_eval = 10000;
-  std::string fan_out = "10,25";
-  int64_t num_hidden = 16;
+struct Flags : tessera::examples::CommonFlags {
+  int64_t batch_size_eval = 10000;
   int num_layers = 2;
-  double lr = 0.003, dropout = 0.5, input_dropout = 0, weight_decay = 0;
-  int eval_every = 5, log_every = 20, num_workers = -1;
-  uint64_t seed = 42;
+  double input_dropout = 0, weight_decay = 0;
+  int eval_every = 5, log_every = 20;
   std::string feat = "feat", label = "label";
   std::string save_model;
-  bool json = false, row_normalize = false;
+  bool row_normalize = false;
   // Checkpoints: the folder (default: the launcher's TESSERA_CHECKPOINT_DIR),
   // every how many steps (0: only resume), how many kept.
   std::string checkpoint_dir;
@@ -278,31 +273,13 @@ int main(int argc, char** argv) {
   tessera::examples::RestartWithPassiveOmpWait(argv);
   Flags f;
   CLI::App app{"Distributed GraphSAGE node classification (tessera)"};
-  app.add_option("--graph-name,--graph_name", f.graph_name, "Graph name of the partition")
-      ->required();
-  app.add_option("--ip-config,--ip_config", f.ip_config,
-                 "ip_config file (default: the launcher's)");
-  app.add_option("--part-config,--part_config", f.part_config,
-                 "Partition config (needed standalone)");
-  app.add_option("--num-epochs,--num_epochs", f.num_epochs)
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--batch-size,--batch_size", f.batch_size)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  tessera::examples::AddCommonFlags(app, f);
   app.add_option("--batch-size-eval,--batch_size_eval", f.batch_size_eval)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--fan-out,--fan_out", f.fan_out, "Fanout per layer, input layer first")
-      ->capture_default_str();
-  app.add_option("--num-hidden,--num_hidden", f.num_hidden)
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--num-layers,--num_layers", f.num_layers)
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--lr", f.lr)->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--dropout", f.dropout)->capture_default_str()->check(CLI::Range(0.0, 0.999));
   app.add_option("--input-dropout,--input_dropout", f.input_dropout,
                  "Dropout on the input features")
       ->capture_default_str()
@@ -311,10 +288,6 @@ int main(int argc, char** argv) {
   app.add_option("--eval-every,--eval_every", f.eval_every)->capture_default_str();
   app.add_option("--log-every,--log_every", f.log_every, "Batches between progress lines (0: none)")
       ->capture_default_str();
-  app.add_option("--num-workers,--num_workers", f.num_workers,
-                 "Sampler threads (-1: the launcher's --num-samplers)")
-      ->capture_default_str();
-  app.add_option("--seed", f.seed)->capture_default_str();
   app.add_option("--feat", f.feat, "Node feature tensor")->capture_default_str();
   app.add_option("--label", f.label, "Node label tensor")->capture_default_str();
   app.add_option("--save-model", f.save_model, "Write the trained model here (trainer 0)");
@@ -328,7 +301,6 @@ int main(int argc, char** argv) {
   app.add_option("--keep", f.keep, "Checkpoints kept")->capture_default_str();
   app.add_flag("--row-normalize,--row_normalize", f.row_normalize,
                "Divide every feature row by its sum first (GCN's preprocessing)");
-  app.add_flag("--json", f.json, "Print a last line RESULT {json} with the figures");
   CLI11_PARSE(app, argc, argv);
   try {
     if (f.num_layers != static_cast<int>(ParseFanouts(f.fan_out).size())) {

@@ -43,17 +43,17 @@ namespace tnn = tessera::nn;
 using tessera::Stopwatch;
 using tessera::examples::ParseFanouts;
 
-struct Flags {
-  std::string graph_name, ip_config, part_config;
+struct Flags : tessera::examples::CommonFlags {
+  Flags() {
+    num_epochs = 10;
+    batch_size = 1024;
+    fan_out = "10,10";
+    num_hidden = 64;
+    lr = 0.01;
+  }
   std::string predict_ntype = "paper", feat = "feat", label = "label", model = "rgcn";
-  int num_epochs = 10;
-  int64_t batch_size = 1024, batch_size_eval = 4096;
-  std::string fan_out = "10,10";
-  int64_t num_hidden = 64, num_bases = 2;
-  double lr = 0.01, sparse_lr = 0.06, dropout = 0.5;
-  int num_workers = -1;
-  uint64_t seed = 42;
-  bool json = false;
+  int64_t batch_size_eval = 4096, num_bases = 2;
+  double sparse_lr = 0.06;
 };
 
 // The dense part of the model (what DDP synchronises): one projection per
@@ -348,9 +348,7 @@ int main(int argc, char** argv) {
   tessera::examples::RestartWithPassiveOmpWait(argv);
   Flags f;
   CLI::App app{"Distributed R-GCN entity classification on a heterogeneous graph (tessera)"};
-  app.add_option("--graph-name,--graph_name", f.graph_name)->required();
-  app.add_option("--ip-config,--ip_config", f.ip_config, "ip_config (default: the launcher's)");
-  app.add_option("--part-config,--part_config", f.part_config, "Partition config (standalone)");
+  tessera::examples::AddCommonFlags(app, f);
   app.add_option("--predict-ntype,--predict_ntype", f.predict_ntype)->capture_default_str();
   app.add_option("--feat", f.feat, "Node feature array (types without it learn embeddings)")
       ->capture_default_str();
@@ -358,30 +356,14 @@ int main(int argc, char** argv) {
   app.add_option("--model", f.model, "rgcn, or mlp (features of the seeds only)")
       ->capture_default_str()
       ->check(CLI::IsMember({"rgcn", "mlp"}));
-  app.add_option("--num-epochs,--num_epochs", f.num_epochs)
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--batch-size,--batch_size", f.batch_size)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
   app.add_option("--batch-size-eval,--batch_size_eval", f.batch_size_eval)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--fan-out,--fan_out", f.fan_out, "Fanout per layer, input layer first")
-      ->capture_default_str();
-  app.add_option("--num-hidden,--num_hidden", f.num_hidden)
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--num-bases,--num_bases", f.num_bases, "Basis weights (<= 0: one per relation)")
       ->capture_default_str();
-  app.add_option("--lr", f.lr)->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--sparse-lr,--sparse_lr", f.sparse_lr)
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--dropout", f.dropout)->capture_default_str()->check(CLI::Range(0.0, 0.999));
-  app.add_option("--num-workers,--num_workers", f.num_workers)->capture_default_str();
-  app.add_option("--seed", f.seed)->capture_default_str();
-  app.add_flag("--json", f.json, "Print a last line RESULT {json}");
   CLI11_PARSE(app, argc, argv);
   try {
     return Run(f);

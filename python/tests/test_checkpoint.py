@@ -229,3 +229,24 @@ def test_schedule_by_steps_and_by_seconds_with_few_clock_comparisons(monkeypatch
     monkeypatch.setattr(checkpoint.context, "info", lambda: {"world_size": 2})
     with pytest.raises(tessera.TesseraError, match="torch.distributed"):
         checkpoint.Schedule("1s").due(1)
+
+
+def test_a_spare_machine_takes_the_place_of_one_that_does_not_answer(cora_parts, tmp_path):
+    """ip_config lists 3 machines for 2 partitions; the second (TEST-NET-1,
+    192.0.2.1) does not answer ssh, so the job runs on lines 0 and 2."""
+    from conftest import free_port_pairs
+    argv = launch_argv(tmp_path, cora_parts[2],
+                       python_cmd(EXAMPLE, "--graph_name", "cora", "--part_config",
+                                  cora_parts[2], "--num_epochs", "1", "--eval_every", "0",
+                                  "--log_every", "0"),
+                       trainers=1, extra=["--ssh-option", "BatchMode=yes"])
+    ports = free_port_pairs(3)
+    with open(tmp_path / "ip_config.txt", "w") as f:
+        f.write(f"127.0.0.1 {ports[0]}\n192.0.2.1 {ports[1]}\n127.0.0.1 {ports[2]}\n")
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout
+    assert "machine 1 (192.0.2.1) does not answer ssh; a spare takes its place" in r.stdout
+    assert "running on lines 0,2" in r.stdout, r.stdout
+    assert f"serving partition 1 on 127.0.0.1:{ports[2]}" in r.stdout, r.stdout
+    assert_job_gone(r.stdout)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -41,22 +42,30 @@ StatusOr<Json> ReadManifest(const std::string& folder) {
         fmt::format("checkpoint {}: {} is malformed: {}", folder, kManifest, why));
   };
   if (manifest.is_discarded() || !manifest.is_object()) return bad("not a JSON object");
-  if (manifest.value("format", "") != kFormat) return bad("no \"format\": \"tessera-checkpoint\"");
-  if (manifest.value("version", 0) != kFormatVersion) {
-    return bad(fmt::format("version {} (this tessera reads {})", manifest.value("version", 0),
-                           kFormatVersion));
-  }
-  for (const char* key : {"files", "tensors", "dense_files", "trainer_files"}) {
-    if (!manifest.contains(key) || !manifest[key].is_array()) {
-      return bad(fmt::format("no \"{}\" list", key));
-    }
-  }
-  for (const char* key : {"step", "num_trainers", "num_parts"}) {
-    if (!manifest.contains(key) || !manifest[key].is_number_integer()) {
-      return bad(fmt::format("no integer \"{}\"", key));
-    }
-  }
+  // Every access below may meet a value of the wrong type: json's exceptions
+  // become this error.
   try {
+    if (manifest.value("format", std::string()) != kFormat) {
+      return bad("no \"format\": \"tessera-checkpoint\"");
+    }
+    if (!manifest.contains("version") || manifest["version"] != kFormatVersion) {
+      return bad(fmt::format("version {} (this tessera reads {})",
+                             manifest.value("version", Json()).dump(), kFormatVersion));
+    }
+    for (const char* key : {"files", "tensors", "dense_files", "trainer_files"}) {
+      if (!manifest.contains(key) || !manifest[key].is_array()) {
+        return bad(fmt::format("no \"{}\" list", key));
+      }
+    }
+    for (const char* key : {"step", "num_trainers", "num_parts"}) {
+      if (!manifest.contains(key) || !manifest[key].is_number_integer() ||
+          manifest[key].get<int64_t>() < 0) {
+        return bad(fmt::format("no integer \"{}\" >= 0", key));
+      }
+    }
+    (void)manifest.value("graph_name", std::string());
+    (void)manifest.value("partition_config_crc32c", std::string());
+    (void)manifest.value("rotate", false);
     for (const Json& f : manifest["files"]) {
       (void)f.at("path").get<std::string>();
       (void)f.at("bytes").get<uint64_t>();
@@ -67,18 +76,35 @@ StatusOr<Json> ReadManifest(const std::string& folder) {
       if (key.rfind("node/", 0) != 0 && key.rfind("edge/", 0) != 0) {
         return bad(fmt::format("tensor key '{}'", key));
       }
-      if (!DTypeNamed(t.at("dtype").get<std::string>())) return bad("unknown dtype");
+      const std::optional<DType> dtype = DTypeNamed(t.at("dtype").get<std::string>());
+      if (!dtype) return bad("unknown dtype");
       const auto shape = t.at("shape").get<std::vector<int64_t>>();
-      if (shape.empty() || *std::min_element(shape.begin(), shape.end()) < 0) {
-        return bad(fmt::format("the shape of '{}'", key));
+      // Sizes are checked: no buffer is ever sized from an impossible shape.
+      uint64_t bytes = DTypeSize(*dtype);
+      bool valid = !shape.empty() && shape.size() <= 32;
+      for (size_t i = 0; valid && i < shape.size(); ++i) {
+        valid = shape[i] >= 0 &&
+                !__builtin_mul_overflow(bytes, static_cast<uint64_t>(shape[i]), &bytes);
       }
-      for (const Json& s : t.at("shards")) {
-        (void)s.at("file").get<std::string>();
-        const auto begin = s.at("begin").get<int64_t>(), end = s.at("end").get<int64_t>();
-        if (begin < 0 || begin > end || end > shape[0]) {
-          return bad(fmt::format("a shard of '{}' holds rows [{}, {})", key, begin, end));
-        }
-        if (s.contains("orig")) (void)s["orig"].get<std::string>();
+      if (!valid || bytes > (uint64_t{1} << 50)) {
+        return bad(fmt::format("the shape [{}] of '{}'", fmt::join(shape, ", "), key));
+      }
+      // The shards tile [0, rows): every row saved exactly once.
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      for (const Json& sh : t.at("shards")) {
+        (void)sh.at("file").get<std::string>();
+        ranges.emplace_back(sh.at("begin").get<int64_t>(), sh.at("end").get<int64_t>());
+        if (sh.contains("orig")) (void)sh["orig"].get<std::string>();
+      }
+      std::sort(ranges.begin(), ranges.end());
+      int64_t next = 0;
+      for (const auto& [begin, end] : ranges) {
+        if (begin != next || end < begin) break;
+        next = end;
+      }
+      if (next != shape[0]) {
+        return bad(fmt::format("the shards of '{}' do not hold its rows [0, {}) once each", key,
+                               shape[0]));
       }
     }
     for (const Json& names : manifest["trainer_files"]) (void)names.get<std::vector<std::string>>();
@@ -95,33 +121,52 @@ std::map<std::string, Json> FilesOf(const Json& manifest) {
   return files;
 }
 
-std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::string& dir) {
-  std::vector<std::pair<int64_t, std::string>> found;
+namespace {
+
+struct Found {
+  int64_t step;
+  std::string path;
+  bool rotate;  // Saved with keep: one of a rotating series (what Prune may remove).
+};
+
+// The real folders of `dir` (links are not followed: a link to a checkpoint
+// is not a second one), and whether each is a complete checkpoint.
+std::vector<Found> Scan(const std::string& dir, std::vector<std::string>* incomplete) {
+  std::vector<Found> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_symlink(ec) || !entry.is_directory(ec)) continue;
     const std::string path = entry.path().string();
-    if (!entry.is_directory(ec) || !PathExists(path + "/" + kManifest)) continue;
+    if (!PathExists(path + "/" + kManifest)) {
+      if (incomplete != nullptr && PathExists(path + "/" + kMarker)) incomplete->push_back(path);
+      continue;
+    }
     StatusOr<Json> manifest = ReadManifest(path);
-    if (manifest.ok()) found.emplace_back((*manifest)["step"].get<int64_t>(), path);
+    if (manifest.ok()) {
+      found.push_back({(*manifest)["step"].get<int64_t>(), path, manifest->value("rotate", false)});
+    }
   }
-  std::sort(found.rbegin(), found.rend());
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return std::tie(a.step, a.path) > std::tie(b.step, b.path);
+  });
   return found;
 }
 
+}  // namespace
+
+std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (Found& f : Scan(dir, nullptr)) out.emplace_back(f.step, std::move(f.path));
+  return out;
+}
+
 void Prune(const std::string& dir, int keep, const std::string& current) {
-  std::vector<std::pair<int64_t, std::string>> complete = CompleteCheckpoints(dir);
   std::vector<std::string> remove;
-  for (size_t i = static_cast<size_t>(std::max(keep, 0)); i < complete.size(); ++i) {
-    if (complete[i].second != current) remove.push_back(complete[i].second);
+  int kept = 0;
+  for (const Found& f : Scan(dir, &remove)) {
+    if (f.rotate && ++kept > keep && f.path != current) remove.push_back(f.path);
   }
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string path = entry.path().string();
-    if (entry.is_directory(ec) && path != current && PathExists(path + "/" + kMarker) &&
-        !PathExists(path + "/" + kManifest)) {
-      remove.push_back(path);
-    }
-  }
+  std::erase(remove, current);
   for (const std::string& path : remove) {
     // The manifest goes first: a folder half removed is incomplete, never damaged.
     Status st = RemoveAll(path + "/" + kManifest);

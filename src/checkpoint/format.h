@@ -44,9 +44,10 @@ std::map<std::string, Json> FilesOf(const Json& manifest);
 
 // Complete checkpoints among the folders of `dir`, newest (highest step) first.
 std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::string& dir);
-// Keeps the newest `keep` complete checkpoints among the folders of `dir`,
-// removes the others and the folders of saves that never finished (never
-// `current`). Only folders with the marker are touched; failures are logged.
+// Keeps the newest `keep` of the rotating checkpoints (saved with keep) among
+// the folders of `dir` and removes the others, and the folders of saves that
+// never finished (never `current`). Links are not followed; only folders with
+// the marker are touched; failures are logged.
 void Prune(const std::string& dir, int keep, const std::string& current);
 
 // A file of the checkpoint, mapped, after its size and CRC-32C are checked

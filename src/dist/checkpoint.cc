@@ -18,8 +18,10 @@
 #include <torch/serialize.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "fmt/format.h"
@@ -74,15 +76,41 @@ struct Job {
   int rank = 0, world = 1;
 };
 
+// The job, without its partition config yet (LoadConfig reads it inside
+// the first collective step, so that a trainer failing to read it fails the
+// step everywhere instead of leaving the others at a barrier).
 Job OpenJob(kvstore::Services& store) {
   Job job{.store = &store, .context = internal::CurrentContext()};
   job.rank = job.context->rank();
   job.world = job.context->world_size();
+  return job;
+}
+
+void LoadConfig(Job& job) {
   const std::string& path = job.context->part_config();
   std::string text = ValueOrThrow(ReadFileToString(path), "checkpoint: the partition config");
   job.config_hash = checkpoint::Hex(Crc32c(text.data(), text.size()));
   job.config = ValueOrThrow(ReadPartitionConfig(path), "checkpoint: the partition config");
-  return job;
+}
+
+// A folder path without a trailing separator ("ckpt/step-5/" -> "ckpt/step-5"),
+// so that its parent is the folder it is in.
+std::string FolderPath(const std::string& path) {
+  fs::path p = fs::path(path).lexically_normal();
+  if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();
+  return p.string();
+}
+
+// Whether every trainer passed the same `value` (two barriers: the maximum
+// and the minimum agree); an Error naming `what` otherwise.
+void Agree(const Job& job, const std::string& what, const std::string& value) {
+  const auto h = static_cast<int64_t>(Crc32c(value.data(), value.size()));
+  const int64_t high = ValueOrThrow(job.store->job().BarrierMax(h), what);
+  const int64_t low = -ValueOrThrow(job.store->job().BarrierMax(-h), what);
+  if (high != low) {
+    throw Error(fmt::format("{}: the trainers asked for different checkpoints (this one: {})", what,
+                            value));
+  }
 }
 
 // Runs `step` on this trainer, then agrees with every trainer on whether all
@@ -373,24 +401,31 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
                       const CheckpointContents& contents, int keep, bool replace) {
   Stopwatch watch;
   Job job = OpenJob(store);
-  const std::string folder = fs::path(path).lexically_normal().string();
-  if (step < 0) throw Error(fmt::format("checkpoint: step {} is negative", step));
+  const std::string target = FolderPath(path);
+  const std::string parent = fs::path(target).parent_path().string();
+  // Replacing a complete checkpoint: the new one is written beside it and
+  // swapped in at the end, so that a crash leaves one of the two whole.
+  const bool swap = replace && PathExists(target + "/" + kManifest);
+  const std::string folder = swap ? target + ".new" : target;
+  Agree(job, "checkpoint: saving " + target, fmt::format("{} {} {}", target, step, swap));
   Collectively(job, "checkpoint: preparing " + folder, [&] {
+    LoadConfig(job);
+    if (step < 0) throw Error(fmt::format("checkpoint: step {} is negative", step));
     if (job.rank != 0) return;
-    if (PathExists(folder + "/" + kManifest)) {
-      if (!replace) {
-        throw Error(fmt::format("checkpoint: {} already holds a complete checkpoint", folder));
-      }
-      ThrowIfError(RemoveAll(folder + "/" + kManifest), "checkpoint");  // Now incomplete.
+    if (!swap && PathExists(folder + "/" + kManifest)) {
+      throw Error(fmt::format("checkpoint: {} already holds a complete checkpoint", folder));
     }
     std::error_code ec;
+    if (PathExists(folder) && !IsDirectory(folder)) {
+      throw Error(fmt::format("checkpoint: {} exists and is not a folder", folder));
+    }
     if (IsDirectory(folder) && !PathExists(folder + "/" + kMarker) && !fs::is_empty(folder, ec)) {
       throw Error(fmt::format("checkpoint: {} exists and is not a checkpoint folder", folder));
     }
     ThrowIfError(RemoveAll(folder), "checkpoint");  // An unfinished save's leftovers.
     ThrowIfError(MakeDirs(folder + "/tensors"), "checkpoint");
     ThrowIfError(WriteFileDurably(folder + "/" + kMarker, ""), "checkpoint");
-    ThrowIfError(SyncPath(fs::path(folder).parent_path().string()), "checkpoint");
+    ThrowIfError(SyncPath(parent), "checkpoint");
   });
   std::vector<TensorInfo> tensors;
   json mine = {{"rank", job.rank}, {"files", json::array()}, {"tensors", json::array()}};
@@ -424,7 +459,13 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
     }
     if (contents.random_state) {
       torch::serialize::OutputArchive archive;
-      archive.write("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
+      at::Generator generator = at::detail::getDefaultCPUGenerator();
+      torch::Tensor state;
+      {
+        std::lock_guard<std::mutex> lock(generator.mutex());
+        state = generator.get_state();
+      }
+      archive.write("cpu_rng", state);
       archive.save_to(folder + "/" + TrainerFile(job.rank));
       own.push_back(TrainerFile(job.rank));
     }
@@ -446,6 +487,7 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
                      {"num_parts", job.store->book().num_partitions()},
                      {"num_trainers", job.world},
                      {"step", step},
+                     {"rotate", keep > 0},
                      {"created_unix", static_cast<int64_t>(std::time(nullptr))},
                      {"extra", json::object()},
                      {"files", json::array()},
@@ -505,9 +547,20 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
     }
     ThrowIfError(SyncPath(folder + "/tensors"), "checkpoint");
     ThrowIfError(WriteFileDurably(folder + "/" + kManifest, manifest.dump(1)), "checkpoint");
+    if (swap) {
+      const std::string old = target + ".old";
+      ThrowIfError(RemoveAll(old), "checkpoint");
+      if (std::rename(target.c_str(), old.c_str()) != 0 ||
+          std::rename(folder.c_str(), target.c_str()) != 0) {
+        ThrowIfError(ErrnoError(fmt::format("cannot put {} in place of {}", folder, target), errno),
+                     "checkpoint");
+      }
+      ThrowIfError(SyncPath(parent), "checkpoint");
+      ThrowIfError(RemoveAll(old), "checkpoint");
+    }
     spdlog::info("checkpoint: step {} saved to {}: {} tensors, {} in shards, {:.2f} s", step,
-                 folder, tensors.size(), FormatBytes(bytes), watch.Seconds());
-    if (keep > 0) checkpoint::Prune(fs::path(folder).parent_path().string(), keep, folder);
+                 target, tensors.size(), FormatBytes(bytes), watch.Seconds());
+    if (keep > 0) checkpoint::Prune(parent, keep, target);
   });
 }
 
@@ -515,7 +568,8 @@ RestoredCheckpoint RestoreCheckpointOf(kvstore::Services& store, const std::stri
                                        const CheckpointContents& contents) {
   Stopwatch watch;
   Job job = OpenJob(store);
-  const std::string folder = fs::path(path).lexically_normal().string();
+  const std::string folder = FolderPath(path);
+  Agree(job, "checkpoint: restoring " + folder, folder);
   json manifest;
   std::map<std::string, json> files;
   std::vector<TensorInfo> tensors;
@@ -524,6 +578,7 @@ RestoredCheckpoint RestoreCheckpointOf(kvstore::Services& store, const std::stri
   RestoredCheckpoint out;
   out.path = folder;
   Collectively(job, "checkpoint: reading " + folder, [&] {
+    LoadConfig(job);
     manifest = Must(checkpoint::ReadManifest(folder));
     if (manifest.value("graph_name", "") != store.graph_name()) {
       throw Error(fmt::format("checkpoint {} is of graph '{}', this job's is '{}'", folder,
@@ -620,6 +675,7 @@ RestoredCheckpoint RestoreCheckpointOf(kvstore::Services& store, const std::stri
         torch::Tensor state;
         archive.read("cpu_rng", state);
         at::Generator generator = at::detail::getDefaultCPUGenerator();
+        std::lock_guard<std::mutex> lock(generator.mutex());
         generator.set_state(state);
       }
     }
@@ -654,7 +710,9 @@ std::string Checkpoint::save(int64_t step, const CheckpointContents& contents) c
 }
 
 std::optional<RestoredCheckpoint> Checkpoint::restore(const CheckpointContents& contents) const {
+  // Every trainer looks; they must have found the same one (or none).
   std::optional<std::string> path = latest(dir_);
+  Agree(OpenJob(graph_->store()), "checkpoint: the newest in " + dir_, path.value_or(""));
   if (!path) return std::nullopt;
   return RestoreCheckpoint(*graph_, *path, contents);
 }

@@ -12,6 +12,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <source_location>
 
 #include "gtest/gtest.h"
 #include "src/dist/dist_test_env.h"
@@ -26,10 +27,11 @@ const torch::Tensor kAll = torch::arange(2708);
 
 // Runs `f`, which must throw an Error whose message holds every one of `parts`.
 template <typename F>
-void ExpectError(F f, std::initializer_list<std::string> parts) {
+void ExpectError(F f, std::initializer_list<std::string> parts,
+                 std::source_location where = std::source_location::current()) {
   try {
     f();
-    ADD_FAILURE() << "expected an error";
+    ADD_FAILURE() << "expected an error at line " << where.line();
   } catch (const Error& e) {
     for (const std::string& part : parts) {
       EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
@@ -149,6 +151,38 @@ void CheckCheckpoint(const std::string& config, const std::string& dir) {
   ASSERT_TRUE(WriteFileAtomic(shard, bytes).ok());
   EXPECT_EQ(ckpt.restore()->step, 60);
   ExpectError([&] { ckpt.restore({.module = model.get()}); }, {"holds no model"});
+
+  // Pruning counts only rotating checkpoints (saved with keep), never follows
+  // a link, and a malformed manifest elsewhere in the folder is skipped.
+  SaveCheckpoint(g, dir + "/ckpt/final/", 5, {});  // Trailing slash: the folder "final".
+  std::filesystem::create_directory_symlink("step-60", dir + "/ckpt/newest");
+  ASSERT_TRUE(MakeDirs(dir + "/ckpt/bad").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ckpt/bad/manifest.json", R"({"format": 1})").ok());
+  ckpt.save(70);
+  EXPECT_TRUE(PathExists(dir + "/ckpt/step-60/manifest.json"));  // Not removed through the link.
+  ckpt.save(80);
+  EXPECT_TRUE(PathExists(dir + "/ckpt/final/manifest.json"));
+  EXPECT_FALSE(PathExists(dir + "/ckpt/step-60/manifest.json"));  // Now the third newest.
+  EXPECT_TRUE(PathExists(dir + "/ckpt/step-70/manifest.json"));
+  EXPECT_EQ(Checkpoint::latest(ckpt.dir()), dir + "/ckpt/step-80");
+  ExpectError([&] { RestoreCheckpoint(g, dir + "/ckpt/bad"); }, {"manifest.json is malformed"});
+  // A manifest whose shards miss rows is refused before any row is written.
+  std::string manifest = *ReadFileToString(dir + "/ckpt/step-80/manifest.json");
+  const size_t shards = manifest.find("\"shards\": [");
+  ASSERT_NE(shards, std::string::npos);
+  const size_t entry_begin = manifest.find('{', shards),
+               entry_end = manifest.find('}', entry_begin);
+  std::string holed = manifest;
+  holed.erase(entry_begin, entry_end - entry_begin + 1);
+  if (holed[entry_begin] == ',') holed.erase(entry_begin, 1);
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ckpt/step-80/manifest.json", holed).ok());
+  ExpectError([&] { RestoreCheckpoint(g, dir + "/ckpt/step-80"); }, {"do not hold its rows"});
+  EXPECT_EQ(Checkpoint::latest(ckpt.dir()), dir + "/ckpt/step-70");  // The bad one is skipped.
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ckpt/step-80/manifest.json", manifest).ok());
+  // A save never replaces a file that is not a checkpoint folder.
+  ASSERT_TRUE(WriteFileAtomic(dir + "/model.pt", "weights").ok());
+  ExpectError([&] { SaveCheckpoint(g, dir + "/model.pt", 1, {}); }, {"is not a folder"});
+  EXPECT_EQ(*ReadFileToString(dir + "/model.pt"), "weights");
   g.barrier();
 }
 

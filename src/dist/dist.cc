@@ -295,6 +295,7 @@ std::shared_ptr<Context> initialize(const std::string& ip_config, const InitOpti
   ctx->part_config_ = env->part_config;
   std::string ip_path = ip_config.empty() ? env->ip_config : ip_config;
   auto ip = ValueOrThrow(launcher::ReadIpConfig(ip_path), "initialize");
+  ip = ValueOrThrow(launcher::SelectMachines(ip, env->machines), "initialize: TESSERA_MACHINES");
   // --num-samplers 0, DGL's default, means no sampler processes: tessera
   // has none anyway, and the trainer samples ahead on threads of its own,
   // sized by its share of the machine: its compute threads, at most the

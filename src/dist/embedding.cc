@@ -20,6 +20,7 @@ void Check(const Status& status, const std::string& what) {
 // Collective: the checkpoint folder `path` holds exactly `tensors` (replaced
 // if it held a checkpoint).
 void SaveTensors(const std::vector<DistTensor>& tensors, const std::string& path) {
+  if (tensors.empty()) return;
   internal::SaveCheckpointOf(
       tensors.front().store(), path, 0,
       {.tensors = tensors, .persistent_tensors = false, .random_state = false},
@@ -29,6 +30,7 @@ void SaveTensors(const std::vector<DistTensor>& tensors, const std::string& path
 
 // Collective: `tensors` from the checkpoint folder `path` (on any partitioning).
 void LoadTensors(const std::vector<DistTensor>& tensors, const std::string& path) {
+  if (tensors.empty()) return;
   internal::RestoreCheckpointOf(
       tensors.front().store(), path,
       {.tensors = tensors, .persistent_tensors = false, .random_state = false});

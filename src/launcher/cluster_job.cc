@@ -166,6 +166,7 @@ class ClusterJob {
 
  private:
   Status Check();
+  Status ChooseMachines();
   Status Start(Member& m, const std::vector<std::string>& argv,
                const std::vector<std::pair<std::string, std::string>>& env);
   // Reads and prints output for up to `millis`; marks servers ready.
@@ -182,6 +183,7 @@ class ClusterJob {
   IpConfig ip_;
   PartitionConfig config_;
   std::vector<bool> local_;
+  std::string machines_;  // The lines of ip_config in use, when it lists spares ("0,2").
   SshOptions ssh_;
   std::string job_id_, token_, key_;
   std::vector<std::unique_ptr<Member>> members_;
@@ -204,7 +206,7 @@ Status ClusterJob::Check() {
   ASSIGN_OR_RETURN(ip_, ReadIpConfig(Path(f_.ip_config)));
   RETURN_IF_ERROR(CheckNoPortClash(ip_, f_.num_servers));
   ASSIGN_OR_RETURN(config_, ReadPartitionConfig(Path(f_.part_config)));
-  if (config_.num_parts != ip_.num_machines()) {
+  if (ip_.num_machines() < config_.num_parts) {
     return absl::InvalidArgumentError(fmt::format(
         "{} has {} partitions but {} lists {} machines: one machine serves one partition",
         f_.part_config, config_.num_parts, f_.ip_config, ip_.num_machines()));
@@ -218,6 +220,53 @@ Status ClusterJob::Check() {
   }
   if (std::find(local_.begin(), local_.end(), false) != local_.end()) {
     ASSIGN_OR_RETURN(ssh_.ssh, FindProgram("ssh"));
+  }
+  return ChooseMachines();
+}
+
+// With spares (more lines than partitions), the job runs on the first
+// machines that answer, in ip_config order: a local one always does, a remote
+// one if `ssh host true` succeeds within its connect timeout.
+Status ClusterJob::ChooseMachines() {
+  const int P = config_.num_parts, M = ip_.num_machines();
+  if (M > P) {
+    std::vector<int> chosen;
+    for (int i = 0; i < M && static_cast<int>(chosen.size()) < P; ++i) {
+      bool answers = local_[static_cast<size_t>(i)];
+      if (!answers) {
+        StatusOr<Process> probe =
+            Process::Spawn({.argv = SshArgv(ssh_, ip_.machines[static_cast<size_t>(i)].ip, "true"),
+                            .stdin_null = true});
+        StatusOr<int> code = probe.ok()
+                                 ? probe->Wait(Deadline::InSeconds(ssh_.connect_timeout_s + 5))
+                                 : probe.status();
+        answers = code.ok() && *code == 0;
+        if (probe.ok() && !code.ok()) probe->Stop();
+      }
+      if (answers) {
+        chosen.push_back(i);
+      } else {
+        spdlog::warn("launch: machine {} ({}) does not answer ssh; a spare takes its place", i,
+                     ip_.machines[static_cast<size_t>(i)].ip);
+      }
+    }
+    if (static_cast<int>(chosen.size()) < P) {
+      return absl::UnavailableError(
+          fmt::format("only {} of the {} machines in {} answer; the job "
+                      "needs {}",
+                      chosen.size(), M, f_.ip_config, P));
+    }
+    machines_ = StrJoin(chosen, ",");
+    spdlog::info("launch: {} lists {} machines for {} partitions; running on lines {}",
+                 f_.ip_config, M, P, machines_);
+    IpConfig selected;
+    std::vector<bool> local;
+    for (int i : chosen) {
+      selected.machines.push_back(ip_.machines[static_cast<size_t>(i)]);
+      local.push_back(local_[static_cast<size_t>(i)]);
+    }
+    ip_ = std::move(selected);
+    local_ = std::move(local);
   }
   if (f_.master_port == 0) f_.master_port = ip_.machines[0].port + f_.num_servers;
   return absl::OkStatus();
@@ -402,6 +451,7 @@ StatusOr<int> ClusterJob::Run() {
           "--part-config", f_.part_config,    "--server-id",   std::to_string(m->rank),
           "--num-servers", std::to_string(S), "--num-clients", std::to_string(world),
           "--job-id",      job_id_,           "--ready-fd",    "1"};
+      if (!machines_.empty()) argv.insert(argv.end(), {"--machines", machines_});
       std::vector<std::pair<std::string, std::string>> env = CredentialVariables(token_, key_);
       env.emplace_back("OMP_NUM_THREADS", std::to_string(f_.num_server_threads));
       env.insert(env.end(), extra.begin(), extra.end());
@@ -452,7 +502,8 @@ StatusOr<int> ClusterJob::Run() {
                  .local_rank = t,
                  .master_addr = ip_.machines[0].ip,
                  .master_port = f_.master_port,
-                 .num_samplers = f_.num_samplers};
+                 .num_samplers = f_.num_samplers,
+                 .machines = machines_};
       auto vars = env.ToVariables();
       if (f_.num_omp_threads > 0)
         vars.emplace_back("OMP_NUM_THREADS", std::to_string(f_.num_omp_threads));

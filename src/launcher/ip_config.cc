@@ -78,6 +78,23 @@ StatusOr<IpConfig> ReadIpConfig(const std::string& path) {
   return ParseIpConfig(text, path);
 }
 
+StatusOr<IpConfig> SelectMachines(const IpConfig& config, std::string_view selection) {
+  if (selection.empty()) return config;
+  IpConfig out;
+  std::set<int64_t> seen;
+  for (std::string_view field : SplitString(selection, ',')) {
+    int64_t i = 0;
+    if (!ParseInt64(StripWhitespace(field), &i) || i < 0 || i >= config.num_machines() ||
+        !seen.insert(i).second) {
+      return absl::InvalidArgumentError(
+          fmt::format("machine selection '{}': '{}' is not a distinct line index below {}",
+                      selection, field, config.num_machines()));
+    }
+    out.machines.push_back(config.machines[static_cast<size_t>(i)]);
+  }
+  return out;
+}
+
 Status CheckNoPortClash(const IpConfig& config, int servers_per_machine) {
   std::set<std::pair<std::string, int>> used;
   for (int m = 0; m < config.num_machines(); ++m) {

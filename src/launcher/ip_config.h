@@ -9,6 +9,7 @@
 #define TESSERA_SRC_LAUNCHER_IP_CONFIG_H_
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct IpConfig {
 // Parses the text of an ip_config; errors name `origin` and the line.
 StatusOr<IpConfig> ParseIpConfig(const std::string& text, const std::string& origin);
 StatusOr<IpConfig> ReadIpConfig(const std::string& path);
+// The machines a job runs on when ip_config lists spares: `selection` is
+// "i,j,..." (indices of lines, distinct, in partition order); empty: all.
+// Errors name the selection and the config's size.
+StatusOr<IpConfig> SelectMachines(const IpConfig& config, std::string_view selection);
 // Checks that no two servers of the config share an ip:port.
 Status CheckNoPortClash(const IpConfig& config, int servers_per_machine);
 

@@ -67,6 +67,7 @@ std::vector<std::pair<std::string, std::string>> JobEnv::ToVariables() const {
       {"MASTER_PORT", std::to_string(master_port)},
       {"TESSERA_NUM_SAMPLERS", std::to_string(num_samplers)}};
   for (auto& v : rest) vars.push_back(std::move(v));
+  if (!machines.empty()) vars.emplace_back("TESSERA_MACHINES", machines);
   return vars;
 }
 
@@ -111,6 +112,7 @@ StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv) {
   RETURN_IF_ERROR(text("MASTER_ADDR", &env.master_addr, false));
   RETURN_IF_ERROR(number("MASTER_PORT", &env.master_port, 0, false));
   RETURN_IF_ERROR(number("TESSERA_NUM_SAMPLERS", &env.num_samplers, 0, false));
+  RETURN_IF_ERROR(text("TESSERA_MACHINES", &env.machines, false));
   if (env.rank >= env.world_size) {
     return absl::InvalidArgumentError(
         fmt::format("RANK={} is not below WORLD_SIZE={}", env.rank, env.world_size));

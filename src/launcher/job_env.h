@@ -10,7 +10,8 @@
 //   TESSERA_IP_CONFIG    ip_config path
 //   TESSERA_PART_CONFIG  partition config path (as seen on this machine)
 //   TESSERA_NUM_SERVERS  servers per machine (S)
-//   TESSERA_MACHINE_ID   index of this machine in ip_config
+//   TESSERA_MACHINE_ID   index of this machine in ip_config (after TESSERA_MACHINES)
+//   TESSERA_MACHINES     the job's lines of ip_config when it lists spares ("0,2")
 //   RANK, WORLD_SIZE     this trainer's global rank, number of trainers
 //   LOCAL_RANK           rank among this machine's trainers
 //   MASTER_ADDR, MASTER_PORT  c10d TCPStore of the trainers (trainer 0's machine)
@@ -43,6 +44,7 @@ struct JobEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   int num_samplers = 0;  // Sampler threads per trainer (launch --num-samplers).
+  std::string machines;  // TESSERA_MACHINES (SelectMachines); empty: every line.
 
   std::vector<std::pair<std::string, std::string>> ToVariables() const;
 };

@@ -42,6 +42,22 @@ TEST(IpConfigTest, ErrorsNameTheLine) {
   EXPECT_FALSE(CheckNoPortClash(*clash, 2).ok());
 }
 
+TEST(IpConfigTest, SelectsTheJobsMachinesAmongSpares) {
+  auto all = ParseIpConfig("10.0.0.1\n10.0.0.2\n10.0.0.3 31000\n", "ip.txt");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(SelectMachines(*all, "")->num_machines(), 3);
+  auto chosen = SelectMachines(*all, "0,2");
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  ASSERT_EQ(chosen->num_machines(), 2);
+  EXPECT_EQ(chosen->machines[1].ip, "10.0.0.3");
+  EXPECT_EQ(chosen->machines[1].port, 31000);
+  for (const char* bad : {"0,3", "1,1", "x", "-1", "0,,1"}) {
+    auto r = SelectMachines(*all, bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_NE(std::string(r.status().message()).find("below 3"), std::string::npos) << r.status();
+  }
+}
+
 TEST(IpConfigTest, ProbesConsecutiveFreePortsBelowTheEphemeralRange) {
   auto port = ProbeFreePortRange("127.0.0.1", 3);
   ASSERT_TRUE(port.ok()) << port.status();
@@ -84,6 +100,11 @@ TEST(JobEnvTest, StandaloneWhenUnsetAndStrictWhenSet) {
   ASSERT_TRUE(parsed.ok() && parsed->has_value());
   EXPECT_EQ((*parsed)->rank, 3);
   EXPECT_EQ((*parsed)->num_servers, 2);
+  EXPECT_EQ((*parsed)->machines, "");  // No spares: TESSERA_MACHINES is not set.
+  EXPECT_EQ(vars.count("TESSERA_MACHINES"), 0u);
+  vars["TESSERA_MACHINES"] = "0,2";
+  EXPECT_EQ((*ParseJobEnv(getenv))->machines, "0,2");
+  vars.erase("TESSERA_MACHINES");
   vars["RANK"] = "x";
   EXPECT_NE(std::string(ParseJobEnv(getenv).status().message()).find("RANK"), std::string::npos);
   vars["RANK"] = "4";
