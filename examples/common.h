@@ -9,13 +9,17 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
 #include "tessera/base/strings.h"
 #include "tessera/dist.h"
+#include "tessera/dist/checkpoint.h"
 #include "tessera/dist/parallel.h"
 
 namespace tessera::examples {
@@ -62,6 +66,68 @@ inline void AddCommonFlags(CLI::App& app, CommonFlags& f) {
   app.add_option("--seed", f.seed)->capture_default_str();
   app.add_flag("--json", f.json, "Print a last line RESULT {json} with the figures");
 }
+
+// Checkpoints of an example's training loop (docs/checkpoint.md).
+struct CheckpointFlags {
+  std::string dir;    // Default: the launcher's TESSERA_CHECKPOINT_DIR.
+  int64_t every = 0;  // Steps between saves (0: only resume).
+  int keep = 3;
+};
+
+inline void AddCheckpointFlags(CLI::App& app, CheckpointFlags& f) {
+  if (const char* dir = std::getenv("TESSERA_CHECKPOINT_DIR")) f.dir = dir;
+  app.add_option("--checkpoint-dir,--checkpoint_dir", f.dir,
+                 "Checkpoints go here, and a run continues from the newest one (default: the "
+                 "launcher's --checkpoint-dir)");
+  app.add_option("--checkpoint-every,--checkpoint_every", f.every,
+                 "Save every this many steps (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--keep", f.keep, "Checkpoints kept")->capture_default_str();
+}
+
+// Resume and periodic saves: the model, its optimizer, every embedding and
+// sparse optimizer state, the random state, and the loader's position.
+class TrainingCheckpoints {
+ public:
+  TrainingCheckpoints(const dist::DistGraph& g, const CheckpointFlags& f,
+                      dist::CheckpointContents contents)
+      : every_(f.every), contents_(std::move(contents)) {
+    if (!f.dir.empty()) ckpt_.emplace(g, f.dir, f.keep);
+  }
+  // Restores the newest checkpoint, if any, and moves `loader` to the batch
+  // after it; returns the epoch to start at.
+  template <typename Loader>
+  int Resume(Loader& loader, int rank) {
+    if (!ckpt_) return 0;
+    std::optional<dist::RestoredCheckpoint> r = ckpt_->restore(contents_);
+    if (!r) return 0;
+    const nlohmann::json extra = nlohmann::json::parse(r->extra);
+    const int64_t epoch = extra.at("epoch").get<int64_t>(),
+                  batch = extra.at("batch").get<int64_t>();
+    step_ = extra.at("step").get<int64_t>();
+    loader.resume(epoch, batch);
+    first_epoch_ = static_cast<int>(loader.epoch());
+    first_batch_ = epoch == first_epoch_ ? batch : 0;
+    spdlog::info("trainer {}: resumed from step {} (epoch {}, batch {}) of {}", rank, step_,
+                 first_epoch_, first_batch_, r->path);
+    return first_epoch_;
+  }
+  // After each optimizer step: `batches` of epoch `epoch` done in this run.
+  void Step(int epoch, int64_t batches) {
+    ++step_;
+    if (!ckpt_ || every_ <= 0 || step_ % every_ != 0) return;
+    dist::CheckpointContents save = contents_;
+    const int64_t batch = (epoch == first_epoch_ ? first_batch_ : 0) + batches;
+    save.extra = nlohmann::json{{"step", step_}, {"epoch", epoch}, {"batch", batch}}.dump();
+    ckpt_->save(step_, save);
+  }
+
+ private:
+  std::optional<dist::Checkpoint> ckpt_;
+  int64_t every_ = 0, step_ = 0, first_batch_ = 0;
+  int first_epoch_ = 0;
+  dist::CheckpointContents contents_;
+};
 
 // LibTorch's OpenMP threads (libgomp) spin between parallel regions unless
 // OMP_WAIT_POLICY=PASSIVE, taking the cores from the loader's sampler

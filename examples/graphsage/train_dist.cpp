@@ -49,11 +49,7 @@ struct Flags : tessera::examples::CommonFlags {
   std::string feat = "feat", label = "label";
   std::string save_model;
   bool row_normalize = false;
-  // Checkpoints: the folder (default: the launcher's TESSERA_CHECKPOINT_DIR),
-  // every how many steps (0: only resume), how many kept.
-  std::string checkpoint_dir;
-  int64_t checkpoint_every = 0;
-  int keep = 3;
+  tessera::examples::CheckpointFlags checkpoint;
 };
 
 // A copy of `feat` with every row divided by its sum (rows summing to zero
@@ -126,31 +122,14 @@ int Run(const Flags& f) {
                            {"batch_size", f.batch_size},
                            {"batches_per_epoch", loader.size()},
                            {"startup_s", total.Seconds()}};
-  // Resume from the newest checkpoint: model, optimizer, random state, and
-  // the loader at the batch after the saved step.
-  std::optional<dist::Checkpoint> ckpt;
-  int64_t global_step = 0, first_batch = 0;
-  int first_epoch = 0;
-  const dist::CheckpointContents contents{.module = model.ptr().get(), .optimizer = &optimizer};
-  if (!f.checkpoint_dir.empty()) {
-    ckpt.emplace(g, f.checkpoint_dir, f.keep);
-    if (std::optional<dist::RestoredCheckpoint> r = ckpt->restore(contents)) {
-      const nlohmann::json extra = nlohmann::json::parse(r->extra);
-      global_step = extra.at("step").get<int64_t>();
-      loader.resume(extra.at("epoch").get<int64_t>(), extra.at("batch").get<int64_t>());
-      first_epoch = static_cast<int>(loader.epoch());
-      first_batch =
-          extra.at("epoch").get<int64_t>() == first_epoch ? extra.at("batch").get<int64_t>() : 0;
-      spdlog::info("trainer {}: resumed from step {} (epoch {}, batch {}) of {}", rank, global_step,
-                   first_epoch, first_batch, r->path);
-    }
-  }
+  tessera::examples::TrainingCheckpoints checkpoints(
+      g, f.checkpoint, {.module = model.ptr().get(), .optimizer = &optimizer});
+  const int first_epoch = checkpoints.Resume(loader, rank);
   nlohmann::json epochs = nlohmann::json::array();
   double val_acc = 0, test_acc = 0, inference_s = 0, best_val = -1, test_at_best_val = 0;
   for (int epoch = first_epoch; epoch < f.num_epochs; ++epoch) {
     model->train();
     EpochStats e;
-    const int64_t batch_offset = epoch == first_epoch ? first_batch : 0;
     Stopwatch epoch_watch, step;
     double loss_sum = 0, correct = 0;
     auto it = loader.begin();
@@ -178,15 +157,7 @@ int Run(const Flags& f) {
       e.seeds += n;
       ++e.batches;
       e.update += step.Seconds();
-      ++global_step;
-      if (ckpt && f.checkpoint_every > 0 && global_step % f.checkpoint_every == 0) {
-        dist::CheckpointContents save = contents;
-        save.extra =
-            nlohmann::json{
-                {"step", global_step}, {"epoch", epoch}, {"batch", batch_offset + e.batches}}
-                .dump();
-        ckpt->save(global_step, save);
-      }
+      checkpoints.Step(epoch, e.batches);
       if (f.log_every > 0 && e.batches % f.log_every == 0) {
         spdlog::info("trainer {} epoch {} batch {}/{}: loss {:.4f}", rank, epoch, e.batches,
                      loader.size(), loss.item<double>());
@@ -291,14 +262,7 @@ int main(int argc, char** argv) {
   app.add_option("--feat", f.feat, "Node feature tensor")->capture_default_str();
   app.add_option("--label", f.label, "Node label tensor")->capture_default_str();
   app.add_option("--save-model", f.save_model, "Write the trained model here (trainer 0)");
-  if (const char* dir = std::getenv("TESSERA_CHECKPOINT_DIR")) f.checkpoint_dir = dir;
-  app.add_option("--checkpoint-dir,--checkpoint_dir", f.checkpoint_dir,
-                 "Checkpoints go here, and a run continues from the newest one (default: the "
-                 "launcher's --checkpoint-dir)");
-  app.add_option("--checkpoint-every,--checkpoint_every", f.checkpoint_every,
-                 "Save every this many steps (0: never)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--keep", f.keep, "Checkpoints kept")->capture_default_str();
+  tessera::examples::AddCheckpointFlags(app, f.checkpoint);
   app.add_flag("--row-normalize,--row_normalize", f.row_normalize,
                "Divide every feature row by its sum first (GCN's preprocessing)");
   CLI11_PARSE(app, argc, argv);

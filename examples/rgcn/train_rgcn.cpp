@@ -54,6 +54,7 @@ struct Flags : tessera::examples::CommonFlags {
   std::string predict_ntype = "paper", feat = "feat", label = "label", model = "rgcn";
   int64_t batch_size_eval = 4096, num_bases = 2;
   double sparse_lr = 0.06;
+  tessera::examples::CheckpointFlags checkpoint;
 };
 
 // The dense part of the model (what DDP synchronises): one projection per
@@ -263,9 +264,15 @@ int Run(const Flags& f) {
   dist::DistNodeDataLoader loader(
       g, train, {.fanouts = fanouts},
       {.batch_size = f.batch_size, .shuffle = true, .seed = f.seed, .num_workers = f.num_workers});
+  // The dense net and its optimizer; the embeddings and SparseAdam's state
+  // come with every checkpoint.
+  tessera::examples::TrainingCheckpoints checkpoints(
+      g, f.checkpoint, {.module = t.net().ptr().get(), .optimizer = &optimizer});
+  const int first_epoch = checkpoints.Resume(loader, ctx->rank());
   nlohmann::json epochs = nlohmann::json::array();
   double val_acc = 0, test_acc = 0;
-  for (int epoch = 0; epoch < f.num_epochs; ++epoch) {
+  for (int epoch = first_epoch; epoch < f.num_epochs; ++epoch) {
+    int64_t batches = 0;
     t.set_training(true);
     Stopwatch watch, step;
     double loss_sum = 0, correct = 0, seeds = 0;
@@ -289,6 +296,7 @@ int Run(const Flags& f) {
       step.Reset();
       optimizer.step();
       if (t.sparse()) t.sparse()->step();
+      checkpoints.Step(epoch, ++batches);
       loss_sum += loss.item<double>() * static_cast<double>(y.size(0));
       correct += (logits.argmax(1) == y).sum().item<double>();
       seeds += static_cast<double>(y.size(0));
@@ -317,6 +325,10 @@ int Run(const Flags& f) {
                       {"val_acc", val_acc}});
   }
   test_acc = Evaluate(t, g, test, fanouts, f.batch_size_eval, f.seed);
+  double checksum = 0;  // Of the dense parameters: the same on every trainer (DDP).
+  for (const torch::Tensor& p : t.net()->parameters()) {
+    checksum += p.detach().to(torch::kFloat64).abs().sum().item<double>();
+  }
   double mean = 0;
   for (const auto& e : epochs) mean += e["time_s"].get<double>();
   mean /= std::max<size_t>(1, epochs.size());
@@ -333,6 +345,7 @@ int Run(const Flags& f) {
                              {"val_acc", val_acc},
                              {"test_acc", test_acc},
                              {"majority_acc", majority_acc},
+                             {"parameter_checksum", checksum},
                              {"peak_rss_bytes", tessera::PeakRssBytes()},
                              {"total_s", total.Seconds()}};
     if (f.json) std::printf("RESULT %s\n", result.dump().c_str());
@@ -349,6 +362,7 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"Distributed R-GCN entity classification on a heterogeneous graph (tessera)"};
   tessera::examples::AddCommonFlags(app, f);
+  tessera::examples::AddCheckpointFlags(app, f.checkpoint);
   app.add_option("--predict-ntype,--predict_ntype", f.predict_ntype)->capture_default_str();
   app.add_option("--feat", f.feat, "Node feature array (types without it learn embeddings)")
       ->capture_default_str();

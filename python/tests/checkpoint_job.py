@@ -4,6 +4,7 @@
     checkpoint_job.py restore PART_CONFIG CKPT OUT  restores, then 2 batches
     checkpoint_job.py loop PART_CONFIG CKPT -       saves step s with every row = s, forever
     checkpoint_job.py check PART_CONFIG CKPT -      restores the latest; rows = its step?
+    checkpoint_job.py full PART_CONFIG CKPT -       step 1 fits on CKPT's disk, step 2 does not
 
 Both write OUT.<rank>.pt: the embedding's rows and its Adam state by
 original node id (the same on any partitioning), the model's state and the
@@ -21,6 +22,27 @@ mode, part_config, ckpt, out = sys.argv[1:5]
 dist.initialize()
 g = dist.DistGraph("cora", part_config=part_config)
 rank = g.rank()
+if mode == "full":
+    every = torch.arange(g.num_nodes())
+    small = dist.DistTensor((g.num_nodes(), 4), torch.float32, "small", persistent=True)
+    small[every] = torch.ones(g.num_nodes(), 4)
+    checkpoint.save(os.path.join(ckpt, "step-1"), extra={"step": 1}, keep=2)
+    big = dist.DistTensor((g.num_nodes(), 4096), torch.float32, "big", persistent=True)
+    big[every] = torch.full((g.num_nodes(), 4096), 2.0)
+    try:
+        checkpoint.save(os.path.join(ckpt, "step-2"), extra={"step": 2}, keep=2)
+        raise AssertionError("a save larger than the disk succeeded")
+    except dist.TesseraError as e:
+        error = str(e)
+    assert "No space left on device" in error, error
+    assert torch.equal(big[every], torch.full((g.num_nodes(), 4096), 2.0))  # Untouched.
+    assert checkpoint.latest(ckpt) == os.path.join(ckpt, "step-1"), checkpoint.latest(ckpt)
+    small[every] = torch.zeros(g.num_nodes(), 4)
+    assert checkpoint.restore(checkpoint.latest(ckpt)) == {"step": 1}
+    assert torch.equal(small[every], torch.ones(g.num_nodes(), 4))
+    print(f"CHECKPOINT full ok: {error}", flush=True)
+    dist.exit_client()
+    sys.exit(0)
 if mode in ("loop", "check"):
     big = dist.DistTensor((g.num_nodes(), 4096), torch.float32, "big", persistent=True)
     every = torch.arange(g.num_nodes())

@@ -7,6 +7,7 @@ parameters of an uninterrupted run."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -250,3 +251,21 @@ def test_a_spare_machine_takes_the_place_of_one_that_does_not_answer(cora_parts,
     assert "running on lines 0,2" in r.stdout, r.stdout
     assert f"serving partition 1 on 127.0.0.1:{ports[2]}" in r.stdout, r.stdout
     assert_job_gone(r.stdout)
+
+
+def test_a_full_disk_fails_the_save_and_keeps_the_previous_checkpoint(cora_parts, tmp_path):
+    """A real ENOSPC: the checkpoint folder is an 8 MiB tmpfs, mounted in a
+    mount namespace of the job's own (so it goes with the job)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare to mount a small file system")
+    small = tmp_path / "small"
+    small.mkdir()
+    script = (f"mount -t tmpfs -o size=8m tmpfs {small} && "
+              f"exec {PYTHON} {JOB} full {cora_parts[1]} {small}/ckpt -")
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300)
+    if "mount:" in r.stdout and "CHECKPOINT" not in r.stdout:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stdout[-300:]}")
+    assert r.returncode == 0, r.stdout
+    line = next(ln for ln in r.stdout.splitlines() if "CHECKPOINT full ok" in ln)
+    assert "step-2/tensors/node~big" in line and "No space left on device" in line, line

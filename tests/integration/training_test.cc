@@ -267,6 +267,57 @@ TEST(TrainingTest, GraphSageResumesMidEpochToTheUninterruptedParameters) {
   EXPECT_EQ(ResultIn(resumed)["parameter_checksum"], plain["parameter_checksum"]) << resumed;
 }
 
+// The C++ R-GCN example too (embeddings and SparseAdam's state come with
+// the checkpoint): stopped after 2 epochs, run again to 4, it ends with the
+// dense parameters and test accuracy of an uninterrupted run.
+TEST(TrainingTest, RgcnResumesToTheUninterruptedParameters) {
+  testing::TempDir dir;
+  TypedGenerateOptions gen;
+  gen.num_nodes = 3000;
+  gen.num_threads = 2;
+  ASSERT_TRUE(GenerateMagGraph(gen, dir / "mag").ok());
+  auto graph = ReadGraph(dir / "mag");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto parts = PartitionGraph(*graph, "mag", 1, dir / "p1", {});
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  auto run = [&](const std::string& ckpt, const std::string& epochs) {
+    int code = 0;
+    std::string output = RunStandalone({Program("rgcn_train"),
+                                        "--graph-name",
+                                        "mag",
+                                        "--part-config",
+                                        parts->config_path,
+                                        "--num-epochs",
+                                        epochs,
+                                        "--batch-size",
+                                        "64",
+                                        "--fan-out",
+                                        "5,5",
+                                        "--num-hidden",
+                                        "16",
+                                        "--seed",
+                                        "3",
+                                        "--checkpoint-every",
+                                        "3",
+                                        "--checkpoint-dir",
+                                        ckpt,
+                                        "--json"},
+                                       &code);
+    EXPECT_EQ(code, 0) << output;
+    return output;
+  };
+  nlohmann::json plain = ResultIn(run(dir / "plain", "4"));
+  run(dir / "stopped", "2");
+  std::string resumed = run(dir / "stopped", "4");
+  // 11 batches per epoch: the last save of 2 epochs, step 21, is in the middle of epoch 1.
+  EXPECT_NE(resumed.find("resumed from step 21 (epoch 1, batch 10)"), std::string::npos) << resumed;
+  ASSERT_FALSE(plain.is_null());
+  nlohmann::json r = ResultIn(resumed);
+  ASSERT_FALSE(r.is_null()) << resumed;
+  EXPECT_EQ(r["parameter_checksum"], plain["parameter_checksum"]) << resumed;
+  EXPECT_EQ(r["test_acc"], plain["test_acc"]) << resumed;
+}
+
 TEST(TrainingTest, CiteSeerReachesPublishedAccuracy) {
   testing::TempDir dir;
   auto graph = ReadGraph(testing::TestDataDir() + "/citeseer");
