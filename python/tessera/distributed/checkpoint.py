@@ -88,9 +88,11 @@ def save(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), loa
     holds a complete one) and returns ``path``. ``extra`` is any picklable
     object (as a JSON-able dict it is also shown in the manifest); ``step``
     orders checkpoints for :func:`latest` (default: ``extra["step"]``, else
-    0). With ``keep``, only the newest ``keep`` complete checkpoints among
-    ``path``'s sibling folders stay. Run-time persistent tensors are saved
-    whether listed or not; ``tensors`` / ``sparse_optimizers`` add others."""
+    0). With ``keep``, only the newest ``keep`` of the checkpoints among
+    ``path``'s sibling folders that were also saved with ``keep`` stay (and
+    folders of saves that never finished go). Run-time persistent tensors are
+    saved whether listed or not; ``tensors`` / ``sparse_optimizers`` add
+    others. Every trainer must pass the same ``path`` and ``step``."""
     g = _graph(g)
     if step is None:
         step = extra.get("step", 0) if isinstance(extra, dict) else 0
