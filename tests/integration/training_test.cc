@@ -227,44 +227,46 @@ TEST(TrainingTest, RgcnOnGeneratedMagBeatsMlpAndMatchesStandaloneDistributed) {
   EXPECT_NEAR(distributed, standalone, 0.02);
 }
 
+// Runs `argv` (a training example, standalone) three times with
+// --checkpoint-every 3: to `epochs` uninterrupted, stopped after
+// `stop_epochs`, then again to `epochs` from its checkpoints. Expects the
+// resumed run to log `resumed`, and returns the first and last RESULTs.
+std::pair<nlohmann::json, nlohmann::json> RunStoppedAndResumed(std::vector<std::string> argv,
+                                                               const testing::TempDir& dir,
+                                                               const std::string& epochs,
+                                                               const std::string& stop_epochs,
+                                                               const std::string& resumed) {
+  auto run = [&](const std::string& ckpt, const std::string& n) {
+    std::vector<std::string> full = argv;
+    full.insert(full.end(), {"--num-epochs", n, "--seed", "3", "--checkpoint-every", "3",
+                             "--checkpoint-dir", ckpt, "--json"});
+    int code = 0;
+    std::string output = RunStandalone(full, &code);
+    EXPECT_EQ(code, 0) << output;
+    return output;
+  };
+  nlohmann::json plain = ResultIn(run(dir / "plain", epochs));
+  run(dir / "stopped", stop_epochs);
+  std::string output = run(dir / "stopped", epochs);
+  EXPECT_NE(output.find(resumed), std::string::npos) << output;
+  EXPECT_FALSE(plain.is_null());
+  nlohmann::json last = ResultIn(output);
+  EXPECT_FALSE(last.is_null()) << output;
+  return {plain, last};
+}
+
 // The C++ GraphSAGE example resumes from its checkpoints: a run stopped
 // after 4 epochs (last checkpoint at step 18, in the middle of epoch 3) and
 // run again to 12 epochs ends with the parameters of an uninterrupted run.
 TEST(TrainingTest, GraphSageResumesMidEpochToTheUninterruptedParameters) {
   testing::TempDir dir;
   std::string one = kvstore::testing::PartitionCora(dir / "one", 1);
-  auto run = [&](const std::string& ckpt, const std::string& epochs) {
-    int code = 0;
-    std::string output = RunStandalone({Program("graphsage_train_dist"),
-                                        "--graph-name",
-                                        "cora",
-                                        "--part-config",
-                                        one,
-                                        "--num-epochs",
-                                        epochs,
-                                        "--batch-size",
-                                        "32",
-                                        "--eval-every",
-                                        "0",
-                                        "--log-every",
-                                        "0",
-                                        "--seed",
-                                        "3",
-                                        "--checkpoint-every",
-                                        "3",
-                                        "--checkpoint-dir",
-                                        ckpt,
-                                        "--json"},
-                                       &code);
-    EXPECT_EQ(code, 0) << output;
-    return output;
-  };
-  nlohmann::json plain = ResultIn(run(dir / "plain", "12"));
-  run(dir / "stopped", "4");  // 5 batches per epoch: step 18 is epoch 3, batch 3.
-  std::string resumed = run(dir / "stopped", "12");
-  EXPECT_NE(resumed.find("resumed from step 18 (epoch 3, batch 3)"), std::string::npos) << resumed;
-  ASSERT_FALSE(plain.is_null());
-  EXPECT_EQ(ResultIn(resumed)["parameter_checksum"], plain["parameter_checksum"]) << resumed;
+  // 5 batches per epoch: the last save of 4 epochs, step 18, is epoch 3, batch 3.
+  auto [plain, resumed] = RunStoppedAndResumed(
+      {Program("graphsage_train_dist"), "--graph-name", "cora", "--part-config", one,
+       "--batch-size", "32", "--eval-every", "0", "--log-every", "0"},
+      dir, "12", "4", "resumed from step 18 (epoch 3, batch 3)");
+  EXPECT_EQ(resumed["parameter_checksum"], plain["parameter_checksum"]);
 }
 
 // The C++ R-GCN example too (embeddings and SparseAdam's state come with
@@ -280,42 +282,13 @@ TEST(TrainingTest, RgcnResumesToTheUninterruptedParameters) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   auto parts = PartitionGraph(*graph, "mag", 1, dir / "p1", {});
   ASSERT_TRUE(parts.ok()) << parts.status();
-  auto run = [&](const std::string& ckpt, const std::string& epochs) {
-    int code = 0;
-    std::string output = RunStandalone({Program("rgcn_train"),
-                                        "--graph-name",
-                                        "mag",
-                                        "--part-config",
-                                        parts->config_path,
-                                        "--num-epochs",
-                                        epochs,
-                                        "--batch-size",
-                                        "64",
-                                        "--fan-out",
-                                        "5,5",
-                                        "--num-hidden",
-                                        "16",
-                                        "--seed",
-                                        "3",
-                                        "--checkpoint-every",
-                                        "3",
-                                        "--checkpoint-dir",
-                                        ckpt,
-                                        "--json"},
-                                       &code);
-    EXPECT_EQ(code, 0) << output;
-    return output;
-  };
-  nlohmann::json plain = ResultIn(run(dir / "plain", "4"));
-  run(dir / "stopped", "2");
-  std::string resumed = run(dir / "stopped", "4");
-  // 11 batches per epoch: the last save of 2 epochs, step 21, is in the middle of epoch 1.
-  EXPECT_NE(resumed.find("resumed from step 21 (epoch 1, batch 10)"), std::string::npos) << resumed;
-  ASSERT_FALSE(plain.is_null());
-  nlohmann::json r = ResultIn(resumed);
-  ASSERT_FALSE(r.is_null()) << resumed;
-  EXPECT_EQ(r["parameter_checksum"], plain["parameter_checksum"]) << resumed;
-  EXPECT_EQ(r["test_acc"], plain["test_acc"]) << resumed;
+  // 11 batches per epoch: the last save of 2 epochs, step 21, is epoch 1, batch 10.
+  auto [plain, resumed] = RunStoppedAndResumed(
+      {Program("rgcn_train"), "--graph-name", "mag", "--part-config", parts->config_path,
+       "--batch-size", "64", "--fan-out", "5,5", "--num-hidden", "16"},
+      dir, "4", "2", "resumed from step 21 (epoch 1, batch 10)");
+  EXPECT_EQ(resumed["parameter_checksum"], plain["parameter_checksum"]);
+  EXPECT_EQ(resumed["test_acc"], plain["test_acc"]);
 }
 
 TEST(TrainingTest, CiteSeerReachesPublishedAccuracy) {
