@@ -4,7 +4,8 @@
 //   tessera copy-files --part-config parts/g.json --ip-config ip_config.txt
 //       --workspace /home/me/work --rel-data-path data --script-folder scripts
 //
-// Machine i gets only partition i: <workspace>/<rel-data-path>/part<i>/,
+// Machine i gets only partition i (a spare line past the parts gets every
+// partition): <workspace>/<rel-data-path>/part<i>/,
 // plus the partition config (paths rewritten to that layout, relative to the
 // config) in <workspace>/<rel-data-path>/, the ip_config in <workspace>/,
 // and the script folder in <workspace>/. Local machines (see

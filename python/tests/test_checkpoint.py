@@ -247,7 +247,8 @@ def test_a_spare_machine_takes_the_place_of_one_that_does_not_answer(cora_parts,
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stdout
-    assert "machine 1 (192.0.2.1) does not answer ssh; a spare takes its place" in r.stdout
+    assert ("machine 1 (192.0.2.1) does not answer ssh; spare 2 (127.0.0.1) takes partition 1"
+            in r.stdout), r.stdout
     assert "running on lines 0,2" in r.stdout, r.stdout
     assert f"serving partition 1 on 127.0.0.1:{ports[2]}" in r.stdout, r.stdout
     assert_job_gone(r.stdout)

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <tuple>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -146,8 +145,11 @@ std::vector<Found> Scan(const std::string& dir, std::vector<std::string>* incomp
       found.push_back({(*manifest)["step"].get<int64_t>(), path, manifest->value("rotate", false)});
     }
   }
+  // Newest first; among equal steps the shorter name ("x" before a leftover
+  // "x.old" or "x.new").
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-    return std::tie(a.step, a.path) > std::tie(b.step, b.path);
+    if (a.step != b.step) return a.step > b.step;
+    return a.path < b.path;
   });
   return found;
 }

@@ -13,6 +13,8 @@
 #include "tessera/dist/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize.h>
@@ -393,6 +395,37 @@ std::string ModelFile() { return "model.pt"; }
 std::string OptimizerFile() { return "optimizer.pt"; }
 std::string TrainerFile(int rank) { return fmt::format("trainer-{}.pt", rank); }
 
+// Puts the new checkpoint `folder` in place of the complete one at `target`:
+// atomically where the file system can exchange two names (then the old one
+// is removed from `folder`), otherwise by two renames, undoing the first if
+// the second fails. A leftover that cannot be removed only warns: the new
+// checkpoint is in place.
+void SwapIn(const std::string& folder, const std::string& target, const std::string& parent) {
+  std::string leftover = folder;
+  if (renameat2(AT_FDCWD, folder.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno != EINVAL && errno != ENOSYS) {
+      ThrowIfError(ErrnoError(fmt::format("cannot put {} in place of {}", folder, target), errno),
+                   "checkpoint");
+    }
+    leftover = target + ".old";
+    ThrowIfError(RemoveAll(leftover), "checkpoint");
+    if (std::rename(target.c_str(), leftover.c_str()) != 0) {
+      ThrowIfError(ErrnoError(fmt::format("cannot move {} aside", target), errno), "checkpoint");
+    }
+    if (std::rename(folder.c_str(), target.c_str()) != 0) {
+      const int err = errno;
+      (void)std::rename(leftover.c_str(), target.c_str());  // The old one back.
+      ThrowIfError(ErrnoError(fmt::format("cannot put {} in place of {}", folder, target), err),
+                   "checkpoint");
+    }
+  }
+  ThrowIfError(SyncPath(parent), "checkpoint");
+  if (Status st = RemoveAll(leftover); !st.ok()) {
+    spdlog::warn("checkpoint: the replaced checkpoint stays in {}: {}", leftover,
+                 std::string(st.message()));
+  }
+}
+
 }  // namespace
 
 namespace internal {
@@ -547,17 +580,7 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
     }
     ThrowIfError(SyncPath(folder + "/tensors"), "checkpoint");
     ThrowIfError(WriteFileDurably(folder + "/" + kManifest, manifest.dump(1)), "checkpoint");
-    if (swap) {
-      const std::string old = target + ".old";
-      ThrowIfError(RemoveAll(old), "checkpoint");
-      if (std::rename(target.c_str(), old.c_str()) != 0 ||
-          std::rename(folder.c_str(), target.c_str()) != 0) {
-        ThrowIfError(ErrnoError(fmt::format("cannot put {} in place of {}", folder, target), errno),
-                     "checkpoint");
-      }
-      ThrowIfError(SyncPath(parent), "checkpoint");
-      ThrowIfError(RemoveAll(old), "checkpoint");
-    }
+    if (swap) SwapIn(folder, target, parent);
     spdlog::info("checkpoint: step {} saved to {}: {} tensors, {} in shards, {:.2f} s", step,
                  target, tensors.size(), FormatBytes(bytes), watch.Seconds());
     if (keep > 0) checkpoint::Prune(parent, keep, target);

@@ -224,37 +224,39 @@ Status ClusterJob::Check() {
   return ChooseMachines();
 }
 
-// With spares (more lines than partitions), the job runs on the first
-// machines that answer, in ip_config order: a local one always does, a remote
-// one if `ssh host true` succeeds within its connect timeout.
+// With spares (more lines than partitions), machine i serves partition i
+// when it answers (it holds that partition); a machine that does not is
+// replaced by the next spare that does (a spare holds every partition). A
+// local machine always answers, a remote one if `ssh host true` succeeds
+// within its connect timeout.
 Status ClusterJob::ChooseMachines() {
   const int P = config_.num_parts, M = ip_.num_machines();
   if (M > P) {
-    std::vector<int> chosen;
-    for (int i = 0; i < M && static_cast<int>(chosen.size()) < P; ++i) {
-      bool answers = local_[static_cast<size_t>(i)];
-      if (!answers) {
-        StatusOr<Process> probe =
-            Process::Spawn({.argv = SshArgv(ssh_, ip_.machines[static_cast<size_t>(i)].ip, "true"),
-                            .stdin_null = true});
-        StatusOr<int> code = probe.ok()
-                                 ? probe->Wait(Deadline::InSeconds(ssh_.connect_timeout_s + 5))
-                                 : probe.status();
-        answers = code.ok() && *code == 0;
-        if (probe.ok() && !code.ok()) probe->Stop();
+    auto answers = [&](int i) {
+      if (local_[static_cast<size_t>(i)]) return true;
+      StatusOr<Process> probe =
+          Process::Spawn({.argv = SshArgv(ssh_, ip_.machines[static_cast<size_t>(i)].ip, "true"),
+                          .stdin_null = true});
+      StatusOr<int> code = probe.ok() ? probe->Wait(Deadline::InSeconds(ssh_.connect_timeout_s + 5))
+                                      : probe.status();
+      if (probe.ok() && !code.ok()) probe->Stop();
+      return code.ok() && *code == 0;
+    };
+    std::vector<int> chosen(static_cast<size_t>(P));
+    int spare = P;
+    for (int p = 0; p < P; ++p) {
+      chosen[static_cast<size_t>(p)] = p;
+      if (answers(p)) continue;
+      while (spare < M && !answers(spare)) ++spare;
+      if (spare == M) {
+        return absl::UnavailableError(
+            fmt::format("machine {} ({}) of {} does not answer ssh, and no spare does", p,
+                        ip_.machines[static_cast<size_t>(p)].ip, f_.ip_config));
       }
-      if (answers) {
-        chosen.push_back(i);
-      } else {
-        spdlog::warn("launch: machine {} ({}) does not answer ssh; a spare takes its place", i,
-                     ip_.machines[static_cast<size_t>(i)].ip);
-      }
-    }
-    if (static_cast<int>(chosen.size()) < P) {
-      return absl::UnavailableError(
-          fmt::format("only {} of the {} machines in {} answer; the job "
-                      "needs {}",
-                      chosen.size(), M, f_.ip_config, P));
+      spdlog::warn("launch: machine {} ({}) does not answer ssh; spare {} ({}) takes partition {}",
+                   p, ip_.machines[static_cast<size_t>(p)].ip, spare,
+                   ip_.machines[static_cast<size_t>(spare)].ip, p);
+      chosen[static_cast<size_t>(p)] = spare++;
     }
     machines_ = StrJoin(chosen, ",");
     spdlog::info("launch: {} lists {} machines for {} partitions; running on lines {}",

@@ -112,7 +112,8 @@ class Checkpoint {
 // The same, on a folder of the caller's choice (Python's
 // tessera.distributed.checkpoint): saves into `path` (Error if it holds a
 // complete checkpoint already) and, with keep > 0, removes all but the
-// newest `keep` complete checkpoints among its sibling folders.
+// newest `keep` of the sibling checkpoints also saved with keep (the
+// manifest's "rotate"; others are never removed) and unfinished saves.
 void SaveCheckpoint(const DistGraph& g, const std::string& path, int64_t step,
                     const CheckpointContents& contents, int keep = 0);
 RestoredCheckpoint RestoreCheckpoint(const DistGraph& g, const std::string& path,
