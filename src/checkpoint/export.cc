@@ -13,6 +13,12 @@
 namespace tessera::checkpoint {
 namespace {
 
+size_t RowBytes(DType dtype, const std::vector<int64_t>& shape) {
+  size_t bytes = DTypeSize(dtype);
+  for (size_t i = 1; i < shape.size(); ++i) bytes *= static_cast<size_t>(shape[i]);
+  return bytes;  // (ReadManifest checked the shape's size.)
+}
+
 bool IsOptimizerState(const std::string& key) {
   for (const char* suffix : {".adagrad_sum", ".adam_m", ".adam_v", ".adam_step"}) {
     const std::string s = suffix;
@@ -29,28 +35,6 @@ bool Wanted(const std::string& key, const ExportOptions& options) {
   return false;
 }
 
-// A shard's original ids, verified against the manifest.
-StatusOr<std::pair<MappedFile, const int64_t*>> OriginalIds(
-    const std::string& folder, const Json& shard, const std::map<std::string, Json>& files,
-    const std::string& key) {
-  if (!shard.contains("orig")) {
-    return absl::FailedPreconditionError(fmt::format(
-        "checkpoint {}: '{}' has no original ids (its job's partition lacked --return-mapping)",
-        folder, key));
-  }
-  const std::string name = shard["orig"].get<std::string>();
-  ASSIGN_OR_RETURN(MappedFile file, VerifiedFile(folder, name, files));
-  ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(file.data(), file.size(), folder + "/" + name));
-  const int64_t rows = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
-  if (h.dtype != DType::kInt64 || h.shape != std::vector<int64_t>{rows}) {
-    return absl::DataLossError(fmt::format("checkpoint {}: {} holds {} [{}], not int64 [{}]",
-                                           folder, name, DTypeName(h.dtype),
-                                           fmt::join(h.shape, ", "), rows));
-  }
-  const auto* ids = reinterpret_cast<const int64_t*>(file.data() + h.data_offset);
-  return std::make_pair(std::move(file), ids);
-}
-
 StatusOr<std::string> ExportOne(const std::string& folder, const Json& tensor,
                                 const std::map<std::string, Json>& files,
                                 const std::string& out_dir) {
@@ -64,9 +48,9 @@ StatusOr<std::string> ExportOne(const std::string& folder, const Json& tensor,
   // homogeneous graph).
   int64_t offset = num_rows == 0 ? 0 : std::numeric_limits<int64_t>::max();
   for (const Json& shard : tensor["shards"]) {
-    ASSIGN_OR_RETURN(auto orig, OriginalIds(folder, shard, files, key));
+    ASSIGN_OR_RETURN(ShardIds orig, ReadShardOriginalIds(folder, tensor, shard, files));
     const int64_t n = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
-    for (int64_t i = 0; i < n; ++i) offset = std::min(offset, orig.second[i]);
+    for (int64_t i = 0; i < n; ++i) offset = std::min(offset, orig.ids[i]);
   }
   const std::string path = fmt::format("{}/{}.npy", out_dir, FileStem(key));
   ASSIGN_OR_RETURN(NpyWriter out,
@@ -75,34 +59,24 @@ StatusOr<std::string> ExportOne(const std::string& folder, const Json& tensor,
   int64_t covered = 0;
   for (const Json& shard : tensor["shards"]) {
     const std::string name = shard["file"].get<std::string>();
-    ASSIGN_OR_RETURN(MappedFile rows, VerifiedFile(folder, name, files));
-    ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(rows.data(), rows.size(), folder + "/" + name));
-    std::vector<int64_t> expected = shape;
-    expected[0] = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
-    if (h.dtype != dtype || h.shape != expected) {
-      return absl::DataLossError(
-          fmt::format("checkpoint {}: {} holds {} [{}], its manifest says "
-                      "{} [{}]",
-                      folder, name, DTypeName(h.dtype), fmt::join(h.shape, ", "), DTypeName(dtype),
-                      fmt::join(expected, ", ")));
-    }
-    ASSIGN_OR_RETURN(auto orig, OriginalIds(folder, shard, files, key));
-    const int64_t n = expected[0];
-    const size_t row_bytes = n > 0 ? (rows.size() - h.data_offset) / static_cast<size_t>(n) : 0;
-    const uint8_t* data = rows.data() + h.data_offset;
+    ASSIGN_OR_RETURN(ShardRows rows, ReadShardRows(folder, tensor, shard, files));
+    ASSIGN_OR_RETURN(ShardIds orig, ReadShardOriginalIds(folder, tensor, shard, files));
+    const int64_t n = rows.rows;
+    const size_t row_bytes = RowBytes(dtype, shape);
+    const uint8_t* data = rows.data;
     // Rows come in runs of consecutive original ids (a partition keeps the
     // input's order within each type): one write per run.
     for (int64_t i = 0; i < n;) {
-      const int64_t first = orig.second[i] - offset;
+      const int64_t first = orig.ids[i] - offset;
       int64_t j = i;
       for (; j < n; ++j) {
-        const int64_t o = orig.second[j] - offset;
+        const int64_t o = orig.ids[j] - offset;
         if (o != first + (j - i)) break;
         if (o < 0 || o >= num_rows || seen[o]) {
           return absl::DataLossError(fmt::format(
               "checkpoint {}: row {} of {} has original id {}, outside '{}' ({} rows) or seen "
               "twice",
-              folder, j, name, orig.second[j], key, num_rows));
+              folder, j, name, orig.ids[j], key, num_rows));
         }
         seen[o] = true;
       }

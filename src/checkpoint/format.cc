@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 #include "src/base/crc32c.h"
+#include "src/graph/npy.h"
 
 namespace tessera::checkpoint {
 
@@ -206,6 +207,50 @@ StatusOr<MappedFile> VerifiedFile(const std::string& folder, const std::string& 
                     name, crc, it->second["crc32c"].get<std::string>()));
   }
   return file;
+}
+
+namespace {
+
+// A verified .npy of the checkpoint that must hold `dtype` [shape].
+StatusOr<std::pair<MappedFile, const uint8_t*>> VerifiedArray(
+    const std::string& folder, const std::string& name, const std::map<std::string, Json>& files,
+    DType dtype, const std::vector<int64_t>& shape) {
+  ASSIGN_OR_RETURN(MappedFile file, VerifiedFile(folder, name, files));
+  ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(file.data(), file.size(), folder + "/" + name));
+  if (h.dtype != dtype || h.shape != shape) {
+    return absl::DataLossError(fmt::format(
+        "checkpoint {}: file {} holds {} [{}], its manifest says {} [{}]", folder, name,
+        DTypeName(h.dtype), fmt::join(h.shape, ", "), DTypeName(dtype), fmt::join(shape, ", ")));
+  }
+  const uint8_t* data = file.data() + h.data_offset;
+  return std::make_pair(std::move(file), data);
+}
+
+}  // namespace
+
+StatusOr<ShardRows> ReadShardRows(const std::string& folder, const Json& tensor, const Json& shard,
+                                  const std::map<std::string, Json>& files) {
+  std::vector<int64_t> shape = tensor["shape"].get<std::vector<int64_t>>();
+  shape[0] = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
+  ASSIGN_OR_RETURN(auto array,
+                   VerifiedArray(folder, shard["file"].get<std::string>(), files,
+                                 *DTypeNamed(tensor["dtype"].get<std::string>()), shape));
+  return ShardRows{std::move(array.first), array.second, shape[0]};
+}
+
+StatusOr<ShardIds> ReadShardOriginalIds(const std::string& folder, const Json& tensor,
+                                        const Json& shard,
+                                        const std::map<std::string, Json>& files) {
+  if (!shard.contains("orig")) {
+    return absl::FailedPreconditionError(
+        fmt::format("checkpoint {}: {} of '{}' has no original ids (its job's partition lacked "
+                    "--return-mapping)",
+                    folder, shard["file"].get<std::string>(), tensor["key"].get<std::string>()));
+  }
+  const int64_t rows = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
+  ASSIGN_OR_RETURN(auto array, VerifiedArray(folder, shard["orig"].get<std::string>(), files,
+                                             DType::kInt64, {rows}));
+  return ShardIds{std::move(array.first), reinterpret_cast<const int64_t*>(array.second)};
 }
 
 StatusOr<CheckedFile> CheckedFile::Create(const std::string& folder, const std::string& name) {

@@ -55,6 +55,26 @@ void Prune(const std::string& dir, int keep, const std::string& current);
 StatusOr<MappedFile> VerifiedFile(const std::string& folder, const std::string& name,
                                   const std::map<std::string, Json>& files);
 
+// A shard's rows (a `shards` entry of a manifest `tensor`), mapped after the
+// file is verified and its header found to hold the tensor's dtype and
+// shape [end - begin, ...].
+struct ShardRows {
+  MappedFile file;
+  const uint8_t* data = nullptr;  // The first row.
+  int64_t rows = 0;
+};
+StatusOr<ShardRows> ReadShardRows(const std::string& folder, const Json& tensor, const Json& shard,
+                                  const std::map<std::string, Json>& files);
+// The shard's original ids (int64 [rows]), verified likewise;
+// FailedPrecondition if it has none (its partition lacked --return-mapping).
+struct ShardIds {
+  MappedFile file;
+  const int64_t* ids = nullptr;
+};
+StatusOr<ShardIds> ReadShardOriginalIds(const std::string& folder, const Json& tensor,
+                                        const Json& shard,
+                                        const std::map<std::string, Json>& files);
+
 // A file being written into a checkpoint: checksummed as it goes, flushed
 // to the disk by Finish(), which returns its manifest entry.
 class CheckedFile {

@@ -313,42 +313,26 @@ void RestoreShard(const Job& job, const std::string& folder, const json& tensor,
                   const Remap* remap) {
   const std::string name = shard["file"].get<std::string>();
   const int64_t begin = shard["begin"].get<int64_t>(), end = shard["end"].get<int64_t>();
-  MappedFile rows = Must(checkpoint::VerifiedFile(folder, name, files));
-  const NpyHeader header =
-      ValueOrThrow(ParseNpyHeader(rows.data(), rows.size(), folder + "/" + name), "checkpoint");
-  std::vector<int64_t> shape = tensor["shape"].get<std::vector<int64_t>>();
-  shape[0] = end - begin;
-  if (header.dtype != t.meta.dtype || header.shape != shape) {
-    throw Error(fmt::format("checkpoint {}: file {} holds {} [{}], its manifest says {} [{}]",
-                            folder, name, DTypeName(header.dtype), fmt::join(header.shape, ", "),
-                            DTypeName(t.meta.dtype), fmt::join(shape, ", ")));
-  }
-  std::optional<MappedFile> orig;
-  const int64_t* orig_ids = nullptr;
+  const checkpoint::ShardRows rows = Must(checkpoint::ReadShardRows(folder, tensor, shard, files));
+  std::optional<checkpoint::ShardIds> orig;
   if (remap != nullptr) {
-    if (!shard.contains("orig")) {
+    StatusOr<checkpoint::ShardIds> ids =
+        checkpoint::ReadShardOriginalIds(folder, tensor, shard, files);
+    if (!ids.ok()) {
       throw Error(
-          fmt::format("checkpoint {}: this job's partitioning differs from the saved one, "
-                      "but {} has no original ids (the saving job's partition lacked "
-                      "--return-mapping)",
-                      folder, name));
+          fmt::format("this job's partitioning differs from the saved one, so rows are "
+                      "matched by original id: {}",
+                      std::string(ids.status().message())));
     }
-    const std::string orig_name = shard["orig"].get<std::string>();
-    orig = Must(checkpoint::VerifiedFile(folder, orig_name, files));
-    const NpyHeader h = ValueOrThrow(
-        ParseNpyHeader(orig->data(), orig->size(), folder + "/" + orig_name), "checkpoint");
-    if (h.dtype != DType::kInt64 || h.shape != std::vector<int64_t>{end - begin}) {
-      throw Error(fmt::format("checkpoint {}: {} holds {} [{}], not int64 [{}]", folder, orig_name,
-                              DTypeName(h.dtype), fmt::join(h.shape, ", "), end - begin));
-    }
-    orig_ids = reinterpret_cast<const int64_t*>(orig->data() + h.data_offset);
+    orig = std::move(*ids);
   }
+  const int64_t* orig_ids = orig ? orig->ids : nullptr;
   const PartitionBook& book = job.store->book();
   const size_t row_bytes = t.meta.row_bytes();
   const int64_t limit = t.meta.shape[0];
   const int64_t chunk =
       std::max<int64_t>(1, static_cast<int64_t>(kIoBytes / std::max<size_t>(row_bytes, 1)));
-  const uint8_t* data = rows.data() + header.data_offset;
+  const uint8_t* data = rows.data;
   std::vector<int64_t> ids;
   for (int64_t b = 0; b < end - begin; b += chunk) {
     const int64_t n = std::min(chunk, end - begin - b);
