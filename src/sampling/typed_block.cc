@@ -236,16 +236,18 @@ struct SortedSeeds {
   return -1;
 }
 
-// Where each relation's edges go next.
-// Where each relation's edges go next, and its destination counts (the
-// CSR's indptr, shifted by one) and whether its edges so far are grouped by
-// destination in order.
+// Where each relation's edges go next (`dst` only when kept), its
+// destination counts (the CSR's indptr, shifted by one) and whether its edges
+// so far are grouped by destination in order.
 struct EdgeCursor {
   int64_t *src, *dst, *eid;
   int64_t* count;
   int64_t last = 0;
   bool in_order = true;
 };
+// (A run is often a single destination's edges, so FillRelations keeps the
+// cursor's pointers in locals and stores them back one by one: copying the
+// struct in and out per run stalled on store forwarding.)
 
 // The first edge FillRelations refused, if any.
 struct EdgeFault {
@@ -257,7 +259,11 @@ struct EdgeFault {
 
 // Each run's edges into its relation (through `cursors`), with their
 // destinations' indices: edges come grouped by destination, mostly in seed
-// order, so the next seed is tried first, then a binary search.
+// order, so the next seed is tried first, then a binary search. Each edge's
+// destination index is written out only with kKeepDst, which FinishCsr needs
+// for a relation whose edges are out of destination order (rare: a first
+// pass without it tells).
+template <bool kKeepDst>
 [[gnu::noinline]] EdgeFault FillRelations(std::span<const int64_t> seeds,
                                           std::span<const int64_t> dst,
                                           std::span<const int64_t> eids,
@@ -280,13 +286,14 @@ struct EdgeFault {
     const int relation = range.type;
     const int64_t id_offset = range.base - range.start;
     const int want_dst_type = dst_type[relation];
-    EdgeCursor at = cursors[relation];
+    EdgeCursor& at = cursors[relation];
+    int64_t *out_src = at.src, *out_dst = at.dst, *out_eid = at.eid;
     // The relation's edges [segment, e) all end at dst_at: counted when the
     // destination changes or the run ends, not edge by edge.
     size_t segment = begin;
     auto count_segment = [&](size_t e) {
       at.count[dst_at + 1] += static_cast<int64_t>(e - segment);
-      at.in_order &= dst_at >= at.last;
+      if (dst_at < at.last) at.in_order = false;
       at.last = dst_at;
     };
     for (size_t e = begin; e < end; ++e) {
@@ -311,12 +318,14 @@ struct EdgeFault {
         dst_at = sorted.index[last_seed];
       }
       if (seed_t != want_dst_type) return {EdgeFault::kWrongType, e, relation, seed_t};
-      *at.src++ = src_index[e];
-      *at.dst++ = dst_at;
-      *at.eid++ = eids[e] + id_offset;
+      *out_src++ = src_index[e];
+      if constexpr (kKeepDst) *out_dst++ = dst_at;
+      *out_eid++ = eids[e] + id_offset;
     }
     if (end > segment) count_segment(end);
-    cursors[relation] = at;
+    at.src = out_src;
+    at.dst = out_dst;
+    at.eid = out_eid;
   }
   return {};
 }
@@ -486,20 +495,36 @@ StatusOr<Block> ToBlock(const PartitionBook& book, std::span<const int64_t> seed
     block.src_nodes[t].resize(num_src[t]);
     block.homo_src_nodes[t].resize(num_src[t]);
   }
-  // Destination indices, by relation, until the CSR is built.
+  // Edges by relation, first without their destination indices; again with
+  // them if a relation's edges are out of destination order.
   std::vector<UninitVector<int64_t>> edge_dst(num_etypes);
   std::vector<EdgeCursor> cursors(num_etypes);
+  auto reset_cursors = [&] {
+    for (int r = 0; r < num_etypes; ++r) {
+      BlockEdges& out = block.edges[r];
+      out.indptr.assign(static_cast<size_t>(num_dst[dst_type[r]]) + 1, 0);
+      cursors[r] = {out.indices.data(), edge_dst[r].data(), out.eids.data(), out.indptr.data()};
+    }
+  };
   for (int r = 0; r < num_etypes; ++r) {
     BlockEdges& out = block.edges[r];
     out.src_type = src_type[r];
     out.dst_type = dst_type[r];
-    for (auto* v : {&out.indices, &edge_dst[r], &out.eids}) v->resize(per_relation[r]);
-    out.indptr.assign(static_cast<size_t>(num_dst[dst_type[r]]) + 1, 0);
-    cursors[r] = {out.indices.data(), edge_dst[r].data(), out.eids.data(), out.indptr.data()};
+    out.indices.resize(per_relation[r]);
+    out.eids.resize(per_relation[r]);
   }
-  const EdgeFault fault =
-      FillRelations(seeds, dst, eids, src_index, runs, edge_index,
-                    {sorted_seeds, seed_bits, seed_type, seed_index}, dst_type, num_nodes, cursors);
+  reset_cursors();
+  const SortedSeeds sorted{sorted_seeds, seed_bits, seed_type, seed_index};
+  EdgeFault fault = FillRelations<false>(seeds, dst, eids, src_index, runs, edge_index, sorted,
+                                         dst_type, num_nodes, cursors);
+  const bool in_order =
+      std::all_of(cursors.begin(), cursors.end(), [](const EdgeCursor& c) { return c.in_order; });
+  if (fault.kind == EdgeFault::kNone && !in_order) {
+    for (int r = 0; r < num_etypes; ++r) edge_dst[r].resize(per_relation[r]);
+    reset_cursors();
+    fault = FillRelations<true>(seeds, dst, eids, src_index, runs, edge_index, sorted, dst_type,
+                                num_nodes, cursors);
+  }
   switch (fault.kind) {
     case EdgeFault::kNone:
       break;
