@@ -25,25 +25,7 @@ double Sum(const Array& a) {
 }
 
 double Touch(const Array& a) {
-  switch (a.dtype()) {
-    case DType::kBool:
-      return Sum<bool>(a);
-    case DType::kInt8:
-      return Sum<int8_t>(a);
-    case DType::kUInt8:
-      return Sum<uint8_t>(a);
-    case DType::kInt16:
-      return Sum<int16_t>(a);
-    case DType::kInt32:
-      return Sum<int32_t>(a);
-    case DType::kInt64:
-      return Sum<int64_t>(a);
-    case DType::kFloat32:
-      return Sum<float>(a);
-    case DType::kFloat64:
-      return Sum<double>(a);
-  }
-  return 0;
+  return VisitDType(a.dtype(), [&](auto v) { return Sum<decltype(v)>(a); });
 }
 
 }  // namespace

@@ -55,24 +55,16 @@ uint64_t Touch(const WireArray& a) {
   for (int64_t d : a.shape) bytes *= static_cast<size_t>(d);
   FUZZ_ASSERT(bytes == a.blob.size);
   FUZZ_ASSERT(a.blob.size == 0 || reinterpret_cast<uintptr_t>(a.blob.data) % 8 == 0);
-  switch (a.dtype) {
-    case DType::kBool:  // Read as bytes: nothing reads a peer's bools as bool.
-    case DType::kUInt8:
-      return Sum<uint8_t>(a);
-    case DType::kInt8:
-      return Sum<int8_t>(a);
-    case DType::kInt16:
-      return Sum<int16_t>(a);
-    case DType::kInt32:
-      return Sum<int32_t>(a);
-    case DType::kInt64:
-      return Sum<int64_t>(a);
-    case DType::kFloat32:
-      return Sum<uint32_t>(a);  // The bits: a float can be anything.
-    case DType::kFloat64:
-      return Sum<uint64_t>(a);
-  }
-  return 0;
+  return VisitDType(a.dtype, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      return Sum<uint8_t>(a);  // As bytes: nothing reads a peer's bools as bool.
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return Sum<std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>(a);  // The bits.
+    } else {
+      return Sum<T>(a);
+    }
+  });
 }
 
 void Check(const Message& m) {

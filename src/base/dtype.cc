@@ -3,44 +3,20 @@
 
 namespace tessera {
 
+namespace {
+bool Valid(DType dtype) {
+  return static_cast<uint8_t>(dtype) <= static_cast<uint8_t>(DType::kFloat64);
+}
+}  // namespace
+
 size_t DTypeSize(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-    case DType::kInt8:
-    case DType::kUInt8:
-      return 1;
-    case DType::kInt16:
-      return 2;
-    case DType::kInt32:
-    case DType::kFloat32:
-      return 4;
-    case DType::kInt64:
-    case DType::kFloat64:
-      return 8;
-  }
-  return 0;
+  return Valid(dtype) ? VisitDType(dtype, [](auto v) { return sizeof(v); }) : 0;
 }
 
 std::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-      return "bool";
-    case DType::kInt8:
-      return "int8";
-    case DType::kUInt8:
-      return "uint8";
-    case DType::kInt16:
-      return "int16";
-    case DType::kInt32:
-      return "int32";
-    case DType::kInt64:
-      return "int64";
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-  }
-  return "?";
+  static constexpr std::string_view kNames[] = {"bool",  "int8",  "uint8",   "int16",
+                                                "int32", "int64", "float32", "float64"};
+  return Valid(dtype) ? kNames[static_cast<size_t>(dtype)] : "?";
 }
 
 bool IsIntegral(DType dtype) { return !IsFloating(dtype); }

@@ -41,25 +41,7 @@ inline DType ToDType(torch::Dtype dtype, const std::string& what = "DistTensor")
 }
 
 inline torch::Dtype ToTorch(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-      return torch::kBool;
-    case DType::kInt8:
-      return torch::kInt8;
-    case DType::kUInt8:
-      return torch::kUInt8;
-    case DType::kInt16:
-      return torch::kInt16;
-    case DType::kInt32:
-      return torch::kInt32;
-    case DType::kInt64:
-      return torch::kInt64;
-    case DType::kFloat32:
-      return torch::kFloat32;
-    case DType::kFloat64:
-      return torch::kFloat64;
-  }
-  return torch::kFloat32;
+  return VisitDType(dtype, [](auto v) { return c10::CppTypeToScalarType<decltype(v)>::value; });
 }
 
 }  // namespace tessera::dist

@@ -167,25 +167,10 @@ StatusOr<Array> ToInt64Ids(Array array, std::string_view what, bool non_negative
   }
   if (array.dtype() != DType::kInt64) {
     Array out = Array::Empty(DType::kInt64, {array.rows()});
-    switch (array.dtype()) {
-      case DType::kBool:
-        Widen<bool>(array, &out);
-        break;
-      case DType::kInt8:
-        Widen<int8_t>(array, &out);
-        break;
-      case DType::kUInt8:
-        Widen<uint8_t>(array, &out);
-        break;
-      case DType::kInt16:
-        Widen<int16_t>(array, &out);
-        break;
-      case DType::kInt32:
-        Widen<int32_t>(array, &out);
-        break;
-      default:
-        break;  // Floating types were rejected above; int64 is not here.
-    }
+    VisitDType(array.dtype(), [&](auto v) {
+      // Floating types were rejected above; int64 is not here.
+      if constexpr (std::is_integral_v<decltype(v)>) Widen<decltype(v)>(array, &out);
+    });
     array = std::move(out);
   }
   // An int64 input keeps its (possibly mapped) storage.

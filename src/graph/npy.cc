@@ -31,6 +31,9 @@ StatusOr<std::string_view> FindKey(std::string_view dict, std::string_view key,
   return Bad(path, StrCat("header has no '", key, "' entry"));
 }
 
+// Each DType's kind and size in a NumPy descr, in the enum's order.
+constexpr std::string_view kKinds[] = {"b1", "i1", "u1", "i2", "i4", "i8", "f4", "f8"};
+
 StatusOr<DType> ParseDescr(std::string_view descr, const std::string& path) {
   // Byte order: '<' little, '|' not applicable, '=' native (little here), '>' big.
   if (descr.size() < 2) return Bad(path, StrCat("unknown dtype '", descr, "'"));
@@ -43,39 +46,18 @@ StatusOr<DType> ParseDescr(std::string_view descr, const std::string& path) {
   if (order != '<' && order != '|' && order != '=' && order != '>') {
     return Bad(path, StrCat("unknown dtype '", descr, "'"));
   }
-  if (kind == "b1") return DType::kBool;
-  if (kind == "i1") return DType::kInt8;
-  if (kind == "u1") return DType::kUInt8;
-  if (kind == "i2") return DType::kInt16;
-  if (kind == "i4") return DType::kInt32;
-  if (kind == "i8") return DType::kInt64;
-  if (kind == "f4") return DType::kFloat32;
-  if (kind == "f8") return DType::kFloat64;
+  for (size_t i = 0; i < std::size(kKinds); ++i) {
+    if (kind == kKinds[i]) return static_cast<DType>(i);
+  }
   return absl::InvalidArgumentError(
       StrCat(path, ": unsupported dtype '", descr,
              "' (supported: bool, int8, uint8, int16, int32, int64, float32, float64)"));
 }
 
-std::string_view DescrOf(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-      return "|b1";
-    case DType::kInt8:
-      return "|i1";
-    case DType::kUInt8:
-      return "|u1";
-    case DType::kInt16:
-      return "<i2";
-    case DType::kInt32:
-      return "<i4";
-    case DType::kInt64:
-      return "<i8";
-    case DType::kFloat32:
-      return "<f4";
-    case DType::kFloat64:
-      return "<f8";
-  }
-  return "";
+// How NumPy writes each DType's descr (little-endian, '|' for one byte).
+std::string DescrOf(DType dtype) {
+  if (DTypeSize(dtype) == 0) return "";
+  return StrCat(DTypeSize(dtype) == 1 ? "|" : "<", kKinds[static_cast<size_t>(dtype)]);
 }
 
 StatusOr<std::string_view> QuotedValue(std::string_view text, const std::string& path) {

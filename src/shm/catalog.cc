@@ -385,28 +385,15 @@ void Catalog::UpdateRows(const ArrayInfo& info, void* base, std::span<const int6
 }
 
 void AddElements(DType dtype, void* dst, const void* src, size_t count) {
-  switch (dtype) {
-    case DType::kBool: {
+  VisitDType(dtype, [&](auto v) {
+    if constexpr (std::is_same_v<decltype(v), bool>) {
       auto* d = static_cast<uint8_t*>(dst);
       auto* s = static_cast<const uint8_t*>(src);
       for (size_t i = 0; i < count; ++i) d[i] = (d[i] | s[i]) ? 1 : 0;
-      return;
+    } else {
+      AddTyped<decltype(v)>(dst, src, count);
     }
-    case DType::kInt8:
-      return AddTyped<int8_t>(dst, src, count);
-    case DType::kUInt8:
-      return AddTyped<uint8_t>(dst, src, count);
-    case DType::kInt16:
-      return AddTyped<int16_t>(dst, src, count);
-    case DType::kInt32:
-      return AddTyped<int32_t>(dst, src, count);
-    case DType::kInt64:
-      return AddTyped<int64_t>(dst, src, count);
-    case DType::kFloat32:
-      return AddTyped<float>(dst, src, count);
-    case DType::kFloat64:
-      return AddTyped<double>(dst, src, count);
-  }
+  });
 }
 
 }  // namespace tessera::shm

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 
 namespace tessera {
@@ -21,26 +22,46 @@ std::string_view DTypeName(DType dtype);
 bool IsIntegral(DType dtype);  // bool counts as integral.
 bool IsFloating(DType dtype);
 
-template <typename T>
+// The element type of each DType, in the enum's order.
+template <DType D>
+using DTypeElement =
+    std::tuple_element_t<static_cast<size_t>(D), std::tuple<bool, int8_t, uint8_t, int16_t, int32_t,
+                                                            int64_t, float, double>>;
+
+// The DType whose element type is T (a compile error for any other T).
+template <typename T, DType D = DType::kBool>
 constexpr DType DTypeOf() {
-  if constexpr (std::is_same_v<T, bool>)
-    return DType::kBool;
-  else if constexpr (std::is_same_v<T, int8_t>)
-    return DType::kInt8;
-  else if constexpr (std::is_same_v<T, uint8_t>)
-    return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, int16_t>)
-    return DType::kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>)
-    return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>)
-    return DType::kInt64;
-  else if constexpr (std::is_same_v<T, float>)
-    return DType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>)
-    return DType::kFloat64;
-  else
-    static_assert(sizeof(T) == 0, "unsupported element type");
+  if constexpr (std::is_same_v<T, DTypeElement<D>>) {
+    return D;
+  } else {
+    static_assert(D != DType::kFloat64, "unsupported element type");
+    return DTypeOf<T, static_cast<DType>(static_cast<int>(D) + 1)>();
+  }
+}
+
+// f(T{}) for the element type T of `dtype`. A value outside the enum (which
+// the readers of files and messages refuse) is visited as its bytes, uint8.
+template <typename F>
+decltype(auto) VisitDType(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kBool:
+      return f(bool{});
+    case DType::kInt8:
+      return f(int8_t{});
+    case DType::kUInt8:
+      return f(uint8_t{});
+    case DType::kInt16:
+      return f(int16_t{});
+    case DType::kInt32:
+      return f(int32_t{});
+    case DType::kInt64:
+      return f(int64_t{});
+    case DType::kFloat32:
+      return f(float{});
+    case DType::kFloat64:
+      return f(double{});
+  }
+  return f(uint8_t{});
 }
 
 }  // namespace tessera
