@@ -38,6 +38,13 @@ struct CommonFlags {
   bool json = false;
 };
 
+// An option with its default shown that must be positive.
+template <typename T>
+CLI::Option* AddPositive(CLI::App& app, const std::string& names, T& value,
+                         const std::string& help = "") {
+  return app.add_option(names, value, help)->capture_default_str()->check(CLI::PositiveNumber);
+}
+
 inline void AddCommonFlags(CLI::App& app, CommonFlags& f) {
   app.add_option("--graph-name,--graph_name", f.graph_name, "Graph name of the partition")
       ->required();
@@ -48,17 +55,11 @@ inline void AddCommonFlags(CLI::App& app, CommonFlags& f) {
   app.add_option("--num-epochs,--num_epochs", f.num_epochs)
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--batch-size,--batch_size", f.batch_size)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  AddPositive(app, "--batch-size,--batch_size", f.batch_size);
   app.add_option("--fan-out,--fan_out", f.fan_out, "Fanout per layer, input layer first")
       ->capture_default_str();
-  app.add_option("--num-hidden,--num_hidden", f.num_hidden)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--lr", f.lr, "Dense (model) learning rate")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  AddPositive(app, "--num-hidden,--num_hidden", f.num_hidden);
+  AddPositive(app, "--lr", f.lr, "Dense (model) learning rate");
   app.add_option("--dropout", f.dropout)->capture_default_str()->check(CLI::Range(0.0, 0.999));
   app.add_option("--num-workers,--num_workers", f.num_workers,
                  "Sampler threads (-1: the launcher's --num-samplers)")
@@ -128,6 +129,35 @@ class TrainingCheckpoints {
   int first_epoch_ = 0;
   dist::CheckpointContents contents_;
 };
+
+// The end of each example's Run: with --json, trainer 0 prints a last line
+// `RESULT <json>` (tests and `tessera bench train` read it); then the client
+// leaves the job.
+inline int Finish(const CommonFlags& f, int rank, const nlohmann::json& result) {
+  if (f.json && rank == 0) std::printf("RESULT %s\n", result.dump().c_str());
+  std::fflush(stdout);
+  dist::exit_client();
+  return 0;
+}
+
+// The end of each example's main: parses the flags, then runs `run`; an
+// exception ends the program with its message.
+template <typename Run>
+int ParseAndRun(CLI::App& app, int argc, char** argv, Run run) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    const std::string_view program = argv[0];
+    std::fprintf(stderr, "%s: error: %s\n", program.substr(program.rfind('/') + 1).data(),
+                 e.what());
+    return 1;
+  }
+}
 
 // LibTorch's OpenMP threads (libgomp) spin between parallel regions unless
 // OMP_WAIT_POLICY=PASSIVE, taking the cores from the loader's sampler

@@ -112,17 +112,14 @@ int Run(const Flags& f) {
   if (ctx->rank() == 0) {
     spdlog::info("done: test accuracy {:.4f} (untrained {:.4f}), total {:.1f} s", test,
                  untrained_test, total.Seconds());
-    nlohmann::json result = {{"untrained_val_acc", untrained_val},
-                             {"untrained_test_acc", untrained_test},
-                             {"val_acc", val},
-                             {"test_acc", test},
-                             {"world_size", ctx->world_size()},
-                             {"total_s", total.Seconds()}};
-    if (f.json) std::printf("RESULT %s\n", result.dump().c_str());
-    std::fflush(stdout);
   }
-  dist::exit_client();
-  return 0;
+  return tessera::examples::Finish(f, ctx->rank(),
+                                   {{"untrained_val_acc", untrained_val},
+                                    {"untrained_test_acc", untrained_test},
+                                    {"val_acc", val},
+                                    {"test_acc", test},
+                                    {"world_size", ctx->world_size()},
+                                    {"total_s", total.Seconds()}});
 }
 
 }  // namespace
@@ -132,26 +129,18 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"Transductive node classification with learned node embeddings (tessera)"};
   tessera::examples::AddCommonFlags(app, f);
-  app.add_option("--embedding-dim,--embedding_dim", f.embedding_dim)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--num-layers,--num_layers", f.num_layers)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  tessera::examples::AddPositive(app, "--embedding-dim,--embedding_dim", f.embedding_dim);
+  tessera::examples::AddPositive(app, "--num-layers,--num_layers", f.num_layers);
   app.add_option("--sparse-lr,--sparse_lr", f.sparse_lr, "SparseAdam learning rate")
       ->capture_default_str();
   app.add_option("--eval-every,--eval_every", f.eval_every)->capture_default_str();
   app.add_option("--label", f.label)->capture_default_str();
   app.add_option("--save-dir", f.save_dir,
                  "Write the embedding and the optimizer state here after training");
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return tessera::examples::ParseAndRun(app, argc, argv, [&] {
     if (f.num_layers != static_cast<int>(tessera::examples::ParseFanouts(f.fan_out).size())) {
       throw dist::Error("--num-layers needs one fanout per layer in --fan-out");
     }
     return Run(f);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "embedding_train: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

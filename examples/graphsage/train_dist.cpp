@@ -231,11 +231,8 @@ int Run(const Flags& f) {
         "done: test accuracy {:.4f} (val {:.4f}), mean epoch {:.2f} s, inference "
         "{:.2f} s, total {:.1f} s",
         test_acc, val_acc, mean, inference_s, total.Seconds());
-    if (f.json) std::printf("RESULT %s\n", result.dump().c_str());
-    std::fflush(stdout);
   }
-  dist::exit_client();
-  return 0;
+  return tessera::examples::Finish(f, rank, result);
 }
 
 }  // namespace
@@ -245,12 +242,8 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"Distributed GraphSAGE node classification (tessera)"};
   tessera::examples::AddCommonFlags(app, f);
-  app.add_option("--batch-size-eval,--batch_size_eval", f.batch_size_eval)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--num-layers,--num_layers", f.num_layers)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  tessera::examples::AddPositive(app, "--batch-size-eval,--batch_size_eval", f.batch_size_eval);
+  tessera::examples::AddPositive(app, "--num-layers,--num_layers", f.num_layers);
   app.add_option("--input-dropout,--input_dropout", f.input_dropout,
                  "Dropout on the input features")
       ->capture_default_str()
@@ -265,15 +258,11 @@ int main(int argc, char** argv) {
   tessera::examples::AddCheckpointFlags(app, f.checkpoint);
   app.add_flag("--row-normalize,--row_normalize", f.row_normalize,
                "Divide every feature row by its sum first (GCN's preprocessing)");
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return tessera::examples::ParseAndRun(app, argc, argv, [&] {
     if (f.num_layers != static_cast<int>(ParseFanouts(f.fan_out).size())) {
       throw dist::Error("--num-layers " + std::to_string(f.num_layers) + " needs " +
                         std::to_string(f.num_layers) + " fanouts, --fan-out is " + f.fan_out);
     }
     return Run(f);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "graphsage_train_dist: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -337,22 +337,19 @@ int Run(const Flags& f) {
         "done ({}): test accuracy {:.4f} (val {:.4f}; majority class {:.4f}), mean "
         "epoch {:.2f} s, total {:.1f} s",
         f.model, test_acc, val_acc, majority_acc, mean, total.Seconds());
-    nlohmann::json result = {{"mode", ctx->standalone() ? "standalone" : "distributed"},
-                             {"model", f.model},
-                             {"world_size", ctx->world_size()},
-                             {"epochs", epochs},
-                             {"epoch_time_mean_s", mean},
-                             {"val_acc", val_acc},
-                             {"test_acc", test_acc},
-                             {"majority_acc", majority_acc},
-                             {"parameter_checksum", checksum},
-                             {"peak_rss_bytes", tessera::PeakRssBytes()},
-                             {"total_s", total.Seconds()}};
-    if (f.json) std::printf("RESULT %s\n", result.dump().c_str());
-    std::fflush(stdout);
   }
-  dist::exit_client();
-  return 0;
+  return tessera::examples::Finish(f, rank,
+                                   {{"mode", ctx->standalone() ? "standalone" : "distributed"},
+                                    {"model", f.model},
+                                    {"world_size", ctx->world_size()},
+                                    {"epochs", epochs},
+                                    {"epoch_time_mean_s", mean},
+                                    {"val_acc", val_acc},
+                                    {"test_acc", test_acc},
+                                    {"majority_acc", majority_acc},
+                                    {"parameter_checksum", checksum},
+                                    {"peak_rss_bytes", tessera::PeakRssBytes()},
+                                    {"total_s", total.Seconds()}});
 }
 
 }  // namespace
@@ -370,19 +367,9 @@ int main(int argc, char** argv) {
   app.add_option("--model", f.model, "rgcn, or mlp (features of the seeds only)")
       ->capture_default_str()
       ->check(CLI::IsMember({"rgcn", "mlp"}));
-  app.add_option("--batch-size-eval,--batch_size_eval", f.batch_size_eval)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  tessera::examples::AddPositive(app, "--batch-size-eval,--batch_size_eval", f.batch_size_eval);
   app.add_option("--num-bases,--num_bases", f.num_bases, "Basis weights (<= 0: one per relation)")
       ->capture_default_str();
-  app.add_option("--sparse-lr,--sparse_lr", f.sparse_lr)
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return Run(f);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rgcn_train: error: %s\n", e.what());
-    return 1;
-  }
+  tessera::examples::AddPositive(app, "--sparse-lr,--sparse_lr", f.sparse_lr);
+  return tessera::examples::ParseAndRun(app, argc, argv, [&] { return Run(f); });
 }
