@@ -30,15 +30,25 @@ class Scheme:
 
 
 class _DataView(MutableMapping):
-    """g.ndata / g.edata: the graph's tensors by name. Assignment registers a
-    DistTensor under a name in this process only (as in DGL)."""
+    """g.ndata / g.edata, or with a type g.nodes[ntype].data / g.edges[etype].data
+    (rows addressed by per-type ids): the tensors by name. Assignment registers
+    a DistTensor under a name in this process only (as in DGL)."""
 
-    def __init__(self, graph, kind):
-        self._graph, self._kind, self._local, self._cache = graph, kind, {}, {}
+    def __init__(self, graph, kind, type_name=None):
+        self._graph, self._kind, self._type = graph, kind, type_name
+        self._local, self._cache = {}, {}
+
+    def _what(self, name):
+        if self._type is None:
+            return f"g.{self._kind[0]}data['{name}']"
+        return f"data['{name}'] of {self._kind} type '{self._type}'"
 
     def _names(self):
-        schemes = (self._graph._g.node_attr_schemes() if self._kind == "node"
-                   else self._graph._g.edge_attr_schemes())
+        g, node = self._graph._g, self._kind == "node"
+        if self._type is not None:
+            schemes = g.type_schemes(node, self._type)
+        else:
+            schemes = g.node_attr_schemes() if node else g.edge_attr_schemes()
         return [n for n in schemes if not n.startswith("anonymous-")] + [
             n for n in self._local if n not in schemes]
 
@@ -48,29 +58,33 @@ class _DataView(MutableMapping):
         if name in self._local:
             return self._local[name]
         if name not in self._cache:
+            g, node = self._graph._g, self._kind == "node"
             try:
-                handle = (self._graph._g.ndata(name) if self._kind == "node"
-                          else self._graph._g.edata(name))
+                if self._type is not None:
+                    handle = g.type_data(node, self._type, name)
+                else:
+                    handle = g.ndata(name) if node else g.edata(name)
             except _C.TesseraError as e:
-                raise KeyError(f"{self._kind} data '{name}' does not exist: {e}") from None
+                raise KeyError(f"{self._what(name)} does not exist: {e}") from None
             self._cache[name] = DistTensor._wrap(handle)
         return self._cache[name]
 
     def __setitem__(self, name, value):
         if not isinstance(value, DistTensor):
-            raise TypeError(f"g.{self._kind[0]}data['{name}'] must be a DistTensor, got "
+            raise TypeError(f"{self._what(name)} must be a DistTensor, got "
                             f"{type(value).__name__} (create one with DistTensor(...))")
-        want = self._graph.num_nodes() if self._kind == "node" else self._graph.num_edges()
+        count = self._graph.num_nodes if self._kind == "node" else self._graph.num_edges
+        want = count() if self._type is None else count(self._type)
         if value.shape[0] != want:
-            raise _C.TesseraError(f"g.{self._kind[0]}data['{name}']: the tensor has "
-                                  f"{value.shape[0]} rows, the graph {want} {self._kind}s")
+            raise _C.TesseraError(f"{self._what(name)}: the tensor has {value.shape[0]} rows, "
+                                  f"the {'graph' if self._type is None else 'type'} {want}")
         self._local[name] = value
 
     def __delitem__(self, name):
         if name in self._local:
             del self._local[name]
         else:
-            raise KeyError(f"{self._kind} data '{name}' was not assigned in this process")
+            raise KeyError(f"{self._what(name)} was not assigned in this process")
 
     def __contains__(self, name):
         return isinstance(name, str) and name in self._names()
@@ -83,46 +97,6 @@ class _DataView(MutableMapping):
 
     def __repr__(self):
         return f"{{{', '.join(repr(n) for n in self._names())}}}"
-
-
-class _TypedDataView(_DataView):
-    """g.nodes[ntype].data / g.edges[etype].data on a heterograph: the type's
-    tensors by name, rows addressed by per-type ids. Assignment registers a
-    DistTensor under a name in this process only."""
-
-    def __init__(self, graph, kind, type_name):
-        super().__init__(graph, kind)
-        self._type = type_name
-
-    def _names(self):
-        schemes = self._graph._g.type_schemes(self._kind == "node", self._type)
-        return [n for n in schemes if not n.startswith("anonymous-")] + [
-            n for n in self._local if n not in schemes]
-
-    def __getitem__(self, name):
-        if not isinstance(name, str):
-            raise TypeError(f"{self._kind} data names are strings, got {type(name).__name__}")
-        if name in self._local:
-            return self._local[name]
-        if name not in self._cache:
-            try:
-                handle = self._graph._g.type_data(self._kind == "node", self._type, name)
-            except _C.TesseraError as e:
-                raise KeyError(f"{self._kind} data '{name}' of type '{self._type}' does not "
-                               f"exist: {e}") from None
-            self._cache[name] = DistTensor._wrap(handle)
-        return self._cache[name]
-
-    def __setitem__(self, name, value):
-        if not isinstance(value, DistTensor):
-            raise TypeError(f"data['{name}'] of {self._kind} type '{self._type}' must be a "
-                            f"DistTensor, got {type(value).__name__}")
-        want = (self._graph.num_nodes(self._type) if self._kind == "node"
-                else self._graph.num_edges(self._type))
-        if value.shape[0] != want:
-            raise _C.TesseraError(f"data['{name}'] of {self._kind} type '{self._type}': the "
-                                  f"tensor has {value.shape[0]} rows, the type {want}")
-        self._local[name] = value
 
 
 class _TypeView:
@@ -161,7 +135,7 @@ class _TypeAccess:
         except _C.TesseraError as e:
             raise KeyError(str(e)) from None
         if name not in self._views:
-            self._views[name] = _TypeView(_TypedDataView(g, self._kind, name), name)
+            self._views[name] = _TypeView(_DataView(g, self._kind, name), name)
         return self._views[name]
 
 
