@@ -291,7 +291,6 @@ PYBIND11_MODULE(_C, m) {
   // At interpreter exit (registered by the package): every sampler thread of
   // dropped loaders is joined.
   m.def("_shutdown", &ShutdownLoaders);
-  m.def("init_logging", [](const std::string& level) { tessera::InitLogging(level); });
 
   // ---------------------------------------------------------- context
   m.def(

@@ -570,14 +570,6 @@ class Block(Graph):
 
     number_of_nodes = num_nodes
 
-    @property
-    def _src(self):
-        return {t: f.data[NID] for t, f in self._srcf.items()}
-
-    @property
-    def _dst(self):
-        return {t: f.data[NID] for t, f in self._dstf.items()}
-
     def __repr__(self):
         if len(self.srctypes) == 1 and len(self.canonical_etypes) == 1:
             return (f"Block(num_src_nodes={self.num_src_nodes()}, "

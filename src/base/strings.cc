@@ -39,11 +39,4 @@ bool ParseFloat(std::string_view text, float* value) {
   return ec == std::errc() && ptr == text.data() + text.size() && !text.empty();
 }
 
-bool ParseDouble(std::string_view text, double* value) {
-  text = StripWhitespace(text);
-  if (!text.empty() && text[0] == '+') text.remove_prefix(1);
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
-  return ec == std::errc() && ptr == text.data() + text.size() && !text.empty();
-}
-
 }  // namespace tessera

@@ -16,32 +16,16 @@
 
 namespace tessera::dist {
 
-// Throws Error naming `what` for dtypes tessera does not store.
-inline DType ToDType(torch::Dtype dtype, const std::string& what = "DistTensor") {
-  switch (dtype) {
-    case torch::kBool:
-      return DType::kBool;
-    case torch::kInt8:
-      return DType::kInt8;
-    case torch::kUInt8:
-      return DType::kUInt8;
-    case torch::kInt16:
-      return DType::kInt16;
-    case torch::kInt32:
-      return DType::kInt32;
-    case torch::kInt64:
-      return DType::kInt64;
-    case torch::kFloat32:
-      return DType::kFloat32;
-    case torch::kFloat64:
-      return DType::kFloat64;
-    default:
-      throw Error(fmt::format("dtype {} is not supported by {}", c10::toString(dtype), what));
-  }
-}
-
 inline torch::Dtype ToTorch(DType dtype) {
   return VisitDType(dtype, [](auto v) { return c10::CppTypeToScalarType<decltype(v)>::value; });
+}
+
+// Throws Error naming `what` for dtypes tessera does not store.
+inline DType ToDType(torch::Dtype dtype, const std::string& what = "DistTensor") {
+  for (int d = 0; d <= static_cast<int>(DType::kFloat64); ++d) {
+    if (ToTorch(static_cast<DType>(d)) == dtype) return static_cast<DType>(d);
+  }
+  throw Error(fmt::format("dtype {} is not supported by {}", c10::toString(dtype), what));
 }
 
 }  // namespace tessera::dist

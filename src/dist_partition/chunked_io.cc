@@ -41,25 +41,12 @@ Status ReadNumpyEdges(const std::string& path, int64_t rows, int64_t begin, int6
     return absl::InvalidArgumentError(
         StrCat(path, ": is ", a.Describe(), "; expected integer [", rows, ", 2]"));
   }
-  switch (a.dtype()) {
-    case DType::kInt8:
-      AppendIds<int8_t>(a, begin, end, out);
-      break;
-    case DType::kUInt8:
-      AppendIds<uint8_t>(a, begin, end, out);
-      break;
-    case DType::kInt16:
-      AppendIds<int16_t>(a, begin, end, out);
-      break;
-    case DType::kInt32:
-      AppendIds<int32_t>(a, begin, end, out);
-      break;
-    case DType::kInt64:
-      AppendIds<int64_t>(a, begin, end, out);
-      break;
-    default:
-      return absl::InvalidArgumentError(StrCat(path, ": ids must be integers"));
+  if (a.dtype() == DType::kBool) {
+    return absl::InvalidArgumentError(StrCat(path, ": ids must be integers"));
   }
+  VisitDType(a.dtype(), [&](auto v) {  // Integers other than bool, checked above.
+    if constexpr (std::is_integral_v<decltype(v)>) AppendIds<decltype(v)>(a, begin, end, out);
+  });
   a.ReleasePages();
   return absl::OkStatus();
 }

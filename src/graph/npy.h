@@ -56,7 +56,6 @@ class NpyWriter {
   // Thread-safe for disjoint row ranges.
   Status WriteRowsAt(int64_t first_row, const void* data, int64_t num_rows) const;
   Status Close();
-  int64_t rows_appended() const { return rows_appended_; }
 
  private:
   OutputFile file_;

@@ -29,8 +29,6 @@ class TextReader {
   // Sets *line to the next line without its "\n" or "\r\n" (valid until the
   // next call). Returns false at the end of the file.
   StatusOr<bool> NextLine(std::string_view* line);
-  // 1-based number of the line last returned.
-  int64_t line_number() const { return line_number_; }
   const std::string& path() const { return path_; }
   // "<path>:<line>: <message>" as an InvalidArgument error.
   Status LineError(std::string_view message) const;

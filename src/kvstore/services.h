@@ -30,10 +30,6 @@ class Services {
   FeatureStore& features() const { return *features_; }
   GraphService& graph() const { return *graph_; }
   Coordinator& job() const { return *job_; }
-  // Shared handles, for holders that outlive this object.
-  const std::shared_ptr<FeatureStore>& features_ptr() const { return features_; }
-  const std::shared_ptr<GraphService>& graph_ptr() const { return graph_; }
-  const std::shared_ptr<Coordinator>& job_ptr() const { return job_; }
 
   const PartitionBook& book() const { return features_->book(); }
   const std::string& graph_name() const { return features_->graph_name(); }

@@ -110,7 +110,6 @@ class Catalog {
   void UpdateRows(const ArrayInfo& info, void* base, std::span<const int64_t> ids, int64_t first,
                   const std::function<void(size_t i, char* row)>& update) const;
 
-  const std::string& segment_name() const { return segment_.name(); }
   bool owner() const { return segment_.owner(); }
 
  private:

@@ -53,7 +53,6 @@ std::vector<std::string_view> SplitString(std::string_view text, char separator)
 // overflow or an empty field.
 bool ParseInt64(std::string_view text, int64_t* value);
 bool ParseFloat(std::string_view text, float* value);
-bool ParseDouble(std::string_view text, double* value);
 
 }  // namespace tessera
 

@@ -107,7 +107,6 @@ class PartitionBook {
   int64_t MapToHomoEid(int r, int64_t id) const;
   // Owner partition of a per-type id.
   int TypedNodeOwner(int t, int64_t id) const { return Owner(typed_node_offsets_[t], id); }
-  int TypedEdgeOwner(int r, int64_t id) const { return Owner(typed_edge_offsets_[r], id); }
 
  private:
   static int Owner(const std::vector<int64_t>& offsets, int64_t id);

@@ -68,10 +68,6 @@ class EdgePartitionPolicy(PartitionPolicy):
         super().__init__(f"edge~{etype}", partition_book)
 
 
-def _policy_kind(part_policy):
-    return _policy_args(part_policy)[0]
-
-
 def _policy_args(part_policy):
     """(kind, type) for the C++ constructor; "" means decide by the shape."""
     if part_policy is None:
