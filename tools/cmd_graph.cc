@@ -33,14 +33,49 @@ StatusOr<ReadOptions> MakeReadOptions(const ReadFlags& flags) {
   return read;
 }
 
+void AddPartitionFlags(CLI::App* sub, PartitionOptions* o, std::string* method,
+                       const std::string& partitioner) {
+  const bool metis = partitioner == "METIS";
+  const std::string per_rank = metis ? "" : " per rank";
+  const std::string memory = metis ? "METIS holds about 60 bytes per edge"
+                                   : "PT-Scotch holds about 250 bytes per arc it gets";
+  sub->add_option("--part-method,--part_method", *method, "metis (" + partitioner + ") or random")
+      ->capture_default_str();
+  sub->add_option("--num-hops,--num_hops", o->num_hops, "HALO hops (0 = no HALO)")
+      ->capture_default_str();
+  sub->add_option("--balance-ntypes,--balance_ntypes", o->balance_ntypes,
+                  "Node array whose values are balanced across parts (e.g. train_mask)");
+  sub->add_flag("--balance-edges,--balance_edges", o->balance_edges,
+                "Balance edges (in-degree) across parts too");
+  sub->add_flag("--return-mapping,--return_mapping", o->return_mapping,
+                "Write orig_nids.npy and orig_eids.npy (new id -> original id)");
+  sub->add_option("--num-trainers-per-machine,--num_trainers_per_machine",
+                  o->num_trainers_per_machine,
+                  "Split each part further for this many trainers (node array trainer_id)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--coarsening", o->coarsening,
+                  "part_method metis: contract the graph by label propagation until it has this "
+                  "many times fewer arcs before " +
+                      partitioner +
+                      " partitions it, then refine the projected parts (1: no contraction; " +
+                      memory + "); another output than without")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
+  sub->add_option("--coarsen-min-arcs", o->coarsen_min_arcs,
+                  "part_method metis: no contraction of graphs with at most this many arcs" +
+                      per_rank + ", nor below it")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Random seed (of the partitioner and random assignment)")
+      ->capture_default_str();
+}
+
 Command RegisterPartition(CLI::App& app) {
   struct Flags {
-    std::string input, graph_name, out, part_method = "metis", balance_ntypes, objtype = "cut";
-    int num_parts = 0, num_hops = 1, num_trainers = 1, metis_iterations = 10, metis_cuts = 1;
-    double coarsening = 1;
-    int64_t coarsen_min_arcs = int64_t{1} << 20;
-    bool balance_edges = false, return_mapping = false;
-    uint64_t seed = 0;
+    std::string input, graph_name, out, part_method = "metis";
+    int num_parts = 0;
+    PartitionOptions options;
     ReadFlags read;
   };
   auto f = std::make_shared<Flags>();
@@ -53,60 +88,24 @@ Command RegisterPartition(CLI::App& app) {
   sub->add_option("--num-parts,--num_parts", f->num_parts, "Number of partitions (machines)")
       ->required();
   sub->add_option("--out,--output,--out-path", f->out, "Output folder")->required();
-  sub->add_option("--part-method,--part_method", f->part_method, "metis or random")
+  AddPartitionFlags(sub, &f->options, &f->part_method, "METIS");
+  sub->add_option("--objtype", f->options.objtype, "METIS objective: cut or vol")
       ->capture_default_str();
-  sub->add_option("--num-hops,--num_hops", f->num_hops, "HALO hops (0 = no HALO)")
-      ->capture_default_str();
-  sub->add_option("--balance-ntypes,--balance_ntypes", f->balance_ntypes,
-                  "Node array whose values METIS balances across parts (e.g. train_mask)");
-  sub->add_flag("--balance-edges,--balance_edges", f->balance_edges,
-                "Balance edges (in-degree) across parts too");
-  sub->add_flag("--return-mapping,--return_mapping", f->return_mapping,
-                "Write orig_nids.npy and orig_eids.npy (new id -> original id)");
-  sub->add_option("--num-trainers-per-machine,--num_trainers_per_machine", f->num_trainers,
-                  "Split each part further for this many trainers (node array trainer_id)")
-      ->capture_default_str();
-  sub->add_option("--objtype", f->objtype, "METIS objective: cut or vol")->capture_default_str();
-  sub->add_option("--metis-iterations", f->metis_iterations,
+  sub->add_option("--metis-iterations", f->options.metis_iterations,
                   "METIS refinement iterations per level (more: better cut, slower)")
       ->capture_default_str();
-  sub->add_option("--metis-cuts", f->metis_cuts,
+  sub->add_option("--metis-cuts", f->options.metis_cuts,
                   "Independent METIS partitionings, best kept (more: better cut, slower)")
-      ->capture_default_str();
-  sub->add_option("--coarsening", f->coarsening,
-                  "part_method metis: contract the graph by label propagation until it has this "
-                  "many times fewer arcs before METIS partitions it, then refine the projected "
-                  "parts (1: METIS on the whole graph). METIS itself holds about 60 bytes per "
-                  "edge; another output than without")
-      ->check(CLI::Range(1.0, 1e6))
-      ->capture_default_str();
-  sub->add_option("--coarsen-min-arcs", f->coarsen_min_arcs,
-                  "part_method metis: no contraction of graphs with at most this many arcs, nor "
-                  "below it")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  sub->add_option("--seed", f->seed, "Random seed (METIS and random assignment)")
       ->capture_default_str();
   AddReadFlags(sub, &f->read);
   return {sub, [f] {
             Stopwatch watch;
             auto read = MakeReadOptions(f->read);
             if (!read.ok()) return ReportError(read.status());
-            PartitionOptions options;
+            PartitionOptions options = f->options;
             auto method = ParsePartMethod(f->part_method);
             if (!method.ok()) return ReportError(method.status());
             options.part_method = *method;
-            options.num_hops = f->num_hops;
-            options.balance_ntypes = f->balance_ntypes;
-            options.balance_edges = f->balance_edges;
-            options.return_mapping = f->return_mapping;
-            options.num_trainers_per_machine = f->num_trainers;
-            options.objtype = f->objtype;
-            options.seed = f->seed;
-            options.metis_iterations = f->metis_iterations;
-            options.metis_cuts = f->metis_cuts;
-            options.coarsening = f->coarsening;
-            options.coarsen_min_arcs = f->coarsen_min_arcs;
             auto graph = ReadGraph(f->input, *read);
             if (!graph.ok()) return ReportError(graph.status());
             auto result =

@@ -27,10 +27,9 @@ namespace tessera::tools {
 namespace {
 
 struct MpiPartitionFlags {
-  std::string input, graph_name, out, part_method = "metis", balance_ntypes;
-  int num_parts = 0, num_hops = 1;
-  bool balance_edges = false, return_mapping = false;
-  uint64_t seed = 0;
+  std::string input, graph_name, out, part_method = "metis";
+  int num_parts = 0;
+  dist_partition::DistPartitionOptions options;  // Its defaults (coarsening 8).
   // Launching.
   int ranks = 0;
   std::string hostfile, ip_config, network, mpirun = "mpirun";
@@ -39,9 +38,6 @@ struct MpiPartitionFlags {
   std::string ssh_username;
   std::vector<std::string> ssh_options;
   int64_t piece_mb = 16;
-  double coarsening = 8;
-  int num_trainers_per_machine = 1;
-  int64_t coarsen_min_arcs = int64_t{1} << 20;
   bool log_all_ranks = false;
   std::string stats_json;
   // Tests: "<step>:<rank>[:kill]" makes that rank fail (or die) as the step starts.
@@ -64,21 +60,23 @@ std::vector<std::string> RankCommand(const MpiPartitionFlags& f) {
                                    "--part-method",
                                    f.part_method,
                                    "--num-hops",
-                                   std::to_string(f.num_hops),
+                                   std::to_string(f.options.num_hops),
                                    "--seed",
-                                   std::to_string(f.seed),
+                                   std::to_string(f.options.seed),
                                    "--piece-mb",
                                    std::to_string(f.piece_mb),
                                    "--coarsening",
-                                   fmt::format("{}", f.coarsening),
+                                   fmt::format("{}", f.options.coarsening),
                                    "--coarsen-min-arcs",
-                                   std::to_string(f.coarsen_min_arcs),
+                                   std::to_string(f.options.coarsen_min_arcs),
                                    "--num-trainers-per-machine",
-                                   std::to_string(f.num_trainers_per_machine)};
+                                   std::to_string(f.options.num_trainers_per_machine)};
   if (!f.graph_name.empty()) args.insert(args.end(), {"--graph-name", f.graph_name});
-  if (!f.balance_ntypes.empty()) args.insert(args.end(), {"--balance-ntypes", f.balance_ntypes});
-  if (f.balance_edges) args.push_back("--balance-edges");
-  if (f.return_mapping) args.push_back("--return-mapping");
+  if (!f.options.balance_ntypes.empty()) {
+    args.insert(args.end(), {"--balance-ntypes", f.options.balance_ntypes});
+  }
+  if (f.options.balance_edges) args.push_back("--balance-edges");
+  if (f.options.return_mapping) args.push_back("--return-mapping");
   if (f.log_all_ranks) args.push_back("--log-all-ranks");
   if (!f.stats_json.empty()) args.insert(args.end(), {"--stats-json", f.stats_json});
   if (!f.fail_at.empty()) args.insert(args.end(), {"--fail-at", f.fail_at});
@@ -246,21 +244,13 @@ int RunRank(const MpiPartitionFlags& f) {
   if (comm.rank() != 0 && !f.log_all_ranks && spdlog::get_level() < spdlog::level::warn) {
     spdlog::set_level(spdlog::level::warn);
   }
-  dist_partition::DistPartitionOptions o;
+  dist_partition::DistPartitionOptions o = f.options;
   auto method = ParsePartMethod(f.part_method);
   auto hook = FaultHook(f.fail_at);
   Status st = !method.ok() ? method.status() : hook.status();
   if (st.ok()) {
     o.part_method = *method;
     o.on_step = *hook;
-    o.num_hops = f.num_hops;
-    o.balance_ntypes = f.balance_ntypes;
-    o.balance_edges = f.balance_edges;
-    o.coarsening = f.coarsening;
-    o.num_trainers_per_machine = f.num_trainers_per_machine;
-    o.coarsen_min_arcs = f.coarsen_min_arcs;
-    o.return_mapping = f.return_mapping;
-    o.seed = f.seed;
     o.graph_name = f.graph_name;
     auto result = dist_partition::DistPartitionGraph(comm, f.input, f.num_parts, f.out, o);
     st = result.status();
@@ -293,18 +283,7 @@ Command RegisterMpiPartition(CLI::App& app) {
   sub->add_option("--out,--output,--out-path", f->out, "Output folder")->required();
   sub->add_option("--graph-name,--graph_name", f->graph_name,
                   "Name of the graph (default: metadata.json's graph_name)");
-  sub->add_option("--part-method,--part_method", f->part_method,
-                  "metis (PT-Scotch's distributed multilevel k-way) or random")
-      ->capture_default_str();
-  sub->add_option("--num-hops,--num_hops", f->num_hops, "HALO hops (0 = no HALO)")
-      ->capture_default_str();
-  sub->add_option("--balance-ntypes,--balance_ntypes", f->balance_ntypes,
-                  "Node array whose values are balanced across parts (e.g. train_mask)");
-  sub->add_flag("--balance-edges,--balance_edges", f->balance_edges,
-                "Balance edges (in-degree) across parts too");
-  sub->add_flag("--return-mapping,--return_mapping", f->return_mapping,
-                "Write orig_nids.npy and orig_eids.npy (new id -> original id)");
-  sub->add_option("--seed", f->seed, "Random seed")->capture_default_str();
+  AddPartitionFlags(sub, &f->options, &f->part_method, "PT-Scotch");
   sub->add_option("--ranks,-n", f->ranks,
                   "Start this many ranks with mpirun (not needed when started by mpirun)");
   sub->add_option("--hostfile", f->hostfile, "With --ranks: mpirun's hostfile (several machines)");
@@ -323,23 +302,6 @@ Command RegisterMpiPartition(CLI::App& app) {
                   "launch's");
   sub->add_option("--mpirun", f->mpirun, "With --ranks: the mpirun program")->capture_default_str();
   sub->add_option("--mpirun-arg", f->mpirun_args, "With --ranks: one more argument for mpirun");
-  sub->add_option("--num-trainers-per-machine,--num_trainers_per_machine",
-                  f->num_trainers_per_machine,
-                  "Trainers per machine: nodes are split into num_parts x this many sub-parts, "
-                  "recorded as trainer_id arrays (as tessera partition)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--coarsening", f->coarsening,
-                  "part_method metis: contract the graph by label propagation until it has this "
-                  "many times fewer arcs before PT-Scotch partitions it (1: no contraction); "
-                  "PT-Scotch's memory is about 250 bytes per arc it gets")
-      ->check(CLI::Range(1.0, 1e6))
-      ->capture_default_str();
-  sub->add_option("--coarsen-min-arcs", f->coarsen_min_arcs,
-                  "part_method metis: no contraction of graphs with at most this many arcs per "
-                  "rank, nor below it")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
   sub->add_option("--piece-mb", f->piece_mb, "MiB one rank sends another per round of an exchange")
       ->capture_default_str();
   sub->add_flag("--log-all-ranks", f->log_all_ranks, "Log info lines on every rank, not only 0");

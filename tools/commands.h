@@ -13,6 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "tessera/base/status.h"
 #include "tessera/graph/readers.h"
+#include "tessera/partition/partition_graph.h"
 
 namespace tessera::tools {
 
@@ -50,6 +51,13 @@ struct ReadFlags {
 };
 void AddReadFlags(CLI::App* sub, ReadFlags* flags);
 StatusOr<ReadOptions> MakeReadOptions(const ReadFlags& flags);
+
+// The flags `tessera partition` and `tessera mpi-partition` share, bound to
+// the fields of *options (whose values are the defaults shown); --part-method
+// goes to *method, for ParsePartMethod. `partitioner` names the program that
+// part_method metis runs ("METIS" or "PT-Scotch") in the help texts.
+void AddPartitionFlags(CLI::App* sub, PartitionOptions* options, std::string* method,
+                       const std::string& partitioner);
 
 // Prints "error: <message>" to stderr and returns 1 for a non-OK status.
 int ReportError(const Status& status);

@@ -24,23 +24,8 @@ using internal::Shuffled;
 Status CheckArguments(const ChunkedGraph& g, const std::string& graph_name, int num_parts,
                       int num_ranks, const DistPartitionOptions& o) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
-  if (!SafeName(graph_name)) {
-    return bad("graph name '", graph_name, "' must be non-empty and use only letters, digits, ",
-               "'_', '-' and '.'");
-  }
-  if (g.num_nodes() <= 0 || g.num_edges() == 0) {
-    return bad(g.metadata_path, ": the graph is empty (", g.num_nodes(), " nodes, ", g.num_edges(),
-               " edges); nothing to partition");
-  }
-  if (num_parts < 1 || num_parts > g.num_nodes()) {
-    return bad("num_parts must be in [1, num_nodes = ", g.num_nodes(), "], got ", num_parts);
-  }
-  if (o.num_trainers_per_machine < 1 ||
-      static_cast<int64_t>(num_parts) * o.num_trainers_per_machine >
-          std::min<int64_t>(g.num_nodes(), INT32_MAX)) {
-    return bad("num_trainers_per_machine must be >= 1 and num_parts * num_trainers_per_machine ",
-               "<= num_nodes = ", g.num_nodes(), " (and < 2^31), got ", o.num_trainers_per_machine);
-  }
+  RETURN_IF_ERROR(CheckPartitionArguments(graph_name, g.num_nodes(), g.num_edges(), num_parts, o,
+                                          g.metadata_path));
   if (o.num_trainers_per_machine > 1) {
     for (bool node : {true, false}) {
       for (const auto& arrays : node ? g.node_data : g.edge_data) {
@@ -56,11 +41,6 @@ Status CheckArguments(const ChunkedGraph& g, const std::string& graph_name, int 
   if (num_parts % num_ranks != 0) {
     return bad("num_parts (", num_parts, ") must be a multiple of the number of ranks (", num_ranks,
                "): each rank writes num_parts / ranks parts");
-  }
-  if (o.num_hops < 0) return bad("num_hops must be >= 0, got ", o.num_hops);
-  if (!(o.coarsening >= 1)) return bad("coarsening must be >= 1, got ", o.coarsening);
-  if (o.coarsen_min_arcs < 0) {
-    return bad("coarsen_min_arcs must be >= 0, got ", o.coarsen_min_arcs);
   }
   return absl::OkStatus();
 }
@@ -233,26 +213,15 @@ StatusOr<std::vector<PartStats>> GatherStats(Comm& comm, const Layout& layout,
 PartitionConfig MakeConfig(const ChunkedGraph& g, const std::string& graph_name, int num_parts,
                            const DistPartitionOptions& o, const internal::IdLayout& ids,
                            const internal::ArrayNames& names) {
-  PartitionConfig config;
-  config.graph_name = graph_name;
-  config.num_nodes = g.num_nodes();
-  config.num_edges = g.num_edges();
-  config.part_method = o.part_method == PartMethod::kMetis ? "metis" : "random";
-  config.num_parts = num_parts;
-  config.halo_hops = o.num_hops;
+  PartitionConfig config = BaseConfig(graph_name, g.num_nodes(), g.num_edges(), num_parts, o);
   config.node_offsets = ids.node_offsets;
   config.edge_offsets = ids.edge_offsets;
   config.layout.ntypes = g.ntypes;
   for (const auto& rel : g.relations) config.layout.etypes.push_back(rel.type);
   config.layout.node_counts = ids.node_counts;
   config.layout.edge_counts = ids.edge_counts;
-  config.parts = PartFolders(num_parts);
   config.node_feat_names = names.node;
   config.edge_feat_names = names.edge;
-  config.num_trainers_per_machine = o.num_trainers_per_machine;
-  config.balance_ntypes = o.balance_ntypes;
-  config.balance_edges = o.balance_edges;
-  config.seed = o.seed;
   return config;
 }
 

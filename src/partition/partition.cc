@@ -28,29 +28,10 @@ constexpr int kMaxBalanceTypes = 64;
 Status CheckArguments(const Graph& graph, const std::string& graph_name, int num_parts,
                       const PartitionOptions& o) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
-  if (!SafeName(graph_name)) {
-    return bad("graph name '", graph_name, "' must be non-empty and use only letters, digits, ",
-               "'_', '-' and '.'");
-  }
-  if (graph.num_nodes <= 0 || graph.num_edges() == 0) {
-    return bad("the graph is empty (", graph.num_nodes, " nodes, ", graph.num_edges(),
-               " edges); nothing to partition");
-  }
-  if (num_parts < 1 || num_parts > graph.num_nodes) {
-    return bad("num_parts must be in [1, num_nodes = ", graph.num_nodes, "], got ", num_parts);
-  }
-  if (o.num_hops < 0) return bad("num_hops must be >= 0, got ", o.num_hops);
-  if (o.num_trainers_per_machine < 1 ||
-      static_cast<int64_t>(num_parts) * o.num_trainers_per_machine > graph.num_nodes) {
-    return bad("num_trainers_per_machine must be >= 1 and num_parts * num_trainers_per_machine ",
-               "<= num_nodes, got ", o.num_trainers_per_machine);
-  }
+  RETURN_IF_ERROR(
+      CheckPartitionArguments(graph_name, graph.num_nodes, graph.num_edges(), num_parts, o));
   if (o.metis_iterations < 1 || o.metis_cuts < 1) {
     return bad("METIS iterations and cuts must be >= 1");
-  }
-  if (!(o.coarsening >= 1)) return bad("coarsening must be >= 1, got ", o.coarsening);
-  if (o.coarsen_min_arcs < 0) {
-    return bad("coarsen_min_arcs must be >= 0, got ", o.coarsen_min_arcs);
   }
   if (o.objtype != "cut" && o.objtype != "vol") {
     return bad("objtype must be 'cut' or 'vol', got '", o.objtype, "'");
@@ -234,13 +215,7 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
   result.parts = std::move(written->parts);
   result.edge_cut = written->edge_cut;
 
-  PartitionConfig config;
-  config.graph_name = graph_name;
-  config.num_nodes = graph.num_nodes;
-  config.num_edges = num_edges;
-  config.part_method = o.part_method == PartMethod::kMetis ? "metis" : "random";
-  config.num_parts = num_parts;
-  config.halo_hops = o.num_hops;
+  PartitionConfig config = BaseConfig(graph_name, graph.num_nodes, num_edges, num_parts, o);
   config.node_offsets = written->node_offsets;
   config.edge_offsets = written->edge_offsets;
   if (graph.is_hetero()) {
@@ -252,8 +227,6 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
   }
   config.layout.node_counts = written->node_counts;
   config.layout.edge_counts = written->edge_counts;
-  config.parts = PartFolders(num_parts);
-  config.num_trainers_per_machine = trainers;
   for (int t = 0; t < graph.num_ntypes(); ++t) {
     for (const auto& [name, array] : TypeArrays(graph, true, t)) {
       config.node_feat_names.push_back(name);
@@ -272,9 +245,6 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
           TypedLayout(graph) ? graph.etypes[t].Canonical() + "/trainer_id" : "trainer_id");
     }
   }
-  config.balance_ntypes = o.balance_ntypes;
-  config.balance_edges = o.balance_edges;
-  config.seed = o.seed;
   Status st = WriteFileAtomic(config_path, PartitionConfigToJson(config));
   if (!st.ok()) return cleanup(st);
   result.config_path = config_path;

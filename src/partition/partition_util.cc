@@ -18,6 +18,51 @@ bool SafeName(const std::string& name) {
   });
 }
 
+Status CheckPartitionArguments(const std::string& graph_name, int64_t num_nodes, int64_t num_edges,
+                               int num_parts, const PartitionOptions& o, const std::string& input) {
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
+  if (!SafeName(graph_name)) {
+    return bad("graph name '", graph_name, "' must be non-empty and use only letters, digits, ",
+               "'_', '-' and '.'");
+  }
+  if (num_nodes <= 0 || num_edges == 0) {
+    return bad(input.empty() ? "" : input + ": ", "the graph is empty (", num_nodes, " nodes, ",
+               num_edges, " edges); nothing to partition");
+  }
+  if (num_parts < 1 || num_parts > num_nodes) {
+    return bad("num_parts must be in [1, num_nodes = ", num_nodes, "], got ", num_parts);
+  }
+  if (o.num_trainers_per_machine < 1 ||
+      static_cast<int64_t>(num_parts) * o.num_trainers_per_machine >
+          std::min<int64_t>(num_nodes, INT32_MAX)) {
+    return bad("num_trainers_per_machine must be >= 1 and num_parts * num_trainers_per_machine ",
+               "<= num_nodes = ", num_nodes, " (and < 2^31), got ", o.num_trainers_per_machine);
+  }
+  if (o.num_hops < 0) return bad("num_hops must be >= 0, got ", o.num_hops);
+  if (!(o.coarsening >= 1)) return bad("coarsening must be >= 1, got ", o.coarsening);
+  if (o.coarsen_min_arcs < 0) {
+    return bad("coarsen_min_arcs must be >= 0, got ", o.coarsen_min_arcs);
+  }
+  return absl::OkStatus();
+}
+
+PartitionConfig BaseConfig(const std::string& graph_name, int64_t num_nodes, int64_t num_edges,
+                           int num_parts, const PartitionOptions& o) {
+  PartitionConfig config;
+  config.graph_name = graph_name;
+  config.num_nodes = num_nodes;
+  config.num_edges = num_edges;
+  config.part_method = o.part_method == PartMethod::kMetis ? "metis" : "random";
+  config.num_parts = num_parts;
+  config.halo_hops = o.num_hops;
+  config.parts = PartFolders(num_parts);
+  config.num_trainers_per_machine = o.num_trainers_per_machine;
+  config.balance_ntypes = o.balance_ntypes;
+  config.balance_edges = o.balance_edges;
+  config.seed = o.seed;
+  return config;
+}
+
 std::vector<PartitionConfig::PartFiles> PartFolders(int num_parts) {
   std::vector<PartitionConfig::PartFiles> parts;
   for (int p = 0; p < num_parts; ++p) {

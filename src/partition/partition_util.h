@@ -12,6 +12,7 @@
 
 #include "tessera/base/status.h"
 #include "tessera/partition/partition_config.h"
+#include "tessera/partition/partition_graph.h"
 
 namespace tessera {
 
@@ -27,6 +28,20 @@ bool SafeName(const std::string& name);
 // complete); checks that the folder is writable.
 Status PrepareOutputFolder(const std::string& out_path, const std::string& config_path,
                            int num_parts);
+
+// The checks both partitioners make of their arguments: a safe graph name,
+// a graph with nodes and edges (`input` names it in the message, if given),
+// 1 <= num_parts <= nodes, num_parts * trainers per machine <= nodes (and
+// < 2^31), hops, coarsening and coarsen_min_arcs in range.
+Status CheckPartitionArguments(const std::string& graph_name, int64_t num_nodes, int64_t num_edges,
+                               int num_parts, const PartitionOptions& o,
+                               const std::string& input = "");
+
+// The config fields both partitioners fill the same way: name, counts,
+// method, part folders and the options. The caller adds ids, types and
+// array names.
+PartitionConfig BaseConfig(const std::string& graph_name, int64_t num_nodes, int64_t num_edges,
+                           int num_parts, const PartitionOptions& o);
 
 // A config's files of parts 0 .. num_parts - 1: part<p>/graph, node_feat,
 // edge_feat (relative to the config).
