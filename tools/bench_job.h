@@ -7,8 +7,10 @@
 #ifndef TESSERA_TOOLS_BENCH_JOB_H_
 #define TESSERA_TOOLS_BENCH_JOB_H_
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "src/kvstore/kv_client.h"
 #include "src/launcher/local_job.h"
@@ -38,6 +40,15 @@ struct BenchPartitions {
 };
 StatusOr<BenchPartitions> EnsureBenchPartitions(const std::string& graph,
                                                 const std::string& workdir);
+
+// The upper median (0 for none).
+double Median(std::vector<double> v);
+
+// The runner of a `bench` subcommand: runs `bench` in the scratch folder
+// `workdir` (a temporary "<prefix>-*" folder if empty, removed after) and
+// returns the exit code, reporting a failure.
+std::function<int()> BenchRunner(const std::string* workdir, const std::string& prefix,
+                                 std::function<Status(const std::string& workdir)> bench);
 
 }  // namespace tessera::tools
 

@@ -2,6 +2,7 @@
 // partitioning given graphs (each configuration in its own process, so peak
 // RSS is that configuration's), printed as JSON, next to DGL's figures for
 // the benchmark graph of shared/baselines.md.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -124,6 +125,21 @@ Status RunBench(const BenchFlags& f, const std::string& workdir) {
 }
 
 }  // namespace
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::function<int()> BenchRunner(const std::string* workdir, const std::string& prefix,
+                                 std::function<Status(const std::string& workdir)> bench) {
+  return [=] {
+    auto dir = ScratchDir::Open(*workdir, prefix);
+    if (!dir.ok()) return ReportError(dir.status());
+    Status st = bench(dir->path());
+    return st.ok() ? 0 : ReportError(st);
+  };
+}
 
 StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir,
                                  bool encryption, int num_clients) {

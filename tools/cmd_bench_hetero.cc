@@ -69,11 +69,6 @@ struct HeteroFlags {
 constexpr const char* kPredictNtype = "paper";
 constexpr double kTargetSampleRatio = 1.3;  // Issue 14 §5.
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 bool Wants(const HeteroFlags& f, const std::string& stage) {
   return std::find(f.stages.begin(), f.stages.end(), stage) != f.stages.end();
 }
@@ -579,12 +574,8 @@ CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run) {
       ->check(CLI::Range(1, 1000));
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per child process or job")
       ->capture_default_str();
-  *run = [f] {
-    auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-hetero");
-    if (!workdir.ok()) return ReportError(workdir.status());
-    Status st = RunBenchHetero(*f, workdir->path());
-    return st.ok() ? 0 : ReportError(st);
-  };
+  *run = BenchRunner(&f->workdir, "tessera-bench-hetero",
+                     [f](const std::string& workdir) { return RunBenchHetero(*f, workdir); });
   return sub;
 }
 

@@ -35,11 +35,6 @@ struct PullFlags {
   std::string workdir;
 };
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
@@ -261,12 +256,8 @@ CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run) {
   sub->add_option("--rounds", f->rounds, "repetitions (medians are reported)")
       ->capture_default_str();
   sub->add_option("--workdir", f->workdir, "scratch folder (default: a temporary folder)");
-  *run = [f] {
-    auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-pull");
-    if (!workdir.ok()) return ReportError(workdir.status());
-    Status st = RunBenchPull(*f, workdir->path());
-    return st.ok() ? 0 : ReportError(st);
-  };
+  *run = BenchRunner(&f->workdir, "tessera-bench-pull",
+                     [f](const std::string& workdir) { return RunBenchPull(*f, workdir); });
   return sub;
 }
 

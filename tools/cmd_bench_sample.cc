@@ -44,11 +44,6 @@ struct SampleFlags {
   int rounds = 5;
 };
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 // The training nodes (train_mask), or every node if there is no mask.
 StatusOr<std::vector<int64_t>> TrainIds(kvstore::Services& store) {
   int64_t n = store.book().num_nodes();
@@ -247,12 +242,8 @@ CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run) {
   sub->add_option("--batches", f->batches, "batches per measurement")->capture_default_str();
   sub->add_option("--rounds", f->rounds, "rounds of the remote/local comparison")
       ->capture_default_str();
-  *run = [f] {
-    auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-sample");
-    if (!workdir.ok()) return ReportError(workdir.status());
-    Status st = RunBenchSample(*f, workdir->path());
-    return st.ok() ? 0 : ReportError(st);
-  };
+  *run = BenchRunner(&f->workdir, "tessera-bench-sample",
+                     [f](const std::string& workdir) { return RunBenchSample(*f, workdir); });
   return sub;
 }
 

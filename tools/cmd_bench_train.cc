@@ -156,12 +156,8 @@ CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run) {
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")->capture_default_str();
   sub->add_flag("--no-encryption", f->no_encryption,
                 "Distributed runs without encryption (`tessera launch --no-encryption`)");
-  *run = [f] {
-    auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-train");
-    if (!workdir.ok()) return ReportError(workdir.status());
-    Status st = RunBenchTrain(*f, workdir->path());
-    return st.ok() ? 0 : ReportError(st);
-  };
+  *run = BenchRunner(&f->workdir, "tessera-bench-train",
+                     [f](const std::string& workdir) { return RunBenchTrain(*f, workdir); });
   return sub;
 }
 
