@@ -148,36 +148,6 @@ py::dict PartitionResultDict(const tessera::PartitionResult& r) {
   return d;
 }
 
-tessera::PartitionOptions MakePartitionOptions(int num_hops, const std::string& part_method,
-                                               const std::string& balance_ntypes,
-                                               bool balance_edges, bool return_mapping,
-                                               int num_trainers_per_machine,
-                                               const std::string& objtype, uint64_t seed,
-                                               double coarsening, int64_t coarsen_min_arcs) {
-  tessera::PartitionOptions o;
-  auto method = tessera::ParsePartMethod(part_method);
-  ThrowIfError(method.status(), "partition_graph");
-  o.part_method = *method;
-  o.num_hops = num_hops;
-  o.balance_ntypes = balance_ntypes;
-  o.balance_edges = balance_edges;
-  o.return_mapping = return_mapping;
-  o.num_trainers_per_machine = num_trainers_per_machine;
-  o.objtype = objtype;
-  o.seed = seed;
-  if (!(coarsening >= 1)) {
-    throw dist::Error(
-        fmt::format("partition_graph: coarsening must be 1 (none) or more, got {}", coarsening));
-  }
-  if (coarsen_min_arcs < 0) {
-    throw dist::Error(fmt::format("partition_graph: coarsen_min_arcs must be 0 or more, got {}",
-                                  coarsen_min_arcs));
-  }
-  o.coarsening = coarsening;
-  o.coarsen_min_arcs = coarsen_min_arcs;
-  return o;
-}
-
 py::dict ArraysDict(const std::map<std::string, tessera::Array>& arrays) {
   py::dict d;
   for (const auto& [name, a] : arrays) d[py::str(name)] = ToTensor(a);
@@ -652,15 +622,31 @@ PYBIND11_MODULE(_C, m) {
       }));
 
   // ---------------------------------------------------------- partitioning
+  py::class_<tessera::PartitionOptions>(m, "PartitionOptions")
+      .def(py::init<>())
+      .def_property(
+          "part_method",
+          [](const tessera::PartitionOptions& o) {
+            return o.part_method == tessera::PartMethod::kMetis ? "metis" : "random";
+          },
+          [](tessera::PartitionOptions& o, const std::string& name) {
+            auto method = tessera::ParsePartMethod(name);
+            ThrowIfError(method.status(), "partition_graph");
+            o.part_method = *method;
+          })
+      .def_readwrite("num_hops", &tessera::PartitionOptions::num_hops)
+      .def_readwrite("balance_ntypes", &tessera::PartitionOptions::balance_ntypes)
+      .def_readwrite("balance_edges", &tessera::PartitionOptions::balance_edges)
+      .def_readwrite("return_mapping", &tessera::PartitionOptions::return_mapping)
+      .def_readwrite("num_trainers_per_machine",
+                     &tessera::PartitionOptions::num_trainers_per_machine)
+      .def_readwrite("objtype", &tessera::PartitionOptions::objtype)
+      .def_readwrite("seed", &tessera::PartitionOptions::seed)
+      .def_readwrite("coarsening", &tessera::PartitionOptions::coarsening)
+      .def_readwrite("coarsen_min_arcs", &tessera::PartitionOptions::coarsen_min_arcs);
   m.def("partition_graph_path",
         [](const std::string& input, const std::string& graph_name, int num_parts,
-           const std::string& out_path, int num_hops, const std::string& part_method,
-           const std::string& balance_ntypes, bool balance_edges, bool return_mapping,
-           int num_trainers_per_machine, const std::string& objtype, uint64_t seed,
-           double coarsening, int64_t coarsen_min_arcs) {
-          auto o = MakePartitionOptions(num_hops, part_method, balance_ntypes, balance_edges,
-                                        return_mapping, num_trainers_per_machine, objtype, seed,
-                                        coarsening, coarsen_min_arcs);
+           const std::string& out_path, const tessera::PartitionOptions& o) {
           auto r = Wait([&] {
             auto graph = tessera::read_graph(input);
             ThrowIfError(graph.status(), "partition_graph: reading " + input);
@@ -674,13 +660,7 @@ PYBIND11_MODULE(_C, m) {
         [](int64_t num_nodes, const torch::Tensor& src, const torch::Tensor& dst,
            const std::map<std::string, torch::Tensor>& ndata,
            const std::map<std::string, torch::Tensor>& edata, const std::string& graph_name,
-           int num_parts, const std::string& out_path, int num_hops, const std::string& part_method,
-           const std::string& balance_ntypes, bool balance_edges, bool return_mapping,
-           int num_trainers_per_machine, const std::string& objtype, uint64_t seed,
-           double coarsening, int64_t coarsen_min_arcs) {
-          auto o = MakePartitionOptions(num_hops, part_method, balance_ntypes, balance_edges,
-                                        return_mapping, num_trainers_per_machine, objtype, seed,
-                                        coarsening, coarsen_min_arcs);
+           int num_parts, const std::string& out_path, const tessera::PartitionOptions& o) {
           tessera::Graph graph = GraphFrom(num_nodes, src, dst, ndata, edata);
           auto r = Wait([&] {
             auto result = tessera::partition_graph(graph, graph_name, num_parts, out_path, o);

@@ -55,6 +55,13 @@ def _graph_arrays(g):
                     "'num_nodes', or a DGLGraph-like object with edges() and num_nodes()")
 
 
+def _options(args, balance_ntypes):
+    options = _C.PartitionOptions()
+    for name, value in dict(args, balance_ntypes=balance_ntypes).items():
+        setattr(options, name, value)
+    return options
+
+
 def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method="metis",
                     balance_ntypes=None, balance_edges=False, return_mapping=False,
                     num_trainers_per_machine=1, objtype="cut", graph_formats=None,
@@ -108,12 +115,7 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
             raise TypeError("partition_graph: with a graph folder, balance_ntypes is the name "
                             "of a node array")
         _C.partition_graph_path(str(g), graph_name, int(num_parts), out_path,
-                                args["num_hops"], args["part_method"],
-                                balance_ntypes or "", args["balance_edges"],
-                                args["return_mapping"],
-                                args["num_trainers_per_machine"], args["objtype"],
-                                args["seed"], args["coarsening"],
-                                args["coarsen_min_arcs"])
+                                _options(args, balance_ntypes or ""))
     else:
         num_nodes, src, dst, ndata, edata = _graph_arrays(g)
         ndata = {k: torch.as_tensor(v) for k, v in ndata.items() if k not in (NID,)}
@@ -131,12 +133,7 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
                 raise _C.TesseraError("partition_graph: balance_ntypes must be one of the "
                                       "graph's node arrays (or its name)")
         _C.partition_graph_arrays(num_nodes, src, dst, ndata, edata, graph_name,
-                                  int(num_parts), out_path, args["num_hops"],
-                                  args["part_method"], balance, args["balance_edges"],
-                                  args["return_mapping"],
-                                  args["num_trainers_per_machine"], args["objtype"],
-                                  args["seed"], args["coarsening"],
-                                  args["coarsen_min_arcs"])
+                                  int(num_parts), out_path, _options(args, balance))
     if return_mapping:
         nids = torch.from_numpy(np.load(os.path.join(out_path, "orig_nids.npy")))
         eids = torch.from_numpy(np.load(os.path.join(out_path, "orig_eids.npy")))

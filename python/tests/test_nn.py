@@ -179,7 +179,7 @@ def test_partition_graph_with_coarsening_keeps_the_communities_apart(tmp_path, c
         _, _, _, gpb, _, _, _ = tessera.load_partition(str(tmp_path / "two.json"), p)
         parts.append(sorted(orig_nids[gpb.partid2nids(p)].tolist()))
     assert sorted(parts) == [list(range(300)), list(range(300, 600))]
-    with pytest.raises(tessera.TesseraError, match="coarsening must be 1"):
+    with pytest.raises(tessera.TesseraError, match="coarsening must be >= 1"):
         tessera.partition_graph(graph, "two", 2, str(tmp_path / "bad"), coarsening=0.5)
 
 
