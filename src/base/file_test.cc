@@ -2,8 +2,11 @@
 
 #include <cstring>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/base/crc32c.h"
+
+using ::testing::HasSubstr;
 
 namespace tessera {
 namespace {
@@ -46,11 +49,11 @@ TEST_F(FileTest, OutputFileAppendAndWriteAt) {
 TEST_F(FileTest, ErrorsNameThePath) {
   auto missing = MappedFile::Open(dir_ + "/nope");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(missing.status().message().find(dir_ + "/nope"), std::string::npos);
+  EXPECT_THAT(missing.status().message(), HasSubstr(dir_ + "/nope"));
   EXPECT_FALSE(MappedFile::Open(dir_).ok());  // A directory is not a regular file.
   auto bad = OutputFile::Create(dir_ + "/no/such/dir/x");
   EXPECT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("cannot create"), std::string::npos);
+  EXPECT_THAT(bad.status().message(), HasSubstr("cannot create"));
 }
 
 TEST_F(FileTest, MakeDirsAndSizes) {
@@ -107,7 +110,7 @@ TEST_F(FileTest, WriteFileDurablyReplacesTheFileAndLeavesNoTemporary) {
   EXPECT_FALSE(PathExists(path + ".tmp"));
   Status missing = WriteFileDurably(dir_ + "/no/such/folder/f", "x");
   EXPECT_FALSE(missing.ok());
-  EXPECT_NE(std::string(missing.message()).find("no/such/folder"), std::string::npos) << missing;
+  EXPECT_THAT(missing.message(), HasSubstr("no/such/folder")) << missing;
   EXPECT_FALSE(SyncPath(dir_ + "/absent").ok());
   EXPECT_TRUE(SyncPath(dir_).ok());
   EXPECT_TRUE(SyncPath(path).ok());

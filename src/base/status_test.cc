@@ -2,7 +2,10 @@
 
 #include <cerrno>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+
+using ::testing::HasSubstr;
 
 namespace tessera {
 namespace {
@@ -41,7 +44,7 @@ TEST(ErrnoError, MapsCodes) {
   EXPECT_EQ(ErrnoError("open x", ENOENT).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(ErrnoError("open x", EACCES).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(ErrnoError("write x", ENOSPC).code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(ErrnoError("open x", ENOENT).message().find("No such file"), std::string::npos);
+  EXPECT_THAT(ErrnoError("open x", ENOENT).message(), HasSubstr("No such file"));
 }
 
 }  // namespace

@@ -15,10 +15,18 @@
 #include <sstream>
 #include <string>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
 #include "tessera/base/file.h"
+
+namespace tessera {
+// The matchers tests check messages with (EXPECT_THAT(message, HasSubstr(...))).
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::ThrowsMessage;
+}  // namespace tessera
 
 namespace tessera::testing {
 

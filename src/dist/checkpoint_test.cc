@@ -34,7 +34,7 @@ void ExpectError(F f, std::initializer_list<std::string> parts,
     ADD_FAILURE() << "expected an error at line " << where.line();
   } catch (const Error& e) {
     for (const std::string& part : parts) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+      EXPECT_THAT(e.what(), HasSubstr(part)) << e.what();
     }
   }
 }

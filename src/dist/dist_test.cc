@@ -247,12 +247,11 @@ void CheckSampling(const std::string& config) {
                                     return 0;
                                   },
                                   {.batch_size = 3, .num_workers = 2});
-  try {
-    for (int64_t v : failing) (void)v;
-    FAIL() << "expected the collate error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no sevens"), std::string::npos) << e.what();
-  }
+  EXPECT_THAT(
+      [&] {
+        for (int64_t v : failing) (void)v;
+      },
+      ThrowsMessage<Error>(HasSubstr("no sevens")));
 }
 
 // Learnable embeddings and the sparse optimizers, identical in both modes:
@@ -349,13 +348,9 @@ void CheckEmbedding(const std::string& config, const std::string& dir) {
   EXPECT_TRUE(torch::equal(emb.weight()[all], before));
   EXPECT_TRUE(torch::equal(g.ndata("emb_adagrad.adagrad_sum")[all], state));
   EXPECT_FALSE(torch::equal(torch::rand({3}), draw));  // The random state is left alone.
-  try {
-    emb_adam.load(dir + "/emb");  // It holds emb_adagrad only.
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("holds no tensor node/emb_adam"), std::string::npos)
-        << e.what();
-  }
+  // It holds emb_adagrad only.
+  EXPECT_THAT([&] { emb_adam.load(dir + "/emb"); },
+              ThrowsMessage<Error>(HasSubstr("holds no tensor node/emb_adam")));
   EXPECT_THROW(emb.load(dir + "/missing"), Error);
   EXPECT_THROW(SparseAdam({emb}, -1), Error);
   EXPECT_THROW(DistEmbedding(2708, 0, "emb_zero"), Error);
@@ -420,12 +415,7 @@ TEST(DistTest, StandaloneRefusesAMultiPartConfig) {
   tessera::testing::TempDir dir;
   std::string config = kvstore::testing::PartitionCora(dir.path(), 2);
   initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
-  try {
-    DistGraph g("cora", config);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("one-part"), std::string::npos) << e.what();
-  }
+  EXPECT_THAT([&] { DistGraph g("cora", config); }, ThrowsMessage<Error>(HasSubstr("one-part")));
   exit_client();
 }
 
@@ -463,9 +453,8 @@ TEST(DistTest, ExitClientWarnsWhenServersDoNotAnswerGoodbye) {
   EXPECT_NO_THROW(exit_client());  // Its threads are gone after it.
   std::string text = log->text();
   log.reset();
-  EXPECT_NE(text.find("warning client 0: goodbye not confirmed (server 0"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("did not answer goodbye in time"), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr("warning client 0: goodbye not confirmed (server 0")) << text;
+  EXPECT_THAT(text, HasSubstr("did not answer goodbye in time")) << text;
   EXPECT_NO_THROW(exit_client());  // Idempotent.
 }
 
@@ -496,8 +485,7 @@ TEST(DistTest, TimeoutsFromTheEnvironmentAreChecked) {
         exit_client();
         ADD_FAILURE() << "no error for " << name << "=" << bad;
       } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find(name + "='" + bad + "' is not a number of seconds"),
-                  std::string::npos)
+        EXPECT_THAT(e.what(), HasSubstr(name + "='" + bad + "' is not a number of seconds"))
             << e.what();
       }
     }

@@ -8,10 +8,13 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "src/base/test_util.h"
+#include "src/graph/array_test_util.h"
 #include "src/graph/npy.h"
 
 namespace tessera::dist_partition {
 namespace {
+
+using testing::Values;
 
 using testing::TempDir;
 
@@ -60,12 +63,6 @@ Graph Shop() {
   return g;
 }
 
-template <typename T>
-std::vector<T> ToVector(const Array& a) {
-  auto s = a.span<T>();
-  return {s.begin(), s.end()};
-}
-
 TEST(ChunkedGraph, RoundTripEveryRange) {
   for (bool csv : {true, false}) {
     for (int chunks : {1, 3, 10}) {
@@ -92,7 +89,7 @@ TEST(ChunkedGraph, RoundTripEveryRange) {
                     std::vector<int64_t>(ring.dst_ids().begin() + b, ring.dst_ids().begin() + e));
           auto w = ReadRows(g->edge_data[0][0], b, e);
           ASSERT_TRUE(w.ok()) << w.status();
-          EXPECT_EQ(ToVector<float>(*w),
+          EXPECT_EQ(Values<float>(*w),
                     std::vector<float>(ring.edge_data["w"].span<float>().begin() + b,
                                        ring.edge_data["w"].span<float>().begin() + e));
         }
@@ -100,7 +97,7 @@ TEST(ChunkedGraph, RoundTripEveryRange) {
       auto feat = ReadRows(g->node_data[0][0], 1, 5);
       ASSERT_TRUE(feat.ok());
       EXPECT_EQ(feat->shape(), (std::vector<int64_t>{4, 2}));
-      EXPECT_EQ(ToVector<float>(*feat), (std::vector<float>{10, 15, 20, 25, 30, 35, 40, 45}));
+      EXPECT_EQ(Values<float>(*feat), (std::vector<float>{10, 15, 20, 25, 30, 35, 40, 45}));
     }
   }
 }
@@ -123,10 +120,10 @@ TEST(ChunkedGraph, TypedRoundTrip) {
   ASSERT_EQ(g->node_data[1].size(), 1u);
   auto price = ReadRows(g->node_data[1][0], 0, 2);
   ASSERT_TRUE(price.ok());
-  EXPECT_EQ(ToVector<double>(*price), (std::vector<double>{1.25, 2.5}));
+  EXPECT_EQ(Values<double>(*price), (std::vector<double>{1.25, 2.5}));
   auto when = ReadRows(g->edge_data[1][0], 1, 2);
   ASSERT_TRUE(when.ok());
-  EXPECT_EQ(ToVector<int64_t>(*when), std::vector<int64_t>{8});
+  EXPECT_EQ(Values<int64_t>(*when), std::vector<int64_t>{8});
   // DGL's key names, including the undocumented totals.
   auto meta = nlohmann::json::parse(testing::ReadAll(dir / "metadata.json"));
   EXPECT_EQ(meta["num_nodes_per_type"], nlohmann::json({3, 2}));
@@ -157,7 +154,7 @@ Status Tampered(const std::function<void(nlohmann::json&, const std::string&)>& 
 void ExpectError(const Status& st, const std::vector<std::string>& parts) {
   ASSERT_FALSE(st.ok());
   for (const auto& part : parts) {
-    EXPECT_NE(st.message().find(part), std::string::npos) << st.message() << "\n  lacks: " << part;
+    EXPECT_THAT(st.message(), HasSubstr(part)) << st.message() << "\n  lacks: " << part;
   }
 }
 

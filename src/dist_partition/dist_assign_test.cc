@@ -3,8 +3,11 @@
 // the classes' balance; and the clear error PT-Scotch's absence gives.
 #include <numeric>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/dist_partition/dist_internal.h"
+
+using ::testing::HasSubstr;
 
 namespace tessera::dist_partition::internal {
 namespace {
@@ -138,7 +141,7 @@ TEST(DistAssign, PtScotchNeedsMpiRanks) {
     adjacency.xadj.assign(5, 0);
     return ScotchParts(comm, layout, adjacency, false, {}, 0).status();
   });
-  EXPECT_NE(results[0].message().find("needs MPI ranks"), std::string::npos) << results[0];
+  EXPECT_THAT(results[0].message(), HasSubstr("needs MPI ranks")) << results[0];
 }
 
 }  // namespace

@@ -216,7 +216,7 @@ TEST_F(DistPartitionTest, TrainersPerMachineEqualSingleProcess) {
   TempDir out;
   auto bad = RunRanks(2, *dir_ / "chunked", 2, out / "bad", o);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("num_trainers_per_machine must be >= 1"), std::string::npos)
+  EXPECT_THAT(bad.status().message(), HasSubstr("num_trainers_per_machine must be >= 1"))
       << bad.status();
 }
 
@@ -232,10 +232,10 @@ TEST_F(DistPartitionTest, AFailedRankStopsEveryRankAndNothingLooksValid) {
   testing::WriteAll(copy / "in/edges/_N:_E:_N-2.txt", "1 2\n");
   auto result = RunRanks(2, copy / "in", 2, copy / "out", o);
   ASSERT_FALSE(result.ok());
-  EXPECT_NE(result.status().message().find("rank 1 of 2: "), std::string::npos) << result.status();
-  EXPECT_NE(result.status().message().find("_N:_E:_N-2.txt: holds 1 edges but the metadata says "
-                                           "1000"),
-            std::string::npos)
+  EXPECT_THAT(result.status().message(), HasSubstr("rank 1 of 2: ")) << result.status();
+  EXPECT_THAT(result.status().message(),
+              HasSubstr("_N:_E:_N-2.txt: holds 1 edges but the metadata says "
+                        "1000"))
       << result.status();
   EXPECT_FALSE(PathExists(copy / "out/sbm.json"));
   // A truncated feature chunk: every rank checks the headers first.
@@ -245,10 +245,10 @@ TEST_F(DistPartitionTest, AFailedRankStopsEveryRankAndNothingLooksValid) {
   std::filesystem::resize_file(copy / "in/node_data/_N/feat-2.npy", 200);
   result = RunRanks(3, copy / "in", 3, copy / "out", o);
   ASSERT_FALSE(result.ok());
-  EXPECT_NE(result.status().message().find("feat-2.npy"), std::string::npos) << result.status();
+  EXPECT_THAT(result.status().message(), HasSubstr("feat-2.npy")) << result.status();
   // Arguments every rank rejects.
   result = RunRanks(2, *dir_ / "chunked", 3, copy / "out", o);
-  EXPECT_NE(result.status().message().find("multiple of the number of ranks"), std::string::npos)
+  EXPECT_THAT(result.status().message(), HasSubstr("multiple of the number of ranks"))
       << result.status();
 }
 

@@ -111,8 +111,7 @@ TEST(Generator, RejectsBadOptions) {
   EXPECT_EQ(GenerateSbmGraph(o, dir.path()).status().code(), absl::StatusCode::kInvalidArgument);
   o = Small();
   o.homophily = 1.5;
-  EXPECT_NE(std::string(GenerateSbmGraph(o, dir.path()).status().message()).find("--homophily"),
-            std::string::npos);
+  EXPECT_THAT(GenerateSbmGraph(o, dir.path()).status().message(), HasSubstr("--homophily"));
   o = Small();
   o.train_fraction = 0.8;
   o.val_fraction = 0.3;

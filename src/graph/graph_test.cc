@@ -1,6 +1,9 @@
 #include "tessera/graph/graph.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+
+using ::testing::HasSubstr;
 
 namespace tessera {
 namespace {
@@ -76,15 +79,13 @@ TEST(Graph, ValidateNamesTheProblem) {
   g.num_nodes = 3;
   Status st = g.Validate("in.npy");
   EXPECT_EQ(st.code(), absl::StatusCode::kOutOfRange);
-  EXPECT_NE(std::string(st.message()).find("src[4] = 3 is out of range [0, 3)"), std::string::npos)
-      << st;
+  EXPECT_THAT(st.message(), HasSubstr("src[4] = 3 is out of range [0, 3)")) << st;
   Graph h = Sample();
   h.dst = Array::From(std::vector<int64_t>{1, 2});
-  EXPECT_NE(std::string(h.Validate("x").message()).find("src has 6 edges but dst has 2"),
-            std::string::npos);
+  EXPECT_THAT(h.Validate("x").message(), HasSubstr("src has 6 edges but dst has 2"));
   Graph e = Sample();
   e.edge_data.emplace("short", Array::From(std::vector<float>{1}));
-  EXPECT_NE(std::string(e.Validate("x").message()).find("edge array 'short'"), std::string::npos);
+  EXPECT_THAT(e.Validate("x").message(), HasSubstr("edge array 'short'"));
 }
 
 }  // namespace

@@ -58,10 +58,9 @@ TEST(Npy, HeaderIsWhatNumpyWrites) {
   // numpy: np.save(f, np.arange(3, dtype=np.int64)) writes exactly this dict.
   std::string header = EncodeNpyHeader(DType::kInt64, {3});
   EXPECT_EQ(header.size() % 64, 0u);
-  EXPECT_NE(header.find("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }"),
-            std::string::npos);
+  EXPECT_THAT(header, HasSubstr("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }"));
   EXPECT_EQ(header.back(), '\n');
-  EXPECT_NE(EncodeNpyHeader(DType::kFloat32, {2, 5}).find("'shape': (2, 5)"), std::string::npos);
+  EXPECT_THAT(EncodeNpyHeader(DType::kFloat32, {2, 5}), HasSubstr("'shape': (2, 5)"));
 }
 
 TEST(Npy, ReadsVersion2AndScalars) {
@@ -130,8 +129,8 @@ TEST(Npy, RejectsBadFilesWithTheReason) {
     auto r = ReadNpy(dir / c.name);
     ASSERT_FALSE(r.ok()) << c.name;
     std::string message(r.status().message());
-    EXPECT_NE(message.find(dir / c.name), std::string::npos) << message;
-    EXPECT_NE(message.find(c.reason), std::string::npos) << c.name << ": " << message;
+    EXPECT_THAT(message, HasSubstr(dir / c.name)) << message;
+    EXPECT_THAT(message, HasSubstr(c.reason)) << c.name << ": " << message;
   }
   EXPECT_EQ(ReadNpy(dir / "missing.npy").status().code(), absl::StatusCode::kNotFound);
 }
@@ -144,7 +143,7 @@ TEST(NpyWriter, AppendModeChecksTheRowCount) {
   ASSERT_TRUE(w->AppendRows(rows, 3).ok());
   Status st = w->Close();
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(std::string(st.message()).find("3 rows written, 4 declared"), std::string::npos);
+  EXPECT_THAT(st.message(), HasSubstr("3 rows written, 4 declared"));
   auto w2 = NpyWriter::Create(dir / "b.npy", DType::kInt64, {2});
   ASSERT_TRUE(w2.ok());
   EXPECT_FALSE(w2->AppendRows(rows, 3).ok());
@@ -177,10 +176,9 @@ TEST(Array, GatherAndWiden) {
   EXPECT_EQ(wide->dtype(), DType::kInt64);
   EXPECT_EQ(wide->span<int64_t>()[3], 40);
   auto negative = ToInt64Ids(Array::From(std::vector<int32_t>{1, -1}), "src.npy", true);
-  EXPECT_NE(std::string(negative.status().message()).find("negative id -1 at position 1"),
-            std::string::npos);
+  EXPECT_THAT(negative.status().message(), HasSubstr("negative id -1 at position 1"));
   auto floats = ToInt64Ids(Array::From(std::vector<float>{1}), "src.npy", true);
-  EXPECT_NE(std::string(floats.status().message()).find("float32"), std::string::npos);
+  EXPECT_THAT(floats.status().message(), HasSubstr("float32"));
 }
 
 // Dropping the pages of some rows of a mapped array (whole pages inside the

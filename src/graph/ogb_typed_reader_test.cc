@@ -6,29 +6,19 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
+#include "src/graph/array_test_util.h"
 #include "tessera/base/strings.h"
 #include "tessera/graph/readers.h"
 
 namespace tessera {
 namespace {
 
+using testing::Values;
+using testing::WriteGz;
+
 using testing::TempDir;
 
 std::string MessageOf(const Status& st) { return std::string(st.message()); }
-
-void WriteGz(const std::string& path, const std::string& text) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
-            static_cast<int>(text.size()));
-  gzclose(f);
-}
-
-template <typename T>
-std::vector<T> Values(const Array& array) {
-  auto span = array.span<T>();
-  return std::vector<T>(span.begin(), span.end());
-}
 
 // Like ogbn-mag, with two authors and three papers:
 //
@@ -93,7 +83,7 @@ void ExpectError(Change change, const std::string& want,
   change(dir);
   Status st = ReadGraph(dir.path(), options).status();
   EXPECT_EQ(st.code(), code) << st;
-  EXPECT_NE(MessageOf(st).find(want), std::string::npos) << "want: " << want << "\ngot: " << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr(want)) << "want: " << want << "\ngot: " << st;
 }
 
 TEST(ReadOgbTyped, BadRelationsAreNamed) {

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
+#include "src/graph/array_test_util.h"
 #include "src/graph/npy.h"
 #include "tessera/base/resource.h"
 #include "tessera/base/strings.h"
@@ -11,19 +12,13 @@
 namespace tessera {
 namespace {
 
+using testing::WriteGz;
+
 using testing::TempDir;
 using testing::TestDataDir;
 using testing::WriteAll;
 
 std::string MessageOf(const Status& st) { return std::string(st.message()); }
-
-void WriteGz(const std::string& path, const std::string& text) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr);
-  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
-            static_cast<int>(text.size()));
-  gzclose(f);
-}
 
 // 3 nodes: 0 -> 1, 1 -> 2, 2 -> 0 (int32 ids), a feature, a mask, an edge weight.
 void WriteNpyGraph(const std::string& dir) {
@@ -69,24 +64,21 @@ TEST(ReadNpyDirectory, BadInputIsNamed) {
     ASSERT_TRUE(RemoveAll(dir / "dst.npy").ok());
     Status st = ReadGraph(dir.path()).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
-    EXPECT_NE(MessageOf(st).find(dir / "dst.npy"), std::string::npos) << st;
+    EXPECT_THAT(MessageOf(st), HasSubstr(dir / "dst.npy")) << st;
   }
   {  // Floating-point ids.
     TempDir dir;
     WriteNpyGraph(dir.path());
     ASSERT_TRUE(WriteNpy(dir / "src.npy", Array::From(std::vector<float>{0, 1, 2})).ok());
     Status st = ReadGraph(dir.path()).status();
-    EXPECT_NE(MessageOf(st).find("src.npy: expected an integer array, got float32"),
-              std::string::npos)
-        << st;
+    EXPECT_THAT(MessageOf(st), HasSubstr("src.npy: expected an integer array, got float32")) << st;
   }
   {  // Mismatched src/dst lengths.
     TempDir dir;
     WriteNpyGraph(dir.path());
     ASSERT_TRUE(WriteNpy(dir / "dst.npy", Array::From(std::vector<int64_t>{1, 2})).ok());
-    EXPECT_NE(
-        MessageOf(ReadGraph(dir.path()).status()).find("src.npy has 3 entries but dst.npy has 2"),
-        std::string::npos);
+    EXPECT_THAT(MessageOf(ReadGraph(dir.path()).status()),
+                HasSubstr("src.npy has 3 entries but dst.npy has 2"));
   }
   {  // An id beyond the node arrays.
     TempDir dir;
@@ -94,20 +86,20 @@ TEST(ReadNpyDirectory, BadInputIsNamed) {
     ASSERT_TRUE(WriteNpy(dir / "dst.npy", Array::From(std::vector<int64_t>{1, 7, 0})).ok());
     Status st = ReadGraph(dir.path()).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kOutOfRange);
-    EXPECT_NE(MessageOf(st).find("dst[1] = 7 is out of range [0, 3)"), std::string::npos) << st;
+    EXPECT_THAT(MessageOf(st), HasSubstr("dst[1] = 7 is out of range [0, 3)")) << st;
   }
   {  // Node arrays that disagree on the node count.
     TempDir dir;
     WriteNpyGraph(dir.path());
     ASSERT_TRUE(WriteNpy(dir / "label.npy", Array::From(std::vector<int64_t>{1, 2})).ok());
     Status st = ReadGraph(dir.path()).status();
-    EXPECT_NE(MessageOf(st).find("label.npy: has 2 rows but"), std::string::npos) << st;
+    EXPECT_THAT(MessageOf(st), HasSubstr("label.npy: has 2 rows but")) << st;
   }
   {  // An edge array of the wrong length.
     TempDir dir;
     WriteNpyGraph(dir.path());
     ASSERT_TRUE(WriteNpy(dir / "edge_feat/w.npy", Array::From(std::vector<double>{1})).ok());
-    EXPECT_NE(MessageOf(ReadGraph(dir.path()).status()).find("edge_feat/w.npy"), std::string::npos);
+    EXPECT_THAT(MessageOf(ReadGraph(dir.path()).status()), HasSubstr("edge_feat/w.npy"));
   }
   {  // A truncated feature file.
     TempDir dir;
@@ -115,12 +107,11 @@ TEST(ReadNpyDirectory, BadInputIsNamed) {
     std::string bytes = testing::ReadAll(dir / "feat.npy");
     WriteAll(dir / "feat.npy", bytes.substr(0, bytes.size() - 5));
     Status st = ReadGraph(dir.path()).status();
-    EXPECT_NE(MessageOf(st).find("feat.npy: truncated"), std::string::npos) << st;
+    EXPECT_THAT(MessageOf(st), HasSubstr("feat.npy: truncated")) << st;
   }
   {  // Not a graph folder at all.
     TempDir dir;
-    EXPECT_NE(MessageOf(ReadGraph(dir.path()).status()).find("not a graph directory"),
-              std::string::npos);
+    EXPECT_THAT(MessageOf(ReadGraph(dir.path()).status()), HasSubstr("not a graph directory"));
   }
 }
 
@@ -150,16 +141,13 @@ TEST(ReadEdgeList, MalformedLinesReportTheLineNumber) {
   WriteAll(dir / "bad.csv", "0,1\n1,2\n2,x\n");
   Status st = ReadEdgeList(dir / "bad.csv").status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(MessageOf(st).find(dir / "bad.csv:3:"), std::string::npos) << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr(dir / "bad.csv:3:")) << st;
   WriteAll(dir / "cols.csv", "0,1\n1,2,3\n");
-  EXPECT_NE(MessageOf(ReadEdgeList(dir / "cols.csv").status()).find("cols.csv:2:"),
-            std::string::npos);
+  EXPECT_THAT(MessageOf(ReadEdgeList(dir / "cols.csv").status()), HasSubstr("cols.csv:2:"));
   WriteAll(dir / "neg.csv", "0,-1\n");
-  EXPECT_NE(MessageOf(ReadEdgeList(dir / "neg.csv").status()).find("negative node id"),
-            std::string::npos);
+  EXPECT_THAT(MessageOf(ReadEdgeList(dir / "neg.csv").status()), HasSubstr("negative node id"));
   WriteAll(dir / "empty.csv", "# nothing\n");
-  EXPECT_NE(MessageOf(ReadEdgeList(dir / "empty.csv").status()).find("contains no edges"),
-            std::string::npos);
+  EXPECT_THAT(MessageOf(ReadEdgeList(dir / "empty.csv").status()), HasSubstr("contains no edges"));
 }
 
 TEST(ReadEdgeList, CorruptOrTruncatedGzipIsAnError) {
@@ -171,7 +159,7 @@ TEST(ReadEdgeList, CorruptOrTruncatedGzipIsAnError) {
   WriteAll(dir / "truncated.csv.gz", bytes.substr(0, bytes.size() / 2));
   Status st = ReadEdgeList(dir / "truncated.csv.gz").status();
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
-  EXPECT_NE(MessageOf(st).find("truncated.csv.gz: corrupt or truncated gzip"), std::string::npos);
+  EXPECT_THAT(MessageOf(st), HasSubstr("truncated.csv.gz: corrupt or truncated gzip"));
   std::string corrupt = bytes;
   for (size_t i = 40; i < 200; ++i) corrupt[i] = static_cast<char>(corrupt[i] ^ 0x5a);
   WriteAll(dir / "corrupt.csv.gz", corrupt);
@@ -216,7 +204,7 @@ TEST(ReadOgb, CiteSeerSplitsAndTransforms) {
   options.split = "no-such-split";
   Status st = ReadGraph(TestDataDir() + "/citeseer", options).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(MessageOf(st).find("geom-gcn-0"), std::string::npos);  // Lists the splits it has.
+  EXPECT_THAT(MessageOf(st), HasSubstr("geom-gcn-0"));  // Lists the splits it has.
 }
 
 TEST(ReadOgb, ChoosesTheOnlySplitOrAsks) {
@@ -232,8 +220,7 @@ TEST(ReadOgb, ChoosesTheOnlySplitOrAsks) {
               std::string(split) == "a" ? "0\n" : "3\n");
     }
   }
-  EXPECT_NE(MessageOf(ReadOgb(dir.path()).status()).find("several splits (a, b)"),
-            std::string::npos);
+  EXPECT_THAT(MessageOf(ReadOgb(dir.path()).status()), HasSubstr("several splits (a, b)"));
   ASSERT_TRUE(RemoveAll(dir / "split/b").ok());
   auto g = ReadOgb(dir.path());
   ASSERT_TRUE(g.ok()) << g.status();
@@ -241,8 +228,7 @@ TEST(ReadOgb, ChoosesTheOnlySplitOrAsks) {
   EXPECT_EQ(g->node_data.at("label").span<int64_t>()[1], -1);  // NaN label.
   WriteGz(dir / "split/a/test.csv.gz", "9\n");
   Status st = ReadOgb(dir.path()).status();
-  EXPECT_NE(MessageOf(st).find("test.csv.gz:1: node id 9 is out of range"), std::string::npos)
-      << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr("test.csv.gz:1: node id 9 is out of range")) << st;
 }
 
 // Found by fuzz/text_readers_fuzz.cc: a label that parses as a float but is
@@ -259,9 +245,8 @@ TEST(ReadOgb, LabelsMustBeIntegers) {
   for (const char* bad : {"-nan", "inf", "1e30", "2.5"}) {
     WriteGz(dir / "raw/node-label.csv.gz", std::string("1\n") + bad + "\n");
     Status st = ReadOgb(dir.path()).status();
-    EXPECT_NE(MessageOf(st).find("node-label.csv.gz:2: value 1 '" + std::string(bad) +
-                                 "' is not a number"),
-              std::string::npos)
+    EXPECT_THAT(MessageOf(st), HasSubstr("node-label.csv.gz:2: value 1 '" + std::string(bad) +
+                                         "' is not a number"))
         << st;
   }
 }
@@ -271,8 +256,7 @@ TEST(ReadEdgeList, TheLargestIdIsAnErrorNotAnOverflow) {
   TempDir dir;
   WriteAll(dir / "max.csv", "0 9223372036854775807\n");
   Status st = ReadEdgeList(dir / "max.csv").status();
-  EXPECT_NE(MessageOf(st).find("node id 9223372036854775807 is too large"), std::string::npos)
-      << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr("node id 9223372036854775807 is too large")) << st;
 }
 
 // Found by fuzz/text_readers_fuzz.cc: node-label was allocated for the node
@@ -286,12 +270,12 @@ TEST(ReadOgb, AHugeNodeCountIsCheckedAgainstTheLinesNotAllocated) {
   WriteGz(dir / "raw/node-label.csv.gz", "0\n1\n");
   Status st = ReadOgb(dir.path()).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
-  EXPECT_NE(MessageOf(st).find("num-node-list.csv.gz: 85603363343 nodes would need 637.79 GiB"),
-            std::string::npos)
+  EXPECT_THAT(MessageOf(st),
+              HasSubstr("num-node-list.csv.gz: 85603363343 nodes would need 637.79 GiB"))
       << st;
   WriteGz(dir / "raw/num-node-list.csv.gz", "5\n");
   st = ReadOgb(dir.path()).status();
-  EXPECT_NE(MessageOf(st).find("has 2 lines but the graph has 5 nodes"), std::string::npos) << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr("has 2 lines but the graph has 5 nodes")) << st;
 }
 
 // An OGB folder whose num-node-list claims 10^12 nodes, with split files and
@@ -313,12 +297,12 @@ TEST(ReadOgb, AClaimedNodeCountBeyondMemoryIsRefusedBeforeAllocating) {
   const int64_t peak_before = PeakRssBytes();
   Status st = ReadGraph(dir.path()).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
-  EXPECT_NE(MessageOf(st).find(dir / "raw/num-node-list.csv.gz: 1000000000000 nodes would need "
-                                     "7.28 TiB for the graph's CSR offsets (8 bytes per node), "
-                                     "more than the "),
-            std::string::npos)
+  EXPECT_THAT(MessageOf(st),
+              HasSubstr(dir / "raw/num-node-list.csv.gz: 1000000000000 nodes would need "
+                              "7.28 TiB for the graph's CSR offsets (8 bytes per node), "
+                              "more than the "))
       << st;
-  EXPECT_NE(MessageOf(st).find("of memory available"), std::string::npos) << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr("of memory available")) << st;
   EXPECT_LT(PeakRssBytes() - peak_before, int64_t{64} << 20);
 }
 
@@ -344,10 +328,10 @@ TEST(ReadOgb, MaxClaimedBytesBoundsTheNodeCount) {
   options.max_claimed_bytes = 4 << 20;
   Status st = ReadGraph(dir.path(), options).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
-  EXPECT_NE(MessageOf(st).find("num-node-list.csv.gz: 1000000 nodes would need 7.63 MiB for the "
-                               "graph's CSR offsets (8 bytes per node), more than the reader's "
-                               "limit of 4.00 MiB (max_claimed_bytes)"),
-            std::string::npos)
+  EXPECT_THAT(MessageOf(st),
+              HasSubstr("num-node-list.csv.gz: 1000000 nodes would need 7.63 MiB for the "
+                        "graph's CSR offsets (8 bytes per node), more than the reader's "
+                        "limit of 4.00 MiB (max_claimed_bytes)"))
       << st;
   options.max_claimed_bytes = 8 << 20;
   EXPECT_TRUE(ReadGraph(dir.path(), options).ok());
@@ -362,15 +346,13 @@ TEST(ReadEdgeList, AHugeIdOrNodeCountIsRefused) {
   WriteAll(dir / "huge.csv", "0 999999999999999\n");
   Status st = ReadEdgeList(dir / "huge.csv").status();
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
-  EXPECT_NE(MessageOf(st).find("huge.csv: 1000000000000000 nodes would need 7275.96 TiB"),
-            std::string::npos)
+  EXPECT_THAT(MessageOf(st), HasSubstr("huge.csv: 1000000000000000 nodes would need 7275.96 TiB"))
       << st;
   WriteAll(dir / "small.csv", "0 1\n");
   st = ReadEdgeList(dir / "small.csv", int64_t{1} << 50).status();
-  EXPECT_NE(MessageOf(st).find("small.csv: 1125899906842624 nodes would need"), std::string::npos)
-      << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr("small.csv: 1125899906842624 nodes would need")) << st;
   st = ReadEdgeList(dir / "small.csv", 1000, /*max_claimed_bytes=*/4000).status();
-  EXPECT_NE(MessageOf(st).find("reader's limit of 3.91 KiB"), std::string::npos) << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr("reader's limit of 3.91 KiB")) << st;
   EXPECT_TRUE(ReadEdgeList(dir / "small.csv", 1000, /*max_claimed_bytes=*/8000).ok());
 }
 
@@ -384,9 +366,7 @@ TEST(ReadNpyDirectory, AHugeNumNodesInMetaIsRefused) {
   WriteAll(dir / "meta.json", R"({"num_nodes": 1000000000000})");
   Status st = ReadNpyDirectory(dir.path()).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
-  EXPECT_NE(MessageOf(st).find("meta.json: 1000000000000 nodes would need 7.28 TiB"),
-            std::string::npos)
-      << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr("meta.json: 1000000000000 nodes would need 7.28 TiB")) << st;
 }
 
 }  // namespace

@@ -4,12 +4,15 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
+#include "src/graph/array_test_util.h"
 #include "src/graph/npy.h"
 #include "tessera/base/strings.h"
 #include "tessera/graph/readers.h"
 
 namespace tessera {
 namespace {
+
+using testing::Values;
 
 using testing::TempDir;
 using testing::WriteAll;
@@ -19,12 +22,6 @@ std::string MessageOf(const Status& st) { return std::string(st.message()); }
 template <typename T>
 void Npy(const std::string& path, const std::vector<T>& values) {
   ASSERT_TRUE(WriteNpy(path, Array::From(values)).ok()) << path;
-}
-
-template <typename T>
-std::vector<T> Values(const Array& array) {
-  auto span = array.span<T>();
-  return std::vector<T>(span.begin(), span.end());
 }
 
 // Two node types, two relations:
@@ -110,7 +107,7 @@ void ExpectError(Change change, const std::string& want,
   change(dir);
   Status st = ReadGraph(dir.path()).status();
   EXPECT_EQ(st.code(), code) << st;
-  EXPECT_NE(MessageOf(st).find(want), std::string::npos) << "want: " << want << "\ngot: " << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr(want)) << "want: " << want << "\ngot: " << st;
 }
 
 TEST(ReadTypedNpyDirectory, BadMetaJsonIsNamed) {
@@ -253,8 +250,7 @@ TEST(ReadTypedNpyDirectory, ClaimedCountsAreChecked) {
   options.max_claimed_bytes = 4 << 20;
   Status st = ReadGraph(dir.path(), options).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
-  EXPECT_NE(MessageOf(st).find("meta.json: 1000002 nodes would need 7.63 MiB"), std::string::npos)
-      << st;
+  EXPECT_THAT(MessageOf(st), HasSubstr("meta.json: 1000002 nodes would need 7.63 MiB")) << st;
 }
 
 TEST(ReadTypedNpyDirectory, TransformationsAreForHomogeneousGraphs) {
@@ -265,10 +261,10 @@ TEST(ReadTypedNpyDirectory, TransformationsAreForHomogeneousGraphs) {
   options.remove_duplicate_edges = true;
   Status st = ReadGraph(dir.path(), options).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-  EXPECT_NE(MessageOf(st).find("is a heterogeneous graph, but add_reverse_edges (--undirected), "
-                               "remove_duplicate_edges (--remove-duplicates) apply to homogeneous "
-                               "graphs only"),
-            std::string::npos)
+  EXPECT_THAT(MessageOf(st),
+              HasSubstr("is a heterogeneous graph, but add_reverse_edges (--undirected), "
+                        "remove_duplicate_edges (--remove-duplicates) apply to homogeneous "
+                        "graphs only"))
       << st;
 }
 

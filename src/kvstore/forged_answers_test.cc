@@ -10,9 +10,12 @@
 #include <limits>
 #include <thread>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/kvstore/kv_client.h"
 #include "src/shm/segment.h"
+
+using ::testing::HasSubstr;
 
 namespace tessera::kvstore {
 namespace {
@@ -194,7 +197,7 @@ TEST_F(ForgedAnswersTest, IdsOutsideTheGraphAreRefused) {
   std::vector<int64_t> out(3, -1), src(3, -1), dst(3, -1);
   auto expect = [&](const Status& s, const std::string& says) {
     ExpectDataLoss(s);
-    EXPECT_NE(s.message().find(says), std::string::npos) << s;
+    EXPECT_THAT(s.message(), HasSubstr(says)) << s;
   };
   fake_.forge = Forge::kBadNode;
   expect(client_->graph().SampleNeighbors(seeds, {.fanout = 1}).status(),
@@ -222,7 +225,7 @@ TEST_F(ForgedAnswersTest, PullAnswersAndTensorShapesAreChecked) {
   fake_.forge = Forge::kBadShape;
   auto list = client_->features().List();
   ExpectDataLoss(list.status());
-  EXPECT_NE(list.status().message().find("'node/wrap' with an impossible shape"), std::string::npos)
+  EXPECT_THAT(list.status().message(), HasSubstr("'node/wrap' with an impossible shape"))
       << list.status();
 }
 

@@ -156,7 +156,7 @@ TEST_F(GraphOpsTest, WeightedSamplingUsesTheEdgeArrayOfEachMachine) {
                   .ok());
   auto int_weights = client->graph().SampleNeighbors(seeds, {.fanout = 2, .prob = "iw"});
   EXPECT_EQ(int_weights.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(int_weights.status().message().find("float32"), std::string::npos);
+  EXPECT_THAT(int_weights.status().message(), HasSubstr("float32"));
   EXPECT_EQ(client->graph()
                 .SampleNeighbors(seeds, {.fanout = 2, .dir = EdgeDir::kOut, .prob = "w"})
                 .status()
@@ -201,7 +201,7 @@ TEST_F(GraphOpsTest, FindEdgesAndDegreesInCallerOrder) {
     int64_t x = 0;
     auto bad = client->graph().FindEdges(std::vector<int64_t>{10556}, &x, &x);
     EXPECT_EQ(bad.code(), absl::StatusCode::kOutOfRange);
-    EXPECT_NE(bad.message().find("find_edges"), std::string::npos) << bad;
+    EXPECT_THAT(bad.message(), HasSubstr("find_edges")) << bad;
     EXPECT_EQ(client->graph().SampleNeighbors(std::vector<int64_t>{-1}, {}).status().code(),
               absl::StatusCode::kOutOfRange);
     EXPECT_EQ(
@@ -257,7 +257,7 @@ TEST_F(GraphOpsTest, HostileGraphRequestsGetErrorsAndTheServerGoesOn) {
   for (Case& c : cases) {
     Status s = call(c.method, std::move(c.arrays), c.args);
     EXPECT_FALSE(s.ok()) << rpc::MethodName(c.method);
-    EXPECT_NE(s.message().find(c.says), std::string::npos) << s;
+    EXPECT_THAT(s.message(), HasSubstr(c.says)) << s;
   }
   wire::SampleArgs fine;
   fine.set_fanout(2);

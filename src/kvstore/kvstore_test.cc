@@ -20,14 +20,7 @@ using testing::TestCluster;
 
 class KvStoreTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new tessera::testing::TempDir();
-    config_ = new std::string(testing::PartitionCora(dir_->path(), 2));
-  }
-  static void TearDownTestSuite() {
-    delete config_;
-    delete dir_;
-  }
+  static void SetUpTestSuite() { config_ = &testing::CoraPartitions(2); }
   // Row `gid` of node array `name`, read from the partition files.
   static std::vector<float> FileRow(const std::string& name, int64_t gid) {
     auto book = ReadPartitionConfig(*config_)->Book(0);
@@ -41,11 +34,8 @@ class KvStoreTest : public ::testing::Test {
         a.row_bytes());
     return row;
   }
-  static tessera::testing::TempDir* dir_;
-  static std::string* config_;
+  static inline const std::string* config_ = nullptr;
 };
-tessera::testing::TempDir* KvStoreTest::dir_ = nullptr;
-std::string* KvStoreTest::config_ = nullptr;
 
 TEST_F(KvStoreTest, PullMatchesPartitionFilesLocalAndRemote) {
   TestCluster cluster(*config_, 2, 1);
@@ -99,7 +89,7 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
   InitSpec nul{.name = std::string("emb\0x", 5), .dtype = DType::kInt8, .shape = {2708}};
   auto refused = b->features().InitData(nul);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("bad tensor name \"emb\\x00x\""), std::string::npos)
+  EXPECT_THAT(refused.status().message(), HasSubstr("bad tensor name \"emb\\x00x\""))
       << refused.status();
 
   std::vector<int64_t> all(2708);
@@ -144,9 +134,9 @@ TEST_F(KvStoreTest, RowsLargerThanTheServersMessageLimitAreNotPushed) {
   EXPECT_TRUE(a->features().Push("node/wide", local_id, row.data(), PushMode::kAssign).ok());
   Status pushed = a->features().Push("node/wide", remote_id, row.data(), PushMode::kAssign);
   EXPECT_EQ(pushed.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(pushed.message().find("a row of 'node/wide' is 32.00 KiB in one message, more than "
-                                  "the servers accept (16.00 KiB)"),
-            std::string::npos)
+  EXPECT_THAT(pushed.message(),
+              HasSubstr("a row of 'node/wide' is 32.00 KiB in one message, more than "
+                        "the servers accept (16.00 KiB)"))
       << pushed;
   EXPECT_TRUE(a->features().PullInto("node/wide", remote_id, row.data()).ok());
 }
@@ -237,7 +227,7 @@ TEST_F(KvStoreTest, BadSparseUpdatesAreRefused) {
   std::vector<float> grads(4, 1.0f);
   auto expect = [&](Status st, const char* says) {
     EXPECT_FALSE(st.ok());
-    EXPECT_NE(std::string(st.message()).find(says), std::string::npos) << st;
+    EXPECT_THAT(st.message(), HasSubstr(says)) << st;
   };
   SparseOptimizerSpec adagrad{.kind = SparseOptimizerKind::kAdagrad};
   expect(c->features().SparseUpdate("node/emb", ids, grads.data(), adagrad), "emb.adagrad_sum");
@@ -306,7 +296,7 @@ TEST_F(KvStoreTest, BarrierWaitsForAllAndFailsWhenOneLeaves) {
   Stopwatch watch;
   Status s = x->job().Barrier();
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
-  EXPECT_NE(std::string(s.message()).find("client 11"), std::string::npos) << s;
+  EXPECT_THAT(s.message(), HasSubstr("client 11")) << s;
   EXPECT_LT(watch.Seconds(), 10);
 }
 
@@ -316,7 +306,7 @@ TEST_F(KvStoreTest, WrongJobOrServerListIsAClearError) {
   std::swap(o.servers[0], o.servers[1]);
   auto c = KvClient::Connect(o);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(std::string(c.status().message()).find("check ip_config"), std::string::npos);
+  EXPECT_THAT(c.status().message(), HasSubstr("check ip_config"));
 }
 
 }  // namespace

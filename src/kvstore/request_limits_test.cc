@@ -27,14 +27,7 @@ constexpr int64_t kFeatRowBytes = 1433 * 4;
 
 class RequestLimitsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new tessera::testing::TempDir();
-    config_ = new std::string(testing::PartitionCora(dir_->path(), 2));
-  }
-  static void TearDownTestSuite() {
-    delete config_;
-    delete dir_;
-  }
+  static void SetUpTestSuite() { config_ = &testing::CoraPartitions(2); }
   void SetUp() override {
     book_ = *ReadPartitionConfig(*config_)->Book(0);
     server_ = Load(kLimit, job_);
@@ -87,7 +80,7 @@ class RequestLimitsTest : public ::testing::Test {
                           const std::string& part) {
     Status s = rpc::ResponseStatus(response.header);
     EXPECT_EQ(s.code(), code) << s;
-    EXPECT_NE(s.message().find(part), std::string::npos) << s;
+    EXPECT_THAT(s.message(), HasSubstr(part)) << s;
   }
   static rpc::Message Sample(KvServer& server, std::vector<int64_t> seeds, int64_t fanout,
                              bool replace) {
@@ -113,8 +106,7 @@ class RequestLimitsTest : public ::testing::Test {
   }
   static bool Waiting(const rpc::Message& m) { return !m.header.is_response(); }
 
-  static tessera::testing::TempDir* dir_;
-  static std::string* config_;
+  static inline const std::string* config_ = nullptr;
   std::string job_ = shm::RandomJobId();
   PartitionBook book_;
   std::unique_ptr<KvServer> server_;
@@ -122,8 +114,6 @@ class RequestLimitsTest : public ::testing::Test {
   std::vector<int64_t> owned_ = std::vector<int64_t>(40);  // 40 rows: under the limit.
   rpc::Message reference_;
 };
-tessera::testing::TempDir* RequestLimitsTest::dir_ = nullptr;
-std::string* RequestLimitsTest::config_ = nullptr;
 
 TEST_F(RequestLimitsTest, PullLargerThanTheLimitIsRefusedWithTheNumbers) {
   int64_t first = book_.NodeRange(0).first;

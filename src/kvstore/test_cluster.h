@@ -8,6 +8,7 @@
 #define TESSERA_SRC_KVSTORE_TEST_CLUSTER_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,6 +33,18 @@ inline std::string PartitionCora(const std::string& dir, int parts) {
   auto result = PartitionGraph(*graph, "cora", parts, dir, options);
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? result->config_path : "";
+}
+
+// Cora in `parts` parts, partitioned once per test process under a folder
+// removed at exit; the config path.
+inline const std::string& CoraPartitions(int parts) {
+  static tessera::testing::TempDir dir;
+  static std::map<int, std::string> configs;
+  auto it = configs.find(parts);
+  if (it == configs.end()) {
+    it = configs.emplace(parts, PartitionCora(dir / std::to_string(parts), parts)).first;
+  }
+  return it->second;
 }
 
 // What a job over parts `graphs` must answer for a sample: each part's own

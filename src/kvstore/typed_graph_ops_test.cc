@@ -213,9 +213,7 @@ TEST_F(TypedGraphOpsTest, PerRelationDegreesCountTheInputEdges) {
       Status s =
           c.store->graph().Degrees(std::vector<int64_t>{nodes[0]}, EdgeDir::kIn, bad, out.data());
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-      EXPECT_NE(s.message().find(fmt::format("relation {} is not one of the", bad)),
-                std::string::npos)
-          << s;
+      EXPECT_THAT(s.message(), HasSubstr(fmt::format("relation {} is not one of the", bad))) << s;
     }
   }
   auto rpc = rpc::RpcClient::Create({.token = "t",
@@ -247,7 +245,7 @@ TEST_F(TypedGraphOpsTest, BadPerRelationFanoutsAreNamedErrors) {
   const std::string value_error = "fanout -2 of relation item:bought-by:user is invalid";
   auto expect = [](const Status& s, const std::string& says) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-    EXPECT_NE(s.message().find(says), std::string::npos) << s;
+    EXPECT_THAT(s.message(), HasSubstr(says)) << s;
   };
   TestCluster cluster(*two_config_, 2, 1);
   auto standalone = LocalKvStore::Open(*one_config_);
@@ -292,15 +290,13 @@ TEST_F(TypedGraphOpsTest, BadPerRelationFanoutsAreNamedErrors) {
                                       std::vector<int64_t>{-1, int64_t{1} << 40, 0, 0}}) {
     auto s = call(absurd, /*replace=*/true).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-    EXPECT_NE(s.message().find("sample of 2 seeds with per-relation fanouts ["), std::string::npos)
-        << s;
+    EXPECT_THAT(s.message(), HasSubstr("sample of 2 seeds with per-relation fanouts [")) << s;
   }
   // A weights name some sampled relation lacks.
   auto missing = call({1, 1, 1, 1}, false, "nope").status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound) << missing;
-  EXPECT_NE(missing.message().find("relation user:buys:item has no edge array "
-                                   "'user:buys:item/nope'"),
-            std::string::npos)
+  EXPECT_THAT(missing.message(), HasSubstr("relation user:buys:item has no edge array "
+                                           "'user:buys:item/nope'"))
       << missing;
   auto fine = call({2, 0, 1, -1});
   ASSERT_TRUE(fine.ok()) << fine.status();
@@ -422,9 +418,8 @@ void CheckTypedProb(Services& store, const PartitionedGraph& pg, const Graph& gr
                             SampleRequest{.fanout = 2, .prob = "q"}}) {
     Status s = store.graph().SampleNeighbors(seeds, bad).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s << " " << what;
-    EXPECT_NE(s.message().find("relation user:follows:user has no edge array "
-                               "'user:follows:user/q'"),
-              std::string::npos)
+    EXPECT_THAT(s.message(), HasSubstr("relation user:follows:user has no edge array "
+                                       "'user:follows:user/q'"))
         << s;
   }
   auto skipped = store.graph().SampleNeighbors(seeds, {.etype_fanouts = {1, 1, 0, 1}, .prob = "q"});
@@ -447,7 +442,7 @@ void CheckWrongDtype(Services& store, const std::vector<int64_t>& seeds, const s
   Status wrong =
       store.graph().SampleNeighbors(seeds, {.etype_fanouts = {1, 1, 1, 1}, .prob = "q"}).status();
   EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument) << wrong << " " << what;
-  EXPECT_NE(wrong.message().find("'edge/user:follows:user/q' must be float32"), std::string::npos)
+  EXPECT_THAT(wrong.message(), HasSubstr("'edge/user:follows:user/q' must be float32"))
       << wrong << " " << what;
 }
 

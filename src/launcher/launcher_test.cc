@@ -33,7 +33,7 @@ TEST(IpConfigTest, ParsesDglFormat) {
 
 TEST(IpConfigTest, ErrorsNameTheLine) {
   auto bad = ParseIpConfig("10.0.0.1\nhost-a 1\n", "ip.txt");
-  EXPECT_NE(std::string(bad.status().message()).find("ip.txt:2"), std::string::npos);
+  EXPECT_THAT(bad.status().message(), HasSubstr("ip.txt:2"));
   EXPECT_FALSE(ParseIpConfig("10.0.0.1 70000\n", "ip.txt").ok());
   EXPECT_FALSE(ParseIpConfig("10.0.0.1 1 2\n", "ip.txt").ok());
   EXPECT_FALSE(ParseIpConfig("\n# nothing\n", "ip.txt").ok());
@@ -54,7 +54,7 @@ TEST(IpConfigTest, SelectsTheJobsMachinesAmongSpares) {
   for (const char* bad : {"0,3", "1,1", "x", "-1", "0,,1"}) {
     auto r = SelectMachines(*all, bad);
     EXPECT_FALSE(r.ok()) << bad;
-    EXPECT_NE(std::string(r.status().message()).find("below 3"), std::string::npos) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("below 3")) << r.status();
   }
 }
 
@@ -106,12 +106,11 @@ TEST(JobEnvTest, StandaloneWhenUnsetAndStrictWhenSet) {
   EXPECT_EQ((*ParseJobEnv(getenv))->machines, "0,2");
   vars.erase("TESSERA_MACHINES");
   vars["RANK"] = "x";
-  EXPECT_NE(std::string(ParseJobEnv(getenv).status().message()).find("RANK"), std::string::npos);
+  EXPECT_THAT(ParseJobEnv(getenv).status().message(), HasSubstr("RANK"));
   vars["RANK"] = "4";
   EXPECT_FALSE(ParseJobEnv(getenv).ok());
   vars.erase("TESSERA_JOB_TOKEN");
-  EXPECT_NE(std::string(ParseJobEnv(getenv).status().message()).find("TESSERA_JOB_TOKEN"),
-            std::string::npos);
+  EXPECT_THAT(ParseJobEnv(getenv).status().message(), HasSubstr("TESSERA_JOB_TOKEN"));
 }
 
 // --extra-envs and the supervisor's stdin carry one KEY=VALUE per line: a
@@ -136,7 +135,7 @@ TEST(EnvVarTest, KeysAreNamesAndValuesStayOnOneLine) {
     auto r = ParseEnvAssignment(text);
     ASSERT_FALSE(r.ok()) << EscapeForMessage(text);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(std::string(r.status().message()).find(expect), std::string::npos) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(expect)) << r.status();
   }
 }
 
@@ -190,7 +189,7 @@ TEST(ProcessTest, GroupLeftoversCwdStdinAndPeakRss) {
   // A directory that does not exist is an error naming it.
   auto lost = Process::Spawn({.argv = {"/bin/true"}, .cwd = dir / "missing"});
   ASSERT_FALSE(lost.ok());
-  EXPECT_NE(lost.status().message().find("missing"), std::string::npos) << lost.status();
+  EXPECT_THAT(lost.status().message(), HasSubstr("missing")) << lost.status();
   // The program is looked up in the PATH the child gets.
   ASSERT_EQ(mkdir((dir / "bin").c_str(), 0755), 0);
   tessera::testing::WriteAll(dir / "bin/mytool", "#!/bin/sh\nexit 5\n");
@@ -254,10 +253,10 @@ TEST(RemoteTest, SshNeverPrompts) {
       SshArgv({.port = 2222, .user = "me", .extra = {"IdentityFile=/k"}}, "10.0.0.2", "true");
   std::string joined;
   for (const auto& a : argv) joined += a + " ";
-  EXPECT_NE(joined.find("BatchMode=yes"), std::string::npos);
-  EXPECT_NE(joined.find("-p 2222"), std::string::npos);
-  EXPECT_NE(joined.find("-l me"), std::string::npos);
-  EXPECT_NE(joined.find("-o IdentityFile=/k"), std::string::npos);
+  EXPECT_THAT(joined, HasSubstr("BatchMode=yes"));
+  EXPECT_THAT(joined, HasSubstr("-p 2222"));
+  EXPECT_THAT(joined, HasSubstr("-l me"));
+  EXPECT_THAT(joined, HasSubstr("-o IdentityFile=/k"));
   EXPECT_EQ(argv.back(), "true");
   EXPECT_EQ(argv[argv.size() - 2], "10.0.0.2");
   EXPECT_TRUE(FindProgram("sh").ok());

@@ -22,14 +22,8 @@ namespace {
 class LoaderTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new tessera::testing::TempDir();
-    one_ = new std::string(kvstore::testing::PartitionCora(dir_->path() + "/one", 1));
-    two_ = new std::string(kvstore::testing::PartitionCora(dir_->path() + "/two", 2));
-  }
-  static void TearDownTestSuite() {
-    delete one_;
-    delete two_;
-    delete dir_;
+    one_ = &kvstore::testing::CoraPartitions(1);
+    two_ = &kvstore::testing::CoraPartitions(2);
   }
   static std::unique_ptr<kvstore::LocalKvStore> Standalone() {
     auto store = kvstore::LocalKvStore::Open(*one_);
@@ -84,13 +78,8 @@ class LoaderTest : public ::testing::Test {
     }
   }
 
-  static tessera::testing::TempDir* dir_;
-  static std::string* one_;
-  static std::string* two_;
+  static inline const std::string *one_ = nullptr, *two_ = nullptr;
 };
-tessera::testing::TempDir* LoaderTest::dir_ = nullptr;
-std::string* LoaderTest::one_ = nullptr;
-std::string* LoaderTest::two_ = nullptr;
 
 TEST_F(LoaderTest, BlocksChainLayersWithRealEdgesStandaloneAndDistributed) {
   NeighborSpec spec{.fanouts = {4, 3}};
@@ -240,7 +229,7 @@ TEST(PipelineTest, InOrderWhateverTheWorkersAndErrorsReachTheCaller) {
         EXPECT_EQ(item.status().code(), absl::StatusCode::kDataLoss);
       } else if (i == 15) {
         ASSERT_FALSE(item.ok());
-        EXPECT_NE(item.status().message().find("thrown in a sampler"), std::string::npos);
+        EXPECT_THAT(item.status().message(), HasSubstr("thrown in a sampler"));
       } else {
         ASSERT_TRUE(item.ok()) << item.status();
         ASSERT_TRUE(item->has_value());

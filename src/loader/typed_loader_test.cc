@@ -37,8 +37,8 @@ class TypedLoaderTest : public ::testing::Test {
       auto result = PartitionGraph(g, "shop", parts, out, options);
       ASSERT_TRUE(result.ok()) << result.status();
       (parts == 1 ? one_ : two_) = new std::string(result->config_path);
-      maps_[parts - 1] = new Mapping{sampling::typed_test::ReadIds(out + "/orig_nids.npy"),
-                                     sampling::typed_test::ReadIds(out + "/orig_eids.npy")};
+      maps_[parts - 1] = new Mapping{testing::NpyValues(out + "/orig_nids.npy"),
+                                     testing::NpyValues(out + "/orig_eids.npy")};
     }
   }
   static void TearDownTestSuite() {
@@ -196,18 +196,17 @@ TEST_F(TypedLoaderTest, PerRelationFanoutsGiveChainedTypedBlocks) {
 
     auto bad = SampleBlocks(store->graph(), seeds, {.etype_fanouts = {{1, 1}}}, 1);
     ASSERT_FALSE(bad.ok());
-    EXPECT_NE(bad.status().message().find("2 per-relation fanouts; the graph has 4 relations"),
-              std::string::npos)
+    EXPECT_THAT(bad.status().message(),
+                HasSubstr("2 per-relation fanouts; the graph has 4 relations"))
         << bad.status();
     bad = SampleBlocks(store->graph(), seeds, {.etype_fanouts = {{1, -2, 1, 1}}}, 1);
     ASSERT_FALSE(bad.ok());
-    EXPECT_NE(bad.status().message().find("item:bought-by:user"), std::string::npos)
-        << bad.status();
+    EXPECT_THAT(bad.status().message(), HasSubstr("item:bought-by:user")) << bad.status();
     bad = SampleBlocks(store->graph(), seeds, {.fanouts = {1}, .etype_fanouts = {{1, 1, 1, 1}}}, 1);
     EXPECT_FALSE(bad.ok());
     bad = SampleBlocks(store->graph(), seeds, {.fanouts = {1}, .dir = sampling::EdgeDir::kOut}, 1);
     ASSERT_FALSE(bad.ok());
-    EXPECT_NE(bad.status().message().find("reverse relations"), std::string::npos);
+    EXPECT_THAT(bad.status().message(), HasSubstr("reverse relations"));
   }
 }
 
@@ -374,9 +373,8 @@ TEST_F(TypedLoaderTest, TypedEdgeBatchesPairEachRelationWithTypedNegativesAndExc
     std::vector<int64_t> one = {book.MapToHomoEid(0, 0), book.MapToHomoEid(3, 1)};
     auto bad = SampleEdgeBatch(store->graph(), one, spec, 1);
     ASSERT_FALSE(bad.ok());
-    EXPECT_NE(bad.status().message().find("relation item:has:tag"), std::string::npos)
-        << bad.status();
-    EXPECT_NE(bad.status().message().find("no reverse relation"), std::string::npos);
+    EXPECT_THAT(bad.status().message(), HasSubstr("relation item:has:tag")) << bad.status();
+    EXPECT_THAT(bad.status().message(), HasSubstr("no reverse relation"));
   }
 }
 
@@ -393,15 +391,14 @@ TEST_F(TypedLoaderTest, ReverseTypesAreCheckedAgainstTheBook) {
     return std::string(status.message());
   };
   spec.reverse_etypes = {1, 0};
-  EXPECT_NE(message(book).find("one reverse relation per relation (4), got 2"), std::string::npos);
+  EXPECT_THAT(message(book), HasSubstr("one reverse relation per relation (4), got 2"));
   spec.reverse_etypes = {2, 0, 2, -1};  // buys reversed by follows: user -> user.
-  EXPECT_NE(message(book).find("relation user:follows:user cannot be the reverse of relation "
-                               "user:buys:item: the reverse must go from item to user"),
-            std::string::npos)
+  EXPECT_THAT(message(book),
+              HasSubstr("relation user:follows:user cannot be the reverse of relation "
+                        "user:buys:item: the reverse must go from item to user"))
       << message(book);
   spec.reverse_etypes = {1, 0, 2, 7};
-  EXPECT_NE(message(book).find("the reverse of relation item:has:tag is relation id 7"),
-            std::string::npos);
+  EXPECT_THAT(message(book), HasSubstr("the reverse of relation item:has:tag is relation id 7"));
   spec.reverse_etypes = {1, 0, 2, -1};
   EXPECT_TRUE(ValidateEdgeSpec(spec, book).ok());
   // A book whose bought-by has one edge fewer than buys.
@@ -409,13 +406,11 @@ TEST_F(TypedLoaderTest, ReverseTypesAreCheckedAgainstTheBook) {
   layout.edge_counts[1] -= 1;
   auto shorter = PartitionBook::CreateTyped(layout, 0);
   ASSERT_TRUE(shorter.ok()) << shorter.status();
-  EXPECT_NE(message(*shorter).find("relation user:buys:item has 10 edges but its reverse "
-                                   "item:bought-by:user has 9"),
-            std::string::npos)
+  EXPECT_THAT(message(*shorter), HasSubstr("relation user:buys:item has 10 edges but its reverse "
+                                           "item:bought-by:user has 9"))
       << message(*shorter);
   spec.exclude = Exclude::kSelf;
-  EXPECT_NE(message(book).find("reverse_etypes given, but exclude is not reverse_types"),
-            std::string::npos);
+  EXPECT_THAT(message(book), HasSubstr("reverse_etypes given, but exclude is not reverse_types"));
 }
 
 // A graph service whose find_edges answers carry a forged source for the
@@ -459,11 +454,11 @@ TEST_F(TypedLoaderTest, TypedEdgeBatchesRefuseForgedEndpoints) {
     ForgedSources liar((*store)->graph(), forged);
     auto batch = SampleEdgeBatch(liar, eids, spec, 3);
     EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss) << batch.status();
-    EXPECT_NE(batch.status().message().find(
-                  fmt::format("edge {} of relation user:buys:item has source {}, not a node of "
+    EXPECT_THAT(
+        batch.status().message(),
+        HasSubstr(fmt::format("edge {} of relation user:buys:item has source {}, not a node of "
                               "type 'user'",
-                              eids[0], forged)),
-              std::string::npos)
+                              eids[0], forged)))
         << batch.status();
   }
 }

@@ -34,15 +34,11 @@ TEST(PartitionBook, RejectsBadTypeLayouts) {
   EXPECT_TRUE(PartitionBook::CreateTyped(ok, 1).ok());
   TypeLayout twice = ok;
   twice.ntypes = {"a", "a"};
-  EXPECT_NE(PartitionBook::CreateTyped(twice, 0).status().message().find("appears twice"),
-            std::string::npos);
+  EXPECT_THAT(PartitionBook::CreateTyped(twice, 0).status().message(), HasSubstr("appears twice"));
   TypeLayout missing = ok;
   missing.etypes = {{"a", "r", "c"}};
-  EXPECT_NE(PartitionBook::CreateTyped(missing, 0)
-                .status()
-                .message()
-                .find("'a:r:c' names a node type it does not list"),
-            std::string::npos);
+  EXPECT_THAT(PartitionBook::CreateTyped(missing, 0).status().message(),
+              HasSubstr("'a:r:c' names a node type it does not list"));
   TypeLayout bad_name = ok;
   bad_name.ntypes = {"a", "x/y"};
   bad_name.etypes = {{"a", "r", "a"}};
@@ -80,7 +76,7 @@ TEST(PartitionConfig, ReadsDglLegacyMapsAndRejectsJunk) {
   for (const char* key : {"\"graph_name\"", "\"num_nodes\"", "\"num_edges\"", "\"part_method\"",
                           "\"num_parts\"", "\"halo_hops\"", "\"node_map\"", "\"edge_map\"",
                           "\"ntypes\"", "\"etypes\"", "\"part-0\"", "\"part-1\"", "\"_N:_E:_N\""}) {
-    EXPECT_NE(text.find(key), std::string::npos) << key;
+    EXPECT_THAT(text, HasSubstr(key)) << key;
   }
   testing::WriteAll(dir / "h.json", text);
   auto again = ReadPartitionConfig(dir / "h.json");
@@ -116,8 +112,8 @@ TEST(PartitionConfig, ReadsDglLegacyMapsAndRejectsJunk) {
     testing::WriteAll(dir / "bad.json", json);
     Status st = ReadPartitionConfig(dir / "bad.json").status();
     ASSERT_FALSE(st.ok()) << json;
-    EXPECT_NE(std::string(st.message()).find(reason), std::string::npos) << st;
-    EXPECT_NE(std::string(st.message()).find(dir / "bad.json"), std::string::npos) << st;
+    EXPECT_THAT(st.message(), HasSubstr(reason)) << st;
+    EXPECT_THAT(st.message(), HasSubstr(dir / "bad.json")) << st;
   }
 }
 

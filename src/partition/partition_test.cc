@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "src/base/test_util.h"
+#include "src/graph/array_test_util.h"
 #include "src/graph/generator.h"
 #include "src/graph/npy.h"
 #include "src/partition/inspect.h"
@@ -19,18 +20,12 @@
 namespace tessera {
 namespace {
 
+using testing::NpyValues;
+
 using testing::ReadAll;
 using testing::TempDir;
 using testing::TestDataDir;
 using Edge = std::tuple<int64_t, int64_t, int64_t>;  // (orig src, orig dst, orig eid)
-
-std::vector<int64_t> LoadIds(const std::string& path) {
-  auto a = ReadNpy(path);
-  EXPECT_TRUE(a.ok()) << a.status();
-  if (!a.ok()) return {};
-  auto s = a->span<int64_t>();
-  return {s.begin(), s.end()};
-}
 
 // Adds edge array "w" (float32 [E, 2]: eid and -eid) and node array "x"
 // (int32: node id * 3) so that the round trip can check every row.
@@ -56,8 +51,8 @@ void CheckPartition(const Graph& g, const std::string& config_path, int num_hops
   auto config = ReadPartitionConfig(config_path);
   ASSERT_TRUE(config.ok()) << config.status();
   const int k = config->num_parts;
-  std::vector<int64_t> orig_nids = LoadIds(config->dir + "/orig_nids.npy");
-  std::vector<int64_t> orig_eids = LoadIds(config->dir + "/orig_eids.npy");
+  std::vector<int64_t> orig_nids = NpyValues(config->dir + "/orig_nids.npy");
+  std::vector<int64_t> orig_eids = NpyValues(config->dir + "/orig_eids.npy");
   ASSERT_EQ(static_cast<int64_t>(orig_nids.size()), g.num_nodes);
   ASSERT_EQ(static_cast<int64_t>(orig_eids.size()), g.num_edges());
   std::vector<int64_t> new_of_old(g.num_nodes, -1);
@@ -228,7 +223,7 @@ TEST_F(CoraPartition, RoundTripOneAndTwoHops) {
     // Features survive unchanged: part rows equal the original rows.
     auto lp = LoadPartition(r->config_path, 1);
     ASSERT_TRUE(lp.ok());
-    std::vector<int64_t> orig = LoadIds(dir / "orig_nids.npy");
+    std::vector<int64_t> orig = NpyValues(dir / "orig_nids.npy");
     const Array& feat = lp->node_data.at("feat");
     const Array& full = cora_->node_data.at("feat");
     for (int64_t i = 0; i < lp->num_inner_nodes(); i += 97) {
@@ -262,7 +257,7 @@ TEST_F(CoraPartition, OnePartIsTheWholeGraph) {
   o.return_mapping = true;
   auto r = PartitionGraph(*cora_, "cora", 1, dir.path(), o);
   ASSERT_TRUE(r.ok()) << r.status();
-  std::vector<int64_t> orig_nids = LoadIds(dir / "orig_nids.npy");
+  std::vector<int64_t> orig_nids = NpyValues(dir / "orig_nids.npy");
   for (int64_t i = 0; i < cora_->num_nodes; ++i) ASSERT_EQ(orig_nids[i], i);
   auto lp = LoadPartition(r->config_path, 0);
   ASSERT_TRUE(lp.ok()) << lp.status();
@@ -270,7 +265,7 @@ TEST_F(CoraPartition, OnePartIsTheWholeGraph) {
   EXPECT_EQ(lp->num_inner_nodes(), cora_->num_nodes);
   EXPECT_EQ(r->edge_cut, 0);
   CompressedGraph csc = BuildCsc(*cora_);
-  std::vector<int64_t> orig_eids = LoadIds(dir / "orig_eids.npy");
+  std::vector<int64_t> orig_eids = NpyValues(dir / "orig_eids.npy");
   auto indptr = lp->indptrs();
   EXPECT_EQ(std::vector<int64_t>(indptr.begin(), indptr.end()), csc.indptr);
   auto indices = lp->src_locals();
@@ -437,35 +432,34 @@ TEST(Partition, BadArgumentsAreRejectedBeforeWriting) {
     EXPECT_FALSE(r.ok());
     return std::string(r.status().message());
   };
-  EXPECT_NE(message(0, {}).find("num_parts must be in [1, num_nodes = 9], got 0"),
-            std::string::npos);
-  EXPECT_NE(message(10, {}).find("got 10"), std::string::npos);
+  EXPECT_THAT(message(0, {}), HasSubstr("num_parts must be in [1, num_nodes = 9], got 0"));
+  EXPECT_THAT(message(10, {}), HasSubstr("got 10"));
   PartitionOptions o;
   o.balance_ntypes = "nope";
-  EXPECT_NE(message(2, o).find("no node array named 'nope' (have: x)"), std::string::npos);
+  EXPECT_THAT(message(2, o), HasSubstr("no node array named 'nope' (have: x)"));
   o.balance_ntypes = "x";
   g.node_data.emplace("f", Array::From(std::vector<float>(9, 1.f)));
   o.balance_ntypes = "f";
-  EXPECT_NE(message(2, o).find("must be a 1-D integer or bool array"), std::string::npos);
-  EXPECT_NE(message(2, {}, "bad/name").find("graph name"), std::string::npos);
+  EXPECT_THAT(message(2, o), HasSubstr("must be a 1-D integer or bool array"));
+  EXPECT_THAT(message(2, {}, "bad/name"), HasSubstr("graph name"));
   o = {};
   o.num_hops = -1;
-  EXPECT_NE(message(2, o).find("num_hops"), std::string::npos);
+  EXPECT_THAT(message(2, o), HasSubstr("num_hops"));
   // --coarsening below 1 (or NaN, which the CLI's range check lets through).
   for (double c : {0.5, 0.0, std::nan("")}) {
     o = {};
     o.coarsening = c;
-    EXPECT_NE(message(2, o).find("coarsening must be >= 1"), std::string::npos) << c;
+    EXPECT_THAT(message(2, o), HasSubstr("coarsening must be >= 1")) << c;
   }
   o = {};
   o.coarsen_min_arcs = -1;
-  EXPECT_NE(message(2, o).find("coarsen_min_arcs must be >= 0"), std::string::npos);
+  EXPECT_THAT(message(2, o), HasSubstr("coarsen_min_arcs must be >= 0"));
   testing::WriteAll(dir / "file", "x");
-  EXPECT_NE(message(2, {}, "g", dir / "file/sub").find("output folder"), std::string::npos);
+  EXPECT_THAT(message(2, {}, "g", dir / "file/sub"), HasSubstr("output folder"));
   Graph empty;
   empty.num_nodes = 5;
   auto r = PartitionGraph(empty, "g", 2, dir.path(), {});
-  EXPECT_NE(std::string(r.status().message()).find("the graph is empty"), std::string::npos);
+  EXPECT_THAT(r.status().message(), HasSubstr("the graph is empty"));
   // Nothing that looks like a partition was written.
   EXPECT_FALSE(PathExists(dir / "g.json"));
   EXPECT_FALSE(PathExists(dir / "part0"));
@@ -483,7 +477,7 @@ TEST(Partition, FailureLeavesNoValidLookingOutput) {
   o.return_mapping = true;
   auto r = PartitionGraph(g, "g", 2, dir.path(), o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(std::string(r.status().message()).find("g.json.tmp"), std::string::npos) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("g.json.tmp")) << r.status();
   EXPECT_FALSE(PathExists(dir / "g.json"));
   EXPECT_FALSE(PathExists(dir / "part0"));
   EXPECT_FALSE(PathExists(dir / "part1"));
@@ -497,7 +491,7 @@ TEST(Partition, FailureLeavesNoValidLookingOutput) {
   // Another graph name would overwrite g's part folders: refused.
   auto other = PartitionGraph(g, "h", 2, dir.path(), {});
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(std::string(other.status().message()).find("g.json"), std::string::npos);
+  EXPECT_THAT(other.status().message(), HasSubstr("g.json"));
   EXPECT_TRUE(LoadPartition(dir / "g.json", 2).ok());
 }
 
@@ -506,24 +500,23 @@ TEST(LoadPartition, RejectsCorruptParts) {
   TempDir dir;
   auto r = PartitionGraph(g, "g", 2, dir.path(), {});
   ASSERT_TRUE(r.ok());
-  EXPECT_NE(std::string(LoadPartition(r->config_path, 2).status().message())
-                .find("part 2 does not exist"),
-            std::string::npos);
+  EXPECT_THAT(LoadPartition(r->config_path, 2).status().message(),
+              HasSubstr("part 2 does not exist"));
   // An out-of-range source index.
   std::string indices_path = dir / "part0/graph/indices.npy";
-  std::vector<int64_t> indices = LoadIds(indices_path);
+  std::vector<int64_t> indices = NpyValues(indices_path);
   indices[0] = 1000;
   ASSERT_TRUE(WriteNpy(indices_path, Array::From(indices)).ok());
   Status st = LoadPartition(r->config_path, 0).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
-  EXPECT_NE(std::string(st.message()).find("indices.npy"), std::string::npos) << st;
+  EXPECT_THAT(st.message(), HasSubstr("indices.npy")) << st;
   // A wrong dtype.
   ASSERT_TRUE(
       WriteNpy(dir / "part1/graph/eid.npy",
-               Array::From(std::vector<int32_t>(LoadIds(dir / "part1/graph/indices.npy").size())))
+               Array::From(std::vector<int32_t>(NpyValues(dir / "part1/graph/indices.npy").size())))
           .ok());
   st = LoadPartition(r->config_path, 1).status();
-  EXPECT_NE(std::string(st.message()).find("eid.npy: expected int64"), std::string::npos) << st;
+  EXPECT_THAT(st.message(), HasSubstr("eid.npy: expected int64")) << st;
   // A missing feature file.
   ASSERT_TRUE(RemoveAll(dir / "part1/graph").ok());
   EXPECT_EQ(LoadPartition(r->config_path, 1).status().code(), absl::StatusCode::kNotFound);
@@ -580,8 +573,8 @@ TEST(LoadPartition, RefusesNamesAndPathsOutsideTheConfigFolder) {
     rewrite(c.edit);
     Status st = LoadPartition(r->config_path, 0).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-    EXPECT_NE(std::string(st.message()).find(r->config_path + ": "), std::string::npos) << st;
-    EXPECT_NE(std::string(st.message()).find(c.expect), std::string::npos) << st;
+    EXPECT_THAT(st.message(), HasSubstr(r->config_path + ": ")) << st;
+    EXPECT_THAT(st.message(), HasSubstr(c.expect)) << st;
   }
   // Paths that wander but stay inside are fine.
   rewrite([](nlohmann::json& j) {

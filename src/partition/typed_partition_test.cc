@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "src/base/test_util.h"
+#include "src/graph/array_test_util.h"
 #include "src/graph/npy.h"
 #include "src/partition/partition.h"
 #include "tessera/partition/load_partition.h"
@@ -15,6 +16,8 @@
 
 namespace tessera {
 namespace {
+
+using testing::NpyValues;
 
 using testing::ReadAll;
 using testing::TempDir;
@@ -74,14 +77,6 @@ Graph ShopGraph() {
   return g;
 }
 
-std::vector<int64_t> LoadIds(const std::string& path) {
-  auto a = ReadNpy(path);
-  EXPECT_TRUE(a.ok()) << a.status();
-  if (!a.ok()) return {};
-  auto s = a->span<int64_t>();
-  return {s.begin(), s.end()};
-}
-
 int TypeOfId(const std::vector<int64_t>& offsets, int64_t id) {
   return static_cast<int>(std::upper_bound(offsets.begin() + 1, offsets.end(), id) -
                           offsets.begin()) -
@@ -111,8 +106,8 @@ TEST_P(TypedPartitionTest, EveryTypedEdgeOnceWithItsTypeEndpointsAndData) {
             (std::vector<std::string>{"user/age", "item/label", "item/price"}));
   EXPECT_EQ(config->edge_feat_names, (std::vector<std::string>{"user:buys:item/w"}));
 
-  const std::vector<int64_t> orig_nids = LoadIds(dir / "out/orig_nids.npy");
-  const std::vector<int64_t> orig_eids = LoadIds(dir / "out/orig_eids.npy");
+  const std::vector<int64_t> orig_nids = NpyValues(dir / "out/orig_nids.npy");
+  const std::vector<int64_t> orig_eids = NpyValues(dir / "out/orig_eids.npy");
   ASSERT_EQ(orig_nids.size(), 11u);
   ASSERT_EQ(orig_eids.size(), static_cast<size_t>(g.num_edges()));
   auto src = g.src_ids();
@@ -304,8 +299,8 @@ TEST(TypedPartition, ConsumingTheGraphGivesTheSameBytesAndEdgesFollowTheirTraine
   EXPECT_EQ(ReadAll(dir / "kept/shop.json"),
             ReadAll(dir / "freed/shop.json"));  // Paths inside are relative.
 
-  const std::vector<int64_t> orig_nids = LoadIds(dir / "kept/orig_nids.npy");
-  const std::vector<int64_t> orig_eids = LoadIds(dir / "kept/orig_eids.npy");
+  const std::vector<int64_t> orig_nids = NpyValues(dir / "kept/orig_nids.npy");
+  const std::vector<int64_t> orig_eids = NpyValues(dir / "kept/orig_eids.npy");
   std::vector<int64_t> new_of_old(orig_nids.size());
   for (size_t v = 0; v < orig_nids.size(); ++v) new_of_old[orig_nids[v]] = v;
   auto dst = g.dst_ids();
@@ -375,9 +370,9 @@ TEST(TypedPartition, BadTypedInputIsAClearError) {
     Graph g = ShopGraph();
     g.etypes[3].dst_type = "label";
     Status st = g.Validate("shop");
-    EXPECT_NE(st.message().find("relation 'item:has:label' connects node type 'label', which the "
-                                "graph does not have"),
-              std::string::npos)
+    EXPECT_THAT(st.message(),
+                HasSubstr("relation 'item:has:label' connects node type 'label', which the "
+                          "graph does not have"))
         << st;
   }
   {
@@ -386,18 +381,18 @@ TEST(TypedPartition, BadTypedInputIsAClearError) {
     g.ntype_data[0].erase("age");
     g.ntype_data[0].emplace("age", Ids(short_age));
     Status st = g.Validate("shop");
-    EXPECT_NE(st.message().find("node array 'user/age' is int64[2] but the graph has 4 'user' "
-                                "nodes"),
-              std::string::npos)
+    EXPECT_THAT(st.message(),
+                HasSubstr("node array 'user/age' is int64[2] but the graph has 4 'user' "
+                          "nodes"))
         << st;
   }
   {
     Graph g = ShopGraph();
     g.etype_offsets[1] = 8;  // One "buys" edge now claims to be item -> user.
     Status st = g.Validate("shop");
-    EXPECT_NE(st.message().find("of relation 'user:buys:item' does not go from a node of type "
-                                "'user' to one of type 'item'"),
-              std::string::npos)
+    EXPECT_THAT(st.message(),
+                HasSubstr("of relation 'user:buys:item' does not go from a node of type "
+                          "'user' to one of type 'item'"))
         << st;
   }
   {
@@ -407,17 +402,14 @@ TEST(TypedPartition, BadTypedInputIsAClearError) {
     g.etype_data.emplace_back();
     ASSERT_TRUE(g.Validate("shop").ok());
     auto id = g.EdgeTypeId("buys");
-    EXPECT_NE(id.status().message().find(
-                  "edge type 'buys' is ambiguous: it names user:buys:item, tag:buys:user"),
-              std::string::npos)
+    EXPECT_THAT(id.status().message(),
+                HasSubstr("edge type 'buys' is ambiguous: it names user:buys:item, tag:buys:user"))
         << id.status();
     EXPECT_EQ(*g.EdgeTypeId("tag:buys:user"), 4);
     EXPECT_EQ(*g.EdgeTypeId("follows"), 2);
-    EXPECT_NE(g.EdgeTypeId("likes").status().message().find("no edge type 'likes'"),
-              std::string::npos);
-    EXPECT_NE(g.NodeTypeId("shop").status().message().find(
-                  "no node type 'shop' (the graph has: user, item, tag)"),
-              std::string::npos);
+    EXPECT_THAT(g.EdgeTypeId("likes").status().message(), HasSubstr("no edge type 'likes'"));
+    EXPECT_THAT(g.NodeTypeId("shop").status().message(),
+                HasSubstr("no node type 'shop' (the graph has: user, item, tag)"));
   }
   {
     Graph g = ShopGraph();
@@ -425,9 +417,8 @@ TEST(TypedPartition, BadTypedInputIsAClearError) {
     PartitionOptions o;
     o.balance_ntypes = "colour";
     auto r = PartitionGraph(g, "shop", 2, dir / "out", o);
-    EXPECT_NE(r.status().message().find("no node array named 'colour' (have: user/age, "
-                                        "item/label, item/price)"),
-              std::string::npos)
+    EXPECT_THAT(r.status().message(), HasSubstr("no node array named 'colour' (have: user/age, "
+                                                "item/label, item/price)"))
         << r.status();
   }
 }
@@ -446,7 +437,7 @@ TEST(TypedPartition, ConfigRejectsInconsistentTypes) {
     testing::WriteAll(dir / "out/bad.json", text);
     auto c = ReadPartitionConfig(dir / "out/bad.json");
     ASSERT_FALSE(c.ok()) << from;
-    EXPECT_NE(c.status().message().find(message), std::string::npos) << c.status();
+    EXPECT_THAT(c.status().message(), HasSubstr(message)) << c.status();
   };
   expect_error("\"user:buys:item\": 0", "\"user:buys:shop\": 0",
                "relation 'user:buys:shop' names the node type 'shop', which 'ntypes' does not "

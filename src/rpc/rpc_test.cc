@@ -136,7 +136,7 @@ TEST(MessageTest, ShapesOfZeroRowsMustStillFit) {
   std::vector<Blob> frames = {Blob::Borrow(header.data(), header.size()), Blob::Borrow("", 0)};
   auto parsed = ParseMessage(std::move(frames), "secret");
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(parsed.status().message()).find("shape too large"), std::string::npos);
+  EXPECT_THAT(parsed.status().message(), HasSubstr("shape too large"));
   WireArray unchecked{DType::kFloat64, {0, int64_t{1} << 40, int64_t{1} << 40}, {}};
   EXPECT_EQ(unchecked.row_bytes(), SIZE_MAX);
 }
@@ -197,9 +197,8 @@ TEST(RpcTest, RequestResponseWithArraysAndErrors) {
   fail.header.set_name("fail");
   auto error = (*client)->CallOne(0, std::move(fail), Deadline::InSeconds(10));
   EXPECT_EQ(error.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(std::string(error.status().message()).find("no tensor named 'fail'"),
-            std::string::npos);
-  EXPECT_NE(std::string(error.status().message()).find(st.endpoint), std::string::npos);
+  EXPECT_THAT(error.status().message(), HasSubstr("no tensor named 'fail'"));
+  EXPECT_THAT(error.status().message(), HasSubstr(st.endpoint));
 
   Message slow = MakeRequest(wire::PULL);
   slow.header.set_name("slow");
@@ -220,7 +219,7 @@ TEST(RpcTest, WrongTokenIsRejectedAndServerKeepsServing) {
   ASSERT_TRUE(intruder.ok());
   auto denied = (*intruder)->CallOne(0, MakeRequest(wire::LIST_DATA), Deadline::InSeconds(10));
   EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_NE(std::string(denied.status().message()).find("wrong job token"), std::string::npos);
+  EXPECT_THAT(denied.status().message(), HasSubstr("wrong job token"));
   auto good = RpcClient::Create(Client(st.endpoint));
   EXPECT_TRUE((*good)->CallOne(0, MakeRequest(wire::LIST_DATA), Deadline::InSeconds(10)).ok());
   EXPECT_EQ(st.server->requests_rejected(), 1u);
@@ -237,7 +236,7 @@ TEST(RpcTest, NoServerMeansDeadlineNotHang) {
   Stopwatch watch;
   auto r = (*client)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(0.5));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_NE(std::string(r.status().message()).find("did not answer hello"), std::string::npos);
+  EXPECT_THAT(r.status().message(), HasSubstr("did not answer hello"));
   EXPECT_LT(watch.Seconds(), 5);
 }
 
@@ -283,7 +282,7 @@ TEST(RpcTest, ClientNoticesDeadServerThroughHeartbeats) {
   Stopwatch watch;
   auto r = (*client)->CallOne(0, std::move(slow), Deadline::InSeconds(30));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
-  EXPECT_NE(std::string(r.status().message()).find("server 0"), std::string::npos);
+  EXPECT_THAT(r.status().message(), HasSubstr("server 0"));
   EXPECT_LT(watch.Seconds(), 5);
 }
 
@@ -452,15 +451,15 @@ TEST(RpcSecurityTest, EncryptionHidesTokenNamesAndData) {
   const int64_t doubled = 2 * 0x0123456789abcdef;
   std::string answer(reinterpret_cast<const char*>(&doubled), sizeof(doubled));
   std::string clear = WireBytesOfOneCall(/*encrypted=*/false);
-  EXPECT_NE(clear.find("token-in-the-clear"), std::string::npos);  // The proxy works...
-  EXPECT_NE(clear.find("secret-tensor-name"), std::string::npos);
-  EXPECT_NE(clear.find(answer), std::string::npos);
+  EXPECT_THAT(clear, HasSubstr("token-in-the-clear"));  // The proxy works...
+  EXPECT_THAT(clear, HasSubstr("secret-tensor-name"));
+  EXPECT_THAT(clear, HasSubstr(answer));
   std::string hidden = WireBytesOfOneCall(/*encrypted=*/true);
   EXPECT_GT(hidden.size(), 200u);  // ...and saw the encrypted exchange.
-  EXPECT_EQ(hidden.find("token-in-the-clear"), std::string::npos);
-  EXPECT_EQ(hidden.find("secret-tensor-name"), std::string::npos);
-  EXPECT_EQ(hidden.find(answer), std::string::npos);
-  EXPECT_NE(hidden.find("CURVE"), std::string::npos);
+  EXPECT_THAT(hidden, Not(HasSubstr("token-in-the-clear")));
+  EXPECT_THAT(hidden, Not(HasSubstr("secret-tensor-name")));
+  EXPECT_THAT(hidden, Not(HasSubstr(answer)));
+  EXPECT_THAT(hidden, HasSubstr("CURVE"));
 }
 
 // A peer whose host vanished (its connection open, nothing answering the
@@ -493,8 +492,7 @@ TEST(RpcSecurityTest, PeersWithoutTheJobKeyAreRefusedInTheHandshake) {
     ASSERT_TRUE(intruder.ok());
     auto r = (*intruder)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(1));
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
-    EXPECT_NE(std::string(r.status().message()).find("same job key"), std::string::npos)
-        << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("same job key")) << r.status();
   }
   // A peer that knows the server's public key (public keys are not meant to
   // be secret) but has its own key pair gets past the key exchange; the ZAP
@@ -570,8 +568,7 @@ TEST(RpcSecurityTest, ClientIdsOutsideTheJobAreRejected) {
     auto client = RpcClient::Create(Client(st.endpoint, id));
     auto r = (*client)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10));
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << id;
-    EXPECT_NE(std::string(r.status().message()).find("outside 0..3"), std::string::npos)
-        << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("outside 0..3")) << r.status();
   }
   auto client = RpcClient::Create(Client(st.endpoint, 3));
   EXPECT_TRUE((*client)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
@@ -611,7 +608,7 @@ TEST(RpcSecurityTest, FakeClientIdsAreRejectedWithOneLogLine) {
       1)
       << text;
   log.reset();
-  EXPECT_EQ(text.find("treating it as dead"), std::string::npos) << text;
+  EXPECT_THAT(text, Not(HasSubstr("treating it as dead"))) << text;
 }
 
 // A member that asks for big answers and never reads them: ZeroMQ would
@@ -646,7 +643,7 @@ TEST(RpcSecurityTest, UnreadAnswersAreBounded) {
       ++full;
     } else {
       ++refused;
-      EXPECT_NE(h.status_message().find("answers are waiting for their clients"), std::string::npos)
+      EXPECT_THAT(h.status_message(), HasSubstr("answers are waiting for their clients"))
           << h.status_message();
     }
   }
@@ -669,8 +666,8 @@ TEST(RpcSecurityTest, KeysAndTokensAreChecked) {
                                   .servers = {"tcp://127.0.0.1:1"}})
                    .ok());
   Status invalid = ValidateCurveSecretKey("abc", "TESSERA_JOB_KEY");
-  EXPECT_NE(std::string(invalid.message()).find("TESSERA_JOB_KEY"), std::string::npos);
-  EXPECT_EQ(std::string(invalid.message()).find("abc"), std::string::npos);  // Never echoed.
+  EXPECT_THAT(invalid.message(), HasSubstr("TESSERA_JOB_KEY"));
+  EXPECT_THAT(invalid.message(), Not(HasSubstr("abc")));  // Never echoed.
   std::string a = NewCurveSecretKey().value(), b = NewCurveSecretKey().value();
   EXPECT_NE(a, b);
   EXPECT_TRUE(ValidateCurveSecretKey(a, "key").ok());

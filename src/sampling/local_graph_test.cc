@@ -189,7 +189,7 @@ TEST_F(LocalGraphTest, PartitionsWithoutHaloAreRefusedWithAReason) {
   auto g =
       LocalGraph::Create(PartArraysOf(std::make_shared<const LocalPartition>(std::move(*part))));
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.status().message().find("--num-hops"), std::string::npos) << g.status();
+  EXPECT_THAT(g.status().message(), HasSubstr("--num-hops")) << g.status();
 }
 
 // A homogeneous part has one relation: one per-relation fanout is the
@@ -212,10 +212,9 @@ TEST_F(LocalGraphTest, HomogeneousPartsHaveOneRelation) {
       }
     }
     auto two = g->SampleNeighbors(seeds, {.etype_fanouts = {3, 3}});
-    EXPECT_NE(two.status().message().find("2 per-relation fanouts given but partition"),
-              std::string::npos)
+    EXPECT_THAT(two.status().message(), HasSubstr("2 per-relation fanouts given but partition"))
         << two.status();
-    EXPECT_NE(two.status().message().find("has 1 relations"), std::string::npos);
+    EXPECT_THAT(two.status().message(), HasSubstr("has 1 relations"));
   }
 }
 

@@ -7,7 +7,10 @@
 #include <numeric>
 #include <set>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+
+using ::testing::HasSubstr;
 
 namespace tessera::sampling {
 namespace {
@@ -409,8 +412,7 @@ TEST(NeighborSamplerTest, WeightsByEdgeId) {
   auto outside =
       SampleNeighbors(g.view(), std::vector<int64_t>{0}, {},
                       {.fanout = 2, .weights = w, .weights_by_eid = true, .weights_eid_base = 150});
-  EXPECT_NE(outside.status().message().find("edge 100 at CSC position 4 has no weight"),
-            std::string::npos)
+  EXPECT_THAT(outside.status().message(), HasSubstr("edge 100 at CSC position 4 has no weight"))
       << outside.status();
 }
 
@@ -467,60 +469,54 @@ TEST(NeighborSamplerTest, PerRelationWeightsEqualWeightsByEdgeId) {
   for (int64_t e : fine->eid) EXPECT_FALSE(e >= 100 && e < 200) << e;
   auto missing =
       SampleNeighbors(g.view(), seeds, keys, {.etype_fanouts = take_1, .relation_weights = gap});
-  EXPECT_NE(missing.status().message().find(
-                "edge 100 at CSC position 4 has no weight: relation 1 has no weights"),
-            std::string::npos)
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("edge 100 at CSC position 4 has no weight: relation 1 has no weights"))
       << missing.status();
   std::vector<RelationWeights> two(rel.begin(), rel.begin() + 2);
-  EXPECT_NE(SampleNeighbors(g.view(), seeds, keys, {.fanout = 2, .relation_weights = two})
-                .status()
-                .message()
-                .find("2 per-relation weights given but the graph has 3 relations"),
-            std::string::npos);
-  EXPECT_NE(
+  EXPECT_THAT(SampleNeighbors(g.view(), seeds, keys, {.fanout = 2, .relation_weights = two})
+                  .status()
+                  .message(),
+              HasSubstr("2 per-relation weights given but the graph has 3 relations"));
+  EXPECT_THAT(
       SampleNeighbors(g.view(), seeds, keys, {.fanout = 2, .weights = w, .relation_weights = rel})
           .status()
-          .message()
-          .find("both given"),
-      std::string::npos);
+          .message(),
+      HasSubstr("both given"));
   Hand h;  // No relation per edge.
   std::vector<RelationWeights> one = {{all.subspan(0, 6), 0}};
-  EXPECT_NE(
+  EXPECT_THAT(
       SampleNeighbors(h.view(), std::vector<int64_t>{0}, {}, {.fanout = 2, .relation_weights = one})
           .status()
-          .message()
-          .find("no relation per edge"),
-      std::string::npos);
+          .message(),
+      HasSubstr("no relation per edge"));
 }
 
 TEST(NeighborSamplerTest, BadRelationsAreErrors) {
   Typed g;
   std::vector<int64_t> two = {1, 1}, below = {1, -3, 1};
   auto r = SampleNeighbors(g.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = two});
-  EXPECT_NE(r.status().message().find("2 per-relation fanouts given but the graph has 3 "
-                                      "relations"),
-            std::string::npos)
+  EXPECT_THAT(r.status().message(), HasSubstr("2 per-relation fanouts given but the graph has 3 "
+                                              "relations"))
       << r.status();
   r = SampleNeighbors(g.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = below});
-  EXPECT_NE(r.status().message().find("fanout -3 of relation 1 is invalid"), std::string::npos);
+  EXPECT_THAT(r.status().message(), HasSubstr("fanout -3 of relation 1 is invalid"));
   Typed broken;
   broken.etypes[9] = broken.etypes[10] = broken.etypes[11] = 3;
   std::vector<int64_t> three = {1, 1, 1};
   r = SampleNeighbors(broken.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = three});
-  EXPECT_NE(r.status().message().find("relation 3 at CSC position 9 is not one of the 3"),
-            std::string::npos)
+  EXPECT_THAT(r.status().message(), HasSubstr("relation 3 at CSC position 9 is not one of the 3"))
       << r.status();
   // A run of more than 8 positions of the largest int32 relation (its end is
   // found by binary search for the next relation: no overflow under UBSan).
   Typed largest;
   std::fill(largest.etypes.begin(), largest.etypes.end(), std::numeric_limits<int32_t>::max());
   r = SampleNeighbors(largest.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = three});
-  EXPECT_NE(r.status().message().find("relation 2147483647 at CSC position 0 is not one of the 3"),
-            std::string::npos)
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("relation 2147483647 at CSC position 0 is not one of the 3"))
       << r.status();
   broken.etypes.pop_back();
   r = SampleNeighbors(broken.view(), std::vector<int64_t>{0}, {}, {.etype_fanouts = three});
-  EXPECT_NE(r.status().message().find("11 edge relations for 12 edges"), std::string::npos);
+  EXPECT_THAT(r.status().message(), HasSubstr("11 edge relations for 12 edges"));
 }
 
 }  // namespace

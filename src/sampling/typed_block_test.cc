@@ -172,45 +172,35 @@ TEST(TypedBlockTest, BadInputIsAClearError) {
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(b.status().message());
   };
-  EXPECT_NE(message({5}, {0}, {6}, {1}).find("edge 0 (0 -> 6) does not end at a seed"),
-            std::string::npos);
-  EXPECT_NE(message({5, 5}, {}, {}, {}).find("seed 5 appears twice"), std::string::npos);
+  EXPECT_THAT(message({5}, {0}, {6}, {1}), HasSubstr("edge 0 (0 -> 6) does not end at a seed"));
+  EXPECT_THAT(message({5, 5}, {}, {}, {}), HasSubstr("seed 5 appears twice"));
   // An item as the source of a buys edge.
-  EXPECT_NE(message({5}, {4}, {5}, {1})
-                .find("edge 0 (4 -> 5, id 1) of relation 'user:buys:item' does not start at a "
-                      "node of type 'user' (node 4 is a 'item')"),
-            std::string::npos);
+  EXPECT_THAT(message({5}, {4}, {5}, {1}),
+              HasSubstr("edge 0 (4 -> 5, id 1) of relation 'user:buys:item' does not start at a "
+                        "node of type 'user' (node 4 is a 'item')"));
   // A follows edge ending at an item.
-  EXPECT_NE(message({5}, {0}, {5}, {22}).find("does not end at a node of type 'user'"),
-            std::string::npos);
+  EXPECT_THAT(message({5}, {0}, {5}, {22}), HasSubstr("does not end at a node of type 'user'"));
   // A buys edge from a seed of the wrong type (checked on the seed path too).
-  EXPECT_NE(message({5, 6}, {6}, {5}, {1}).find("does not start at a node of type 'user'"),
-            std::string::npos);
-  EXPECT_NE(message({10}, {}, {}, {}).find("seed 0 is node 10, outside the graph's 10 nodes"),
-            std::string::npos);
-  EXPECT_NE(message({5}, {0}, {5}, {33}).find("edge 0 has id 33, outside the graph's 33 edges"),
-            std::string::npos);
-  EXPECT_NE(message({5}, {0, 0}, {5, -1}, {1, 2})
-                .find("the destination of edge 1 is node -1, outside the graph's 10 nodes"),
-            std::string::npos);
-  EXPECT_NE(message({5}, {0, 0}, {5, 5}, {1, -4}).find("edge 1 has id -4"), std::string::npos);
+  EXPECT_THAT(message({5, 6}, {6}, {5}, {1}), HasSubstr("does not start at a node of type 'user'"));
+  EXPECT_THAT(message({10}, {}, {}, {}),
+              HasSubstr("seed 0 is node 10, outside the graph's 10 nodes"));
+  EXPECT_THAT(message({5}, {0}, {5}, {33}),
+              HasSubstr("edge 0 has id 33, outside the graph's 33 edges"));
+  EXPECT_THAT(message({5}, {0, 0}, {5, -1}, {1, 2}),
+              HasSubstr("the destination of edge 1 is node -1, outside the graph's 10 nodes"));
+  EXPECT_THAT(message({5}, {0, 0}, {5, 5}, {1, -4}), HasSubstr("edge 1 has id -4"));
   // The first edge's destination is checked too (-1 is no "previous destination").
-  EXPECT_NE(message({5}, {0}, {-1}, {1})
-                .find("the destination of edge 0 is node -1, outside the graph's 10 nodes"),
-            std::string::npos);
-  EXPECT_NE(message({5}, {0, 1}, {5}, {1}).find("differ in length"), std::string::npos);
+  EXPECT_THAT(message({5}, {0}, {-1}, {1}),
+              HasSubstr("the destination of edge 0 is node -1, outside the graph's 10 nodes"));
+  EXPECT_THAT(message({5}, {0, 1}, {5}, {1}), HasSubstr("differ in length"));
   // Sources outside the graph, below and above.
-  EXPECT_NE(message({5}, {0, -1}, {5, 5}, {1, 2})
-                .find("the source of edge 1 is node -1, outside the graph's 10 nodes"),
-            std::string::npos);
-  EXPECT_NE(message({5}, {10}, {5}, {1})
-                .find("the source of edge 0 is node 10, outside the graph's 10 nodes"),
-            std::string::npos);
+  EXPECT_THAT(message({5}, {0, -1}, {5, 5}, {1, 2}),
+              HasSubstr("the source of edge 1 is node -1, outside the graph's 10 nodes"));
+  EXPECT_THAT(message({5}, {10}, {5}, {1}),
+              HasSubstr("the source of edge 0 is node 10, outside the graph's 10 nodes"));
   // No seeds: any edge is refused (-1 as outside the graph).
-  EXPECT_NE(message({}, {0}, {5}, {1}).find("edge 0 (0 -> 5) does not end at a seed"),
-            std::string::npos);
-  EXPECT_NE(message({}, {0}, {-1}, {1}).find("the destination of edge 0 is node -1"),
-            std::string::npos);
+  EXPECT_THAT(message({}, {0}, {5}, {1}), HasSubstr("edge 0 (0 -> 5) does not end at a seed"));
+  EXPECT_THAT(message({}, {0}, {-1}, {1}), HasSubstr("the destination of edge 0 is node -1"));
 }
 
 // No edges: every seed is its type's only source, every relation is empty;
@@ -274,17 +264,14 @@ TEST(TypedBlockTest, OneTypeBookGivesTheUntypedBlockAfterTheSameChecks) {
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(bad.status().message());
   };
-  EXPECT_NE(message({10}, {}, {}, {}).find("seed 0 is node 10, outside the graph's 10 nodes"),
-            std::string::npos);
-  EXPECT_NE(message({4}, {-1}, {4}, {0}).find("the source of edge 0 is node -1"),
-            std::string::npos);
-  EXPECT_NE(message({4}, {1}, {11}, {0}).find("the destination of edge 0 is node 11"),
-            std::string::npos);
-  EXPECT_NE(message({4}, {1}, {4}, {7}).find("edge 0 has id 7, outside the graph's 7 edges"),
-            std::string::npos);
-  EXPECT_NE(message({4, 4}, {}, {}, {}).find("to_block: seed 4 appears twice"), std::string::npos);
-  EXPECT_NE(message({4}, {1}, {2}, {0}).find("edge 0 (1 -> 2) does not end at a seed"),
-            std::string::npos);
+  EXPECT_THAT(message({10}, {}, {}, {}),
+              HasSubstr("seed 0 is node 10, outside the graph's 10 nodes"));
+  EXPECT_THAT(message({4}, {-1}, {4}, {0}), HasSubstr("the source of edge 0 is node -1"));
+  EXPECT_THAT(message({4}, {1}, {11}, {0}), HasSubstr("the destination of edge 0 is node 11"));
+  EXPECT_THAT(message({4}, {1}, {4}, {7}),
+              HasSubstr("edge 0 has id 7, outside the graph's 7 edges"));
+  EXPECT_THAT(message({4, 4}, {}, {}, {}), HasSubstr("to_block: seed 4 appears twice"));
+  EXPECT_THAT(message({4}, {1}, {2}, {0}), HasSubstr("edge 0 (1 -> 2) does not end at a seed"));
 }
 
 // One relation (no relation bits in the sort key) between two node types.
@@ -302,11 +289,11 @@ TEST(TypedBlockTest, OneRelationChecksSourceTypes) {
   for (int64_t wrong : {1, 2}) {
     src[1] = wrong;
     auto bad = ToBlock(*book, seeds, src, dst, eid);
-    EXPECT_NE(bad.status().message().find(fmt::format(
-                  "edge 1 ({} -> 0, id 3) of relation 'b:r:a' does not start at a node of type "
-                  "'b' (node {} is a 'a')",
-                  wrong, wrong)),
-              std::string::npos)
+    EXPECT_THAT(bad.status().message(),
+                HasSubstr(fmt::format(
+                    "edge 1 ({} -> 0, id 3) of relation 'b:r:a' does not start at a node of type "
+                    "'b' (node {} is a 'a')",
+                    wrong, wrong)))
         << bad.status();
   }
 }
@@ -507,11 +494,10 @@ TEST(TypedBlockTest, ManyPartsWithMostBucketsMixedMatchBruteForce) {
       }
       ASSERT_NE(book->MapToPerNtype(wrong_src[bad]).first, want);
       auto e = ToBlock(*book, seeds, wrong_src, dst, eid);
-      EXPECT_NE(e.status().message().find(fmt::format("edge {} ({} -> {}, id {})", bad,
-                                                      wrong_src[bad], dst[bad], eid[bad])),
-                std::string::npos)
+      EXPECT_THAT(e.status().message(), HasSubstr(fmt::format("edge {} ({} -> {}, id {})", bad,
+                                                              wrong_src[bad], dst[bad], eid[bad])))
           << e.status();
-      EXPECT_NE(e.status().message().find("does not start at a node of type"), std::string::npos)
+      EXPECT_THAT(e.status().message(), HasSubstr("does not start at a node of type"))
           << e.status();
     }
   }
@@ -535,16 +521,16 @@ TEST(TypedBlockTest, SourceOfATypeWithNoRelationsIsRefused) {
   dst[300] = 8;
   eid[300] = 27;
   auto b = ToBlock(book, seeds, src, dst, eid);
-  EXPECT_NE(b.status().message().find(
-                "edge 300 (9 -> 8, id 27) of relation 'item:has:tag' does not start at a node of "
-                "type 'item' (node 9 is a 'tag')"),
-            std::string::npos)
+  EXPECT_THAT(
+      b.status().message(),
+      HasSubstr("edge 300 (9 -> 8, id 27) of relation 'item:has:tag' does not start at a node of "
+                "type 'item' (node 9 is a 'tag')"))
       << b.status();
   // The seed t0 as that source is refused too, and a valid has edge (i2 ->
   // t0) is accepted.
   src[300] = 8;
-  EXPECT_NE(ToBlock(book, seeds, src, dst, eid).status().message().find("(node 8 is a 'tag')"),
-            std::string::npos);
+  EXPECT_THAT(ToBlock(book, seeds, src, dst, eid).status().message(),
+              HasSubstr("(node 8 is a 'tag')"));
   src[300] = 6;
   auto ok = ToBlock(book, seeds, src, dst, eid);
   ASSERT_TRUE(ok.ok()) << ok.status();

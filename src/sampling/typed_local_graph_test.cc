@@ -291,8 +291,7 @@ TEST_F(TypedLocalGraphTest, WeightsAndExclusionOnTypedPartitions) {
           rel[2].eid_base = g.edge_range().second - 1;  // Past the part's edges.
           by_relation.relation_weights = rel;
           auto outside = g.SampleNeighbors(Owned(g), by_relation);
-          EXPECT_NE(outside.status().message().find("weights of relation 2 from edge"),
-                    std::string::npos)
+          EXPECT_THAT(outside.status().message(), HasSubstr("weights of relation 2 from edge"))
               << outside.status();
         }
         std::map<std::pair<int64_t, int>, int64_t> count;
@@ -331,13 +330,12 @@ TEST_F(TypedLocalGraphTest, BadFanoutVectorsAreClearErrors) {
   std::vector<int64_t> seeds = Owned(g);
   auto three = g.SampleNeighbors(seeds, {.etype_fanouts = {1, 2, 3}});
   EXPECT_EQ(three.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(three.status().message().find("3 per-relation fanouts given but partition 0 has 4 "
-                                          "relations"),
-            std::string::npos)
+  EXPECT_THAT(three.status().message(),
+              HasSubstr("3 per-relation fanouts given but partition 0 has 4 "
+                        "relations"))
       << three.status();
   auto negative = g.SampleNeighbors(seeds, {.etype_fanouts = {1, -2, 3, 4}});
-  EXPECT_NE(negative.status().message().find("fanout -2 of relation 1 is invalid"),
-            std::string::npos)
+  EXPECT_THAT(negative.status().message(), HasSubstr("fanout -2 of relation 1 is invalid"))
       << negative.status();
   auto absurd = g.SampleNeighbors(
       seeds, {.etype_fanouts = {int64_t{1} << 62, int64_t{1} << 62, 1, 1}, .replace = true});
@@ -354,21 +352,19 @@ TEST_F(TypedLocalGraphTest, CreateRefusesInconsistentTypedArrays) {
   no_types.num_etypes = 1;
   auto g = LocalGraph::Create(no_types);
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.status().message().find("needs its relation of each edge (etype)"), std::string::npos)
+  EXPECT_THAT(g.status().message(), HasSubstr("needs its relation of each edge (etype)"))
       << g.status();
   PartArrays missing = good;
   missing.etype = {};
-  EXPECT_NE(
-      LocalGraph::Create(missing).status().message().find("4 relations but no relation per edge"),
-      std::string::npos);
+  EXPECT_THAT(LocalGraph::Create(missing).status().message(),
+              HasSubstr("4 relations but no relation per edge"));
   std::vector<int32_t> etype(good.etype.begin(), good.etype.end());
   etype[3] = 4;
   PartArrays out_of_range = good;
   out_of_range.etype = etype;
   auto bad = LocalGraph::Create(out_of_range);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(bad.status().message().find("stored edge 3 has relation 4"), std::string::npos)
-      << bad.status();
+  EXPECT_THAT(bad.status().message(), HasSubstr("stored edge 3 has relation 4")) << bad.status();
   etype = {good.etype.begin(), good.etype.end()};
   // Swap the relations of a row with two relations: rows must be grouped.
   int64_t row = -1;
@@ -382,8 +378,8 @@ TEST_F(TypedLocalGraphTest, CreateRefusesInconsistentTypedArrays) {
   std::swap(etype[good.indptr[row]], etype[good.indptr[row + 1] - 1]);
   PartArrays unsorted = good;
   unsorted.etype = etype;
-  EXPECT_NE(LocalGraph::Create(unsorted).status().message().find("increasing id and relation"),
-            std::string::npos);
+  EXPECT_THAT(LocalGraph::Create(unsorted).status().message(),
+              HasSubstr("increasing id and relation"));
 }
 
 }  // namespace

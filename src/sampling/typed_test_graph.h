@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "src/graph/array_test_util.h"
 #include "src/graph/npy.h"
 #include "src/partition/partition.h"
 #include "src/sampling/local_graph.h"
@@ -120,13 +121,6 @@ struct PartitionedGraph {
   }
 };
 
-inline std::vector<int64_t> ReadIds(const std::string& path) {
-  auto a = ReadNpy(path);
-  if (!a.ok()) return {};
-  auto s = a->span<int64_t>();
-  return {s.begin(), s.end()};
-}
-
 // Partitions `g` into `num_parts` under `dir` and loads every part.
 inline StatusOr<PartitionedGraph> PartitionAndLoad(const Graph& g, int num_parts,
                                                    const std::string& dir,
@@ -138,8 +132,8 @@ inline StatusOr<PartitionedGraph> PartitionAndLoad(const Graph& g, int num_parts
   options.seed = seed;
   ASSIGN_OR_RETURN(PartitionResult result, PartitionGraph(g, "shop", num_parts, dir, options));
   PartitionedGraph out;
-  out.orig_nid = ReadIds(dir + "/orig_nids.npy");
-  out.orig_eid = ReadIds(dir + "/orig_eids.npy");
+  out.orig_nid = testing::NpyValues(dir + "/orig_nids.npy");
+  out.orig_eid = testing::NpyValues(dir + "/orig_eids.npy");
   for (int p = 0; p < num_parts; ++p) {
     ASSIGN_OR_RETURN(LocalPartition part, LoadPartition(result.config_path, p));
     auto shared = std::make_shared<const LocalPartition>(std::move(part));

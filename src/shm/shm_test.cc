@@ -9,9 +9,12 @@
 #include <limits>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/shm/catalog.h"
 #include "src/shm/segment.h"
+
+using ::testing::HasSubstr;
 
 namespace tessera::shm {
 namespace {
@@ -172,9 +175,9 @@ TEST(SegmentTest, SegmentLargerThanSharedMemoryIsRefusedClearly) {
   auto created = SharedSegment::Create(SegmentName(job, "big"), 2 * total + 4096);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
   EXPECT_EQ(created.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(created.status().message().find("not enough shared memory"), std::string::npos)
+  EXPECT_THAT(created.status().message(), HasSubstr("not enough shared memory"))
       << created.status();
-  EXPECT_NE(created.status().message().find("need "), std::string::npos) << created.status();
+  EXPECT_THAT(created.status().message(), HasSubstr("need ")) << created.status();
   EXPECT_TRUE(ListJobSegments(job).empty());
   // Sizes past what off_t holds, too.
   created = SharedSegment::Create(SegmentName(job, "huge"), std::numeric_limits<size_t>::max());

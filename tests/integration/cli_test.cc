@@ -64,21 +64,21 @@ TEST(Cli, PartitionThenInspectCora) {
                         "--balance-ntypes train_mask --balance-edges --return-mapping --out " +
                         out.path());
   ASSERT_EQ(part.exit_code, 0) << part.output;
-  EXPECT_NE(part.output.find("METIS"), std::string::npos);
-  EXPECT_NE(part.output.find("partition finished: wall"), std::string::npos);
-  EXPECT_NE(part.output.find("peak RSS"), std::string::npos);
+  EXPECT_THAT(part.output, HasSubstr("METIS"));
+  EXPECT_THAT(part.output, HasSubstr("partition finished: wall"));
+  EXPECT_THAT(part.output, HasSubstr("peak RSS"));
   EXPECT_TRUE(PathExists(out / "orig_nids.npy"));
   for (int p = 0; p < 2; ++p) ASSERT_TRUE(LoadPartition(out / "cora.json", p).ok());
 
   CliRun inspect = Tessera("inspect " + out / "cora.json");
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
-  EXPECT_NE(inspect.output.find("2708 nodes, 10556 edges, 2 parts (metis)"), std::string::npos)
+  EXPECT_THAT(inspect.output, HasSubstr("2708 nodes, 10556 edges, 2 parts (metis)"))
       << inspect.output;
-  EXPECT_NE(inspect.output.find("edge cut:"), std::string::npos);
-  EXPECT_NE(inspect.output.find("train_mask"), std::string::npos);
+  EXPECT_THAT(inspect.output, HasSubstr("edge cut:"));
+  EXPECT_THAT(inspect.output, HasSubstr("train_mask"));
   CliRun json = Tessera("inspect --json " + out / "cora.json");
   ASSERT_EQ(json.exit_code, 0);
-  EXPECT_NE(json.output.find("\"edge_cut_fraction\""), std::string::npos);
+  EXPECT_THAT(json.output, HasSubstr("\"edge_cut_fraction\""));
 }
 
 TEST(Cli, DglUnderscoreSpellingsAndCsvInput) {
@@ -125,11 +125,11 @@ TEST(Cli, HeteroGraphGeneratePartitionInspect) {
   }
   CliRun inspect = Tessera("inspect " + dir / "parts/mag.json");
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
-  EXPECT_NE(inspect.output.find("author:writes:paper"), std::string::npos) << inspect.output;
-  EXPECT_NE(inspect.output.find("field_of_study"), std::string::npos) << inspect.output;
+  EXPECT_THAT(inspect.output, HasSubstr("author:writes:paper")) << inspect.output;
+  EXPECT_THAT(inspect.output, HasSubstr("field_of_study")) << inspect.output;
   CliRun json = Tessera("inspect --json " + dir / "parts/mag.json");
   ASSERT_EQ(json.exit_code, 0);
-  EXPECT_NE(json.output.find("\"type_cut_edges\""), std::string::npos);
+  EXPECT_THAT(json.output, HasSubstr("\"type_cut_edges\""));
   // The homogeneous transformations do not apply to typed input.
   CliRun undirected =
       Tessera("partition --input " + dir / "mag" +
@@ -229,8 +229,8 @@ TEST(Cli, BadInputGivesAClearErrorAndNoOutput) {
     CliRun run = Tessera("partition --input " + input + " --graph-name g " + flags + " --out " +
                          dir / "out");
     EXPECT_NE(run.exit_code, 0) << run.output;
-    EXPECT_NE(run.output.find("error: "), std::string::npos) << run.output;
-    EXPECT_NE(run.output.find(c.expect), std::string::npos) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("error: ")) << run.output;
+    EXPECT_THAT(run.output, HasSubstr(c.expect)) << run.output;
     EXPECT_FALSE(PathExists(dir / "out/g.json"));
     EXPECT_FALSE(PathExists(dir / "out/part0"));
   }
@@ -244,23 +244,23 @@ TEST(Cli, UnwritableOutputFolder) {
   CliRun run = Tessera("partition --input " + dir / "in" + " --graph-name g --num-parts 2 --out " +
                        dir / "blocker/out");
   EXPECT_EQ(run.exit_code, 1);
-  EXPECT_NE(run.output.find("error: output folder: cannot create directory " + dir / "blocker/out"),
-            std::string::npos)
+  EXPECT_THAT(run.output,
+              HasSubstr("error: output folder: cannot create directory " + dir / "blocker/out"))
       << run.output;
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
   CliRun missing = Tessera("partition --input x");
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.output.find("required"), std::string::npos) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("required")) << missing.output;
   EXPECT_EQ(Tessera("no-such-command").exit_code, 2);
   EXPECT_EQ(Tessera("partition --num-parts abc").exit_code, 2);
   CliRun help = Tessera("partition --help");
   EXPECT_EQ(help.exit_code, 0);
-  EXPECT_NE(help.output.find("--balance-ntypes"), std::string::npos);
+  EXPECT_THAT(help.output, HasSubstr("--balance-ntypes"));
   CliRun inspect = Tessera("inspect /nonexistent/g.json");
   EXPECT_EQ(inspect.exit_code, 1);
-  EXPECT_NE(inspect.output.find("/nonexistent/g.json"), std::string::npos);
+  EXPECT_THAT(inspect.output, HasSubstr("/nonexistent/g.json"));
 }
 
 // A partition config may only name files inside its folder: an array name
@@ -307,8 +307,8 @@ TEST(Cli, ConfigNamesOutsideItsFolderAreRefused) {
     int status = ::pclose(pipe);
     ASSERT_TRUE(WIFEXITED(status)) << output;
     EXPECT_EQ(WEXITSTATUS(status), 1) << output;
-    EXPECT_NE(output.find("error: " + expect), std::string::npos) << output;
-    EXPECT_EQ(output.find("launch: job"), std::string::npos) << output;
+    EXPECT_THAT(output, HasSubstr("error: " + expect)) << output;
+    EXPECT_THAT(output, Not(HasSubstr("launch: job"))) << output;
   }
   EXPECT_FALSE(PathExists(dir / "copy"));
 }
@@ -330,16 +330,15 @@ TEST(Cli, LaunchRefusesExtraEnvsThatInjectVariables) {
     SCOPED_TRACE(value);
     CliRun run = Tessera(base + value + " true");
     EXPECT_EQ(run.exit_code, 1) << run.output;
-    EXPECT_NE(run.output.find(expect), std::string::npos) << run.output;
-    EXPECT_EQ(run.output.find("launch: job"), std::string::npos) << run.output;
+    EXPECT_THAT(run.output, HasSubstr(expect)) << run.output;
+    EXPECT_THAT(run.output, Not(HasSubstr("launch: job"))) << run.output;
   }
   // The supervisor, too, refuses a variable that is not a name.
   testing::WriteAll(dir / "env.txt", "A=1\nB-C=2\n\n");
   CliRun supervise = Tessera("supervise -- true < " + dir / "env.txt");
   EXPECT_EQ(supervise.exit_code, 1) << supervise.output;
-  EXPECT_NE(
-      supervise.output.find("error: environment from the launcher: 'B-C' is not a variable name"),
-      std::string::npos)
+  EXPECT_THAT(supervise.output,
+              HasSubstr("error: environment from the launcher: 'B-C' is not a variable name"))
       << supervise.output;
 }
 
@@ -373,9 +372,8 @@ TEST(Cli, CopyFilesGivesAClearErrorForAMalformedConfig) {
     CliRun run = Tessera("copy-files --part-config " + dir / "g.json" + " --ip-config " +
                          dir / "ip_config.txt" + " --workspace " + dir / "copy");
     EXPECT_EQ(run.exit_code, 1) << run.output;
-    EXPECT_NE(run.output.find("error: " + dir / "g.json" + ": " + expect), std::string::npos)
-        << run.output;
-    EXPECT_EQ(run.output.find("terminate"), std::string::npos) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("error: " + dir / "g.json" + ": " + expect)) << run.output;
+    EXPECT_THAT(run.output, Not(HasSubstr("terminate"))) << run.output;
     EXPECT_FALSE(PathExists(dir / "copy"));
   }
 }
@@ -388,11 +386,11 @@ TEST(Cli, DemoRunsAndCleansUp) {
   CliRun run = Tessera("demo --nodes 5000 --epochs 3");
   ::unsetenv("TMPDIR");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("demo 3/3: training GraphSAGE"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("process group of 2 trainers"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("done: test accuracy"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("demo finished: wall"), std::string::npos);
-  EXPECT_NE(run.output.find(scratch.path()), std::string::npos) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("demo 3/3: training GraphSAGE")) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("process group of 2 trainers")) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("done: test accuracy")) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("demo finished: wall"));
+  EXPECT_THAT(run.output, HasSubstr(scratch.path())) << run.output;
   EXPECT_TRUE(std::filesystem::is_empty(scratch.path()))
       << "the demo left its temporary folder behind";
   // The job's shared memory is gone ("job <id>: ..." names it).
@@ -400,7 +398,7 @@ TEST(Cli, DemoRunsAndCleansUp) {
   ASSERT_NE(at, std::string::npos) << run.output;
   std::string job = run.output.substr(at + 6, run.output.find(':', at) - at - 6);
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    EXPECT_EQ(entry.path().filename().string().find("tessera." + job), std::string::npos)
+    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr("tessera." + job)))
         << "the demo left " << entry.path() << " behind";
   }
 
@@ -408,12 +406,12 @@ TEST(Cli, DemoRunsAndCleansUp) {
   CliRun cora = Tessera("demo --dataset " + TestDataDir() +
                         "/cora --parts 3 --epochs 1 --workdir " + dir / "cora");
   ASSERT_EQ(cora.exit_code, 0) << cora.output;
-  EXPECT_NE(cora.output.find("1433 features, 7 classes"), std::string::npos) << cora.output;
+  EXPECT_THAT(cora.output, HasSubstr("1433 features, 7 classes")) << cora.output;
   EXPECT_TRUE(PathExists(dir / "cora/parts/demo.json"));  // A named workdir is kept.
 
   CliRun bad = Tessera("demo --dataset " + dir / "nowhere");
   EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.output.find("nowhere"), std::string::npos) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("nowhere")) << bad.output;
 }
 
 }  // namespace
@@ -449,7 +447,7 @@ TEST(Cli, BenchPullReportsEveryFigure) {
   ASSERT_NE(at, std::string::npos) << log;
   std::string job = log.substr(at + 5, log.find(')', at) - at - 5);
   EXPECT_TRUE(shm::ListJobSegments(job).empty()) << job;
-  EXPECT_NE(log.find("all 2 clients left"), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("all 2 clients left")) << log;
 }
 
 // `tessera bench sample` on a small generated graph: standalone and a real
@@ -486,10 +484,10 @@ TEST(Cli, BenchSampleReportsEveryFigure) {
       "--workdir " +
       dir.path());
   ASSERT_EQ(again.exit_code, 0) << again.output;
-  EXPECT_NE(again.output.find("reusing"), std::string::npos) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("reusing")) << again.output;
   CliRun missing = Tessera("bench sample --workdir " + dir / "empty");
   EXPECT_NE(missing.exit_code, 0);
-  EXPECT_NE(missing.output.find("--graph"), std::string::npos) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("--graph")) << missing.output;
 }
 
 // `tessera bench hetero` at a small size: the three graphs partitioned in
@@ -546,7 +544,7 @@ TEST(Cli, BenchHeteroReportsEveryFigure) {
   CliRun bad =
       Tessera("bench hetero --nodes 10000 --stages partition,nothing --workdir " + dir / "bad");
   EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.output.find("nothing"), std::string::npos) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("nothing")) << bad.output;
 }
 
 }  // namespace
@@ -573,13 +571,13 @@ TEST(Cli, LaunchLocallyChecksRunsAndStops) {
   const std::string base = "launch --workspace " + dir / "ws" + " --part-config parts/cora.json ";
   CliRun mismatch = Tessera(base + "--ip-config one.txt true");
   EXPECT_NE(mismatch.exit_code, 0);
-  EXPECT_NE(mismatch.output.find("2 partitions but one.txt lists 1 machines"), std::string::npos)
+  EXPECT_THAT(mismatch.output, HasSubstr("2 partitions but one.txt lists 1 machines"))
       << mismatch.output;
   CliRun no_workspace = Tessera("launch --workspace " + dir / "nowhere" +
                                 " --part-config p.json --ip-config i.txt true");
-  EXPECT_NE(no_workspace.output.find("nowhere"), std::string::npos) << no_workspace.output;
+  EXPECT_THAT(no_workspace.output, HasSubstr("nowhere")) << no_workspace.output;
   CliRun bad_env = Tessera(base + "--ip-config ip_config.txt --extra-envs NOEQUALS true");
-  EXPECT_NE(bad_env.output.find("NOEQUALS"), std::string::npos) << bad_env.output;
+  EXPECT_THAT(bad_env.output, HasSubstr("NOEQUALS")) << bad_env.output;
 
   const std::string trainer = std::string(TESSERA_BINARY_DIR) +
                               "/bin/graphsage_train_dist --graph-name cora --part-config "
@@ -601,11 +599,10 @@ TEST(Cli, LaunchLocallyChecksRunsAndStops) {
   CliRun plain = Tessera(base + "--ip-config ip_config.txt --no-encryption '" +
                          "sh check_plain.sh && " + trainer + "1'");
   EXPECT_EQ(plain.exit_code, 0) << plain.output;
-  EXPECT_NE(plain.output.find("--no-encryption: the job's traffic"), std::string::npos)
-      << plain.output;
-  EXPECT_NE(ok.output.find("[1/trainer/3]"), std::string::npos) << ok.output;
-  EXPECT_NE(ok.output.find("[0/server/0]"), std::string::npos) << ok.output;
-  EXPECT_NE(ok.output.find("succeeded"), std::string::npos) << ok.output;
+  EXPECT_THAT(plain.output, HasSubstr("--no-encryption: the job's traffic")) << plain.output;
+  EXPECT_THAT(ok.output, HasSubstr("[1/trainer/3]")) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("[0/server/0]")) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("succeeded")) << ok.output;
 
   // Trainer 1 fails at once: the others are stopped, the code is its own,
   // and the message quotes its last error line (not merely its last line).
@@ -614,16 +611,15 @@ TEST(Cli, LaunchLocallyChecksRunsAndStops) {
                           "echo last words; exit 3; fi; " +
                           trainer + "100000'");
   EXPECT_EQ(failed.exit_code, 3) << failed.output;
-  EXPECT_NE(failed.output.find("failed after"), std::string::npos) << failed.output;
-  EXPECT_NE(failed.output.find("trainer 1 on machine 1 (127.0.0.1) exited with code 3: "
-                               "error: disk on fire"),
-            std::string::npos)
+  EXPECT_THAT(failed.output, HasSubstr("failed after")) << failed.output;
+  EXPECT_THAT(failed.output, HasSubstr("trainer 1 on machine 1 (127.0.0.1) exited with code 3: "
+                                       "error: disk on fire"))
       << failed.output;
   size_t at = failed.output.find("launch: job j");
   ASSERT_NE(at, std::string::npos);
   std::string job = failed.output.substr(at + 12, failed.output.find(':', at + 12) - at - 12);
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    EXPECT_EQ(entry.path().filename().string().find(job), std::string::npos) << entry.path();
+    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(job))) << entry.path();
   }
 }
 

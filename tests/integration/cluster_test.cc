@@ -218,7 +218,7 @@ class ClusterTest : public ::testing::Test {
     }
     EXPECT_NE(Shell("pgrep -f " + NotSelf(job)), 0) << "processes of job " << job << " remain";
     for (const auto& entry : fs::directory_iterator("/dev/shm")) {
-      EXPECT_EQ(entry.path().filename().string().find(job), std::string::npos)
+      EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(job)))
           << entry.path() << " remains";
     }
   }
@@ -272,7 +272,7 @@ TEST_F(ClusterTest, CopyFilesPutsEachPartitionOnItsMachine) {
   EXPECT_TRUE(fs::exists(workspace_ + "/ip_config.txt"));
   EXPECT_TRUE(fs::exists(workspace_ + "/scripts/train.sh"));
   std::string config = testing::ReadAll(workspace_ + "/data/cora.json");
-  EXPECT_NE(config.find("\"part1/graph\""), std::string::npos) << config;
+  EXPECT_THAT(config, HasSubstr("\"part1/graph\"")) << config;
 }
 
 TEST_F(ClusterTest, PythonExampleTrainsAcrossHosts) {
@@ -286,7 +286,7 @@ TEST_F(ClusterTest, PythonExampleTrainsAcrossHosts) {
   ASSERT_EQ(*code, 0) << testing::ReadAll(log);
   std::string out = testing::ReadAll(log);
   for (const char* line : {"[0/trainer/0] Part 0, Val Acc", "[1/trainer/1] Part 1, Val Acc"}) {
-    EXPECT_NE(out.find(line), std::string::npos) << out;
+    EXPECT_THAT(out, HasSubstr(line)) << out;
   }
   // Both trainers end with the same parameters.
   std::vector<std::string> sums;
@@ -309,8 +309,8 @@ TEST_F(ClusterTest, PythonExampleTrainsAcrossHosts) {
     ASSERT_TRUE(done.ok()) << testing::ReadAll(elog);
     ASSERT_EQ(*done, 0) << testing::ReadAll(elog);
     std::string text = testing::ReadAll(elog);
-    EXPECT_NE(text.find("[1/trainer/1] Part 1, " + needle), std::string::npos) << text;
-    EXPECT_NE(text.find("RESULT"), std::string::npos) << text;
+    EXPECT_THAT(text, HasSubstr("[1/trainer/1] Part 1, " + needle)) << text;
+    EXPECT_THAT(text, HasSubstr("RESULT")) << text;
     ExpectNothingLeft(JobOf(elog));
   }
 }
@@ -324,10 +324,10 @@ TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {
     ASSERT_TRUE(code.ok()) << testing::ReadAll(log);
     ASSERT_EQ(*code, 0) << testing::ReadAll(log);
     std::string out = testing::ReadAll(log);
-    EXPECT_NE(out.find("[1/trainer/1]"), std::string::npos) << out;
-    EXPECT_NE(out.find("[0/trainer/0]"), std::string::npos) << out;
-    EXPECT_NE(out.find("process group of 2 trainers"), std::string::npos) << out;
-    EXPECT_NE(out.find("done: test accuracy"), std::string::npos) << out;
+    EXPECT_THAT(out, HasSubstr("[1/trainer/1]")) << out;
+    EXPECT_THAT(out, HasSubstr("[0/trainer/0]")) << out;
+    EXPECT_THAT(out, HasSubstr("process group of 2 trainers")) << out;
+    EXPECT_THAT(out, HasSubstr("done: test accuracy")) << out;
     ExpectNothingLeft(JobOf(log));
   }
   // 2. kill -9 a trainer on host 1, 3. kill -9 a server on host 1,
@@ -354,13 +354,13 @@ TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {
     EXPECT_LT(watch.Seconds(), 30) << testing::ReadAll(log);
     std::string out = testing::ReadAll(log);
     if (what == "trainer") {
-      EXPECT_NE(out.find("trainer 1 on machine 1"), std::string::npos) << out;
+      EXPECT_THAT(out, HasSubstr("trainer 1 on machine 1")) << out;
     }
     if (what == "server") {
-      EXPECT_NE(out.find("server 1 on machine 1"), std::string::npos) << out;
+      EXPECT_THAT(out, HasSubstr("server 1 on machine 1")) << out;
     }
     if (what == "sigint") {
-      EXPECT_NE(out.find("interrupted"), std::string::npos) << out;
+      EXPECT_THAT(out, HasSubstr("interrupted")) << out;
     }
     ExpectNothingLeft(job);
   }
@@ -397,9 +397,9 @@ TEST_F(ClusterTest, AJobResumesAfterAWholeMachineIsKilled) {
   std::string out = testing::ReadAll(log);
   ASSERT_TRUE(code.ok()) << out;
   EXPECT_EQ(*code, 0) << out;
-  EXPECT_NE(out.find("restart 1 of 1"), std::string::npos) << out;
-  EXPECT_NE(out.find("[1/trainer/1] ["), std::string::npos) << out;
-  EXPECT_NE(out.find("resumed from step"), std::string::npos) << out;
+  EXPECT_THAT(out, HasSubstr("restart 1 of 1")) << out;
+  EXPECT_THAT(out, HasSubstr("[1/trainer/1] [")) << out;
+  EXPECT_THAT(out, HasSubstr("resumed from step")) << out;
   EXPECT_EQ(checksum(out), expected) << out;
   ExpectNothingLeft(first_job);
   const size_t last = out.rfind("launch: job ");
@@ -573,8 +573,7 @@ TEST_F(MpiClusterTest, PartitionsAcrossHostsAndStopsWhenARemoteRankDies) {
     testing::ShellRun inspect =
         testing::RunShell(testing::TesseraBinary() + " inspect " + out + "/g.json");
     EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
-    EXPECT_NE(inspect.output.find("2000 nodes, 16000 edges, 4 parts"), std::string::npos)
-        << inspect.output;
+    EXPECT_THAT(inspect.output, HasSubstr("2000 nodes, 16000 edges, 4 parts")) << inspect.output;
     ExpectHostsIdle();
   }
   // 3. The rank on the second host fails, then is killed mid-shuffle: the
@@ -593,12 +592,11 @@ TEST_F(MpiClusterTest, PartitionsAcrossHostsAndStopsWhenARemoteRankDies) {
     EXPECT_LT(watch.Seconds(), 30) << text;
     std::cout << fail_at << ": exit " << code << " after " << watch.Seconds() << " s\n";
     if (fail_at == "halo:1") {
-      EXPECT_NE(text.find("error: rank 1 of 2: failure injected at step halo"), std::string::npos)
-          << text;
+      EXPECT_THAT(text, HasSubstr("error: rank 1 of 2: failure injected at step halo")) << text;
     } else {
-      EXPECT_NE(text.find("rank 1 with PID"), std::string::npos) << text;
-      EXPECT_NE(text.find("on node " + ip_[1]), std::string::npos) << text;
-      EXPECT_NE(text.find("signal 9"), std::string::npos) << text;
+      EXPECT_THAT(text, HasSubstr("rank 1 with PID")) << text;
+      EXPECT_THAT(text, HasSubstr("on node " + ip_[1])) << text;
+      EXPECT_THAT(text, HasSubstr("signal 9")) << text;
     }
     EXPECT_FALSE(fs::exists(out + "/g.json"));
     if (fail_at == "halo:1") {  // A failure that every rank saw removes what the run wrote.

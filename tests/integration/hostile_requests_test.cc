@@ -64,7 +64,7 @@ class HostileRequestsTest : public testing::attack::CoraServersTest {
   }
   static void ExpectError(const Status& s, absl::StatusCode code, const std::string& part) {
     EXPECT_EQ(s.code(), code) << s;
-    EXPECT_NE(s.message().find(part), std::string::npos) << s;
+    EXPECT_THAT(s.message(), HasSubstr(part)) << s;
   }
 
   std::unique_ptr<rpc::RpcClient> hostile_;

@@ -77,7 +77,7 @@ TEST_F(MpiPartitionTest, RandomOutputEqualsSingleProcessWithOneTwoFourRanks) {
                                    "--return-mapping --out " +
                                    out.path());
     ASSERT_EQ(run.exit_code, 0) << run.output;
-    EXPECT_NE(run.output.find("peak RSS per rank"), std::string::npos) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("peak RSS per rank")) << run.output;
     const auto actual = testing::ReadTree(out.path());
     ASSERT_EQ(actual.size(), expected.size());
     for (const auto& [name, bytes] : expected) {
@@ -87,7 +87,7 @@ TEST_F(MpiPartitionTest, RandomOutputEqualsSingleProcessWithOneTwoFourRanks) {
     for (int p = 0; p < 4; ++p) EXPECT_TRUE(LoadPartition(out / "g.json", p).ok());
     CliRun inspect = Tessera("inspect " + out / "g.json");
     EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
-    EXPECT_NE(inspect.output.find("2000 nodes, 16000 edges, 4 parts (random)"), std::string::npos)
+    EXPECT_THAT(inspect.output, HasSubstr("2000 nodes, 16000 edges, 4 parts (random)"))
         << inspect.output;
   }
 }
@@ -114,7 +114,7 @@ TEST_F(MpiPartitionTest, MetisCutNearSerialMetisAndBalanced) {
     // enough are dropped).
     EXPECT_EQ(run.output.find("(0 contraction levels") == std::string::npos, contract)
         << run.output;
-    EXPECT_NE(run.output.find(" contraction level"), std::string::npos) << run.output;
+    EXPECT_THAT(run.output, HasSubstr(" contraction level")) << run.output;
     CheckAgainstInput(out + "/g.json", *dir_ / "g");
     const int64_t cut = EdgeCut(out + "/g.json");
     // Contraction by label propagation costs cut on a graph this small and
@@ -212,7 +212,7 @@ TEST_F(MpiPartitionTest, TypedGraphs) {
   }
   CliRun inspect = Tessera("inspect " + dir / "metis/mag.json");
   EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
-  EXPECT_NE(inspect.output.find("paper"), std::string::npos) << inspect.output;
+  EXPECT_THAT(inspect.output, HasSubstr("paper")) << inspect.output;
 }
 
 TEST_F(MpiPartitionTest, BenchReportsEveryFigure) {
@@ -243,7 +243,7 @@ TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
               " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,tcp --input " +
               *dir_ / "chunked" + " --num-parts 2 --part-method random --out " + out.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("starting 2 ranks"), std::string::npos) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("starting 2 ranks")) << run.output;
   EXPECT_TRUE(LoadPartition(out / "g.json", 1).ok());
 }
 
@@ -273,8 +273,8 @@ TEST_F(MpiPartitionTest, TheWrapperRefusesBadPlacementFlags) {
             "--mpirun-arg sets btl, which the wrapper's own flags set too"}}) {
     CliRun run = Tessera(base + c.flags);
     EXPECT_NE(run.exit_code, 0) << c.flags;
-    EXPECT_NE(run.output.find(c.message), std::string::npos) << c.flags << "\n" << run.output;
-    EXPECT_EQ(run.output.find("starting"), std::string::npos) << run.output;
+    EXPECT_THAT(run.output, HasSubstr(c.message)) << c.flags << "\n" << run.output;
+    EXPECT_THAT(run.output, Not(HasSubstr("starting"))) << run.output;
   }
 }
 
@@ -289,34 +289,30 @@ TEST_F(MpiPartitionTest, BadInputAndFailedRanksLeaveNoConfig) {
   // A rank that fails: every rank stops, rank 0 names it.
   CliRun failed = Mpirun(2, args + " --fail-at halo:1");
   EXPECT_NE(failed.exit_code, 0);
-  EXPECT_NE(failed.output.find("error: rank 1 of 2: failure injected at step halo"),
-            std::string::npos)
+  EXPECT_THAT(failed.output, HasSubstr("error: rank 1 of 2: failure injected at step halo"))
       << failed.output;
   EXPECT_FALSE(PathExists(dir / "out/g.json"));
 
   // A rank killed mid-shuffle: mpirun stops the others and names it.
   CliRun killed = Mpirun(2, args + " --fail-at shuffle:1:kill");
   EXPECT_NE(killed.exit_code, 0);
-  EXPECT_NE(killed.output.find("rank 1"), std::string::npos) << killed.output;
-  EXPECT_NE(killed.output.find("signal 9"), std::string::npos) << killed.output;
+  EXPECT_THAT(killed.output, HasSubstr("rank 1")) << killed.output;
+  EXPECT_THAT(killed.output, HasSubstr("signal 9")) << killed.output;
   EXPECT_FALSE(PathExists(dir / "out/g.json"));
 
   // A missing chunk, metadata counts that disagree with a chunk.
   std::filesystem::remove(dir / "in/node_data/_N/feat-1.npy");
   CliRun missing = Mpirun(2, args);
   EXPECT_NE(missing.exit_code, 0);
-  EXPECT_NE(missing.output.find("node_data/_N/feat-1.npy: missing"), std::string::npos)
-      << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("node_data/_N/feat-1.npy: missing")) << missing.output;
   std::filesystem::copy(
       *dir_ / "chunked/node_data", dir / "in/node_data",
       std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
   testing::WriteAll(dir / "in/edges/_N:_E:_N-2.txt", "0 1\n1 0\n");
   CliRun short_chunk = Mpirun(2, args);
   EXPECT_NE(short_chunk.exit_code, 0);
-  EXPECT_NE(short_chunk.output.find("error: rank 1 of 2: "), std::string::npos)
-      << short_chunk.output;
-  EXPECT_NE(short_chunk.output.find("_N:_E:_N-2.txt: holds 2 edges but the metadata says"),
-            std::string::npos)
+  EXPECT_THAT(short_chunk.output, HasSubstr("error: rank 1 of 2: ")) << short_chunk.output;
+  EXPECT_THAT(short_chunk.output, HasSubstr("_N:_E:_N-2.txt: holds 2 edges but the metadata says"))
       << short_chunk.output;
   EXPECT_FALSE(PathExists(dir / "out/g.json"));
 }

@@ -101,7 +101,7 @@ TEST_F(RuntimeTest, KilledServerFailsEveryClientWithinItsDeadline) {
                            << " s after the kill";
     EXPECT_EQ(*code, 3) << ClientLog(static_cast<int>(r));
     std::string log = ClientLog(static_cast<int>(r));
-    EXPECT_NE(log.find("server 1 (tcp://127.0.0.1:"), std::string::npos) << log;
+    EXPECT_THAT(log, HasSubstr("server 1 (tcp://127.0.0.1:")) << log;
   }
   EXPECT_LT(watch.Seconds(), 30);
   std::string job_id = (*job)->job_id();
@@ -129,7 +129,7 @@ TEST_F(RuntimeTest, KilledClientDoesNotStopTheOthers) {
   for (int c : result->server_exit_codes) EXPECT_EQ(c, 0);
   EXPECT_LT(watch.Seconds(), 15);
   std::string log = testing::ReadAll((*job)->ServerLog(0));
-  EXPECT_NE(log.find("client 1 not heard from"), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("client 1 not heard from")) << log;
 }
 
 TEST_F(RuntimeTest, SigtermUnlinksSharedMemoryAndTwoJobsDoNotCollide) {
@@ -176,19 +176,18 @@ TEST_F(RuntimeTest, ServerErrorsAreClearAndLeaveNothing) {
   auto [code, log] =
       run("ip.txt", {"--part-config", parts + "/cora.json", "--server-id", "1"}, "a.log");
   EXPECT_EQ(code, 1);
-  EXPECT_NE(log.find("feat.npy"), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("feat.npy")) << log;
   // More partitions than machines in ip_config.
   testing::WriteAll(work_ / "ip1.txt", "127.0.0.1 " + std::to_string(*port) + "\n");
   std::tie(code, log) = run("ip1.txt", {"--part-config", *config_, "--server-id", "0"}, "b.log");
   EXPECT_EQ(code, 1);
-  EXPECT_NE(log.find("1 machines but"), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("1 machines but")) << log;
   // Port already taken.
   auto holder = rpc::RpcServer::Bind({.host = "127.0.0.1", .port = *port, .token = "t"});
   ASSERT_TRUE(holder.ok());
   std::tie(code, log) = run("ip.txt", {"--part-config", *config_, "--server-id", "0"}, "c.log");
   EXPECT_EQ(code, 1);
-  EXPECT_NE(log.find("cannot listen on 127.0.0.1:" + std::to_string(*port)), std::string::npos)
-      << log;
+  EXPECT_THAT(log, HasSubstr("cannot listen on 127.0.0.1:" + std::to_string(*port))) << log;
   EXPECT_TRUE(shm::ListJobSegments(job).empty());
 }
 

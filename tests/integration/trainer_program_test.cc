@@ -61,7 +61,7 @@ TEST(TrainerTest, SameProgramStandaloneAndDistributed) {
   while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
     standalone.append(buffer.data(), n);
   ASSERT_EQ(pclose(pipe), 0) << standalone;
-  ASSERT_NE(standalone.find("rank 0 of 1"), std::string::npos) << standalone;
+  ASSERT_THAT(standalone, HasSubstr("rank 0 of 1")) << standalone;
 
   // Distributed: 2 machines x 2 trainers.
   launcher::LocalJobOptions o;
@@ -84,8 +84,8 @@ TEST(TrainerTest, SameProgramStandaloneAndDistributed) {
   for (int rank = 0; rank < 4; ++rank) {
     std::string log = testing::ReadAll(dir / ("job/client-" + std::to_string(rank) + ".log"));
     EXPECT_EQ(result->client_exit_codes[rank], 0) << log;
-    ASSERT_NE(log.find("rank " + std::to_string(rank) + " of 4"), std::string::npos) << log;
-    EXPECT_NE(log.find("samplers 2"), std::string::npos) << log;  // From the runner's env.
+    ASSERT_THAT(log, HasSubstr("rank " + std::to_string(rank) + " of 4")) << log;
+    EXPECT_THAT(log, HasSubstr("samplers 2")) << log;  // From the runner's env.
     Summary b = Parse(log);
     EXPECT_NEAR(b.feat_sum, a.feat_sum, 1e-3 * std::abs(a.feat_sum));
     EXPECT_EQ(b.label_sum, a.label_sum);
@@ -132,8 +132,7 @@ TEST(TrainerTest, FailedCollectiveExitsWithItsErrorWhileAServerIsStopped) {
     ASSERT_TRUE(code0.ok() && code1.ok()) << out0 << out1;
     EXPECT_EQ(*code0, 1) << out0;
     EXPECT_EQ(*code1, 1) << "trainer 1 (negative: killed by that signal): " << out1;
-    EXPECT_NE(out1.find("all_reduce_sum: a trainer failed or did not arrive"), std::string::npos)
-        << out1;
+    EXPECT_THAT(out1, HasSubstr("all_reduce_sum: a trainer failed or did not arrive")) << out1;
     (*job)->servers()[1].Signal(SIGKILL);
     auto result = (*job)->Wait(Deadline::InSeconds(60));
     ASSERT_TRUE(result.ok()) << result.status();

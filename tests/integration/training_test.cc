@@ -143,7 +143,7 @@ TEST(TrainingTest, CoraReachesPublishedAccuracyStandaloneAndDistributed) {
     // DDP: every trainer ends with the same weights.
     std::set<double> checksums;
     for (const std::string& log : job.logs) {
-      EXPECT_NE(log.find("process group of 4 trainers"), std::string::npos) << log;
+      EXPECT_THAT(log, HasSubstr("process group of 4 trainers")) << log;
       checksums.insert(Checksum(log));
     }
     EXPECT_EQ(checksums.size(), 1u) << "the trainers' weights differ";
@@ -248,7 +248,7 @@ std::pair<nlohmann::json, nlohmann::json> RunStoppedAndResumed(std::vector<std::
   nlohmann::json plain = ResultIn(run(dir / "plain", epochs));
   run(dir / "stopped", stop_epochs);
   std::string output = run(dir / "stopped", epochs);
-  EXPECT_NE(output.find(resumed), std::string::npos) << output;
+  EXPECT_THAT(output, HasSubstr(resumed)) << output;
   EXPECT_FALSE(plain.is_null());
   nlohmann::json last = ResultIn(output);
   EXPECT_FALSE(last.is_null()) << output;
@@ -380,12 +380,12 @@ TEST(TrainingTest, AKilledTrainerStopsTheJob) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_LT(watch.Seconds(), 30);
   EXPECT_FALSE(result->ok());
-  EXPECT_NE(result->first_failure.find("client 1"), std::string::npos) << result->first_failure;
+  EXPECT_THAT(result->first_failure, HasSubstr("client 1")) << result->first_failure;
   for (auto& p : (*job)->clients()) EXPECT_TRUE(p.finished());
   for (auto& p : (*job)->servers()) EXPECT_TRUE(p.finished());
   job->reset();
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    EXPECT_EQ(entry.path().filename().string().find(job_id), std::string::npos)
+    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(job_id)))
         << entry.path() << " was left behind";
   }
 }
