@@ -272,10 +272,8 @@ void ShutdownLoaders() {
 
 void DefGraphOperations(py::module_& m, PyDistGraph& graph) {
   graph
-      .def("find_edges",
-           [](const dist::DistGraph& g, const torch::Tensor& eids) {
-             return Wait([&] { return g.find_edges(eids); });
-           })
+      .def("find_edges", Waiting(py::overload_cast<const torch::Tensor&>(
+                             &dist::DistGraph::find_edges, py::const_)))
       .def("in_degrees",
            [](const dist::DistGraph& g, std::optional<torch::Tensor> nids) {
              return Wait([&] { return g.in_degrees(nids.value_or(torch::Tensor())); });
@@ -284,10 +282,8 @@ void DefGraphOperations(py::module_& m, PyDistGraph& graph) {
            [](const dist::DistGraph& g, std::optional<torch::Tensor> nids) {
              return Wait([&] { return g.out_degrees(nids.value_or(torch::Tensor())); });
            })
-      .def("find_edges_of",
-           [](const dist::DistGraph& g, const torch::Tensor& eids, const std::string& etype) {
-             return Wait([&] { return g.find_edges(eids, etype); });
-           })
+      .def("find_edges_of", Waiting(py::overload_cast<const torch::Tensor&, const std::string&>(
+                                &dist::DistGraph::find_edges, py::const_)))
       .def("in_degrees_of",
            [](const dist::DistGraph& g, std::optional<torch::Tensor> nids,
               const std::string& etype) {

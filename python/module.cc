@@ -393,10 +393,8 @@ PYBIND11_MODULE(_C, m) {
       .def("num_nodes", [](const dist::DistGraph& g) { return g.num_nodes(); })
       .def("num_edges", [](const dist::DistGraph& g) { return g.num_edges(); })
       .def("graph_name", &dist::DistGraph::graph_name)
-      .def("ndata", [](const dist::DistGraph& g,
-                       const std::string& name) { return Wait([&] { return g.ndata(name); }); })
-      .def("edata", [](const dist::DistGraph& g,
-                       const std::string& name) { return Wait([&] { return g.edata(name); }); })
+      .def("ndata", Waiting(&dist::DistGraph::ndata))
+      .def("edata", Waiting(&dist::DistGraph::edata))
       .def("node_attr_schemes",
            [schemes](const dist::DistGraph& g) {
              return schemes(Wait([&] { return g.node_attr_schemes(); }));
@@ -415,21 +413,11 @@ PYBIND11_MODULE(_C, m) {
              return l;
            })
       .def("num_nodes_of",
-           [](const dist::DistGraph& g, const std::string& t) {
-             return Wait([&] { return g.num_nodes(t); });
-           })
+           Waiting(py::overload_cast<const std::string&>(&dist::DistGraph::num_nodes, py::const_)))
       .def("num_edges_of",
-           [](const dist::DistGraph& g, const std::string& t) {
-             return Wait([&] { return g.num_edges(t); });
-           })
-      .def("get_ntype_id",
-           [](const dist::DistGraph& g, const std::string& t) {
-             return Wait([&] { return g.get_ntype_id(t); });
-           })
-      .def("get_etype_id",
-           [](const dist::DistGraph& g, const std::string& t) {
-             return Wait([&] { return g.get_etype_id(t); });
-           })
+           Waiting(py::overload_cast<const std::string&>(&dist::DistGraph::num_edges, py::const_)))
+      .def("get_ntype_id", Waiting(&dist::DistGraph::get_ntype_id))
+      .def("get_etype_id", Waiting(&dist::DistGraph::get_etype_id))
       .def("to_canonical_etype",
            [](const dist::DistGraph& g, const std::string& t) {
              return EdgeTypeTuple(Wait([&] { return g.to_canonical_etype(t); }));
@@ -460,14 +448,8 @@ PYBIND11_MODULE(_C, m) {
              auto [t, i] = Wait([&] { return g.map_to_per_etype(ids); });
              return py::make_tuple(t, i);
            })
-      .def("map_to_homo_nid",
-           [](const dist::DistGraph& g, const torch::Tensor& ids, const std::string& t) {
-             return Wait([&] { return g.map_to_homo_nid(ids, t); });
-           })
-      .def("map_to_homo_eid",
-           [](const dist::DistGraph& g, const torch::Tensor& ids, const std::string& t) {
-             return Wait([&] { return g.map_to_homo_eid(ids, t); });
-           })
+      .def("map_to_homo_nid", Waiting(&dist::DistGraph::map_to_homo_nid))
+      .def("map_to_homo_eid", Waiting(&dist::DistGraph::map_to_homo_eid))
       .def("rank", &dist::DistGraph::rank)
       .def("barrier", [](const dist::DistGraph& g) { Wait([&] { g.barrier(); }); });
   DefGraphOperations(m, graph);

@@ -76,6 +76,14 @@ auto Wait(F&& f) -> decltype(f()) {
   }
 }
 
+// A binding of `method` that runs it inside Wait.
+template <typename C, typename R, typename... Args>
+auto Waiting(R (C::*method)(Args...) const) {
+  return [method](const C& self, Args... args) {
+    return Wait([&] { return (self.*method)(args...); });
+  };
+}
+
 // A shared_ptr whose deleter releases the GIL: destroying a DistTensor that
 // created its tensor deletes it cluster-wide (an RPC), destroying the last
 // graph closes the connections, destroying a loader joins its sampler
