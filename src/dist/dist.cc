@@ -605,20 +605,28 @@ DistTensor DistGraph::TypeData(bool node, int type, const std::string& name) con
 DistTensor DistGraph::ndata(const std::string& name) const { return Data("node", name); }
 DistTensor DistGraph::edata(const std::string& name) const { return Data("edge", name); }
 
+namespace {
+// The schemes of the tensors whose keys start with `prefix`, by the rest of
+// the key.
+std::map<std::string, AttrScheme> SchemesUnder(kvstore::FeatureStore& store,
+                                               const std::string& prefix) {
+  std::map<std::string, AttrScheme> out;
+  for (const kvstore::TensorMeta& meta : ValueOrThrow(store.List(), "attribute schemes")) {
+    if (meta.key.rfind(prefix, 0) != 0) continue;
+    out[meta.key.substr(prefix.size())] = {
+        std::vector<int64_t>(meta.shape.begin() + 1, meta.shape.end()), ToTorch(meta.dtype)};
+  }
+  return out;
+}
+}  // namespace
+
 std::map<std::string, AttrScheme> DistGraph::Schemes(const std::string& prefix) const {
   const PartitionBook& book = partition_book();
   const bool node = prefix == "node";
   // One type on this side (a homogeneous graph, or e.g. a knowledge graph's
   // single node type): plain names, as ndata / edata take them.
   if ((node ? book.num_ntypes() : book.num_etypes()) == 1) return TypeSchemes(node, 0);
-  std::map<std::string, AttrScheme> out;  // "<type>/<name>" on a heterograph.
-  for (const kvstore::TensorMeta& meta :
-       ValueOrThrow(context_->store_->features().List(), "attribute schemes")) {
-    if (meta.key.rfind(prefix + "/", 0) != 0) continue;
-    out[meta.key.substr(prefix.size() + 1)] = {
-        std::vector<int64_t>(meta.shape.begin() + 1, meta.shape.end()), ToTorch(meta.dtype)};
-  }
-  return out;
+  return SchemesUnder(context_->store_->features(), prefix + "/");  // "<type>/<name>".
 }
 
 std::map<std::string, AttrScheme> DistGraph::TypeSchemes(bool node, int type) const {
@@ -626,14 +634,7 @@ std::map<std::string, AttrScheme> DistGraph::TypeSchemes(bool node, int type) co
   const std::string prefix =
       fmt::format("{}/{}", node ? "node" : "edge",
                   book.is_homogeneous() ? "" : TypeName(book, node, type) + "/");
-  std::map<std::string, AttrScheme> out;
-  for (const kvstore::TensorMeta& meta :
-       ValueOrThrow(context_->store_->features().List(), "attribute schemes")) {
-    if (meta.key.rfind(prefix, 0) != 0) continue;
-    out[meta.key.substr(prefix.size())] = {
-        std::vector<int64_t>(meta.shape.begin() + 1, meta.shape.end()), ToTorch(meta.dtype)};
-  }
-  return out;
+  return SchemesUnder(context_->store_->features(), prefix);
 }
 
 std::map<std::string, AttrScheme> DistGraph::node_attr_schemes() const { return Schemes("node"); }
