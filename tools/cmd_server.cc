@@ -16,6 +16,7 @@
 #include "src/kvstore/kv_server.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
+#include "src/launcher/process.h"
 #include "src/rpc/transport.h"
 #include "src/shm/segment.h"
 #include "tessera/base/resource.h"
@@ -51,10 +52,7 @@ struct ServerFlags {
 
 Status RunServer(const ServerFlags& flags) {
   RetainFreedMemory();  // Sampling answers reuse the same buffers request after request.
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaction(s, &action, nullptr);
+  launcher::HandleSignals(OnSignal, {SIGTERM, SIGINT, SIGHUP});
   signal(SIGPIPE, SIG_IGN);
 
   std::string token, key;

@@ -51,12 +51,7 @@ std::string Tail(const std::string& path, int lines) {
 
 }  // namespace
 
-void InstallCancelHandlers() {
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  for (int s : {SIGINT, SIGTERM}) sigaction(s, &action, nullptr);
-}
+void InstallCancelHandlers() { launcher::HandleSignals(OnSignal, {SIGINT, SIGTERM}); }
 
 StatusOr<std::string> TrainerProgram() {
   std::filesystem::path path =

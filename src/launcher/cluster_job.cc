@@ -409,10 +409,7 @@ void ClusterJob::Teardown() {
 StatusOr<int> ClusterJob::Run() {
   Status checked = Check();
   if (!checked.ok()) return checked;
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  for (int s : {SIGINT, SIGTERM}) sigaction(s, &action, nullptr);
+  HandleSignals(OnSignal, {SIGINT, SIGTERM});
   signal(SIGPIPE, SIG_IGN);
   job_id_ = shm::RandomJobId();
   token_ = RandomToken();

@@ -224,6 +224,13 @@ sigset_t StopSignals() {
 
 }  // namespace
 
+void HandleSignals(void (*handler)(int), std::initializer_list<int> signals) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  for (int s : signals) sigaction(s, &action, nullptr);
+}
+
 sigset_t BlockStopSignals() {
   const sigset_t mask = StopSignals();
   sigset_t old;

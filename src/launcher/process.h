@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,9 @@ class Process {
   double grace_seconds_ = 5;
   std::string name_;
 };
+
+// Calls `handler` on each of `signals` (sigaction, no flags, nothing masked).
+void HandleSignals(void (*handler)(int), std::initializer_list<int> signals);
 
 // Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (so they wait
 // for WaitInForeground instead of killing the process); returns the mask
