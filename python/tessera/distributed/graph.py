@@ -76,8 +76,9 @@ class _DataView(MutableMapping):
         count = self._graph.num_nodes if self._kind == "node" else self._graph.num_edges
         want = count() if self._type is None else count(self._type)
         if value.shape[0] != want:
+            whose = "the graph" if self._type is None else "the type"
             raise _C.TesseraError(f"{self._what(name)}: the tensor has {value.shape[0]} rows, "
-                                  f"the {'graph' if self._type is None else 'type'} {want}")
+                                  f"{whose} {want} {self._kind}s")
         self._local[name] = value
 
     def __delitem__(self, name):
