@@ -132,8 +132,7 @@ Status WriteSameStructure(const std::string& typed_input, const std::string& out
 
 // Generates the three graphs under `dir`.
 StatusOr<std::vector<BenchGraph>> MakeGraphs(const HeteroFlags& f, const std::string& dir) {
-  TypedGenerateOptions h;
-  h.num_nodes = f.nodes;
+  TypedGenerateOptions h{.num_nodes = f.nodes};
   ASSIGN_OR_RETURN(TypedShape shape, MagShape(h));
   const int64_t nodes = std::accumulate(shape.num_nodes.begin(), shape.num_nodes.end(), int64_t{0});
   const int64_t edges = std::accumulate(shape.num_edges.begin(), shape.num_edges.end(), int64_t{0});
@@ -155,11 +154,11 @@ StatusOr<std::vector<BenchGraph>> MakeGraphs(const HeteroFlags& f, const std::st
   BenchGraph& homo = graphs[1];
   homo.name = "homogeneous";
   homo.input = dir + "/homogeneous/input";
-  GenerateOptions o;
-  o.num_nodes = nodes;
-  o.num_undirected_edges = edges / 2;
-  o.feat_dim = std::max<int64_t>(1, std::llround(double(h.feat_dim) * papers / nodes));
-  o.train_fraction = h.train_fraction * double(papers) / nodes;
+  GenerateOptions o{
+      .num_nodes = nodes,
+      .num_undirected_edges = edges / 2,
+      .feat_dim = std::max<int64_t>(1, std::llround(double(h.feat_dim) * papers / nodes)),
+      .train_fraction = h.train_fraction * double(papers) / nodes};
   spdlog::info("bench hetero: generating the homogeneous graph (feature dimension {})", o.feat_dim);
   ASSIGN_OR_RETURN(GenerateStats hs, GenerateSbmGraph(o, homo.input));
   homo.info = {{"nodes", hs.num_nodes},

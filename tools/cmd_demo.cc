@@ -34,11 +34,10 @@ Status RunDemo(const DemoFlags& f, const std::string& workdir) {
   Stopwatch watch;
   std::string input = f.dataset;
   if (input.empty()) {
-    GenerateOptions gen;
-    gen.num_nodes = f.nodes;
-    gen.num_undirected_edges = f.nodes * 10;
-    gen.feat_dim = 32;
-    gen.num_classes = 10;
+    GenerateOptions gen{.num_nodes = f.nodes,
+                        .num_undirected_edges = f.nodes * 10,
+                        .feat_dim = 32,
+                        .num_classes = 10};
     input = workdir + "/graph";
     spdlog::info("demo 1/3: generating a {}-node graph with {} classes", gen.num_nodes,
                  gen.num_classes);

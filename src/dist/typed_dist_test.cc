@@ -36,11 +36,7 @@ struct MagFixture {
 // Generates a 3000-node mag-shaped graph and partitions it into `parts`.
 MagFixture MakeMag(const std::string& dir, int parts) {
   MagFixture f;
-  TypedGenerateOptions o;
-  o.num_nodes = 3000;
-  o.feat_dim = 8;
-  o.num_classes = 5;
-  o.num_threads = 1;
+  TypedGenerateOptions o{.num_nodes = 3000, .feat_dim = 8, .num_classes = 5, .num_threads = 1};
   auto stats = GenerateMagGraph(o, dir + "/mag");
   EXPECT_TRUE(stats.ok()) << stats.status();
   auto graph = ReadGraph(dir + "/mag");

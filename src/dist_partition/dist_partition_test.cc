@@ -54,12 +54,11 @@ class DistPartitionTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
-    GenerateOptions o;
-    o.num_nodes = 300;
-    o.num_undirected_edges = 1500;
-    o.feat_dim = 3;
-    o.num_classes = 4;
-    o.num_threads = 1;
+    GenerateOptions o{.num_nodes = 300,
+                      .num_undirected_edges = 1500,
+                      .feat_dim = 3,
+                      .num_classes = 4,
+                      .num_threads = 1};
     ASSERT_TRUE(GenerateSbmGraph(o, *dir_ / "sbm").ok());
     auto graph = ReadGraph(*dir_ / "sbm");
     ASSERT_TRUE(graph.ok()) << graph.status();
@@ -70,11 +69,7 @@ class DistPartitionTest : public ::testing::Test {
     // And a node array of zero-byte rows (a feature of width 0).
     graph->node_data.emplace("empty", Array::Empty(DType::kFloat32, {graph->num_nodes, 0}));
     ASSERT_TRUE(WriteChunkedGraph(*graph, *dir_ / "chunked", {3, true, "sbm"}).ok());
-    TypedGenerateOptions h;
-    h.num_nodes = 1000;
-    h.feat_dim = 2;
-    h.num_classes = 3;
-    h.num_threads = 1;
+    TypedGenerateOptions h{.num_nodes = 1000, .feat_dim = 2, .num_classes = 3, .num_threads = 1};
     ASSERT_TRUE(GenerateMagGraph(h, *dir_ / "mag").ok());
     auto mag = ReadGraph(*dir_ / "mag");
     ASSERT_TRUE(mag.ok()) << mag.status();

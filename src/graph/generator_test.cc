@@ -14,14 +14,13 @@ using testing::ReadAll;
 using testing::TempDir;
 
 GenerateOptions Small() {
-  GenerateOptions o;
-  o.num_nodes = 5000;
-  o.num_undirected_edges = 40000;
-  o.feat_dim = 8;
-  o.num_classes = 5;
-  o.homophily = 0.9;
-  o.noise = 0.5;
-  o.seed = 7;
+  GenerateOptions o{.num_nodes = 5000,
+                    .num_undirected_edges = 40000,
+                    .feat_dim = 8,
+                    .num_classes = 5,
+                    .homophily = 0.9,
+                    .noise = 0.5,
+                    .seed = 7};
   return o;
 }
 

@@ -17,11 +17,7 @@ using testing::ReadAll;
 using testing::TempDir;
 
 TypedGenerateOptions Small() {
-  TypedGenerateOptions o;
-  o.num_nodes = 20000;
-  o.feat_dim = 16;
-  o.num_classes = 8;
-  o.seed = 7;
+  TypedGenerateOptions o{.num_nodes = 20000, .feat_dim = 16, .num_classes = 8, .seed = 7};
   return o;
 }
 
@@ -167,8 +163,7 @@ TEST(TypedGenerator, DeterministicWhateverTheThreadCount) {
 // better than its own features do (what an R-GCN has over an MLP).
 TEST(TypedGenerator, LabelsAreLearnableFromTheGraphMoreThanFromFeatures) {
   TempDir dir;
-  TypedGenerateOptions o;
-  o.num_nodes = 30000;
+  TypedGenerateOptions o{.num_nodes = 30000};
   ASSERT_TRUE(GenerateMagGraph(o, dir.path()).ok());
   auto g = ReadGraph(dir.path());
   ASSERT_TRUE(g.ok()) << g.status();

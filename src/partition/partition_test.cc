@@ -327,12 +327,11 @@ TEST_F(CoraPartition, TrainersPerMachineSplitsEveryPart) {
 // The 20,000-node, 300,000-edge SBM graph (8 classes, a train mask) the
 // METIS balance and coarsening tests partition, generated into `dir`.
 StatusOr<Graph> SmallSbmGraph(const std::string& dir) {
-  GenerateOptions gen;
-  gen.num_nodes = 20000;
-  gen.num_undirected_edges = 150000;
-  gen.feat_dim = 4;
-  gen.num_classes = 8;
-  gen.seed = 3;
+  GenerateOptions gen{.num_nodes = 20000,
+                      .num_undirected_edges = 150000,
+                      .feat_dim = 4,
+                      .num_classes = 8,
+                      .seed = 3};
   RETURN_IF_ERROR(GenerateSbmGraph(gen, dir).status());
   return ReadGraph(dir);
 }

@@ -162,9 +162,7 @@ TEST(TrainingTest, CoraReachesPublishedAccuracyStandaloneAndDistributed) {
 // close to standalone, over 3 seeds.
 TEST(TrainingTest, RgcnOnGeneratedMagBeatsMlpAndMatchesStandaloneDistributed) {
   testing::TempDir dir;
-  TypedGenerateOptions gen;
-  gen.num_nodes = 20000;
-  gen.num_threads = 2;
+  TypedGenerateOptions gen{.num_nodes = 20000, .num_threads = 2};
   ASSERT_TRUE(GenerateMagGraph(gen, dir / "mag").ok());
   auto graph = ReadGraph(dir / "mag");
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -274,9 +272,7 @@ TEST(TrainingTest, GraphSageResumesMidEpochToTheUninterruptedParameters) {
 // dense parameters and test accuracy of an uninterrupted run.
 TEST(TrainingTest, RgcnResumesToTheUninterruptedParameters) {
   testing::TempDir dir;
-  TypedGenerateOptions gen;
-  gen.num_nodes = 3000;
-  gen.num_threads = 2;
+  TypedGenerateOptions gen{.num_nodes = 3000, .num_threads = 2};
   ASSERT_TRUE(GenerateMagGraph(gen, dir / "mag").ok());
   auto graph = ReadGraph(dir / "mag");
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -340,11 +336,8 @@ TEST(TrainingTest, LearnedEmbeddingsBeatTheUntrainedModel) {
 // trainer, and leaves no process and no shared memory.
 TEST(TrainingTest, AKilledTrainerStopsTheJob) {
   testing::TempDir dir;
-  GenerateOptions gen;
-  gen.num_nodes = 20000;
-  gen.num_undirected_edges = 200000;
-  gen.feat_dim = 16;
-  gen.num_classes = 4;
+  GenerateOptions gen{
+      .num_nodes = 20000, .num_undirected_edges = 200000, .feat_dim = 16, .num_classes = 4};
   ASSERT_TRUE(GenerateSbmGraph(gen, dir / "graph").ok());
   auto graph = ReadGraph(dir / "graph");
   ASSERT_TRUE(graph.ok());
