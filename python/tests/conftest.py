@@ -1,4 +1,5 @@
 """Fixtures: Cora partitions, free ports, and `tessera launch` of Python trainers."""
+import json
 import os
 import random
 import re
@@ -97,6 +98,13 @@ def launch(workspace, part_config, command, trainers=2, machines=2, timeout=600,
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=timeout, env=dict(os.environ))
     return r.returncode, r.stdout, assert_job_gone(r.stdout)
+
+
+def results(out):
+    """The JSON of each "RESULT {...}" line (launched lines carry a "[machine/trainer/rank] "
+    prefix)."""
+    return [json.loads(line.split("RESULT ", 1)[1]) for line in out.splitlines()
+            if "RESULT {" in line]
 
 
 def python_cmd(script, *args):

@@ -4,7 +4,6 @@ on 1 x 1 and on 4 x 1 with other partitionings of Cora (same rows and
 optimizer state, matched by original id); and a trainer killed with
 SIGKILL under `tessera launch --max-restarts 1`, whose job ends with the
 parameters of an uninterrupted run."""
-import json
 import os
 import re
 import shutil
@@ -19,7 +18,7 @@ import torch
 import tessera
 import tessera.distributed
 from conftest import (BIN, CORA, PYTHON, SOURCE, assert_job_gone, launch, launch_argv,
-                      python_cmd)
+                      python_cmd, results)
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint_job.py")
 
@@ -120,8 +119,7 @@ def pid_of(job, rank=None, server=False):
 
 
 def digests(out):
-    return {json.loads(line.split("RESULT ", 1)[1])["params_sha256"]
-            for line in out.splitlines() if "RESULT " in line}
+    return {r["params_sha256"] for r in results(out)}
 
 
 @pytest.mark.parametrize("victim", ["trainer", "server"])

@@ -5,24 +5,17 @@ trainers, with accuracy thresholds: the seeds' low-level loop
 written with update_all) on Cora; R-GCN as DGL's distributed example writes
 it (HeteroGraphConv + GraphConv(weight=False) + WeightBasis + local_var,
 DistEmbeddings for featureless types) on a generated mag-shaped graph."""
-import json
 import os
 import subprocess
 
 import pytest
 
-from conftest import PYTHON, SOURCE, launch, make_mag
+from conftest import PYTHON, SOURCE, launch, make_mag, results
 
 LOW_LEVEL = os.path.join(SOURCE, "examples", "python", "graphsage", "low_level_sampling.py")
 RGCN = os.path.join(SOURCE, "examples", "python", "rgcn", "rgcn_hetero.py")
 RGCN_FLAGS = ["--graph-name", "mag", "--n-epochs", "30", "--n-hidden", "64", "--use-self-loop",
               "--dropout", "0.5", "--sparse-lr", "0.5", "--n-bases", "2", "--seed", "1"]
-
-
-def results(out):
-    # Launched output lines carry a "[machine/trainer/rank] " prefix.
-    return [json.loads(line.split("RESULT ", 1)[1]) for line in out.splitlines()
-            if "RESULT {" in line]
 
 
 def test_low_level_sampling_standalone(cora_parts):

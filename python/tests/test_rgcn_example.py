@@ -7,13 +7,12 @@ standalone with DDP keeping every trainer's parameters identical.
 The graph has 10,000 nodes (3,797 papers) with 30% of the papers for
 training and 60% (2,278) for testing, so that one run's test accuracy is
 precise enough to compare (binomial standard error about 0.8 points)."""
-import json
 import os
 import subprocess
 
 import pytest
 
-from conftest import BIN, HERE, PYTHON, SOURCE, launch, make_mag
+from conftest import BIN, HERE, PYTHON, SOURCE, launch, make_mag, results
 
 EXAMPLE = os.path.join(SOURCE, "examples", "python", "rgcn", "train_rgcn.py")
 # 30 epochs of 5 steps (1,139 training papers, batch 256; each of 4 trainers
@@ -30,11 +29,6 @@ def mag(tmp_path_factory):
     return make_mag(tmp_path_factory.mktemp("rgcn"), "--num-nodes", "10000", "--feat-dim", "16",
                     "--num-classes", "8", "--train-frac", "0.3", "--val-frac", "0.1",
                     "--test-frac", "0.6")
-
-def results(out):
-    return [json.loads(line.split("RESULT ", 1)[1]) for line in out.splitlines()
-            if "RESULT " in line]
-
 
 def standalone(config, *flags):
     # One intra-op thread: on a shared 2-core machine two threads made

@@ -1,10 +1,9 @@
 """The ported DGL example trains Cora to the published accuracy, standalone and
 launched (2 machines x 2 trainers), with identical parameters everywhere."""
-import json
 import os
 import subprocess
 
-from conftest import BIN, PYTHON, SOURCE, launch
+from conftest import BIN, PYTHON, SOURCE, launch, results
 
 EXAMPLE = os.path.join(SOURCE, "examples", "python", "graphsage", "node_classification.py")
 # GCN's preprocessing and DGL's full-graph settings for citation graphs
@@ -13,11 +12,6 @@ CITATION = ["--row_normalize", "--input_dropout", "0.5", "--lr", "0.01", "--weig
             "5e-4", "--batch_size", "140", "--num_epochs", "200", "--eval_every", "200",
             "--log_every", "0", "--json"]
 SEEDS = [0, 1, 2]
-
-
-def results(out):
-    return [json.loads(line.split("RESULT ", 1)[1]) for line in out.splitlines()
-            if "RESULT " in line]
 
 
 def test_cora_standalone_and_two_by_two(cora_parts, tmp_path):
