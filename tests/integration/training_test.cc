@@ -110,6 +110,27 @@ double Checksum(const std::string& log) {
   return at == std::string::npos ? -1 : std::stod(log.substr(at + 19));
 }
 
+// A generated ogbn-mag shaped graph of `nodes` nodes (mag/ in `dir`)
+// partitioned into each count of `parts` (p<count>/); the configs, in that
+// order (fewer on a failure, which is reported).
+std::vector<std::string> MagPartitions(const testing::TempDir& dir, int64_t nodes,
+                                       std::initializer_list<int> parts) {
+  TypedGenerateOptions gen{.num_nodes = nodes, .num_threads = 2};
+  Status generated = GenerateMagGraph(gen, dir / "mag").status();
+  EXPECT_TRUE(generated.ok()) << generated;
+  auto graph = ReadGraph(dir / "mag");
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  std::vector<std::string> configs;
+  for (int n : parts) {
+    if (!graph.ok()) break;
+    auto r = PartitionGraph(*graph, "mag", n, dir / ("p" + std::to_string(n)), {});
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) break;
+    configs.push_back(r->config_path);
+  }
+  return configs;
+}
+
 TEST(TrainingTest, CoraReachesPublishedAccuracyStandaloneAndDistributed) {
   testing::TempDir dir;
   std::string one = kvstore::testing::PartitionCora(dir / "one", 1);
@@ -162,16 +183,9 @@ TEST(TrainingTest, CoraReachesPublishedAccuracyStandaloneAndDistributed) {
 // close to standalone, over 3 seeds.
 TEST(TrainingTest, RgcnOnGeneratedMagBeatsMlpAndMatchesStandaloneDistributed) {
   testing::TempDir dir;
-  TypedGenerateOptions gen{.num_nodes = 20000, .num_threads = 2};
-  ASSERT_TRUE(GenerateMagGraph(gen, dir / "mag").ok());
-  auto graph = ReadGraph(dir / "mag");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  std::string one, two;
-  for (int parts : {1, 2}) {
-    auto r = PartitionGraph(*graph, "mag", parts, dir / ("p" + std::to_string(parts)), {});
-    ASSERT_TRUE(r.ok()) << r.status();
-    (parts == 1 ? one : two) = r->config_path;
-  }
+  const std::vector<std::string> configs = MagPartitions(dir, 20000, {1, 2});
+  ASSERT_EQ(configs.size(), 2u);
+  const std::string &one = configs[0], &two = configs[1];
   auto flags = [&](const std::string& config, const std::string& seed, int64_t batch) {
     return std::vector<std::string>{Program("rgcn_train"),
                                     "--graph-name",
@@ -272,16 +286,12 @@ TEST(TrainingTest, GraphSageResumesMidEpochToTheUninterruptedParameters) {
 // dense parameters and test accuracy of an uninterrupted run.
 TEST(TrainingTest, RgcnResumesToTheUninterruptedParameters) {
   testing::TempDir dir;
-  TypedGenerateOptions gen{.num_nodes = 3000, .num_threads = 2};
-  ASSERT_TRUE(GenerateMagGraph(gen, dir / "mag").ok());
-  auto graph = ReadGraph(dir / "mag");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  auto parts = PartitionGraph(*graph, "mag", 1, dir / "p1", {});
-  ASSERT_TRUE(parts.ok()) << parts.status();
+  const std::vector<std::string> configs = MagPartitions(dir, 3000, {1});
+  ASSERT_EQ(configs.size(), 1u);
   // 11 batches per epoch: the last save of 2 epochs, step 21, is epoch 1, batch 10.
   auto [plain, resumed] = RunStoppedAndResumed(
-      {Program("rgcn_train"), "--graph-name", "mag", "--part-config", parts->config_path,
-       "--batch-size", "64", "--fan-out", "5,5", "--num-hidden", "16"},
+      {Program("rgcn_train"), "--graph-name", "mag", "--part-config", configs[0], "--batch-size",
+       "64", "--fan-out", "5,5", "--num-hidden", "16"},
       dir, "4", "2", "resumed from step 21 (epoch 1, batch 10)");
   EXPECT_EQ(resumed["parameter_checksum"], plain["parameter_checksum"]);
   EXPECT_EQ(resumed["test_acc"], plain["test_acc"]);
