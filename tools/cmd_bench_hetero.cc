@@ -266,7 +266,7 @@ StatusOr<std::vector<int64_t>> TrainSeeds(kvstore::Services& store) {
   std::iota(all.begin(), all.end(), 0);
   const size_t elem = meta.row_bytes();
   std::vector<uint8_t> raw(static_cast<size_t>(n) * elem);
-  RETURN_IF_ERROR(store.features().PullInto(key, all, raw.data()));
+  RETURN_IF_ERROR(store.features().PullInto(key, all, LayoutOf(meta), raw.data()));
   std::vector<int64_t> seeds;
   for (int64_t v = 0; v < n; ++v) {
     bool set = false;

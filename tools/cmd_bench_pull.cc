@@ -100,7 +100,7 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
   ASSIGN_OR_RETURN(kvstore::Shard shard, client->local_shards()->Get("node/feat"));
   auto time_pull = [&](const std::vector<int64_t>& ids) -> StatusOr<double> {
     Stopwatch watch;
-    RETURN_IF_ERROR(client->features().PullInto("node/feat", ids, out.data()));
+    RETURN_IF_ERROR(client->features().PullInto("node/feat", ids, LayoutOf(meta), out.data()));
     return watch.Seconds();
   };
   std::vector<double> gather_s, local_s, zmq_s, zmq_one_s, zmq_best_s, remote_s, mixed_s;
@@ -140,11 +140,13 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     ASSIGN_OR_RETURN(double remote, time_pull(remote_ids));
     remote_s.push_back(remote);
     Stopwatch plain_watch;
-    RETURN_IF_ERROR(plain.client->features().PullInto("node/feat", remote_ids, out.data()));
+    RETURN_IF_ERROR(
+        plain.client->features().PullInto("node/feat", remote_ids, LayoutOf(meta), out.data()));
     remote_plain_s.push_back(plain_watch.Seconds());
     encryption_ratio.push_back(remote_plain_s.back() / remote);
     Stopwatch one_stream_watch;
-    RETURN_IF_ERROR(one_stream->features().PullInto("node/feat", remote_ids, out.data()));
+    RETURN_IF_ERROR(
+        one_stream->features().PullInto("node/feat", remote_ids, LayoutOf(meta), out.data()));
     remote_one_stream_s.push_back(one_stream_watch.Seconds());
     remote_ratio.push_back(zmq_s.back() / remote);
     remote_best_ratio.push_back(zmq_best_s.back() / remote);
@@ -177,8 +179,8 @@ Status RunBenchPull(const PullFlags& f, const std::string& dir) {
     for (int part : {0, 1}) {
       std::vector<int64_t> ids = RandomIds(rng, book.NodeRange(part), f.batch);
       Stopwatch watch;
-      RETURN_IF_ERROR(
-          client->features().Push("node/bench_push", ids, out.data(), kvstore::PushMode::kAssign));
+      RETURN_IF_ERROR(client->features().Push("node/bench_push", ids, LayoutOf(meta), out.data(),
+                                              kvstore::PushMode::kAssign));
       (part == 0 ? push_local_s : push_remote_s).push_back(watch.Seconds());
     }
   }

@@ -53,7 +53,8 @@ StatusOr<std::vector<int64_t>> TrainIds(kvstore::Services& store) {
   if (!meta.ok()) return all;
   size_t elem = DTypeSize(meta->dtype);
   std::vector<uint8_t> raw(static_cast<size_t>(n) * elem);
-  RETURN_IF_ERROR(store.features().PullInto("node/train_mask", all, raw.data()));
+  RETURN_IF_ERROR(
+      store.features().PullInto("node/train_mask", all, {meta->dtype, elem}, raw.data()));
   std::vector<int64_t> ids;
   for (int64_t v = 0; v < n; ++v) {
     bool set = false;

@@ -1,5 +1,6 @@
 """Run by every trainer of a launched job (and standalone) by test_api.py:
 each check asserts real values and prints "CHECK <name> ok"."""
+import gc
 import io
 import sys
 import threading
@@ -312,6 +313,27 @@ if world > 1:
         time.sleep(1.0)
         g.barrier()
     ok("gil_released")
+
+# A handle kept while its tensor is deleted (the owner handle dropped) and
+# created again with wider rows: reads and writes through it are errors
+# naming both row sizes, not copies past its buffer (they crashed the
+# process); a handle of the new tensor works.
+stale_name = f"recreated_{rank}"
+owner = dist.DistTensor((g.num_nodes(), 2), torch.float32, stale_name)
+stale = dist.DistTensor((g.num_nodes(), 2), torch.float32, stale_name)
+del owner
+gc.collect()
+wider = dist.DistTensor((g.num_nodes(), 64), torch.float32, stale_name)
+every = torch.arange(g.num_nodes())
+for use in (lambda: stale[every], lambda: stale.__setitem__(every, torch.ones(len(every), 2))):
+    try:
+        use()
+        raise AssertionError("no error")
+    except tessera.TesseraError as e:
+        assert "now holds float32 rows of 256 bytes, and the caller's buffer float32 rows of 8" \
+            in str(e), e
+assert torch.equal(wider[every], torch.zeros(len(every), 64))
+ok("stale_handle")
 
 # Bad input gives clear Python exceptions.
 try:

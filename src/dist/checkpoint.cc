@@ -252,7 +252,7 @@ json SaveShards(const Job& job, const TensorInfo& t, const std::string& folder,
       ids.resize(n);
       for (int64_t i = 0; i < n; ++i) ids[i] = b + i;
       buffer.resize(static_cast<size_t>(n) * row_bytes);
-      ThrowIfError(job.store->features().PullInto(t.meta.key, ids, buffer.data()),
+      ThrowIfError(job.store->features().PullInto(t.meta.key, ids, LayoutOf(t.meta), buffer.data()),
                    fmt::format("checkpoint: reading '{}'", t.meta.key));
       Must(rows.Append(buffer.data(), buffer.size()));
     }
@@ -369,7 +369,7 @@ void RestoreShard(const Job& job, const std::string& folder, const json& tensor,
       }
       ids[i] = id;
     }
-    ThrowIfError(job.store->features().Push(t.meta.key, ids, data + b * row_bytes,
+    ThrowIfError(job.store->features().Push(t.meta.key, ids, LayoutOf(t.meta), data + b * row_bytes,
                                             kvstore::PushMode::kAssign),
                  fmt::format("checkpoint: writing '{}'", t.meta.key));
   }

@@ -486,18 +486,16 @@ DistTensor::DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::stri
   state_ = std::move(state);
 }
 
-torch::Tensor DistTensor::operator[](const torch::Tensor& ids) const {
-  torch::Tensor flat = AsIds(ids, state_->name);
-  std::vector<int64_t> shape = state_->shape;
-  shape[0] = flat.size(0);
-  torch::Tensor out = PullBufferPool::Get().Empty(shape, ToTorch(state_->dtype));
-  std::span<const int64_t> span(flat.data_ptr<int64_t>(), static_cast<size_t>(flat.size(0)));
-  ThrowIfError(state_->store().features().PullInto(state_->key, span, out.data_ptr()),
-               fmt::format("reading rows of '{}'", state_->name));
-  return out;
-}
-
 namespace {
+
+// The rows a handle's buffers hold (the store refuses them if the tensor was
+// created again with others since the handle was made).
+kvstore::RowLayout HandleLayout(const DistTensor& t) {
+  const DType dtype = ToDType(t.dtype());
+  size_t row_bytes = DTypeSize(dtype);
+  for (size_t i = 1; i < t.shape().size(); ++i) row_bytes *= static_cast<size_t>(t.shape()[i]);
+  return {dtype, row_bytes};
+}
 
 void PushRows(const DistTensor& t, const std::string& key, const torch::Tensor& ids,
               const torch::Tensor& rows, kvstore::Services& store, DType dtype,
@@ -511,11 +509,23 @@ void PushRows(const DistTensor& t, const std::string& key, const torch::Tensor& 
                             fmt::join(values.sizes().vec(), ", "), fmt::join(want, ", ")));
   }
   std::span<const int64_t> span(flat.data_ptr<int64_t>(), static_cast<size_t>(flat.size(0)));
-  ThrowIfError(store.features().Push(key, span, values.data_ptr(), mode),
+  ThrowIfError(store.features().Push(key, span, HandleLayout(t), values.data_ptr(), mode),
                fmt::format("writing rows of '{}'", t.name()));
 }
 
 }  // namespace
+
+torch::Tensor DistTensor::operator[](const torch::Tensor& ids) const {
+  torch::Tensor flat = AsIds(ids, state_->name);
+  std::vector<int64_t> shape = state_->shape;
+  shape[0] = flat.size(0);
+  torch::Tensor out = PullBufferPool::Get().Empty(shape, ToTorch(state_->dtype));
+  std::span<const int64_t> span(flat.data_ptr<int64_t>(), static_cast<size_t>(flat.size(0)));
+  ThrowIfError(
+      state_->store().features().PullInto(state_->key, span, HandleLayout(*this), out.data_ptr()),
+      fmt::format("reading rows of '{}'", state_->name));
+  return out;
+}
 
 void DistTensor::set(const torch::Tensor& ids, const torch::Tensor& rows) const {
   PushRows(*this, state_->key, ids, rows, state_->store(), state_->dtype,

@@ -117,7 +117,7 @@ void SparseOptimizer::step() {
               w.key(),
               std::span<const int64_t>(unique.data_ptr<int64_t>(),
                                        static_cast<size_t>(unique.size(0))),
-              summed.data_ptr<float>(), spec_),
+              emb.embedding_dim(), summed.data_ptr<float>(), spec_),
           fmt::format("sparse optimizer step on '{}'", emb.name()));
   }
 }

@@ -18,6 +18,25 @@ size_t TensorMeta::row_bytes() const {
   return n;
 }
 
+RowLayout LayoutOf(const TensorMeta& meta) { return {meta.dtype, meta.row_bytes()}; }
+
+Status CheckLayout(const TensorMeta& meta, const RowLayout& layout) {
+  if (LayoutOf(meta) == layout) return absl::OkStatus();
+  return absl::FailedPreconditionError(fmt::format(
+      "tensor '{}' now holds {} rows of {} bytes, and the caller's buffer {} rows of {} bytes: "
+      "was it deleted and created again with another dtype or shape since its handle was made?",
+      meta.key, DTypeName(meta.dtype), meta.row_bytes(), DTypeName(layout.dtype),
+      layout.row_bytes));
+}
+
+Status CheckEmbedding(const TensorMeta& meta, int64_t dim) {
+  if (meta.dtype != DType::kFloat32 || meta.shape.size() != 2) {
+    return absl::InvalidArgumentError(
+        fmt::format("sparse update of '{}': not a float32 [rows, dim] embedding", meta.key));
+  }
+  return CheckLayout(meta, RowsOf<float>(dim));
+}
+
 double InitValue(Init init, double a, double b, uint64_t seed, uint64_t index) {
   Rng rng(seed, /*stream=*/static_cast<uint64_t>(init), index);
   switch (init) {

@@ -32,6 +32,28 @@ struct TensorMeta {
   size_t row_bytes() const;
 };
 
+// The rows a caller's buffer was sized for: their dtype and bytes per row.
+// Pulls, pushes and sparse updates name it, and a store refuses one that is
+// not the tensor's as it is now (FailedPrecondition): a handle made before
+// its tensor was deleted and created again with another dtype or row size
+// gets an error, not a read or write past its buffer.
+struct RowLayout {
+  DType dtype = DType::kFloat32;
+  size_t row_bytes = 0;
+  bool operator==(const RowLayout&) const = default;
+};
+RowLayout LayoutOf(const TensorMeta& meta);
+// `elements` values of T per row.
+template <class T>
+RowLayout RowsOf(int64_t elements) {
+  return {DTypeOf<T>(), sizeof(T) * static_cast<size_t>(elements)};
+}
+// FailedPrecondition naming both layouts unless `meta` has `layout`.
+Status CheckLayout(const TensorMeta& meta, const RowLayout& layout);
+// InvalidArgument unless `meta` is a float32 [rows, dim] embedding (the
+// target of sparse updates), FailedPrecondition if its dim is not `dim`.
+Status CheckEmbedding(const TensorMeta& meta, int64_t dim);
+
 enum class PushMode { kAssign = 0, kAdd = 1 };
 enum class Init { kZeros = 0, kUniform = 1, kNormal = 2, kNone = 3 };
 
@@ -55,16 +77,18 @@ class FeatureStore {
   // Metadata of one tensor, or of all of them.
   virtual StatusOr<TensorMeta> Meta(const std::string& key) = 0;
   virtual StatusOr<std::vector<TensorMeta>> List() = 0;
-  // Rows `ids` of `key` into `out` (ids.size() * row_bytes bytes), in order.
-  virtual Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out) = 0;
-  // Writes (or adds) ids.size() rows; visible to every later pull on return.
-  virtual Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
-                      PushMode mode) = 0;
+  // Rows `ids` of `key` into `out` (ids.size() rows of `layout`), in order.
+  virtual Status PullInto(const std::string& key, std::span<const int64_t> ids,
+                          const RowLayout& layout, void* out) = 0;
+  // Writes (or adds) ids.size() rows of `layout`; visible to every later
+  // pull on return.
+  virtual Status Push(const std::string& key, std::span<const int64_t> ids, const RowLayout& layout,
+                      const void* rows, PushMode mode) = 0;
   // Applies gradient rows (float32 [ids.size(), dim]; distinct ids) to the
-  // embedding `key` with a sparse optimizer, on the machines that own the
-  // rows (src/kvstore/sparse_optimizer.h); the optimizer's state tensors
-  // must exist. Done for every row on return.
-  virtual Status SparseUpdate(const std::string& key, std::span<const int64_t> ids,
+  // embedding `key` (float32 [rows, dim]) with a sparse optimizer, on the
+  // machines that own the rows (src/kvstore/sparse_optimizer.h); the
+  // optimizer's state tensors must exist. Done for every row on return.
+  virtual Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, int64_t dim,
                               const float* grads, const SparseOptimizerSpec& spec) = 0;
   // Creates a tensor; false if it existed already with the same dtype and
   // shape (an attach); AlreadyExists if it differs.

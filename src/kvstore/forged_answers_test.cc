@@ -216,12 +216,12 @@ TEST_F(ForgedAnswersTest, IdsOutsideTheGraphAreRefused) {
 TEST_F(ForgedAnswersTest, PullAnswersAndTensorShapesAreChecked) {
   std::vector<int64_t> ids = {9, 0, 9};
   std::vector<float> out(ids.size() * 4, -1);
-  ASSERT_TRUE(client_->features().PullInto("node/x", ids, out.data()).ok());
+  ASSERT_TRUE(client_->features().PullInto("node/x", ids, RowsOf<float>(4), out.data()).ok());
   EXPECT_EQ(out[0], 9);
   EXPECT_EQ(out[4], 0);
   EXPECT_EQ(out[11], 9);
   fake_.forge = Forge::kShortArrays;
-  ExpectDataLoss(client_->features().PullInto("node/x", ids, out.data()));
+  ExpectDataLoss(client_->features().PullInto("node/x", ids, RowsOf<float>(4), out.data()));
   fake_.forge = Forge::kBadShape;
   auto list = client_->features().List();
   ExpectDataLoss(list.status());

@@ -127,7 +127,9 @@ TEST_F(GraphOpsTest, WeightedSamplingUsesTheEdgeArrayOfEachMachine) {
   std::vector<int64_t> zeroed;
   for (int64_t e = 0; e < 10556; e += 3) zeroed.push_back(e);
   std::vector<float> zeros(zeroed.size(), 0.0f);
-  ASSERT_TRUE(client->features().Push("edge/w", zeroed, zeros.data(), PushMode::kAssign).ok());
+  ASSERT_TRUE(client->features()
+                  .Push("edge/w", zeroed, RowsOf<float>(1), zeros.data(), PushMode::kAssign)
+                  .ok());
   std::vector<std::vector<float>> weights(3);
   for (int p = 0; p < 3; ++p) {
     std::vector<int64_t> ids;
@@ -135,7 +137,8 @@ TEST_F(GraphOpsTest, WeightedSamplingUsesTheEdgeArrayOfEachMachine) {
       ids.push_back(e);
     }
     weights[p].resize(ids.size());
-    ASSERT_TRUE(client->features().PullInto("edge/w", ids, weights[p].data()).ok());
+    ASSERT_TRUE(
+        client->features().PullInto("edge/w", ids, RowsOf<float>(1), weights[p].data()).ok());
   }
   std::vector<int64_t> seeds(2708);
   std::iota(seeds.begin(), seeds.end(), 0);

@@ -50,14 +50,16 @@ TEST_F(KvStoreTest, PullMatchesPartitionFilesLocalAndRemote) {
     EXPECT_EQ(meta->shape, (std::vector<int64_t>{2708, 1433}));
     std::vector<int64_t> ids = {2707, 0, 1500, 0, 42, 1354, 1353};
     std::vector<float> out(ids.size() * 1433);
-    ASSERT_TRUE(client->features().PullInto("node/feat", ids, out.data()).ok());
+    ASSERT_TRUE(
+        client->features().PullInto("node/feat", ids, RowsOf<float>(1433), out.data()).ok());
     for (size_t i = 0; i < ids.size(); ++i) {
       std::vector<float> want = FileRow("feat", ids[i]);
       ASSERT_EQ(std::memcmp(out.data() + i * 1433, want.data(), 1433 * 4), 0) << ids[i];
     }
-    auto bad = client->features().PullInto("node/feat", std::vector<int64_t>{2708}, out.data());
+    auto bad = client->features().PullInto("node/feat", std::vector<int64_t>{2708},
+                                           RowsOf<float>(1433), out.data());
     EXPECT_EQ(bad.code(), absl::StatusCode::kOutOfRange);
-    EXPECT_EQ(client->features().PullInto("node/nope", ids, out.data()).code(),
+    EXPECT_EQ(client->features().PullInto("node/nope", ids, RowsOf<float>(1433), out.data()).code(),
               absl::StatusCode::kNotFound);
     EXPECT_TRUE(client->job().Close().ok());
   }
@@ -95,8 +97,8 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
   std::vector<int64_t> all(2708);
   std::iota(all.begin(), all.end(), 0);
   std::vector<float> va(2708 * 4), vb(2708 * 4);
-  ASSERT_TRUE(a->features().PullInto("node/emb", all, va.data()).ok());
-  ASSERT_TRUE(b->features().PullInto("node/emb", all, vb.data()).ok());
+  ASSERT_TRUE(a->features().PullInto("node/emb", all, RowsOf<float>(4), va.data()).ok());
+  ASSERT_TRUE(b->features().PullInto("node/emb", all, RowsOf<float>(4), vb.data()).ok());
   EXPECT_EQ(va, vb);
   for (float v : va) ASSERT_TRUE(v >= -1 && v < 1);
   EXPECT_NE(va[0], va[1]);
@@ -104,18 +106,71 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
   // Read-your-writes, across machines and servers.
   std::vector<int64_t> ids = {3, 2000, 7};
   std::vector<float> rows = {1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
-  ASSERT_TRUE(a->features().Push("node/emb", ids, rows.data(), PushMode::kAssign).ok());
-  ASSERT_TRUE(a->features().Push("node/emb", ids, rows.data(), PushMode::kAdd).ok());
+  ASSERT_TRUE(
+      a->features().Push("node/emb", ids, RowsOf<float>(4), rows.data(), PushMode::kAssign).ok());
+  ASSERT_TRUE(
+      a->features().Push("node/emb", ids, RowsOf<float>(4), rows.data(), PushMode::kAdd).ok());
   std::vector<float> got(12);
-  ASSERT_TRUE(b->features().PullInto("node/emb", ids, got.data()).ok());
+  ASSERT_TRUE(b->features().PullInto("node/emb", ids, RowsOf<float>(4), got.data()).ok());
   EXPECT_EQ(got, (std::vector<float>{2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6}));
   // Wrong row size is an error, not a crash.
   auto meta = b->features().List();
   ASSERT_TRUE(meta.ok());
 
   ASSERT_TRUE(a->features().DeleteData("node/emb").ok());
-  EXPECT_EQ(b->features().PullInto("node/emb", ids, got.data()).code(),
+  EXPECT_EQ(b->features().PullInto("node/emb", ids, RowsOf<float>(4), got.data()).code(),
             absl::StatusCode::kNotFound);
+}
+
+// A caller whose buffer was sized before its tensor was deleted and created
+// again with wider rows gets an error, never a read or write past its buffer
+// (DistTensor handles held across a delete did): at first from a cached
+// meta, against which this machine's shard and remote answers are checked,
+// then from the meta read again.
+TEST_F(KvStoreTest, BuffersSizedBeforeATensorWasCreatedAgainAreRefused) {
+  TestCluster cluster(*config_, 2, 1);
+  auto a = cluster.Connect(0, 0);   // Machine 0: its rows from shared memory.
+  auto c = cluster.Connect(1, -1);  // Every row remote.
+  auto b = cluster.Connect(2, 1);
+  ASSERT_TRUE(a && b && c);
+  ASSERT_TRUE(a->features().InitData({.name = "emb", .shape = {2708, 4}}).ok());
+  const std::vector<int64_t> local = {3}, remote = {2700}, both = {3, 2700};
+  std::vector<float> narrow(both.size() * 4), wide(both.size() * 64);
+  for (auto* client : {&a, &c}) {  // Both cache the meta.
+    ASSERT_TRUE(
+        (*client)->features().PullInto("node/emb", both, RowsOf<float>(4), narrow.data()).ok());
+  }
+  ASSERT_TRUE(b->features().DeleteData("node/emb").ok());
+  ASSERT_TRUE(b->features().InitData({.name = "emb", .shape = {2708, 64}}).ok());
+
+  Status shard = a->features().PullInto("node/emb", local, RowsOf<float>(4), narrow.data());
+  EXPECT_EQ(shard.code(), absl::StatusCode::kDataLoss) << shard;
+  EXPECT_THAT(shard.message(), HasSubstr("this machine's shard of 'node/emb' holds float32 rows "
+                                         "of 256 bytes, not float32 rows of 16 bytes"));
+  Status answer = c->features().PullInto("node/emb", remote, RowsOf<float>(4), narrow.data());
+  EXPECT_EQ(answer.code(), absl::StatusCode::kDataLoss) << answer;
+  EXPECT_THAT(answer.message(), HasSubstr("does not match the tensor's dtype, row size"));
+  const std::string refused =
+      "tensor 'node/emb' now holds float32 rows of 256 bytes, and the caller's buffer float32 "
+      "rows of 16 bytes";
+  for (auto* client : {&a, &c}) {
+    Status pull = (*client)->features().PullInto("node/emb", both, RowsOf<float>(4), narrow.data());
+    EXPECT_EQ(pull.code(), absl::StatusCode::kFailedPrecondition) << pull;
+    EXPECT_THAT(pull.message(), HasSubstr(refused));
+    Status push = (*client)->features().Push("node/emb", both, RowsOf<float>(4), narrow.data(),
+                                             PushMode::kAssign);
+    EXPECT_EQ(push.code(), absl::StatusCode::kFailedPrecondition) << push;
+    EXPECT_THAT(push.message(), HasSubstr(refused));
+    Status update = (*client)->features().SparseUpdate("node/emb", both, 4, narrow.data(),
+                                                       {.kind = SparseOptimizerKind::kAdagrad});
+    EXPECT_EQ(update.code(), absl::StatusCode::kFailedPrecondition) << update;
+    EXPECT_THAT(update.message(), HasSubstr(refused));
+    // A buffer of the new rows: the zeros the tensor was created with.
+    std::fill(wide.begin(), wide.end(), 1.0f);
+    ASSERT_TRUE(
+        (*client)->features().PullInto("node/emb", both, RowsOf<float>(64), wide.data()).ok());
+    EXPECT_EQ(wide, std::vector<float>(wide.size(), 0.0f));
+  }
 }
 
 // Four clients add to the same 16 rows through both servers of each machine
@@ -131,14 +186,17 @@ TEST_F(KvStoreTest, RowsLargerThanTheServersMessageLimitAreNotPushed) {
   ASSERT_TRUE(a->features().InitData(wide).ok());
   std::vector<float> row(8192, 1.0f);
   std::vector<int64_t> local_id = {0}, remote_id = {2700};  // Machine 0's, machine 1's.
-  EXPECT_TRUE(a->features().Push("node/wide", local_id, row.data(), PushMode::kAssign).ok());
-  Status pushed = a->features().Push("node/wide", remote_id, row.data(), PushMode::kAssign);
+  EXPECT_TRUE(a->features()
+                  .Push("node/wide", local_id, RowsOf<float>(8192), row.data(), PushMode::kAssign)
+                  .ok());
+  Status pushed = a->features().Push("node/wide", remote_id, RowsOf<float>(8192), row.data(),
+                                     PushMode::kAssign);
   EXPECT_EQ(pushed.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(pushed.message(),
               HasSubstr("a row of 'node/wide' is 32.00 KiB in one message, more than "
                         "the servers accept (16.00 KiB)"))
       << pushed;
-  EXPECT_TRUE(a->features().PullInto("node/wide", remote_id, row.data()).ok());
+  EXPECT_TRUE(a->features().PullInto("node/wide", remote_id, RowsOf<float>(8192), row.data()).ok());
 }
 
 TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
@@ -158,7 +216,10 @@ TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
       auto client = cluster.Connect(c, c % 2 == 0 ? 0 : -1);
       std::vector<double> ones(ids.size() * 8, 1.0);
       for (int r = 0; r < kRounds; ++r) {
-        if (!client->features().Push("node/acc", ids, ones.data(), PushMode::kAdd).ok()) ++failures;
+        if (!client->features()
+                 .Push("node/acc", ids, RowsOf<double>(8), ones.data(), PushMode::kAdd)
+                 .ok())
+          ++failures;
       }
     });
   }
@@ -166,7 +227,7 @@ TEST_F(KvStoreTest, ConcurrentAddsWithTwoServersPerMachineLoseNothing) {
   EXPECT_EQ(failures.load(), 0);
   auto reader = cluster.Connect(200, 1);
   std::vector<double> out(ids.size() * 8);
-  ASSERT_TRUE(reader->features().PullInto("node/acc", ids, out.data()).ok());
+  ASSERT_TRUE(reader->features().PullInto("node/acc", ids, RowsOf<double>(8), out.data()).ok());
   for (double v : out) ASSERT_EQ(v, kClients * kRounds);
 }
 
@@ -197,7 +258,7 @@ TEST_F(KvStoreTest, ConcurrentSparseUpdatesLoseNothing) {
         SparseOptimizerSpec adagrad{.kind = SparseOptimizerKind::kAdagrad, .lr = 0.01};
         SparseOptimizerSpec adam{.kind = SparseOptimizerKind::kAdam, .lr = 0.01, .eps = 1e-8};
         if (!client->features()
-                 .SparseUpdate("node/emb", ids, grads.data(), r % 2 ? adam : adagrad)
+                 .SparseUpdate("node/emb", ids, kDim, grads.data(), r % 2 ? adam : adagrad)
                  .ok()) {
           ++failures;
         }
@@ -208,9 +269,12 @@ TEST_F(KvStoreTest, ConcurrentSparseUpdatesLoseNothing) {
   EXPECT_EQ(failures.load(), 0);
   auto reader = cluster.Connect(200, 1);
   std::vector<float> sums(ids.size() * kDim), steps(ids.size()), rows(ids.size() * kDim);
-  ASSERT_TRUE(reader->features().PullInto("node/emb.adagrad_sum", ids, sums.data()).ok());
-  ASSERT_TRUE(reader->features().PullInto("node/emb.adam_step", ids, steps.data()).ok());
-  ASSERT_TRUE(reader->features().PullInto("node/emb", ids, rows.data()).ok());
+  ASSERT_TRUE(reader->features()
+                  .PullInto("node/emb.adagrad_sum", ids, RowsOf<float>(kDim), sums.data())
+                  .ok());
+  ASSERT_TRUE(
+      reader->features().PullInto("node/emb.adam_step", ids, RowsOf<float>(1), steps.data()).ok());
+  ASSERT_TRUE(reader->features().PullInto("node/emb", ids, RowsOf<float>(kDim), rows.data()).ok());
   for (float v : sums) ASSERT_EQ(v, kClients * kRounds / 2);
   for (float v : steps) ASSERT_EQ(v, kClients * kRounds / 2);
   for (float v : rows) ASSERT_TRUE(std::isfinite(v) && v < 0) << v;  // Always pushed down.
@@ -230,15 +294,15 @@ TEST_F(KvStoreTest, BadSparseUpdatesAreRefused) {
     EXPECT_THAT(st.message(), HasSubstr(says)) << st;
   };
   SparseOptimizerSpec adagrad{.kind = SparseOptimizerKind::kAdagrad};
-  expect(c->features().SparseUpdate("node/emb", ids, grads.data(), adagrad), "emb.adagrad_sum");
-  expect(c->features().SparseUpdate("node/emb64", ids, grads.data(), adagrad), "float32");
-  expect(c->features().SparseUpdate("node/emb", ids, grads.data(),
+  expect(c->features().SparseUpdate("node/emb", ids, 2, grads.data(), adagrad), "emb.adagrad_sum");
+  expect(c->features().SparseUpdate("node/emb64", ids, 2, grads.data(), adagrad), "float32");
+  expect(c->features().SparseUpdate("node/emb", ids, 2, grads.data(),
                                     {.kind = SparseOptimizerKind::kAdagrad, .lr = -1}),
          "lr");
-  expect(c->features().SparseUpdate("node/emb", ids, grads.data(),
+  expect(c->features().SparseUpdate("node/emb", ids, 2, grads.data(),
                                     {.kind = SparseOptimizerKind::kAdam, .beta1 = 1.5}),
          "betas");
-  expect(c->features().SparseUpdate("node/emb", {{5000}}, grads.data(), adagrad), "5000");
+  expect(c->features().SparseUpdate("node/emb", {{5000}}, 2, grads.data(), adagrad), "5000");
   // Straight on the wire: unknown kind, wrong gradient shape, foreign ids.
   auto rpc = rpc::RpcClient::Create({.token = "t",
                                      .curve_secret_key = cluster.key(),
@@ -268,10 +332,10 @@ TEST_F(KvStoreTest, BadSparseUpdatesAreRefused) {
   int64_t foreign = c->book().NodeRange(1).first;
   expect(call(1, {wire_ids({foreign}), grad_rows(1, 2)}), "not owned");
   std::vector<float> row(2);
-  ASSERT_TRUE(c->features().PullInto("node/emb", {{0}}, row.data()).ok());
+  ASSERT_TRUE(c->features().PullInto("node/emb", {{0}}, RowsOf<float>(2), row.data()).ok());
   EXPECT_EQ(row, (std::vector<float>{0, 0}));  // Zeros, as created: nothing was applied.
   // And the server still serves.
-  EXPECT_TRUE(c->features().SparseUpdate("node/emb", ids, grads.data(), adagrad).ok());
+  EXPECT_TRUE(c->features().SparseUpdate("node/emb", ids, 2, grads.data(), adagrad).ok());
 }
 
 TEST_F(KvStoreTest, BarrierWaitsForAllAndFailsWhenOneLeaves) {

@@ -75,9 +75,10 @@ Status LocalFeatureStore::CheckIds(const Entry& e, std::span<const int64_t> ids)
 }
 
 Status LocalFeatureStore::PullInto(const std::string& key, std::span<const int64_t> ids,
-                                   void* out) {
+                                   const RowLayout& layout, void* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(Entry * e, Find(key));
+  RETURN_IF_ERROR(CheckLayout(e->meta, layout));
   RETURN_IF_ERROR(CheckIds(*e, ids));
   size_t row_bytes = e->meta.row_bytes();
   const char* base = static_cast<const char*>(e->data->data());
@@ -89,9 +90,10 @@ Status LocalFeatureStore::PullInto(const std::string& key, std::span<const int64
 }
 
 Status LocalFeatureStore::Push(const std::string& key, std::span<const int64_t> ids,
-                               const void* rows, PushMode mode) {
+                               const RowLayout& layout, const void* rows, PushMode mode) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(Entry * e, Find(key));
+  RETURN_IF_ERROR(CheckLayout(e->meta, layout));
   RETURN_IF_ERROR(CheckIds(*e, ids));
   if (e->data->is_mapped()) e->data = std::make_shared<Array>(e->data->Clone());  // On first write.
   size_t row_bytes = e->meta.row_bytes();
@@ -110,16 +112,13 @@ Status LocalFeatureStore::Push(const std::string& key, std::span<const int64_t> 
 }
 
 Status LocalFeatureStore::SparseUpdate(const std::string& key, std::span<const int64_t> ids,
-                                       const float* grads, const SparseOptimizerSpec& spec) {
+                                       int64_t dim, const float* grads,
+                                       const SparseOptimizerSpec& spec) {
   RETURN_IF_ERROR(ValidateSparseSpec(spec));
   std::lock_guard<std::mutex> lock(mutex_);  // Rows and state change together.
   ASSIGN_OR_RETURN(Entry * e, Find(key));
+  RETURN_IF_ERROR(CheckEmbedding(e->meta, dim));
   RETURN_IF_ERROR(CheckIds(*e, ids));
-  if (e->meta.dtype != DType::kFloat32 || e->meta.shape.size() != 2) {
-    return absl::InvalidArgumentError(
-        fmt::format("sparse update of '{}': not a float32 [rows, dim] embedding", key));
-  }
-  const int64_t dim = e->meta.shape[1];
   std::vector<StateTensor> states = SparseStateOf(spec.kind, dim);
   std::vector<float*> state_base;
   for (const StateTensor& st : states) {

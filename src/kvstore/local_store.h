@@ -30,11 +30,12 @@ class LocalFeatureStore : public FeatureStore {
   const std::string& graph_name() const override { return partition_->config.graph_name; }
   StatusOr<TensorMeta> Meta(const std::string& key) override;
   StatusOr<std::vector<TensorMeta>> List() override;
-  Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out) override;
-  Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
-              PushMode mode) override;
-  Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, const float* grads,
-                      const SparseOptimizerSpec& spec) override;
+  Status PullInto(const std::string& key, std::span<const int64_t> ids, const RowLayout& layout,
+                  void* out) override;
+  Status Push(const std::string& key, std::span<const int64_t> ids, const RowLayout& layout,
+              const void* rows, PushMode mode) override;
+  Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, int64_t dim,
+                      const float* grads, const SparseOptimizerSpec& spec) override;
   StatusOr<bool> InitData(const InitSpec& spec) override;
   Status DeleteData(const std::string& key) override;
   // The rows of edge tensor `key` as they are now (sampling weights); they

@@ -23,6 +23,19 @@ namespace {
 // answers would be). 1 MiB measured best on loopback (bench/README.md).
 constexpr size_t kChunkBytes = size_t{1} << 20;
 
+// DataLoss unless this machine's shard of a tensor has the rows its meta
+// says (the tensor was created again since the meta was read).
+Status CheckShard(const Shard& shard, const TensorMeta& meta) {
+  if (shard.info.dtype == meta.dtype && shard.info.row_bytes() == meta.row_bytes()) {
+    return absl::OkStatus();
+  }
+  return absl::DataLossError(fmt::format(
+      "this machine's shard of '{}' holds {} rows of {} bytes, not {} rows of {} bytes: was it "
+      "created again meanwhile?",
+      meta.key, DTypeName(shard.info.dtype), shard.info.row_bytes(), DTypeName(meta.dtype),
+      meta.row_bytes()));
+}
+
 }  // namespace
 
 RemoteFeatureStore::RemoteFeatureStore(std::shared_ptr<JobClient> job)
@@ -42,6 +55,21 @@ StatusOr<TensorMeta> RemoteFeatureStore::Meta(const std::string& key) {
     if (meta.key == key) return meta;
   }
   return absl::NotFoundError(fmt::format("no tensor '{}' in graph '{}'", key, job_->graph_name()));
+}
+
+void RemoteFeatureStore::ForgetMeta(const std::string& key) {
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  meta_cache_.erase(key);
+}
+
+StatusOr<TensorMeta> RemoteFeatureStore::CheckedMeta(
+    const std::string& key, const std::function<Status(const TensorMeta&)>& check) {
+  ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
+  if (check(meta).ok()) return meta;
+  ForgetMeta(key);
+  ASSIGN_OR_RETURN(meta, Meta(key));
+  RETURN_IF_ERROR(check(meta));
+  return meta;
 }
 
 StatusOr<std::vector<TensorMeta>> RemoteFeatureStore::List() {
@@ -86,9 +114,10 @@ StatusOr<std::vector<TensorMeta>> RemoteFeatureStore::List() {
 }
 
 Status RemoteFeatureStore::PullInto(const std::string& key, std::span<const int64_t> ids,
-                                    void* out) {
+                                    const RowLayout& layout, void* out) {
   RETURN_IF_ERROR(job_->Health());
-  ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
+  ASSIGN_OR_RETURN(TensorMeta meta,
+                   CheckedMeta(key, [&](const TensorMeta& m) { return CheckLayout(m, layout); }));
   ASSIGN_OR_RETURN(Split split,
                    SplitByOwner(book_, meta.policy, meta.type, fmt::format("'{}'", meta.key), ids));
   size_t row_bytes = meta.row_bytes();
@@ -124,10 +153,8 @@ Status RemoteFeatureStore::PullInto(const std::string& key, std::span<const int6
   auto copy_local = [&] {
     if (local_part < 0 || split.ids[local_part].empty()) return;
     StatusOr<Shard> shard = local_->Get(key);
-    if (!shard.ok()) {
-      local_status = shard.status();
-      return;
-    }
+    local_status = shard.ok() ? CheckShard(*shard, meta) : shard.status();
+    if (!local_status.ok()) return ForgetMeta(meta.key);
     int64_t first = IdRange(book_, meta.policy, meta.type, local_part).first;
     local_->catalog().ReadRows(shard->info, shard->data(), split.ids[local_part], first,
                                split.positions[local_part].data(), dst);
@@ -145,8 +172,7 @@ Status RemoteFeatureStore::PullInto(const std::string& key, std::span<const int6
     if (response.arrays.size() != 1 || response.arrays[0].dtype != meta.dtype ||
         response.arrays[0].row_bytes() != row_bytes ||
         response.arrays[0].rows() != static_cast<int64_t>(count)) {
-      std::lock_guard<std::mutex> lock(meta_mutex_);
-      meta_cache_.erase(key);
+      ForgetMeta(key);
       return absl::DataLossError(fmt::format(
           "pull of '{}' from machine {}: the answer does not match the tensor's dtype, row size "
           "or the number of ids",
@@ -207,10 +233,8 @@ Status RemoteFeatureStore::ScatterRows(const TensorMeta& meta, std::span<const i
   auto write_local = [&] {
     if (local_part < 0 || split.ids[local_part].empty()) return;
     StatusOr<Shard> shard = local_->Get(meta.key);
-    if (!shard.ok()) {
-      local_status = shard.status();
-      return;
-    }
+    local_status = shard.ok() ? CheckShard(*shard, meta) : shard.status();
+    if (!local_status.ok()) return ForgetMeta(meta.key);
     int64_t first = IdRange(book_, meta.policy, meta.type, local_part).first;
     local_status = local(*shard, split.ids[local_part], split.positions[local_part].data(), first);
   };
@@ -223,9 +247,10 @@ Status RemoteFeatureStore::ScatterRows(const TensorMeta& meta, std::span<const i
 }
 
 Status RemoteFeatureStore::Push(const std::string& key, std::span<const int64_t> ids,
-                                const void* rows, PushMode mode) {
+                                const RowLayout& layout, const void* rows, PushMode mode) {
   RETURN_IF_ERROR(job_->Health());
-  ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
+  ASSIGN_OR_RETURN(TensorMeta meta,
+                   CheckedMeta(key, [&](const TensorMeta& m) { return CheckLayout(m, layout); }));
   return ScatterRows(
       meta, ids, rows,
       [mode](Message* request) {
@@ -241,15 +266,12 @@ Status RemoteFeatureStore::Push(const std::string& key, std::span<const int64_t>
 }
 
 Status RemoteFeatureStore::SparseUpdate(const std::string& key, std::span<const int64_t> ids,
-                                        const float* grads, const SparseOptimizerSpec& spec) {
+                                        int64_t dim, const float* grads,
+                                        const SparseOptimizerSpec& spec) {
   RETURN_IF_ERROR(job_->Health());
   RETURN_IF_ERROR(ValidateSparseSpec(spec));
-  ASSIGN_OR_RETURN(TensorMeta meta, Meta(key));
-  if (meta.dtype != DType::kFloat32 || meta.shape.size() != 2) {
-    return absl::InvalidArgumentError(
-        fmt::format("sparse update of '{}': not a float32 [rows, dim] embedding", key));
-  }
-  const int64_t dim = meta.shape[1];
+  ASSIGN_OR_RETURN(TensorMeta meta,
+                   CheckedMeta(key, [dim](const TensorMeta& m) { return CheckEmbedding(m, dim); }));
   return ScatterRows(
       meta, ids, grads,
       [&spec](Message* request) {
@@ -306,10 +328,7 @@ Status RemoteFeatureStore::DeleteData(const std::string& key) {
     request.header.set_name(key);
     calls.push_back({m * job_->options().servers_per_machine, std::move(request)});
   }
-  {
-    std::lock_guard<std::mutex> lock(meta_mutex_);
-    meta_cache_.erase(key);
-  }
+  ForgetMeta(key);
   return rpc_->CallMany(std::move(calls), job_->CallDeadline()).status();
 }
 

@@ -40,13 +40,12 @@ class RemoteFeatureStore : public FeatureStore {
   // Metadata of one tensor (cached), or of all of them (fresh).
   StatusOr<TensorMeta> Meta(const std::string& key) override;
   StatusOr<std::vector<TensorMeta>> List() override;
-  // Rows `ids` of `key` into `out` (ids.size() * row_bytes bytes).
-  Status PullInto(const std::string& key, std::span<const int64_t> ids, void* out) override;
-  // Writes (or adds) ids.size() rows from `rows` (dtype and row size of `key`).
-  Status Push(const std::string& key, std::span<const int64_t> ids, const void* rows,
-              PushMode mode) override;
-  Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, const float* grads,
-                      const SparseOptimizerSpec& spec) override;
+  Status PullInto(const std::string& key, std::span<const int64_t> ids, const RowLayout& layout,
+                  void* out) override;
+  Status Push(const std::string& key, std::span<const int64_t> ids, const RowLayout& layout,
+              const void* rows, PushMode mode) override;
+  Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, int64_t dim,
+                      const float* grads, const SparseOptimizerSpec& spec) override;
   // Creates a tensor on every machine; returns false if it existed already
   // (with the same dtype and shape: then this is an attach).
   StatusOr<bool> InitData(const InitSpec& spec) override;
@@ -55,6 +54,12 @@ class RemoteFeatureStore : public FeatureStore {
  private:
   using Split = OwnerSplit;
   Status CheckRowFits(const TensorMeta& meta) const;
+  void ForgetMeta(const std::string& key);  // Read it again when next needed.
+  // Meta(key) if check() accepts it; a cached meta it refuses is read again
+  // (another process may have created the tensor again), and check()'s
+  // error is returned if it still refuses it.
+  StatusOr<TensorMeta> CheckedMeta(const std::string& key,
+                                   const std::function<Status(const TensorMeta&)>& check);
   // Rows of `meta`'s tensor to their owners: remote machines get requests
   // (fill() sets the method and its arguments; name, ids and rows are added)
   // in pieces of kChunkBytes, this machine's rows go to local() meanwhile.

@@ -324,8 +324,8 @@ Status MakeWeights(Services& store) {
   }
   std::vector<int64_t> ids(std::begin(kWeighted), std::end(kWeighted));
   std::vector<float> ones(ids.size(), 1.0f);
-  RETURN_IF_ERROR(
-      store.features().Push("edge/user:follows:user/p", ids, ones.data(), PushMode::kAssign));
+  RETURN_IF_ERROR(store.features().Push("edge/user:follows:user/p", ids, RowsOf<float>(1),
+                                        ones.data(), PushMode::kAssign));
   // "q": every relation but follows.
   for (int r : {0, 1, 3}) {
     InitSpec spec{.name = std::string(kRelations[r]) + "/q",
@@ -353,7 +353,7 @@ std::vector<std::vector<float>> PartWeightsFrom(Services& store, int parts,
       for (int64_t e = begin; e < end; ++e) ids.push_back(e);
       std::vector<float> rows(ids.size());
       Status s = store.features().PullInto("edge/" + std::string(kRelations[r]) + "/" + prob, ids,
-                                           rows.data());
+                                           RowsOf<float>(1), rows.data());
       EXPECT_TRUE(s.ok()) << s;
       weights[p].insert(weights[p].end(), rows.begin(), rows.end());
     }

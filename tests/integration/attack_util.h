@@ -160,7 +160,8 @@ class CoraServersTest : public ::testing::Test {
   // The rows of ids_, as the valid client sees them (empty on an error).
   std::vector<float> PullRows() {
     std::vector<float> out(ids_.size() * 1433);
-    Status s = client_->features().PullInto("node/feat", ids_, out.data());
+    Status s =
+        client_->features().PullInto("node/feat", ids_, kvstore::RowsOf<float>(1433), out.data());
     EXPECT_TRUE(s.ok()) << s;
     return s.ok() ? out : std::vector<float>();
   }

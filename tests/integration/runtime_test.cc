@@ -210,7 +210,10 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
   ASSERT_TRUE(client.ok()) << client.status();
   std::vector<int64_t> ids = {0, 1, 2700};
   std::vector<float> reference(3 * 1433), out(3 * 1433);
-  ASSERT_TRUE((*client)->features().PullInto("node/feat", ids, reference.data()).ok());
+  ASSERT_TRUE((*client)
+                  ->features()
+                  .PullInto("node/feat", ids, kvstore::RowsOf<float>(1433), reference.data())
+                  .ok());
 
   zmq::context_t context;
   zmq::socket_t raw(context, zmq::socket_type::dealer);
@@ -292,7 +295,10 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
         ++replies;
       }
     }
-    ASSERT_TRUE((*client)->features().PullInto("node/feat", ids, out.data()).ok())
+    ASSERT_TRUE((*client)
+                    ->features()
+                    .PullInto("node/feat", ids, kvstore::RowsOf<float>(1433), out.data())
+                    .ok())
         << "after " << sent;
     ASSERT_EQ(out, reference);
   }
@@ -303,7 +309,10 @@ TEST_F(RuntimeTest, HundredThousandHostileMessagesDoNotStopTheServer) {
   std::string big(2 << 20, 'x');
   raw.send(zmq::buffer(big), zmq::send_flags::none);
   EXPECT_FALSE((*job)->servers()[0].Poll());  // Still running.
-  ASSERT_TRUE((*client)->features().PullInto("node/feat", ids, out.data()).ok());
+  ASSERT_TRUE((*client)
+                  ->features()
+                  .PullInto("node/feat", ids, kvstore::RowsOf<float>(1433), out.data())
+                  .ok());
   EXPECT_EQ(out, reference);
 }
 

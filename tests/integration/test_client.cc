@@ -101,7 +101,9 @@ int main(int argc, char** argv) {
       std::vector<int64_t> ids(500);
       for (int64_t& id : ids) id = static_cast<int64_t>(rng() % n);
       std::vector<float> out(ids.size() * cols);
-      if (Status s = kv.features().PullInto("node/feat", ids, out.data()); !s.ok())
+      if (Status s =
+              kv.features().PullInto("node/feat", ids, kvstore::RowsOf<float>(cols), out.data());
+          !s.ok())
         return Fail("pull", s);
       for (size_t i = 0; i < ids.size(); ++i) {
         int p = kv.book().NodeOwner(ids[i]);
@@ -128,7 +130,9 @@ int main(int argc, char** argv) {
       for (int64_t& id : ids) id = static_cast<int64_t>(rng() % n);
       out.resize(ids.size() * 1433);
       Stopwatch call;
-      if (Status s = kv.features().PullInto("node/feat", ids, out.data()); !s.ok()) {
+      if (Status s =
+              kv.features().PullInto("node/feat", ids, kvstore::RowsOf<float>(1433), out.data());
+          !s.ok()) {
         std::fprintf(stderr,
                      "after %ld pulls, a call failed after %.2f s: ", static_cast<long>(pulls),
                      call.Seconds());
@@ -149,7 +153,8 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < 64; ++i) ids.push_back((i * 7919) % n);
     std::vector<double> ones(ids.size() * 4, 1.0);
     for (int r = 0; r < rounds; ++r) {
-      if (Status s = kv.features().Push("node/acc", ids, ones.data(), kvstore::PushMode::kAdd);
+      if (Status s = kv.features().Push("node/acc", ids, kvstore::RowsOf<double>(4), ones.data(),
+                                        kvstore::PushMode::kAdd);
           !s.ok()) {
         return Fail("push", s);
       }
@@ -157,7 +162,9 @@ int main(int argc, char** argv) {
     if (Status s = kv.job().Barrier(); !s.ok()) return Fail("barrier", s);
     if (job.rank == 0) {
       std::vector<double> out(ids.size() * 4);
-      if (Status s = kv.features().PullInto("node/acc", ids, out.data()); !s.ok())
+      if (Status s =
+              kv.features().PullInto("node/acc", ids, kvstore::RowsOf<double>(4), out.data());
+          !s.ok())
         return Fail("pull", s);
       for (double v : out) {
         if (v != static_cast<double>(rounds) * job.world_size) {
