@@ -22,6 +22,11 @@ struct Scratch {
   std::vector<std::pair<double, int64_t>> keyed;
   std::vector<double> prefix;
   std::vector<int64_t> skip;  // Excluded CSC positions of the current row, increasing.
+  // The weights of the current segment as CountFor read them, 0 where
+  // excluded. ChooseFor draws from this copy, not from the weights: those
+  // may be shared memory that a push changes meanwhile, and a second read
+  // could then find fewer edges than the count taken from the first.
+  std::vector<float> weights;
 };
 
 // Appends the excluded positions of [begin, end), whose eids increase, to
@@ -88,14 +93,21 @@ Status ForEachRun(const CscView& csc, int64_t begin, int64_t end, F&& f) {
   }
 }
 
-// Maps index i of the row's non-excluded edges to its CSC position.
+// Maps index i of the row's non-excluded edges to its CSC position: begin
+// + i + the number of excluded positions before it, which are the k with
+// skip[k] - k <= begin + i (a binary search: a row with many excluded
+// edges must not cost picks x exclusions).
 inline int64_t Unskip(int64_t begin, int64_t i, const std::vector<int64_t>& skip) {
-  int64_t p = begin + i;
-  for (int64_t s : skip) {
-    if (s > p) break;
-    ++p;
+  size_t lo = 0, hi = skip.size();
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (skip[mid] - static_cast<int64_t>(mid) <= begin + i) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
   }
-  return p;
+  return begin + i + static_cast<int64_t>(lo);
 }
 
 // How the weights are indexed (a template parameter, so the loops over
@@ -124,24 +136,22 @@ inline float RawWeight(const SampleOptions& o, const CscView& csc, int64_t p) {
   auto [weights, k] = WeightSlot<kIndex>(o, csc, p);
   return weights[k];
 }
-template <WeightIndex kIndex>
-inline float WeightAt(const SampleOptions& o, const CscView& csc, int64_t p,
-                      const std::vector<int64_t>& skip) {
-  if (!skip.empty() && std::binary_search(skip.begin(), skip.end(), p)) return 0;
-  return RawWeight<kIndex>(o, csc, p);
-}
 
 // Number of edges the segment [begin, end) of a row gives with `fanout`;
-// validates its weights. `skip` holds the segment's excluded positions.
-// (Inlined: it runs once per seed, mostly as a few instructions.)
+// validates its weights and keeps them in scratch.weights. scratch.skip
+// holds the segment's excluded positions. (Inlined: it runs once per seed,
+// mostly as a few instructions.)
 template <WeightIndex kIndex>
 [[gnu::always_inline]] inline StatusOr<int64_t> CountFor(const CscView& csc, int64_t begin,
                                                          int64_t end, int64_t fanout,
-                                                         const SampleOptions& o,
-                                                         const std::vector<int64_t>& skip) {
+                                                         const SampleOptions& o, Scratch& scratch) {
+  const std::vector<int64_t>& skip = scratch.skip;
   int64_t degree = end - begin - static_cast<int64_t>(skip.size());
   if (fanout < 0 && !Weighted(o)) return degree;
   if (!Weighted(o)) return o.replace ? (degree > 0 ? fanout : 0) : std::min(fanout, degree);
+  scratch.weights.resize(static_cast<size_t>(end - begin));
+  float* kept = scratch.weights.data() - begin;  // kept[p]: position p's.
+  auto next_skip = skip.begin();
   int64_t positive = 0;
   for (int64_t p = begin; p < end; ++p) {
     if constexpr (kIndex == WeightIndex::kByRelation) {
@@ -166,12 +176,15 @@ template <WeightIndex kIndex>
                                                : ""));
       }
     }
-    float w = RawWeight<kIndex>(o, csc, p);
+    const float w = RawWeight<kIndex>(o, csc, p);
     if (!(w >= 0) || std::isinf(w)) {
       return absl::InvalidArgumentError(
           fmt::format("edge weight {} at CSC position {} is negative, infinite or NaN", w, p));
     }
-    positive += WeightAt<kIndex>(o, csc, p, skip) > 0;
+    const bool excluded = next_skip != skip.end() && *next_skip == p;
+    next_skip += excluded;
+    kept[p] = excluded ? 0.0f : w;
+    positive += kept[p] > 0;
   }
   if (fanout < 0) return degree;  // Every edge, whatever its weight.
   if (o.replace) return positive > 0 ? fanout : 0;
@@ -180,17 +193,19 @@ template <WeightIndex kIndex>
 
 // Writes `count` chosen CSC positions of the segment [begin, end) of a row
 // to `out`, drawing from the stream (options.seed, stream, key).
-// scratch.skip holds the segment's excluded positions.
+// scratch.skip holds the segment's excluded positions and, when weighted,
+// scratch.weights its weights as CountFor read them. False if those weights
+// cannot give `count` edges (a count from an earlier read of weights that
+// changed since).
 template <WeightIndex kIndex>
-void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, uint64_t stream,
-               uint64_t key, int64_t count, const SampleOptions& o, Scratch& scratch,
-               int64_t* out) {
+bool ChooseFor(int64_t begin, int64_t end, int64_t fanout, uint64_t stream, uint64_t key,
+               int64_t count, const SampleOptions& o, Scratch& scratch, int64_t* out) {
   const std::vector<int64_t>& skip = scratch.skip;
   int64_t degree = end - begin - static_cast<int64_t>(skip.size());
-  if (count == 0) return;
+  if (count == 0) return true;
   if (fanout < 0 || (!Weighted(o) && !o.replace && count == degree)) {
     for (int64_t i = 0; i < degree; ++i) out[i] = Unskip(begin, i, skip);
-    return;
+    return true;
   }
   Rng rng(o.seed, stream, key);
   if (!Weighted(o)) {
@@ -199,7 +214,7 @@ void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, u
         out[i] =
             Unskip(begin, static_cast<int64_t>(rng.Below(static_cast<uint64_t>(degree))), skip);
       }
-      return;
+      return true;
     }
     if (count <= kFloydMax) {
       int64_t chosen = 0;
@@ -210,7 +225,7 @@ void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, u
         out[chosen++] = seen ? j : t;
       }
       for (int64_t c = 0; c < count; ++c) out[c] = Unskip(begin, out[c], skip);
-      return;
+      return true;
     }
     std::vector<int64_t>& pos = scratch.positions;
     pos.resize(degree);
@@ -220,41 +235,50 @@ void ChooseFor(const CscView& csc, int64_t begin, int64_t end, int64_t fanout, u
       std::swap(pos[i], pos[j]);
       out[i] = Unskip(begin, pos[i], skip);
     }
-    return;
+    return true;
   }
-  int64_t row = end - begin;
+  const int64_t row = end - begin;
+  const std::vector<float>& weights = scratch.weights;
   if (o.replace) {
     std::vector<double>& prefix = scratch.prefix;
     prefix.resize(row);
     double total = 0;
-    for (int64_t i = 0; i < row; ++i) {
-      prefix[i] = total += WeightAt<kIndex>(o, csc, begin + i, skip);
-    }
+    for (int64_t i = 0; i < row; ++i) prefix[i] = total += weights[i];
+    if (!(total > 0)) return false;
     for (int64_t i = 0; i < count; ++i) {
       double r = rng.Uniform() * total;
       int64_t k = std::upper_bound(prefix.begin(), prefix.end(), r) - prefix.begin();
       k = std::min(k, row - 1);
-      while (k > 0 && WeightAt<kIndex>(o, csc, begin + k, skip) == 0) {
-        --k;  // r landed on a zero-width edge.
-      }
+      while (k > 0 && weights[k] == 0) --k;  // r landed on a zero-width edge.
       out[i] = begin + k;
     }
-    return;
+    return true;
   }
   // Efraimidis–Spirakis: key log(u) / w, keep the `count` largest.
   auto& keyed = scratch.keyed;
   keyed.clear();
   for (int64_t i = 0; i < row; ++i) {
-    float w = WeightAt<kIndex>(o, csc, begin + i, skip);
+    const float w = weights[i];
     if (w <= 0) continue;
     double u = 1.0 - rng.Uniform();  // (0, 1]
     keyed.emplace_back(std::log(u) / w, begin + i);
   }
+  if (static_cast<int64_t>(keyed.size()) < count) return false;
   if (static_cast<int64_t>(keyed.size()) > count) {
     std::nth_element(keyed.begin(), keyed.begin() + count, keyed.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });
   }
   for (int64_t i = 0; i < count; ++i) out[i] = keyed[i].second;
+  return true;
+}
+
+// ChooseFor's failure: the weights of seed v changed between the two reads
+// of one call.
+Status WeightsChanged(int64_t v) {
+  return absl::AbortedError(fmt::format(
+      "the edge weights of seed {} changed while it was sampled (a concurrent push); sample "
+      "again",
+      v));
 }
 
 // The random stream of relation r (relation 0's is the single-fanout one).
@@ -356,8 +380,10 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
         if (c == 0) return absl::OkStatus();
         const size_t at = sink.Append(static_cast<size_t>(c));
         int64_t* pos = sink.edges.eid.data() + at;  // Positions first, then ids.
-        ChooseFor<kIndex>(csc, b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
-                          scratch, pos);
+        if (!ChooseFor<kIndex>(b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
+                               scratch, pos)) {
+          return WeightsChanged(v);
+        }
         int64_t* src = sink.edges.src.data() + at;
         int64_t* dst = sink.edges.dst.data() + at;
         if (csc.consecutive_segment_eids) {
@@ -439,7 +465,7 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
     int64_t fanout = options.etype_fanouts[r];
     if (fanout == 0) return 0;
     FindSkipped(csc, b, e, options.exclude, scratch.skip);
-    return CountFor<kIndex>(csc, b, e, fanout, options, scratch.skip);
+    return CountFor<kIndex>(csc, b, e, fanout, options, scratch);
   };
   if (const int64_t most = per_relation ? MaxEdges(csc, seeds, options) : 0;
       per_relation && most <= options.max_edges) {
@@ -459,7 +485,7 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
       if (!per_relation) {
         FindSkipped(csc, begin, end, options.exclude, scratch.skip);
         ASSIGN_OR_RETURN(offsets[i + 1],
-                         CountFor<kIndex>(csc, begin, end, options.fanout, options, scratch.skip));
+                         CountFor<kIndex>(csc, begin, end, options.fanout, options, scratch));
         continue;
       }
       int64_t total = 0;
@@ -499,19 +525,28 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
         if (!options.exclude.empty()) {
           FindSkipped(csc, begin, end, options.exclude, scratch.skip);
         }
-        ChooseFor<kIndex>(csc, begin, end, options.fanout, StreamOf(0), key, count, options,
-                          scratch, pos);
+        // The weights again, into scratch (pass 1's may have changed since).
+        if (Weighted(options)) {
+          RETURN_IF_ERROR(
+              CountFor<kIndex>(csc, begin, end, options.fanout, options, scratch).status());
+        }
+        if (!ChooseFor<kIndex>(begin, end, options.fanout, StreamOf(0), key, count, options,
+                               scratch, pos)) {
+          return WeightsChanged(v);
+        }
       } else {
         int64_t at = 0;
         RETURN_IF_ERROR(ForEachRun(csc, begin, end, [&](int r, int64_t b, int64_t e) -> Status {
           ASSIGN_OR_RETURN(int64_t c, count_segment(r, b, e, scratch));
-          if (c > count - at) return absl::InternalError("sampled counts changed between passes");
-          ChooseFor<kIndex>(csc, b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
-                            scratch, pos + at);
+          if (c > count - at) return WeightsChanged(v);
+          if (!ChooseFor<kIndex>(b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
+                                 scratch, pos + at)) {
+            return WeightsChanged(v);
+          }
           at += c;
           return absl::OkStatus();
         }));
-        if (at != count) return absl::InternalError("sampled counts changed between passes");
+        if (at != count) return WeightsChanged(v);
       }
       for (int64_t k = 0; k < count; ++k) {
         int64_t p = pos[k];
@@ -582,13 +617,20 @@ StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64
           fmt::format("seed {} is not a node of this graph ({} nodes)", seeds[i], csc.num_nodes()));
     }
   }
-  if (!options.relation_weights.empty()) {
-    return Sample<WeightIndex::kByRelation>(csc, seeds, keys, options);
-  }
-  if (options.weights_by_eid && !options.weights.empty()) {
-    return Sample<WeightIndex::kByEid>(csc, seeds, keys, options);
-  }
-  return Sample<WeightIndex::kByPosition>(csc, seeds, keys, options);
+  auto sample = [&] {
+    if (!options.relation_weights.empty()) {
+      return Sample<WeightIndex::kByRelation>(csc, seeds, keys, options);
+    }
+    if (options.weights_by_eid && !options.weights.empty()) {
+      return Sample<WeightIndex::kByEid>(csc, seeds, keys, options);
+    }
+    return Sample<WeightIndex::kByPosition>(csc, seeds, keys, options);
+  };
+  // Weights pushed while the call ran (WeightsChanged): sampled again, from
+  // weights read afresh, before the caller is told.
+  StatusOr<SampledEdges> out = sample();
+  for (int again = 0; again < 3 && absl::IsAborted(out.status()); ++again) out = sample();
+  return out;
 }
 
 }  // namespace tessera::sampling

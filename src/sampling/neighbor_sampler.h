@@ -106,6 +106,9 @@ struct SampledEdges {
 // range, weights of the wrong length (or an edge id outside them), negative/NaN
 // weights, an unsorted exclude list, etype_fanouts whose size is not
 // csc.num_etypes or with an entry below -1, or a relation out of range.
+// Weights may change during the call (shared memory that others push to):
+// each row's are read once per pass, and a call whose counts they no longer
+// fit is sampled again; Aborted if that keeps happening.
 StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64_t> seeds,
                                        std::span<const int64_t> keys, const SampleOptions& options);
 

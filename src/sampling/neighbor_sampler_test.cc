@@ -1,11 +1,13 @@
 // File: src/sampling/neighbor_sampler_test.cc
 #include "src/sampling/neighbor_sampler.h"
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <set>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -176,6 +178,78 @@ TEST(NeighborSamplerTest, ExclusionStillFillsTheFanout) {
   EXPECT_EQ(none->size(), 0u);
   std::vector<int64_t> unsorted = {105, 101};
   EXPECT_FALSE(SampleNeighbors(s.view(), std::vector<int64_t>{0}, {}, {.exclude = unsorted}).ok());
+}
+
+// Most of a hub's edges excluded, in runs and alone: every kind of pick
+// maps its index among the kept edges to the right position (a binary
+// search over the excluded positions, once a walk per pick that made a
+// hub with 100,000 exclusions cost seconds per seed).
+TEST(NeighborSamplerTest, ManyExclusionsMapEveryPickToAKeptEdge) {
+  Star s(5000);
+  std::vector<int64_t> exclude, kept;
+  for (int64_t i = 0; i < 5000; ++i) {
+    const bool out = i < 1200 || i % 3 == 0 || (i > 4000 && i < 4700) || i == 4999;
+    (out ? exclude : kept).push_back(100 + i);
+  }
+  const std::set<int64_t> allowed(kept.begin(), kept.end());
+  std::vector<float> w(5000, 1.0f);
+  const std::vector<int64_t> seed = {0};
+  auto every = SampleNeighbors(s.view(), seed, {}, {.fanout = -1, .exclude = exclude});
+  ASSERT_TRUE(every.ok()) << every.status();
+  EXPECT_EQ(std::vector<int64_t>(every->eid.begin(), every->eid.end()), kept);
+  for (SampleOptions o :
+       std::vector<SampleOptions>{{.fanout = 10},   // Floyd.
+                                  {.fanout = 500},  // Partial shuffle.
+                                  {.fanout = 40, .replace = true},
+                                  {.fanout = 300, .weights = w},  // Efraimidis-Spirakis.
+                                  {.fanout = 40, .replace = true, .weights = w}}) {
+    o.exclude = exclude;
+    auto r = SampleNeighbors(s.view(), seed, {}, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(static_cast<int64_t>(r->size()), o.fanout);
+    std::set<int64_t> distinct;
+    for (size_t i = 0; i < r->size(); ++i) {
+      ASSERT_EQ(allowed.count(r->eid[i]), 1u) << "picked excluded edge " << r->eid[i];
+      EXPECT_EQ(r->src[i], r->eid[i] - 99);  // The edge's own source.
+      distinct.insert(r->eid[i]);
+    }
+    if (!o.replace) EXPECT_EQ(static_cast<int64_t>(distinct.size()), o.fanout);
+  }
+}
+
+// Weights in shared memory may change while a call samples (a push from
+// another process). The sampler reads each row's weights once: a call gives
+// edges of positive weight or, when a seed's count came from an earlier
+// read, an Aborted error naming the seed; it never reads past what it chose
+// (a hub whose weights flipped between the two passes crashed servers).
+TEST(NeighborSamplerTest, WeightsChangingDuringACallNeverCrashIt) {
+  Star s(168);
+  std::vector<float> w(168, 1.0f);
+  std::atomic<bool> stop{false};
+  std::thread flipper([&] {
+    for (float v = 0; !stop.load(std::memory_order_relaxed); v = 1 - v) {
+      for (float& x : w) std::atomic_ref<float>(x).store(v, std::memory_order_relaxed);
+    }
+  });
+  const std::vector<int64_t> seeds(5000, 0);
+  int aborted = 0;
+  for (int call = 0; call < 200; ++call) {
+    for (bool replace : {false, true}) {
+      auto r = SampleNeighbors(s.view(), seeds, {},
+                               {.fanout = 1, .replace = replace, .weights = w, .num_threads = 2});
+      if (!r.ok()) {
+        ++aborted;
+        EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted) << r.status();
+        EXPECT_THAT(r.status().message(), HasSubstr("the edge weights of seed 0 changed"));
+        continue;
+      }
+      EXPECT_LE(r->size(), seeds.size());
+      for (size_t i = 0; i < r->size(); ++i) ASSERT_EQ(r->src[i], r->eid[i] - 99);
+    }
+  }
+  stop = true;
+  flipper.join();
+  RecordProperty("aborted_calls", aborted);
 }
 
 TEST(NeighborSamplerTest, BadInputIsAnError) {
