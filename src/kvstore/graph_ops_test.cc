@@ -267,6 +267,74 @@ TEST_F(GraphOpsTest, HostileGraphRequestsGetErrorsAndTheServerGoesOn) {
   EXPECT_TRUE(call(wire::SAMPLE, {ids({0, 1, 2})}, fine).ok());
 }
 
+// A seed repeated in one request is sampled once and its edges repeated:
+// every occurrence gets the same edges (as when each was sampled, since a
+// seed's stream depends only on it), and a peer repeating a hub 200,000
+// times, weighted (which reads the whole row), costs one read of its row.
+TEST_F(GraphOpsTest, RepeatedSeedsGetTheSameEdgesFromOneRead) {
+  TestCluster cluster(*config_, 3, 1);
+  auto client = cluster.Connect(0, 0);
+  ASSERT_TRUE(client);
+  InitSpec spec{
+      .name = "w", .shape = {10556}, .policy = shm::Policy::kEdge, .init = Init::kUniform};
+  ASSERT_TRUE(client->features().InitData(spec).ok());
+  const sampling::LocalGraph& part = *graphs_[0];
+  int64_t hub = part.node_range().first;
+  std::vector<int64_t> one(1);
+  for (int64_t v = part.node_range().first; v < part.node_range().second; ++v) {
+    std::vector<int64_t> d(1), h(1);
+    one[0] = v;
+    ASSERT_TRUE(part.InDegrees(one, d.data()).ok());
+    one[0] = hub;
+    ASSERT_TRUE(part.InDegrees(one, h.data()).ok());
+    if (d[0] > h[0]) hub = v;
+  }
+  auto rpc = rpc::RpcClient::Create({.token = "t",
+                                     .curve_secret_key = cluster.key(),
+                                     .client_id = 77,
+                                     .servers = cluster.endpoints()});
+  ASSERT_TRUE(rpc.ok()) << rpc.status();
+  const int64_t other = hub == part.node_range().first ? hub + 1 : part.node_range().first;
+  std::vector<int64_t> seeds(200000, hub);
+  seeds[1] = other;
+  seeds[3] = other;
+  rpc::Message m = rpc::MakeRequest(wire::SAMPLE);
+  m.header.mutable_sample()->set_fanout(3);
+  m.header.mutable_sample()->set_prob("w");
+  m.header.mutable_sample()->set_seed(5);
+  m.arrays.push_back(rpc::MakeWireArray(seeds));
+  auto answer = (*rpc)->CallOne(0, std::move(m), Deadline::InSeconds(60));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  ASSERT_EQ(answer->arrays.size(), 3u);
+  auto counts = answer->arrays[2].span<int64_t>();
+  ASSERT_EQ(counts.size(), seeds.size());
+  // The edges of each occurrence, as (neighbour, edge id) pairs.
+  const rpc::WireArray& nbrs = answer->arrays[0];
+  auto eids = answer->arrays[1];
+  auto value = [](const rpc::WireArray& a, size_t i) -> int64_t {
+    return a.dtype == DType::kInt32 ? a.span<int32_t>()[i] : a.span<int64_t>()[i];
+  };
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> first;
+  size_t at = 0;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    std::vector<std::pair<int64_t, int64_t>> edges;
+    for (int64_t k = 0; k < counts[i]; ++k, ++at)
+      edges.push_back({value(nbrs, at), value(eids, at)});
+    auto [it, added] = first.try_emplace(seeds[i], edges);
+    if (!added) ASSERT_EQ(edges, it->second) << "occurrence " << i << " of seed " << seeds[i];
+  }
+  EXPECT_EQ(first[hub].size(), 3u);
+  // The same edges as a request of each seed alone.
+  for (int64_t v : {hub, other}) {
+    auto got = client->graph().SampleNeighbors(std::vector<int64_t>{v},
+                                               {.fanout = 3, .prob = "w", .seed = 5});
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<std::pair<int64_t, int64_t>> alone;
+    for (size_t k = 0; k < got->size(); ++k) alone.push_back({got->src[k], got->eid[k]});
+    EXPECT_EQ(alone, first[v]) << "seed " << v;
+  }
+}
+
 TEST_F(GraphOpsTest, BarrierMaxReturnsTheLargestValue) {
   TestCluster cluster(*config_, 3, 1);
   auto a = cluster.Connect(0, 0, 2);

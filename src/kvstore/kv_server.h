@@ -124,6 +124,7 @@ class KvServer : public rpc::Service {
   std::map<uint64_t, shm::SharedSegment> owned_;       // Segments this server created.
   rpc::RpcServer* rpc_ = nullptr;
   std::map<int, Handler> handlers_;  // By wire::Method.
+  std::vector<uint64_t> seed_bits_;  // Over the owned nodes, clear between requests.
 
   struct BarrierState {
     uint64_t generation = 0;
