@@ -17,8 +17,13 @@
 namespace tessera {
 namespace fs = std::filesystem;
 
-StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+// `path` opened for reading, with its size. O_NONBLOCK: opening a FIFO (or
+// a device) never waits for a writer; such files are refused, and a regular
+// file is read as usual (the flag changes nothing for it).
+StatusOr<std::pair<int, uint64_t>> OpenRegularFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoError(StrCat("cannot open ", path), errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -30,9 +35,53 @@ StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
     ::close(fd);
     return absl::InvalidArgumentError(StrCat(path, " is not a regular file"));
   }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // Reads block as usual.
+  return std::make_pair(fd, static_cast<uint64_t>(st.st_size));
+}
+
+// Reads `size` bytes of `path` (open as `fd`) into `out`, which has room.
+Status ReadAll(int fd, const std::string& path, uint8_t* out, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(StrCat("cannot read ", path), errno);
+    }
+    if (n == 0) {
+      return absl::DataLossError(
+          StrCat(path, " shrank while it was read (", done, " of ", size, " bytes)"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+// Opens `path`, refuses it above `max_bytes`, and reads it into the buffer
+// `allocate(size)` returns.
+template <typename Allocate>
+Status ReadWholeFile(const std::string& path, uint64_t max_bytes, Allocate allocate) {
+  ASSIGN_OR_RETURN(auto opened, OpenRegularFile(path));
+  const auto [fd, size] = opened;
+  if (size > max_bytes) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        StrCat(path, " has ", size, " bytes, more than the ", max_bytes, " allowed"));
+  }
+  Status st = ReadAll(fd, path, allocate(static_cast<size_t>(size)), static_cast<size_t>(size));
+  ::close(fd);
+  return st;
+}
+
+}  // namespace
+
+StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
+  ASSIGN_OR_RETURN(auto opened, OpenRegularFile(path));
+  const int fd = opened.first;
   MappedFile file;
   file.path_ = path;
-  file.size_ = static_cast<size_t>(st.st_size);
+  file.size_ = static_cast<size_t>(opened.second);
   if (file.size_ > 0) {
     void* addr = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (addr == MAP_FAILED) {
@@ -185,9 +234,23 @@ ScratchDir::~ScratchDir() {
   if (remove_) RemoveAll(path_).IgnoreError();
 }
 
-StatusOr<std::string> ReadFileToString(const std::string& path) {
-  ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
-  return std::string(reinterpret_cast<const char*>(file.data()), file.size());
+StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
+  std::string text;
+  RETURN_IF_ERROR(ReadWholeFile(path, max_bytes, [&](size_t size) {
+    text.resize(size);
+    return reinterpret_cast<uint8_t*>(text.data());
+  }));
+  return text;
+}
+
+StatusOr<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
+  FileBytes bytes;
+  RETURN_IF_ERROR(ReadWholeFile(path, max_bytes, [&](size_t size) {
+    bytes.data.reset(new uint8_t[size]);  // Not zero-filled: read over in full.
+    bytes.size = size;
+    return bytes.data.get();
+  }));
+  return bytes;
 }
 
 namespace {
@@ -218,7 +281,8 @@ Status WriteFileDurably(const std::string& path, std::string_view contents) {
 
 Status SyncPath(const std::string& path) {
   const std::string name = path.empty() ? "." : path;
-  int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO at `name` must not block the open (fsync then fails).
+  int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoError(StrCat("cannot open ", name), errno);
   const int rc = ::fsync(fd);
   const int err = errno;

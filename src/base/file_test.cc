@@ -1,6 +1,16 @@
 #include "tessera/base/file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
+#include <functional>
+#include <future>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -119,6 +129,50 @@ TEST_F(FileTest, WriteFileDurablyReplacesTheFileAndLeavesNoTemporary) {
   ASSERT_TRUE(out->Append("abc", 3).ok());
   EXPECT_TRUE(out->Sync().ok());
   EXPECT_TRUE(out->Close().ok());
+}
+
+// A FIFO in a file's place is refused at once by every reader (an open
+// without O_NONBLOCK would wait for a writer forever).
+TEST_F(FileTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  const std::string fifo = dir_ + "/manifest.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::pair<const char*, std::function<Status()>>> readers = {
+      {"MappedFile::Open", [&] { return MappedFile::Open(fifo).status(); }},
+      {"ReadFileToString", [&] { return ReadFileToString(fifo).status(); }},
+      {"ReadFileBytes", [&] { return ReadFileBytes(fifo).status(); }}};
+  for (const auto& [name, read] : readers) {
+    auto result = std::async(std::launch::async, read);
+    if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+      ADD_FAILURE() << name << " waits for a writer of the FIFO";
+      // Unblocks the reader (a writer appears), so that the test ends.
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      result.wait();
+      if (fd >= 0) ::close(fd);
+    }
+    const Status st = result.get();
+    EXPECT_FALSE(st.ok()) << name;
+    EXPECT_THAT(st.message(), HasSubstr("is not a regular file")) << name << ": " << st;
+  }
+}
+
+TEST_F(FileTest, ReadsIntoOwnedMemoryAndRefusesFilesAboveALimit) {
+  const std::string path = dir_ + "/f";
+  ASSERT_TRUE(WriteFileAtomic(path, "0123456789").ok());
+  StatusOr<FileBytes> bytes = ReadFileBytes(path, 10);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_EQ(bytes->size, 10u);
+  EXPECT_EQ(std::memcmp(bytes->data.get(), "0123456789", 10), 0);
+  EXPECT_EQ(*ReadFileToString(path, 10), "0123456789");
+  // A (sparse) file far above the limit is refused before it is read.
+  ASSERT_EQ(::truncate(path.c_str(), int64_t{1} << 30), 0);
+  for (const Status& st :
+       {ReadFileToString(path, 1 << 20).status(), ReadFileBytes(path, 1 << 20).status()}) {
+    EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+    EXPECT_THAT(st.message(), HasSubstr("has 1073741824 bytes, more than the 1048576 allowed"));
+  }
+  ASSERT_EQ(::truncate(path.c_str(), 0), 0);
+  EXPECT_EQ(ReadFileBytes(path)->size, 0u);
+  EXPECT_EQ(*ReadFileToString(path), "");
 }
 
 TEST(Crc32cTest, MatchesTheStandardCheckValueAndExtendsInPieces) {

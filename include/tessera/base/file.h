@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -96,7 +98,21 @@ class ScratchDir {
   bool remove_ = false;
 };
 
-StatusOr<std::string> ReadFileToString(const std::string& path);
+// Reading (MappedFile too) opens without blocking and refuses anything but a
+// regular file: a FIFO or a device in a file's place is an error, not a hang.
+//
+// The whole of a regular file, read (not mapped: a file truncated or rewritten
+// meanwhile gives an error or the bytes as read, never SIGBUS). A file larger
+// than `max_bytes` is refused before it is read (FailedPrecondition).
+StatusOr<std::string> ReadFileToString(const std::string& path,
+                                       uint64_t max_bytes = std::numeric_limits<uint64_t>::max());
+// The same into memory that is not zero-filled first (for large files).
+struct FileBytes {
+  std::unique_ptr<uint8_t[]> data;
+  size_t size = 0;
+};
+StatusOr<FileBytes> ReadFileBytes(const std::string& path,
+                                  uint64_t max_bytes = std::numeric_limits<uint64_t>::max());
 // Writes `contents` to "<path>.tmp" and renames it over `path`, so readers see
 // either the old file or the complete new one.
 Status WriteFileAtomic(const std::string& path, std::string_view contents);
