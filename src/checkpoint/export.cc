@@ -1,7 +1,11 @@
 // File: src/checkpoint/export.cc
 #include "src/checkpoint/export.h"
 
+#include <stdio.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <limits>
 
 #include "fmt/format.h"
@@ -35,14 +39,16 @@ bool Wanted(const std::string& key, const ExportOptions& options) {
   return false;
 }
 
-StatusOr<std::string> ExportOne(const std::string& folder, const Json& tensor,
-                                const std::map<std::string, Json>& files,
-                                const std::string& out_dir) {
-  Stopwatch watch;
+// Writes the rows of `tensor` to `path` (a temporary name of the export).
+Status WriteExport(const std::string& folder, const Json& tensor,
+                   const std::map<std::string, Json>& files, const std::string& path) {
   const std::string key = tensor["key"].get<std::string>();
   const DType dtype = *DTypeNamed(tensor["dtype"].get<std::string>());
   const auto shape = tensor["shape"].get<std::vector<int64_t>>();
   const int64_t num_rows = shape[0];
+  // Every shard file is there with its listed size (which the manifest's
+  // shape matches) before anything is sized from the shape.
+  RETURN_IF_ERROR(CheckShardFiles(folder, tensor, files, /*orig=*/true));
   // The original ids of one node type (relation) are a contiguous block of
   // the input's homogeneous ids: the smallest is the type's offset (0 on a
   // homogeneous graph).
@@ -52,7 +58,6 @@ StatusOr<std::string> ExportOne(const std::string& folder, const Json& tensor,
     const int64_t n = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
     for (int64_t i = 0; i < n; ++i) offset = std::min(offset, orig.ids[i]);
   }
-  const std::string path = fmt::format("{}/{}.npy", out_dir, FileStem(key));
   ASSIGN_OR_RETURN(NpyWriter out,
                    NpyWriter::Create(path, dtype, shape, NpyWriter::Mode::kPositional));
   std::vector<bool> seen(static_cast<size_t>(num_rows), false);
@@ -90,9 +95,29 @@ StatusOr<std::string> ExportOne(const std::string& folder, const Json& tensor,
         fmt::format("checkpoint {}: its shards of '{}' hold {} of its {} rows", folder, key,
                     covered, num_rows));
   }
-  RETURN_IF_ERROR(out.Close());
-  spdlog::info("export-embeddings: {} [{}] -> {}, {:.2f} s", key, fmt::join(shape, ", "), path,
-               watch.Seconds());
+  return out.Close();
+}
+
+// Exports `tensor` to <out_dir>/<stem>.npy: written under a temporary name
+// and renamed when complete, so that a failure leaves an earlier export of
+// the tensor as it was, and no partial file.
+StatusOr<std::string> ExportOne(const std::string& folder, const Json& tensor,
+                                const std::map<std::string, Json>& files,
+                                const std::string& out_dir) {
+  Stopwatch watch;
+  const std::string key = tensor["key"].get<std::string>();
+  const std::string path = fmt::format("{}/{}.npy", out_dir, FileStem(key));
+  const std::string tmp = path + ".tmp";
+  Status st = WriteExport(folder, tensor, files, tmp);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = ErrnoError(fmt::format("cannot rename {} to {}", tmp, path), errno);
+  }
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  spdlog::info("export-embeddings: {} [{}] -> {}, {:.2f} s", key,
+               fmt::join(tensor["shape"].get<std::vector<int64_t>>(), ", "), path, watch.Seconds());
   return path;
 }
 

@@ -1,8 +1,14 @@
 // File: src/checkpoint/format.cc
 #include "src/checkpoint/format.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <limits>
+#include <set>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -23,10 +29,96 @@ std::optional<DType> DTypeNamed(std::string_view name) {
 }
 
 std::string FileStem(const std::string& key) {
-  std::string stem = key;
-  std::replace(stem.begin(), stem.end(), '/', '~');
+  std::string stem;
+  for (const char c : key) {
+    if (c == '/') {
+      stem += '~';
+    } else if (c == '~') {
+      stem += "%7E";
+    } else if (c == '%') {
+      stem += "%25";
+    } else {
+      stem += c;
+    }
+  }
   return stem;
 }
+
+bool IsFileName(std::string_view name) {
+  return !name.empty() && name.front() != '/' && name.find("..") == std::string_view::npos &&
+         name.find('\0') == std::string_view::npos;
+}
+
+StatusOr<Json> ParseJson(std::string_view text, const std::string& what) {
+  // The nesting depth, found by a scan that skips strings: json parses
+  // iteratively, but copies, compares and dumps recursively.
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        return absl::DataLossError(fmt::format("{}: JSON nested deeper than {} levels (at byte {})",
+                                               what, kMaxJsonDepth, i));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return absl::DataLossError(fmt::format("{}: not valid JSON", what));
+  return json;
+}
+
+namespace {
+
+// A value for an error message: never the whole of a large or deep one.
+std::string Brief(const Json& value) {
+  if (value.is_string()) {
+    const std::string& s = value.get_ref<const std::string&>();
+    return fmt::format("{:?}", s.size() <= 60 ? s : s.substr(0, 57) + "...");
+  }
+  if (value.is_array() || value.is_object()) return std::string("an ") + value.type_name();
+  return value.dump();
+}
+
+// A count or a size: an integer in [0, 2^63) (json gives floats, booleans
+// and negatives to get<> silently converted).
+std::optional<int64_t> Count(const Json& value) {
+  if (value.is_number_unsigned()) {
+    const auto v = value.get<uint64_t>();
+    if (v <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return static_cast<int64_t>(v);
+    }
+  } else if (value.is_number_integer() && value.get<int64_t>() >= 0) {
+    return value.get<int64_t>();
+  }
+  return std::nullopt;
+}
+
+// The bytes a shard file of `rows` rows of `dtype` [rows, row_shape...]
+// has: the .npy header tessera writes and the rows; nullopt on overflow.
+std::optional<uint64_t> NpyFileBytes(DType dtype, std::vector<int64_t> shape, int64_t rows) {
+  shape[0] = rows;
+  uint64_t bytes = DTypeSize(dtype);
+  for (const int64_t d : shape) {
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) return std::nullopt;
+  }
+  if (__builtin_add_overflow(bytes, EncodeNpyHeader(dtype, shape).size(), &bytes)) {
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+}  // namespace
 
 StatusOr<Json> ReadManifest(const std::string& folder) {
   const std::string path = folder + "/" + kManifest;
@@ -35,22 +127,34 @@ StatusOr<Json> ReadManifest(const std::string& folder) {
         fmt::format("checkpoint {}: no {} (not a checkpoint, or one whose save did not finish)",
                     folder, kManifest));
   }
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  Json manifest = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   auto bad = [&](const std::string& why) {
     return absl::DataLossError(
         fmt::format("checkpoint {}: {} is malformed: {}", folder, kManifest, why));
   };
-  if (manifest.is_discarded() || !manifest.is_object()) return bad("not a JSON object");
+  // Capped before it is read: its parsed form takes several times its size.
+  StatusOr<std::string> text = ReadFileToString(path, kMaxManifestBytes);
+  if (!text.ok()) {
+    return absl::DataLossError(fmt::format(
+        "checkpoint {}: {} {}: {}", folder, kManifest,
+        text.status().code() == absl::StatusCode::kFailedPrecondition
+            ? fmt::format("is larger than a manifest may be ({} MiB)", kMaxManifestBytes >> 20)
+            : "cannot be read",
+        std::string(text.status().message())));
+  }
+  StatusOr<Json> parsed = ParseJson(*text, "its text");
+  if (!parsed.ok()) return bad(std::string(parsed.status().message()));
+  Json manifest = std::move(*parsed);
+  if (!manifest.is_object()) return bad("not a JSON object");
   // Every access below may meet a value of the wrong type: json's exceptions
   // become this error.
   try {
     if (manifest.value("format", std::string()) != kFormat) {
       return bad("no \"format\": \"tessera-checkpoint\"");
     }
-    if (!manifest.contains("version") || manifest["version"] != kFormatVersion) {
+    if (!manifest.contains("version") || !manifest["version"].is_number_integer() ||
+        manifest["version"] != kFormatVersion) {
       return bad(fmt::format("version {} (this tessera reads {})",
-                             manifest.value("version", Json()).dump(), kFormatVersion));
+                             Brief(manifest.value("version", Json())), kFormatVersion));
     }
     for (const char* key : {"files", "tensors", "dense_files", "trainer_files"}) {
       if (!manifest.contains(key) || !manifest[key].is_array()) {
@@ -58,57 +162,126 @@ StatusOr<Json> ReadManifest(const std::string& folder) {
       }
     }
     for (const char* key : {"step", "num_trainers", "num_parts"}) {
-      if (!manifest.contains(key) || !manifest[key].is_number_integer() ||
-          manifest[key].get<int64_t>() < 0) {
+      const std::optional<int64_t> n = manifest.contains(key) ? Count(manifest[key]) : std::nullopt;
+      // Trainer and part counts are ints.
+      const bool is_int = std::string_view(key) != "step";
+      if (!n || (is_int && *n > std::numeric_limits<int32_t>::max())) {
         return bad(fmt::format("no integer \"{}\" >= 0", key));
       }
+    }
+    if (manifest.contains("created_unix") && !manifest["created_unix"].is_number_integer()) {
+      return bad("\"created_unix\" is not an integer");
     }
     (void)manifest.value("graph_name", std::string());
     (void)manifest.value("partition_config_crc32c", std::string());
     (void)manifest.value("rotate", false);
+    auto check_name = [&](const Json& name) -> std::optional<std::string> {
+      if (!name.is_string() || !IsFileName(name.get_ref<const std::string&>())) {
+        return fmt::format("{} is not a file name inside the folder", Brief(name));
+      }
+      return std::nullopt;
+    };
+    std::map<std::string, uint64_t> listed;  // The files' sizes.
     for (const Json& f : manifest["files"]) {
-      (void)f.at("path").get<std::string>();
-      (void)f.at("bytes").get<uint64_t>();
-      (void)f.at("crc32c").get<std::string>();
+      if (auto why = check_name(f.at("path"))) return bad(*why);
+      const std::string name = f["path"].get<std::string>();
+      const std::optional<int64_t> bytes = Count(f.at("bytes"));
+      if (!bytes) return bad(fmt::format("the size {} of {}", Brief(f["bytes"]), name));
+      const std::string crc = f.at("crc32c").get<std::string>();
+      if (crc.size() != 8 || crc.find_first_not_of("0123456789abcdef") != std::string::npos) {
+        return bad(fmt::format("the CRC-32C {} of {}", Brief(f["crc32c"]), name));
+      }
+      if (!listed.emplace(name, *bytes).second) return bad(fmt::format("{} listed twice", name));
     }
+    std::set<std::string> keys;
     for (const Json& t : manifest["tensors"]) {
       const std::string key = t.at("key").get<std::string>();
       if (key.rfind("node/", 0) != 0 && key.rfind("edge/", 0) != 0) {
-        return bad(fmt::format("tensor key '{}'", key));
+        return bad(fmt::format("tensor key {}", Brief(key)));
       }
+      if (!keys.insert(key).second) return bad(fmt::format("tensor {} listed twice", Brief(key)));
       const std::optional<DType> dtype = DTypeNamed(t.at("dtype").get<std::string>());
-      if (!dtype) return bad("unknown dtype");
-      const auto shape = t.at("shape").get<std::vector<int64_t>>();
+      if (!dtype) return bad(fmt::format("the dtype {} of {}", Brief(t["dtype"]), Brief(key)));
       // Sizes are checked: no buffer is ever sized from an impossible shape.
+      const Json& shape_json = t.at("shape");
+      bool valid = shape_json.is_array() && !shape_json.empty() && shape_json.size() <= 32;
+      std::vector<int64_t> shape;
       uint64_t bytes = DTypeSize(*dtype);
-      bool valid = !shape.empty() && shape.size() <= 32;
-      for (size_t i = 0; valid && i < shape.size(); ++i) {
-        valid = shape[i] >= 0 &&
-                !__builtin_mul_overflow(bytes, static_cast<uint64_t>(shape[i]), &bytes);
+      for (size_t i = 0; valid && i < shape_json.size(); ++i) {
+        const std::optional<int64_t> d = Count(shape_json[i]);
+        valid = d && !__builtin_mul_overflow(bytes, static_cast<uint64_t>(*d), &bytes);
+        if (valid) shape.push_back(*d);
       }
       if (!valid || bytes > (uint64_t{1} << 50)) {
-        return bad(fmt::format("the shape [{}] of '{}'", fmt::join(shape, ", "), key));
+        return bad(fmt::format("the shape {} of {}",
+                               shape_json.is_array() && shape_json.size() <= 32 ? shape_json.dump()
+                                                                                : Brief(shape_json),
+                               Brief(key)));
       }
-      // The shards tile [0, rows): every row saved exactly once.
+      // The shards tile [0, rows): every row saved exactly once, each in a
+      // listed file that holds its rows.
       std::vector<std::pair<int64_t, int64_t>> ranges;
-      for (const Json& sh : t.at("shards")) {
-        (void)sh.at("file").get<std::string>();
-        ranges.emplace_back(sh.at("begin").get<int64_t>(), sh.at("end").get<int64_t>());
-        if (sh.contains("orig")) (void)sh["orig"].get<std::string>();
+      if (!t.at("shards").is_array())
+        return bad(fmt::format("no \"shards\" list of {}", Brief(key)));
+      for (const Json& sh : t["shards"]) {
+        const std::optional<int64_t> begin = Count(sh.at("begin")), end = Count(sh.at("end"));
+        if (!begin || !end || *end < *begin) {
+          return bad(fmt::format("a shard of {} has rows [{}, {})", Brief(key), Brief(sh["begin"]),
+                                 Brief(sh["end"])));
+        }
+        if (sh.contains("part") && !Count(sh["part"])) {
+          return bad(fmt::format("a shard of {} has part {}", Brief(key), Brief(sh["part"])));
+        }
+        ranges.emplace_back(*begin, *end);
+        for (const char* field : {"file", "orig"}) {
+          if (!sh.contains(field) && std::string_view(field) == "orig") continue;
+          if (auto why = check_name(sh.at(field))) return bad(*why);
+          const std::string name = sh[field].get<std::string>();
+          auto it = listed.find(name);
+          if (it == listed.end()) return bad(fmt::format("{} is not listed in \"files\"", name));
+          const std::optional<uint64_t> expected =
+              std::string_view(field) == "file"
+                  ? NpyFileBytes(*dtype, shape, *end - *begin)
+                  : NpyFileBytes(DType::kInt64, {*end - *begin}, *end - *begin);
+          if (!expected || *expected != it->second) {
+            return bad(fmt::format("{} is listed with {} bytes, but rows [{}, {}) of {} take {}",
+                                   name, it->second, *begin, *end, Brief(key),
+                                   expected ? fmt::to_string(*expected) : "more"));
+          }
+        }
       }
       std::sort(ranges.begin(), ranges.end());
       int64_t next = 0;
       for (const auto& [begin, end] : ranges) {
-        if (begin != next || end < begin) break;
+        if (begin != next) {
+          return bad(fmt::format(
+              "the shards of {} do not hold its rows [0, {}) once each: rows [{}, {}) {}",
+              Brief(key), shape[0], std::min(begin, next), std::max(begin, next),
+              begin < next ? "twice" : "in none"));
+        }
         next = end;
       }
       if (next != shape[0]) {
-        return bad(fmt::format("the shards of '{}' do not hold its rows [0, {}) once each", key,
-                               shape[0]));
+        return bad(
+            fmt::format("the shards of {} do not hold its rows [0, {}) once each: rows [{}, {}) {}",
+                        Brief(key), shape[0], std::min(next, shape[0]), std::max(next, shape[0]),
+                        next < shape[0] ? "in none" : "beyond its end"));
       }
     }
-    for (const Json& names : manifest["trainer_files"]) (void)names.get<std::vector<std::string>>();
-    (void)manifest["dense_files"].get<std::vector<std::string>>();
+    auto check_listed = [&](const Json& names) -> std::optional<std::string> {
+      if (!names.is_array()) return "a list of files is " + Brief(names);
+      for (const Json& name : names) {
+        if (auto why = check_name(name)) return why;
+        if (!listed.count(name.get<std::string>())) {
+          return fmt::format("{} is not listed in \"files\"", name.get<std::string>());
+        }
+      }
+      return std::nullopt;
+    };
+    for (const Json& names : manifest["trainer_files"]) {
+      if (auto why = check_listed(names)) return bad(*why);
+    }
+    if (auto why = check_listed(manifest["dense_files"])) return bad(*why);
   } catch (const Json::exception& e) {
     return bad(e.what());
   }
@@ -164,12 +337,18 @@ std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::stri
 }
 
 void Prune(const std::string& dir, int keep, const std::string& current) {
+  // Every path Scan finds is in `dir`, as `current` is: names tell them
+  // apart, however `dir` is spelled ("" is the working folder).
+  const fs::path current_name = fs::path(current).filename();
+  auto is_current = [&](const std::string& path) {
+    return fs::path(path).filename() == current_name;
+  };
   std::vector<std::string> remove;
   int kept = 0;
-  for (const Found& f : Scan(dir, &remove)) {
-    if (f.rotate && ++kept > keep && f.path != current) remove.push_back(f.path);
+  for (const Found& f : Scan(dir.empty() ? "." : dir, &remove)) {
+    if (f.rotate && ++kept > keep && !is_current(f.path)) remove.push_back(f.path);
   }
-  std::erase(remove, current);
+  std::erase_if(remove, is_current);
   for (const std::string& path : remove) {
     // The manifest goes first: a folder half removed is incomplete, never damaged.
     Status st = RemoveAll(path + "/" + kManifest);
@@ -181,26 +360,60 @@ void Prune(const std::string& dir, int keep, const std::string& current) {
   }
 }
 
-StatusOr<MappedFile> VerifiedFile(const std::string& folder, const std::string& name,
-                                  const std::map<std::string, Json>& files) {
+Status CheckShardFiles(const std::string& folder, const Json& tensor,
+                       const std::map<std::string, Json>& files, bool orig) {
+  for (const Json& shard : tensor["shards"]) {
+    for (const char* field : {"file", "orig"}) {
+      if (std::string_view(field) == "orig" && (!orig || !shard.contains("orig"))) continue;
+      const std::string name = shard[field].get<std::string>();
+      const auto bytes = files.at(name)["bytes"].get<uint64_t>();  // ReadManifest checked both.
+      struct stat st {};
+      const bool found = ::stat((folder + "/" + name).c_str(), &st) == 0;
+      if (!found || !S_ISREG(st.st_mode)) {
+        return absl::DataLossError(
+            fmt::format("checkpoint {}: file {} cannot be read: {}", folder, name,
+                        found ? "it is not a regular file" : std::strerror(errno)));
+      }
+      if (static_cast<uint64_t>(st.st_size) != bytes) {
+        return absl::DataLossError(
+            fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or "
+                        "altered)",
+                        folder, name, st.st_size, bytes));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<FileBytes> VerifiedFile(const std::string& folder, const std::string& name,
+                                 const std::map<std::string, Json>& files) {
   auto it = files.find(name);
   if (it == files.end()) {
     return absl::NotFoundError(
         fmt::format("checkpoint {}: {} is not listed in its manifest", folder, name));
   }
-  StatusOr<MappedFile> file = MappedFile::Open(folder + "/" + name);
+  const auto bytes = it->second["bytes"].get<uint64_t>();
+  // Read once into memory of our own, at most the listed size: the bytes
+  // checksummed are the bytes used, whatever happens to the file meanwhile.
+  StatusOr<FileBytes> file = ReadFileBytes(folder + "/" + name, bytes);
+  if (!file.ok() && file.status().code() == absl::StatusCode::kFailedPrecondition) {
+    StatusOr<int64_t> size = FileSize(folder + "/" + name);
+    return absl::DataLossError(
+        fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or "
+                    "altered)",
+                    folder, name, size.ok() ? fmt::to_string(*size) : "more", bytes));
+  }
   if (!file.ok()) {
     return absl::DataLossError(fmt::format("checkpoint {}: file {} cannot be read: {}", folder,
                                            name, std::string(file.status().message())));
   }
-  const auto bytes = it->second["bytes"].get<uint64_t>();
-  if (file->size() != bytes) {
+  if (file->size != bytes) {
     return absl::DataLossError(
         fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or "
                     "altered)",
-                    folder, name, file->size(), bytes));
+                    folder, name, file->size, bytes));
   }
-  const std::string crc = Hex(Crc32c(file->data(), file->size()));
+  const std::string crc = Hex(Crc32c(file->data.get(), file->size));
   if (crc != it->second["crc32c"].get<std::string>()) {
     return absl::DataLossError(
         fmt::format("checkpoint {}: file {} is corrupt: CRC-32C {}, its manifest says {}", folder,
@@ -212,17 +425,17 @@ StatusOr<MappedFile> VerifiedFile(const std::string& folder, const std::string& 
 namespace {
 
 // A verified .npy of the checkpoint that must hold `dtype` [shape].
-StatusOr<std::pair<MappedFile, const uint8_t*>> VerifiedArray(
+StatusOr<std::pair<FileBytes, const uint8_t*>> VerifiedArray(
     const std::string& folder, const std::string& name, const std::map<std::string, Json>& files,
     DType dtype, const std::vector<int64_t>& shape) {
-  ASSIGN_OR_RETURN(MappedFile file, VerifiedFile(folder, name, files));
-  ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(file.data(), file.size(), folder + "/" + name));
+  ASSIGN_OR_RETURN(FileBytes file, VerifiedFile(folder, name, files));
+  ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(file.data.get(), file.size, folder + "/" + name));
   if (h.dtype != dtype || h.shape != shape) {
     return absl::DataLossError(fmt::format(
         "checkpoint {}: file {} holds {} [{}], its manifest says {} [{}]", folder, name,
         DTypeName(h.dtype), fmt::join(h.shape, ", "), DTypeName(dtype), fmt::join(shape, ", ")));
   }
-  const uint8_t* data = file.data() + h.data_offset;
+  const uint8_t* data = file.data.get() + h.data_offset;
   return std::make_pair(std::move(file), data);
 }
 
@@ -232,9 +445,19 @@ StatusOr<ShardRows> ReadShardRows(const std::string& folder, const Json& tensor,
                                   const std::map<std::string, Json>& files) {
   std::vector<int64_t> shape = tensor["shape"].get<std::vector<int64_t>>();
   shape[0] = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
-  ASSIGN_OR_RETURN(auto array,
-                   VerifiedArray(folder, shard["file"].get<std::string>(), files,
-                                 *DTypeNamed(tensor["dtype"].get<std::string>()), shape));
+  const std::string name = shard["file"].get<std::string>();
+  const DType dtype = *DTypeNamed(tensor["dtype"].get<std::string>());
+  ASSIGN_OR_RETURN(auto array, VerifiedArray(folder, name, files, dtype, shape));
+  if (dtype == DType::kBool) {
+    // Any other byte is no bool (torch's bool tensors assume 0 or 1).
+    const uint8_t* end = array.first.data.get() + array.first.size;
+    const uint8_t* other = std::find_if(array.second, end, [](uint8_t b) { return b > 1; });
+    if (other != end) {
+      return absl::DataLossError(
+          fmt::format("checkpoint {}: file {} holds the byte {} at offset {}, not a bool (0 or 1)",
+                      folder, name, *other, other - array.first.data.get()));
+    }
+  }
   return ShardRows{std::move(array.first), array.second, shape[0]};
 }
 
@@ -276,7 +499,7 @@ StatusOr<Json> CheckedFile::Finish() {
 StatusOr<Json> EntriesOf(const std::string& folder, const std::vector<std::string>& names) {
   Json files = Json::array();
   for (const std::string& name : names) {
-    if (name.empty() || name.front() == '/' || name.find("..") != std::string::npos) {
+    if (!IsFileName(name)) {
       return absl::InvalidArgumentError(
           fmt::format("checkpoint: '{}' is not a file name inside the folder", name));
     }

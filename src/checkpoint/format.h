@@ -28,19 +28,38 @@ inline constexpr char kManifest[] = "manifest.json";
 inline constexpr char kMarker[] = ".tessera-checkpoint";
 inline constexpr char kFormat[] = "tessera-checkpoint";
 inline constexpr int kFormatVersion = 1;
+// A reader refuses larger manifests (before reading them) and deeper JSON.
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
+inline constexpr int kMaxJsonDepth = 64;
 
 using Json = nlohmann::json;
 
 std::string Hex(uint32_t crc);
 std::optional<DType> DTypeNamed(std::string_view name);
 // A tensor key as a file name stem: "node/paper/emb" -> "node~paper~emb".
+// One-to-one: a '~' of the key becomes "%7E" and a '%' "%25".
 std::string FileStem(const std::string& key);
+// Whether `name` (from a manifest, or to be listed in one) names a file
+// inside the checkpoint folder: relative, no "..", no NUL.
+bool IsFileName(std::string_view name);
+
+// `text` parsed as JSON nested at most kMaxJsonDepth deep (deeper values
+// would overflow the stack of json's recursive copy and dump); the error
+// starts with `what`.
+StatusOr<Json> ParseJson(std::string_view text, const std::string& what);
 
 // The manifest of the complete checkpoint in `folder`, checked for every
-// field a reader uses. Errors name the folder.
+// field a reader uses: types, sizes, names, the shards tiling each tensor's
+// rows and listed in "files" with the bytes their rows take. Errors name
+// the folder.
 StatusOr<Json> ReadManifest(const std::string& folder);
 // {path: entry} of the manifest's "files".
 std::map<std::string, Json> FilesOf(const Json& manifest);
+// Whether the shard files of `tensor` (and their original ids, with `orig`)
+// are on disk with the sizes the manifest lists: checked before a buffer
+// is sized from the tensor's shape.
+Status CheckShardFiles(const std::string& folder, const Json& tensor,
+                       const std::map<std::string, Json>& files, bool orig);
 
 // Complete checkpoints among the folders of `dir`, newest (highest step) first.
 std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::string& dir);
@@ -50,16 +69,17 @@ std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::stri
 // the marker are touched; failures are logged.
 void Prune(const std::string& dir, int keep, const std::string& current);
 
-// A file of the checkpoint, mapped, after its size and CRC-32C are checked
-// against the manifest's entry (`files`: FilesOf).
-StatusOr<MappedFile> VerifiedFile(const std::string& folder, const std::string& name,
-                                  const std::map<std::string, Json>& files);
+// A file of the checkpoint, read into memory once; its size and the
+// CRC-32C of exactly these bytes are checked against the manifest's entry
+// (`files`: FilesOf), so a file changed meanwhile is never used unchecked.
+StatusOr<FileBytes> VerifiedFile(const std::string& folder, const std::string& name,
+                                 const std::map<std::string, Json>& files);
 
-// A shard's rows (a `shards` entry of a manifest `tensor`), mapped after the
+// A shard's rows (a `shards` entry of a manifest `tensor`), read after the
 // file is verified and its header found to hold the tensor's dtype and
-// shape [end - begin, ...].
+// shape [end - begin, ...] (and bool rows only 0 and 1).
 struct ShardRows {
-  MappedFile file;
+  FileBytes file;
   const uint8_t* data = nullptr;  // The first row.
   int64_t rows = 0;
 };
@@ -68,7 +88,7 @@ StatusOr<ShardRows> ReadShardRows(const std::string& folder, const Json& tensor,
 // The shard's original ids (int64 [rows]), verified likewise;
 // FailedPrecondition if it has none (its partition lacked --return-mapping).
 struct ShardIds {
-  MappedFile file;
+  FileBytes file;
   const int64_t* ids = nullptr;
 };
 StatusOr<ShardIds> ReadShardOriginalIds(const std::string& folder, const Json& tensor,

@@ -419,7 +419,8 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
   Stopwatch watch;
   Job job = OpenJob(store);
   const std::string target = FolderPath(path);
-  const std::string parent = fs::path(target).parent_path().string();
+  std::string parent = fs::path(target).parent_path().string();
+  if (parent.empty()) parent = ".";  // "step-2": the working folder's checkpoints.
   // Replacing a complete checkpoint: the new one is written beside it and
   // swapped in at the end, so that a crash leaves one of the two whole.
   const bool swap = replace && PathExists(target + "/" + kManifest);
@@ -512,11 +513,12 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
                      {"dense_files", json::array()},
                      {"trainer_files", json::array()}};
     if (!contents.extra.empty()) {
-      json extra = json::parse(contents.extra, nullptr, /*allow_exceptions=*/false);
-      if (extra.is_discarded() || !extra.is_object()) {
-        throw Error("checkpoint: extra must be the text of a JSON object");
+      // What a reader refuses is refused here, before the save is complete.
+      StatusOr<json> extra = checkpoint::ParseJson(contents.extra, "checkpoint: extra");
+      if (extra.ok() && !extra->is_object()) {
+        extra = absl::InvalidArgumentError("checkpoint: extra must be the text of a JSON object");
       }
-      manifest["extra"] = std::move(extra);
+      manifest["extra"] = Must(std::move(extra));
     }
     for (const TensorInfo& t : tensors) {
       manifest["tensors"].push_back({{"key", t.meta.key},
@@ -528,8 +530,10 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
     }
     for (int r = 0; r < job.world; ++r) {
       const std::string name = fmt::format("{}/rank-{}.json", folder, r);
-      json part = json::parse(ValueOrThrow(ReadFileToString(name), "checkpoint"), nullptr, false);
-      if (part.is_discarded() || part["tensors"].size() != tensors.size()) {
+      StatusOr<json> parsed =
+          checkpoint::ParseJson(ValueOrThrow(ReadFileToString(name), "checkpoint"), name);
+      json part = parsed.ok() ? std::move(*parsed) : json();
+      if (!part.is_object() || part["tensors"].size() != tensors.size()) {
         throw Error(
             fmt::format("checkpoint: {} does not list the tensors trainer 0 saved (were "
                         "tensors created or deleted during the save?)",
@@ -563,7 +567,14 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
       ThrowIfError(RemoveAll(fmt::format("{}/rank-{}.json", folder, r)), "checkpoint");
     }
     ThrowIfError(SyncPath(folder + "/tensors"), "checkpoint");
-    ThrowIfError(WriteFileDurably(folder + "/" + kManifest, manifest.dump(1)), "checkpoint");
+    const std::string text = manifest.dump(1);
+    if (text.size() > checkpoint::kMaxManifestBytes) {
+      throw Error(fmt::format(
+          "checkpoint: the manifest of {} would have {} bytes, more than a reader accepts ({} MiB; "
+          "is extra large?)",
+          folder, text.size(), checkpoint::kMaxManifestBytes >> 20));
+    }
+    ThrowIfError(WriteFileDurably(folder + "/" + kManifest, text), "checkpoint");
     if (swap) SwapIn(folder, target, parent);
     spdlog::info("checkpoint: step {} saved to {}: {} tensors, {} in shards, {:.2f} s", step,
                  target, tensors.size(), FormatBytes(bytes), watch.Seconds());
@@ -584,109 +595,144 @@ RestoredCheckpoint RestoreCheckpointOf(kvstore::Services& store, const std::stri
   std::map<shm::Policy, Remap> remaps;
   RestoredCheckpoint out;
   out.path = folder;
-  Collectively(job, "checkpoint: reading " + folder, [&] {
-    LoadConfig(job);
-    manifest = Must(checkpoint::ReadManifest(folder));
-    if (manifest.value("graph_name", "") != store.graph_name()) {
-      throw Error(fmt::format("checkpoint {} is of graph '{}', this job's is '{}'", folder,
-                              manifest.value("graph_name", ""), store.graph_name()));
-    }
-    files = checkpoint::FilesOf(manifest);
-    out.step = manifest["step"].get<int64_t>();
-    out.num_trainers = manifest["num_trainers"].get<int>();
-    out.extra = manifest.value("extra", json::object()).dump();
-    out.same_partitioning = manifest.value("partition_config_crc32c", "") == job.config_hash &&
-                            manifest["num_parts"].get<int>() == job.store->book().num_partitions();
-    kvstore::FeatureStore& features = job.store->features();
-    // Without persistent_tensors, only the tensors listed.
-    std::set<std::string> only;
-    for (const DistTensor& t : contents.tensors) only.insert(t.key());
-    for (const json& t : manifest["tensors"]) {
-      const std::string key = t["key"].get<std::string>();
-      if (!contents.persistent_tensors && only.erase(key) == 0) continue;
-      const DType dtype = *checkpoint::DTypeNamed(t["dtype"].get<std::string>());
-      const std::vector<int64_t> shape = t["shape"].get<std::vector<int64_t>>();
-      ThrowIfError(kvstore::CheckTensorKey(key), "checkpoint " + folder);
-      // A tensor the program has not created yet is created here (it attaches to it later).
-      kvstore::InitSpec spec{
-          .name = key.substr(5),
-          .dtype = dtype,
-          .shape = shape,
-          .policy = key.rfind("node/", 0) == 0 ? shm::Policy::kNode : shm::Policy::kEdge,
-          .init = kvstore::Init::kZeros,
-          .persistent = true};
-      StatusOr<bool> created = features.InitData(spec);
-      if (!created.ok()) {
-        throw Error(fmt::format("checkpoint {}: cannot restore '{}' {} [{}]: {}", folder, key,
-                                t["dtype"].get<std::string>(), fmt::join(shape, ", "),
-                                std::string(created.status().message())));
+  // The tensors this trainer created (InitData tells exactly one trainer):
+  // a restore that fails removes them again, whatever step failed.
+  std::vector<std::string> created;
+  try {
+    Collectively(job, "checkpoint: reading " + folder, [&] {
+      LoadConfig(job);
+      manifest = Must(checkpoint::ReadManifest(folder));
+      if (manifest.value("graph_name", "") != store.graph_name()) {
+        throw Error(fmt::format("checkpoint {} is of graph '{}', this job's is '{}'", folder,
+                                manifest.value("graph_name", ""), store.graph_name()));
       }
-      kvstore::TensorMeta meta = ValueOrThrow(features.Meta(key), "checkpoint " + folder);
-      meta.shape = shape;
-      tensors.push_back(Describe(job, meta));
-      entries.push_back(&t);
-      out.tensors.push_back(key);
-      if (!out.same_partitioning && !remaps.count(meta.policy)) {
-        remaps[meta.policy] = MakeRemap(job.config, meta.policy);
+      files = checkpoint::FilesOf(manifest);
+      out.step = manifest["step"].get<int64_t>();
+      out.num_trainers = manifest["num_trainers"].get<int>();
+      out.extra = manifest.value("extra", json::object()).dump();
+      out.same_partitioning =
+          manifest.value("partition_config_crc32c", "") == job.config_hash &&
+          manifest["num_parts"].get<int>() == job.store->book().num_partitions();
+      // Without persistent_tensors, only the tensors listed.
+      std::set<std::string> only;
+      for (const DistTensor& t : contents.tensors) only.insert(t.key());
+      std::vector<const json*> selected;
+      for (const json& t : manifest["tensors"]) {
+        const std::string key = t["key"].get<std::string>();
+        if (!contents.persistent_tensors && only.erase(key) == 0) continue;
+        ThrowIfError(kvstore::CheckTensorKey(key), "checkpoint " + folder);
+        selected.push_back(&t);
       }
-    }
-    if (!contents.persistent_tensors && !only.empty()) {
-      throw Error(fmt::format("checkpoint {} holds no tensor {}", folder, fmt::join(only, ", ")));
-    }
-  });
-  Collectively(job, "checkpoint: restoring the tensors of " + folder, [&] {
-    size_t index = 0;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const json& t = *entries[i];
-      const Remap* remap = out.same_partitioning ? nullptr : &remaps.at(tensors[i].meta.policy);
-      for (const json& shard : t["shards"]) {
-        if (index++ % static_cast<size_t>(job.world) == static_cast<size_t>(job.rank)) {
-          RestoreShard(job, folder, t, shard, files, tensors[i], remap);
+      if (!contents.persistent_tensors && !only.empty()) {
+        throw Error(fmt::format("checkpoint {} holds no tensor {}", folder, fmt::join(only, ", ")));
+      }
+      // Before a tensor is created (sized by the manifest's shape): every
+      // shard file is there with the size the manifest lists, which
+      // ReadManifest found to be that of the shard's rows.
+      for (const json* t : selected) {
+        Must(checkpoint::CheckShardFiles(folder, *t, files, /*orig=*/!out.same_partitioning));
+        const shm::Policy policy = (*t)["key"].get<std::string>().rfind("node/", 0) == 0
+                                       ? shm::Policy::kNode
+                                       : shm::Policy::kEdge;
+        if (!out.same_partitioning && !remaps.count(policy)) {
+          remaps[policy] = MakeRemap(job.config, policy);
         }
       }
-    }
-  });
-  Collectively(job, "checkpoint: restoring the dense state of " + folder, [&] {
-    for (const json& name : manifest["dense_files"]) {
-      out.dense_files.push_back(name.get<std::string>());
-      Must(checkpoint::VerifiedFile(folder, out.dense_files.back(), files));
-    }
-    auto has = [&](const std::string& name) {
-      return std::find(out.dense_files.begin(), out.dense_files.end(), name) !=
-             out.dense_files.end();
-    };
-    if (contents.module != nullptr) {
-      if (!has(ModelFile())) throw Error(fmt::format("checkpoint {} holds no model", folder));
-      torch::serialize::InputArchive archive;
-      archive.load_from(folder + "/" + ModelFile());
-      contents.module->load(archive);
-    }
-    if (contents.optimizer != nullptr) {
-      if (!has(OptimizerFile()))
-        throw Error(fmt::format("checkpoint {} holds no optimizer", folder));
-      torch::serialize::InputArchive archive;
-      archive.load_from(folder + "/" + OptimizerFile());
-      contents.optimizer->load(archive);
-    }
-    // The random state goes back only to the same trainer of a job of the same size.
-    if (out.num_trainers == job.world &&
-        manifest["trainer_files"].size() == static_cast<size_t>(job.world)) {
-      for (const json& name : manifest["trainer_files"][job.rank]) {
-        out.trainer_files.push_back(name.get<std::string>());
-        Must(checkpoint::VerifiedFile(folder, out.trainer_files.back(), files));
+      kvstore::FeatureStore& features = job.store->features();
+      for (const json* entry : selected) {
+        const json& t = *entry;
+        const std::string key = t["key"].get<std::string>();
+        const DType dtype = *checkpoint::DTypeNamed(t["dtype"].get<std::string>());
+        const std::vector<int64_t> shape = t["shape"].get<std::vector<int64_t>>();
+        // A tensor the program has not created yet is created here (it attaches to it later).
+        kvstore::InitSpec spec{
+            .name = key.substr(5),
+            .dtype = dtype,
+            .shape = shape,
+            .policy = key.rfind("node/", 0) == 0 ? shm::Policy::kNode : shm::Policy::kEdge,
+            .init = kvstore::Init::kZeros,
+            .persistent = true};
+        StatusOr<bool> is_new = features.InitData(spec);
+        if (!is_new.ok()) {
+          throw Error(fmt::format("checkpoint {}: cannot restore '{}' {} [{}]: {}", folder, key,
+                                  t["dtype"].get<std::string>(), fmt::join(shape, ", "),
+                                  std::string(is_new.status().message())));
+        }
+        if (*is_new) created.push_back(key);
+        kvstore::TensorMeta meta = ValueOrThrow(features.Meta(key), "checkpoint " + folder);
+        meta.shape = shape;
+        tensors.push_back(Describe(job, meta));
+        entries.push_back(&t);
+        out.tensors.push_back(key);
       }
-      if (contents.random_state && std::find(out.trainer_files.begin(), out.trainer_files.end(),
-                                             TrainerFile(job.rank)) != out.trainer_files.end()) {
+    });
+    Collectively(job, "checkpoint: restoring the tensors of " + folder, [&] {
+      size_t index = 0;
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        const json& t = *entries[i];
+        const Remap* remap = out.same_partitioning ? nullptr : &remaps.at(tensors[i].meta.policy);
+        for (const json& shard : t["shards"]) {
+          if (index++ % static_cast<size_t>(job.world) == static_cast<size_t>(job.rank)) {
+            RestoreShard(job, folder, t, shard, files, tensors[i], remap);
+          }
+        }
+      }
+    });
+    Collectively(job, "checkpoint: restoring the dense state of " + folder, [&] {
+      for (const json& name : manifest["dense_files"]) {
+        out.dense_files.push_back(name.get<std::string>());
+        Must(checkpoint::VerifiedFile(folder, out.dense_files.back(), files));
+      }
+      auto has = [&](const std::string& name) {
+        return std::find(out.dense_files.begin(), out.dense_files.end(), name) !=
+               out.dense_files.end();
+      };
+      if (contents.module != nullptr) {
+        if (!has(ModelFile())) throw Error(fmt::format("checkpoint {} holds no model", folder));
         torch::serialize::InputArchive archive;
-        archive.load_from(folder + "/" + TrainerFile(job.rank));
-        torch::Tensor state;
-        archive.read("cpu_rng", state);
-        at::Generator generator = at::detail::getDefaultCPUGenerator();
-        std::lock_guard<std::mutex> lock(generator.mutex());
-        generator.set_state(state);
+        archive.load_from(folder + "/" + ModelFile());
+        contents.module->load(archive);
+      }
+      if (contents.optimizer != nullptr) {
+        if (!has(OptimizerFile()))
+          throw Error(fmt::format("checkpoint {} holds no optimizer", folder));
+        torch::serialize::InputArchive archive;
+        archive.load_from(folder + "/" + OptimizerFile());
+        contents.optimizer->load(archive);
+      }
+      // The random state goes back only to the same trainer of a job of the same size.
+      if (out.num_trainers == job.world &&
+          manifest["trainer_files"].size() == static_cast<size_t>(job.world)) {
+        for (const json& name : manifest["trainer_files"][job.rank]) {
+          out.trainer_files.push_back(name.get<std::string>());
+          Must(checkpoint::VerifiedFile(folder, out.trainer_files.back(), files));
+        }
+        if (contents.random_state && std::find(out.trainer_files.begin(), out.trainer_files.end(),
+                                               TrainerFile(job.rank)) != out.trainer_files.end()) {
+          torch::serialize::InputArchive archive;
+          archive.load_from(folder + "/" + TrainerFile(job.rank));
+          torch::Tensor state;
+          archive.read("cpu_rng", state);
+          at::Generator generator = at::detail::getDefaultCPUGenerator();
+          std::lock_guard<std::mutex> lock(generator.mutex());
+          generator.set_state(state);
+        }
+      }
+    });
+  } catch (...) {
+    for (const std::string& key : created) {
+      try {
+        Status st = job.store->features().DeleteData(key);
+        if (!st.ok()) {
+          spdlog::warn("checkpoint: cannot remove '{}' after the failed restore: {}", key,
+                       std::string(st.message()));
+        }
+      } catch (const std::exception& e) {
+        spdlog::warn("checkpoint: cannot remove '{}' after the failed restore: {}", key, e.what());
       }
     }
-  });
+    throw;
+  }
   spdlog::info("checkpoint: restored step {} from {} ({} tensors{}), {:.2f} s", out.step, folder,
                tensors.size(), out.same_partitioning ? "" : ", mapped by original id",
                watch.Seconds());

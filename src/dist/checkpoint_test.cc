@@ -12,11 +12,15 @@
 
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <source_location>
+#include <stdexcept>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "src/dist/dist_test_env.h"
 #include "src/graph/npy.h"
+#include "src/kvstore/services.h"
 #include "src/kvstore/test_cluster.h"
 #include "tessera/dist.h"
 
@@ -47,6 +51,78 @@ torch::Tensor ByOriginalId(const torch::Tensor& rows, const std::string& config)
   torch::Tensor ids =
       torch::from_blob(const_cast<void*>(orig->data()), {orig->shape()[0]}, torch::kInt64);
   return torch::zeros_like(rows).index_copy_(0, ids, rows);
+}
+
+// Restores of the complete checkpoint `folder` (whose manifest is put back
+// afterwards) with its manifest altered: refused before a row is written,
+// before a tensor is sized from a shape the files do not back, and leaving
+// no tensor the failed restore created.
+void CheckRefusals(const DistGraph& g, torch::nn::Module& model, const std::string& folder) {
+  const std::string path = folder + "/manifest.json";
+  const std::string text = *ReadFileToString(path);
+  const nlohmann::json good = nlohmann::json::parse(text);
+  DistTensor pred = g.ndata("ckpt_pred");
+  const torch::Tensor rows = pred[kAll];
+  pred.set(kAll, torch::zeros_like(rows));
+  auto restore_with = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json m = good;
+    change(m);
+    ASSERT_TRUE(WriteFileAtomic(path, m.dump(1)).ok());
+  };
+  auto pred_entry = [](nlohmann::json& m) -> nlohmann::json& {
+    for (nlohmann::json& t : m["tensors"]) {
+      if (t["key"] == "node/ckpt_pred") return t;
+    }
+    throw std::runtime_error("no node/ckpt_pred");
+  };
+  // Rows saved twice, or past the end.
+  restore_with([&](nlohmann::json& m) {
+    nlohmann::json& t = pred_entry(m);
+    t["shards"].push_back(t["shards"][0]);
+  });
+  ExpectError([&] { RestoreCheckpoint(g, folder); }, {"do not hold its rows", "twice"});
+  restore_with([&](nlohmann::json& m) {
+    nlohmann::json& t = pred_entry(m);
+    nlohmann::json extra = t["shards"].back();
+    extra["begin"] = 2708;
+    extra["end"] = 2708 + extra["end"].get<int64_t>() - t["shards"].back()["begin"].get<int64_t>();
+    t["shards"].push_back(extra);
+  });
+  ExpectError([&] { RestoreCheckpoint(g, folder); }, {"do not hold its rows", "beyond its end"});
+  EXPECT_TRUE(torch::equal(pred[kAll], torch::zeros_like(rows)));  // No row written.
+  // A tensor of 2708 x 65536 floats whose (listed) shard file is small.
+  restore_with([&](nlohmann::json& m) {
+    nlohmann::json t = pred_entry(m);
+    t["key"] = "node/ckpt_huge";
+    t["dtype"] = "float32";
+    t["shape"] = {2708, 65536};
+    t["shards"] = nlohmann::json::array();
+    t["shards"].push_back({{"file", "tensors/huge.npy"}, {"part", 0}, {"begin", 0}, {"end", 2708}});
+    m["tensors"].push_back(t);
+    m["files"].push_back({{"path", "tensors/huge.npy"},
+                          {"bytes", EncodeNpyHeader(DType::kFloat32, {2708, 65536}).size() +
+                                        int64_t{2708} * 65536 * 4},
+                          {"crc32c", "00000000"}});
+    ASSERT_TRUE(WriteFileAtomic(folder + "/tensors/huge.npy", "small").ok());
+  });
+  ExpectError([&] { RestoreCheckpoint(g, folder); },
+              {"file tensors/huge.npy has 5 bytes, its manifest says 709886080"});
+  EXPECT_FALSE(g.store().features().Meta("node/ckpt_huge").ok());
+  // Refused before the shards of the tensors listed before it were restored.
+  EXPECT_TRUE(torch::equal(pred[kAll], torch::zeros_like(rows)));
+  // A restore that fails after it created a tensor removes it.
+  restore_with([&](nlohmann::json& m) {
+    nlohmann::json t = pred_entry(m);
+    t["key"] = "node/ckpt_fresh";
+    m["tensors"].push_back(t);
+  });
+  ExpectError([&] { RestoreCheckpoint(g, folder, {.module = &model}); }, {"holds no model"});
+  EXPECT_FALSE(g.store().features().Meta("node/ckpt_fresh").ok());
+  RestoreCheckpoint(g, folder);  // It restores when nothing else fails.
+  EXPECT_TRUE(torch::equal(g.ndata("ckpt_fresh")[kAll], rows));
+  ASSERT_TRUE(WriteFileAtomic(path, text).ok());
+  RestoreCheckpoint(g, folder);
+  EXPECT_TRUE(torch::equal(pred[kAll], rows));
 }
 
 // What a training program does with checkpoints, the same in both modes.
@@ -179,6 +255,18 @@ void CheckCheckpoint(const std::string& config, const std::string& dir) {
   ExpectError([&] { RestoreCheckpoint(g, dir + "/ckpt/step-80"); }, {"do not hold its rows"});
   EXPECT_EQ(Checkpoint::latest(ckpt.dir()), dir + "/ckpt/step-70");  // The bad one is skipped.
   ASSERT_TRUE(WriteFileAtomic(dir + "/ckpt/step-80/manifest.json", manifest).ok());
+  CheckRefusals(g, *model, dir + "/ckpt/step-80");
+  // keep prunes the working folder's checkpoints too ("step-2" has no folder part).
+  {
+    ASSERT_TRUE(MakeDirs(dir + "/here").ok());
+    const std::filesystem::path before = std::filesystem::current_path();
+    std::filesystem::current_path(dir + "/here");
+    SaveCheckpoint(g, "step-1", 1, {}, /*keep=*/1);
+    SaveCheckpoint(g, "step-2", 2, {}, /*keep=*/1);
+    std::filesystem::current_path(before);
+    EXPECT_FALSE(PathExists(dir + "/here/step-1"));
+    EXPECT_TRUE(PathExists(dir + "/here/step-2/manifest.json"));
+  }
   // A save never replaces a file that is not a checkpoint folder.
   ASSERT_TRUE(WriteFileAtomic(dir + "/model.pt", "weights").ok());
   ExpectError([&] { SaveCheckpoint(g, dir + "/model.pt", 1, {}); }, {"is not a folder"});
