@@ -149,8 +149,8 @@ template <WeightIndex kIndex>
   int64_t degree = end - begin - static_cast<int64_t>(skip.size());
   if (fanout < 0 && !Weighted(o)) return degree;
   if (!Weighted(o)) return o.replace ? (degree > 0 ? fanout : 0) : std::min(fanout, degree);
-  scratch.weights.resize(static_cast<size_t>(end - begin));
-  float* kept = scratch.weights.data() - begin;  // kept[p]: position p's.
+  std::vector<float>& kept = scratch.weights;  // kept[p - begin]: position p's.
+  kept.resize(static_cast<size_t>(end - begin));
   auto next_skip = skip.begin();
   int64_t positive = 0;
   for (int64_t p = begin; p < end; ++p) {
@@ -183,8 +183,8 @@ template <WeightIndex kIndex>
     }
     const bool excluded = next_skip != skip.end() && *next_skip == p;
     next_skip += excluded;
-    kept[p] = excluded ? 0.0f : w;
-    positive += kept[p] > 0;
+    kept[p - begin] = excluded ? 0.0f : w;
+    positive += kept[p - begin] > 0;
   }
   if (fanout < 0) return degree;  // Every edge, whatever its weight.
   if (o.replace) return positive > 0 ? fanout : 0;
@@ -272,17 +272,34 @@ bool ChooseFor(int64_t begin, int64_t end, int64_t fanout, uint64_t stream, uint
   return true;
 }
 
-// ChooseFor's failure: the weights of seed v changed between the two reads
-// of one call.
-Status WeightsChanged(int64_t v) {
+// ChooseFor's failure in pass 2: the weights of the seed keyed `key` (its
+// global id where the caller gives them) changed since pass 1.
+Status WeightsChanged(uint64_t key) {
   return absl::AbortedError(fmt::format(
       "the edge weights of seed {} changed while it was sampled (a concurrent push); sample "
       "again",
-      v));
+      key));
 }
 
 // The random stream of relation r (relation 0's is the single-fanout one).
 constexpr uint64_t StreamOf(int r) { return 1 + static_cast<uint64_t>(r); }
+
+// Calls f(fanout, stream, b, e) for each segment of row [begin, end) that
+// is sampled on its own: each relation's run with its fanout (per-relation
+// fanouts), or the whole row with options.fanout.
+template <class F>
+Status ForEachSegment(const CscView& csc, const SampleOptions& o, int64_t begin, int64_t end,
+                      F&& f) {
+  if (o.etype_fanouts.empty()) return f(o.fanout, StreamOf(0), begin, end);
+  return ForEachRun(csc, begin, end, [&](int r, int64_t b, int64_t e) {
+    return f(o.etype_fanouts[r], StreamOf(r), b, e);
+  });
+}
+
+// The fanouts of a call's segments: per relation, or the one fanout.
+std::span<const int64_t> FanoutsOf(const SampleOptions& o) {
+  return o.etype_fanouts.empty() ? std::span<const int64_t>(&o.fanout, 1) : o.etype_fanouts;
+}
 
 // An upper bound of the edges a call returns, from degrees alone (indptr,
 // no row reads), saturating. Without replacement a seed gets at most its
@@ -292,7 +309,7 @@ constexpr uint64_t StreamOf(int r) { return 1 + static_cast<uint64_t>(r); }
 int64_t MaxEdges(const CscView& csc, std::span<const int64_t> seeds, const SampleOptions& o) {
   int64_t fanouts = 0;
   bool every = false;
-  for (int64_t f : o.etype_fanouts) {
+  for (int64_t f : FanoutsOf(o)) {
     if (f < 0) every = true;
     if (f > 0 && __builtin_add_overflow(fanouts, f, &fanouts)) fanouts = INT64_MAX;
   }
@@ -340,16 +357,19 @@ struct EdgeSink {
   }
 };
 
-// Per-relation fanouts in one pass over each row (the row's relations are
-// read once, not counted first and sampled after): each thread appends to
-// its own sink, and the sinks are joined in seed order. The caller checked
-// `max_edges` (MaxEdges of all the seeds) against options.max_edges, which
-// bounds what this allocates.
+// One pass over each row, its segments counted and chosen from one read
+// (for per-relation fanouts, whose relations are then read once, and for
+// weights, which another process may change between two reads): each
+// thread appends to its own sink, and the sinks are joined in seed order.
+// The caller checked `max_edges` (MaxEdges of all the seeds) against
+// options.max_edges, which bounds what this allocates.
 template <WeightIndex kIndex, class Run, class CountSegment>
-StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int64_t> seeds,
-                                        std::span<const int64_t> keys, const SampleOptions& options,
-                                        int64_t max_edges, int threads, Run& run,
-                                        CountSegment& count_segment) {
+StatusOr<SampledEdges> SampleOnePass(const CscView& csc, std::span<const int64_t> seeds,
+                                     std::span<const int64_t> keys, const SampleOptions& options,
+                                     int64_t max_edges, int threads, Run& run,
+                                     CountSegment& count_segment) {
+  // Edge p of a relation's segment [b, e) is csc.eid(b) + (p - b).
+  const bool shift_ids = !options.etype_fanouts.empty() && csc.consecutive_segment_eids;
   const int64_t n = static_cast<int64_t>(seeds.size());
   std::vector<EdgeSink> sinks(threads);
   std::vector<int64_t> counts(n + 1, 0);  // Seed i's edge count at [i + 1].
@@ -375,18 +395,18 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
       const int64_t v = seeds[i], begin = csc.indptr[v], end = csc.indptr[v + 1];
       const uint64_t key = static_cast<uint64_t>(keys.empty() ? v : keys[i]);
       const size_t first = sink.size;
-      RETURN_IF_ERROR(ForEachRun(csc, begin, end, [&](int r, int64_t b, int64_t e) -> Status {
-        ASSIGN_OR_RETURN(int64_t c, count_segment(r, b, e, scratch));
+      auto segment = [&](int64_t fanout, uint64_t stream, int64_t b, int64_t e) -> Status {
+        ASSIGN_OR_RETURN(int64_t c, count_segment(fanout, b, e, scratch));
         if (c == 0) return absl::OkStatus();
         const size_t at = sink.Append(static_cast<size_t>(c));
         int64_t* pos = sink.edges.eid.data() + at;  // Positions first, then ids.
-        if (!ChooseFor<kIndex>(b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
-                               scratch, pos)) {
-          return WeightsChanged(v);
+        // One read: the count and the choice see the same weights.
+        if (!ChooseFor<kIndex>(b, e, fanout, stream, key, c, options, scratch, pos)) {
+          return absl::InternalError("sampled counts changed within one read");
         }
         int64_t* src = sink.edges.src.data() + at;
         int64_t* dst = sink.edges.dst.data() + at;
-        if (csc.consecutive_segment_eids) {
+        if (shift_ids) {
           const int64_t shift = csc.eid(b) - b;  // Edge p of the segment is shift + p.
           for (int64_t k = 0; k < c; ++k) {
             src[k] = csc.indices[pos[k]];
@@ -401,7 +421,8 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
           }
         }
         return absl::OkStatus();
-      }));
+      };
+      RETURN_IF_ERROR(ForEachSegment(csc, options, begin, end, segment));
       counts[i + 1] = static_cast<int64_t>(sink.size - first);
     }
     return absl::OkStatus();
@@ -428,7 +449,7 @@ StatusOr<SampledEdges> SampleByRelation(const CscView& csc, std::span<const int6
   return out;
 }
 
-// The two passes over validated input (kIndex: how weights are indexed).
+// Samples validated input (kIndex: how weights are indexed).
 template <WeightIndex kIndex>
 StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds,
                               std::span<const int64_t> keys, const SampleOptions& options) {
@@ -459,20 +480,22 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
         fmt::format("sampling {} seeds with fanout{} would return more than {} edges", n, fanout,
                     options.max_edges));
   };
-  // The edges (seed v, relation r) gets; skip is left holding the excluded
-  // positions of [b, e).
-  auto count_segment = [&](int r, int64_t b, int64_t e, Scratch& scratch) -> StatusOr<int64_t> {
-    int64_t fanout = options.etype_fanouts[r];
+  // The edges a segment [b, e) gets with `fanout`; scratch is left holding
+  // its excluded positions (and its weights).
+  auto count_segment = [&](int64_t fanout, int64_t b, int64_t e,
+                           Scratch& scratch) -> StatusOr<int64_t> {
     if (fanout == 0) return 0;
     FindSkipped(csc, b, e, options.exclude, scratch.skip);
     return CountFor<kIndex>(csc, b, e, fanout, options, scratch);
   };
-  if (const int64_t most = per_relation ? MaxEdges(csc, seeds, options) : 0;
-      per_relation && most <= options.max_edges) {
-    return SampleByRelation<kIndex>(csc, seeds, keys, options, most, threads, run, count_segment);
+  if (per_relation || Weighted(options)) {
+    if (const int64_t most = MaxEdges(csc, seeds, options); most <= options.max_edges) {
+      return SampleOnePass<kIndex>(csc, seeds, keys, options, most, threads, run, count_segment);
+    }
   }
   // Pass 1: how many edges each seed gets; pass 2: fill in place. (Rows
-  // are read twice, but the first pass reads only indptr for one fanout.)
+  // are read twice, but the first pass reads only indptr for one fanout
+  // without weights.)
   std::vector<int64_t> offsets(n + 1, 0);
   constexpr int64_t kAhead = 4;  // Rows are random reads: fetch a few seeds ahead.
   RETURN_IF_ERROR(run([&](int, int64_t lo, int64_t hi) -> Status {
@@ -481,19 +504,15 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
       if (per_relation && !csc.etypes.empty() && i + kAhead < hi) {
         __builtin_prefetch(csc.etypes.data() + csc.indptr[seeds[i + kAhead]]);
       }
-      int64_t v = seeds[i], begin = csc.indptr[v], end = csc.indptr[v + 1];
-      if (!per_relation) {
-        FindSkipped(csc, begin, end, options.exclude, scratch.skip);
-        ASSIGN_OR_RETURN(offsets[i + 1],
-                         CountFor<kIndex>(csc, begin, end, options.fanout, options, scratch));
-        continue;
-      }
-      int64_t total = 0;
-      RETURN_IF_ERROR(ForEachRun(csc, begin, end, [&](int r, int64_t b, int64_t e) -> Status {
-        ASSIGN_OR_RETURN(int64_t count, count_segment(r, b, e, scratch));
-        if (__builtin_add_overflow(total, count, &total)) return too_many();
-        return absl::OkStatus();
-      }));
+      int64_t v = seeds[i], total = 0;
+      RETURN_IF_ERROR(ForEachSegment(csc, options, csc.indptr[v], csc.indptr[v + 1],
+                                     [&](int64_t fanout, uint64_t, int64_t b, int64_t e) -> Status {
+                                       ASSIGN_OR_RETURN(int64_t count,
+                                                        count_segment(fanout, b, e, scratch));
+                                       if (__builtin_add_overflow(total, count, &total))
+                                         return too_many();
+                                       return absl::OkStatus();
+                                     }));
       offsets[i + 1] = total;
     }
     return absl::OkStatus();
@@ -517,37 +536,25 @@ StatusOr<SampledEdges> Sample(const CscView& csc, std::span<const int64_t> seeds
         if (!csc.eids.empty()) __builtin_prefetch(csc.eids.data() + row);
         if (per_relation && !csc.etypes.empty()) __builtin_prefetch(csc.etypes.data() + row);
       }
-      int64_t v = seeds[i], begin = csc.indptr[v], end = csc.indptr[v + 1];
+      int64_t v = seeds[i];
       int64_t* pos = out.eid.data() + offsets[i];  // Positions first, then mapped.
-      int64_t count = offsets[i + 1] - offsets[i];
+      int64_t count = offsets[i + 1] - offsets[i], at = 0;
       uint64_t key = static_cast<uint64_t>(keys.empty() ? v : keys[i]);
-      if (!per_relation) {
-        if (!options.exclude.empty()) {
-          FindSkipped(csc, begin, end, options.exclude, scratch.skip);
-        }
-        // The weights again, into scratch (pass 1's may have changed since).
-        if (Weighted(options)) {
-          RETURN_IF_ERROR(
-              CountFor<kIndex>(csc, begin, end, options.fanout, options, scratch).status());
-        }
-        if (!ChooseFor<kIndex>(begin, end, options.fanout, StreamOf(0), key, count, options,
-                               scratch, pos)) {
-          return WeightsChanged(v);
-        }
-      } else {
-        int64_t at = 0;
-        RETURN_IF_ERROR(ForEachRun(csc, begin, end, [&](int r, int64_t b, int64_t e) -> Status {
-          ASSIGN_OR_RETURN(int64_t c, count_segment(r, b, e, scratch));
-          if (c > count - at) return WeightsChanged(v);
-          if (!ChooseFor<kIndex>(b, e, options.etype_fanouts[r], StreamOf(r), key, c, options,
-                                 scratch, pos + at)) {
-            return WeightsChanged(v);
-          }
-          at += c;
-          return absl::OkStatus();
-        }));
-        if (at != count) return WeightsChanged(v);
-      }
+      // Counted again (weights, which another process may have changed
+      // since pass 1, are read again with them): a count that no longer
+      // fits pass 1's is WeightsChanged, and the call is sampled again.
+      RETURN_IF_ERROR(ForEachSegment(
+          csc, options, csc.indptr[v], csc.indptr[v + 1],
+          [&](int64_t fanout, uint64_t stream, int64_t b, int64_t e) -> Status {
+            ASSIGN_OR_RETURN(int64_t c, count_segment(fanout, b, e, scratch));
+            if (c > count - at ||
+                !ChooseFor<kIndex>(b, e, fanout, stream, key, c, options, scratch, pos + at)) {
+              return WeightsChanged(key);
+            }
+            at += c;
+            return absl::OkStatus();
+          }));
+      if (at != count) return WeightsChanged(key);
       for (int64_t k = 0; k < count; ++k) {
         int64_t p = pos[k];
         out.src[offsets[i] + k] = csc.indices[p];

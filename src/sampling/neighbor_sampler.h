@@ -107,8 +107,10 @@ struct SampledEdges {
 // weights, an unsorted exclude list, etype_fanouts whose size is not
 // csc.num_etypes or with an entry below -1, or a relation out of range.
 // Weights may change during the call (shared memory that others push to):
-// each row's are read once per pass, and a call whose counts they no longer
-// fit is sampled again; Aborted if that keeps happening.
+// a weighted call reads each row once, its count and its choice from the
+// same read, unless its bound exceeds max_edges; then a second pass may
+// find a count that no longer fits, and the call is sampled again (Aborted
+// if that keeps happening).
 StatusOr<SampledEdges> SampleNeighbors(const CscView& csc, std::span<const int64_t> seeds,
                                        std::span<const int64_t> keys, const SampleOptions& options);
 
