@@ -267,11 +267,11 @@ TEST_F(GraphOpsTest, HostileGraphRequestsGetErrorsAndTheServerGoesOn) {
   EXPECT_TRUE(call(wire::SAMPLE, {ids({0, 1, 2})}, fine).ok());
 }
 
-// A seed repeated in one request is sampled once and its edges repeated:
-// every occurrence gets the same edges (as when each was sampled, since a
-// seed's stream depends only on it), and a peer repeating a hub 200,000
-// times, weighted (which reads the whole row), costs one read of its row.
-TEST_F(GraphOpsTest, RepeatedSeedsGetTheSameEdgesFromOneRead) {
+// A seed repeated in one request (the server samples it once: see
+// id_groups_test.cc) gets the same edges at every occurrence, those of a
+// request of that seed alone, as when each occurrence was sampled (a seed's
+// stream depends only on it).
+TEST_F(GraphOpsTest, RepeatedSeedsGetTheEdgesOfTheSeedAlone) {
   TestCluster cluster(*config_, 3, 1);
   auto client = cluster.Connect(0, 0);
   ASSERT_TRUE(client);

@@ -2,6 +2,7 @@
 #include "src/kvstore/id_groups.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "fmt/format.h"
 #include "src/kvstore/feature_store.h"
@@ -86,6 +87,50 @@ GroupedIds GroupIds(const std::vector<int64_t>& ids, const std::vector<int64_t>&
   }
   g.group_start.push_back(n);
   return g;
+}
+
+DistinctIds FindRepeats(std::span<const int64_t> ids, std::pair<int64_t, int64_t> range,
+                        std::vector<uint64_t>& bits) {
+  bits.resize(static_cast<size_t>((range.second - range.first + 63) / 64));
+  bool repeated = false;
+  for (int64_t v : ids) {
+    if (v < range.first || v >= range.second) continue;
+    const uint64_t i = static_cast<uint64_t>(v - range.first), bit = uint64_t{1} << (i % 64);
+    repeated |= (bits[i / 64] & bit) != 0;
+    bits[i / 64] |= bit;
+  }
+  for (int64_t v : ids) {
+    if (v >= range.first && v < range.second) bits[static_cast<uint64_t>(v - range.first) / 64] = 0;
+  }
+  DistinctIds out;
+  if (!repeated) return out;
+  std::unordered_map<int64_t, int64_t> at;
+  out.index.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto [it, added] = at.try_emplace(ids[i], static_cast<int64_t>(out.ids.size()));
+    if (added) out.ids.push_back(ids[i]);
+    out.index[i] = it->second;
+  }
+  return out;
+}
+
+sampling::SampledEdges RepeatEdges(const sampling::SampledEdges& edges,
+                                   std::span<const int64_t> index) {
+  sampling::SampledEdges out;
+  out.offsets.assign(index.size() + 1, 0);
+  for (size_t i = 0; i < index.size(); ++i) {
+    const auto u = static_cast<size_t>(index[i]);
+    out.offsets[i + 1] = out.offsets[i] + edges.offsets[u + 1] - edges.offsets[u];
+  }
+  for (auto* v : {&out.src, &out.dst, &out.eid}) v->resize(out.offsets.back());
+  for (size_t i = 0; i < index.size(); ++i) {
+    const auto u = static_cast<size_t>(index[i]);
+    const int64_t from = edges.offsets[u], n = edges.offsets[u + 1] - from, to = out.offsets[i];
+    std::copy_n(edges.src.begin() + from, n, out.src.begin() + to);
+    std::copy_n(edges.dst.begin() + from, n, out.dst.begin() + to);
+    std::copy_n(edges.eid.begin() + from, n, out.eid.begin() + to);
+  }
+  return out;
 }
 
 }  // namespace tessera::kvstore

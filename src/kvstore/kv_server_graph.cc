@@ -4,11 +4,11 @@
 // FIND_EDGES on the nodes and edges of this machine's partition.
 #include <algorithm>
 #include <limits>
-#include <unordered_map>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 #include "src/kvstore/graph_service.h"
+#include "src/kvstore/id_groups.h"
 #include "src/kvstore/kv_server.h"
 #include "tessera/base/resource.h"
 
@@ -52,65 +52,6 @@ WireArray CompactIds(std::vector<int64_t, Alloc> ids, int64_t limit) {
   UninitVector<int32_t> narrow(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) narrow[i] = static_cast<int32_t>(ids[i]);
   return rpc::MakeWireArray(std::move(narrow));
-}
-
-// A request's seeds with repeats removed. A seed's edges depend only on it
-// and the request's seed, so one given several times is sampled once and
-// its edges repeated in the answer: a request's work is bounded by the rows
-// of its distinct seeds (at most the partition's), however often a peer
-// repeats a hub.
-struct DistinctSeeds {
-  std::vector<int64_t> seeds;  // Empty: no seed repeats.
-  std::vector<int64_t> index;  // index[i]: seeds[index[i]] is request seed i.
-};
-
-// `bits`: a bitmap over the owned nodes [range.first, range.second), all
-// clear, and left clear (the common case, no repeats, is one pass over it
-// and no allocation). Seeds outside the range are kept (the sampler
-// refuses them).
-DistinctSeeds FindRepeats(std::span<const int64_t> seeds, std::pair<int64_t, int64_t> range,
-                          std::vector<uint64_t>& bits) {
-  bits.resize(static_cast<size_t>((range.second - range.first + 63) / 64));
-  bool repeated = false;
-  for (int64_t v : seeds) {
-    if (v < range.first || v >= range.second) continue;
-    const uint64_t i = static_cast<uint64_t>(v - range.first), bit = uint64_t{1} << (i % 64);
-    repeated |= (bits[i / 64] & bit) != 0;
-    bits[i / 64] |= bit;
-  }
-  for (int64_t v : seeds) {
-    if (v >= range.first && v < range.second) bits[static_cast<uint64_t>(v - range.first) / 64] = 0;
-  }
-  DistinctSeeds out;
-  if (!repeated) return out;
-  std::unordered_map<int64_t, int64_t> at;
-  out.index.resize(seeds.size());
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    auto [it, added] = at.try_emplace(seeds[i], static_cast<int64_t>(out.seeds.size()));
-    if (added) out.seeds.push_back(seeds[i]);
-    out.index[i] = it->second;
-  }
-  return out;
-}
-
-// The edges of distinct seeds, repeated for every request seed.
-sampling::SampledEdges Repeat(const sampling::SampledEdges& edges,
-                              const std::vector<int64_t>& index) {
-  sampling::SampledEdges out;
-  out.offsets.assign(index.size() + 1, 0);
-  for (size_t i = 0; i < index.size(); ++i) {
-    const auto u = static_cast<size_t>(index[i]);
-    out.offsets[i + 1] = out.offsets[i] + edges.offsets[u + 1] - edges.offsets[u];
-  }
-  for (auto* v : {&out.src, &out.dst, &out.eid}) v->resize(out.offsets.back());
-  for (size_t i = 0; i < index.size(); ++i) {
-    const auto u = static_cast<size_t>(index[i]);
-    const int64_t from = edges.offsets[u], n = edges.offsets[u + 1] - from, to = out.offsets[i];
-    std::copy_n(edges.src.begin() + from, n, out.src.begin() + to);
-    std::copy_n(edges.dst.begin() + from, n, out.dst.begin() + to);
-    std::copy_n(edges.eid.begin() + from, n, out.eid.begin() + to);
-  }
-  return out;
 }
 
 }  // namespace
@@ -186,11 +127,13 @@ StatusOr<Message> KvServer::Sample(const Message& request) {
   RETURN_IF_ERROR(CheckSampleSize(*graph, seeds, sample));
   ASSIGN_OR_RETURN(PartWeights weights,
                    EdgeWeightsFromShards(*shards_, book_, options_.machine_id, sample));
-  DistinctSeeds distinct = FindRepeats(seeds, graph->node_range(), seed_bits_);
+  // Each distinct seed sampled once (its edges depend only on it and the
+  // request's seed): a request's work is bounded by its distinct rows.
+  DistinctIds distinct = FindRepeats(seeds, graph->node_range(), seed_bits_);
   ASSIGN_OR_RETURN(sampling::SampledEdges edges,
-                   graph->SampleNeighbors(distinct.seeds.empty() ? seeds : distinct.seeds,
+                   graph->SampleNeighbors(distinct.ids.empty() ? seeds : distinct.ids,
                                           NeighborOptionsOf(sample, weights)));
-  if (!distinct.seeds.empty()) edges = Repeat(edges, distinct.index);
+  if (!distinct.ids.empty()) edges = RepeatEdges(edges, distinct.index);
   Message response = rpc::MakeResponse(request.header, absl::OkStatus());
   // The seed's side of each edge is implied by the counts: send the other.
   UninitVector<int64_t>& neighbours = args.out() ? edges.dst : edges.src;
