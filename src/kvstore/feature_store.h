@@ -36,7 +36,9 @@ struct TensorMeta {
 // Pulls, pushes and sparse updates name it, and a store refuses one that is
 // not the tensor's as it is now (FailedPrecondition): a handle made before
 // its tensor was deleted and created again with another dtype or row size
-// gets an error, not a read or write past its buffer.
+// gets an error, not a read or write past its buffer. (A remote store that
+// finds this machine's shard or an answer disagreeing with its cached meta
+// says DataLoss once, and reads the meta again for the next call.)
 struct RowLayout {
   DType dtype = DType::kFloat32;
   size_t row_bytes = 0;

@@ -130,30 +130,38 @@ TEST_F(KvStoreTest, InitPushPullDeleteAcrossClients) {
 TEST_F(KvStoreTest, BuffersSizedBeforeATensorWasCreatedAgainAreRefused) {
   TestCluster cluster(*config_, 2, 1);
   auto a = cluster.Connect(0, 0);   // Machine 0: its rows from shared memory.
+  auto w = cluster.Connect(3, 0);   // The same, writing.
   auto c = cluster.Connect(1, -1);  // Every row remote.
   auto b = cluster.Connect(2, 1);
-  ASSERT_TRUE(a && b && c);
+  ASSERT_TRUE(a && b && c && w);
   ASSERT_TRUE(a->features().InitData({.name = "emb", .shape = {2708, 4}}).ok());
   const std::vector<int64_t> local = {3}, remote = {2700}, both = {3, 2700};
   std::vector<float> narrow(both.size() * 4), wide(both.size() * 64);
-  for (auto* client : {&a, &c}) {  // Both cache the meta.
+  for (auto* client : {&a, &c, &w}) {  // Each caches the meta.
     ASSERT_TRUE(
         (*client)->features().PullInto("node/emb", both, RowsOf<float>(4), narrow.data()).ok());
   }
   ASSERT_TRUE(b->features().DeleteData("node/emb").ok());
   ASSERT_TRUE(b->features().InitData({.name = "emb", .shape = {2708, 64}}).ok());
 
+  const std::string shard_differs =
+      "this machine's shard of 'node/emb' holds float32 rows of 256 bytes, not float32 rows of "
+      "16 bytes";
   Status shard = a->features().PullInto("node/emb", local, RowsOf<float>(4), narrow.data());
   EXPECT_EQ(shard.code(), absl::StatusCode::kDataLoss) << shard;
-  EXPECT_THAT(shard.message(), HasSubstr("this machine's shard of 'node/emb' holds float32 rows "
-                                         "of 256 bytes, not float32 rows of 16 bytes"));
+  EXPECT_THAT(shard.message(), HasSubstr(shard_differs));
+  std::fill(narrow.begin(), narrow.end(), 5.0f);
+  Status written =
+      w->features().Push("node/emb", local, RowsOf<float>(4), narrow.data(), PushMode::kAssign);
+  EXPECT_EQ(written.code(), absl::StatusCode::kDataLoss) << written;
+  EXPECT_THAT(written.message(), HasSubstr(shard_differs));
   Status answer = c->features().PullInto("node/emb", remote, RowsOf<float>(4), narrow.data());
   EXPECT_EQ(answer.code(), absl::StatusCode::kDataLoss) << answer;
   EXPECT_THAT(answer.message(), HasSubstr("does not match the tensor's dtype, row size"));
   const std::string refused =
       "tensor 'node/emb' now holds float32 rows of 256 bytes, and the caller's buffer float32 "
       "rows of 16 bytes";
-  for (auto* client : {&a, &c}) {
+  for (auto* client : {&a, &c, &w}) {
     Status pull = (*client)->features().PullInto("node/emb", both, RowsOf<float>(4), narrow.data());
     EXPECT_EQ(pull.code(), absl::StatusCode::kFailedPrecondition) << pull;
     EXPECT_THAT(pull.message(), HasSubstr(refused));
@@ -165,7 +173,8 @@ TEST_F(KvStoreTest, BuffersSizedBeforeATensorWasCreatedAgainAreRefused) {
                                                        {.kind = SparseOptimizerKind::kAdagrad});
     EXPECT_EQ(update.code(), absl::StatusCode::kFailedPrecondition) << update;
     EXPECT_THAT(update.message(), HasSubstr(refused));
-    // A buffer of the new rows: the zeros the tensor was created with.
+    // A buffer of the new rows: the zeros the tensor was created with (no
+    // refused write reached them).
     std::fill(wide.begin(), wide.end(), 1.0f);
     ASSERT_TRUE(
         (*client)->features().PullInto("node/emb", both, RowsOf<float>(64), wide.data()).ok());

@@ -40,10 +40,15 @@ class RemoteFeatureStore : public FeatureStore {
   // Metadata of one tensor (cached), or of all of them (fresh).
   StatusOr<TensorMeta> Meta(const std::string& key) override;
   StatusOr<std::vector<TensorMeta>> List() override;
+  // Rows by owner: this machine's through shared memory, the others' in
+  // requests of up to 1 MiB of rows, answers placed as they arrive. A layout
+  // that is not the cached meta's reads the meta again before refusing.
   Status PullInto(const std::string& key, std::span<const int64_t> ids, const RowLayout& layout,
                   void* out) override;
   Status Push(const std::string& key, std::span<const int64_t> ids, const RowLayout& layout,
               const void* rows, PushMode mode) override;
+  // This machine's rows updated in process, under the row locks its
+  // servers take; the others' sent to their owners.
   Status SparseUpdate(const std::string& key, std::span<const int64_t> ids, int64_t dim,
                       const float* grads, const SparseOptimizerSpec& spec) override;
   // Creates a tensor on every machine; returns false if it existed already

@@ -69,6 +69,9 @@ class DistTensor {
   void set(const torch::Tensor& ids, const torch::Tensor& rows) const;
   // Adds rows element-wise (atomic per row against concurrent writers).
   void add(const torch::Tensor& ids, const torch::Tensor& rows) const;
+  // All three throw Error, naming both row layouts, on a handle whose tensor
+  // was deleted and created again with another dtype or row shape since the
+  // handle was made (and naming the tensor if it was deleted).
 
   const std::vector<int64_t>& shape() const;
   torch::Dtype dtype() const;
