@@ -585,7 +585,13 @@ PYBIND11_MODULE(_C, m) {
       .def_readonly("same_partitioning", &Restored::same_partitioning)
       .def_readonly("tensors", &Restored::tensors)
       .def_readonly("trainer_files", &Restored::trainer_files)
-      .def_readonly("dense_files", &Restored::dense_files);
+      .def_readonly("dense_files", &Restored::dense_files)
+      // The verified bytes of the program's own files, as bytes (not str).
+      .def_property_readonly("file_bytes", [](const Restored& r) {
+        py::dict out;
+        for (const auto& [name, bytes] : r.file_bytes) out[py::str(name)] = py::bytes(bytes);
+        return out;
+      });
   m.def("restore_checkpoint", [](const dist::DistGraph& g, const std::string& path) {
     return Wait([&] { return dist::RestoreCheckpoint(g, path); });
   });

@@ -5,10 +5,12 @@
     checkpoint_job.py loop PART_CONFIG CKPT -       saves step s with every row = s, forever
     checkpoint_job.py check PART_CONFIG CKPT -      restores the latest; rows = its step?
     checkpoint_job.py full PART_CONFIG CKPT -       step 1 fits on CKPT's disk, step 2 does not
+    checkpoint_job.py extra PART_CONFIG CKPT -      extras the manifest cannot show come back
 
 Both write OUT.<rank>.pt: the embedding's rows and its Adam state by
 original node id (the same on any partitioning), the model's state and the
 seeds of the batches after the checkpoint."""
+import json
 import os
 import sys
 
@@ -41,6 +43,44 @@ if mode == "full":
     assert checkpoint.restore(checkpoint.latest(ckpt)) == {"step": 1}
     assert torch.equal(small[every], torch.ones(g.num_nodes(), 4))
     print(f"CHECKPOINT full ok: {error}", flush=True)
+    dist.exit_client()
+    sys.exit(0)
+if mode == "extra":
+    # Too deep (100 levels), too large (2 MiB) or not JSON (NaN) for the
+    # manifest's copy, which is then {}: the save works and restore returns
+    # the whole extra from the pickle.
+    deep = {"step": 1}
+    inner = deep
+    for _ in range(100):
+        inner["x"] = {}
+        inner = inner["x"]
+    inner["leaf"] = [1, 2]
+    cases = [("deep", deep), ("large", {"step": 2, "blob": "x" * (2 << 20)}),
+             ("nan", {"step": 3, "loss": float("nan")}), ("shown", {"step": 4, "a": [1, {"b": 2}]})]
+    for name, extra in cases:
+        path = os.path.join(ckpt, name)
+        checkpoint.save(path, extra=extra)
+        with open(os.path.join(path, "manifest.json")) as f:
+            shown = json.load(f)["extra"]
+        assert shown == (extra if name == "shown" else {}), (name, str(shown)[:200])
+        back = checkpoint.restore(path)
+        if name == "nan":
+            assert back["step"] == 3 and back["loss"] != back["loss"], back
+        else:
+            assert back == extra, name
+    # dense.pt altered (its size unchanged): refused, never loaded.
+    dense = os.path.join(ckpt, "deep", "dense.pt")
+    with open(dense, "r+b") as f:
+        f.seek(os.path.getsize(dense) // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 1]))
+    try:
+        checkpoint.restore(os.path.join(ckpt, "deep"))
+        raise AssertionError("an altered dense.pt was restored")
+    except dist.TesseraError as e:
+        assert "dense.pt is corrupt" in str(e), str(e)
+    print("CHECKPOINT extra ok", flush=True)
     dist.exit_client()
     sys.exit(0)
 if mode in ("loop", "check"):

@@ -202,6 +202,16 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint(cora_parts, tmp_pat
     assert f"CHECKPOINT check ok: step {killed - 1}" in r.stdout, r.stdout
 
 
+def test_an_extra_the_manifest_cannot_show_is_saved_and_restored(cora_parts, tmp_path):
+    """An extra nested 100 deep, of 2 MiB or with a NaN saves (its manifest
+    copy is {}) and restores whole from the pickle; an altered dense.pt is
+    refused by its checksum."""
+    r = subprocess.run([PYTHON, JOB, "extra", cora_parts[1], str(tmp_path / "ckpt"), "-"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout
+    assert "CHECKPOINT extra ok" in r.stdout, r.stdout
+
+
 def test_schedule_by_steps_and_by_seconds_with_few_clock_comparisons(monkeypatch):
     from tessera.distributed import checkpoint
     every = checkpoint.Schedule("3")

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -40,38 +41,18 @@ StatusOr<std::pair<int, uint64_t>> OpenRegularFile(const std::string& path) {
   return std::make_pair(fd, static_cast<uint64_t>(st.st_size));
 }
 
-// Reads `size` bytes of `path` (open as `fd`) into `out`, which has room.
-Status ReadAll(int fd, const std::string& path, uint8_t* out, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError(StrCat("cannot read ", path), errno);
-    }
-    if (n == 0) {
-      return absl::DataLossError(
-          StrCat(path, " shrank while it was read (", done, " of ", size, " bytes)"));
-    }
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
 // Opens `path`, refuses it above `max_bytes`, and reads it into the buffer
-// `allocate(size)` returns.
+// `allocate(size)` returns. The descriptor is closed whatever happens (an
+// allocation may throw).
 template <typename Allocate>
 Status ReadWholeFile(const std::string& path, uint64_t max_bytes, Allocate allocate) {
-  ASSIGN_OR_RETURN(auto opened, OpenRegularFile(path));
-  const auto [fd, size] = opened;
-  if (size > max_bytes) {
-    ::close(fd);
+  ASSIGN_OR_RETURN(InputFile file, InputFile::Open(path));
+  if (file.size() > max_bytes) {
     return absl::FailedPreconditionError(
-        StrCat(path, " has ", size, " bytes, more than the ", max_bytes, " allowed"));
+        StrCat(path, " has ", file.size(), " bytes, more than the ", max_bytes, " allowed"));
   }
-  Status st = ReadAll(fd, path, allocate(static_cast<size_t>(size)), static_cast<size_t>(size));
-  ::close(fd);
-  return st;
+  const auto size = static_cast<size_t>(file.size());
+  return file.ReadAt(0, allocate(size), size);
 }
 
 }  // namespace
@@ -124,6 +105,52 @@ void MappedFile::DontNeed(size_t offset, size_t length) const {
   size_t begin = (offset + page - 1) / page * page;  // Only whole pages inside the range.
   size_t end = std::min(size_, offset + length) / page * page;
   if (end > begin) ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
+}
+
+StatusOr<InputFile> InputFile::Open(const std::string& path) {
+  ASSIGN_OR_RETURN(auto opened, OpenRegularFile(path));
+  InputFile file;
+  file.fd_ = opened.first;
+  file.size_ = opened.second;
+  file.path_ = path;
+  return file;
+}
+
+InputFile::InputFile(InputFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)),
+      size_(std::exchange(other.size_, 0)),
+      path_(std::move(other.path_)) {}
+
+InputFile& InputFile::operator=(InputFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = std::exchange(other.size_, 0);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status InputFile::ReadAt(uint64_t offset, void* out, size_t size) const {
+  auto* p = static_cast<uint8_t*>(out);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd_, p + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(StrCat("cannot read ", path_), errno);
+    }
+    if (n == 0) {
+      return absl::DataLossError(StrCat(path_, " shrank while it was read (", offset + done, " of ",
+                                        std::max<uint64_t>(size_, offset + size), " bytes)"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
 }
 
 StatusOr<OutputFile> OutputFile::Create(const std::string& path) {

@@ -175,6 +175,25 @@ TEST_F(FileTest, ReadsIntoOwnedMemoryAndRefusesFilesAboveALimit) {
   EXPECT_EQ(*ReadFileToString(path), "");
 }
 
+// Pieces of a file with pread: a file that shrinks meanwhile is an error
+// naming it, never SIGBUS.
+TEST_F(FileTest, InputFileReadsPiecesAndFindsAFileThatShrank) {
+  const std::string path = dir_ + "/pieces";
+  ASSERT_TRUE(WriteFileAtomic(path, "0123456789").ok());
+  StatusOr<InputFile> file = InputFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->size(), 10u);
+  char piece[4];
+  ASSERT_TRUE(file->ReadAt(3, piece, 4).ok());
+  EXPECT_EQ(std::string(piece, 4), "3456");
+  InputFile moved = std::move(*file);
+  ASSERT_EQ(::truncate(path.c_str(), 5), 0);
+  const Status st = moved.ReadAt(3, piece, 4);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_THAT(st.message(), HasSubstr(path + " shrank while it was read (5 of 10 bytes)"));
+  EXPECT_FALSE(InputFile::Open(dir_).ok());  // A folder is no regular file.
+}
+
 TEST(Crc32cTest, MatchesTheStandardCheckValueAndExtendsInPieces) {
   EXPECT_EQ(Crc32c("123456789", 9), 0xE3069283u);
   EXPECT_EQ(Crc32c("", 0), 0u);

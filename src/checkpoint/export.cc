@@ -54,41 +54,49 @@ Status WriteExport(const std::string& folder, const Json& tensor,
   // homogeneous graph).
   int64_t offset = num_rows == 0 ? 0 : std::numeric_limits<int64_t>::max();
   for (const Json& shard : tensor["shards"]) {
-    ASSIGN_OR_RETURN(ShardIds orig, ReadShardOriginalIds(folder, tensor, shard, files));
-    const int64_t n = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
-    for (int64_t i = 0; i < n; ++i) offset = std::min(offset, orig.ids[i]);
+    RETURN_IF_ERROR(ReadShard(folder, tensor, shard, files, {.rows = false, .orig = true},
+                              [&](const ShardChunk& chunk) {
+                                for (int64_t i = 0; i < chunk.rows; ++i) {
+                                  offset = std::min(offset, chunk.ids[i]);
+                                }
+                                return absl::OkStatus();
+                              }));
   }
   ASSIGN_OR_RETURN(NpyWriter out,
                    NpyWriter::Create(path, dtype, shape, NpyWriter::Mode::kPositional));
   std::vector<bool> seen(static_cast<size_t>(num_rows), false);
   int64_t covered = 0;
+  const size_t row_bytes = RowBytes(dtype, shape);
   for (const Json& shard : tensor["shards"]) {
     const std::string name = shard["file"].get<std::string>();
-    ASSIGN_OR_RETURN(ShardRows rows, ReadShardRows(folder, tensor, shard, files));
-    ASSIGN_OR_RETURN(ShardIds orig, ReadShardOriginalIds(folder, tensor, shard, files));
-    const int64_t n = rows.rows;
-    const size_t row_bytes = RowBytes(dtype, shape);
-    const uint8_t* data = rows.data;
-    // Rows come in runs of consecutive original ids (a partition keeps the
-    // input's order within each type): one write per run.
-    for (int64_t i = 0; i < n;) {
-      const int64_t first = orig.ids[i] - offset;
-      int64_t j = i;
-      for (; j < n; ++j) {
-        const int64_t o = orig.ids[j] - offset;
-        if (o != first + (j - i)) break;
-        if (o < 0 || o >= num_rows || seen[o]) {
-          return absl::DataLossError(fmt::format(
-              "checkpoint {}: row {} of {} has original id {}, outside '{}' ({} rows) or seen "
-              "twice",
-              folder, j, name, orig.ids[j], key, num_rows));
-        }
-        seen[o] = true;
-      }
-      RETURN_IF_ERROR(out.WriteRowsAt(first, data + i * row_bytes, j - i));
-      covered += j - i;
-      i = j;
-    }
+    // In chunks of bounded size; a file changed while it is read fails the
+    // export (whose file is then removed).
+    RETURN_IF_ERROR(ReadShard(
+        folder, tensor, shard, files, {.rows = true, .orig = true}, [&](const ShardChunk& chunk) {
+          const int64_t n = chunk.rows;
+          const int64_t* ids = chunk.ids;
+          // Rows come in runs of consecutive original ids (a partition keeps
+          // the input's order within each type): one write per run.
+          for (int64_t i = 0; i < n;) {
+            const int64_t first = ids[i] - offset;
+            int64_t j = i;
+            for (; j < n; ++j) {
+              const int64_t o = ids[j] - offset;
+              if (o != first + (j - i)) break;
+              if (o < 0 || o >= num_rows || seen[o]) {
+                return absl::DataLossError(fmt::format(
+                    "checkpoint {}: row {} of {} has original id {}, outside '{}' ({} rows) or "
+                    "seen twice",
+                    folder, chunk.first + j, name, ids[j], key, num_rows));
+              }
+              seen[o] = true;
+            }
+            RETURN_IF_ERROR(out.WriteRowsAt(first, chunk.data + i * row_bytes, j - i));
+            covered += j - i;
+            i = j;
+          }
+          return absl::OkStatus();
+        }));
   }
   if (covered != num_rows) {
     return absl::DataLossError(

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -127,10 +128,6 @@ StatusOr<Json> ReadManifest(const std::string& folder) {
         fmt::format("checkpoint {}: no {} (not a checkpoint, or one whose save did not finish)",
                     folder, kManifest));
   }
-  auto bad = [&](const std::string& why) {
-    return absl::DataLossError(
-        fmt::format("checkpoint {}: {} is malformed: {}", folder, kManifest, why));
-  };
   // Capped before it is read: its parsed form takes several times its size.
   StatusOr<std::string> text = ReadFileToString(path, kMaxManifestBytes);
   if (!text.ok()) {
@@ -141,9 +138,20 @@ StatusOr<Json> ReadManifest(const std::string& folder) {
             : "cannot be read",
         std::string(text.status().message())));
   }
-  StatusOr<Json> parsed = ParseJson(*text, "its text");
-  if (!parsed.ok()) return bad(std::string(parsed.status().message()));
-  Json manifest = std::move(*parsed);
+  StatusOr<Json> manifest = ParseManifest(*text);
+  if (!manifest.ok()) {
+    return absl::DataLossError(fmt::format("checkpoint {}: {} is malformed: {}", folder, kManifest,
+                                           std::string(manifest.status().message())));
+  }
+  return manifest;
+}
+
+namespace {
+
+// CheckManifest on a manifest of our own (operator[] of a const json would
+// assert on a missing key; here it adds a null, which the checks refuse).
+Status CheckParsedManifest(Json& manifest) {
+  auto bad = [](const std::string& why) { return absl::DataLossError(why); };
   if (!manifest.is_object()) return bad("not a JSON object");
   // Every access below may meet a value of the wrong type: json's exceptions
   // become this error.
@@ -285,7 +293,24 @@ StatusOr<Json> ReadManifest(const std::string& folder) {
   } catch (const Json::exception& e) {
     return bad(e.what());
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Json> ParseManifest(std::string_view text) {
+  if (text.size() > kMaxManifestBytes) {
+    return absl::DataLossError(fmt::format("{} bytes, more than a manifest may have ({} MiB)",
+                                           text.size(), kMaxManifestBytes >> 20));
+  }
+  ASSIGN_OR_RETURN(Json manifest, ParseJson(text, "its text"));
+  RETURN_IF_ERROR(CheckParsedManifest(manifest));
   return manifest;
+}
+
+Status CheckManifest(const Json& manifest) {
+  Json copy = manifest;
+  return CheckParsedManifest(copy);
 }
 
 std::map<std::string, Json> FilesOf(const Json& manifest) {
@@ -385,8 +410,17 @@ Status CheckShardFiles(const std::string& folder, const Json& tensor,
   return absl::OkStatus();
 }
 
-StatusOr<FileBytes> VerifiedFile(const std::string& folder, const std::string& name,
-                                 const std::map<std::string, Json>& files) {
+namespace {
+
+Status CannotRead(const std::string& folder, const std::string& name, const Status& st) {
+  return absl::DataLossError(fmt::format("checkpoint {}: file {} cannot be read: {}", folder, name,
+                                         std::string(st.message())));
+}
+
+}  // namespace
+
+StatusOr<std::string> VerifiedFile(const std::string& folder, const std::string& name,
+                                   const std::map<std::string, Json>& files) {
   auto it = files.find(name);
   if (it == files.end()) {
     return absl::NotFoundError(
@@ -395,7 +429,7 @@ StatusOr<FileBytes> VerifiedFile(const std::string& folder, const std::string& n
   const auto bytes = it->second["bytes"].get<uint64_t>();
   // Read once into memory of our own, at most the listed size: the bytes
   // checksummed are the bytes used, whatever happens to the file meanwhile.
-  StatusOr<FileBytes> file = ReadFileBytes(folder + "/" + name, bytes);
+  StatusOr<std::string> file = ReadFileToString(folder + "/" + name, bytes);
   if (!file.ok() && file.status().code() == absl::StatusCode::kFailedPrecondition) {
     StatusOr<int64_t> size = FileSize(folder + "/" + name);
     return absl::DataLossError(
@@ -403,17 +437,14 @@ StatusOr<FileBytes> VerifiedFile(const std::string& folder, const std::string& n
                     "altered)",
                     folder, name, size.ok() ? fmt::to_string(*size) : "more", bytes));
   }
-  if (!file.ok()) {
-    return absl::DataLossError(fmt::format("checkpoint {}: file {} cannot be read: {}", folder,
-                                           name, std::string(file.status().message())));
-  }
-  if (file->size != bytes) {
+  if (!file.ok()) return CannotRead(folder, name, file.status());
+  if (file->size() != bytes) {
     return absl::DataLossError(
         fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or "
                     "altered)",
-                    folder, name, file->size, bytes));
+                    folder, name, file->size(), bytes));
   }
-  const std::string crc = Hex(Crc32c(file->data.get(), file->size));
+  const std::string crc = Hex(Crc32c(file->data(), file->size()));
   if (crc != it->second["crc32c"].get<std::string>()) {
     return absl::DataLossError(
         fmt::format("checkpoint {}: file {} is corrupt: CRC-32C {}, its manifest says {}", folder,
@@ -424,56 +455,195 @@ StatusOr<FileBytes> VerifiedFile(const std::string& folder, const std::string& n
 
 namespace {
 
-// A verified .npy of the checkpoint that must hold `dtype` [shape].
-StatusOr<std::pair<FileBytes, const uint8_t*>> VerifiedArray(
-    const std::string& folder, const std::string& name, const std::map<std::string, Json>& files,
-    DType dtype, const std::vector<int64_t>& shape) {
-  ASSIGN_OR_RETURN(FileBytes file, VerifiedFile(folder, name, files));
-  ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(file.data.get(), file.size, folder + "/" + name));
-  if (h.dtype != dtype || h.shape != shape) {
-    return absl::DataLossError(fmt::format(
-        "checkpoint {}: file {} holds {} [{}], its manifest says {} [{}]", folder, name,
-        DTypeName(h.dtype), fmt::join(h.shape, ", "), DTypeName(dtype), fmt::join(shape, ", ")));
+std::atomic<size_t> shard_chunk_bytes{kShardChunkBytes};
+
+// Pass 1 reads at least this much at once: an .npy header (at most 64 KiB
+// and a few bytes) is parsed from the first piece.
+constexpr size_t kHeaderRoom = size_t{1} << 17;
+
+// One file of a shard: the rows or their original ids.
+struct ShardFile {
+  std::string name;
+  InputFile file;
+  uint64_t data_offset = 0;  // Where the rows start.
+  size_t row_bytes = 0;
+  std::string listed_crc;
+  uint32_t crc = 0;  // Of the bytes read by the second pass.
+};
+
+// The first pass over file `name` of a shard, which must hold `dtype`
+// [shape]: its size, header and (bool) rows, and the CRC-32C of all its
+// bytes against the manifest's. `buffer` is for the reads.
+StatusOr<ShardFile> VerifyShardFile(const std::string& folder, const std::string& name,
+                                    const std::map<std::string, Json>& files, DType dtype,
+                                    const std::vector<int64_t>& shape, size_t chunk,
+                                    std::vector<uint8_t>& buffer) {
+  const Json& entry = files.at(name);  // ReadManifest checked that it is listed.
+  const auto bytes = entry["bytes"].get<uint64_t>();
+  const std::string path = folder + "/" + name;
+  StatusOr<InputFile> opened = InputFile::Open(path);
+  if (!opened.ok()) return CannotRead(folder, name, opened.status());
+  ShardFile f{
+      .name = name, .file = std::move(*opened), .listed_crc = entry["crc32c"].get<std::string>()};
+  if (f.file.size() != bytes) {
+    return absl::DataLossError(
+        fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or "
+                    "altered)",
+                    folder, name, f.file.size(), bytes));
   }
-  const uint8_t* data = file.data.get() + h.data_offset;
-  return std::make_pair(std::move(file), data);
+  f.row_bytes = DTypeSize(dtype);
+  for (size_t i = 1; i < shape.size(); ++i) f.row_bytes *= static_cast<size_t>(shape[i]);
+  buffer.resize(static_cast<size_t>(std::min<uint64_t>(bytes, std::max(chunk, kHeaderRoom))));
+  // A problem of the header or the rows is reported if the bytes are the
+  // listed ones (a corrupt file is named corrupt first).
+  Status problem;
+  bool header_read = false;
+  uint32_t crc = 0;
+  for (uint64_t offset = 0; offset < bytes;) {
+    const auto n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), bytes - offset));
+    if (Status st = f.file.ReadAt(offset, buffer.data(), n); !st.ok()) {
+      return CannotRead(folder, name, st);
+    }
+    crc = Crc32cExtend(crc, buffer.data(), n);
+    if (!header_read) {
+      header_read = true;
+      StatusOr<NpyHeader> h = ParseNpyHeader(buffer.data(), n, bytes, path);
+      if (!h.ok()) {
+        problem = h.status();
+      } else if (h->dtype != dtype || h->shape != shape) {
+        problem = absl::DataLossError(
+            fmt::format("checkpoint {}: file {} holds {} [{}], its manifest says {} [{}]", folder,
+                        name, DTypeName(h->dtype), fmt::join(h->shape, ", "), DTypeName(dtype),
+                        fmt::join(shape, ", ")));
+      } else {
+        f.data_offset = h->data_offset;
+      }
+    }
+    if (dtype == DType::kBool && problem.ok()) {
+      // Any other byte is no bool (torch's bool tensors assume 0 or 1).
+      const uint64_t from = std::max(offset, f.data_offset);
+      for (uint64_t at = from; at < offset + n; ++at) {
+        if (buffer[at - offset] > 1) {
+          problem = absl::DataLossError(fmt::format(
+              "checkpoint {}: file {} holds the byte {} at offset {}, not a bool (0 or 1)", folder,
+              name, buffer[at - offset], at));
+          break;
+        }
+      }
+    }
+    offset += n;
+  }
+  if (Hex(crc) != f.listed_crc) {
+    return absl::DataLossError(
+        fmt::format("checkpoint {}: file {} is corrupt: CRC-32C {}, its manifest says {}", folder,
+                    name, Hex(crc), f.listed_crc));
+  }
+  RETURN_IF_ERROR(problem);
+  if (!header_read) {
+    return absl::DataLossError(fmt::format("checkpoint {}: file {} is empty", folder, name));
+  }
+  return f;
+}
+
+// The second pass's read of `rows` rows from row `first` of `f` into `out`
+// (its header first, for the checksum, when `first` is 0).
+Status ReadRows(const std::string& folder, ShardFile& f, int64_t first, int64_t rows,
+                uint8_t* out) {
+  if (first == 0 && f.data_offset > 0) {
+    std::vector<uint8_t> header(static_cast<size_t>(f.data_offset));
+    if (Status st = f.file.ReadAt(0, header.data(), header.size()); !st.ok()) {
+      return CannotRead(folder, f.name, st);
+    }
+    f.crc = Crc32cExtend(f.crc, header.data(), header.size());
+  }
+  const size_t n = static_cast<size_t>(rows) * f.row_bytes;
+  if (Status st = f.file.ReadAt(f.data_offset + static_cast<uint64_t>(first) * f.row_bytes, out, n);
+      !st.ok()) {
+    return CannotRead(folder, f.name, st);
+  }
+  f.crc = Crc32cExtend(f.crc, out, n);
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-StatusOr<ShardRows> ReadShardRows(const std::string& folder, const Json& tensor, const Json& shard,
-                                  const std::map<std::string, Json>& files) {
-  std::vector<int64_t> shape = tensor["shape"].get<std::vector<int64_t>>();
-  shape[0] = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
-  const std::string name = shard["file"].get<std::string>();
-  const DType dtype = *DTypeNamed(tensor["dtype"].get<std::string>());
-  ASSIGN_OR_RETURN(auto array, VerifiedArray(folder, name, files, dtype, shape));
-  if (dtype == DType::kBool) {
-    // Any other byte is no bool (torch's bool tensors assume 0 or 1).
-    const uint8_t* end = array.first.data.get() + array.first.size;
-    const uint8_t* other = std::find_if(array.second, end, [](uint8_t b) { return b > 1; });
-    if (other != end) {
-      return absl::DataLossError(
-          fmt::format("checkpoint {}: file {} holds the byte {} at offset {}, not a bool (0 or 1)",
-                      folder, name, *other, other - array.first.data.get()));
-    }
-  }
-  return ShardRows{std::move(array.first), array.second, shape[0]};
+size_t ShardChunkBytes() { return shard_chunk_bytes.load(std::memory_order_relaxed); }
+
+void SetShardChunkBytesForTesting(size_t bytes) {
+  shard_chunk_bytes.store(bytes == 0 ? kShardChunkBytes : bytes, std::memory_order_relaxed);
 }
 
-StatusOr<ShardIds> ReadShardOriginalIds(const std::string& folder, const Json& tensor,
-                                        const Json& shard,
-                                        const std::map<std::string, Json>& files) {
-  if (!shard.contains("orig")) {
+Status ReadShard(const std::string& folder, const Json& tensor, const Json& shard,
+                 const std::map<std::string, Json>& files, ShardParts parts,
+                 const std::function<Status(const ShardChunk&)>& use) {
+  if (parts.orig && !shard.contains("orig")) {
     return absl::FailedPreconditionError(
         fmt::format("checkpoint {}: {} of '{}' has no original ids (its job's partition lacked "
                     "--return-mapping)",
                     folder, shard["file"].get<std::string>(), tensor["key"].get<std::string>()));
   }
+  std::vector<int64_t> shape = tensor["shape"].get<std::vector<int64_t>>();
   const int64_t rows = shard["end"].get<int64_t>() - shard["begin"].get<int64_t>();
-  ASSIGN_OR_RETURN(auto array, VerifiedArray(folder, shard["orig"].get<std::string>(), files,
-                                             DType::kInt64, {rows}));
-  return ShardIds{std::move(array.first), reinterpret_cast<const int64_t*>(array.second)};
+  shape[0] = rows;
+  const DType dtype = *DTypeNamed(tensor["dtype"].get<std::string>());
+  const size_t chunk = ShardChunkBytes();
+  // Pass 1: every byte checked before a row is handed out.
+  std::vector<uint8_t> buffer;
+  std::optional<ShardFile> data, ids;
+  if (parts.rows) {
+    ASSIGN_OR_RETURN(data, VerifyShardFile(folder, shard["file"].get<std::string>(), files, dtype,
+                                           shape, chunk, buffer));
+  }
+  if (parts.orig) {
+    ASSIGN_OR_RETURN(ids, VerifyShardFile(folder, shard["orig"].get<std::string>(), files,
+                                          DType::kInt64, {rows}, chunk, buffer));
+  }
+  // Pass 2: the rows again, chunk by chunk, checksummed again.
+  const size_t row_bytes = (data ? data->row_bytes : 0) + (ids ? sizeof(int64_t) : 0);
+  const int64_t per_chunk =
+      std::max<int64_t>(1, static_cast<int64_t>(chunk / std::max<size_t>(row_bytes, 1)));
+  const int64_t chunk_rows = std::min(per_chunk, std::max<int64_t>(rows, 1));
+  buffer.clear();
+  buffer.shrink_to_fit();
+  std::vector<uint8_t> data_buffer(data ? static_cast<size_t>(chunk_rows) * data->row_bytes : 0);
+  std::vector<int64_t> ids_buffer(ids ? static_cast<size_t>(chunk_rows) : 0);
+  for (int64_t first = 0; first < rows || first == 0; first += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, rows - first);
+    if (data) RETURN_IF_ERROR(ReadRows(folder, *data, first, n, data_buffer.data()));
+    if (ids) {
+      RETURN_IF_ERROR(
+          ReadRows(folder, *ids, first, n, reinterpret_cast<uint8_t*>(ids_buffer.data())));
+    }
+    if (data && dtype == DType::kBool) {
+      const size_t bytes = static_cast<size_t>(n) * data->row_bytes;
+      const auto other = std::find_if(data_buffer.begin(), data_buffer.begin() + bytes,
+                                      [](uint8_t b) { return b > 1; });
+      if (other != data_buffer.begin() + bytes) {
+        return absl::DataLossError(
+            fmt::format("checkpoint {}: file {} changed while it was read: it holds the byte {} "
+                        "at offset {}, not a bool (0 or 1)",
+                        folder, data->name, *other,
+                        data->data_offset + static_cast<uint64_t>(first) * data->row_bytes +
+                            (other - data_buffer.begin())));
+      }
+    }
+    if (n > 0) {
+      RETURN_IF_ERROR(use(ShardChunk{.first = first,
+                                     .rows = n,
+                                     .data = data ? data_buffer.data() : nullptr,
+                                     .ids = ids ? ids_buffer.data() : nullptr}));
+    }
+    if (rows == 0) break;
+  }
+  for (ShardFile* f : {data ? &*data : nullptr, ids ? &*ids : nullptr}) {
+    if (f != nullptr && Hex(f->crc) != f->listed_crc) {
+      return absl::DataLossError(fmt::format(
+          "checkpoint {}: file {} changed while it was read: CRC-32C {} the second time, its "
+          "manifest says {}",
+          folder, f->name, Hex(f->crc), f->listed_crc));
+    }
+  }
+  return absl::OkStatus();
 }
 
 StatusOr<CheckedFile> CheckedFile::Create(const std::string& folder, const std::string& name) {

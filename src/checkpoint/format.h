@@ -8,7 +8,9 @@
 #ifndef TESSERA_SRC_CHECKPOINT_FORMAT_H_
 #define TESSERA_SRC_CHECKPOINT_FORMAT_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -53,6 +55,12 @@ StatusOr<Json> ParseJson(std::string_view text, const std::string& what);
 // rows and listed in "files" with the bytes their rows take. Errors name
 // the folder.
 StatusOr<Json> ReadManifest(const std::string& folder);
+// The checks of ReadManifest on the text of a manifest (its size, depth
+// and JSON) and on a parsed one: a save runs them on the manifest it is
+// about to write, so that it never writes one its readers refuse. Errors
+// (DataLoss) say only what is wrong.
+StatusOr<Json> ParseManifest(std::string_view text);
+Status CheckManifest(const Json& manifest);
 // {path: entry} of the manifest's "files".
 std::map<std::string, Json> FilesOf(const Json& manifest);
 // Whether the shard files of `tensor` (and their original ids, with `orig`)
@@ -69,31 +77,47 @@ std::vector<std::pair<int64_t, std::string>> CompleteCheckpoints(const std::stri
 // the marker are touched; failures are logged.
 void Prune(const std::string& dir, int keep, const std::string& current);
 
-// A file of the checkpoint, read into memory once; its size and the
-// CRC-32C of exactly these bytes are checked against the manifest's entry
-// (`files`: FilesOf), so a file changed meanwhile is never used unchecked.
-StatusOr<FileBytes> VerifiedFile(const std::string& folder, const std::string& name,
-                                 const std::map<std::string, Json>& files);
+// A (small) file of the checkpoint, read into memory once; its size and
+// the CRC-32C of exactly these bytes are checked against the manifest's
+// entry (`files`: FilesOf), so a file changed meanwhile is never used
+// unchecked. For the dense and trainer files; shards are read by ReadShard.
+StatusOr<std::string> VerifiedFile(const std::string& folder, const std::string& name,
+                                   const std::map<std::string, Json>& files);
 
-// A shard's rows (a `shards` entry of a manifest `tensor`), read after the
-// file is verified and its header found to hold the tensor's dtype and
-// shape [end - begin, ...] (and bool rows only 0 and 1).
-struct ShardRows {
-  FileBytes file;
-  const uint8_t* data = nullptr;  // The first row.
+// Shards are read in chunks of about this many bytes (rows and their
+// original ids together, at least one row): a restore or an export holds
+// one chunk of a shard in memory, never the whole file.
+inline constexpr size_t kShardChunkBytes = size_t{16} << 20;
+size_t ShardChunkBytes();
+// Tests read in smaller chunks (0: kShardChunkBytes again).
+void SetShardChunkBytesForTesting(size_t bytes);
+
+// Consecutive rows of a shard, as ReadShard hands them out.
+struct ShardChunk {
+  int64_t first = 0;  // The index in the shard of the chunk's first row.
   int64_t rows = 0;
+  const uint8_t* data = nullptr;  // rows x the row bytes (with `rows`).
+  const int64_t* ids = nullptr;   // The rows' original ids (with `orig`).
 };
-StatusOr<ShardRows> ReadShardRows(const std::string& folder, const Json& tensor, const Json& shard,
-                                  const std::map<std::string, Json>& files);
-// The shard's original ids (int64 [rows]), verified likewise;
-// FailedPrecondition if it has none (its partition lacked --return-mapping).
-struct ShardIds {
-  FileBytes file;
-  const int64_t* ids = nullptr;
+struct ShardParts {
+  bool rows = true;   // The rows (the shard's "file").
+  bool orig = false;  // Their original ids ("orig").
 };
-StatusOr<ShardIds> ReadShardOriginalIds(const std::string& folder, const Json& tensor,
-                                        const Json& shard,
-                                        const std::map<std::string, Json>& files);
+// Reads the `parts` of a shard (a `shards` entry of a manifest `tensor`)
+// in chunks of ShardChunkBytes(), calling `use` with each in order; an
+// error of `use` ends the read and is returned (what `use` throws passes
+// through). Two passes, both with pread (a truncated file is an error,
+// never SIGBUS): the first checks each file's size and CRC-32C against the
+// manifest, its header (the tensor's dtype and shape [end - begin, ...],
+// or int64 [end - begin]) and that bool rows hold only 0 and 1, before any
+// chunk is handed out; the second reads the rows again for `use`,
+// checksumming them again. A file rewritten between the two is found at
+// the end of the second ("changed while it was read"), after `use` had
+// its chunks. FailedPrecondition if `orig` is asked for and the shard has
+// none (its partition lacked --return-mapping).
+Status ReadShard(const std::string& folder, const Json& tensor, const Json& shard,
+                 const std::map<std::string, Json>& files, ShardParts parts,
+                 const std::function<Status(const ShardChunk&)>& use);
 
 // A file being written into a checkpoint: checksummed as it goes, flushed
 // to the disk by Finish(), which returns its manifest entry.

@@ -6,13 +6,17 @@
 // `export-embeddings` never leaves a partial file in place of a good one.
 #include "src/checkpoint/format.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <string>
 #include <utility>
@@ -270,7 +274,17 @@ TEST(CheckpointFormatTest, SizeFieldsMustBeNonNegativeIntegers) {
     change(m);
     WriteManifest(dir / "c", m);
     ExpectRefused(dir / "c", why);
+    // The same checks on a manifest in memory (what a save runs before it
+    // writes one) and on its text.
+    EXPECT_THAT(CheckManifest(m).message(), HasSubstr(why));
+    EXPECT_THAT(ParseManifest(m.dump()).status().message(), HasSubstr(why));
   }
+  EXPECT_TRUE(CheckManifest(good).ok());
+  EXPECT_TRUE(ParseManifest(good.dump(1)).ok());
+  Json m = good;
+  m["trainer_files"] = Json::array({Json::array({"t0.pt"}), Json::array({"t0.pt"})});
+  m["files"].push_back(m["files"][1]);  // Both trainers listed their t0.pt.
+  EXPECT_THAT(CheckManifest(m).message(), HasSubstr("t0.pt listed twice"));
 }
 
 // A shard's listed size must be that of its rows, and the file on disk
@@ -300,55 +314,157 @@ TEST(CheckpointFormatTest, ShardFilesMustHoldTheBytesOfTheirRows) {
   EXPECT_FALSE(PathExists(dir / "out/node~emb.npy"));
 }
 
+// Runs `read` with a bounded wait: a read that waits for a writer of
+// `fifo` fails the test (and is unblocked by one) rather than hang it.
+template <typename F>
+auto WithoutWaiting(const std::string& fifo, F read) {
+  auto result = std::async(std::launch::async, read);
+  if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "the read waits for a writer of " << fifo;
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    result.wait();
+    if (fd >= 0) ::close(fd);
+  }
+  return result.get();
+}
+
 // A FIFO in place of a manifest or of a shard: refused at once (an open
 // without O_NONBLOCK would wait for a writer forever).
 TEST(CheckpointFormatTest, AFifoInPlaceOfAFileIsRefused) {
   TempDir dir;
   Make(dir / "c", {{0, 6}});
-  ASSERT_TRUE(RemoveAll(dir / "c/tensors/node~emb.p0.0.orig.npy").ok());
-  ASSERT_EQ(::mkfifo((dir / "c/tensors/node~emb.p0.0.orig.npy").c_str(), 0600), 0);
-  StatusOr<std::vector<std::string>> exported = ExportTensors(dir / "c", dir / "out");
+  const std::string orig = dir / "c/tensors/node~emb.p0.0.orig.npy";
+  ASSERT_TRUE(RemoveAll(orig).ok());
+  ASSERT_EQ(::mkfifo(orig.c_str(), 0600), 0);
+  StatusOr<std::vector<std::string>> exported =
+      WithoutWaiting(orig, [&] { return ExportTensors(dir / "c", dir / "out"); });
   ASSERT_FALSE(exported.ok());
   EXPECT_THAT(exported.status().message(), HasSubstr("is not a regular file"));
-  ASSERT_TRUE(RemoveAll(dir / "c/manifest.json").ok());
-  ASSERT_EQ(::mkfifo((dir / "c/manifest.json").c_str(), 0600), 0);
-  StatusOr<Json> m = ReadManifest(dir / "c");
+  const std::string manifest = dir / "c/manifest.json";
+  ASSERT_TRUE(RemoveAll(manifest).ok());
+  ASSERT_EQ(::mkfifo(manifest.c_str(), 0600), 0);
+  StatusOr<Json> m = WithoutWaiting(manifest, [&] { return ReadManifest(dir / "c"); });
   ASSERT_FALSE(m.ok());
   EXPECT_THAT(m.status().message(), HasSubstr("is not a regular file"));
-  EXPECT_TRUE(CompleteCheckpoints(dir.path()).empty());
+  EXPECT_TRUE(WithoutWaiting(manifest, [&] { return CompleteCheckpoints(dir.path()); }).empty());
 }
 
-// The rows used are the bytes checksummed, read once into memory of their
-// own: the file truncated or rewritten afterwards changes nothing (through
-// a map, the truncation would raise SIGBUS and the rewrite would show).
+// Shards read in chunks of this many bytes while alive.
+class SmallChunks {
+ public:
+  explicit SmallChunks(size_t bytes) { SetShardChunkBytesForTesting(bytes); }
+  ~SmallChunks() { SetShardChunkBytesForTesting(0); }
+};
+
+// The chunks ReadShard hands out for shard `index` of the checkpoint in
+// `folder`, with `change` called after the first; its status.
+Status ReadChunks(const std::string& folder, size_t index, std::vector<ShardChunk>* chunks,
+                  std::vector<float>* values, const std::function<void()>& change = {}) {
+  StatusOr<Json> m = ReadManifest(folder);
+  if (!m.ok()) return m.status();
+  const std::map<std::string, Json> files = FilesOf(*m);
+  bool changed = false;
+  return ReadShard(folder, (*m)["tensors"][0], (*m)["tensors"][0]["shards"][index], files,
+                   {.rows = true, .orig = true}, [&](const ShardChunk& chunk) {
+                     chunks->push_back(chunk);
+                     const auto* v = reinterpret_cast<const float*>(chunk.data);
+                     values->insert(values->end(), v, v + 2 * chunk.rows);
+                     for (int64_t i = 0; i < chunk.rows && !changed; ++i) {
+                       // Original id r holds {r, r + 0.5}.
+                       EXPECT_EQ(static_cast<float>(chunk.ids[i]), v[2 * i]);
+                     }
+                     if (chunks->size() == 1 && change) {
+                       change();
+                       changed = true;
+                     }
+                     return absl::OkStatus();
+                   });
+}
+
+// A shard is read in chunks of bounded size, every byte checked before the
+// first is handed out and checksummed again as it is: the file rewritten or
+// truncated meanwhile gives an error (through a map, the truncation would
+// raise SIGBUS), never rows used as if verified.
 TEST(CheckpointFormatTest, RowsAreTheBytesVerifiedWhateverHappensToTheFile) {
   TempDir dir;
-  Make(dir / "c", {{0, 3000}}, /*rows=*/3000);  // Several pages.
-  StatusOr<Json> m = ReadManifest(dir / "c");
-  ASSERT_TRUE(m.ok()) << m.status();
-  const std::map<std::string, Json> files = FilesOf(*m);
+  Make(dir / "c", {{0, 3000}}, /*rows=*/3000);  // 24 000 bytes of rows, 24 000 of ids.
+  const SmallChunks small(4096);
+  std::vector<ShardChunk> chunks;
+  std::vector<float> values;
+  Status st = ReadChunks(dir / "c", 0, &chunks, &values);
+  ASSERT_TRUE(st.ok()) << st;
+  // 4096 bytes a chunk: 256 rows of 8 bytes and their 8-byte ids.
+  ASSERT_EQ(chunks.size(), 12u);
+  int64_t next = 0;
+  for (const ShardChunk& chunk : chunks) {
+    EXPECT_EQ(chunk.first, next);
+    EXPECT_LE(chunk.rows, 256);
+    next += chunk.rows;
+  }
+  EXPECT_EQ(next, 3000);
+  ASSERT_EQ(values.size(), 6000u);
+  EXPECT_EQ(values[2 * 2999 + 1], 2999.5f);
+
+  // Rewritten in place (the same inode, the same size) after the first chunk.
   const std::string shard = dir / "c/tensors/node~emb.p0.0.npy";
-  StatusOr<ShardRows> rows =
-      ReadShardRows(dir / "c", (*m)["tensors"][0], (*m)["tensors"][0]["shards"][0], files);
-  ASSERT_TRUE(rows.ok()) << rows.status();
   const std::string bytes = *ReadFileToString(shard);
-  // Rewritten in place (the same inode), then truncated.
-  {
+  auto rewrite = [&] {
     const std::string twos(bytes.size() - 128, '\x02');
     FILE* f = std::fopen(shard.c_str(), "r+b");
     ASSERT_NE(f, nullptr);
     std::fseek(f, 128, SEEK_SET);
     std::fwrite(twos.data(), 1, twos.size(), f);
     std::fclose(f);
+  };
+  chunks.clear();
+  st = ReadChunks(dir / "c", 0, &chunks, &values, rewrite);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_THAT(st.message(),
+              HasSubstr("file tensors/node~emb.p0.0.npy changed while it was read: CRC-32C"));
+  EXPECT_THAT(st.message(), HasSubstr(dir / "c"));
+  // And read again now, the changed file is refused before a chunk is used.
+  chunks.clear();
+  st = ReadChunks(dir / "c", 0, &chunks, &values);
+  EXPECT_THAT(st.message(), HasSubstr("tensors/node~emb.p0.0.npy is corrupt"));
+  EXPECT_TRUE(chunks.empty());
+
+  // Truncated after the first chunk: an error, not SIGBUS.
+  ASSERT_TRUE(WriteFileAtomic(shard, bytes).ok());
+  chunks.clear();
+  st = ReadChunks(dir / "c", 0, &chunks, &values,
+                  [&] { ASSERT_EQ(::truncate(shard.c_str(), 64), 0); });
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_THAT(st.message(), HasSubstr("tensors/node~emb.p0.0.npy cannot be read"));
+  EXPECT_THAT(st.message(), HasSubstr("shrank while it was read"));
+  EXPECT_EQ(chunks.size(), 1u);
+}
+
+// Shards larger than a chunk export and read whole, whatever the chunk
+// (even one smaller than a row and its id: one row at a time).
+TEST(CheckpointFormatTest, ShardsLargerThanAChunkExportWhole) {
+  TempDir dir;
+  Make(dir / "c", {{0, 1000}, {1000, 2500}, {2500, 2500}, {2500, 3000}}, /*rows=*/3000);
+  ASSERT_TRUE(ExportTensors(dir / "c", dir / "whole").ok());
+  const std::string whole = *ReadFileToString(dir / "whole/node~emb.npy");
+  for (const size_t chunk : {size_t{1}, size_t{100}, size_t{4096}}) {
+    const SmallChunks small(chunk);
+    StatusOr<std::vector<std::string>> written = ExportTensors(dir / "c", dir / "out");
+    ASSERT_TRUE(written.ok()) << written.status();
+    EXPECT_EQ(*ReadFileToString(dir / "out/node~emb.npy"), whole) << chunk;
+    std::vector<ShardChunk> chunks;
+    std::vector<float> values;
+    ASSERT_TRUE(ReadChunks(dir / "c", 1, &chunks, &values).ok());
+    EXPECT_EQ(chunks.size(),
+              (1500 + std::max<size_t>(chunk / 16, 1) - 1) / std::max<size_t>(chunk / 16, 1))
+        << chunk;
+    ASSERT_EQ(values.size(), 3000u);
+    EXPECT_EQ(values[0], 1000.0f);
+    EXPECT_EQ(values.back(), 2499.5f);
   }
-  ASSERT_EQ(::truncate(shard.c_str(), 64), 0);
-  const auto* values = reinterpret_cast<const float*>(rows->data);
-  EXPECT_EQ(values[0], 0.0f);
-  EXPECT_EQ(values[2 * 2999 + 1], 2999.5f);
-  // And read again now, the changed file is refused.
-  StatusOr<ShardRows> again =
-      ReadShardRows(dir / "c", (*m)["tensors"][0], (*m)["tensors"][0]["shards"][0], files);
-  EXPECT_FALSE(again.ok());
+  StatusOr<Array> a = ReadNpy(dir / "whole/node~emb.npy");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(static_cast<const float*>(a->data())[2 * 2999 + 1], 2999.5f);
+  EXPECT_EQ(ShardChunkBytes(), kShardChunkBytes);
 }
 
 // A failed export leaves an earlier export of the tensor as it was, and no

@@ -308,71 +308,93 @@ Remap MakeRemap(const PartitionConfig& config, shm::Policy policy) {
   return remap;
 }
 
+// Pushes the rows of `shard` to their owners, a chunk at a time (bounded
+// memory; checkpoint::ReadShard verifies the whole file first). A file
+// rewritten while it is read fails the restore after earlier chunks were
+// pushed.
 void RestoreShard(const Job& job, const std::string& folder, const json& tensor, const json& shard,
                   const std::map<std::string, json>& files, const TensorInfo& t,
                   const Remap* remap) {
   const std::string name = shard["file"].get<std::string>();
-  const int64_t begin = shard["begin"].get<int64_t>(), end = shard["end"].get<int64_t>();
-  const checkpoint::ShardRows rows = Must(checkpoint::ReadShardRows(folder, tensor, shard, files));
-  std::optional<checkpoint::ShardIds> orig;
-  if (remap != nullptr) {
-    StatusOr<checkpoint::ShardIds> ids =
-        checkpoint::ReadShardOriginalIds(folder, tensor, shard, files);
-    if (!ids.ok()) {
-      throw Error(
-          fmt::format("this job's partitioning differs from the saved one, so rows are "
-                      "matched by original id: {}",
-                      std::string(ids.status().message())));
-    }
-    orig = std::move(*ids);
-  }
-  const int64_t* orig_ids = orig ? orig->ids : nullptr;
+  const int64_t begin = shard["begin"].get<int64_t>();
   const PartitionBook& book = job.store->book();
-  const size_t row_bytes = t.meta.row_bytes();
   const int64_t limit = t.meta.shape[0];
-  const int64_t chunk =
-      std::max<int64_t>(1, static_cast<int64_t>(kIoBytes / std::max<size_t>(row_bytes, 1)));
-  const uint8_t* data = rows.data;
   std::vector<int64_t> ids;
-  for (int64_t b = 0; b < end - begin; b += chunk) {
-    const int64_t n = std::min(chunk, end - begin - b);
-    ids.resize(n);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t id = begin + b + i;
-      if (remap != nullptr) {
-        const int64_t o = orig_ids[b + i];
-        const int64_t h = o >= 0 && o < static_cast<int64_t>(remap->homo_of_orig.size())
-                              ? remap->homo_of_orig[o]
-                              : -1;
-        if (h < 0) {
-          throw Error(
-              fmt::format("checkpoint {}: row {} of {} has original id {}, which this "
-                          "job's graph does not have",
-                          folder, b + i, name, o));
-        }
-        id = h;
-        if (!book.is_homogeneous()) {
-          auto [type, per_type] =
-              t.meta.policy == shm::Policy::kNode ? book.MapToPerNtype(h) : book.MapToPerEtype(h);
-          if (type != t.type) {
-            throw Error(
-                fmt::format("checkpoint {}: row {} of {} (original id {}) is of another "
-                            "type in this job's graph",
-                            folder, b + i, name, o));
+  Status st = checkpoint::ReadShard(
+      folder, tensor, shard, files, {.rows = true, .orig = remap != nullptr},
+      [&](const checkpoint::ShardChunk& chunk) {
+        const int64_t n = chunk.rows;
+        ids.resize(n);
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t row = chunk.first + i;  // In the shard.
+          int64_t id = begin + row;
+          if (remap != nullptr) {
+            const int64_t o = chunk.ids[i];
+            const int64_t h = o >= 0 && o < static_cast<int64_t>(remap->homo_of_orig.size())
+                                  ? remap->homo_of_orig[o]
+                                  : -1;
+            if (h < 0) {
+              throw Error(
+                  fmt::format("checkpoint {}: row {} of {} has original id {}, which this "
+                              "job's graph does not have",
+                              folder, row, name, o));
+            }
+            id = h;
+            if (!book.is_homogeneous()) {
+              auto [type, per_type] = t.meta.policy == shm::Policy::kNode ? book.MapToPerNtype(h)
+                                                                          : book.MapToPerEtype(h);
+              if (type != t.type) {
+                throw Error(
+                    fmt::format("checkpoint {}: row {} of {} (original id {}) is of another "
+                                "type in this job's graph",
+                                folder, row, name, o));
+              }
+              id = per_type;
+            }
           }
-          id = per_type;
+          if (id < 0 || id >= limit) {
+            throw Error(
+                fmt::format("checkpoint {}: row {} of {} maps to id {}, outside '{}' ({} rows)",
+                            folder, row, name, id, t.meta.key, limit));
+          }
+          ids[i] = id;
         }
-      }
-      if (id < 0 || id >= limit) {
-        throw Error(fmt::format("checkpoint {}: row {} of {} maps to id {}, outside '{}' ({} rows)",
-                                folder, b + i, name, id, t.meta.key, limit));
-      }
-      ids[i] = id;
-    }
-    ThrowIfError(job.store->features().Push(t.meta.key, ids, LayoutOf(t.meta), data + b * row_bytes,
-                                            kvstore::PushMode::kAssign),
-                 fmt::format("checkpoint: writing '{}'", t.meta.key));
+        ThrowIfError(job.store->features().Push(t.meta.key, ids, LayoutOf(t.meta), chunk.data,
+                                                kvstore::PushMode::kAssign),
+                     fmt::format("checkpoint: writing '{}'", t.meta.key));
+        return absl::OkStatus();
+      });
+  if (st.code() == absl::StatusCode::kFailedPrecondition) {
+    throw Error(
+        fmt::format("this job's partitioning differs from the saved one, so rows are "
+                    "matched by original id: {}",
+                    std::string(st.message())));
   }
+  Must(st);
+}
+
+// `text` (a CheckpointContents::extra) as it goes into the manifest: a
+// JSON object that leaves the manifest readable (nested at most
+// kMaxJsonDepth deep within it, and within its size cap). Checked before
+// any file is written.
+json ManifestExtra(const std::string& text) {
+  StatusOr<json> extra = checkpoint::ParseJson(text, "checkpoint: extra");
+  if (extra.ok() && !extra->is_object()) {
+    extra = absl::InvalidArgumentError("checkpoint: extra must be the text of a JSON object");
+  }
+  json parsed = Must(std::move(extra));
+  // As the manifest holds it: one level deeper, indented as it is written.
+  const std::string within = json{{"extra", parsed}}.dump(1);
+  if (within.size() > checkpoint::kMaxManifestBytes) {
+    throw Error(fmt::format(
+        "checkpoint: extra takes {} bytes in the manifest, more than a reader accepts ({} MiB)",
+        within.size(), checkpoint::kMaxManifestBytes >> 20));
+  }
+  if (Status st = checkpoint::ParseJson(within, "checkpoint: extra").status(); !st.ok()) {
+    throw Error(fmt::format("{} (within the manifest, which holds it one level deeper)",
+                            std::string(st.message())));
+  }
+  return parsed;
 }
 
 std::string ModelFile() { return "model.pt"; }
@@ -426,10 +448,12 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
   const bool swap = replace && PathExists(target + "/" + kManifest);
   const std::string folder = swap ? target + ".new" : target;
   Agree(job, "checkpoint: saving " + target, fmt::format("{} {} {}", target, step, swap));
+  json extra = json::object();  // Trainer 0's, for the manifest.
   Collectively(job, "checkpoint: preparing " + folder, [&] {
     LoadConfig(job);
     if (step < 0) throw Error(fmt::format("checkpoint: step {} is negative", step));
     if (job.rank != 0) return;
+    if (!contents.extra.empty()) extra = ManifestExtra(contents.extra);
     if (!swap && PathExists(folder + "/" + kManifest)) {
       throw Error(fmt::format("checkpoint: {} already holds a complete checkpoint", folder));
     }
@@ -512,14 +536,7 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
                      {"tensors", json::array()},
                      {"dense_files", json::array()},
                      {"trainer_files", json::array()}};
-    if (!contents.extra.empty()) {
-      // What a reader refuses is refused here, before the save is complete.
-      StatusOr<json> extra = checkpoint::ParseJson(contents.extra, "checkpoint: extra");
-      if (extra.ok() && !extra->is_object()) {
-        extra = absl::InvalidArgumentError("checkpoint: extra must be the text of a JSON object");
-      }
-      manifest["extra"] = Must(std::move(extra));
-    }
+    manifest["extra"] = std::move(extra);
     for (const TensorInfo& t : tensors) {
       manifest["tensors"].push_back({{"key", t.meta.key},
                                      {"dtype", DTypeName(t.meta.dtype)},
@@ -528,6 +545,21 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
                                      {"type", t.type_name},
                                      {"shards", json::array()}});
     }
+    // Which trainer listed each file: two that wrote the same name (a
+    // write_trainer that returns the same name on every trainer) fail the
+    // save here, naming it.
+    std::map<std::string, int> writer;
+    auto list = [&](const json& f, int r) {
+      const std::string name = f["path"].get<std::string>();
+      auto [it, fresh] = writer.emplace(name, r);
+      if (!fresh) {
+        throw Error(fmt::format(
+            "checkpoint: cannot save {}: {} was written by trainer {}{} (each trainer's files "
+            "need names of their own, e.g. with the rank in them)",
+            folder, name, it->second, it->second == r ? " twice" : fmt::format(" and by {}", r)));
+      }
+      manifest["files"].push_back(f);
+    };
     for (int r = 0; r < job.world; ++r) {
       const std::string name = fmt::format("{}/rank-{}.json", folder, r);
       StatusOr<json> parsed =
@@ -550,30 +582,35 @@ void SaveCheckpointOf(kvstore::Services& store, const std::string& path, int64_t
       }
       for (json& f : part["files"]) {
         bytes += f["bytes"].get<int64_t>();
-        manifest["files"].push_back(f);
+        list(f, r);
       }
       for (json& f : part["dense_files"]) {
-        manifest["files"].push_back(f);
+        list(f, r);
         manifest["dense_files"].push_back(f["path"]);
       }
       json own = json::array();
       for (json& f : part["trainer_files"]) {
-        manifest["files"].push_back(f);
+        list(f, r);
         own.push_back(f["path"]);
       }
       manifest["trainer_files"].push_back(std::move(own));
+    }
+    const std::string text = manifest.dump(1);
+    if (text.size() > checkpoint::kMaxManifestBytes) {
+      throw Error(fmt::format(
+          "checkpoint: the manifest of {} would have {} bytes, more than a reader accepts ({} MiB)",
+          folder, text.size(), checkpoint::kMaxManifestBytes >> 20));
+    }
+    // Never a manifest that latest() would skip and restore refuse: the
+    // readers' own checks, on the text about to be written.
+    if (Status valid = checkpoint::ParseManifest(text).status(); !valid.ok()) {
+      throw Error(fmt::format("checkpoint: cannot save {}: its readers would refuse its {}: {}",
+                              folder, kManifest, std::string(valid.message())));
     }
     for (int r = 0; r < job.world; ++r) {
       ThrowIfError(RemoveAll(fmt::format("{}/rank-{}.json", folder, r)), "checkpoint");
     }
     ThrowIfError(SyncPath(folder + "/tensors"), "checkpoint");
-    const std::string text = manifest.dump(1);
-    if (text.size() > checkpoint::kMaxManifestBytes) {
-      throw Error(fmt::format(
-          "checkpoint: the manifest of {} would have {} bytes, more than a reader accepts ({} MiB; "
-          "is extra large?)",
-          folder, text.size(), checkpoint::kMaxManifestBytes >> 20));
-    }
     ThrowIfError(WriteFileDurably(folder + "/" + kManifest, text), "checkpoint");
     if (swap) SwapIn(folder, target, parent);
     spdlog::info("checkpoint: step {} saved to {}: {} tensors, {} in shards, {:.2f} s", step,
@@ -679,43 +716,53 @@ RestoredCheckpoint RestoreCheckpointOf(kvstore::Services& store, const std::stri
       }
     });
     Collectively(job, "checkpoint: restoring the dense state of " + folder, [&] {
-      for (const json& name : manifest["dense_files"]) {
-        out.dense_files.push_back(name.get<std::string>());
-        Must(checkpoint::VerifiedFile(folder, out.dense_files.back(), files));
-      }
-      auto has = [&](const std::string& name) {
-        return std::find(out.dense_files.begin(), out.dense_files.end(), name) !=
-               out.dense_files.end();
+      // Each file is read once and verified, then loaded from that memory:
+      // the bytes checksummed are the bytes used (these files are small).
+      std::map<std::string, std::string> verified;
+      auto read = [&](std::vector<std::string>& names, const json& name) {
+        names.push_back(name.get<std::string>());
+        verified[names.back()] = Must(checkpoint::VerifiedFile(folder, names.back(), files));
       };
-      if (contents.module != nullptr) {
-        if (!has(ModelFile())) throw Error(fmt::format("checkpoint {} holds no model", folder));
+      auto load = [&](const std::string& name) {
+        const std::string& bytes = verified.at(name);
         torch::serialize::InputArchive archive;
-        archive.load_from(folder + "/" + ModelFile());
+        archive.load_from(bytes.data(), bytes.size());
+        return archive;
+      };
+      for (const json& name : manifest["dense_files"]) read(out.dense_files, name);
+      if (contents.module != nullptr) {
+        if (!verified.count(ModelFile())) {
+          throw Error(fmt::format("checkpoint {} holds no model", folder));
+        }
+        torch::serialize::InputArchive archive = load(ModelFile());
         contents.module->load(archive);
       }
       if (contents.optimizer != nullptr) {
-        if (!has(OptimizerFile()))
+        if (!verified.count(OptimizerFile())) {
           throw Error(fmt::format("checkpoint {} holds no optimizer", folder));
-        torch::serialize::InputArchive archive;
-        archive.load_from(folder + "/" + OptimizerFile());
+        }
+        torch::serialize::InputArchive archive = load(OptimizerFile());
         contents.optimizer->load(archive);
       }
       // The random state goes back only to the same trainer of a job of the same size.
       if (out.num_trainers == job.world &&
           manifest["trainer_files"].size() == static_cast<size_t>(job.world)) {
-        for (const json& name : manifest["trainer_files"][job.rank]) {
-          out.trainer_files.push_back(name.get<std::string>());
-          Must(checkpoint::VerifiedFile(folder, out.trainer_files.back(), files));
-        }
+        for (const json& name : manifest["trainer_files"][job.rank]) read(out.trainer_files, name);
         if (contents.random_state && std::find(out.trainer_files.begin(), out.trainer_files.end(),
                                                TrainerFile(job.rank)) != out.trainer_files.end()) {
-          torch::serialize::InputArchive archive;
-          archive.load_from(folder + "/" + TrainerFile(job.rank));
+          torch::serialize::InputArchive archive = load(TrainerFile(job.rank));
           torch::Tensor state;
           archive.read("cpu_rng", state);
           at::Generator generator = at::detail::getDefaultCPUGenerator();
           std::lock_guard<std::mutex> lock(generator.mutex());
           generator.set_state(state);
+        }
+      }
+      // The program's own files (write_dense / write_trainer), for it to use
+      // instead of reading the files again.
+      for (auto& [name, bytes] : verified) {
+        if (name != ModelFile() && name != OptimizerFile() && name != TrainerFile(job.rank)) {
+          out.file_bytes[name] = std::move(bytes);
         }
       }
     });

@@ -18,6 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "src/checkpoint/format.h"
 #include "src/dist/dist_test_env.h"
 #include "src/graph/npy.h"
 #include "src/kvstore/services.h"
@@ -125,6 +126,58 @@ void CheckRefusals(const DistGraph& g, torch::nn::Module& model, const std::stri
   EXPECT_TRUE(torch::equal(pred[kAll], rows));
 }
 
+// A save fails, before it writes its manifest, where its readers would
+// refuse it; an extra the manifest cannot hold fails it before any file is
+// written. The dense and trainer files are used as verified: the program's
+// own ones come back as bytes, and an altered one is refused.
+void CheckSavesOnlyWhatRestores(const DistGraph& g, torch::nn::Module& model,
+                                const std::string& dir) {
+  const std::string latest = *Checkpoint::latest(dir + "/ckpt");
+  auto writes = [](std::vector<std::string> names) {
+    return [names](const std::string& folder) {
+      for (const std::string& name : names)
+        EXPECT_TRUE(WriteFileAtomic(folder + "/" + name, name).ok());
+      return names;
+    };
+  };
+  // The same name from write_dense and write_trainer (as a write_trainer
+  // returning one name on every trainer would give).
+  ExpectError(
+      [&] {
+        SaveCheckpoint(g, dir + "/ckpt/step-91", 91,
+                       {.write_dense = writes({"same.pt"}), .write_trainer = writes({"same.pt"})});
+      },
+      {"cannot save", "step-91", "same.pt was written by trainer 0 twice"});
+  EXPECT_FALSE(PathExists(dir + "/ckpt/step-91/manifest.json"));
+  EXPECT_EQ(Checkpoint::latest(dir + "/ckpt"), latest);
+  // Nested 64 deep, extra is 65 deep in the manifest: refused before any file.
+  std::string deep = "{}";
+  for (int i = 1; i < 64; ++i) deep = R"({"a": )" + deep + "}";
+  ExpectError([&] { SaveCheckpoint(g, dir + "/ckpt/step-92", 92, {.extra = deep}); },
+              {"extra", "nested deeper than 64 levels", "one level deeper"});
+  EXPECT_FALSE(PathExists(dir + "/ckpt/step-92"));
+  ExpectError([&] { SaveCheckpoint(g, dir + "/ckpt/step-92", 92, {.extra = "[1]"}); },
+              {"extra must be the text of a JSON object"});
+  EXPECT_FALSE(PathExists(dir + "/ckpt/step-92"));
+  std::string fine = "{}";
+  for (int i = 1; i < 63; ++i) fine = R"({"a": )" + fine + "}";
+  SaveCheckpoint(g, dir + "/files", 93,
+                 {.module = &model,
+                  .extra = fine,
+                  .write_dense = writes({"notes.txt"}),
+                  .write_trainer = writes({"t-0.txt"})});
+  RestoredCheckpoint r = RestoreCheckpoint(g, dir + "/files", {.module = &model});
+  EXPECT_EQ(r.file_bytes, (std::map<std::string, std::string>{{"notes.txt", "notes.txt"},
+                                                              {"t-0.txt", "t-0.txt"}}));
+  EXPECT_EQ(nlohmann::json::parse(r.extra), nlohmann::json::parse(fine));
+  // model.pt altered in place (its size unchanged): refused, not loaded.
+  std::string bytes = *ReadFileToString(dir + "/files/model.pt");
+  bytes[bytes.size() / 2] ^= 1;
+  ASSERT_TRUE(WriteFileAtomic(dir + "/files/model.pt", bytes).ok());
+  ExpectError([&] { RestoreCheckpoint(g, dir + "/files", {.module = &model}); },
+              {"file model.pt is corrupt", "CRC-32C"});
+}
+
 // What a training program does with checkpoints, the same in both modes.
 void CheckCheckpoint(const std::string& config, const std::string& dir) {
   DistGraph g("cora", config);
@@ -169,8 +222,11 @@ void CheckCheckpoint(const std::string& config, const std::string& dir) {
     torch::NoGradGuard no_grad;
     model->weight.zero_();
   }
+  // In chunks of 1 KiB (each shard is tens of KiB): rows restored a chunk at a time.
+  checkpoint::SetShardChunkBytesForTesting(1024);
   std::optional<RestoredCheckpoint> restored =
       ckpt.restore({.module = model.get(), .optimizer = &adam});
+  checkpoint::SetShardChunkBytesForTesting(0);
   ASSERT_TRUE(restored.has_value());
   EXPECT_EQ(restored->step, 10);
   EXPECT_EQ(restored->num_trainers, 1);
@@ -267,6 +323,7 @@ void CheckCheckpoint(const std::string& config, const std::string& dir) {
     EXPECT_FALSE(PathExists(dir + "/here/step-1"));
     EXPECT_TRUE(PathExists(dir + "/here/step-2/manifest.json"));
   }
+  CheckSavesOnlyWhatRestores(g, *model, dir);
   // A save never replaces a file that is not a checkpoint folder.
   ASSERT_TRUE(WriteFileAtomic(dir + "/model.pt", "weights").ok());
   ExpectError([&] { SaveCheckpoint(g, dir + "/model.pt", 1, {}); }, {"is not a folder"});
@@ -317,7 +374,9 @@ TEST(CheckpointTest, RestoresOnAnotherPartitioningByOriginalId) {
   initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
   {
     DistGraph g("cora", one);
+    checkpoint::SetShardChunkBytesForTesting(1000);  // Rows and original ids in small chunks.
     RestoredCheckpoint r = RestoreCheckpoint(g, dir / "ckpt");
+    checkpoint::SetShardChunkBytesForTesting(0);
     EXPECT_FALSE(r.same_partitioning);
     EXPECT_EQ(r.step, 5);
     // The tensors exist now; the program's own handles attach to them.

@@ -1,5 +1,6 @@
 #include "src/graph/npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -70,6 +71,13 @@ StatusOr<std::string_view> QuotedValue(std::string_view text, const std::string&
 }  // namespace
 
 StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, const std::string& path) {
+  return ParseNpyHeader(data, size, size, path);
+}
+
+StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t available, uint64_t file_size,
+                                   const std::string& path) {
+  // The header is parsed from the `available` bytes only.
+  const size_t size = static_cast<size_t>(std::min<uint64_t>(available, file_size));
   if (size < 10 || std::memcmp(data, kMagic, kMagicLen) != 0) {
     return Bad(path, size < 10 ? "file too short for a header" : "missing \\x93NUMPY magic");
   }
@@ -136,7 +144,7 @@ StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, const std::
         StrCat(path, ": Fortran-ordered arrays are not supported; save with np.ascontiguousarray"));
   }
   const int64_t expected = total * static_cast<int64_t>(DTypeSize(header.dtype));
-  const int64_t actual = static_cast<int64_t>(size) - static_cast<int64_t>(header.data_offset);
+  const int64_t actual = static_cast<int64_t>(file_size) - static_cast<int64_t>(header.data_offset);
   if (actual != expected) {
     return absl::InvalidArgumentError(
         StrCat(path, ": ", actual < expected ? "truncated" : "has trailing bytes", ": shape (",

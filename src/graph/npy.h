@@ -27,6 +27,10 @@ struct NpyHeader {
 // Parses and validates the header of a mapped .npy file (including the
 // data-size check against the file length).
 StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, const std::string& path);
+// The same from the first `available` bytes of a file of `file_size` bytes
+// (read in pieces): the data size is checked against `file_size`.
+StatusOr<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t available, uint64_t file_size,
+                                   const std::string& path);
 
 // Maps and validates `path`; the returned array reads from the map (no copy).
 StatusOr<Array> ReadNpy(const std::string& path);

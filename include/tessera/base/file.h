@@ -106,13 +106,40 @@ class ScratchDir {
 // than `max_bytes` is refused before it is read (FailedPrecondition).
 StatusOr<std::string> ReadFileToString(const std::string& path,
                                        uint64_t max_bytes = std::numeric_limits<uint64_t>::max());
-// The same into memory that is not zero-filled first (for large files).
+// The same into memory that is not zero-filled first.
 struct FileBytes {
   std::unique_ptr<uint8_t[]> data;
   size_t size = 0;
 };
 StatusOr<FileBytes> ReadFileBytes(const std::string& path,
                                   uint64_t max_bytes = std::numeric_limits<uint64_t>::max());
+// A regular file open for reading in pieces, with pread: memory stays
+// bounded however large the file, and a file truncated meanwhile gives an
+// error, never SIGBUS. Move-only owner of the descriptor (closed by the
+// destructor).
+class InputFile {
+ public:
+  static StatusOr<InputFile> Open(const std::string& path);
+
+  InputFile() = default;
+  InputFile(InputFile&& other) noexcept;
+  InputFile& operator=(InputFile&& other) noexcept;
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  ~InputFile();
+
+  // The size when it was opened.
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Reads exactly `size` bytes at `offset` into `out`; DataLoss ("shrank
+  // while it was read") if the file ends first.
+  Status ReadAt(uint64_t offset, void* out, size_t size) const;
+
+ private:
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::string path_;
+};
 // Writes `contents` to "<path>.tmp" and renames it over `path`, so readers see
 // either the old file or the complete new one.
 Status WriteFileAtomic(const std::string& path, std::string_view contents);

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,11 @@ struct RestoredCheckpoint {
   // This trainer's own file from the saving job (same trainer count only);
   // the dense files. Names relative to `path`, checksums verified.
   std::vector<std::string> trainer_files, dense_files;
+  // The bytes of those files that restore does not load itself (all but
+  // model.pt, optimizer.pt and trainer-<rank>.pt: those of write_dense and
+  // write_trainer), as read once and verified. Use these rather than read
+  // the files again, which may have changed since.
+  std::map<std::string, std::string> file_bytes;
 };
 
 class Checkpoint {

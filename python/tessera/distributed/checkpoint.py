@@ -31,6 +31,7 @@ file's size and CRC-32C: a crash while saving leaves the older checkpoints
 as they were, and ``restore`` names any file that is missing, truncated or
 altered.
 """
+import io
 import json
 import os
 import random
@@ -82,11 +83,56 @@ def _positions(loaders):
     return [dict(loader.state_dict(), batches=len(loader)) for loader in loaders]
 
 
+# The manifest shows `extra` as JSON if it is a dict of at most this many
+# bytes (indented) and levels (the manifest nests it one level below its
+# own 64): the full `extra` is pickled into dense.pt whatever it is.
+_MAX_EXTRA_JSON_BYTES = 1 << 20
+_MAX_EXTRA_JSON_DEPTH = 63
+
+
+def _json_depth(text):
+    """How deep `text` (JSON) nests, strings skipped; iterative."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for c in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def _manifest_extra(extra):
+    """The JSON text of `extra` for the manifest: "{}" unless it is a dict
+    that JSON shows within the manifest's limits (the save would otherwise
+    fail for a copy that is only for display)."""
+    if not isinstance(extra, dict):
+        return "{}"
+    try:
+        text = json.dumps(extra, indent=1, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return "{}"
+    if len(text.encode()) > _MAX_EXTRA_JSON_BYTES or _json_depth(text) > _MAX_EXTRA_JSON_DEPTH:
+        return "{}"
+    return text
+
+
 def save(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), loaders=(),
          extra=None, step=None, keep=None, g=None):
     """Writes a checkpoint into the folder ``path`` (an Error if it already
     holds a complete one) and returns ``path``. ``extra`` is any picklable
-    object (as a JSON-able dict it is also shown in the manifest); ``step``
+    object (a JSON-able dict of at most 1 MiB of JSON and 63 levels also
+    shows in the manifest); ``step``
     orders checkpoints for :func:`latest` (default: ``extra["step"]``, else
     0). With ``keep``, only the newest ``keep`` of the checkpoints among
     ``path``'s sibling folders that were also saved with ``keep`` stay (and
@@ -96,10 +142,7 @@ def save(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), loa
     g = _graph(g)
     if step is None:
         step = extra.get("step", 0) if isinstance(extra, dict) else 0
-    try:
-        extra_json = json.dumps(extra if isinstance(extra, dict) else {})
-    except (TypeError, ValueError):
-        extra_json = "{}"
+    extra_json = _manifest_extra(extra)
     rank = g.rank()
 
     def write_dense(folder):
@@ -149,8 +192,11 @@ def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), 
         _prefetch.wrote(key.split("/", 1)[1])
     folder = r.path
     dense = {"model": None, "optimizer": None, "extra": None, "loaders": []}
+    # Loaded from the bytes the restore verified, not from the files again
+    # (which may have changed since).
+    files = r.file_bytes
     if _DENSE in r.dense_files:
-        dense = torch.load(os.path.join(folder, _DENSE))
+        dense = torch.load(io.BytesIO(files[_DENSE]))
     elif model is not None or optimizer is not None or loaders:
         raise _C.TesseraError(f"checkpoint {folder} holds no Python state ({_DENSE})")
     for what, obj in (("model", model), ("optimizer", optimizer)):
@@ -160,7 +206,7 @@ def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), 
             obj.load_state_dict(dense[what])
     own = _trainer_file(g.rank())
     if own in r.trainer_files:
-        state = torch.load(os.path.join(folder, own))
+        state = torch.load(io.BytesIO(files[own]))
         random.setstate(state["random"])
         np.random.set_state(state["numpy"])
         _resume(loaders, state["loaders"], scale=False)
