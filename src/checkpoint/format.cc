@@ -214,12 +214,17 @@ Status CheckParsedManifest(Json& manifest) {
       const Json& shape_json = t.at("shape");
       bool valid = shape_json.is_array() && !shape_json.empty() && shape_json.size() <= 32;
       std::vector<int64_t> shape;
-      uint64_t bytes = DTypeSize(*dtype);
+      // A row is checked on its own too: readers size a buffer of a row
+      // even when a tensor has no rows.
+      uint64_t row_bytes = DTypeSize(*dtype), bytes = 0;
       for (size_t i = 0; valid && i < shape_json.size(); ++i) {
         const std::optional<int64_t> d = Count(shape_json[i]);
-        valid = d && !__builtin_mul_overflow(bytes, static_cast<uint64_t>(*d), &bytes);
+        valid = d.has_value() && (i == 0 || !__builtin_mul_overflow(
+                                                row_bytes, static_cast<uint64_t>(*d), &row_bytes));
         if (valid) shape.push_back(*d);
       }
+      valid = valid && row_bytes <= kMaxRowBytes &&
+              !__builtin_mul_overflow(row_bytes, static_cast<uint64_t>(shape[0]), &bytes);
       if (!valid || bytes > (uint64_t{1} << 50)) {
         return bad(fmt::format("the shape {} of {}",
                                shape_json.is_array() && shape_json.size() <= 32 ? shape_json.dump()
@@ -602,7 +607,7 @@ Status ReadShard(const std::string& folder, const Json& tensor, const Json& shar
   const size_t row_bytes = (data ? data->row_bytes : 0) + (ids ? sizeof(int64_t) : 0);
   const int64_t per_chunk =
       std::max<int64_t>(1, static_cast<int64_t>(chunk / std::max<size_t>(row_bytes, 1)));
-  const int64_t chunk_rows = std::min(per_chunk, std::max<int64_t>(rows, 1));
+  const int64_t chunk_rows = rows == 0 ? 0 : std::min(per_chunk, rows);  // No rows: no buffers.
   buffer.clear();
   buffer.shrink_to_fit();
   std::vector<uint8_t> data_buffer(data ? static_cast<size_t>(chunk_rows) * data->row_bytes : 0);

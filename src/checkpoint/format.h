@@ -25,6 +25,10 @@
 
 namespace tessera::checkpoint {
 
+// The largest row a checkpoint's tensor may have (1 GiB): readers hold a
+// row at a time, and a manifest is refused beyond this.
+inline constexpr uint64_t kMaxRowBytes = uint64_t{1} << 30;
+
 inline constexpr char kManifest[] = "manifest.json";
 // In every checkpoint folder from the start of its save: what pruning may remove.
 inline constexpr char kMarker[] = ".tessera-checkpoint";
