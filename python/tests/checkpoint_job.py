@@ -46,7 +46,8 @@ if mode == "full":
     dist.exit_client()
     sys.exit(0)
 if mode == "extra":
-    # Too deep (100 levels), too large (2 MiB) or not JSON (NaN) for the
+    # Too deep (100 levels), too large (2 MiB) or not JSON the manifest's
+    # reader takes (NaN, a lone surrogate, an int beyond 64 bits) for the
     # manifest's copy, which is then {}: the save works and restore returns
     # the whole extra from the pickle.
     deep = {"step": 1}
@@ -56,11 +57,14 @@ if mode == "extra":
         inner = inner["x"]
     inner["leaf"] = [1, 2]
     cases = [("deep", deep), ("large", {"step": 2, "blob": "x" * (2 << 20)}),
-             ("nan", {"step": 3, "loss": float("nan")}), ("shown", {"step": 4, "a": [1, {"b": 2}]})]
+             ("nan", {"step": 3, "loss": float("nan")}),
+             ("surrogate", {"step": 5, "path": b"\xff.bin".decode("utf-8", "surrogateescape")}),
+             ("bigint", {"step": 6, "n": 10 ** 400}),
+             ("shown", {"step": 4, "a": [1, {"b": 2}], "name": "caf\u00e9"})]
     for name, extra in cases:
         path = os.path.join(ckpt, name)
         checkpoint.save(path, extra=extra)
-        with open(os.path.join(path, "manifest.json")) as f:
+        with open(os.path.join(path, "manifest.json"), encoding="utf-8") as f:
             shown = json.load(f)["extra"]
         assert shown == (extra if name == "shown" else {}), (name, str(shown)[:200])
         back = checkpoint.restore(path)

@@ -119,12 +119,21 @@ def _manifest_extra(extra):
     if not isinstance(extra, dict):
         return "{}"
     try:
-        text = json.dumps(extra, indent=1, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        return "{}"
-    if len(text.encode()) > _MAX_EXTRA_JSON_BYTES or _json_depth(text) > _MAX_EXTRA_JSON_DEPTH:
+        text = json.dumps(extra, indent=1, allow_nan=False, ensure_ascii=False)
+        size = len(text.encode("utf-8"))  # A lone surrogate cannot be: UnicodeEncodeError.
+        if size > _MAX_EXTRA_JSON_BYTES or _json_depth(text) > _MAX_EXTRA_JSON_DEPTH:
+            return "{}"
+        json.loads(text, parse_int=_int64)  # The reader's integers are 64-bit.
+    except (TypeError, ValueError, RecursionError):  # UnicodeError is a ValueError.
         return "{}"
     return text
+
+
+def _int64(text):
+    value = int(text)
+    if not -2**63 <= value < 2**64:
+        raise ValueError(f"{text} does not fit in 64 bits")
+    return value
 
 
 def save(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), loaders=(),
