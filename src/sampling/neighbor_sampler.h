@@ -106,6 +106,7 @@ struct SampledEdges {
 // range, weights of the wrong length (or an edge id outside them), negative/NaN
 // weights, an unsorted exclude list, etype_fanouts whose size is not
 // csc.num_etypes or with an entry below -1, or a relation out of range.
+// A segment whose fanout is 0 is never read (its weights are not checked).
 // Weights may change during the call (shared memory that others push to):
 // a weighted call reads each row once, its count and its choice from the
 // same read, unless its bound exceeds max_edges; then a second pass may

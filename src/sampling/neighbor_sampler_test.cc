@@ -414,7 +414,11 @@ TEST(NeighborSamplerTest, ExclusionInsideRelationSegments) {
 // Per-relation fanouts run in one pass over each row unless the result could
 // exceed max_edges; both paths, any thread count, and reading segment ids as
 // consecutive (true of Typed's segments) give the same edges.
-TEST(NeighborSamplerTest, PerRelationOnePassEqualsTwoPasses) {
+// Per-relation fanouts, and one fanout with weights, sample each row in one
+// pass; a bound above max_edges makes them count first. Both give the same
+// edges, on any thread count, and with consecutive ids per relation (which
+// a whole-row segment of one fanout must not assume).
+TEST(NeighborSamplerTest, OnePassEqualsTwoPasses) {
   Typed g;
   std::vector<int64_t> seeds(900), keys(900);
   for (size_t i = 0; i < seeds.size(); ++i) seeds[i] = i % 5 == 0 ? 1 : 0;
@@ -423,40 +427,50 @@ TEST(NeighborSamplerTest, PerRelationOnePassEqualsTwoPasses) {
   std::vector<float> w(203, 1.0f);
   w[101 - 100] = 0;
   w[300 - 100] = 3;
+  const std::vector<int64_t> fanouts = {2, -1, 1};
   for (bool replace : {false, true}) {
     for (bool weighted : {false, true}) {
-      std::vector<int64_t> fanouts = {2, -1, 1};
-      SampleOptions o{.etype_fanouts = fanouts, .replace = replace, .exclude = exclude, .seed = 9};
-      if (weighted) {
-        o.weights = w;
-        o.weights_by_eid = true;
-        o.weights_eid_base = 100;
+      for (bool single : {false, true}) {
+        SampleOptions o{.replace = replace, .exclude = exclude, .seed = 9};
+        if (single) {
+          // Fewer edges than the bound from degrees (12 a row): excluded or
+          // weightless ones, so that max_edges can sit between the two.
+          o.fanout = replace ? -1 : 11;
+        } else {
+          o.etype_fanouts = fanouts;
+        }
+        if (weighted) {
+          o.weights = w;
+          o.weights_by_eid = true;
+          o.weights_eid_base = 100;
+        }
+        auto one_pass = SampleNeighbors(g.view(), seeds, keys, o);
+        ASSERT_TRUE(one_pass.ok()) << one_pass.status();
+        SCOPED_TRACE(testing::Message()
+                     << "replace " << replace << " weighted " << weighted << " single " << single);
+        // A bound below what the degrees allow forces the counting pass.
+        SampleOptions exact = o;
+        exact.max_edges = static_cast<int64_t>(one_pass->size());
+        auto two_pass = SampleNeighbors(g.view(), seeds, keys, exact);
+        ASSERT_TRUE(two_pass.ok()) << two_pass.status();
+        SampleOptions threaded = o;
+        threaded.num_threads = 3;
+        auto three = SampleNeighbors(g.view(), seeds, keys, threaded);
+        ASSERT_TRUE(three.ok()) << three.status();
+        CscView consecutive = g.view();
+        consecutive.consecutive_segment_eids = true;
+        auto shifted = SampleNeighbors(consecutive, seeds, keys, threaded);
+        ASSERT_TRUE(shifted.ok()) << shifted.status();
+        for (const SampledEdges* other : {&*two_pass, &*three, &*shifted}) {
+          EXPECT_EQ(other->src, one_pass->src);
+          EXPECT_EQ(other->dst, one_pass->dst);
+          EXPECT_EQ(other->eid, one_pass->eid);
+          EXPECT_EQ(other->offsets, one_pass->offsets);
+        }
+        exact.max_edges -= 1;  // One edge too many: an error, nothing returned.
+        EXPECT_EQ(SampleNeighbors(g.view(), seeds, keys, exact).status().code(),
+                  absl::StatusCode::kResourceExhausted);
       }
-      auto one_pass = SampleNeighbors(g.view(), seeds, keys, o);
-      ASSERT_TRUE(one_pass.ok()) << one_pass.status();
-      SCOPED_TRACE(testing::Message() << "replace " << replace << " weighted " << weighted);
-      // A bound below what the degrees allow forces the counting pass.
-      SampleOptions exact = o;
-      exact.max_edges = static_cast<int64_t>(one_pass->size());
-      auto two_pass = SampleNeighbors(g.view(), seeds, keys, exact);
-      ASSERT_TRUE(two_pass.ok()) << two_pass.status();
-      SampleOptions threaded = o;
-      threaded.num_threads = 3;
-      auto three = SampleNeighbors(g.view(), seeds, keys, threaded);
-      ASSERT_TRUE(three.ok()) << three.status();
-      CscView consecutive = g.view();
-      consecutive.consecutive_segment_eids = true;
-      auto shifted = SampleNeighbors(consecutive, seeds, keys, threaded);
-      ASSERT_TRUE(shifted.ok()) << shifted.status();
-      for (const SampledEdges* other : {&*two_pass, &*three, &*shifted}) {
-        EXPECT_EQ(other->src, one_pass->src);
-        EXPECT_EQ(other->dst, one_pass->dst);
-        EXPECT_EQ(other->eid, one_pass->eid);
-        EXPECT_EQ(other->offsets, one_pass->offsets);
-      }
-      exact.max_edges -= 1;  // One edge too many: an error, nothing returned.
-      EXPECT_EQ(SampleNeighbors(g.view(), seeds, keys, exact).status().code(),
-                absl::StatusCode::kResourceExhausted);
     }
   }
 }
