@@ -10,6 +10,7 @@
 Both write OUT.<rank>.pt: the embedding's rows and its Adam state by
 original node id (the same on any partitioning), the model's state and the
 seeds of the batches after the checkpoint."""
+import argparse
 import json
 import os
 import sys
@@ -84,6 +85,26 @@ if mode == "extra":
         raise AssertionError("an altered dense.pt was restored")
     except dist.TesseraError as e:
         assert "dense.pt is corrupt" in str(e), str(e)
+    # Objects other than tensors, arrays and plain values load only when
+    # trusted: unpickling one could run code (here it would make a folder).
+    marker = os.path.join(ckpt, "made-by-unpickling")
+
+    class RunsCode:
+        def __reduce__(self):
+            return (os.mkdir, (marker,))
+
+    for name, extra, refused in (("namespace", argparse.Namespace(step=7), "argparse.Namespace"),
+                                 ("code", {"step": 8, "x": RunsCode()}, "posix.mkdir")):
+        path = os.path.join(ckpt, name)
+        checkpoint.save(path, extra=extra)
+        try:
+            checkpoint.restore(path)
+            raise AssertionError(f"{name}: an extra holding {refused} was restored untrusted")
+        except dist.TesseraError as e:
+            assert f"dense.pt holds {refused}" in str(e) and "trusted=True" in str(e), str(e)
+        assert not os.path.exists(marker), "unpickling ran code"
+    back = checkpoint.restore(os.path.join(ckpt, "namespace"), trusted=True)
+    assert back == argparse.Namespace(step=7), back
     print("CHECKPOINT extra ok", flush=True)
     dist.exit_client()
     sys.exit(0)

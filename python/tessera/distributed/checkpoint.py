@@ -34,8 +34,10 @@ altered.
 import io
 import json
 import os
+import pickle
 import random
 import time
+import types
 
 import numpy as np
 import torch
@@ -184,8 +186,65 @@ def _resume(loaders, positions, scale):
         loader.load_state_dict({"epoch": p["epoch"], "batch": batch})
 
 
+class _Refused(pickle.UnpicklingError):
+    pass
+
+
+class _StateUnpickler(pickle.Unpickler):
+    """Unpickles tensors, numpy arrays and plain Python values only. Any
+    other class or function a pickle names could run code as it loads (a
+    hostile checkpoint), so it is refused by name. (torch 1.13's own
+    ``weights_only`` loader cannot read floats, so an optimizer's
+    state_dict would not load through it.)"""
+
+    _ALLOWED = {("collections", "OrderedDict"), ("torch", "Size"), ("torch", "device"),
+                ("torch._utils", "_rebuild_tensor_v2"), ("torch._utils", "_rebuild_parameter"),
+                ("torch._utils", "_rebuild_sparse_tensor"), ("torch.serialization", "_get_layout"),
+                ("_codecs", "encode"),
+                ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "complex"),
+                ("builtins", "bytearray"), ("numpy", "ndarray"), ("numpy", "dtype"),
+                ("numpy.core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar")}
+
+    def find_class(self, module, name):
+        if module == "__builtin__":  # Protocol 2's name, which pickle maps.
+            module = "builtins"
+        if (module, name) in self._ALLOWED or (
+                module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)):
+            return super().find_class(module, name)
+        raise _Refused(f"{module}.{name}")
+
+
+_STATE_PICKLE = types.SimpleNamespace(Unpickler=_StateUnpickler, __name__="tessera_state_pickle")
+
+
+def _load_state(data):
+    """torch.load(data) through _StateUnpickler. torch 1.13's torch.load
+    replaces any pickle_module it is given by pickle's unless weights_only
+    is set, so this calls the zip loader under it (the only format tessera
+    writes; a legacy or TorchScript file is refused)."""
+    with torch.serialization._open_zipfile_reader(io.BytesIO(data)) as archive:
+        if torch.serialization._is_torchscript_zip(archive):
+            raise _Refused("a TorchScript archive")
+        return torch.serialization._load(archive, None, _STATE_PICKLE, encoding="utf-8")
+
+
+def _load(folder, name, data, trusted):
+    if trusted:
+        return torch.load(io.BytesIO(data))
+    try:
+        return _load_state(data)
+    except _Refused as e:
+        raise _C.TesseraError(
+            f"checkpoint {folder}: {name} holds {e}, which loading could run code for; "
+            f"only tensors, numpy arrays and plain values load unless restore(..., "
+            f"trusted=True) (for a checkpoint whose every writer you trust)") from None
+    except Exception as e:  # A malformed file: its own error, named.
+        raise _C.TesseraError(f"checkpoint {folder}: {name} does not load: "
+                              f"{type(e).__name__}: {e}") from None
+
+
 def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), loaders=(),
-            g=None):
+            g=None, trusted=False):
     """Restores the checkpoint in folder ``path`` and returns its ``extra``.
     Tensors come back into the job's tensors of the same names (created if
     the program has not made them yet: its own constructors then attach to
@@ -193,7 +252,14 @@ def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), 
     ``model`` / ``optimizer`` get their state_dicts back. On the same
     trainer count every trainer gets its random states and loader positions
     back; on another one, loaders continue the saved epoch from the same
-    fraction of it, and random states are left as they are."""
+    fraction of it, and random states are left as they are.
+
+    The Python state loads as tensors, numpy arrays and plain values only
+    (what state_dicts, random states and a JSON-like ``extra`` are made of):
+    a pickle naming any other class, which could run code as it loads, is
+    refused with its name. ``trusted=True`` loads any pickle, as
+    ``torch.load`` does; pass it only for a checkpoint you trust (an
+    ``extra`` holding other objects needs it)."""
     g = _graph(g)
     del sparse_optimizers, tensors  # Their tensors are in the checkpoint by name.
     r = _C.restore_checkpoint(g._g, os.fspath(path))
@@ -205,7 +271,7 @@ def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), 
     # (which may have changed since).
     files = r.file_bytes
     if _DENSE in r.dense_files:
-        dense = torch.load(io.BytesIO(files[_DENSE]))
+        dense = _load(folder, _DENSE, files[_DENSE], trusted)
     elif model is not None or optimizer is not None or loaders:
         raise _C.TesseraError(f"checkpoint {folder} holds no Python state ({_DENSE})")
     for what, obj in (("model", model), ("optimizer", optimizer)):
@@ -215,7 +281,7 @@ def restore(path, model=None, optimizer=None, sparse_optimizers=(), tensors=(), 
             obj.load_state_dict(dense[what])
     own = _trainer_file(g.rank())
     if own in r.trainer_files:
-        state = torch.load(io.BytesIO(files[own]))
+        state = _load(folder, own, files[own], trusted)
         random.setstate(state["random"])
         np.random.set_state(state["numpy"])
         _resume(loaders, state["loaders"], scale=False)
