@@ -474,38 +474,36 @@ def multi_update_all(g, etype_dict, cross_reducer, apply_node_func=None):
             raise _C.TesseraError(f"multi_update_all: {etype!r} needs (message_func, "
                                   f"reduce_func[, apply_node_func])")
         out = _relation_update(g, c, funcs[0], funcs[1])
+        extreme = isinstance(funcs[1], ReduceFunction) and funcs[1].name in ("max", "min")
+        if extreme:
+            # As in DGL: until the merge, a destination this relation does not
+            # reach holds the reducer's identity (-inf for max, inf for min).
+            indptr = g._rel[c].indptr
+            unreached = indptr[1:] == indptr[:-1]
+            fill = float("-inf") if funcs[1].name == "max" else float("inf")
+            out = {k: v.masked_fill(unreached.view(-1, *[1] * (v.dim() - 1)), fill)
+                   if v.is_floating_point() else v for k, v in out.items()}
         if len(funcs) == 3 and funcs[2] is not None:
             batch = NodeBatch(_Rows(dict(g._dstf[c[2]].data, **out), None),
                               torch.arange(g._dstf[c[2]].num_rows), c[2])
             applied = funcs[2](batch)
             _check_udf_out(applied, g._dstf[c[2]].num_rows, "apply_node_func")
             out = dict(out, **applied)
-        indptr = g._rel[c].indptr
-        per_type.setdefault(c[2], []).append((order[c], out, indptr[1:] > indptr[:-1]))
+        per_type.setdefault(c[2], []).append((order[c], out))
     for ntype, results in per_type.items():
-        results.sort(key=lambda x: x[0])
+        if cross_reducer == "stack":  # In relation order; others in the order given (DGL).
+            results.sort(key=lambda x: x[0])
         frame = g._dstf[ntype]
-        names = dict.fromkeys(k for _, out, _ in results for k in out)
+        names = dict.fromkeys(k for _, out in results for k in out)
         combined = {}
         for k in names:
-            parts = [(out[k], reached) for _, out, reached in results if k in out]
-            if cross_reducer in ("max", "min"):
-                combined[k] = _cross_extreme(parts, cross_reducer)
-            else:
-                combined[k] = cross([v for v, _ in parts])
+            parts = [out[k] for _, out in results if k in out]
+            alone = len(results) == 1 or (len(parts) == 1 and isinstance(cross_reducer, str))
+            combined[k] = parts[0] if alone and cross_reducer != "stack" else cross(parts)
+            if extreme:  # DGL's rule: when the last relation given reduces by max or min.
+                combined[k] = combined[k].masked_fill(torch.isinf(combined[k]), 0)
         _write(frame, combined)
         _apply_nodes(g, frame, ntype, apply_node_func)
-
-
-def _cross_extreme(parts, op):
-    """max / min over relations of each node's results, counting only the
-    relations that reach it (DGL: a relation without in-edges at a node
-    gives it no value); 0 where none does."""
-    fill = float("-inf") if op == "max" else float("inf")
-    stacked = torch.stack([v.masked_fill(~reached.view(-1, *([1] * (v.dim() - 1))), fill)
-                           for v, reached in parts])
-    out = stacked.amax(0) if op == "max" else stacked.amin(0)
-    return out.masked_fill(torch.isinf(out) & (out == fill), 0.0)
 
 
 def apply_edges(g, func, edges=ALL, etype=None):

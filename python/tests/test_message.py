@@ -296,8 +296,12 @@ def test_update_all_every_relation_and_multi_update_all():
                        apply_node_func=lambda nodes: {"z2": nodes.data["z"] * 2})
     assert g.nodes["c"].data["z2"].tolist() == [[3.0], [5.0]]
     g.multi_update_all({"r": (fn.copy_u("h", "m"), fn.sum("m", "q"))},
-                       lambda xs: xs[0] + 100)
-    assert g.nodes["c"].data["q"].tolist() == [[103.0], [100.0]]
+                       lambda xs: xs[0] + 100)  # One relation: not merged (DGL).
+    assert g.nodes["c"].data["q"].tolist() == [[3.0], [0.0]]
+    g.multi_update_all({"r": (fn.copy_u("h", "m"), fn.sum("m", "q")),
+                        "s": (fn.copy_u("h", "m"), fn.sum("m", "q"))},
+                       lambda xs: xs[0] + xs[1] + 100)
+    assert g.nodes["c"].data["q"].tolist() == [[103.0], [105.0]]
 
 
 def test_user_defined_functions_equal_builtins():
@@ -498,9 +502,12 @@ def test_layers_on_a_to_block_block_equal_the_loader_form():
         assert torch.allclose(att[v == d].sum(0), torch.ones(2, 1))
 
 
-def test_cross_relation_max_and_min_count_only_relations_that_reach_a_node():
-    """DGL keeps -inf / +inf for a relation that does not reach a node and
-    zeroes only what no relation reaches: negative maxima stay negative."""
+def test_cross_relation_reduction_follows_dgls_rules():
+    """As DGL 1.1.3 (checked side by side): a relation that does not reach a
+    node gives it its reducer's identity (0 for sum, -inf for max, inf for
+    min) and the cross reducer takes it like any value; infinities become 0
+    when the last relation given reduces by max or min. A callable gets the
+    relations in the order given, "stack" in relation order."""
     g = tessera.heterograph({("a", "r", "c"): (torch.tensor([0]), torch.tensor([0])),
                              ("b", "s", "c"): (torch.tensor([0]), torch.tensor([1]))},
                             num_nodes_dict={"a": 1, "b": 1, "c": 3})
@@ -510,9 +517,21 @@ def test_cross_relation_max_and_min_count_only_relations_that_reach_a_node():
     g.update_all(fn.copy_u("h", "m"), fn.min("m", "mn"))
     assert g.nodes["c"].data["mx"].tolist() == [[-1.0], [-2.0], [0.0]]
     assert g.nodes["c"].data["mn"].tolist() == [[-1.0], [-2.0], [0.0]]
-    g.multi_update_all({"r": (fn.copy_u("h", "m"), fn.sum("m", "z")),
-                        "s": (fn.copy_u("h", "m"), fn.sum("m", "z"))}, "max")
-    assert g.nodes["c"].data["z"].tolist() == [[-1.0], [-2.0], [0.0]]
+    for reduce, cross, want in (("sum", "max", [0.0, 0.0, 0.0]),  # max(-1, 0) = 0
+                                ("sum", "min", [-1.0, -2.0, 0.0]),
+                                ("max", "max", [-1.0, -2.0, 0.0]),  # -inf never wins
+                                ("min", "min", [-1.0, -2.0, 0.0]),
+                                ("max", "sum", [0.0, 0.0, 0.0]),  # -1 + -inf, then 0
+                                ("mean", "max", [0.0, 0.0, 0.0])):
+        g.multi_update_all({"r": (fn.copy_u("h", "m"), getattr(fn, reduce)("m", "z")),
+                            "s": (fn.copy_u("h", "m"), getattr(fn, reduce)("m", "z"))}, cross)
+        assert g.nodes["c"].data["z"].flatten().tolist() == want, (reduce, cross)
+    both = {"s": (fn.copy_u("h", "m"), fn.sum("m", "q")),
+            "r": (fn.copy_u("h", "m"), fn.sum("m", "q"))}
+    g.multi_update_all(both, lambda xs: xs[0] * 10 + xs[1])  # xs = [s's, r's]
+    assert g.nodes["c"].data["q"].flatten().tolist() == [-1.0, -20.0, 0.0]
+    g.multi_update_all(both, "stack")  # [r's, s's] per node
+    assert g.nodes["c"].data["q"].tolist() == [[[-1.0], [0.0]], [[0.0], [-2.0]], [[0.0], [0.0]]]
 
 
 def test_edge_operand_broadcasts_as_numpy_not_per_head():
