@@ -335,6 +335,41 @@ for use in (lambda: stale[every], lambda: stale.__setitem__(every, torch.ones(le
 assert torch.equal(wider[every], torch.zeros(len(every), 64))
 ok("stale_handle")
 
+# DGL 1.1.3's DistTensor / DistGraph answers to one id and its writes: one
+# id reads a [1, ...] row and gives a one-element degree tensor; a row or a
+# scalar broadcasts over the rows written; a tensor of another dtype raises.
+feat = g.ndata["feat"]
+assert feat[5].shape == (1, feat.shape[1]) and torch.equal(feat[5], feat[torch.tensor([5])])
+assert feat[torch.tensor(5)].shape == (1, feat.shape[1])
+for degrees in (g.in_degrees, g.out_degrees):
+    one = degrees(5)
+    assert isinstance(one, torch.Tensor) and one.shape == (1,), one
+    assert torch.equal(one, degrees(torch.tensor([5])))
+    assert degrees(torch.tensor(5)).shape == (1,)
+bt = dist.DistTensor((g.num_nodes(), 2), torch.float32, f"broadcast_{rank}")
+two = torch.tensor([1, 2])
+bt[two] = torch.tensor([5.0, 6.0])
+assert torch.equal(bt[two], torch.tensor([[5.0, 6.0], [5.0, 6.0]]))
+bt[two] = 7.0
+assert torch.equal(bt[two], torch.full((2, 2), 7.0))
+bt[torch.tensor([1, 2, 3])] = torch.tensor([[1.0], [2.0], [3.0]])
+assert torch.equal(bt[torch.tensor([1, 2, 3])], torch.tensor([[1.0] * 2, [2.0] * 2, [3.0] * 2]))
+bt[4] = torch.tensor([8.0, 9.0])
+assert torch.equal(bt[4], torch.tensor([[8.0, 9.0]]))
+for bad in (torch.tensor([[1, 2]]), torch.ones(1, 2, dtype=torch.float64), torch.tensor(9)):
+    try:
+        bt[torch.tensor([1])] = bad
+        raise AssertionError(f"no error for {bad.dtype}")
+    except tessera.TesseraError as e:
+        assert str(bad.dtype) in str(e) and "float32" in str(e), e
+assert torch.equal(bt[1], torch.tensor([[1.0, 1.0]]))  # Unchanged by the failed writes.
+try:
+    bt[two] = torch.ones(3, 2)
+    raise AssertionError("no error")
+except tessera.TesseraError as e:
+    assert "[3, 2]" in str(e) and "[2, 2]" in str(e), e
+ok("dgl_row_shapes")
+
 # Bad input gives clear Python exceptions.
 try:
     g.ndata["no_such_tensor"]

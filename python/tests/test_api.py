@@ -7,7 +7,8 @@ from conftest import PYTHON, HERE, launch, python_cmd
 CHECKS = ["pull_equals_files", "python_init_func", "push_visible_everywhere",
           "sparse_adam_formula", "sparse_adagrad_formula", "sampling", "node_loader",
           "explicit_prefetch", "learned_prefetch", "edge_loader", "subgraphs", "to_block", "pickled_rows",
-          "int_mask_split", "python_collate", "stale_handle", "bad_input"]
+          "int_mask_split", "python_collate", "stale_handle", "dgl_row_shapes",
+          "bad_input"]
 
 
 def test_standalone(cora_parts):

@@ -283,12 +283,12 @@ class DistGraph:
         return self._g.find_edges_of(ids, _etype_str(etype))
 
     def _degrees(self, v, etype, what):
-        ids, scalar = (None, False) if isinstance(v, str) and v == ALL else as_ids(v, what)
+        # One id (an int) gives a one-element tensor, as DGL's DistGraph
+        # (its docstring promises an int; DGLGraph's in-memory degrees do).
+        ids = None if isinstance(v, str) and v == ALL else as_ids(v, what)[0]
         if etype is None:
-            out = getattr(self._g, what)(ids)
-        else:
-            out = getattr(self._g, what + "_of")(ids, _etype_str(etype))
-        return int(out[0]) if scalar else out
+            return getattr(self._g, what)(ids)
+        return getattr(self._g, what + "_of")(ids, _etype_str(etype))
 
     def in_degrees(self, v=ALL, etype=None):
         """In-degrees; with ``etype``, in-edges of that relation only, ``v`` in

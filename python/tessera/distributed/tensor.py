@@ -203,17 +203,33 @@ class DistTensor:
             rows = _prefetch.lookup(self._t.name, idx)
             if rows is not None:
                 return rows
-        ids, scalar = as_ids(idx, f"DistTensor '{self.name}'", len(self))
-        rows = self._t.pull(ids)
-        return rows[0] if scalar else rows
+        # One id (an int or a 0-d tensor) reads one row kept as [1, ...], as
+        # DGL's pull of a one-id index.
+        ids, _ = as_ids(idx, f"DistTensor '{self.name}'", len(self))
+        return self._t.pull(ids)
 
     def __setitem__(self, idx, val):
-        ids, scalar = as_ids(idx, f"DistTensor '{self.name}'", len(self))
-        val = val if isinstance(val, torch.Tensor) else torch.as_tensor(val, dtype=self.dtype)
-        if scalar and val.dim() == len(self.shape) - 1:
-            val = val.unsqueeze(0)
+        """Writes rows: ``val`` broadcasts to ``[len(ids), *row shape]`` (a
+        scalar or one row fills every row, as DGL's ``data[ids] = val``); a
+        tensor must have the tensor's dtype (DGL raises too)."""
+        ids, _ = as_ids(idx, f"DistTensor '{self.name}'", len(self))
+        if isinstance(val, torch.Tensor):
+            if val.dtype != self.dtype:
+                raise _C.TesseraError(f"writing rows of '{self.name}': the rows are {val.dtype}, "
+                                      f"the tensor {self.dtype} (convert them with .to(), "
+                                      f"as DGL requires)")
+        else:  # Python numbers, lists, numpy arrays.
+            val = torch.as_tensor(val, dtype=self.dtype)
+        want = (ids.numel(),) + self.shape[1:]
+        if tuple(val.shape) != want:
+            try:
+                val = val.expand(want)
+            except RuntimeError:
+                raise _C.TesseraError(f"writing rows of '{self.name}': rows have shape "
+                                      f"{list(val.shape)}, expected {list(want)} (or a shape "
+                                      f"that broadcasts to it)") from None
         _prefetch.wrote(self._t.name)
-        self._t.set(ids, val)
+        self._t.set(ids, val.contiguous())
 
     def __len__(self):
         return self._t.shape[0]
