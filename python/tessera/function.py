@@ -393,13 +393,24 @@ def update_all(g, message_func, reduce_func, apply_node_func=None, etype=None):
     _apply_nodes(g, frame, c[2], apply_node_func)
 
 
+def _edge_ids(g, c, edges, what):
+    """Edge ids of relation ``c``: given as ids, or as a pair ``(u, v)`` of
+    endpoint tensors (DGL's forms)."""
+    if isinstance(edges, tuple):
+        if len(edges) != 2:
+            raise _C.TesseraError(f"{what}: a tuple of edges is (u, v), got {len(edges)} items")
+        return g.edge_ids(edges[0], edges[1], etype=c).reshape(-1)
+    return as_ids(edges, what)[0]
+
+
 def send_and_recv(g, edges, message_func, reduce_func, apply_node_func=None, etype=None):
-    """Messages along ``edges`` (edge ids of relation ``etype``) only,
+    """Messages along ``edges`` (edge ids of relation ``etype``, or a pair
+    ``(u, v)`` of endpoints) only,
     reduced into their destinations, whose data alone changes (DGL's
     ``send_and_recv``); ``apply_node_func`` runs on those destinations."""
     c = g.to_canonical_etype(etype)
     r = g._rel[c]
-    eids = as_ids(edges, "send_and_recv edges")[0]
+    eids = _edge_ids(g, c, edges, "send_and_recv edges")
     if eids.numel() and (int(eids.min()) < 0 or int(eids.max()) >= r.num_edges()):
         raise _C.TesseraError(f"send_and_recv: edge id out of range [0, {r.num_edges()}) of "
                               f"relation {c}")
@@ -508,9 +519,9 @@ def multi_update_all(g, etype_dict, cross_reducer, apply_node_func=None):
 
 def apply_edges(g, func, edges=ALL, etype=None):
     """``func`` (a builtin message or a UDF) on the edges of relation
-    ``etype`` (``edges``: all, or edge ids): the result is edge data. On a
-    graph of several relations with ``etype`` None, a builtin runs on every
-    relation."""
+    ``etype`` (``edges``: all, edge ids or a pair ``(u, v)`` of endpoints):
+    the result is edge data. On a graph of several relations with ``etype``
+    None, a builtin runs on every relation."""
     if etype is None and len(g.canonical_etypes) > 1:
         if not isinstance(func, MessageFunction):
             raise _C.TesseraError("apply_edges on a graph of several relations takes a builtin; "
@@ -522,7 +533,7 @@ def apply_edges(g, func, edges=ALL, etype=None):
     frame, n = g._ef[c], g._rel[c].num_edges()
     eids = None
     if not (isinstance(edges, str) and edges == ALL):
-        eids = as_ids(edges, "apply_edges edges")[0]
+        eids = _edge_ids(g, c, edges, "apply_edges edges")
         if eids.numel() and (int(eids.min()) < 0 or int(eids.max()) >= n):
             raise _C.TesseraError(f"apply_edges: edge id out of range [0, {n}) of relation {c}")
     if isinstance(func, MessageFunction):
@@ -539,11 +550,31 @@ def apply_edges(g, func, edges=ALL, etype=None):
 
 
 def apply_nodes(g, func, v=ALL, ntype=None):
-    """``func(nodes)`` on every node of ``ntype``; its outputs become node data."""
-    if not (isinstance(v, str) and v == ALL):
-        raise _C.TesseraError("apply_nodes: only v=ALL is supported")
+    """``func(nodes)`` on the nodes ``v`` (default: all) of ``ntype``; its
+    outputs become their node data (other rows keep theirs; 0 in a new
+    field, as DGL)."""
     t = g._one_type(g.dsttypes, "node") if ntype is None else ntype
-    _apply_nodes(g, g._dstf[t], t, func)
+    frame = g._dstf[t]
+    if isinstance(v, str) and v == ALL:
+        _apply_nodes(g, frame, t, func)
+        return
+    nodes = as_ids(v, "apply_nodes v")[0]
+    if nodes.numel() and (int(nodes.min()) < 0 or int(nodes.max()) >= frame.num_rows):
+        raise _C.TesseraError(f"apply_nodes: node id out of range [0, {frame.num_rows}) "
+                              f"of {t!r}")
+    out = func(NodeBatch(_Rows(frame.data, nodes), nodes, t))
+    _check_udf_out(out, nodes.numel(), "apply_nodes function")
+    _write(frame, {k: (frame.data[k] if k in frame.data else
+                       val.new_zeros((frame.num_rows, *val.shape[1:]))).index_copy(0, nodes, val)
+                   for k, val in out.items()})
+
+
+def push(g, u, message_func, reduce_func, apply_node_func=None, etype=None):
+    """Nodes ``u`` send messages along all their out-edges of relation
+    ``etype``, reduced into those edges' destinations (DGL's ``push``)."""
+    c = g.to_canonical_etype(etype)
+    send_and_recv(g, g.out_edges(u, form="eid", etype=c), message_func, reduce_func,
+                  apply_node_func, c)
 
 
 def __getattr__(name):

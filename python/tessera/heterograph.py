@@ -34,7 +34,7 @@ class _Relation:
     def __init__(self, num_src, num_dst, src, dst=None, indptr=None):
         self.num_src, self.num_dst, self.src = num_src, num_dst, src
         self._dst, self._indptr, self._perm, self._csr_src = dst, indptr, None, None
-        self._arange = None
+        self._arange = self._out = self._keys = None
 
     @property
     def dst(self):
@@ -76,6 +76,48 @@ class _Relation:
 
     def num_edges(self):
         return self.src.numel()
+
+    def edges_at(self, ids, out):
+        """The edge ids of nodes ``ids``: their in-edges (out-edges with
+        ``out``) grouped by node in the order given (a repeated node
+        repeats them), in edge id order within a node, as DGL's."""
+        if out:
+            if self._out is None:
+                deg = torch.bincount(self.src, minlength=self.num_src)
+                self._out = (torch.cat([deg.new_zeros(1), deg.cumsum(0)]),
+                             torch.argsort(self.src, stable=True))
+            indptr, positions = self._out
+        else:
+            indptr, positions = self.indptr, self.csr_positions
+        return positions.index_select(0, _expand_ranges(indptr[ids], indptr[ids + 1]))
+
+    def find(self, u, v, every=False):
+        """For each pair (u[i], v[i]) the lowest id of an edge u -> v, -1 if
+        none; or with ``every`` all their edges (pair by pair, by edge id)."""
+        if self._keys is None:
+            if self.num_src * max(self.num_dst, 1) >= 1 << 62:
+                raise _C.TesseraError("edge lookups need num_src * num_dst below 2**62")
+            keys = self.src * self.num_dst + self.dst
+            order = torch.argsort(keys, stable=True)
+            self._keys = (keys.index_select(0, order), order)
+        keys, order = self._keys
+        query = u * self.num_dst + v
+        first = torch.searchsorted(keys, query)
+        if every:
+            return order.index_select(
+                0, _expand_ranges(first, torch.searchsorted(keys, query, right=True)))
+        none = torch.full_like(query, -1)
+        if keys.numel() == 0:
+            return none
+        at = first.clamp(max=keys.numel() - 1)
+        return torch.where(keys.index_select(0, at) == query, order.index_select(0, at), none)
+
+
+def _expand_ranges(begin, end):
+    """The concatenation of ``range(begin[i], end[i])`` over i."""
+    count = end - begin
+    shift = torch.repeat_interleave(begin - (count.cumsum(0) - count), count)
+    return torch.arange(shift.numel(), dtype=torch.int64) + shift
 
 
 class _Frame:
@@ -346,18 +388,66 @@ class Graph:
         return r.src.index_select(0, ids), r.dst.index_select(0, ids)
 
     def in_edges(self, v, form="uv", etype=None):
+        """The in-edges of ``v``, grouped by node in the order given (DGL's)."""
         r = self._relation(etype)
-        eid = torch.nonzero(torch.isin(r.dst, as_ids(v, "in_edges")[0])).reshape(-1)
-        return self._edges_of(r, eid, form)
+        v = _nodes_of(v, r.num_dst, self.to_canonical_etype(etype)[2], "in_edges v")[0]
+        return self._edges_of(r, r.edges_at(v, out=False), form)
 
     def out_edges(self, u, form="uv", etype=None):
+        """The out-edges of ``u``, grouped by node in the order given (DGL's)."""
         r = self._relation(etype)
-        eid = torch.nonzero(torch.isin(r.src, as_ids(u, "out_edges")[0])).reshape(-1)
-        return self._edges_of(r, eid, form)
+        u = _nodes_of(u, r.num_src, self.to_canonical_etype(etype)[0], "out_edges u")[0]
+        return self._edges_of(r, r.edges_at(u, out=True), form)
+
+    def predecessors(self, v, etype=None):
+        return self.in_edges(v, etype=etype)[0]
+
+    def successors(self, v, etype=None):
+        return self.out_edges(v, etype=etype)[1]
+
+    def _pairs(self, u, v, etype, what):
+        c, r = self.to_canonical_etype(etype), self._relation(etype)
+        (u, u_scalar), (v, v_scalar) = (_nodes_of(u, r.num_src, c[0], f"{what} u"),
+                                        _nodes_of(v, r.num_dst, c[2], f"{what} v"))
+        if u.numel() != v.numel() and 1 not in (u.numel(), v.numel()):
+            raise _C.TesseraError(f"{what}: u has {u.numel()} nodes and v {v.numel()}")
+        u, v = torch.broadcast_tensors(u, v)
+        return r, u, v, u_scalar and v_scalar
+
+    def has_edges_between(self, u, v, etype=None):
+        """Whether an edge u[i] -> v[i] exists (bool, or a bool tensor)."""
+        r, u, v, scalar = self._pairs(u, v, etype, "has_edges_between")
+        found = r.find(u, v) >= 0
+        return bool(found[0]) if scalar else found
+
+    has_edge_between = has_edges_between
+
+    def edge_ids(self, u, v, return_uv=False, etype=None):
+        """The id of an edge u[i] -> v[i] (the lowest of parallel edges), an
+        error if there is none; with ``return_uv``, (src, dst, eid) of every
+        edge between the pairs (DGL's)."""
+        r, u, v, scalar = self._pairs(u, v, etype, "edge_ids")
+        if return_uv:
+            return self._edges_of(r, r.find(u, v, every=True), "all")
+        eid = r.find(u, v)
+        missing = torch.nonzero(eid < 0).reshape(-1)
+        if missing.numel():
+            i = int(missing[0])
+            raise _C.TesseraError(f"edge_ids: ({int(u[i])}, {int(v[i])}) does not form a valid "
+                                  f"edge of {self.to_canonical_etype(etype)}")
+        return int(eid[0]) if scalar else eid
+
+    def has_nodes(self, vid, ntype=None):
+        t = self._one_type(self.ntypes, "node") if ntype is None else ntype
+        ids, scalar = as_ids(vid, "has_nodes")
+        found = (ids >= 0) & (ids < self.num_nodes(t))
+        return bool(found[0]) if scalar else found
 
     @staticmethod
     def _edges_of(r, eid, form):
         src, dst = r.src.index_select(0, eid), r.dst.index_select(0, eid)
+        if form not in ("uv", "eid", "all"):
+            raise _C.TesseraError(f"form must be 'uv', 'eid' or 'all', got {form!r}")
         return {"uv": (src, dst), "eid": eid, "all": (src, dst, eid)}[form]
 
     def in_degrees(self, v=ALL, etype=None):
@@ -493,6 +583,10 @@ class Graph:
         from tessera import function
         function.pull(self, v, message_func, reduce_func, apply_node_func, etype)
 
+    def push(self, u, message_func, reduce_func, apply_node_func=None, etype=None):
+        from tessera import function
+        function.push(self, u, message_func, reduce_func, apply_node_func, etype)
+
     def __repr__(self):
         if self.is_homogeneous and not self.is_block:
             return (f"Graph(num_nodes={self.num_nodes()}, num_edges={self.num_edges()}, "
@@ -611,6 +705,16 @@ class PairGraph(Graph):
         g = cls.__new__(cls)
         g._build(dict(zip(ntypes, raw.nodes)), rels, pairs)
         return g
+
+
+def _nodes_of(ids, count, ntype, what):
+    """(ids, was_scalar), every id a node of ``ntype`` (``count`` nodes)."""
+    ids, scalar = as_ids(ids, what)
+    bad = torch.nonzero((ids < 0) | (ids >= count)).reshape(-1)
+    if bad.numel():
+        raise _C.TesseraError(f"{what}: node {int(ids[bad[0]])} does not exist "
+                              f"(type {ntype!r} has {count} nodes)")
+    return ids, scalar
 
 
 def _is_typed(graph):

@@ -648,3 +648,43 @@ def test_send_and_recv_and_pull_update_only_their_nodes():
     g.send_and_recv([0, 3], fn.copy_u("x", "m"), fn.sum("m", "y"))
     g.ndata["y"].sum().backward()
     assert h.grad[:, 0].tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
+def test_edge_queries_as_dgl():
+    """Values checked side by side against DGL 1.1.3: in/out edges grouped
+    by the nodes in the order asked (repeats repeat), edge ids of (u, v)
+    pairs, and (u, v) pairs wherever DGL takes edges."""
+    g = tessera.graph((torch.tensor([0, 0, 1, 0, 3]), torch.tensor([1, 2, 2, 1, 1])), num_nodes=4)
+    src, dst, eid = g.in_edges(torch.tensor([2, 1]), form="all")
+    assert (src.tolist(), dst.tolist(), eid.tolist()) == ([0, 1, 0, 0, 3], [2, 2, 1, 1, 1],
+                                                          [1, 2, 0, 3, 4])
+    assert g.in_edges([1, 1], form="eid").tolist() == [0, 3, 4, 0, 3, 4]
+    assert [t.tolist() for t in g.out_edges([3, 0])] == [[3, 0, 0, 0], [1, 1, 2, 1]]
+    assert g.out_edges(3, form="eid").tolist() == [4]
+    assert g.successors(0).tolist() == [1, 2, 1] and g.predecessors(2).tolist() == [0, 1]
+    for bad in (lambda: g.in_edges([9]), lambda: g.out_edges(-1), lambda: g.edge_ids(0, 7)):
+        with pytest.raises(tessera.TesseraError, match="does not exist"):
+            bad()
+    assert g.edge_ids(0, 1) == 0  # Parallel edges 0 and 3: the lowest.
+    assert g.edge_ids(torch.tensor([1, 3]), torch.tensor([2, 1])).tolist() == [2, 4]
+    assert g.edge_ids(0, torch.tensor([2, 1])).tolist() == [1, 0]  # u broadcasts
+    assert [t.tolist() for t in g.edge_ids([0, 3], [1, 1], return_uv=True)] == \
+        [[0, 0, 3], [1, 1, 1], [0, 3, 4]]
+    with pytest.raises(tessera.TesseraError, match=r"\(2, 0\) does not form a valid edge"):
+        g.edge_ids([0, 2], [1, 0])
+    assert g.has_edges_between(0, 2) is True and g.has_edges_between(2, 0) is False
+    assert g.has_edges_between([0, 1, 3], [1, 0, 1]).tolist() == [True, False, True]
+    assert g.has_nodes(3) and g.has_nodes(torch.tensor([0, 4])).tolist() == [True, False]
+    # Edges as (u, v): the edge 0 -> 2 is edge 1.
+    g.ndata["h"] = torch.tensor([[1.0], [10.0], [100.0], [1000.0]])
+    g.apply_edges(fn.copy_u("h", "m"), edges=(torch.tensor([0]), torch.tensor([2])))
+    assert g.edata["m"].flatten().tolist() == [0.0, 1.0, 0.0, 0.0, 0.0]
+    g.send_and_recv((torch.tensor([0, 1]), torch.tensor([2, 2])), fn.copy_u("h", "m"),
+                    fn.sum("m", "o"))
+    assert g.ndata["o"].flatten().tolist() == [0.0, 0.0, 11.0, 0.0]
+    g.push(torch.tensor([3]), fn.copy_u("h", "m"), fn.sum("m", "p"))  # 3 -> 1 only
+    assert g.ndata["p"].flatten().tolist() == [0.0, 1000.0, 0.0, 0.0]
+    g.apply_nodes(lambda nodes: {"h": nodes.data["h"] * 2, "z": nodes.data["h"] + 1},
+                  v=torch.tensor([1, 3]))
+    assert g.ndata["h"].flatten().tolist() == [1.0, 20.0, 100.0, 2000.0]
+    assert g.ndata["z"].flatten().tolist() == [0.0, 11.0, 0.0, 1001.0]
