@@ -101,6 +101,109 @@ def test_gatconv_attention_is_a_softmax_per_destination():
     assert conv.attn_l.grad.abs().sum() > 0
 
 
+def test_feat_drop_is_one_mask_for_sources_and_destinations():
+    """DGL's feat_drop: one tensor is dropped once and the destinations are
+    the first num_dst rows of the dropped sources; a (src, dst) pair's two
+    tensors are dropped separately, sources first. Dropout's masks repeat
+    with torch.manual_seed, so the training output equals the eval output
+    on the features dropped by hand."""
+    torch.manual_seed(0)
+    layers = [tnn.SAGEConv(4, 4, "mean", feat_drop=0.5),
+              tnn.SAGEConv(4, 4, "gcn", feat_drop=0.5),
+              tnn.SAGEConv(4, 4, "pool", feat_drop=0.5),
+              tnn.GATConv(4, 2, num_heads=2, feat_drop=0.5, residual=True,
+                          allow_zero_in_degree=True)]  # The residual reads the destinations.
+    h, h_dst = torch.randn(5, 4), torch.randn(3, 4)
+    for conv in layers:
+        torch.manual_seed(7)
+        got = conv.train()(block(), h)
+        torch.manual_seed(7)
+        dropped = conv.feat_drop(h)
+        assert torch.allclose(got, conv.eval()(block(), dropped), atol=1e-6), conv
+        torch.manual_seed(7)
+        got = conv.train()(block(), (h, h_dst))
+        torch.manual_seed(7)
+        pair = (conv.feat_drop(h), conv.feat_drop(h_dst))
+        assert torch.allclose(got, conv.eval()(block(), pair), atol=1e-6), conv
+
+
+@pytest.mark.parametrize("in_feats,residual,bias,keys", [
+    (6, False, True, ["attn_l", "attn_r", "bias", "fc.weight"]),
+    (6, True, True, ["attn_l", "attn_r", "bias", "fc.weight"]),
+    (6, True, False, ["attn_l", "attn_r", "fc.weight"]),
+    (5, True, True, ["attn_l", "attn_r", "fc.weight", "res_fc.weight", "res_fc.bias"]),
+    (5, True, False, ["attn_l", "attn_r", "fc.weight", "res_fc.weight"]),
+    ((5, 6), True, True, ["attn_l", "attn_r", "bias", "fc_src.weight", "fc_dst.weight"]),
+    ((6, 5), True, True, ["attn_l", "attn_r", "fc_src.weight", "fc_dst.weight",
+                          "res_fc.weight", "res_fc.bias"]),
+])
+def test_gatconv_residual_parameters_are_dgls(in_feats, residual, bias, keys):
+    """DGL 1.1.3's GATConv: a residual from a destination width other than
+    heads * out is res_fc = Linear(bias=bias), which then holds the bias
+    (zeros) and there is no `bias`; otherwise the bias is `bias`."""
+    torch.manual_seed(0)
+    conv = tnn.GATConv(in_feats, 3, num_heads=2, residual=residual, bias=bias,
+                       allow_zero_in_degree=True)
+    state = conv.state_dict()
+    assert list(state) == keys
+    assert all(v.shape == (6,) for k, v in state.items() if k.endswith("bias"))
+    assert conv.has_linear_res == ("res_fc.weight" in keys)
+    assert conv.has_explicit_bias == ("bias" in keys)
+    if "res_fc.bias" in keys:
+        assert torch.equal(conv.res_fc.bias, torch.zeros(6))
+    conv.load_state_dict({k: torch.randn_like(v) for k, v in state.items()})
+    # The residual term (with res_fc's bias) on top of the attention alone.
+    plain = tnn.GATConv(in_feats, 3, num_heads=2, bias=False, allow_zero_in_degree=True)
+    plain.load_state_dict({k: v for k, v in conv.state_dict().items()
+                           if not k.startswith("res_fc") and k != "bias"})
+    src_in, dst_in = in_feats if isinstance(in_feats, tuple) else (in_feats, in_feats)
+    h_src, h_dst = torch.randn(5, src_in), torch.randn(3, dst_in)
+    feat = (h_src, h_dst) if isinstance(in_feats, tuple) else h_src
+    if not isinstance(in_feats, tuple):
+        h_dst = h_src[:3]
+    extra = torch.zeros(3, 6)
+    if conv.has_linear_res:
+        extra = extra + h_dst @ conv.res_fc.weight.T
+        if bias:
+            extra = extra + conv.res_fc.bias
+    elif residual:
+        extra = extra + h_dst
+    if conv.has_explicit_bias:
+        extra = extra + conv.bias
+    assert torch.allclose(conv(block(), feat) - plain(block(), feat), extra.view(3, 2, 3),
+                          atol=1e-5)
+
+
+def test_middle_feature_dimensions_are_independent():
+    """DGL's [N, *, in] features: GATConv returns [num_dst, *, heads, out]
+    (attention [E, *, heads, 1]); each middle slice is the layer on that
+    slice alone. The same for SAGEConv and GraphConv ([num_dst, *, out])."""
+    torch.manual_seed(0)
+    h = torch.randn(5, 2, 3, 4)
+    for conv in (tnn.GATConv(4, 3, num_heads=2, allow_zero_in_degree=True),
+                 tnn.GATConv(4, 3, num_heads=2, residual=True, allow_zero_in_degree=True),
+                 tnn.GATConv((4, 4), 3, num_heads=2, residual=True,
+                             allow_zero_in_degree=True)):
+        pair = isinstance(conv._in_feats, tuple)
+        feat = (h, h[1:4]) if pair else h
+        out, att = conv(block(), feat, get_attention=True)
+        assert out.shape == (3, 2, 3, 2, 3) and att.shape == (5, 2, 3, 2, 1)
+        for i in range(2):
+            for j in range(3):
+                one = (h[:, i, j], h[1:4, i, j]) if pair else h[:, i, j]
+                o, a = conv(block(), one, get_attention=True)
+                assert torch.allclose(out[:, i, j], o, atol=1e-5)
+                assert torch.allclose(att[:, i, j], a, atol=1e-6)
+    for conv in (tnn.SAGEConv(4, 3, "mean"), tnn.SAGEConv(4, 5, "mean"),
+                 tnn.SAGEConv(4, 3, "pool"), tnn.GraphConv(4, 3, allow_zero_in_degree=True),
+                 tnn.GraphConv(4, 5, allow_zero_in_degree=True)):
+        out = conv(block(), h)
+        assert out.shape == (3, 2, 3, conv._out_feats)
+        for i in range(2):
+            for j in range(3):
+                assert torch.allclose(out[:, i, j], conv(block(), h[:, i, j]), atol=1e-5)
+
+
 def test_wrong_input_shapes():
     with pytest.raises(tessera.TesseraError, match="source rows"):
         tnn.SAGEConv(2, 3)(block(), torch.randn(4, 2))

@@ -53,6 +53,18 @@ def _split_feat(graph, feat, what):
     return feat, feat[:graph.num_dst_nodes()]
 
 
+def _feat_drop(graph, feat, h_src, h_dst, drop):
+    """DGL's ``feat_drop``: a ``(src, dst)`` pair's tensors are dropped
+    separately; one tensor is dropped once and the destinations are the
+    first ``num_dst`` rows of the dropped sources (one mask for both)."""
+    if drop.p == 0 or not drop.training:
+        return h_src, h_dst
+    if isinstance(feat, (tuple, list)):
+        return drop(h_src), drop(h_dst)
+    h_src = drop(h_src)
+    return h_src, h_src[:graph.num_dst_nodes()]
+
+
 def _check_rows(graph, h_src, in_feats, what):
     if h_src.dim() < 2 or h_src.shape[0] != graph.num_src_nodes():
         raise _C.TesseraError(f"{what}: {tuple(h_src.shape)} source rows for a block of "
@@ -117,8 +129,7 @@ class SAGEConv(nn.Module):
         _check_block(graph, "SAGEConv")
         h_src, h_dst = _split_feat(graph, feat, "SAGEConv")
         _check_rows(graph, h_src, self._in_src_feats, "SAGEConv")
-        if self.feat_drop.p > 0:
-            h_src, h_dst = self.feat_drop(h_src), self.feat_drop(h_dst)
+        h_src, h_dst = _feat_drop(graph, feat, h_src, h_dst, self.feat_drop)
         edge_weight = _edge_weight(graph, edge_weight, "SAGEConv")
         if self._aggre_type == "mean":
             if self._in_src_feats > self._out_feats:  # Aggregate the narrower side.
@@ -217,10 +228,14 @@ class GraphConv(nn.Module):
 
 
 class GATConv(nn.Module):
-    """Graph attention (DGL's GATConv): returns [num_dst, num_heads, out_feats].
-    ``in_feats`` may be a ``(source, destination)`` pair (then ``fc_src`` /
-    ``fc_dst`` instead of ``fc``, as DGL); with a ``(src, dst)`` feature pair
-    the destinations' own rows are projected, not ``src[:num_dst]``."""
+    """Graph attention (DGL's GATConv): features ``[N, *, in_feats]`` give
+    ``[num_dst, *, num_heads, out_feats]`` (the middle dimensions are
+    independent, as more heads). ``in_feats`` may be a ``(source,
+    destination)`` pair (then ``fc_src`` / ``fc_dst`` instead of ``fc``, as
+    DGL); with a ``(src, dst)`` feature pair the destinations' own rows are
+    projected, not ``src[:num_dst]``. Parameters as DGL 1.1.3: a residual
+    whose widths differ is ``res_fc = Linear(in, heads * out, bias=bias)``
+    and then holds the bias (no ``bias``); otherwise the bias is ``bias``."""
 
     def __init__(self, in_feats, out_feats, num_heads, feat_drop=0.0, attn_drop=0.0,
                  negative_slope=0.2, residual=False, activation=None,
@@ -243,12 +258,19 @@ class GATConv(nn.Module):
         self.feat_drop = Dropout(feat_drop)
         self.attn_drop = Dropout(attn_drop)
         self.leaky_relu = nn.LeakyReLU(negative_slope)
-        self.bias = nn.Parameter(torch.zeros(width)) if bias else None
-        if residual:
-            self.res_fc = (nn.Identity() if self._in_dst_feats == width
-                           else nn.Linear(self._in_dst_feats, width, bias=False))
+        self.has_linear_res = self.has_explicit_bias = False
+        if residual and self._in_dst_feats != width:
+            self.res_fc = nn.Linear(self._in_dst_feats, width, bias=bias)
+            self.has_linear_res = True
+        elif residual:
+            self.res_fc = nn.Identity()
         else:
-            self.res_fc = None
+            self.register_buffer("res_fc", None)
+        if bias and not self.has_linear_res:
+            self.bias = nn.Parameter(torch.zeros(width))
+            self.has_explicit_bias = True
+        else:
+            self.register_buffer("bias", None)
         self.activation = activation
         self.reset_parameters()
 
@@ -262,6 +284,8 @@ class GATConv(nn.Module):
             nn.init.zeros_(self.bias)
         if isinstance(self.res_fc, nn.Linear):
             nn.init.xavier_normal_(self.res_fc.weight, gain=gain)
+            if self.res_fc.bias is not None:
+                nn.init.zeros_(self.res_fc.bias)
 
     def set_allow_zero_in_degree(self, set_value):
         self._allow_zero_in_degree = set_value
@@ -273,39 +297,47 @@ class GATConv(nn.Module):
         if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
             raise _C.TesseraError("GATConv: some destination nodes have no in-edges; add "
                                   "self-loops or pass allow_zero_in_degree=True")
-        h_src, h_dst = self.feat_drop(h_src), self.feat_drop(h_dst)
+        h_src, h_dst = _feat_drop(graph, feat, h_src, h_dst, self.feat_drop)
         H, Fo = self._num_heads, self._out_feats
+        # Features [N, *, in] (DGL's): the middle dimensions ride along as
+        # more heads, [N, K = prod(*) * H, out]; views, no copies.
+        mid = tuple(h_src.shape[1:-1])
+        if tuple(h_dst.shape[1:-1]) != mid:
+            raise _C.TesseraError(f"GATConv: source features {tuple(h_src.shape)} and "
+                                  f"destination features {tuple(h_dst.shape)} differ in "
+                                  "their middle dimensions")
+        K = math.prod(mid) * H
         if isinstance(feat, (tuple, list)):
             shared = hasattr(self, "fc")
-            feat_src = _linear(h_src, self.fc if shared else self.fc_src).view(-1, H, Fo)
-            feat_dst = (self.fc if shared else self.fc_dst)(h_dst).view(-1, H, Fo)
+            feat_src = _linear(h_src, self.fc if shared else self.fc_src).view(-1, K, Fo)
+            feat_dst = (self.fc if shared else self.fc_dst)(h_dst).view(-1, K, Fo)
         elif not hasattr(self, "fc"):
             raise _C.TesseraError("GATConv: a layer with (source, destination) in_feats "
                                   "takes a (src, dst) feature pair")
         else:
-            feat_src = _linear(h_src, self.fc).view(-1, H, Fo)
+            feat_src = _linear(h_src, self.fc).view(-1, K, Fo)
             feat_dst = feat_src[:graph.num_dst_nodes()]
-        el = (feat_src * self.attn_l).sum(-1)  # [src, H]
-        er = (feat_dst * self.attn_r).sum(-1)  # [dst, H]
+        el = (feat_src.view(-1, *mid, H, Fo) * self.attn_l).sum(-1).view(-1, K)  # [src, K]
+        er = (feat_dst.view(-1, *mid, H, Fo) * self.attn_r).sum(-1).view(-1, K)  # [dst, K]
         # Per edge in CSR order (destinations in order): softmax and the
         # weighted sum run in the CSR kernels.
         indptr, indices, _ = _csr(graph)
         edge_dst = torch.repeat_interleave(
             torch.arange(graph.num_dst_nodes(), dtype=torch.int64), indptr[1:] - indptr[:-1])
         e = self.leaky_relu(el.index_select(0, indices) + er.index_select(0, edge_dst))
-        a = self.attn_drop(_C.edge_softmax(indptr, e))  # [E, H], CSR order
+        a = self.attn_drop(_C.edge_softmax(indptr, e))  # [E, K], CSR order
         edge_weight = _edge_weight(graph, edge_weight, "GATConv")
         if edge_weight is not None:  # DGL: the attention times each edge's weight.
             a = a * _to_csr_order(graph, edge_weight.unsqueeze(1).to(a.dtype))
-        rst = _C.aggregate(indptr, indices, feat_src, "sum", a)
-        if self.res_fc is not None:
-            rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], H, Fo)
+        rst = _C.aggregate(indptr, indices, feat_src, "sum", a).view(-1, *mid, H, Fo)
+        if self.res_fc is not None:  # With has_linear_res it holds the bias.
+            rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], *mid, H, Fo)
         if self.bias is not None:
-            rst = rst + self.bias.view(1, H, Fo)
+            rst = rst + self.bias.view(H, Fo)
         if self.activation is not None:
             rst = self.activation(rst)
         if get_attention:
-            return rst, _to_edge_order(graph, a).unsqueeze(-1)
+            return rst, _to_edge_order(graph, a).view(-1, *mid, H, 1)
         return rst
 
 
