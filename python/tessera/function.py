@@ -205,6 +205,14 @@ def _message(g, c, f, eids=None):
     if f.op == "copy":
         return a
     b = _operand(g, c, f.rhs, f.rhs_field, f.name, src_idx, dst_idx, eids)
+    if f.op == "dot":  # DGL's rule: the last sizes agree (a 1-D feature's is 1).
+        last_a, last_b = (a.shape[1:] or (1,))[-1], (b.shape[1:] or (1,))[-1]
+        if last_a != last_b:
+            raise _C.TesseraError(f"{f.name}: a dot product needs the same size on the last "
+                                  f"dimension, got {f.lhs_field!r} {tuple(a.shape[1:])} and "
+                                  f"{f.rhs_field!r} {tuple(b.shape[1:])}")
+        if a.dim() == 1 and b.dim() == 1:
+            return a * b
     a, b = _align(a, b)
     try:
         if f.op == "add":

@@ -688,3 +688,26 @@ def test_edge_queries_as_dgl():
                   v=torch.tensor([1, 3]))
     assert g.ndata["h"].flatten().tolist() == [1.0, 20.0, 100.0, 2000.0]
     assert g.ndata["z"].flatten().tolist() == [0.0, 11.0, 0.0, 1001.0]
+
+
+def test_dot_products_of_1d_features_and_mismatched_sizes_as_dgl():
+    """A dot of 1-D features is their product per edge ([E], as DGL); the
+    last sizes must agree (a 1-D feature's counts as 1), others broadcast."""
+    g = tessera.graph((torch.tensor([0, 0, 1, 2]), torch.tensor([1, 2, 2, 3])))
+    g.ndata["h"] = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    g.apply_edges(fn.u_dot_v("h", "h", "s"))
+    assert g.edata["s"].tolist() == [2.0, 3.0, 6.0, 12.0]
+    g.update_all(fn.u_dot_v("h", "h", "m"), fn.sum("m", "o"))
+    assert g.ndata["o"].tolist() == [0.0, 2.0, 9.0, 12.0]
+    g.ndata["b"] = torch.tensor([[1.0], [2.0], [3.0], [4.0]])
+    g.apply_edges(fn.u_dot_v("h", "b", "s1"))
+    assert g.edata["s1"].shape == (4, 1) and g.edata["s1"].flatten().tolist() == [2, 3, 6, 12]
+    g.ndata["x"] = torch.randn(4, 3, 5)
+    g.edata["w"] = torch.randn(4, 5)
+    g.apply_edges(fn.u_dot_e("x", "w", "s2"))
+    want = (g.ndata["x"][torch.tensor([0, 0, 1, 2])] * g.edata["w"].unsqueeze(1)).sum(-1)
+    assert torch.allclose(g.edata["s2"], want.unsqueeze(-1))
+    g.edata["w1"] = torch.randn(4, 1)
+    for rhs in ("w1", "h"):
+        with pytest.raises(tessera.TesseraError, match="same size on the last dimension"):
+            g.apply_edges(fn.u_dot_e("x", rhs, "bad") if rhs == "w1" else fn.u_dot_v("x", rhs, "bad"))
