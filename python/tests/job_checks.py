@@ -58,13 +58,13 @@ ok("push_visible_everywhere")
 emb = dist.DistEmbedding(g.num_nodes(), 4, "emb_checks",
                          init_func=lambda shape, dtype: torch.ones(shape, dtype=dtype))
 opt = dist.optim.SparseAdam([emb], lr=0.1)
-ids = torch.tensor([rank, rank, world + rank])  # a duplicate: gradients summed
+ids = torch.tensor([rank, rank, world + rank])  # a duplicate: gradients averaged
 coef = torch.tensor([[1.0, 2.0, -1.0, 0.5]])
 (emb(ids) * coef).sum().backward()
 opt.step()
 g.barrier()
 got = emb.weight[torch.tensor([rank, world + rank])]
-grads = torch.cat([2 * coef, coef])  # row `rank` appears twice
+grads = torch.cat([coef, coef])  # row `rank` appears twice: the mean of the two
 m = 0.1 * grads
 v = 0.001 * grads * grads
 want = 1 - 0.1 * (m / 0.1) / (torch.sqrt(v / 0.001) + 1e-8)
@@ -196,6 +196,38 @@ for input_nodes, pos, neg, blocks in edge_loader:
     batches += 1
 assert batches == len(edge_loader) > 0
 ok("edge_loader")
+
+# DGL's negative samplers called on the DistGraph: Uniform (= PerSourceUniform)
+# keeps each edge's source, k torch.randint destinations; GlobalUniform's pairs
+# are never edges nor self-loops. In the loader only Uniform works (C++ draws).
+from tessera.distributed import loader as dist_loader, negative_sampler as ns  # noqa: E402
+assert ns.PerSourceUniform is ns.Uniform
+some = torch.tensor([0, 5, g.num_edges() - 1])
+torch.manual_seed(11 + rank)
+src_n, dst_n = ns.Uniform(3)(g, some)
+torch.manual_seed(11 + rank)
+assert torch.equal(src_n, g.find_edges(some)[0].repeat_interleave(3))
+assert torch.equal(dst_n, torch.randint(0, g.num_nodes(), (9,), dtype=torch.int64))
+assert list(ns.Uniform(1)(g, {"_E": some})) == [("_N", "_E", "_N")]
+all_src, all_dst = g.find_edges(torch.arange(g.num_edges()))
+edge_keys = set((all_src * g.num_nodes() + all_dst).tolist())
+c0 = g.canonical_etypes[0]
+assert bool(dist_loader._edge_mask(g, c0, all_src[:200], all_dst[:200]).all())
+gu, gv = ns.GlobalUniform(4)(g, some)
+assert 0 < gu.numel() <= 12 and not bool((gu == gv).any())
+assert not set((gu * g.num_nodes() + gv).tolist()) & edge_keys
+for bad in (ns.GlobalUniform(2), lambda graph, e: ns.Uniform(2)(graph, e)):
+    try:
+        dist.DistEdgeDataLoader(g, eids, dist.NeighborSampler([2]), negative_sampler=bad,
+                                batch_size=8)
+        raise AssertionError("no error")
+    except tessera.TesseraError as e:
+        assert "negative_sampler must be negative_sampler.Uniform(k)" in str(e), e
+ps_loader = dist.DistEdgeDataLoader(g, eids, dist.NeighborSampler([2]), batch_size=8,
+                                    negative_sampler=ns.PerSourceUniform(3))
+_, pos, neg, _ = next(iter(ps_loader))
+assert neg.num_edges() == 3 * pos.num_edges()
+ok("negative_samplers")
 
 # in_subgraph equals fanout -1; edge_subgraph relabels.
 sub = dist.in_subgraph(g, seeds)

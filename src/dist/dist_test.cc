@@ -260,11 +260,11 @@ void CheckSampling(const std::string& config) {
 void CheckEmbedding(const std::string& config, const std::string& dir) {
   DistGraph g("cora", config);
   torch::Tensor all = torch::arange(2708);
-  torch::Tensor ids = torch::tensor({5, 9, 5, 2000});  // 5 twice: its gradients add up.
+  torch::Tensor ids = torch::tensor({5, 9, 5, 2000});  // 5 twice: its gradients averaged.
   torch::Tensor coef =
       torch::tensor({{1.f, -2.f, 0.5f}, {3.f, 1.f, -1.f}, {1.f, 1.f, 1.f}, {-0.25f, 4.f, 2.f}});
   torch::Tensor unique = torch::tensor({5, 9, 2000});
-  torch::Tensor g_rows = torch::stack({coef[0] + coef[2], coef[1], coef[3]});
+  torch::Tensor g_rows = torch::stack({(coef[0] + coef[2]) / 2, coef[1], coef[3]});
   const double lr = 0.1;
 
   DistEmbedding emb(2708, 3, "emb_adagrad", Init::Uniform(-1, 1, 3));

@@ -107,17 +107,21 @@ void SparseOptimizer::step() {
     if (ids.empty()) continue;
     torch::Tensor all_ids = torch::cat(ids);
     torch::Tensor all_grads = torch::cat(grads).to(torch::kFloat32);
-    // One gradient row per distinct id, summed: the update applies each id once.
-    auto [unique, inverse] = torch::_unique(all_ids, /*sorted=*/true, /*return_inverse=*/true);
-    torch::Tensor summed = torch::zeros({unique.size(0), emb.embedding_dim()}, torch::kFloat32)
-                               .index_add_(0, inverse, all_grads)
-                               .contiguous();
+    // One gradient row per distinct id, the mean of its lookups' (DGL's rule):
+    // the update applies each id once.
+    auto [unique, inverse, counts] = torch::_unique2(all_ids, /*sorted=*/true,
+                                                     /*return_inverse=*/true,
+                                                     /*return_counts=*/true);
+    torch::Tensor mean = torch::zeros({unique.size(0), emb.embedding_dim()}, torch::kFloat32)
+                             .index_add_(0, inverse, all_grads)
+                             .div_(counts.unsqueeze(1).to(torch::kFloat32))
+                             .contiguous();
     const DistTensor& w = emb.weight();
     Check(w.store().features().SparseUpdate(
               w.key(),
               std::span<const int64_t>(unique.data_ptr<int64_t>(),
                                        static_cast<size_t>(unique.size(0))),
-              emb.embedding_dim(), summed.data_ptr<float>(), spec_),
+              emb.embedding_dim(), mean.data_ptr<float>(), spec_),
           fmt::format("sparse optimizer step on '{}'", emb.name()));
   }
 }
