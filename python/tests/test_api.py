@@ -6,7 +6,8 @@ from conftest import PYTHON, HERE, launch, python_cmd
 
 CHECKS = ["pull_equals_files", "python_init_func", "push_visible_everywhere",
           "sparse_adam_formula", "sparse_adagrad_formula", "sampling", "node_loader",
-          "explicit_prefetch", "learned_prefetch", "edge_loader", "subgraphs", "to_block", "pickled_rows",
+          "explicit_prefetch", "learned_prefetch", "edge_loader", "negative_samplers",
+          "subgraphs", "to_block", "pickled_rows",
           "int_mask_split", "python_collate", "stale_handle", "dgl_row_shapes",
           "bad_input"]
 
@@ -123,3 +124,60 @@ def test_dead_server_is_a_clear_python_error(cora_parts, tmp_path):
         # its supervisor does (tested by the launcher's tests).
         for name in job_segments(job):
             os.unlink(f"/dev/shm/{name}")
+
+
+def test_negative_samplers_as_dgl():
+    """dgl.dataloading.negative_sampler on in-memory graphs (DGL 1.1.3):
+    Uniform is PerSourceUniform, k pairs per edge keeping its source with a
+    torch.randint destination; GlobalUniform gives at most k * len(eids)
+    pairs that are not edges (nor self-loops unless asked), unique and sorted
+    by (dst, src) without replacement."""
+    import torch
+
+    import tessera
+    from tessera.distributed import negative_sampler as ns
+
+    assert ns.Uniform is ns.PerSourceUniform
+    g = tessera.graph((torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 3, 0])))
+    torch.manual_seed(7)
+    src, dst = ns.Uniform(2)(g, torch.tensor([0, 2]))
+    torch.manual_seed(7)
+    assert src.tolist() == [0, 0, 2, 2]
+    assert torch.equal(dst, torch.randint(0, 4, (4,), dtype=torch.int64))  # DGL's draw
+
+    h = tessera.heterograph({("a", "r", "b"): (torch.tensor([0, 1]), torch.tensor([1, 2])),
+                             ("b", "s", "a"): (torch.tensor([0]), torch.tensor([0]))})
+    out = ns.Uniform(3)(h, {"r": torch.tensor([1])})
+    assert list(out) == [("a", "r", "b")]
+    s, d = out[("a", "r", "b")]
+    assert s.tolist() == [1, 1, 1] and bool(((d >= 0) & (d < 3)).all())
+    try:
+        ns.Uniform(1)(h, torch.tensor([0]))
+        raise AssertionError("no error")
+    except tessera.TesseraError as e:
+        assert "{etype: ids}" in str(e), e
+
+    # 5 nodes, every pair but the self-loops and (4, 2), (4, 3) is an edge.
+    n = 5
+    u, v = torch.arange(n).repeat_interleave(n), torch.arange(n).repeat(n)
+    keep = (u != v) & ~((u == 4) & ((v == 2) | (v == 3)))
+    dense = tessera.graph((u[keep], v[keep]), num_nodes=n)
+    for _ in range(5):
+        s, d = ns.GlobalUniform(4)(dense, torch.tensor([0, 1]))
+        assert list(zip(s.tolist(), d.tolist())) == [(4, 2), (4, 3)]
+        s, d = ns.GlobalUniform(1, exclude_self_loops=False)(dense, torch.tensor([0, 1, 2]))
+        pairs = list(zip(s.tolist(), d.tolist()))
+        assert 0 < len(pairs) <= 3 and len(set(pairs)) == len(pairs)
+        assert set(pairs) <= {(4, 2), (4, 3)} | {(i, i) for i in range(n)}, pairs
+        assert pairs == sorted(pairs, key=lambda p: (p[1], p[0]))
+    torch.manual_seed(3)
+    s, d = ns.GlobalUniform(10, replace=True)(dense, torch.tensor([0, 1, 2]))
+    assert 2 < s.numel() <= 30 and len(set(zip(s.tolist(), d.tolist()))) == 2  # repeats
+    for _ in range(5):  # 8 pairs qualify; DGL's draw may find fewer than the 6 asked.
+        s, d = ns.GlobalUniform(2)(g, torch.tensor([0, 1, 2]))
+        assert 0 < s.numel() <= 6 and not bool((s == d).any())
+        assert not set(zip(s.tolist(), d.tolist())) & {(0, 1), (1, 2), (2, 3), (3, 0)}
+    # Two node types: a pair (i, i) is no self-loop.
+    out = ns.GlobalUniform(2, exclude_self_loops=True)(h, {("a", "r", "b"): torch.tensor([0])})
+    s, d = out[("a", "r", "b")]
+    assert s.numel() == 2 and not set(zip(s.tolist(), d.tolist())) & {(0, 1), (1, 2)}

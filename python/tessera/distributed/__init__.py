@@ -16,7 +16,8 @@ from tessera.distributed.graph import (DistGraph, GraphPartitionBook, edge_split
                                        edge_subgraph, find_edges, in_subgraph, node_split,
                                        sample_neighbors)
 from tessera.distributed.loader import (Block, DistDataLoader, DistEdgeDataLoader,  # noqa: F401
-                                        DistNodeDataLoader, NeighborSampler, PairGraph)
+                                        DistNodeDataLoader, NeighborSampler, PairGraph,
+                                        negative_sampler)
 from tessera.distributed.tensor import (DistTensor, EdgePartitionPolicy,  # noqa: F401
                                         NodePartitionPolicy, PartitionPolicy)
 from tessera.distributed import optim  # noqa: F401
@@ -33,6 +34,7 @@ __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbeddin
            "sample_neighbors", "in_subgraph", "edge_subgraph", "find_edges", "Block",
            "PairGraph",
            "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
+           "negative_sampler",
            "optim", "SparseAdagrad", "SparseAdam", "init", "manual_seed", "TesseraError",
            "partition_graph", "load_partition", "checkpoint"]
 

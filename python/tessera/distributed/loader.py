@@ -1,11 +1,15 @@
 """Blocks, the neighbour sampler and the data loaders (dgl.dataloading)."""
+import math
+import types
+from collections.abc import Mapping
+
 import torch
 
 from tessera import _C, NID
 from tessera._utils import as_ids
 from tessera.distributed import _prefetch, context
 from tessera.distributed.partition_book import _etype_str
-from tessera.heterograph import Block, PairGraph, _Relation
+from tessera.heterograph import Block, Graph, PairGraph, _Relation
 
 
 def _blocks(raw, typed):
@@ -133,14 +137,161 @@ def _prefetch_names(sampler):
             list(getattr(sampler, "prefetch_labels", [])))
 
 
-class Uniform:
-    """Uniform negative sampler (dgl.dataloading.negative_sampler.Uniform): k
-    random destinations per positive edge."""
+def _is_homogeneous(g):
+    return len(g.ntypes) == 1 and len(g.canonical_etypes) == 1
+
+
+def _type_nodes(g, ntype):
+    """Nodes of type ``ntype`` (the only type's count on a homogeneous graph)."""
+    return g.num_nodes() if _is_homogeneous(g) else g.num_nodes(ntype)
+
+
+def _ends(g, eids, etype):
+    """(src, dst) of per-relation edge ids of ``etype``, per-type node ids."""
+    if _is_homogeneous(g):
+        return g.find_edges(eids)
+    return g.find_edges(eids, etype=etype)
+
+
+class _BaseNegativeSampler:
+    """dgl.dataloading.negative_sampler's base: ``sampler(g, eids)`` is the
+    negative ``(src, dst)`` pairs of edges ``eids`` (a tensor on a graph of
+    one relation), or ``{canonical etype: (src, dst)}`` given ``{etype:
+    per-relation ids}``. ``g``: a DistGraph or an in-memory graph."""
+
+    def _generate(self, g, eids, canonical_etype):
+        raise NotImplementedError
+
+    def __call__(self, g, eids):
+        if isinstance(eids, Mapping):
+            out = {}
+            for k, v in eids.items():
+                c = tuple(g.to_canonical_etype(k))
+                out[c] = self._generate(g, as_ids(v, "negative sampler eids")[0], c)
+            return out
+        if len(g.canonical_etypes) != 1:
+            raise _C.TesseraError("negative sampler: this graph has several relations "
+                                  f"{g.canonical_etypes}; give eids as {{etype: ids}}")
+        return self._generate(g, as_ids(eids, "negative sampler eids")[0],
+                              tuple(g.canonical_etypes[0]))
+
+
+def _check_k(k, what):
+    if int(k) < 1:
+        raise ValueError(f"{what} negative sampler: k must be >= 1, got {k}")
+    return int(k)
+
+
+class PerSourceUniform(_BaseNegativeSampler):
+    """dgl.dataloading.negative_sampler.PerSourceUniform (= ``Uniform``): for
+    each edge (u, v) k pairs (u, v'), v' uniform over the relation's
+    destination type (true edges are not filtered out). Called, it draws
+    from ``torch``'s generator; in ``DistEdgeDataLoader`` the loader's
+    sampler threads draw the same distribution."""
 
     def __init__(self, k):
-        if int(k) < 1:
-            raise ValueError(f"Uniform negative sampler: k must be >= 1, got {k}")
-        self.k = int(k)
+        self.k = _check_k(k, "Uniform")
+
+    def _generate(self, g, eids, canonical_etype):
+        src, _ = _ends(g, eids, canonical_etype)
+        src = src.repeat_interleave(self.k)
+        dst = torch.randint(0, _type_nodes(g, canonical_etype[2]), (src.numel(),),
+                            dtype=torch.int64)
+        return src, dst
+
+
+Uniform = PerSourceUniform  # DGL's alias.
+
+
+def _redundancy(num_samples, num_edges, num_pairs, r=3):
+    """DGL's extra fraction of candidates drawn so that, with r standard
+    deviations of margin, ``num_samples`` of them are non-edges."""
+    p_k = 1.0 - num_edges / num_pairs  # Chance that a pair is not an edge.
+    a = p_k * p_k
+    b = -p_k * (2 * num_samples + r * r * (1.0 - p_k))
+    c = float(num_samples) ** 2
+    n = (-b + math.sqrt(max(b * b - 4 * a * c, 0.0))) / (2 * a)
+    return n / num_samples - 1.0
+
+
+def _edge_mask(g, etype, u, v):
+    """Whether each pair (u[i], v[i]) is an edge of relation ``etype``."""
+    if not u.numel():
+        return torch.zeros(0, dtype=torch.bool)
+    n_dst = max(_type_nodes(g, etype[2]), 1)
+    if isinstance(g, Graph):
+        src, dst = g.all_edges(etype=None if _is_homogeneous(g) else etype)
+    else:  # A DistGraph: the out-edges of the pairs' sources, where they live.
+        from tessera.distributed.graph import sample_neighbors
+        sources = torch.unique(u)
+        if _is_homogeneous(g):
+            src, dst = sample_neighbors(g, sources, -1, edge_dir="out").edges()
+        else:
+            fanout = {c: (-1 if c == etype else 0) for c in g.canonical_etypes}
+            frontier = sample_neighbors(g, {etype[0]: sources}, fanout, edge_dir="out")
+            src, dst = frontier.edges(etype=etype)
+    return torch.isin(u * n_dst + v, src * n_dst + dst)
+
+
+def global_uniform_negative_sampling(g, num_samples, exclude_self_loops=True, replace=False,
+                                     etype=None, redundancy=None):
+    """DGL's ``dgl.sampling.global_uniform_negative_sampling`` on a tessera
+    graph (an in-memory graph or a DistGraph): up to ``num_samples`` pairs
+    (u, v), u uniform over the relation's source type and v over its
+    destination type, none of them an edge of the relation (nor a self-loop
+    with ``exclude_self_loops`` when both ends have one type). As DGL: the
+    candidates are drawn with 3 tries each; without ``replace`` the pairs are
+    unique and sorted by (v, u), and fewer may come back on a small or dense graph."""
+    c = (tuple(g.canonical_etypes[0]) if etype is None and len(g.canonical_etypes) == 1
+         else tuple(g.to_canonical_etype(etype)))
+    num_samples = int(num_samples)
+    empty = torch.empty(0, dtype=torch.int64)
+    n_src, n_dst = _type_nodes(g, c[0]), _type_nodes(g, c[2])
+    num_edges = g.num_edges() if _is_homogeneous(g) else g.num_edges(c)
+    if num_samples <= 0 or n_src * n_dst <= num_edges:
+        return empty, empty.clone()
+    no_loops = bool(exclude_self_loops) and c[0] == c[2]
+    if redundancy is None:
+        redundancy = _redundancy(num_samples, num_edges, n_src * n_dst)
+    n = int(num_samples * (1 + redundancy))
+    u, v = torch.full((n,), -1, dtype=torch.int64), torch.full((n,), -1, dtype=torch.int64)
+    todo = torch.arange(n)
+    for _ in range(3):  # DGL's tries per candidate.
+        if not todo.numel():
+            break
+        cu = torch.randint(0, n_src, (todo.numel(),), dtype=torch.int64)
+        cv = torch.randint(0, n_dst, (todo.numel(),), dtype=torch.int64)
+        bad = _edge_mask(g, c, cu, cv)
+        if no_loops:
+            bad |= cu == cv
+        u[todo[~bad]], v[todo[~bad]] = cu[~bad], cv[~bad]
+        todo = todo[bad]
+    found = u >= 0
+    u, v = u[found], v[found]
+    if not replace:
+        keys = torch.unique(v * n_src + u)  # DGL's order: by destination, then source.
+        u, v = keys % n_src, keys // n_src
+    return u[:num_samples], v[:num_samples]
+
+
+class GlobalUniform(_BaseNegativeSampler):
+    """dgl.dataloading.negative_sampler.GlobalUniform: ``k * len(eids)`` pairs
+    (u', v') uniform over the relation's source and destination types, none
+    an edge (see :func:`global_uniform_negative_sampling`; at most that many).
+    Callable on a DistGraph or an in-memory graph; not a ``negative_sampler``
+    of ``DistEdgeDataLoader`` (docs/python.md)."""
+
+    def __init__(self, k, exclude_self_loops=True, replace=False):
+        self.k = _check_k(k, "GlobalUniform")
+        self.exclude_self_loops, self.replace = exclude_self_loops, replace
+
+    def _generate(self, g, eids, canonical_etype):
+        return global_uniform_negative_sampling(g, len(eids) * self.k, self.exclude_self_loops,
+                                                self.replace, canonical_etype)
+
+
+negative_sampler = types.SimpleNamespace(Uniform=Uniform, PerSourceUniform=PerSourceUniform,
+                                         GlobalUniform=GlobalUniform)
 
 
 def _seed():
@@ -278,6 +429,22 @@ class DistNodeDataLoader(_Resumable):
             self._loader.remove_prefetch(name)
 
 
+def _check_negative_sampler(sampler):
+    """The loader's sampler threads draw per-source uniform negatives only."""
+    if sampler is None:
+        return
+    kind = type(sampler)
+    if (isinstance(sampler, PerSourceUniform) and kind._generate is PerSourceUniform._generate
+            and kind.__call__ is _BaseNegativeSampler.__call__):
+        return
+    what = kind.__name__ if isinstance(sampler, _BaseNegativeSampler) else "a callable"
+    raise _C.TesseraError(
+        f"DistEdgeDataLoader: negative_sampler must be negative_sampler.Uniform(k) (= "
+        f"PerSourceUniform(k)), whose negatives the loader's C++ sampler threads draw; got "
+        f"{what}. Other samplers (GlobalUniform, custom ones) cannot give the loader "
+        f"their pairs: call them on the batch (sampler(g, pos.edata[EID])) instead")
+
+
 class DistEdgeDataLoader(_Resumable):
     """Mini-batches for link prediction over edges ``eids``. Yields
     ``(input_nodes, pair_graph, blocks)``, or with a ``negative_sampler``
@@ -297,9 +464,7 @@ class DistEdgeDataLoader(_Resumable):
     def __init__(self, g, eids, graph_sampler, device=None, exclude=None, reverse_eids=None,
                  reverse_etypes=None, negative_sampler=None, **kwargs):
         a = _loader_args(dict(kwargs, device=device), "DistEdgeDataLoader")
-        if negative_sampler is not None and not isinstance(negative_sampler, Uniform):
-            raise _C.TesseraError("DistEdgeDataLoader: negative_sampler must be "
-                                  "negative_sampler.Uniform(k)")
+        _check_negative_sampler(negative_sampler)
         if exclude is not None and not isinstance(exclude, str):
             raise _C.TesseraError("DistEdgeDataLoader: exclude must be None, 'self', "
                                   "'reverse_id' or 'reverse_types'")
