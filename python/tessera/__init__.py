@@ -26,7 +26,8 @@ NID = "_ID"  # dgl.NID: the global id of each node of a block or subgraph
 EID = "_ID"  # dgl.EID: the global id of each edge
 
 from tessera.heterograph import (ALL, Block, Graph, graph, heterograph,  # noqa: E402,F401
-                                 to_bidirected, to_block)
+                                 add_self_loop, remove_self_loop, reverse, to_bidirected,
+                                 to_block)
 from tessera.partition import partition_graph, load_partition  # noqa: E402,F401
 from tessera import distributed, dataloading, function  # noqa: E402,F401
 
@@ -34,7 +35,8 @@ DGLGraph = Graph  # DGL's class name, for isinstance checks and annotations.
 DGLBlock = Block
 
 __all__ = ["TesseraError", "NID", "EID", "ALL", "Graph", "DGLGraph", "Block", "DGLBlock",
-           "graph", "heterograph", "to_block", "to_bidirected", "partition_graph", "load_partition",
+           "graph", "heterograph", "to_block", "to_bidirected", "add_self_loop",
+           "remove_self_loop", "reverse", "partition_graph", "load_partition",
            "distributed", "dataloading", "function"]
 
 

@@ -800,6 +800,102 @@ def to_bidirected(g, copy_ndata=False, readonly=None):
     return out
 
 
+def _plain_graph(g, what):
+    if not isinstance(g, Graph) or g.is_block or g._srcf is not g._dstf:
+        raise _C.TesseraError(f"{what}: expected a graph, got {type(g).__name__}")
+
+
+def _with_relation(g, c, rel, edata):
+    """``g`` (node data shared) with relation ``c`` replaced by ``rel`` and
+    its edge data by ``edata``; other relations keep theirs."""
+    rels = [rel if x == c else g._rel[x] for x in g.canonical_etypes]
+    out = Graph({t: f.num_rows for t, f in g._srcf.items()}, g.canonical_etypes, rels)
+    for t, f in g._srcf.items():
+        out._srcf[t].data.update(f.data)
+    for x in g.canonical_etypes:
+        out._ef[x].data.update(edata if x == c else g._ef[x].data)
+    return out
+
+
+def _one_type_relation(g, etype, what):
+    c = g.to_canonical_etype(etype)
+    if c[0] != c[2]:
+        raise _C.TesseraError(f"{what}: relation {c} joins two node types; it needs one type "
+                              f"at both ends")
+    return c
+
+
+def add_self_loop(g, edge_feat_names=None, fill_data=1.0, etype=None):
+    """DGL's ``dgl.add_self_loop``: a new graph with an edge v -> v for every
+    node v of relation ``etype``'s type, after the existing edges (ids E ..
+    E + N - 1). Their data: ``fill_data`` for the ``edge_feat_names``
+    (default: all), or with "sum" / "mean" / "max" / "min" that reduction of
+    the node's in-edges' data; 0 for the other names."""
+    _plain_graph(g, "add_self_loop")
+    c = _one_type_relation(g, etype, "add_self_loop")
+    reducers = ("sum", "mean", "max", "min")
+    if isinstance(fill_data, str) and fill_data not in reducers:
+        raise _C.TesseraError(f"add_self_loop: fill_data {fill_data!r} is not a number or one "
+                              f"of {reducers}")
+    r, old = g._rel[c], g._ef[c].data
+    n = r.num_src
+    names = list(old) if edge_feat_names is None else list(edge_feat_names)
+    loops = {}
+    for k in names:
+        if k not in old:
+            raise _C.TesseraError(f"add_self_loop: relation {c} has no edge data {k!r}")
+        if isinstance(fill_data, str):
+            from tessera import function
+            with g.local_scope():
+                g.update_all(function.copy_e(k, "h"), getattr(function, fill_data)("h", "h"),
+                             etype=c)
+                loops[k] = g._dstf[c[2]].data["h"]
+        else:
+            loops[k] = torch.full((n, *old[k].shape[1:]), fill_data, dtype=old[k].dtype)
+    nodes = torch.arange(n, dtype=torch.int64)
+    edata = {k: torch.cat([v, loops[k] if k in loops else v.new_zeros((n, *v.shape[1:]))])
+             for k, v in old.items()}
+    return _with_relation(g, c, _Relation(n, n, torch.cat([r.src, nodes]),
+                                          dst=torch.cat([r.dst, nodes])), edata)
+
+
+def remove_self_loop(g, etype=None):
+    """DGL's ``dgl.remove_self_loop``: a new graph without relation
+    ``etype``'s edges v -> v; the other edges keep their order and data."""
+    _plain_graph(g, "remove_self_loop")
+    c = _one_type_relation(g, etype, "remove_self_loop")
+    r = g._rel[c]
+    keep = torch.nonzero(r.src != r.dst).reshape(-1)
+    return _with_relation(g, c, _Relation(r.num_src, r.num_dst, r.src.index_select(0, keep),
+                                          dst=r.dst.index_select(0, keep)),
+                          {k: v.index_select(0, keep) for k, v in g._ef[c].data.items()})
+
+
+def reverse(g, copy_ndata=True, copy_edata=False, *, share_ndata=None, share_edata=None):
+    """DGL's ``dgl.reverse``: every edge u -> v of relation (s, r, d)
+    becomes v -> u of (d, r, s), with the same id; node data is kept with
+    ``copy_ndata``, edge data with ``copy_edata``."""
+    _plain_graph(g, "reverse")
+    copy_ndata = copy_ndata if share_ndata is None else share_ndata
+    copy_edata = copy_edata if share_edata is None else share_edata
+    flipped = [(d, e, s) for s, e, d in g.canonical_etypes]
+    out = Graph({t: f.num_rows for t, f in g._srcf.items()}, flipped,
+                [_Relation(r.num_dst, r.num_src, r.dst, dst=r.src)
+                 for r in (g._rel[c] for c in g.canonical_etypes)])
+    if copy_ndata:
+        for t, f in g._srcf.items():
+            out._srcf[t].data.update(f.data)
+    if copy_edata:
+        for c, x in zip(g.canonical_etypes, flipped):
+            out._ef[x].data.update(g._ef[c].data)
+    return out
+
+
+Graph.add_self_loop = add_self_loop
+Graph.remove_self_loop = remove_self_loop
+Graph.reverse = reverse
+
+
 def _lookup(nodes, ids, what):
     """The position of each of ``ids`` in ``nodes`` (distinct ids); an
     error naming ``what`` for an id that is not there."""

@@ -727,3 +727,38 @@ def test_dot_products_of_1d_features_and_mismatched_sizes_as_dgl():
     for rhs in ("w1", "h"):
         with pytest.raises(tessera.TesseraError, match="same size on the last dimension"):
             g.apply_edges(fn.u_dot_e("x", rhs, "bad") if rhs == "w1" else fn.u_dot_v("x", rhs, "bad"))
+
+
+def test_self_loops_and_reverse_as_dgl():
+    """add_self_loop / remove_self_loop / reverse, values checked side by side
+    against DGL 1.1.3: loops after the existing edges with fill_data or a
+    reduction of the in-edges' data, 0 for names not filled."""
+    g = tessera.graph((torch.tensor([0, 1, 2, 2]), torch.tensor([1, 1, 0, 2])), num_nodes=4)
+    g.ndata["x"] = torch.arange(4.0)
+    g.edata["w"] = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    g.edata["i"] = torch.tensor([[5], [6], [7], [8]])
+    h = tessera.add_self_loop(g)
+    assert [t.tolist() for t in h.edges()] == [[0, 1, 2, 2, 0, 1, 2, 3], [1, 1, 0, 2, 0, 1, 2, 3]]
+    assert h.edata["w"].tolist() == [1, 2, 3, 4, 1, 1, 1, 1] and h.edata["i"].dtype == torch.int64
+    assert h.edata["i"].flatten().tolist() == [5, 6, 7, 8, 1, 1, 1, 1]
+    assert h.ndata["x"].tolist() == [0, 1, 2, 3] and g.num_edges() == 4  # g unchanged
+    for fill, loops in (("sum", [3, 3, 4, 0]), ("max", [3, 2, 4, 0]), ("mean", [3, 1.5, 4, 0])):
+        h = g.add_self_loop(edge_feat_names=["w"], fill_data=fill)
+        assert h.edata["w"].tolist()[4:] == loops and h.edata["i"].flatten().tolist()[4:] == [0] * 4
+    with pytest.raises(tessera.TesseraError, match="fill_data"):
+        g.add_self_loop(fill_data="median")
+    h = tessera.remove_self_loop(g)
+    assert [t.tolist() for t in h.edges()] == [[0, 2], [1, 0]] and h.edata["w"].tolist() == [1, 3]
+    r = tessera.reverse(g, copy_edata=True)
+    assert [t.tolist() for t in r.edges()] == [[1, 1, 0, 2], [0, 1, 2, 2]]
+    assert r.edata["w"].tolist() == [1, 2, 3, 4] and r.ndata["x"].tolist() == [0, 1, 2, 3]
+    assert "w" not in tessera.reverse(g).edata
+    hg = tessera.heterograph({("a", "x", "b"): (torch.tensor([0, 1]), torch.tensor([2, 0])),
+                              ("a", "y", "a"): (torch.tensor([1]), torch.tensor([0]))})
+    rh = hg.reverse()
+    assert rh.canonical_etypes == [("b", "x", "a"), ("a", "y", "a")]
+    assert [t.tolist() for t in rh.edges(etype="x")] == [[2, 0], [0, 1]]
+    assert [t.tolist() for t in hg.add_self_loop(etype="y").edges(etype="y")] == [[1, 0, 1],
+                                                                                  [0, 0, 1]]
+    with pytest.raises(tessera.TesseraError, match="two node types"):
+        hg.add_self_loop(etype="x")
