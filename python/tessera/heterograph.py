@@ -222,7 +222,7 @@ class _NodeView:
 
     def _frames(self):
         g = self._graph
-        return g._dstf if self._side == "dst" else g._srcf
+        return {"src": g._srcf, "dst": g._dstf, "all": g._nodef}[self._side]
 
     def __getitem__(self, ntype):
         frames = self._frames()
@@ -264,9 +264,17 @@ class Graph:
 
     def __init__(self, num_nodes, canonical_etypes, relations):
         """``num_nodes``: {ntype: count} (in type order); ``relations``: one
-        ``_Relation`` per canonical triple."""
-        self._srcf = {t: _Frame(int(n), f"node type {t!r}") for t, n in num_nodes.items()}
-        self._dstf = self._srcf
+        ``_Relation`` per canonical triple. A uni-bipartite graph (no type
+        both a source and a destination) has DGL's source types (those that
+        are no relation's destination) and destination types."""
+        frames = {t: _Frame(int(n), f"node type {t!r}") for t, n in num_nodes.items()}
+        dsttypes = {c[2] for c in canonical_etypes}
+        if len(frames) > 1 and dsttypes.isdisjoint(c[0] for c in canonical_etypes):
+            self._ntypes = list(frames)  # In type order, not sources first.
+            self._srcf = {t: f for t, f in frames.items() if t not in dsttypes}
+            self._dstf = {t: f for t, f in frames.items() if t in dsttypes}
+        else:
+            self._srcf = self._dstf = frames
         self._set_relations(canonical_etypes, relations)
 
     # ------------------------------------------------------------ structure
@@ -278,7 +286,18 @@ class Graph:
 
     @property
     def ntypes(self):
-        return list(dict.fromkeys(list(self._srcf) + list(self._dstf)))
+        order = self.__dict__.get("_ntypes")
+        return list(order) if order is not None else list(
+            dict.fromkeys(list(self._srcf) + list(self._dstf)))
+
+    @property
+    def _nodef(self):
+        """Every node type's frame, in type order."""
+        if self._dstf is self._srcf:
+            return self._srcf
+        return {t: self._srcf[t] if t in self._srcf else self._dstf[t] for t in self.ntypes}
+
+    is_unibipartite = property(lambda self: self._dstf is not self._srcf)
 
     srctypes = property(lambda self: list(self._srcf))
     dsttypes = property(lambda self: list(self._dstf))
@@ -490,12 +509,12 @@ class Graph:
     def ndata(self):
         if self.is_block:
             raise _C.TesseraError("a block has no ndata: use srcdata / dstdata")
-        return self._view(self._srcf, list(self._srcf), "node types")
+        return self._view(self._nodef, list(self._nodef), "node types")
 
     srcdata = property(lambda self: self._view(self._srcf, list(self._srcf), "source types"))
     dstdata = property(lambda self: self._view(self._dstf, list(self._dstf), "destination types"))
     edata = property(lambda self: _DataView(self._ef, list(self._ef), self.to_canonical_etype))
-    nodes = property(lambda self: _NodeView(self, "src"))
+    nodes = property(lambda self: _NodeView(self, "src" if self.is_block else "all"))
     srcnodes = property(lambda self: _NodeView(self, "src"))
     dstnodes = property(lambda self: _NodeView(self, "dst"))
     edges = property(lambda self: _EdgeView(self))
@@ -548,6 +567,7 @@ class Graph:
         c = self.to_canonical_etype(etype)
         g = self.__class__.__new__(self.__class__)
         g.__dict__.update(self.__dict__)
+        g.__dict__.pop("_ntypes", None)
         if self._dstf is self._srcf and c[0] == c[2]:
             g._srcf = g._dstf = {c[0]: self._srcf[c[0]]}
         else:  # Its sources and destinations are of one type each (DGL's).
@@ -793,15 +813,15 @@ def to_bidirected(g, copy_ndata=False, readonly=None):
         r, n = g._rel[c], g.num_nodes(c[0])
         key = torch.unique(torch.cat([r.src * n + r.dst, r.dst * n + r.src]))
         rels.append(_Relation(n, n, key // max(n, 1), dst=key % max(n, 1)))
-    out = Graph({t: f.num_rows for t, f in g._srcf.items()}, g.canonical_etypes, rels)
+    out = Graph({t: f.num_rows for t, f in g._nodef.items()}, g.canonical_etypes, rels)
     if copy_ndata:
-        for t, f in g._srcf.items():
-            out._srcf[t].data.update(f.data)
+        for t, f in g._nodef.items():
+            out._nodef[t].data.update(f.data)
     return out
 
 
 def _plain_graph(g, what):
-    if not isinstance(g, Graph) or g.is_block or g._srcf is not g._dstf:
+    if not isinstance(g, Graph) or g.is_block:
         raise _C.TesseraError(f"{what}: expected a graph, got {type(g).__name__}")
 
 
@@ -809,9 +829,9 @@ def _with_relation(g, c, rel, edata):
     """``g`` (node data shared) with relation ``c`` replaced by ``rel`` and
     its edge data by ``edata``; other relations keep theirs."""
     rels = [rel if x == c else g._rel[x] for x in g.canonical_etypes]
-    out = Graph({t: f.num_rows for t, f in g._srcf.items()}, g.canonical_etypes, rels)
-    for t, f in g._srcf.items():
-        out._srcf[t].data.update(f.data)
+    out = Graph({t: f.num_rows for t, f in g._nodef.items()}, g.canonical_etypes, rels)
+    for t, f in g._nodef.items():
+        out._nodef[t].data.update(f.data)
     for x in g.canonical_etypes:
         out._ef[x].data.update(edata if x == c else g._ef[x].data)
     return out
@@ -879,12 +899,12 @@ def reverse(g, copy_ndata=True, copy_edata=False, *, share_ndata=None, share_eda
     copy_ndata = copy_ndata if share_ndata is None else share_ndata
     copy_edata = copy_edata if share_edata is None else share_edata
     flipped = [(d, e, s) for s, e, d in g.canonical_etypes]
-    out = Graph({t: f.num_rows for t, f in g._srcf.items()}, flipped,
+    out = Graph({t: f.num_rows for t, f in g._nodef.items()}, flipped,
                 [_Relation(r.num_dst, r.num_src, r.dst, dst=r.src)
                  for r in (g._rel[c] for c in g.canonical_etypes)])
     if copy_ndata:
-        for t, f in g._srcf.items():
-            out._srcf[t].data.update(f.data)
+        for t, f in g._nodef.items():
+            out._nodef[t].data.update(f.data)
     if copy_edata:
         for c, x in zip(g.canonical_etypes, flipped):
             out._ef[x].data.update(g._ef[c].data)
@@ -984,7 +1004,7 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
     # edges' ids in g (DGL's: a frontier's own EID is replaced by positions
     # in the frontier; its node ids are the DistGraph's).
     for t in ntypes:
-        frame = g._srcf[t]
+        frame = g._nodef[t]
         for side, ids in ((b._srcf[t], src[t]), (b._dstf[t], dst[t])):
             side.data.update(frame.subframe(ids, side.what).data)
             side.data[NID] = ids

@@ -852,9 +852,11 @@ class HeteroGraphConv(nn.Module):
         mod_args, mod_kwargs = mod_args or {}, mod_kwargs or {}
         if isinstance(inputs, tuple):
             src_inputs, dst_inputs = inputs
-        else:
+        elif g.is_block:
             src_inputs = inputs
             dst_inputs = {t: x[:g.num_dst_nodes(t)] for t, x in inputs.items()}
+        else:  # A graph's nodes are both (DGL's; a uni-bipartite graph's types are one or other).
+            src_inputs = dst_inputs = inputs
         outputs = {t: [] for t in g.dsttypes}
         for c in (tuple(c) for c in g.canonical_etypes):
             if c[0] not in src_inputs or c[2] not in dst_inputs:
