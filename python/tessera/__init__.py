@@ -26,7 +26,8 @@ NID = "_ID"  # dgl.NID: the global id of each node of a block or subgraph
 EID = "_ID"  # dgl.EID: the global id of each edge
 
 from tessera.heterograph import (ALL, Block, Graph, graph, heterograph,  # noqa: E402,F401
-                                 add_self_loop, remove_self_loop, reverse, to_bidirected,
+                                 add_self_loop, edge_subgraph, in_subgraph, node_subgraph,
+                                 out_subgraph, remove_self_loop, reverse, to_bidirected,
                                  to_block)
 from tessera.partition import partition_graph, load_partition  # noqa: E402,F401
 from tessera import distributed, dataloading, function  # noqa: E402,F401
@@ -36,7 +37,8 @@ DGLBlock = Block
 
 __all__ = ["TesseraError", "NID", "EID", "ALL", "Graph", "DGLGraph", "Block", "DGLBlock",
            "graph", "heterograph", "to_block", "to_bidirected", "add_self_loop",
-           "remove_self_loop", "reverse", "partition_graph", "load_partition",
+           "remove_self_loop", "reverse", "node_subgraph", "edge_subgraph", "in_subgraph",
+           "out_subgraph", "partition_graph", "load_partition",
            "distributed", "dataloading", "function"]
 
 

@@ -911,6 +911,137 @@ def reverse(g, copy_ndata=True, copy_edata=False, *, share_ndata=None, share_eda
     return out
 
 
+def _per_type(g, ids, kinds, what):
+    """``ids`` (a tensor or bool mask on a graph of one type / relation, or
+    ``{type: ids}``) as {type: int64 ids}, each checked against its count."""
+    names = g.ntypes if kinds == "node" else g.canonical_etypes
+    if not isinstance(ids, Mapping):
+        if len(names) != 1:
+            raise _C.TesseraError(f"{what}: the graph has several {kinds} types {names}; give "
+                                  f"{{type: ids}}")
+        ids = {names[0]: ids}
+    out = {}
+    for key, value in ids.items():
+        t = key if kinds == "node" else g.to_canonical_etype(key)
+        if t not in names:
+            raise _C.TesseraError(f"{what}: unknown node type {t!r}; the graph has {names}")
+        count = g.num_nodes(t) if kinds == "node" else g.num_edges(t)
+        mask = torch.as_tensor(value) if not isinstance(value, torch.Tensor) else value
+        if mask.dtype == torch.bool:
+            if mask.numel() != count:
+                raise _C.TesseraError(f"{what}: a mask of {mask.numel()} for {count} {kinds}s "
+                                      f"of {t!r}")
+            out[t] = torch.nonzero(mask.reshape(-1)).reshape(-1)
+        else:
+            out[t] = _nodes_of(value, count, t, what)[0]
+    return out
+
+
+def _first_seen(ids):
+    """The distinct values of ``ids`` in the order they first appear."""
+    uniq, inverse = torch.unique(ids, return_inverse=True)
+    first = torch.full((uniq.numel(),), ids.numel(), dtype=torch.int64)
+    first.scatter_reduce_(0, inverse, torch.arange(ids.numel(), dtype=torch.int64), "amin")
+    return uniq.index_select(0, torch.argsort(first))
+
+
+def _subgraph(g, eids, nodes, store_ids):
+    """The graph of ``g``'s edges ``eids`` ({relation: ids}, in that order;
+    none of a relation not given) over ``nodes`` ({type: ids}, relabelled in
+    that order), or over all of g's nodes when ``nodes`` is None; data and,
+    with ``store_ids``, NID / EID as DGL's subgraphs."""
+    empty = torch.empty(0, dtype=torch.int64)
+    eids = {c: eids.get(c, empty) for c in g.canonical_etypes}
+    frames = g._nodef
+    counts = {t: frames[t].num_rows if nodes is None else nodes[t].numel() for t in g.ntypes}
+    rels = []
+    for c in g.canonical_etypes:
+        r, e = g._rel[c], eids[c]
+        src, dst = r.src.index_select(0, e), r.dst.index_select(0, e)
+        if nodes is not None:
+            src = _lookup(nodes[c[0]], src, f"subgraph sources of {c}")
+            dst = _lookup(nodes[c[2]], dst, f"subgraph destinations of {c}")
+        rels.append(_Relation(counts[c[0]], counts[c[2]], src, dst=dst))
+    out = Graph(counts, g.canonical_etypes, rels)
+    for t, f in out._nodef.items():
+        f.data.update(frames[t].data if nodes is None else frames[t].subframe(nodes[t], "").data)
+        if store_ids and nodes is not None:
+            f.data[NID] = nodes[t]
+    for c in g.canonical_etypes:
+        out._ef[c].data.update(g._ef[c].subframe(eids[c], "").data)
+        if store_ids:
+            out._ef[c].data[EID] = eids[c]
+    return out
+
+
+def _relabelled(g, eids):
+    """Per type the nodes of the edges ``eids``: their sources, then their
+    destinations, in the order they first appear (DGL's relabelling)."""
+    ends = {t: [] for t in g.ntypes}
+    for side in (0, 2):
+        for c, e in eids.items():
+            r = g._rel[c]
+            ends[c[side]].append((r.src if side == 0 else r.dst).index_select(0, e))
+    return {t: _first_seen(torch.cat(x)) if x else torch.empty(0, dtype=torch.int64)
+            for t, x in ends.items()}
+
+
+def node_subgraph(g, nodes, *, relabel_nodes=True, store_ids=True, output_device=None):
+    """DGL's ``dgl.node_subgraph``: the edges among ``nodes`` (ids, a bool
+    mask, or ``{ntype: ...}``), grouped by source in the order given; nodes
+    relabelled in that order (``ndata[NID]``), ``edata[EID]`` the edges'."""
+    _plain_graph(g, "node_subgraph")
+    nodes = _per_type(g, nodes, "node", "node_subgraph")
+    nodes = {t: nodes.get(t, torch.empty(0, dtype=torch.int64)) for t in g.ntypes}
+    eids = {}
+    for c in g.canonical_etypes:
+        r = g._rel[c]
+        e = r.edges_at(nodes[c[0]], out=True)
+        eids[c] = e[torch.isin(r.dst.index_select(0, e), nodes[c[2]])]
+    return _subgraph(g, eids, nodes if relabel_nodes else None, store_ids)
+
+
+def edge_subgraph(g, edges, *, relabel_nodes=True, store_ids=True, output_device=None):
+    """DGL's ``dgl.edge_subgraph``: the edges ``edges`` (ids, a bool mask, or
+    ``{etype: ...}``) in that order; with ``relabel_nodes`` only their nodes
+    (sources, then destinations, by first appearance: ``ndata[NID]``)."""
+    if not isinstance(g, Graph):  # A DistGraph: tessera.distributed's.
+        from tessera import distributed
+        return distributed.edge_subgraph(g, edges, relabel_nodes=relabel_nodes)
+    _plain_graph(g, "edge_subgraph")
+    eids = _per_type(g, edges, "relation", "edge_subgraph")
+    return _subgraph(g, eids, _relabelled(g, eids) if relabel_nodes else None, store_ids)
+
+
+def _adjacent_subgraph(g, nodes, out, relabel_nodes, store_ids, what):
+    _plain_graph(g, what)
+    nodes = _per_type(g, nodes, "node", what)
+    eids = {c: g._rel[c].edges_at(nodes[c[0] if out else c[2]], out=out)
+            for c in g.canonical_etypes if (c[0] if out else c[2]) in nodes}
+    return _subgraph(g, eids, _relabelled(g, eids) if relabel_nodes else None, store_ids)
+
+
+def in_subgraph(g, nodes, *, relabel_nodes=False, store_ids=True, output_device=None):
+    """DGL's ``dgl.in_subgraph``: every in-edge of ``nodes``, grouped by node
+    in the order given, over all of g's nodes (or only theirs with
+    ``relabel_nodes``); ``edata[EID]`` the edges' ids. A DistGraph's is
+    ``tessera.distributed.in_subgraph``."""
+    if not isinstance(g, Graph):
+        from tessera import distributed
+        return distributed.in_subgraph(g, nodes)
+    return _adjacent_subgraph(g, nodes, False, relabel_nodes, store_ids, "in_subgraph")
+
+
+def out_subgraph(g, nodes, *, relabel_nodes=False, store_ids=True, output_device=None):
+    """DGL's ``dgl.out_subgraph``: every out-edge of ``nodes``, as
+    :func:`in_subgraph`."""
+    return _adjacent_subgraph(g, nodes, True, relabel_nodes, store_ids, "out_subgraph")
+
+
+Graph.subgraph = node_subgraph
+Graph.edge_subgraph = edge_subgraph
+Graph.in_subgraph = in_subgraph
+Graph.out_subgraph = out_subgraph
 Graph.add_self_loop = add_self_loop
 Graph.remove_self_loop = remove_self_loop
 Graph.reverse = reverse
