@@ -762,3 +762,96 @@ def test_self_loops_and_reverse_as_dgl():
                                                                                   [0, 0, 1]]
     with pytest.raises(tessera.TesseraError, match="two node types"):
         hg.add_self_loop(etype="x")
+
+
+def test_a_graph_whose_relations_go_one_way_is_uni_bipartite_as_dgl():
+    """No type both a source and a destination: DGL's uni-bipartite graph
+    (source types: the others, isolated ones included), so srcdata /
+    dstdata / num_src_nodes() and the layers work on it directly. Values
+    checked side by side against DGL 1.1.3."""
+    g = tessera.heterograph({("user", "plays", "game"): (torch.tensor([0, 1, 1]),
+                                                         torch.tensor([2, 0, 2])),
+                             ("user", "buys", "item"): (torch.tensor([1]), torch.tensor([0]))},
+                            num_nodes_dict={"user": 2, "game": 3, "item": 1, "zzz": 2})
+    assert g.is_unibipartite and g.ntypes == ["game", "item", "user", "zzz"]
+    assert (g.srctypes, g.dsttypes) == (["user", "zzz"], ["game", "item"])
+    assert (g.num_nodes(), g.num_nodes("game"), g.num_src_nodes("user")) == (8, 3, 2)
+    g.nodes["user"].data["h"] = torch.tensor([[1.0], [2.0]])
+    g.nodes["game"].data["g"] = torch.tensor([[5.0], [6.0], [7.0]])
+    assert list(g.srcdata) == ["h"] and list(g.dstdata) == ["g"] and list(g.ndata["h"]) == ["user"]
+    g.multi_update_all({"plays": (fn.copy_u("h", "m"), fn.sum("m", "t")),
+                        "buys": (fn.copy_u("h", "m"), fn.sum("m", "t"))}, "sum")
+    assert g.nodes["game"].data["t"].flatten().tolist() == [2.0, 0.0, 3.0]
+    assert g.nodes["item"].data["t"].flatten().tolist() == [2.0]
+    r = tessera.reverse(g)
+    assert (r.srctypes, r.dsttypes) == (["game", "item", "zzz"], ["user"])
+    sub = g["plays"]
+    assert (sub.srctypes, sub.dsttypes, sub.num_src_nodes(), sub.num_dst_nodes()) == (
+        ["user"], ["game"], 2, 3)
+    # One relation between two types: the layers take (source, destination) features.
+    one = tessera.heterograph({("user", "plays", "game"): (torch.tensor([0, 1, 1]),
+                                                           torch.tensor([2, 0, 2]))})
+    assert one.num_src_nodes() == 2 and one.num_dst_nodes() == 3
+    one.srcdata["h"] = torch.tensor([[1.0], [2.0]])
+    one.update_all(fn.copy_u("h", "m"), fn.sum("m", "s"))
+    assert one.dstdata["s"].flatten().tolist() == [2.0, 0.0, 3.0]
+    conv = tnn.GraphConv(1, 1, norm="none", bias=False, allow_zero_in_degree=True)
+    torch.nn.init.ones_(conv.weight)
+    out = conv(one, (one.srcdata["h"], torch.zeros(3, 1)))
+    assert out.flatten().tolist() == [2.0, 0.0, 3.0]
+    h = tnn.HeteroGraphConv({"plays": conv, "buys": conv})(
+        g, {"user": torch.tensor([[1.0], [2.0]]), "game": torch.zeros(3, 1),
+            "item": torch.zeros(1, 1)})
+    assert h["game"].flatten().tolist() == [2.0, 0.0, 3.0] and h["item"].tolist() == [[2.0]]
+    # A type that is both (a -> b -> c) keeps every type on both sides.
+    chain = tessera.heterograph({("a", "r", "b"): (torch.tensor([0]), torch.tensor([0])),
+                                 ("b", "s", "c"): (torch.tensor([0]), torch.tensor([0]))})
+    assert not chain.is_unibipartite and chain.srctypes == chain.dsttypes == ["a", "b", "c"]
+
+
+def test_subgraphs_of_in_memory_graphs_as_dgl():
+    """node_subgraph / edge_subgraph / in_subgraph / out_subgraph, values
+    checked side by side against DGL 1.1.3 (edge order, relabelling order,
+    NID / EID, data)."""
+    g = tessera.graph((torch.tensor([0, 0, 1, 3, 2, 3]), torch.tensor([1, 2, 2, 1, 0, 3])),
+                      num_nodes=5)
+    g.ndata["x"] = torch.arange(5.0)
+    g.edata["w"] = torch.arange(6.0) * 10
+
+    def parts(s):
+        return [t.tolist() for t in s.edges()]
+
+    s = tessera.node_subgraph(g, torch.tensor([3, 1, 2]))  # Grouped by source, in that order.
+    assert parts(s) == [[0, 0, 1], [1, 0, 2]] and s.ndata[NID].tolist() == [3, 1, 2]
+    assert s.edata[EID].tolist() == [3, 5, 2] and s.edata["w"].tolist() == [30, 50, 20]
+    assert s.ndata["x"].tolist() == [3, 1, 2]
+    s = g.subgraph(torch.tensor([True, False, True, True, False]))
+    assert parts(s) == [[0, 1, 2], [1, 0, 2]] and s.ndata[NID].tolist() == [0, 2, 3]
+    s = tessera.node_subgraph(g, [3, 1, 2], store_ids=False)
+    assert list(s.ndata) == ["x"] and list(s.edata) == ["w"]
+    s = tessera.edge_subgraph(g, torch.tensor([5, 1, 3]))  # Sources, then destinations.
+    assert parts(s) == [[0, 1, 0], [0, 2, 3]] and s.ndata[NID].tolist() == [3, 0, 2, 1]
+    assert s.edata[EID].tolist() == [5, 1, 3] and s.edata["w"].tolist() == [50, 10, 30]
+    s = g.edge_subgraph(torch.tensor([5, 1, 3]), relabel_nodes=False)
+    assert parts(s) == [[3, 0, 3], [3, 2, 1]] and s.num_nodes() == 5 and list(s.ndata) == ["x"]
+    s = tessera.in_subgraph(g, torch.tensor([2, 1]))
+    assert parts(s) == [[0, 1, 0, 3], [2, 2, 1, 1]] and s.num_nodes() == 5
+    assert s.edata[EID].tolist() == [1, 2, 0, 3] and s.edata["w"].tolist() == [10, 20, 0, 30]
+    s = tessera.in_subgraph(g, torch.tensor([2, 1]), relabel_nodes=True)
+    assert parts(s) == [[0, 1, 0, 2], [3, 3, 1, 1]] and s.ndata[NID].tolist() == [0, 1, 3, 2]
+    s = tessera.out_subgraph(g, torch.tensor([3, 0]))
+    assert parts(s) == [[3, 3, 0, 0], [1, 3, 1, 2]] and s.edata[EID].tolist() == [3, 5, 0, 1]
+    with pytest.raises(tessera.TesseraError, match="does not exist"):
+        tessera.node_subgraph(g, [7])
+    with pytest.raises(tessera.TesseraError, match="mask of 3"):
+        tessera.edge_subgraph(g, torch.tensor([True, False, True]))
+    hg = tessera.heterograph({("a", "r", "b"): (torch.tensor([0, 1, 1]), torch.tensor([0, 0, 1])),
+                              ("b", "s", "a"): (torch.tensor([1]), torch.tensor([0]))})
+    s = tessera.node_subgraph(hg, {"a": torch.tensor([1]), "b": torch.tensor([0, 1])})
+    assert [t.tolist() for t in s.edges(etype="r")] == [[0, 0], [0, 1]]
+    assert s.num_edges("s") == 0 and s.ndata[NID]["b"].tolist() == [0, 1]
+    s = tessera.edge_subgraph(hg, {"r": torch.tensor([2])})
+    assert {t: s.num_nodes(t) for t in s.ntypes} == {"a": 1, "b": 1}
+    assert s.edata[EID][("a", "r", "b")].tolist() == [2] and s.num_edges("s") == 0
+    s = tessera.in_subgraph(hg, {"b": torch.tensor([0])})
+    assert [t.tolist() for t in s.edges(etype="r")] == [[0, 1], [0, 0]] and s.num_edges("s") == 0
