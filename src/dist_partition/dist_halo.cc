@@ -88,8 +88,9 @@ class PartBuilder {
     g_.inner_edge.assign(g_.indices.size(), 1);
   }
 
-  // Hop 1: the out-edges become HALO row entries (destination, then source,
-  // become local ids in this order).
+  // The out-edges become HALO row entries (destination, then source, become
+  // local ids in this order), after the in-edge hops: a destination a hop
+  // reached first is that hop's node (DGL's GetSubgraphWithHalo).
   void AddOutEdges() {
     for (HaloEdge& e : out_) {
       const int64_t row = Local(e.row, /*expand=*/false);
@@ -261,8 +262,8 @@ StatusOr<std::vector<PartStats>> BuildLocalGraphs(
                          std::span<const int64_t>(e.eid).subspan(k0, k1 - k0), num_hops);
       }
       part.EndInnerRows();
-      if (num_hops >= 1) part.AddOutEdges();
       for (int hop = 2; hop <= num_hops; ++hop) RETURN_IF_ERROR(ExpandHop(comm, layout, s, part));
+      if (num_hops >= 1) part.AddOutEdges();  // After the in-edge hops, as DGL's.
       graph = part.Finish();
     }
     const int64_t inner_edges = s.ids.edge_offsets[p + 1] - s.ids.edge_offsets[p];

@@ -419,24 +419,12 @@ void PartBuilder<Id>::BuildLocalGraph() {
   if (!eid_.empty()) eid_.resize(out);
   int64_t frontier_begin = b_ - a_, frontier_end = static_cast<int64_t>(nid_.size());
 
-  // Hop 1 out-edges: a destination not seen yet takes its id in the order of
-  // (first inner source, destination), as a walk of the inner nodes' out-edges
-  // would meet it.
-  std::vector<std::pair<Id, Id>> found;  // (first source, destination)
-  for (const HaloEdge<Id>& h : halo_) {
-    if (local_of_[h.row] < 0 && first_src_[h.row] != std::numeric_limits<Id>::max()) {
-      found.emplace_back(first_src_[h.row], h.row);
-      first_src_[h.row] = std::numeric_limits<Id>::max();
-    }
-  }
-  for (const HaloEdge<Id>& h : halo_) first_src_[h.row] = std::numeric_limits<Id>::max();
-  std::sort(found.begin(), found.end());
-  for (const auto& [first, w] : found) Discover(w);
-  found = {};
-  for (HaloEdge<Id>& h : halo_) {
-    h.row = local_of_[h.row];
-    h.src = static_cast<Id>(h.src - a_);
-  }
+  // The inner nodes' out-edges to other parts (rows: their destinations'
+  // new ids) wait until the in-edge hops are done, as DGL's
+  // GetSubgraphWithHalo adds them: a destination that a later hop also
+  // reaches is that hop's node, and the next hop expands it.
+  std::vector<HaloEdge<Id>> out_edges = std::move(halo_);
+  halo_.clear();
   // Hops 2...: in-edges from outside the part of the previous hop's new
   // nodes, met in (row, original edge id) order.
   for (int hop = 2; hop <= num_hops && frontier_begin < frontier_end; ++hop) {
@@ -455,6 +443,25 @@ void PartBuilder<Id>::BuildLocalGraph() {
       halo_.push_back(h);
     }
     frontier_end = static_cast<int64_t>(nid_.size());
+  }
+  // Then the out-edges: a destination not seen yet takes its id in the order
+  // of (first inner source, destination), as a walk of the inner nodes'
+  // out-edges would meet it.
+  std::vector<std::pair<Id, Id>> found;  // (first source, destination)
+  for (const HaloEdge<Id>& h : out_edges) {
+    if (local_of_[h.row] < 0 && first_src_[h.row] != std::numeric_limits<Id>::max()) {
+      found.emplace_back(first_src_[h.row], h.row);
+      first_src_[h.row] = std::numeric_limits<Id>::max();
+    }
+  }
+  for (const HaloEdge<Id>& h : out_edges) first_src_[h.row] = std::numeric_limits<Id>::max();
+  std::sort(found.begin(), found.end());
+  for (const auto& [first, w] : found) Discover(w);
+  found = {};
+  for (HaloEdge<Id>& h : out_edges) {
+    h.row = local_of_[h.row];
+    h.src = static_cast<Id>(h.src - a_);
+    halo_.push_back(h);
   }
   std::sort(halo_.begin(), halo_.end(), [](const HaloEdge<Id>& x, const HaloEdge<Id>& y) {
     return x.row != y.row ? x.row < y.row : x.eid < y.eid;
