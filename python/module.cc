@@ -676,8 +676,21 @@ PYBIND11_MODULE(_C, m) {
     d["inner_edge"] = ToTensor(p.inner_edge);
     d["node_feats"] = ArraysDict(p.node_data);
     d["edge_feats"] = ArraysDict(p.edge_data);
-    d["node_offsets"] = Offsets(p.book.node_offsets());
-    d["edge_offsets"] = Offsets(p.book.edge_offsets());
+    if (p.config.typed()) {  // DGL's _TYPE arrays of the local graph.
+      d["ntype"] = ToTensor(p.ntype);
+      d["etype"] = ToTensor(p.etype);
+    }
+    d["book"] = py::cast(std::move(p.book));
     return d;
+  });
+  m.def("load_partition_book", [](const std::string& config, int part_id) {
+    auto [book, name] = Wait([&] {
+      auto cfg = tessera::ReadPartitionConfig(config);
+      ThrowIfError(cfg.status(), "load_partition_book");
+      auto b = cfg->Book(part_id);
+      ThrowIfError(b.status(), "load_partition_book");
+      return std::make_pair(*std::move(b), cfg->graph_name);
+    });
+    return py::make_tuple(py::cast(std::move(book)), name);
   });
 }

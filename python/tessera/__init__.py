@@ -29,7 +29,7 @@ from tessera.heterograph import (ALL, Block, Graph, graph, heterograph,  # noqa:
                                  add_self_loop, edge_subgraph, in_subgraph, node_subgraph,
                                  out_subgraph, remove_self_loop, reverse, to_bidirected,
                                  to_block)
-from tessera.partition import partition_graph, load_partition  # noqa: E402,F401
+from tessera.partition import partition_graph, load_partition, load_partition_book  # noqa: E402,F401,E501
 from tessera import distributed, dataloading, function  # noqa: E402,F401
 
 DGLGraph = Graph  # DGL's class name, for isinstance checks and annotations.
@@ -38,7 +38,7 @@ DGLBlock = Block
 __all__ = ["TesseraError", "NID", "EID", "ALL", "Graph", "DGLGraph", "Block", "DGLBlock",
            "graph", "heterograph", "to_block", "to_bidirected", "add_self_loop",
            "remove_self_loop", "reverse", "node_subgraph", "edge_subgraph", "in_subgraph",
-           "out_subgraph", "partition_graph", "load_partition",
+           "out_subgraph", "partition_graph", "load_partition", "load_partition_book",
            "distributed", "dataloading", "function"]
 
 

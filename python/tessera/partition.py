@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from tessera import _C, EID, NID
-from tessera.heterograph import Graph
+from tessera.heterograph import Graph, _Relation
 
 
 def _write_typed_folder(g, folder):
@@ -91,9 +91,10 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
                 num_trainers_per_machine=int(num_trainers_per_machine), objtype=str(objtype),
                 seed=int(seed), coarsening=float(coarsening),
                 coarsen_min_arcs=int(coarsen_min_arcs))
-    if isinstance(g, Graph) and not g.is_homogeneous:
-        # A typed in-memory graph (tessera.heterograph): through a typed npy
-        # folder beside the output, removed after.
+    if isinstance(g, Graph) and (not g.is_homogeneous or g.ntypes != ["_N"]
+                                 or g.canonical_etypes != [("_N", "_E", "_N")]):
+        # A typed in-memory graph (tessera.heterograph, also of one named
+        # type): through a typed npy folder beside the output, removed after.
         if balance_ntypes is not None and not isinstance(balance_ntypes, str):
             raise _C.TesseraError("partition_graph: with a typed graph, balance_ntypes is the "
                                   "name of a node array (parts are balanced per node type)")
@@ -107,8 +108,8 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
                                       graph_formats, seed, coarsening, coarsen_min_arcs)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        if not return_mapping:
-            return None
+        if not return_mapping or g.is_homogeneous:  # One type: DGL's tensors.
+            return mapping
         return _typed_mapping(g, os.path.join(out_path, f"{graph_name}.json"), *mapping)
     if isinstance(g, (str, os.PathLike)):
         if balance_ntypes is not None and not isinstance(balance_ntypes, str):
@@ -164,41 +165,49 @@ def _typed_mapping(g, config, orig_nids, orig_eids):
     return nids, eids
 
 
-class LocalPartitionGraph:
-    """One part's local graph: inner nodes first, then HALO nodes.
-    ``ndata[NID]`` / ``edata[EID]`` are global ids, ``ndata["inner_node"]`` /
-    ``edata["inner_edge"]`` mark what the part owns; edges are the in-edges
-    (CSC: ``indptr`` over local destinations, ``indices`` local sources)."""
-
-    def __init__(self, d):
-        self.indptr, self.indices = d["indptr"], d["indices"]
-        self.ndata = {NID: d["nid"], "inner_node": d["inner_node"]}
-        self.edata = {EID: d["eid"], "inner_edge": d["inner_edge"]}
-
-    def num_nodes(self):
-        return self.ndata[NID].numel()
-
-    def num_edges(self):
-        return self.indices.numel()
-
-    def edges(self):
-        deg = self.indptr[1:] - self.indptr[:-1]
-        dst = torch.repeat_interleave(torch.arange(self.num_nodes()), deg)
-        return self.indices, dst
+def _local_graph(d, gpb):
+    """One part's local graph as DGL's: one node type and one relation over
+    the local nodes (inner nodes first, then HALO nodes), the in-edges of
+    the inner nodes and more in CSC order; ``ndata[NID]`` / ``edata[EID]``
+    global ids, ``inner_node`` / ``inner_edge`` what the part owns,
+    ``_TYPE`` the types on a typed partition, ``part_id`` each node's part
+    when there are several."""
+    n = d["nid"].numel()
+    g = Graph({"_N": n}, [("_N", "_E", "_N")],
+              [_Relation(n, n, d["indices"], indptr=d["indptr"])])
+    g.ndata.update({NID: d["nid"], "inner_node": d["inner_node"]})
+    g.edata.update({EID: d["eid"], "inner_edge": d["inner_edge"]})
+    if "ntype" in d:
+        g.ndata["_TYPE"] = d["ntype"].to(torch.int32)  # DGL's dtype
+        g.edata["_TYPE"] = d["etype"].to(torch.int32)
+    if gpb.num_partitions() > 1:
+        g.ndata["part_id"] = gpb.nid2partid(d["nid"])
+    return g
 
 
 def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     """DGL's load_partition: ``(graph, node_feats, edge_feats, gpb, graph_name,
-    ntypes_list, etypes_list)``. Feature keys are DGL's ``"_N/<name>"`` and
-    ``"_N:_E:_N/<name>"``."""
+    ntypes_list, etypes_list)``. Feature keys are DGL's ``"<ntype>/<name>"``
+    and ``"<src>:<rel>:<dst>/<name>"`` (``"_N/feat"`` on a homogeneous
+    graph); ``gpb`` is the typed partition book of a typed partition."""
     from tessera.distributed.partition_book import GraphPartitionBook
     if use_graphbolt:
         raise ValueError("load_partition: use_graphbolt=True is not supported")
     d = _C.load_partition(str(part_config), int(part_id), bool(load_feats))
-    node_feats = {f"_N/{k}": v for k, v in d["node_feats"].items()}
-    edge_feats = {f"_N:_E:_N/{k}": v for k, v in d["edge_feats"].items()}
-    gpb = GraphPartitionBook(None, d["node_offsets"], d["edge_offsets"], d["part_id"])
-    with open(part_config) as f:
-        name = json.load(f).get("graph_name", d["graph_name"])
-    return (LocalPartitionGraph(d), node_feats, edge_feats, gpb, name, ["_N"],
-            [("_N", "_E", "_N")])
+    gpb = GraphPartitionBook(d["book"])
+    ntypes, etypes = gpb.ntypes, gpb.canonical_etypes
+    node_feats, edge_feats = d["node_feats"], d["edge_feats"]
+    if "ntype" not in d:  # One type: the config names it ("_N", or a graph's own name).
+        node_feats = {f"{ntypes[0]}/{k}": v for k, v in node_feats.items()}
+        edge_feats = {f"{':'.join(etypes[0])}/{k}": v for k, v in edge_feats.items()}
+    return (_local_graph(d, gpb), node_feats, edge_feats, gpb, d["graph_name"], ntypes, etypes)
+
+
+def load_partition_book(part_config, part_id):
+    """DGL's load_partition_book: ``(gpb, graph_name, {ntype: id},
+    {canonical etype: id})``."""
+    from tessera.distributed.partition_book import GraphPartitionBook
+    book, name = _C.load_partition_book(str(part_config), int(part_id))
+    gpb = GraphPartitionBook(book)
+    return (gpb, name, {t: i for i, t in enumerate(gpb.ntypes)},
+            {c: i for i, c in enumerate(gpb.canonical_etypes)})

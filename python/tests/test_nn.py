@@ -339,3 +339,93 @@ def test_ops_dropout_is_torch_dropout_with_a_hashed_mask():
     assert isinstance(tnn.RelGraphConv(4, 4, 2, dropout=0.5).dropout, ops.Dropout)
     with pytest.raises(tessera.TesseraError, match="probability"):
         ops.dropout(x, 2.0)
+
+
+def test_halo_of_any_depth_is_dgls(tmp_path):
+    """The local graph of every part holds DGL's GetSubgraphWithHalo nodes
+    and edges for 1 to 4 hops: the in-edge hops first, then the inner nodes'
+    out-edges (a node found both ways is expanded by the next hop)."""
+    n, m = 400, 600
+    gen = torch.Generator().manual_seed(1)
+    src, dst = torch.randint(0, n, (m,), generator=gen), torch.randint(0, n, (m,), generator=gen)
+    S, D = src.tolist(), dst.tolist()
+    for hops in (1, 2, 3, 4):
+        out = tmp_path / f"h{hops}"
+        orig_nids, orig_eids = tessera.partition_graph(
+            {"edges": (src, dst), "num_nodes": n}, "h", 3, str(out), num_hops=hops,
+            part_method="random", return_mapping=True)
+        for p in range(3):
+            part = tessera.load_partition(str(out / "h.json"), p, load_feats=False)[0]
+            nid = part.ndata[tessera.NID]
+            inner = set(orig_nids[nid[part.ndata["inner_node"].bool()]].tolist())
+            nodes = set(inner)
+            edges = {e for e in range(m) if D[e] in inner}
+            frontier = {S[e] for e in edges} - inner
+            nodes |= frontier
+            for _ in range(2, hops + 1):
+                hop = {e for e in range(m) if D[e] in frontier and S[e] not in inner}
+                edges |= hop
+                frontier = {S[e] for e in hop} - nodes
+                nodes |= frontier
+            out_edges = {e for e in range(m) if S[e] in inner and D[e] not in inner}
+            edges |= out_edges
+            nodes |= {D[e] for e in out_edges}
+            assert set(orig_nids[nid].tolist()) == nodes, (hops, p)
+            assert set(orig_eids[part.edata[tessera.EID]].tolist()) == edges, (hops, p)
+
+
+def test_load_partition_of_typed_graphs_as_dgl(tmp_path):
+    """load_partition of a typed partition: DGL's "<ntype>/<name>" and
+    "<src>:<rel>:<dst>/<name>" keys, the typed partition book, the types,
+    a local graph with _TYPE and part_id; load_partition_book; a graph of
+    one named type keeps its names."""
+    gen = torch.Generator().manual_seed(0)
+    counts = {"user": 40, "item": 30, "tag": 10}
+
+    def rel(a, b, k):
+        return (torch.randint(0, counts[a], (k,), generator=gen),
+                torch.randint(0, counts[b], (k,), generator=gen))
+    hg = tessera.heterograph({("user", "follows", "user"): rel("user", "user", 100),
+                              ("user", "buys", "item"): rel("user", "item", 120),
+                              ("item", "has", "tag"): rel("item", "tag", 50)},
+                             num_nodes_dict=counts)
+    feat = torch.randn(40, 4, generator=gen)
+    hg.nodes["user"].data["feat"] = feat
+    hg.edges["buys"].data["w"] = torch.arange(120.0)
+    nmap, emap = tessera.partition_graph(hg, "hg", 2, str(tmp_path / "t"), part_method="random",
+                                         return_mapping=True)
+    config = str(tmp_path / "t" / "hg.json")
+    canonical = [("item", "has", "tag"), ("user", "buys", "item"), ("user", "follows", "user")]
+    for p in range(2):
+        part, nf, ef, gpb, name, ntypes, etypes = tessera.load_partition(config, p)
+        assert (name, ntypes, etypes) == ("hg", ["item", "tag", "user"], canonical)
+        assert sorted(nf) == ["user/feat"] and sorted(ef) == ["user:buys:item/w"]
+        assert gpb.ntypes == ntypes and gpb.canonical_etypes == canonical and gpb.partid == p
+        assert torch.equal(nf["user/feat"], feat[nmap["user"][gpb.partid2nids(p, "user")]])
+        buys = gpb.partid2eids(p, ("user", "buys", "item"))
+        assert torch.equal(ef["user:buys:item/w"], emap[("user", "buys", "item")][buys].float())
+        nid = part.ndata[tessera.NID]
+        types, per_type = gpb.map_to_per_ntype(nid)
+        assert torch.equal(part.ndata["_TYPE"], types.to(torch.int32))
+        assert torch.equal(gpb.map_to_homo_nid(per_type[types == 2], "user"), nid[types == 2])
+        assert torch.equal(part.edata["_TYPE"], gpb.map_to_per_etype(
+            part.edata[tessera.EID])[0].to(torch.int32))
+        assert torch.equal(part.ndata["part_id"], gpb.nid2partid(nid))
+        assert isinstance(part, tessera.Graph) and part.in_degrees().numel() == nid.numel()
+        book, name, nt, et = tessera.distributed.load_partition_book(config, p)
+        assert (book.partid, name, nt) == (p, "hg", {"item": 0, "tag": 1, "user": 2})
+        assert et == {c: i for i, c in enumerate(canonical)}
+        outside = gpb.partid2nids(1 - p)[:1]
+        with pytest.raises(tessera.TesseraError, match=f"not in partition {p}"):
+            gpb.nid2localnid(outside, p)
+        with pytest.raises(tessera.TesseraError, match="foo"):
+            gpb.map_to_homo_nid(torch.tensor([0]), "foo")
+    one = tessera.heterograph({("user", "follows", "user"): rel("user", "user", 60)})
+    one.nodes["user"].data["feat"] = torch.randn(one.num_nodes(), 3, generator=gen)
+    nids, eids = tessera.partition_graph(one, "one", 2, str(tmp_path / "o"),
+                                         part_method="random", return_mapping=True)
+    assert isinstance(nids, torch.Tensor) and isinstance(eids, torch.Tensor)  # As DGL's.
+    part, nf, ef, gpb, _, ntypes, etypes = tessera.load_partition(str(tmp_path / "o" / "one.json"),
+                                                                  0)
+    assert ntypes == ["user"] and etypes == [("user", "follows", "user")]
+    assert list(nf) == ["user/feat"] and "_TYPE" not in part.ndata

@@ -115,9 +115,10 @@ class _TypeAccess:
 
     def __getitem__(self, key):
         g = self._graph
-        if g.is_homogeneous:
-            valid = ("_N", None) if self._kind == "node" else ("_E", ("_N", "_E", "_N"),
-                                                                "_N:_E:_N", None)
+        if g.is_homogeneous:  # One type: "_N", or the name the partition keeps.
+            c = g.canonical_etypes[0]
+            valid = (("_N", g.ntypes[0], None) if self._kind == "node" else
+                     ("_E", ("_N", "_E", "_N"), "_N:_E:_N", c[1], c, ":".join(c), None))
             if key not in valid:
                 raise KeyError(f"unknown {self._kind} type {key!r}: this graph is homogeneous "
                                f"({valid[0]})")

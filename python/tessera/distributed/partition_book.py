@@ -158,13 +158,26 @@ class GraphPartitionBook:
         o, p = self._edge_offsets(etype), self._check_part(partid)
         return torch.arange(int(o[p]), int(o[p + 1]))
 
+    @staticmethod
+    def _local(offsets, ids, partid, what):
+        """``ids`` less partition ``partid``'s first id: an error for an id
+        the partition does not own (DGL refuses remote ids too)."""
+        begin, end = int(offsets[partid]), int(offsets[partid + 1])
+        bad = torch.nonzero((ids < begin) | (ids >= end)).reshape(-1)
+        if bad.numel():
+            raise _C.TesseraError(f"{what}: id {int(ids[bad[0]])} is not in partition {partid} "
+                                  f"(it owns [{begin}, {end}))")
+        return ids - begin
+
     def nid2localnid(self, nids, partid, ntype="_N"):
         ids, _ = as_ids(nids, "nid2localnid")
-        return ids - self._node_offsets(ntype)[self._check_part(partid)]
+        partid = self._check_part(partid)
+        return self._local(self._node_offsets(ntype), ids, partid, "nid2localnid")
 
     def eid2localeid(self, eids, partid, etype="_E"):
         ids, _ = as_ids(eids, "eid2localeid")
-        return ids - self._edge_offsets(etype)[self._check_part(partid)]
+        partid = self._check_part(partid)
+        return self._local(self._edge_offsets(etype), ids, partid, "eid2localeid")
 
     def map_to_per_ntype(self, ids):
         """Homogeneous node ids -> (node type ids, per-type ids)."""
@@ -187,16 +200,14 @@ class GraphPartitionBook:
     def map_to_homo_nid(self, ids, ntype="_N"):
         """Per-type ids of ``ntype`` -> homogeneous node ids."""
         ids, _ = as_ids(ids, "map_to_homo_nid")
-        if self._book is None:
-            return ids
-        return self._book.map_to_homo_nid(ids, self._ntype_id(ntype))
+        t = self._ntype_id(ntype)
+        return ids if self._book is None else self._book.map_to_homo_nid(ids, t)
 
     def map_to_homo_eid(self, ids, etype="_E"):
         """Per-relation ids of ``etype`` -> homogeneous edge ids."""
         ids, _ = as_ids(ids, "map_to_homo_eid")
-        if self._book is None:
-            return ids
-        return self._book.map_to_homo_eid(ids, self._etype_id(etype))
+        r = self._etype_id(etype)
+        return ids if self._book is None else self._book.map_to_homo_eid(ids, r)
 
     def _native(self):
         if self._book is None:

@@ -239,7 +239,7 @@ class DistTensor:
 
     @property
     def shape(self):
-        return tuple(self._t.shape)
+        return torch.Size(self._t.shape)  # DGL's type (a tuple)
 
     @property
     def dtype(self):
