@@ -1,5 +1,6 @@
 #include "tessera/graph/readers.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "gtest/gtest.h"
@@ -148,6 +149,18 @@ TEST(ReadEdgeList, MalformedLinesReportTheLineNumber) {
   EXPECT_THAT(MessageOf(ReadEdgeList(dir / "neg.csv").status()), HasSubstr("negative node id"));
   WriteAll(dir / "empty.csv", "# nothing\n");
   EXPECT_THAT(MessageOf(ReadEdgeList(dir / "empty.csv").status()), HasSubstr("contains no edges"));
+}
+
+// A FIFO (or device) in place of a text input is refused at once, as every
+// input is: opening it must not wait for a writer.
+TEST(ReadEdgeList, AFifoIsRefusedNotWaitedOn) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "edges.csv").c_str(), 0600), 0);
+  Status st = ReadEdgeList(dir / "edges.csv").status();
+  EXPECT_THAT(MessageOf(st), HasSubstr("edges.csv is not a regular file")) << st;
+  ASSERT_EQ(::mkfifo((dir / "edges.csv.gz").c_str(), 0600), 0);
+  st = ReadEdgeList(dir / "edges.csv.gz").status();
+  EXPECT_THAT(MessageOf(st), HasSubstr("edges.csv.gz is not a regular file")) << st;
 }
 
 TEST(ReadEdgeList, CorruptOrTruncatedGzipIsAnError) {

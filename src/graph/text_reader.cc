@@ -1,8 +1,11 @@
 #include "src/graph/text_reader.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
+#include "tessera/base/file.h"
 #include "tessera/base/strings.h"
 
 namespace tessera {
@@ -14,10 +17,16 @@ constexpr size_t kChunk = 4 << 20;
 }  // namespace
 
 StatusOr<std::unique_ptr<TextReader>> TextReader::Open(const std::string& path) {
+  // Opened as every input is (a FIFO or device is refused, never waited on),
+  // then handed to zlib.
+  ASSIGN_OR_RETURN(InputFile input, InputFile::Open(path));
+  const int fd = input.Release();
   errno = 0;
-  gzFile file = gzopen(path.c_str(), "rb");
+  gzFile file = gzdopen(fd, "rb");
   if (file == nullptr) {
-    return ErrnoError(StrCat("cannot open ", path), errno != 0 ? errno : ENOMEM);
+    const int err = errno != 0 ? errno : ENOMEM;
+    ::close(fd);
+    return ErrnoError(StrCat("cannot open ", path), err);
   }
   gzbuffer(file, 1 << 20);
   return std::unique_ptr<TextReader>(new TextReader(file, path));

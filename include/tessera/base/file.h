@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "tessera/base/status.h"
 
@@ -134,6 +135,9 @@ class InputFile {
   // Reads exactly `size` bytes at `offset` into `out`; DataLoss ("shrank
   // while it was read") if the file ends first.
   Status ReadAt(uint64_t offset, void* out, size_t size) const;
+  // Gives the descriptor up to the caller, who closes it (to read it
+  // another way, as zlib's gzdopen does).
+  int Release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_ = -1;
