@@ -76,7 +76,9 @@ StatusOr<std::vector<std::vector<int64_t>>> MetaParser::ChunkCounts(const Json& 
     return Bad(name, "must be a list of ", num_types, " lists (one per type), got ",
                list->dump().substr(0, 60));
   }
+  constexpr int64_t kMaxTotal = int64_t{1} << 62;
   std::vector<std::vector<int64_t>> out(num_types);
+  int64_t total = 0;
   for (size_t t = 0; t < num_types; ++t) {
     const Json& chunks = (*list)[t];
     const std::string key = StrCat(name, "[", t, "]");
@@ -85,6 +87,10 @@ StatusOr<std::vector<std::vector<int64_t>>> MetaParser::ChunkCounts(const Json& 
     }
     for (size_t c = 0; c < chunks.size(); ++c) {
       ASSIGN_OR_RETURN(int64_t n, Count(chunks[c], StrCat(key, "[", c, "]")));
+      // Every sum of counts (type offsets, chunk starts) stays below 2^62.
+      if (__builtin_add_overflow(total, n, &total) || total > kMaxTotal) {
+        return Bad(name, "adds up to more than 2^62 (at ", key, "[", c, "])");
+      }
       out[t].push_back(n);
     }
   }

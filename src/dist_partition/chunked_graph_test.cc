@@ -218,6 +218,31 @@ TEST(ChunkedGraph, BadInputNamesTheFileOrKey) {
               }),
               {"node_data: type 'paper' is not in node_type"});
   ExpectError(ReadChunkedGraph("/nonexistent/dir").status(), {"metadata.json: missing"});
+  // Counts whose sum would wrap int64 (2^62 + 2^62 + ...) are refused.
+  ExpectError(Tampered([](nlohmann::json& m, const std::string&) {
+                const int64_t big = int64_t{1} << 62;
+                m["num_nodes_per_chunk"] = {{big, big, big, big + 6}};
+                m.erase("num_nodes_per_type");
+              }),
+              {"num_nodes_per_chunk: adds up to more than 2^62 (at num_nodes_per_chunk[0][1])"});
+}
+
+// A CSV chunk claiming 2^40 edges: reading it gives the count's error (no
+// allocation sized by the claim).
+TEST(ChunkedGraph, ClaimedEdgeCountsSizeNoAllocation) {
+  TempDir dir;
+  ASSERT_TRUE(WriteChunkedGraph(Ring(), dir.path(), {2, true, "ring"}).ok());
+  const std::string path = dir / "metadata.json";
+  auto meta = nlohmann::json::parse(testing::ReadAll(path));
+  const int64_t big = int64_t{1} << 40;
+  meta["num_edges_per_chunk"] = {{big, big}};
+  meta.erase("num_edges_per_type");
+  meta["edge_data"] = nlohmann::json::object();  // Only the counts claim the edges.
+  testing::WriteAll(path, meta.dump());
+  auto g = ReadChunkedGraph(dir.path());
+  ASSERT_TRUE(g.ok()) << g.status();
+  ExpectError(ReadEdges(*g, 0, g->num_edges()).status(),
+              {"_N:_E:_N-0.txt: holds 4 edges but the metadata says 1099511627776"});
 }
 
 TEST(ChunkedGraph, NumpyEdgeChunksAreChecked) {

@@ -90,9 +90,12 @@ Status ReadCsvEdges(const std::string& path, char delimiter, int64_t rows, int64
 }  // namespace
 
 StatusOr<EdgeSlice> ReadEdges(const ChunkedGraph& g, int64_t begin, int64_t end) {
+  // Room for the range up to 16M edges: the counts are the metadata's
+  // claim, the files hold what is really there.
   EdgeSlice out;
-  out.src.reserve(end - begin);
-  out.dst.reserve(end - begin);
+  const auto room = static_cast<size_t>(std::min<int64_t>(end - begin, int64_t{1} << 24));
+  out.src.reserve(room);
+  out.dst.reserve(room);
   for (size_t r = 0; r < g.relations.size(); ++r) {
     const ChunkedRelation& rel = g.relations[r];
     const int64_t base = g.etype_offsets[r];
@@ -186,9 +189,12 @@ Status WriteArrayChunks(const Array& array, const std::vector<int64_t>& bounds,
 
 Status WriteChunkedGraph(const Graph& graph, const std::string& out_dir,
                          const ChunkOptions& options) {
-  if (options.num_chunks < 1) {
+  // A file per chunk, type and array: a few thousand are plenty for any MPI
+  // job, and the count bounds the files and memory a typo can cost.
+  constexpr int kMaxChunks = 4096;
+  if (options.num_chunks < 1 || options.num_chunks > kMaxChunks) {
     return absl::InvalidArgumentError(
-        StrCat("the number of chunks must be >= 1, got ", options.num_chunks));
+        StrCat("the number of chunks must be in [1, ", kMaxChunks, "], got ", options.num_chunks));
   }
   RETURN_IF_ERROR(graph.Validate("input graph"));
   RETURN_IF_ERROR(MakeDirs(out_dir));

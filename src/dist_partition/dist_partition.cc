@@ -7,6 +7,7 @@
 
 #include "spdlog/spdlog.h"
 #include "src/dist_partition/dist_internal.h"
+#include "src/graph/reader_util.h"
 #include "src/partition/partition_util.h"
 #include "tessera/base/file.h"
 #include "tessera/base/resource.h"
@@ -236,6 +237,12 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   RETURN_IF_ERROR(Agree(comm, g.status()));
   const std::string graph_name = o.graph_name.empty() ? g->graph_name : o.graph_name;
   RETURN_IF_ERROR(Agree(comm, CheckArguments(*g, graph_name, num_parts, comm.size(), o)));
+  // The node counts are the metadata's claim: this rank's share is checked
+  // against memory before arrays of that size are made.
+  const std::vector<int64_t> home = internal::EvenBounds(g->num_nodes(), comm.size());
+  RETURN_IF_ERROR(
+      Agree(comm, CheckClaimedNodes(g->metadata_path, home[comm.rank() + 1] - home[comm.rank()], 24,
+                                    "this rank's node arrays (24 bytes per node)", 0)));
   const std::string config_path = StrCat(out_path, "/", graph_name, ".json");
   RETURN_IF_ERROR(PrepareOutput(comm, out_path, config_path, num_parts));
 
@@ -243,7 +250,7 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   layout.num_ranks = comm.size();
   layout.rank = comm.rank();
   layout.num_parts = num_parts;
-  layout.home = internal::EvenBounds(g->num_nodes(), comm.size());
+  layout.home = home;
   layout.reads = internal::EvenBounds(g->num_edges(), comm.size());
 
   RETURN_IF_ERROR(steps.Start("read"));

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "src/base/test_util.h"
 #include "src/dist_partition/chunked_graph.h"
 #include "src/graph/generator.h"
@@ -245,6 +246,18 @@ TEST_F(DistPartitionTest, AFailedRankStopsEveryRankAndNothingLooksValid) {
   result = RunRanks(2, *dir_ / "chunked", 3, copy / "out", o);
   EXPECT_THAT(result.status().message(), HasSubstr("multiple of the number of ranks"))
       << result.status();
+  // Node counts that no memory holds (node data dropped, so only the counts
+  // claim them): an error before any array of that size.
+  TempDir claim;
+  std::filesystem::copy(*dir_ / "chunked", claim / "in", std::filesystem::copy_options::recursive);
+  auto meta = nlohmann::json::parse(testing::ReadAll(claim / "in/metadata.json"));
+  meta["num_nodes_per_chunk"] = {{int64_t{1} << 40, 0, 0}};
+  meta.erase("num_nodes_per_type");
+  meta["node_data"] = nlohmann::json::object();
+  testing::WriteAll(claim / "in/metadata.json", meta.dump());
+  result = RunRanks(2, claim / "in", 2, claim / "out", o);
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(result.status().message(), HasSubstr("this rank's node arrays")) << result.status();
 }
 
 TEST_F(DistPartitionTest, AFailureWhileWritingRemovesWhatWasWritten) {
