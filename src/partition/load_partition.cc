@@ -1,5 +1,8 @@
 #include "tessera/partition/load_partition.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "src/graph/npy.h"
 #include "tessera/base/file.h"
 #include "tessera/base/strings.h"
@@ -40,6 +43,13 @@ Status ValidateGraph(const LocalPartition& lp, const std::string& dir) {
                                               expect_inner ? "inner" : "HALO", " node id"));
     }
   }
+  {  // A HALO node once: a repeated one would take part twice in training.
+    std::vector<int64_t> halo(nid.begin() + n_inner, nid.end());
+    std::sort(halo.begin(), halo.end());
+    if (auto twice = std::adjacent_find(halo.begin(), halo.end()); twice != halo.end()) {
+      return Corrupt(dir + "/nid.npy", StrCat("HALO node ", *twice, " appears twice"));
+    }
+  }
   auto indptr = lp.indptrs();
   auto indices = lp.src_locals();
   auto eid = lp.eids();
@@ -63,6 +73,22 @@ Status ValidateGraph(const LocalPartition& lp, const std::string& dir) {
                                                 " disagrees with inner_edge and the edge map"));
       }
     }
+  }
+  // Every edge once: a bit per owned edge, the others sorted.
+  std::vector<bool> owned(static_cast<size_t>(eend - estart));
+  std::vector<int64_t> others;
+  for (int64_t k = 0; k < m; ++k) {
+    if (eid[k] < estart || eid[k] >= eend) {
+      others.push_back(eid[k]);
+    } else if (owned[static_cast<size_t>(eid[k] - estart)]) {
+      return Corrupt(dir + "/eid.npy", StrCat("edge ", eid[k], " appears twice"));
+    } else {
+      owned[static_cast<size_t>(eid[k] - estart)] = true;
+    }
+  }
+  std::sort(others.begin(), others.end());
+  if (auto twice = std::adjacent_find(others.begin(), others.end()); twice != others.end()) {
+    return Corrupt(dir + "/eid.npy", StrCat("edge ", *twice, " appears twice"));
   }
   return absl::OkStatus();
 }

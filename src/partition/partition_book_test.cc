@@ -107,6 +107,18 @@ TEST(PartitionConfig, ReadsDglLegacyMapsAndRejectsJunk) {
            "node_map": [[0, 9]], "edge_map": [[0, 2]],
            "part-0": {"part_graph": "a/../../b", "node_feats": "b", "edge_feats": "c"}})",
        "'part-0'.'part_graph' = 'a/../../b' leaves the config's folder"},
+      // Integers read as int are checked before they are narrowed.
+      {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 4294967298,
+           "node_map": [[0, 9]], "edge_map": [[0, 2]]})",
+       "'num_parts' must be an integer in [1, 1048576], got 4294967298"},
+      {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1,
+           "halo_hops": 4294967297, "node_map": [[0, 9]], "edge_map": [[0, 2]]})",
+       "'halo_hops' must be an integer in [0, 1024]"},
+      {R"({"graph_name": "g", "num_nodes": 9, "num_edges": 2, "num_parts": 1, "halo_hops": 1,
+           "node_map": [[0, 9]], "edge_map": [[0, 2]],
+           "tessera": {"num_trainers_per_machine": -5},
+           "part-0": {"part_graph": "a", "node_feats": "b", "edge_feats": "c"}})",
+       "'num_trainers_per_machine' must be an integer in [1, 65536], got -5"},
   };
   for (const auto& [json, reason] : bad) {
     testing::WriteAll(dir / "bad.json", json);

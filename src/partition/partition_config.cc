@@ -303,13 +303,22 @@ StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
       return missing(key);
     }
   }
+  // Integers read as int are checked in int64 first: 2^32 + 2 parts is not 2.
+  auto small = [&](const json& value, const char* key, int64_t lo, int64_t hi) -> StatusOr<int> {
+    if (!value.is_number_integer() || value.get<int64_t>() < lo || value.get<int64_t>() > hi) {
+      return absl::InvalidArgumentError(StrCat(path, ": '", key, "' must be an integer in [", lo,
+                                               ", ", hi, "], got ", value.dump().substr(0, 40)));
+    }
+    return static_cast<int>(value.get<int64_t>());
+  };
   c.num_nodes = j["num_nodes"];
   c.num_edges = j["num_edges"];
-  c.num_parts = j["num_parts"];
-  if (c.num_parts < 1) return missing("num_parts");
+  ASSIGN_OR_RETURN(c.num_parts, small(j["num_parts"], "num_parts", 1, int64_t{1} << 20));
   c.part_method = j.value("part_method", "");
-  c.halo_hops =
-      j.contains("halo_hops") && j["halo_hops"].is_number_integer() ? j["halo_hops"].get<int>() : 1;
+  c.halo_hops = 1;
+  if (j.contains("halo_hops")) {
+    ASSIGN_OR_RETURN(c.halo_hops, small(j["halo_hops"], "halo_hops", 0, 1 << 10));
+  }
   if (!j.contains("node_map")) return missing("node_map");
   if (!j.contains("edge_map")) return missing("edge_map");
   RETURN_IF_ERROR(ParseTypes(j, path, &c.layout));
@@ -347,7 +356,10 @@ StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
   }
   if (j.contains("tessera") && j["tessera"].is_object()) {
     const json& t = j["tessera"];
-    c.num_trainers_per_machine = t.value("num_trainers_per_machine", 1);
+    if (t.contains("num_trainers_per_machine")) {
+      ASSIGN_OR_RETURN(c.num_trainers_per_machine, small(t["num_trainers_per_machine"],
+                                                         "num_trainers_per_machine", 1, 1 << 16));
+    }
     ASSIGN_OR_RETURN(c.node_feat_names, ParseArrayNames(t, "node_feats", c.typed(), path));
     ASSIGN_OR_RETURN(c.edge_feat_names, ParseArrayNames(t, "edge_feats", c.typed(), path));
     for (const std::string& name : c.node_feat_names) {

@@ -521,6 +521,45 @@ TEST(LoadPartition, RejectsCorruptParts) {
   EXPECT_EQ(LoadPartition(r->config_path, 1).status().code(), absl::StatusCode::kNotFound);
 }
 
+// A HALO node or an edge listed twice is refused (each would take part twice
+// in sampling and training), though every id is in range.
+TEST(LoadPartition, RejectsRepeatedHaloNodesAndEdges) {
+  Graph g = HandDrawn();
+  TempDir dir;
+  PartitionOptions o;
+  o.part_method = PartMethod::kRandom;  // Cuts more edges than METIS: HALO nodes on each side.
+  o.num_hops = 2;
+  auto r = PartitionGraph(g, "g", 2, dir.path(), o);
+  ASSERT_TRUE(r.ok());
+  // The part with two HALO nodes and two inner edges.
+  int part = -1;
+  int64_t inner = 0, local = 0;
+  for (int p = 0; p < 2 && part < 0; ++p) {
+    auto lp = LoadPartition(r->config_path, p);
+    ASSERT_TRUE(lp.ok()) << lp.status();
+    inner = lp->num_inner_nodes();
+    local = lp->num_local_nodes();
+    if (local - inner >= 2 && lp->indptrs()[inner] >= 2) part = p;
+  }
+  ASSERT_GE(part, 0) << "the test needs a part with two HALO nodes and two inner edges";
+  const std::string graph_dir = dir / ("part" + std::to_string(part) + "/graph");
+  const std::string nid_path = graph_dir + "/nid.npy";
+  const std::vector<int64_t> nid = NpyValues(nid_path);
+  std::vector<int64_t> twice = nid;
+  twice[local - 1] = twice[local - 2];
+  ASSERT_TRUE(WriteNpy(nid_path, Array::From(twice)).ok());
+  Status st = LoadPartition(r->config_path, part).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_THAT(st.message(), HasSubstr("nid.npy: inconsistent partition data: HALO node")) << st;
+  ASSERT_TRUE(WriteNpy(nid_path, Array::From(nid)).ok());
+  const std::string eid_path = graph_dir + "/eid.npy";
+  std::vector<int64_t> eid = NpyValues(eid_path);
+  eid[1] = eid[0];
+  ASSERT_TRUE(WriteNpy(eid_path, Array::From(eid)).ok());
+  st = LoadPartition(r->config_path, part).status();
+  EXPECT_THAT(st.message(), HasSubstr("edge " + std::to_string(eid[0]) + " appears twice")) << st;
+}
+
 // A config may only name files inside its own folder: an array name or a
 // part path that climbs out of it is refused, naming the file and the name,
 // even when the file it points at exists and has the right shape.
