@@ -119,6 +119,41 @@ void broadcast(torch::Tensor& tensor, int root) {
 
 // ------------------------------------------------------------ DDP
 
+namespace {
+
+// Every trainer must have built the same model: parameters and buffers of
+// the same dtypes and shapes in the same order. Otherwise the broadcasts and
+// gradient all-reduces would move buffers of different sizes (Gloo then
+// aborts the process), so all trainers compare first and fail together with
+// an error that names this trainer's shapes.
+void CheckSameModel(const torch::nn::Module& module, const std::vector<torch::Tensor>& params) {
+  std::string shapes;
+  for (const torch::Tensor& p : params) {
+    shapes += fmt::format("{}{}{}", shapes.empty() ? "" : ", ", c10::toString(p.scalar_type()),
+                          c10::str(p.sizes()));
+  }
+  std::string buffers;
+  for (const torch::Tensor& b : module.buffers()) {
+    buffers += fmt::format("{}{};", c10::toString(b.scalar_type()), c10::str(b.sizes()));
+  }
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a of both lists.
+  for (char c : shapes + "|" + buffers) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  const auto mine = static_cast<int64_t>(hash >> 1);
+  torch::Tensor first = torch::tensor({mine}, torch::kInt64);
+  broadcast(first, 0);
+  torch::Tensor differ = torch::tensor({first.item<int64_t>() != mine ? 1 : 0}, torch::kInt64);
+  all_reduce_sum(differ);
+  if (const int64_t n = differ.item<int64_t>(); n > 0) {
+    throw Error(fmt::format(
+        "DistributedDataParallel: {} trainer(s) built a model whose parameters or buffers "
+        "differ from trainer 0's (every trainer must build the same model; features of "
+        "another width on some partition do this); this trainer's parameters: {}",
+        n, shapes.size() > 2000 ? shapes.substr(0, 2000) + " ..." : shapes));
+  }
+}
+
+}  // namespace
+
 struct DistributedDataParallel::State {
   struct Bucket {
     std::vector<int64_t> params;   // Indices into `params`.
@@ -182,6 +217,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Modu
   for (const torch::Tensor& p : module_->parameters()) {
     if (p.requires_grad()) s.params.push_back(p);
   }
+  if (s.group) CheckSameModel(*module_, s.params);
   if (s.group && options.broadcast_parameters) {
     torch::NoGradGuard no_grad;
     for (torch::Tensor& p : s.params) {

@@ -7,6 +7,11 @@
 //   trainer_program <graph_name> <part_config>
 // Prints "ok <checksum>" and exits 0, or prints the error and exits 1.
 //
+//   trainer_program <graph_name> <part_config> models-differ
+// Trainer 0 builds Linear(10, 4), the others Linear(1433, 4) (as features
+// of another width on one partition would): DistributedDataParallel must
+// fail on every trainer with an error, never a Gloo abort.
+//
 //   trainer_program <graph_name> <part_config> fail-in-allreduce
 // The exit path after a failed collective: trainer 0 fails on purpose after
 // 2 s while the others wait for it in an all-reduce, which then fails
@@ -15,10 +20,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <thread>
 
 #include "tessera/dist.h"
+#include "tessera/dist/parallel.h"
 
 namespace {
 
@@ -39,13 +46,24 @@ int FailInAllReduce(const char* graph_name, const char* part_config) {
   throw dist::Error("the all-reduce returned without trainer 0");
 }
 
+int ModelsDiffer(const char* graph_name, const char* part_config) {
+  namespace dist = tessera::dist;
+  auto ctx = dist::initialize();
+  dist::DistGraph g(graph_name, part_config);
+  auto model = std::make_shared<torch::nn::LinearImpl>(ctx->rank() == 0 ? 10 : 1433, 4);
+  dist::DistributedDataParallel ddp(model);
+  throw dist::Error("DistributedDataParallel took models of different shapes");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   namespace dist = tessera::dist;
-  if (argc == 4 && std::strcmp(argv[3], "fail-in-allreduce") == 0) {
+  if (argc == 4 && (std::strcmp(argv[3], "fail-in-allreduce") == 0 ||
+                    std::strcmp(argv[3], "models-differ") == 0)) {
     try {
-      return FailInAllReduce(argv[1], argv[2]);
+      return std::strcmp(argv[3], "models-differ") == 0 ? ModelsDiffer(argv[1], argv[2])
+                                                        : FailInAllReduce(argv[1], argv[2]);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "trainer_program: error: %s\n", e.what());
       return 1;

@@ -139,5 +139,43 @@ TEST(TrainerTest, FailedCollectiveExitsWithItsErrorWhileAServerIsStopped) {
   }
 }
 
+// Trainers whose models differ in shape (features of another width on one
+// partition) fail with an error naming it, on every trainer, instead of an
+// abort inside Gloo's broadcast.
+TEST(TrainerTest, ModelsOfDifferentShapesAreAnErrorOnEveryTrainer) {
+  testing::TempDir dir;
+  std::string two = kvstore::testing::PartitionCora(dir / "two", 2);
+  launcher::LocalJobOptions o;
+  o.tessera_binary = testing::TesseraBinary();
+  o.part_config = two;
+  o.workdir = dir / "job";
+  o.clients_per_machine = 1;
+  o.client_argv = {TrainerBinary(), "cora", two, "models-differ"};
+  o.client_log_dir = o.workdir;
+  auto job = launcher::LocalJob::Start(o);
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Both fail at once; LocalJob may stop the second (SIGTERM) as the first
+  // exits, but no trainer may die by Gloo's abort or any other signal.
+  auto& clients = (*job)->clients();
+  int named = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto code = clients[static_cast<size_t>(rank)].Wait(Deadline::InSeconds(120));
+    std::string out = testing::ReadAll(o.workdir + "/client-" + std::to_string(rank) + ".log");
+    ASSERT_TRUE(code.ok()) << out;
+    EXPECT_TRUE(*code == 1 || *code == -SIGTERM)
+        << "trainer " << rank << " (negative: killed by that signal): " << *code << "\n"
+        << out;
+    if (*code == 1) {
+      EXPECT_THAT(out, HasSubstr("built a model whose parameters or buffers differ from "
+                                 "trainer 0's"))
+          << out;
+      ++named;
+    }
+  }
+  EXPECT_GE(named, 1);
+  auto result = (*job)->Wait(Deadline::InSeconds(60));
+  ASSERT_TRUE(result.ok()) << result.status();
+}
+
 }  // namespace
 }  // namespace tessera
