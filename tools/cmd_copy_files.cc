@@ -10,6 +10,7 @@
 // config) in <workspace>/<rel-data-path>/, the ip_config in <workspace>/,
 // and the script folder in <workspace>/. Local machines (see
 // src/launcher/remote.h) get plain copies, others go over ssh and scp.
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -87,16 +88,31 @@ Status CopyFiles(const CopyFlags& f) {
     if (!config.contains(key) || !config[key].is_object()) {
       return absl::InvalidArgumentError(fmt::format("{}: missing key '{}'", f.part_config, key));
     }
+    // Every path of a part names an entry of one folder of its own (not the
+    // config's folder): that folder is what is copied.
     fs::path dir;
     for (auto& [field, value] : remote_config[key].items()) {
       if (!value.is_string()) {
         return absl::InvalidArgumentError(fmt::format("{}: '{}'.'{}' must be a path, found {}",
                                                       f.part_config, key, field, value.dump()));
       }
-      fs::path path = value.get<std::string>();
-      if (path.is_relative()) path = config_dir / path;
+      fs::path path = fs::path(value.get<std::string>()).lexically_normal();
+      if (path.is_relative()) path = (config_dir / path).lexically_normal();
+      if (!path.has_filename()) path = path.parent_path();  // "part0/graph/"
+      if (!dir.empty() && path.parent_path() != dir) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: the files of '{}' are in {} and {}: copy-files needs each part's files in one "
+            "folder",
+            f.part_config, key, dir.string(), path.parent_path().string()));
+      }
       dir = path.parent_path();
       value = fmt::format("part{}/{}", p, path.filename().string());
+    }
+    if (dir == config_dir.lexically_normal()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: the files of '{}' are in the config's own folder: copy-files needs each part in "
+          "a folder of its own (as partition writes part<i>/)",
+          f.part_config, key));
     }
     if (!fs::is_directory(dir)) {
       return absl::NotFoundError(fmt::format("partition {} folder {} is missing", p, dir.string()));
@@ -109,7 +125,16 @@ Status CopyFiles(const CopyFlags& f) {
   RETURN_IF_ERROR(WriteFileAtomic(rewritten, remote_config.dump(1) + "\n"));
   launcher::SshOptions ssh{.port = f.ssh_port, .user = f.ssh_username, .extra = f.ssh_options};
   std::string scp;
-  const fs::path data = fs::path(f.workspace) / f.rel_data_path;
+  const fs::path data = (fs::absolute(f.workspace) / f.rel_data_path).lexically_normal();
+  for (const fs::path& dir : part_dirs) {  // A copy into its own source never ends.
+    const fs::path from = fs::weakly_canonical(dir);
+    const fs::path to = fs::weakly_canonical(data);
+    if (std::mismatch(from.begin(), from.end(), to.begin(), to.end()).first == from.end()) {
+      return absl::InvalidArgumentError(
+          fmt::format("--workspace {}: the copy would go into the partition folder {} it copies",
+                      f.workspace, dir.string()));
+    }
+  }
   for (int m = 0; m < ip.num_machines(); ++m) {
     const std::string host = ip.machines[static_cast<size_t>(m)].ip;
     Stopwatch watch;

@@ -1,4 +1,5 @@
 // `tessera partition`, `tessera inspect` and `tessera generate`.
+#include <cmath>
 #include <memory>
 
 #include "spdlog/spdlog.h"
@@ -13,6 +14,18 @@
 #include "tools/commands.h"
 
 namespace tessera::tools {
+
+CLI::Validator Seconds(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v) || v < lo || v > hi) {
+          return StrCat("must be a number of seconds in [", lo, ", ", hi, "], got '", text, "'");
+        }
+        return "";
+      },
+      StrCat("SECONDS in [", lo, ", ", hi, "]"));
+}
 
 void AddReadFlags(CLI::App* sub, ReadFlags* flags) {
   sub->add_option("--format", flags->format, "Input format: auto, npy, csv, ogb")

@@ -55,13 +55,16 @@ Command RegisterLaunch(CLI::App& app) {
                 "token and the data (docs/runtime.md)");
   sub->add_option("--extra-envs,--extra_envs", f->extra_envs, "KEY=VALUE for every process");
   sub->add_option("--master-port,--master_port", f->master_port,
-                  "Trainer rendezvous port on machine 0 (default: its server port + num servers)");
+                  "Trainer rendezvous port on machine 0 (default: its server port + num servers)")
+      ->check(CLI::Range(1, 65535));
   sub->add_option("--tessera", f->tessera,
                   "Path of the tessera program on every machine (default: this one's)");
   sub->add_option("--startup-timeout", f->startup_timeout_s, "Seconds for the servers to start")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seconds(0.001, 1e6));
   sub->add_option("--grace", f->grace_s, "Seconds between SIGTERM and SIGKILL when stopping")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seconds(0, 3600));
   sub->add_option("--max-restarts", f->max_restarts,
                   "After a failure, start the job again up to this many times (trainers get "
                   "TESSERA_RESTART, the attempt; the log names each restart's cause)")

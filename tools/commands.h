@@ -43,6 +43,10 @@ CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run);
 CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run);
 
+// A flag's check: a finite number of seconds in [lo, hi] (CLI11's own
+// ranges let "nan" through).
+CLI::Validator Seconds(double lo, double hi);
+
 // The input flags of `tessera partition` and `tessera chunk`: --format,
 // --split, --undirected, --remove-self-loops, --remove-duplicates.
 struct ReadFlags {

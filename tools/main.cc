@@ -1,7 +1,10 @@
 // The `tessera` command line: partition graphs, inspect partitions, generate
 // synthetic graphs, run the demo and the benchmarks.
 #include <cstdio>
+#include <exception>
 #include <filesystem>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -53,7 +56,18 @@ int main(int argc, char** argv) {
   }
   tessera::InitLogging(log_level);
   for (const auto& command : commands) {
-    if (command.subcommand->parsed()) return command.run();
+    if (!command.subcommand->parsed()) continue;
+    // The last net: a command reports its errors itself, but an allocation
+    // or a thread the system refuses must end in a message, not an abort.
+    const std::string name = command.subcommand->get_name();
+    try {
+      return command.run();
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "tessera %s: out of memory (an allocation failed)\n", name.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tessera %s: %s\n", name.c_str(), e.what());
+    }
+    return 1;
   }
   return 2;
 }

@@ -270,7 +270,15 @@ Status ClusterJob::ChooseMachines() {
     ip_ = std::move(selected);
     local_ = std::move(local);
   }
-  if (f_.master_port == 0) f_.master_port = ip_.machines[0].port + f_.num_servers;
+  if (f_.master_port == 0) {
+    f_.master_port = ip_.machines[0].port + f_.num_servers;
+    if (f_.master_port > 65535) {
+      return absl::InvalidArgumentError(fmt::format(
+          "the trainers' rendezvous port would be {} (machine 0's server port {} + {} servers), "
+          "above 65535: pass --master-port",
+          f_.master_port, ip_.machines[0].port, f_.num_servers));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -111,6 +111,10 @@ StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv) {
   RETURN_IF_ERROR(number("LOCAL_RANK", &env.local_rank, 0, false));
   RETURN_IF_ERROR(text("MASTER_ADDR", &env.master_addr, false));
   RETURN_IF_ERROR(number("MASTER_PORT", &env.master_port, 0, false));
+  if (env.master_port > 65535) {
+    return absl::InvalidArgumentError(fmt::format(
+        "environment variable MASTER_PORT={} is not a port (1-65535)", env.master_port));
+  }
   RETURN_IF_ERROR(number("TESSERA_NUM_SAMPLERS", &env.num_samplers, 0, false));
   RETURN_IF_ERROR(text("TESSERA_MACHINES", &env.machines, false));
   if (env.rank >= env.world_size) {

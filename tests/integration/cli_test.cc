@@ -31,8 +31,9 @@ struct CliRun {
   std::string output;  // stdout and stderr.
 };
 
-CliRun Tessera(const std::string& args) {
-  std::string command = TesseraBinary() + " " + args + " 2>&1";
+// A shell command line, its output and exit code.
+CliRun Shell(const std::string& line) {
+  std::string command = line + " 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   EXPECT_NE(pipe, nullptr);
   CliRun run{-1, ""};
@@ -44,6 +45,11 @@ CliRun Tessera(const std::string& args) {
   int status = ::pclose(pipe);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
+}
+
+// `prefix` runs first in the same shell (such as "ulimit -v 2000000;").
+CliRun Tessera(const std::string& args, const std::string& prefix = "") {
+  return Shell(prefix + TesseraBinary() + " " + args);
 }
 
 void WriteIds(const std::string& path, std::vector<int64_t> ids) {
@@ -376,6 +382,108 @@ TEST(Cli, CopyFilesGivesAClearErrorForAMalformedConfig) {
     EXPECT_THAT(run.output, Not(HasSubstr("terminate"))) << run.output;
     EXPECT_FALSE(PathExists(dir / "copy"));
   }
+}
+
+// copy-files copies each part's folder: paths written "part0/graph/" work,
+// and layouts it cannot copy (parts' files in the config's own folder, a
+// workspace inside a part) are refused before anything is written.
+TEST(Cli, CopyFilesCopiesPartFoldersAndRefusesLayoutsItCannotCopy) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "in");
+  WriteRing(dir / "in");
+  ASSERT_EQ(Tessera("--log-level error partition --input " + dir / "in" +
+                    " --graph-name g --num-parts 1 --out " + dir / "p")
+                .exit_code,
+            0);
+  testing::WriteAll(dir / "ip_config.txt", "127.0.0.1\n");
+  auto config = nlohmann::json::parse(testing::ReadAll(dir / "p/g.json"));
+  auto copy = [&](const std::string& config_path, const std::string& workspace) {
+    return Tessera("--log-level error copy-files --part-config " + config_path + " --ip-config " +
+                   dir / "ip_config.txt" + " --workspace " + workspace);
+  };
+  nlohmann::json slash = config;
+  for (auto& [field, value] : slash["part-0"].items()) value = value.get<std::string>() + "/";
+  testing::WriteAll(dir / "p/slash.json", slash.dump());
+  CliRun run = copy(dir / "p/slash.json", dir / "ws");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  CliRun inspect = Tessera("inspect " + dir / "ws/slash.json");
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
+  EXPECT_TRUE(PathExists(dir / "ws/part0/node_feat")) << "the node features were not copied";
+
+  nlohmann::json flat = config;
+  for (const char* field : {"part_graph", "node_feats", "edge_feats"}) {
+    std::filesystem::rename(dir / ("p/" + config["part-0"][field].get<std::string>()),
+                            dir / ("p/" + std::string(field)));
+    flat["part-0"][field] = field;
+  }
+  testing::WriteAll(dir / "p/flat.json", flat.dump());
+  run = copy(dir / "p/flat.json", dir / "p/ws2");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("are in the config's own folder")) << run.output;
+  EXPECT_FALSE(PathExists(dir / "p/ws2"));
+
+  testing::WriteAll(dir / "p/g2.json", config.dump());
+  for (const char* field : {"part_graph", "node_feats", "edge_feats"}) {
+    std::filesystem::rename(dir / ("p/" + std::string(field)),
+                            dir / ("p/" + config["part-0"][field].get<std::string>()));
+  }
+  run = copy(dir / "p/g2.json", dir / "p/part0/ws3");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("into the partition folder")) << run.output;
+}
+
+// Flags that name impossible values are usage errors, and a command that
+// runs out of memory ends in a message, not an abort.
+TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
+  TempDir dir;
+  testing::WriteAll(dir / "ip_config.txt", "127.0.0.1 30050\n");
+  const std::string launch = "launch --ip-config " + dir / "ip_config.txt" + " --part-config " +
+                             dir / "g.json" + " --workspace " + dir.path() + " --num-trainers 1 ";
+  for (const std::string flags :
+       {"--master-port 70000", "--startup-timeout nan", "--startup-timeout inf", "--grace -1"}) {
+    CliRun run = Tessera(launch + flags + " true");
+    EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.output;
+  }
+  testing::WriteAll(dir / "big_ip.txt", "127.0.0.1 65534\n");
+  std::filesystem::create_directories(dir / "in");
+  WriteRing(dir / "in");
+  ASSERT_EQ(Tessera("--log-level error partition --input " + dir / "in" +
+                    " --graph-name g --num-parts 1 --out " + dir / "p")
+                .exit_code,
+            0);
+  CliRun port =
+      Tessera("launch --ip-config " + dir / "big_ip.txt" + " --part-config " + dir / "p/g.json" +
+              " --workspace " + dir.path() + " --num-trainers 1 --num-servers 2 true");
+  EXPECT_EQ(port.exit_code, 1) << port.output;
+  EXPECT_THAT(port.output, HasSubstr("above 65535: pass --master-port")) << port.output;
+  CliRun chunks =
+      Tessera("chunk --input " + dir / "in" + " --out " + dir / "c" + " --num-chunks 5000");
+  EXPECT_EQ(chunks.exit_code, 1) << chunks.output;
+  EXPECT_THAT(chunks.output, HasSubstr("the number of chunks must be in [1, 4096]"))
+      << chunks.output;
+  // 47 class centroids of 1e8 floats (18.8 GB) in 2 GB of address space.
+  CliRun oom = Tessera("--log-level error generate -o " + dir / "gen" +
+                           " --nodes 1000 --edges 5000 --feat-dim 100000000",
+                       "ulimit -v 2000000;");
+  EXPECT_EQ(oom.exit_code, 1) << oom.output;
+  EXPECT_THAT(oom.output, HasSubstr("tessera generate: out of memory")) << oom.output;
+  // A label of 2^40 would size an output layer of 2^40 classes: the example
+  // trainer names the labels instead.
+  WriteIds(dir / "in/label.npy", {0, 1, int64_t{1} << 40, 2});
+  for (const char* mask : {"train_mask", "val_mask", "test_mask"}) {
+    ASSERT_TRUE(
+        WriteNpy(dir / ("in/" + std::string(mask) + ".npy"), Array::Zeros(DType::kBool, {4})).ok());
+  }
+  ASSERT_EQ(Tessera("--log-level error partition --input " + dir / "in" +
+                    " --graph-name g --num-parts 1 --out " + dir / "labels")
+                .exit_code,
+            0);
+  CliRun train =
+      Shell(std::string(TESSERA_BINARY_DIR) +
+            "/bin/graphsage_train_dist --graph-name g --part-config " + dir / "labels/g.json");
+  EXPECT_EQ(train.exit_code, 1) << train.output;
+  EXPECT_THAT(train.output, HasSubstr("labels must be class indices in [0, 1048576)"))
+      << train.output;
 }
 
 TEST(Cli, DemoRunsAndCleansUp) {
