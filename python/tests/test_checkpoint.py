@@ -278,3 +278,23 @@ def test_a_full_disk_fails_the_save_and_keeps_the_previous_checkpoint(cora_parts
     assert r.returncode == 0, r.stdout
     line = next(ln for ln in r.stdout.splitlines() if "CHECKPOINT full ok" in ln)
     assert "step-2/tensors/node~big" in line and "No space left on device" in line, line
+
+
+def test_a_tensor_claiming_more_bytes_than_its_record_is_refused():
+    """A dense.pt whose tensor claims more bytes than its storage record
+    holds (torch 1.13's loader would copy past the record: heap contents, or
+    SIGSEGV) is refused by the untrusted restore's loader."""
+    import io
+    import zipfile
+    from tessera.distributed import checkpoint
+    buf = io.BytesIO()
+    torch.save({"x": torch.arange(4, dtype=torch.float32)}, buf)
+    good = buf.getvalue()
+    assert torch.equal(checkpoint._load_state(good)["x"], torch.arange(4, dtype=torch.float32))
+    source, out = zipfile.ZipFile(io.BytesIO(good)), io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as w:
+        for name in source.namelist():
+            data = source.read(name)
+            w.writestr(name, data[:8] if name.endswith("data/0") else data)
+    with pytest.raises(tessera.TesseraError, match="claims a storage of 16 bytes in a record of 8"):
+        checkpoint._load("ckpt", "dense.pt", out.getvalue(), trusted=False)

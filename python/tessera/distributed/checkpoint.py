@@ -205,13 +205,45 @@ class _StateUnpickler(pickle.Unpickler):
                 ("builtins", "bytearray"), ("numpy", "ndarray"), ("numpy", "dtype"),
                 ("numpy.core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar")}
 
+    # torch's loader sets persistent_load to build each storage from the
+    # element count the pickle claims, copying that many bytes out of the
+    # zip record: a count beyond the record reads (or writes) past it. The
+    # setter wraps the loader's function with a check against the records'
+    # sizes (``_record_bytes``, set per file).
+    _record_bytes = {}
+
+    @property
+    def persistent_load(self):
+        return pickle.Unpickler.persistent_load.__get__(self)
+
+    @persistent_load.setter
+    def persistent_load(self, load):
+        sizes = self._record_bytes
+
+        def checked(saved_id):
+            if not (isinstance(saved_id, tuple) and len(saved_id) == 5):
+                raise _Refused(f"has a malformed storage reference {str(saved_id)[:80]}")
+            _, storage_type, key, _, numel = saved_id
+            dtype = torch.uint8 if storage_type is torch.UntypedStorage else getattr(
+                storage_type, "dtype", None)
+            if not isinstance(dtype, torch.dtype) or not isinstance(numel, int) or numel < 0:
+                raise _Refused(f"has a malformed storage reference {str(saved_id)[:80]}")
+            have = sizes.get(f"data/{key}")
+            need = numel * torch._utils._element_size(dtype)
+            if have is None or need > have:
+                raise _Refused(f"claims a storage of {need} bytes in a record of "
+                               f"{have if have is not None else 'no'} bytes")
+            return load(saved_id)
+
+        pickle.Unpickler.persistent_load.__set__(self, checked)
+
     def find_class(self, module, name):
         if module == "__builtin__":  # Protocol 2's name, which pickle maps.
             module = "builtins"
         if (module, name) in self._ALLOWED or (
                 module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)):
             return super().find_class(module, name)
-        raise _Refused(f"{module}.{name}")
+        raise _Refused(f"names {module}.{name}, which loading could run code for")
 
 
 _STATE_PICKLE = types.SimpleNamespace(Unpickler=_StateUnpickler, __name__="tessera_state_pickle")
@@ -224,8 +256,12 @@ def _load_state(data):
     writes; a legacy or TorchScript file is refused)."""
     with torch.serialization._open_zipfile_reader(io.BytesIO(data)) as archive:
         if torch.serialization._is_torchscript_zip(archive):
-            raise _Refused("a TorchScript archive")
-        return torch.serialization._load(archive, None, _STATE_PICKLE, encoding="utf-8")
+            raise _Refused("is a TorchScript archive, which loading could run code for")
+        sizes = {name: len(archive.get_record(name)) for name in archive.get_all_records()
+                 if name.startswith("data/")}
+        unpickler = type("_Checked", (_StateUnpickler,), {"_record_bytes": sizes})
+        module = types.SimpleNamespace(Unpickler=unpickler, __name__=_STATE_PICKLE.__name__)
+        return torch.serialization._load(archive, None, module, encoding="utf-8")
 
 
 def _load(folder, name, data, trusted):
@@ -235,9 +271,9 @@ def _load(folder, name, data, trusted):
         return _load_state(data)
     except _Refused as e:
         raise _C.TesseraError(
-            f"checkpoint {folder}: {name} holds {e}, which loading could run code for; "
-            f"only tensors, numpy arrays and plain values load unless restore(..., "
-            f"trusted=True) (for a checkpoint whose every writer you trust)") from None
+            f"checkpoint {folder}: {name} {e}; only tensors, numpy arrays and plain values "
+            f"load unless restore(..., trusted=True) (for a checkpoint whose every writer you "
+            f"trust)") from None
     except Exception as e:  # A malformed file: its own error, named.
         raise _C.TesseraError(f"checkpoint {folder}: {name} does not load: "
                               f"{type(e).__name__}: {e}") from None
