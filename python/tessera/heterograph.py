@@ -939,10 +939,11 @@ def _per_type(g, ids, kinds, what):
 
 def _first_seen(ids):
     """The distinct values of ``ids`` in the order they first appear."""
-    uniq, inverse = torch.unique(ids, return_inverse=True)
-    first = torch.full((uniq.numel(),), ids.numel(), dtype=torch.int64)
-    first.scatter_reduce_(0, inverse, torch.arange(ids.numel(), dtype=torch.int64), "amin")
-    return uniq.index_select(0, torch.argsort(first))
+    order = torch.argsort(ids, stable=True)  # Equal values keep their positions' order.
+    ranked = ids.index_select(0, order)
+    first = torch.ones_like(ranked, dtype=torch.bool)
+    first[1:] = ranked[1:] != ranked[:-1]
+    return ids.index_select(0, torch.sort(order[first]).values)
 
 
 def _subgraph(g, eids, nodes, store_ids):
@@ -975,13 +976,15 @@ def _subgraph(g, eids, nodes, store_ids):
 
 
 def _relabelled(g, eids):
-    """Per type the nodes of the edges ``eids``: their sources, then their
-    destinations, in the order they first appear (DGL's relabelling)."""
+    """Per type the nodes of the edges ``eids``, relation by relation (in
+    relation order) its sources, then its destinations, in the order they
+    first appear (DGL's relabelling)."""
     ends = {t: [] for t in g.ntypes}
-    for side in (0, 2):
-        for c, e in eids.items():
+    for c in g.canonical_etypes:
+        if c in eids:
             r = g._rel[c]
-            ends[c[side]].append((r.src if side == 0 else r.dst).index_select(0, e))
+            ends[c[0]].append(r.src.index_select(0, eids[c]))
+            ends[c[2]].append(r.dst.index_select(0, eids[c]))
     return {t: _first_seen(torch.cat(x)) if x else torch.empty(0, dtype=torch.int64)
             for t, x in ends.items()}
 

@@ -422,7 +422,7 @@ def test_heterographconv_gat_against_dense():
 
 def test_heterographconv_errors():
     conv = tnn.HeteroGraphConv(sage_mods())
-    with pytest.raises(tessera.TesseraError, match="expected a typed Block"):
+    with pytest.raises(tessera.TesseraError, match="expected a typed graph or block"):
         conv(homo_equivalent()[0], hetero_inputs())
     with pytest.raises(KeyError, match="bought-by"):
         tnn.HeteroGraphConv({"follows": tnn.SAGEConv(3, 5), "buys": tnn.SAGEConv((3, 2), 5)})(

@@ -799,6 +799,9 @@ def test_a_graph_whose_relations_go_one_way_is_uni_bipartite_as_dgl():
     torch.nn.init.ones_(conv.weight)
     out = conv(one, (one.srcdata["h"], torch.zeros(3, 1)))
     assert out.flatten().tolist() == [2.0, 0.0, 3.0]
+    out = tnn.HeteroGraphConv({"plays": conv})(one, {"user": one.srcdata["h"],
+                                                     "game": torch.zeros(3, 1)})
+    assert out["game"].flatten().tolist() == [2.0, 0.0, 3.0]
     h = tnn.HeteroGraphConv({"plays": conv, "buys": conv})(
         g, {"user": torch.tensor([[1.0], [2.0]]), "game": torch.zeros(3, 1),
             "item": torch.zeros(1, 1)})
@@ -855,3 +858,12 @@ def test_subgraphs_of_in_memory_graphs_as_dgl():
     assert s.edata[EID][("a", "r", "b")].tolist() == [2] and s.num_edges("s") == 0
     s = tessera.in_subgraph(hg, {"b": torch.tensor([0])})
     assert [t.tolist() for t in s.edges(etype="r")] == [[0, 1], [0, 0]] and s.num_edges("s") == 0
+    # Relabelled relation by relation, each its sources then its destinations (DGL's order).
+    two = tessera.heterograph({("i", "by", "u"): (torch.tensor([0]), torch.tensor([2])),
+                               ("u", "buys", "i"): (torch.tensor([1]), torch.tensor([0]))},
+                              {"u": 3, "i": 1})
+    s = tessera.edge_subgraph(two, {"by": torch.tensor([0]), "buys": torch.tensor([0])})
+    assert s.nodes["u"].data[NID].tolist() == [2, 1]
+    s = tessera.in_subgraph(two, {"u": torch.tensor([2]), "i": torch.tensor([0])},
+                            relabel_nodes=True)
+    assert s.nodes["u"].data[NID].tolist() == [2, 1]

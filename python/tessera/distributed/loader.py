@@ -218,18 +218,19 @@ def _edge_mask(g, etype, u, v):
     """Whether each pair (u[i], v[i]) is an edge of relation ``etype``."""
     if not u.numel():
         return torch.zeros(0, dtype=torch.bool)
+    if isinstance(g, Graph):  # The relation's sorted edge keys, made once.
+        r = g._rel[g.to_canonical_etype(None if _is_homogeneous(g) else etype)]
+        return r.find(u, v) >= 0
+    # A DistGraph: the out-edges of the pairs' sources, where they live.
+    from tessera.distributed.graph import sample_neighbors
     n_dst = max(_type_nodes(g, etype[2]), 1)
-    if isinstance(g, Graph):
-        src, dst = g.all_edges(etype=None if _is_homogeneous(g) else etype)
-    else:  # A DistGraph: the out-edges of the pairs' sources, where they live.
-        from tessera.distributed.graph import sample_neighbors
-        sources = torch.unique(u)
-        if _is_homogeneous(g):
-            src, dst = sample_neighbors(g, sources, -1, edge_dir="out").edges()
-        else:
-            fanout = {c: (-1 if c == etype else 0) for c in g.canonical_etypes}
-            frontier = sample_neighbors(g, {etype[0]: sources}, fanout, edge_dir="out")
-            src, dst = frontier.edges(etype=etype)
+    sources = torch.unique(u)
+    if _is_homogeneous(g):
+        src, dst = sample_neighbors(g, sources, -1, edge_dir="out").edges()
+    else:
+        fanout = {c: (-1 if c == etype else 0) for c in g.canonical_etypes}
+        frontier = sample_neighbors(g, {etype[0]: sources}, fanout, edge_dir="out")
+        src, dst = frontier.edges(etype=etype)
     return torch.isin(u * n_dst + v, src * n_dst + dst)
 
 

@@ -846,9 +846,11 @@ class HeteroGraphConv(nn.Module):
         raise KeyError(f"Cannot find module with edge type {c}")
 
     def forward(self, g, inputs, mod_args=None, mod_kwargs=None):
-        if not _is_typed(g):
-            raise _C.TesseraError(f"HeteroGraphConv: expected a typed Block (a loader's blocks "
-                                  f"with dict seeds), got {g!r}")
+        if (not hasattr(g, "canonical_etypes") or not hasattr(g, "num_dst_nodes")
+                or list(g.canonical_etypes) == [("_N", "_E", "_N")]):
+            raise _C.TesseraError(f"HeteroGraphConv: expected a typed graph or block (named "
+                                  f"relations, such as a loader's blocks with dict seeds), "
+                                  f"got {g!r}")
         mod_args, mod_kwargs = mod_args or {}, mod_kwargs or {}
         if isinstance(inputs, tuple):
             src_inputs, dst_inputs = inputs
