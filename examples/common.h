@@ -217,26 +217,20 @@ inline double Accuracy(const dist::DistTensor& logits, const dist::DistTensor& l
 }
 
 // The number of classes: the largest label + 1 over all nodes (a collective).
-// Labels must be class indices: in [0, 2^20), a clear error otherwise (a
-// stray huge label would size an output layer of that many classes).
+// A label of 2^20 or more is an error (it would size an output layer of that
+// many classes); negative labels (unlabelled nodes) are left to the loss.
 inline int64_t NumClasses(const dist::DistGraph& g, const dist::DistTensor& labels) {
   constexpr double kMaxClasses = 1 << 20;
   auto ctx = dist::initialize();
-  torch::Tensor slots = torch::zeros({2, ctx->world_size()}, torch::kFloat64);
+  torch::Tensor slots = torch::zeros({ctx->world_size()}, torch::kFloat64);
   torch::Tensor mine =
       dist::node_split(torch::ones({g.num_nodes()}, torch::kBool), g.partition_book());
-  if (mine.size(0) > 0) {
-    torch::Tensor mine_labels = labels[mine].to(torch::kFloat64);
-    slots[0][ctx->rank()] = mine_labels.max().item<double>();
-    slots[1][ctx->rank()] = -mine_labels.min().item<double>();
-  }
-  dist::all_reduce_sum(slots);  // Each trainer fills its own slots: the sum gathers them.
-  const double largest = slots[0].max().item<double>();
-  const double smallest = 0.0 - slots[1].max().item<double>();  // Never -0.
-  if (smallest < 0 || !(largest < kMaxClasses)) {
-    throw dist::Error(
-        fmt::format("labels must be class indices in [0, {}); this graph's range from {} to {}",
-                    static_cast<int64_t>(kMaxClasses), smallest, largest));
+  if (mine.size(0) > 0) slots[ctx->rank()] = labels[mine].max().item<double>();
+  dist::all_reduce_sum(slots);  // Each trainer fills its own slot: the sum gathers them.
+  const double largest = slots.max().item<double>();
+  if (!(largest < kMaxClasses)) {
+    throw dist::Error(fmt::format("labels must be class indices below {}; the largest is {:.0f}",
+                                  static_cast<int64_t>(kMaxClasses), largest));
   }
   return static_cast<int64_t>(largest) + 1;
 }

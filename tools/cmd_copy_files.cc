@@ -125,16 +125,7 @@ Status CopyFiles(const CopyFlags& f) {
   RETURN_IF_ERROR(WriteFileAtomic(rewritten, remote_config.dump(1) + "\n"));
   launcher::SshOptions ssh{.port = f.ssh_port, .user = f.ssh_username, .extra = f.ssh_options};
   std::string scp;
-  const fs::path data = (fs::absolute(f.workspace) / f.rel_data_path).lexically_normal();
-  for (const fs::path& dir : part_dirs) {  // A copy into its own source never ends.
-    const fs::path from = fs::weakly_canonical(dir);
-    const fs::path to = fs::weakly_canonical(data);
-    if (std::mismatch(from.begin(), from.end(), to.begin(), to.end()).first == from.end()) {
-      return absl::InvalidArgumentError(
-          fmt::format("--workspace {}: the copy would go into the partition folder {} it copies",
-                      f.workspace, dir.string()));
-    }
-  }
+  const fs::path data = fs::path(f.workspace) / f.rel_data_path;
   for (int m = 0; m < ip.num_machines(); ++m) {
     const std::string host = ip.machines[static_cast<size_t>(m)].ip;
     Stopwatch watch;
@@ -143,6 +134,16 @@ Status CopyFiles(const CopyFlags& f) {
     std::vector<int> mine;
     for (int p = m < parts ? m : 0; p < (m < parts ? m + 1 : parts); ++p) mine.push_back(p);
     if (!f.force_ssh && launcher::IsLocalAddress(host)) {
+      for (int p : mine) {  // A local copy into its own source never ends.
+        const fs::path from = fs::weakly_canonical(part_dirs[static_cast<size_t>(p)]);
+        const fs::path to = fs::weakly_canonical(fs::absolute(data));
+        if (std::mismatch(from.begin(), from.end(), to.begin(), to.end()).first == from.end()) {
+          return absl::InvalidArgumentError(
+              fmt::format("--workspace {}: the copy would go into the partition folder {} it "
+                          "copies",
+                          f.workspace, from.string()));
+        }
+      }
       for (int p : mine) {
         RETURN_IF_ERROR(
             CopyLocal(part_dirs[static_cast<size_t>(p)], data / fmt::format("part{}", p)));
