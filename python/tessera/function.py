@@ -561,8 +561,11 @@ def apply_nodes(g, func, v=ALL, ntype=None):
     """``func(nodes)`` on the nodes ``v`` (default: all) of ``ntype``; its
     outputs become their node data (other rows keep theirs; 0 in a new
     field, as DGL)."""
-    t = g._one_type(g.dsttypes, "node") if ntype is None else ntype
-    frame = g._dstf[t]
+    if ntype is None:  # A uni-bipartite graph has several types: name one (DGL).
+        t = g._one_type(g.dsttypes if g.is_block else g.ntypes, "node")
+    else:
+        t = ntype
+    frame = g._dstf[t] if g.is_block or t in g._dstf else g._srcf[t]
     if isinstance(v, str) and v == ALL:
         _apply_nodes(g, frame, t, func)
         return
@@ -572,6 +575,12 @@ def apply_nodes(g, func, v=ALL, ntype=None):
                               f"of {t!r}")
     out = func(NodeBatch(_Rows(frame.data, nodes), nodes, t))
     _check_udf_out(out, nodes.numel(), "apply_nodes function")
+    for k, val in out.items():
+        old = frame.data.get(k)
+        if old is not None and (old.dtype != val.dtype or old.shape[1:] != val.shape[1:]):
+            raise _C.TesseraError(f"apply_nodes: field {k!r} holds {old.dtype} "
+                                  f"{tuple(old.shape[1:])} per node; the function gave "
+                                  f"{val.dtype} {tuple(val.shape[1:])}")
     _write(frame, {k: (frame.data[k] if k in frame.data else
                        val.new_zeros((frame.num_rows, *val.shape[1:]))).index_copy(0, nodes, val)
                    for k, val in out.items()})

@@ -459,7 +459,9 @@ class Graph:
     def has_nodes(self, vid, ntype=None):
         t = self._one_type(self.ntypes, "node") if ntype is None else ntype
         ids, scalar = as_ids(vid, "has_nodes")
-        found = (ids >= 0) & (ids < self.num_nodes(t))
+        if ids.numel() and int(ids.min()) < 0:
+            raise _C.TesseraError("has_nodes: all IDs must be non-negative integers")
+        found = ids < self.num_nodes(t)
         return bool(found[0]) if scalar else found
 
     @staticmethod
@@ -946,11 +948,12 @@ def _first_seen(ids):
     return ids.index_select(0, torch.sort(order[first]).values)
 
 
-def _subgraph(g, eids, nodes, store_ids):
+def _subgraph(g, eids, nodes, store_ids, sources=None):
     """The graph of ``g``'s edges ``eids`` ({relation: ids}, in that order;
     none of a relation not given) over ``nodes`` ({type: ids}, relabelled in
     that order), or over all of g's nodes when ``nodes`` is None; data and,
-    with ``store_ids``, NID / EID as DGL's subgraphs."""
+    with ``store_ids``, NID / EID as DGL's subgraphs. ``sources`` may give a
+    relation's new source ids (node_subgraph's, for repeated nodes)."""
     empty = torch.empty(0, dtype=torch.int64)
     eids = {c: eids.get(c, empty) for c in g.canonical_etypes}
     frames = g._nodef
@@ -960,7 +963,8 @@ def _subgraph(g, eids, nodes, store_ids):
         r, e = g._rel[c], eids[c]
         src, dst = r.src.index_select(0, e), r.dst.index_select(0, e)
         if nodes is not None:
-            src = _lookup(nodes[c[0]], src, f"subgraph sources of {c}")
+            src = (sources[c] if sources is not None else
+                   _lookup(nodes[c[0]], src, f"subgraph sources of {c}"))
             dst = _lookup(nodes[c[2]], dst, f"subgraph destinations of {c}")
         rels.append(_Relation(counts[c[0]], counts[c[2]], src, dst=dst))
     out = Graph(counts, g.canonical_etypes, rels)
@@ -996,12 +1000,18 @@ def node_subgraph(g, nodes, *, relabel_nodes=True, store_ids=True, output_device
     _plain_graph(g, "node_subgraph")
     nodes = _per_type(g, nodes, "node", "node_subgraph")
     nodes = {t: nodes.get(t, torch.empty(0, dtype=torch.int64)) for t in g.ntypes}
-    eids = {}
+    eids, sources = {}, {}
     for c in g.canonical_etypes:
-        r = g._rel[c]
-        e = r.edges_at(nodes[c[0]], out=True)
-        eids[c] = e[torch.isin(r.dst.index_select(0, e), nodes[c[2]])]
-    return _subgraph(g, eids, nodes if relabel_nodes else None, store_ids)
+        r, tails = g._rel[c], nodes[c[0]]
+        e = r.edges_at(tails, out=True)
+        # Each edge's source is the place of the node it was found from (a
+        # repeated node's edges come again, from each place, as DGL's).
+        degree = torch.bincount(r.src, minlength=r.num_src).index_select(0, tails)
+        place = torch.repeat_interleave(torch.arange(tails.numel(), dtype=torch.int64), degree)
+        keep = torch.isin(r.dst.index_select(0, e), nodes[c[2]])
+        eids[c], sources[c] = e[keep], place[keep]
+    return _subgraph(g, eids, nodes if relabel_nodes else None, store_ids,
+                     sources if relabel_nodes else None)
 
 
 def edge_subgraph(g, edges, *, relabel_nodes=True, store_ids=True, output_device=None):
@@ -1053,7 +1063,7 @@ Graph.reverse = reverse
 def _lookup(nodes, ids, what):
     """The position of each of ``ids`` in ``nodes`` (distinct ids); an
     error naming ``what`` for an id that is not there."""
-    sorted_nodes, order = torch.sort(nodes)
+    sorted_nodes, order = torch.sort(nodes, stable=True)  # A repeated id: its first place.
     pos = torch.searchsorted(sorted_nodes, ids).clamp(max=max(nodes.numel() - 1, 0))
     if nodes.numel() == 0:
         hit = torch.zeros_like(ids, dtype=torch.bool)

@@ -867,3 +867,26 @@ def test_subgraphs_of_in_memory_graphs_as_dgl():
     s = tessera.in_subgraph(two, {"u": torch.tensor([2]), "i": torch.tensor([0])},
                             relabel_nodes=True)
     assert s.nodes["u"].data[NID].tolist() == [2, 1]
+
+
+def test_small_graph_api_edges_as_dgl():
+    """Checked side by side against DGL 1.1.3: has_nodes refuses negative
+    ids; node_subgraph of a repeated node takes its out-edges from each
+    place; apply_nodes names a field whose dtype the function changes and
+    asks for the type on a graph of several."""
+    g = tessera.graph((torch.tensor([0, 1, 2, 4, 2]), torch.tensor([1, 2, 0, 4, 4])), num_nodes=5)
+    g.ndata["x"] = torch.arange(5.0)
+    g.ndata["i"] = torch.arange(5)
+    with pytest.raises(tessera.TesseraError, match="non-negative"):
+        g.has_nodes(torch.tensor([-1]))
+    assert g.has_nodes(torch.tensor([7])).tolist() == [False]
+    s = tessera.node_subgraph(g, torch.tensor([4, 2, 4]))
+    assert [t.tolist() for t in s.edges()] == [[0, 1, 2], [0, 0, 0]]
+    assert s.ndata[NID].tolist() == [4, 2, 4] and s.edata[EID].tolist() == [3, 4, 3]
+    with pytest.raises(tessera.TesseraError, match="field 'i' holds torch.int64"):
+        g.apply_nodes(lambda nodes: {"i": nodes.data["x"] * 2}, v=torch.tensor([1]))
+    b = tessera.heterograph({("user", "plays", "game"): (torch.tensor([0]), torch.tensor([1]))})
+    with pytest.raises(tessera.TesseraError, match="several node types"):
+        b.apply_nodes(lambda nodes: {"z": torch.ones(len(nodes.nodes()), 1)})
+    b.apply_nodes(lambda nodes: {"z": torch.ones(len(nodes.nodes()), 1)}, ntype="user")
+    assert b.nodes["user"].data["z"].shape == (1, 1) and "z" not in b.nodes["game"].data
