@@ -28,7 +28,7 @@ import torch
 
 from tessera import _C
 from tessera._utils import as_ids, missing_name as _missing_name
-from tessera.heterograph import ALL, _Relation
+from tessera.heterograph import ALL, _nodes_of, _Relation
 
 _SIDES = {"u": "source", "v": "destination", "e": "edge"}
 
@@ -551,10 +551,22 @@ def apply_edges(g, func, edges=ALL, etype=None):
         _check_udf_out(out, n if eids is None else eids.numel(), "apply_edges function")
     else:
         raise _C.TesseraError(f"apply_edges: func must be a builtin or a callable, got {func!r}")
-    if eids is not None:
-        out = {k: (frame.data[k] if k in frame.data else v.new_zeros((n, *v.shape[1:])))
-               .index_copy(0, eids, v) for k, v in out.items()}
-    _write(frame, out)
+    _write(frame, out if eids is None else _into_rows(frame, eids, out, "apply_edges"))
+
+
+def _into_rows(frame, rows, out, what):
+    """Whole columns of ``frame`` with ``out``'s values at ``rows``: other
+    rows keep their values, a new name is 0 there. A name whose dtype or row
+    shape the values change is an error naming it."""
+    for k, val in out.items():
+        old = frame.data.get(k)
+        if old is not None and (old.dtype != val.dtype or old.shape[1:] != val.shape[1:]):
+            raise _C.TesseraError(f"{what}: field {k!r} holds {old.dtype} "
+                                  f"{tuple(old.shape[1:])} per row; the function gave "
+                                  f"{val.dtype} {tuple(val.shape[1:])}")
+    return {k: (frame.data[k] if k in frame.data else
+                val.new_zeros((frame.num_rows, *val.shape[1:]))).index_copy(0, rows, val)
+            for k, val in out.items()}
 
 
 def apply_nodes(g, func, v=ALL, ntype=None):
@@ -565,25 +577,14 @@ def apply_nodes(g, func, v=ALL, ntype=None):
         t = g._one_type(g.dsttypes if g.is_block else g.ntypes, "node")
     else:
         t = ntype
-    frame = g._dstf[t] if g.is_block or t in g._dstf else g._srcf[t]
+    frame = g._dstf[t] if g.is_block else g._nodef[t]
     if isinstance(v, str) and v == ALL:
         _apply_nodes(g, frame, t, func)
         return
-    nodes = as_ids(v, "apply_nodes v")[0]
-    if nodes.numel() and (int(nodes.min()) < 0 or int(nodes.max()) >= frame.num_rows):
-        raise _C.TesseraError(f"apply_nodes: node id out of range [0, {frame.num_rows}) "
-                              f"of {t!r}")
+    nodes = _nodes_of(v, frame.num_rows, t, "apply_nodes v")[0]
     out = func(NodeBatch(_Rows(frame.data, nodes), nodes, t))
     _check_udf_out(out, nodes.numel(), "apply_nodes function")
-    for k, val in out.items():
-        old = frame.data.get(k)
-        if old is not None and (old.dtype != val.dtype or old.shape[1:] != val.shape[1:]):
-            raise _C.TesseraError(f"apply_nodes: field {k!r} holds {old.dtype} "
-                                  f"{tuple(old.shape[1:])} per node; the function gave "
-                                  f"{val.dtype} {tuple(val.shape[1:])}")
-    _write(frame, {k: (frame.data[k] if k in frame.data else
-                       val.new_zeros((frame.num_rows, *val.shape[1:]))).index_copy(0, nodes, val)
-                   for k, val in out.items()})
+    _write(frame, _into_rows(frame, nodes, out, "apply_nodes"))
 
 
 def push(g, u, message_func, reduce_func, apply_node_func=None, etype=None):

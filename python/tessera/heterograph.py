@@ -77,10 +77,11 @@ class _Relation:
     def num_edges(self):
         return self.src.numel()
 
-    def edges_at(self, ids, out):
+    def edges_at(self, ids, out, places=False):
         """The edge ids of nodes ``ids``: their in-edges (out-edges with
         ``out``) grouped by node in the order given (a repeated node
-        repeats them), in edge id order within a node, as DGL's."""
+        repeats them), in edge id order within a node, as DGL's. With
+        ``places``, also the place in ``ids`` each edge was found from."""
         if out:
             if self._out is None:
                 deg = torch.bincount(self.src, minlength=self.num_src)
@@ -89,7 +90,12 @@ class _Relation:
             indptr, positions = self._out
         else:
             indptr, positions = self.indptr, self.csr_positions
-        return positions.index_select(0, _expand_ranges(indptr[ids], indptr[ids + 1]))
+        begin, end = indptr[ids], indptr[ids + 1]
+        edges = positions.index_select(0, _expand_ranges(begin, end))
+        if not places:
+            return edges
+        return edges, torch.repeat_interleave(torch.arange(ids.numel(), dtype=torch.int64),
+                                              end - begin)
 
     def find(self, u, v, every=False):
         """For each pair (u[i], v[i]) the lowest id of an edge u -> v, -1 if
@@ -926,7 +932,7 @@ def _per_type(g, ids, kinds, what):
     for key, value in ids.items():
         t = key if kinds == "node" else g.to_canonical_etype(key)
         if t not in names:
-            raise _C.TesseraError(f"{what}: unknown node type {t!r}; the graph has {names}")
+            raise _C.TesseraError(f"{what}: unknown {kinds} type {t!r}; the graph has {names}")
         count = g.num_nodes(t) if kinds == "node" else g.num_edges(t)
         mask = torch.as_tensor(value) if not isinstance(value, torch.Tensor) else value
         if mask.dtype == torch.bool:
@@ -1002,12 +1008,10 @@ def node_subgraph(g, nodes, *, relabel_nodes=True, store_ids=True, output_device
     nodes = {t: nodes.get(t, torch.empty(0, dtype=torch.int64)) for t in g.ntypes}
     eids, sources = {}, {}
     for c in g.canonical_etypes:
-        r, tails = g._rel[c], nodes[c[0]]
-        e = r.edges_at(tails, out=True)
+        r = g._rel[c]
         # Each edge's source is the place of the node it was found from (a
         # repeated node's edges come again, from each place, as DGL's).
-        degree = torch.bincount(r.src, minlength=r.num_src).index_select(0, tails)
-        place = torch.repeat_interleave(torch.arange(tails.numel(), dtype=torch.int64), degree)
+        e, place = r.edges_at(nodes[c[0]], out=True, places=True)
         keep = torch.isin(r.dst.index_select(0, e), nodes[c[2]])
         eids[c], sources[c] = e[keep], place[keep]
     return _subgraph(g, eids, nodes if relabel_nodes else None, store_ids,

@@ -883,8 +883,11 @@ def test_small_graph_api_edges_as_dgl():
     s = tessera.node_subgraph(g, torch.tensor([4, 2, 4]))
     assert [t.tolist() for t in s.edges()] == [[0, 1, 2], [0, 0, 0]]
     assert s.ndata[NID].tolist() == [4, 2, 4] and s.edata[EID].tolist() == [3, 4, 3]
-    with pytest.raises(tessera.TesseraError, match="field 'i' holds torch.int64"):
+    with pytest.raises(tessera.TesseraError, match="apply_nodes: field 'i' holds torch.int64"):
         g.apply_nodes(lambda nodes: {"i": nodes.data["x"] * 2}, v=torch.tensor([1]))
+    g.edata["k"] = torch.arange(5)
+    with pytest.raises(tessera.TesseraError, match="apply_edges: field 'k' holds torch.int64"):
+        g.apply_edges(lambda edges: {"k": edges.src["x"]}, edges=torch.tensor([0]))
     b = tessera.heterograph({("user", "plays", "game"): (torch.tensor([0]), torch.tensor([1]))})
     with pytest.raises(tessera.TesseraError, match="several node types"):
         b.apply_nodes(lambda nodes: {"z": torch.ones(len(nodes.nodes()), 1)})

@@ -246,9 +246,6 @@ class _StateUnpickler(pickle.Unpickler):
         raise _Refused(f"names {module}.{name}, which loading could run code for")
 
 
-_STATE_PICKLE = types.SimpleNamespace(Unpickler=_StateUnpickler, __name__="tessera_state_pickle")
-
-
 def _load_state(data):
     """torch.load(data) through _StateUnpickler. torch 1.13's torch.load
     replaces any pickle_module it is given by pickle's unless weights_only
@@ -260,7 +257,7 @@ def _load_state(data):
         sizes = {name: len(archive.get_record(name)) for name in archive.get_all_records()
                  if name.startswith("data/")}
         unpickler = type("_Checked", (_StateUnpickler,), {"_record_bytes": sizes})
-        module = types.SimpleNamespace(Unpickler=unpickler, __name__=_STATE_PICKLE.__name__)
+        module = types.SimpleNamespace(Unpickler=unpickler, __name__="tessera_state_pickle")
         return torch.serialization._load(archive, None, module, encoding="utf-8")
 
 
