@@ -17,6 +17,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
+#include "src/base/process.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/remote.h"
 #include "tessera/base/file.h"
@@ -157,8 +158,8 @@ Status CopyFiles(const CopyFlags& f) {
       }
     } else {
       if (scp.empty()) {
-        ASSIGN_OR_RETURN(ssh.ssh, launcher::FindProgram("ssh"));
-        ASSIGN_OR_RETURN(scp, launcher::FindProgram("scp"));
+        ASSIGN_OR_RETURN(ssh.ssh, FindProgram("ssh"));
+        ASSIGN_OR_RETURN(scp, FindProgram("scp"));
       }
       const std::string target = (f.ssh_username.empty() ? "" : f.ssh_username + "@") + host;
       RETURN_IF_ERROR(

@@ -13,10 +13,10 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
+#include "src/base/process.h"
 #include "src/dist_partition/dist_partition.h"
 #include "src/dist_partition/mpi_comm.h"
 #include "src/launcher/ip_config.h"
-#include "src/launcher/process.h"
 #include "tessera/base/file.h"
 #include "tessera/base/resource.h"
 #include "tessera/base/strings.h"
@@ -179,15 +179,15 @@ int RunMpirun(const MpiPartitionFlags& f) {
   // Open MPI's single-copy shared memory needs ptrace rights containers lack.
   ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", /*overwrite=*/0);
   spdlog::info("starting {} ranks: {}", f.ranks, StrJoin(argv, " "));
-  launcher::SpawnOptions spawn;
+  SpawnOptions spawn;
   spawn.argv = std::move(argv);
   spawn.grace_seconds = 10;  // mpirun's own teardown of remote ranks.
   // mpirun runs in its own process group: reading a terminal from there
   // would stop it (SIGTTIN), and the ranks read nothing.
   spawn.stdin_null = true;
-  StatusOr<launcher::Process> mpirun = launcher::Process::Spawn(spawn);
+  StatusOr<Process> mpirun = Process::Spawn(spawn);
   if (!mpirun.ok()) return ReportError(Annotate(mpirun.status(), StrCat("cannot run ", f.mpirun)));
-  return launcher::WaitInForeground(*mpirun, -1, nullptr);
+  return WaitInForeground(*mpirun, -1, nullptr);
 }
 
 // --fail-at: the hook that fails or kills one rank as a step starts.

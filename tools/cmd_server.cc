@@ -13,10 +13,10 @@
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
+#include "src/base/process.h"
 #include "src/kvstore/kv_server.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
-#include "src/launcher/process.h"
 #include "src/rpc/transport.h"
 #include "src/shm/segment.h"
 #include "tessera/base/resource.h"
@@ -52,7 +52,7 @@ struct ServerFlags {
 
 Status RunServer(const ServerFlags& flags) {
   RetainFreedMemory();  // Sampling answers reuse the same buffers request after request.
-  launcher::HandleSignals(OnSignal, {SIGTERM, SIGINT, SIGHUP});
+  HandleSignals(OnSignal, {SIGTERM, SIGINT, SIGHUP});
   signal(SIGPIPE, SIG_IGN);
 
   std::string token, key;

@@ -22,8 +22,8 @@
 #include <memory>
 
 #include "spdlog/spdlog.h"
+#include "src/base/process.h"
 #include "src/launcher/env_var.h"
-#include "src/launcher/process.h"
 #include "src/shm/segment.h"
 #include "tessera/base/time.h"
 #include "tools/commands.h"
@@ -67,16 +67,16 @@ int RunSupervise(const SuperviseFlags& f) {
   signal(SIGPIPE, SIG_IGN);
   // Until WaitInForeground watches them, a stop signal must not kill this
   // process before it can stop the child's group.
-  launcher::BlockStopSignals();
+  BlockStopSignals();
   auto env = ReadEnvironment(Deadline::InSeconds(60));
   if (!env.ok()) return ReportError(env.status());
-  launcher::SpawnOptions spawn;
+  SpawnOptions spawn;
   spawn.argv = f.argv;
   spawn.cwd = f.cwd;
   spawn.grace_seconds = f.grace_s;
   spawn.env = *std::move(env);
   spawn.stdin_null = true;  // The link stays the supervisor's.
-  StatusOr<launcher::Process> child = launcher::Process::Spawn(spawn);
+  StatusOr<Process> child = Process::Spawn(spawn);
   if (!child.ok()) {
     ReportError(child.status());
     // The shell's codes: 126 when the directory cannot be entered, 127 when
@@ -84,7 +84,7 @@ int RunSupervise(const SuperviseFlags& f) {
     return child.status().code() == absl::StatusCode::kFailedPrecondition ? 126 : 127;
   }
   bool stop = false;
-  int code = launcher::WaitInForeground(*child, STDIN_FILENO, &stop);
+  int code = WaitInForeground(*child, STDIN_FILENO, &stop);
   if (stop && !f.cleanup_job.empty()) {
     StatusOr<int> removed = shm::RemoveJobSegments(f.cleanup_job);
     if (removed.ok() && *removed > 0) {

@@ -1,5 +1,7 @@
 // The `tessera` command line: partition graphs, inspect partitions, generate
 // synthetic graphs, run the demo and the benchmarks.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -23,8 +25,12 @@ int ReportError(const Status& status) {
 }
 
 void ReportFinish(const std::string& what, double seconds) {
-  spdlog::info("{} finished: wall {:.2f} s, peak RSS {}", what, seconds,
-               FormatBytes(PeakRssBytes()));
+  // A child that peaked higher (METIS runs in one) is named too.
+  struct rusage children {};
+  getrusage(RUSAGE_CHILDREN, &children);
+  const int64_t own = PeakRssBytes(), child = int64_t{children.ru_maxrss} * 1024;
+  spdlog::info("{} finished: wall {:.2f} s, peak RSS {}{}", what, seconds, FormatBytes(own),
+               child > own ? StrCat(", ", FormatBytes(child), " in a child process") : "");
 }
 
 std::string SelfExecutable() {

@@ -2,18 +2,18 @@
 
 #include <signal.h>
 
-#include "src/launcher/process.h"
+#include "src/base/process.h"
 #include "tessera/base/strings.h"
 
 namespace tessera::tools {
 
 StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, Deadline deadline) {
   Stopwatch watch;
-  launcher::SpawnOptions spawn;
+  SpawnOptions spawn;
   spawn.argv = argv;
   spawn.grace_seconds = 0;
   spawn.stdin_null = true;  // Its own group must not read the terminal.
-  ASSIGN_OR_RETURN(launcher::Process child, launcher::Process::Spawn(spawn));
+  ASSIGN_OR_RETURN(Process child, Process::Spawn(spawn));
   StatusOr<int> code = child.Wait(deadline);
   if (!code.ok()) {
     child.Signal(SIGKILL);

@@ -2,7 +2,7 @@
 //
 // RunChild: runs a program to completion with a deadline and reports its exit
 // status, wall time and peak RSS (the benchmarks use it to measure one
-// configuration per process). The child (launcher::Process: stdin
+// configuration per process). The child (Process: stdin
 // /dev/null, its own process group) is killed with SIGKILL if the deadline
 // passes, and stopped with SIGTERM if this process dies first.
 #ifndef TESSERA_TOOLS_SUBPROCESS_H_

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "spdlog/spdlog.h"
+#include "src/base/process.h"
 #include "src/launcher/local_job.h"
-#include "src/launcher/process.h"
 #include "tessera/base/file.h"
 #include "tessera/base/strings.h"
 #include "tools/commands.h"
@@ -51,7 +51,7 @@ std::string Tail(const std::string& path, int lines) {
 
 }  // namespace
 
-void InstallCancelHandlers() { launcher::HandleSignals(OnSignal, {SIGINT, SIGTERM}); }
+void InstallCancelHandlers() { HandleSignals(OnSignal, {SIGINT, SIGTERM}); }
 
 StatusOr<std::string> TrainerProgram() {
   std::filesystem::path path =
@@ -98,8 +98,8 @@ StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& o) {
   const Deadline deadline = Deadline::InSeconds(o.timeout_s);
   if (o.standalone) {
     std::string log = o.capture ? o.workdir + "/standalone.log" : "";
-    launcher::SpawnOptions spawn{.argv = argv, .log_path = log};
-    ASSIGN_OR_RETURN(launcher::Process trainer, launcher::Process::Spawn(spawn));
+    SpawnOptions spawn{.argv = argv, .log_path = log};
+    ASSIGN_OR_RETURN(Process trainer, Process::Spawn(spawn));
     while (!trainer.Poll()) {
       if (g_cancel.load()) {
         trainer.Stop();

@@ -29,3 +29,15 @@ def test_interrupt_while_waiting_in_a_barrier(cora_parts, tmp_path):
                             trainers=1)
     assert code == 0, out
     assert latency(out) < 1.0
+
+
+def test_interrupt_while_metis_partitions(tmp_path):
+    # METIS runs in a child process: Ctrl-C stops it at once (it used to run
+    # to its end inside the interpreter) and leaves no process behind.
+    r = subprocess.run([PYTHON, f"{HERE}/interrupt_job.py", "metis", str(tmp_path / "out")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout
+    assert "METIS: running in process" in r.stdout
+    assert "METIS process left: []" in r.stdout
+    assert "METIS: objective" not in r.stdout
+    assert latency(r.stdout) < 1.0

@@ -17,10 +17,10 @@
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
+#include "src/base/process.h"
 #include "src/launcher/env_var.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
-#include "src/launcher/process.h"
 #include "src/launcher/remote.h"
 #include "src/rpc/security.h"
 #include "src/shm/segment.h"

@@ -12,7 +12,6 @@
 #include "src/launcher/env_var.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
-#include "src/launcher/process.h"
 #include "src/launcher/remote.h"
 
 namespace tessera::launcher {
@@ -139,93 +138,6 @@ TEST(EnvVarTest, KeysAreNamesAndValuesStayOnOneLine) {
   }
 }
 
-TEST(ProcessTest, ExitCodesSignalsAndStop) {
-  auto ok = Process::Spawn({.argv = {"/bin/sh", "-c", "exit 3"}});
-  ASSERT_TRUE(ok.ok());
-  EXPECT_EQ(*ok->Wait(Deadline::InSeconds(10)), 3);
-  auto env =
-      Process::Spawn({.argv = {"/bin/sh", "-c", "test \"$FOO\" = bar"}, .env = {{"FOO", "bar"}}});
-  EXPECT_EQ(*env->Wait(Deadline::InSeconds(10)), 0);
-  auto missing = Process::Spawn({.argv = {"/nonexistent/program"}});
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-
-  auto sleeper = Process::Spawn({.argv = {"/bin/sleep", "60"}, .grace_seconds = 1});
-  ASSERT_TRUE(sleeper.ok());
-  EXPECT_EQ(sleeper->Wait(Deadline::InSeconds(0.1)).status().code(),
-            absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(sleeper->Stop(), -SIGTERM);
-  // A process that ignores SIGTERM is killed after the grace period.
-  tessera::testing::TempDir dir;
-  auto stubborn = Process::Spawn({.argv = {"/bin/sh", "-c", "trap '' TERM; echo armed; sleep 60"},
-                                  .log_path = dir / "log",
-                                  .grace_seconds = 0.3});
-  ASSERT_TRUE(stubborn.ok());
-  Deadline armed = Deadline::InSeconds(10);  // Wait until the trap is set.
-  while (tessera::testing::ReadAll(dir / "log").empty() && !armed.Expired()) usleep(1000);
-  Stopwatch watch;
-  EXPECT_EQ(stubborn->Stop(), -SIGKILL);
-  EXPECT_LT(watch.Seconds(), 10);
-}
-
-// Whether process `pid` is gone (or a zombie nobody reaps yet).
-bool Gone(pid_t pid) {
-  std::string stat = tessera::testing::ReadAll("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = stat.rfind(')');
-  return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
-}
-
-TEST(ProcessTest, GroupLeftoversCwdStdinAndPeakRss) {
-  tessera::testing::TempDir dir;
-  // What the child leaves running in its group dies with it.
-  auto parent = Process::Spawn(
-      {.argv = {"/bin/sh", "-c", "sleep 60 & echo $! > left; exit 0"}, .cwd = dir.path()});
-  ASSERT_TRUE(parent.ok()) << parent.status();
-  EXPECT_EQ(*parent->Wait(Deadline::InSeconds(10)), 0);
-  EXPECT_GT(parent->peak_rss_bytes(), 0);
-  const pid_t left = std::stoi(tessera::testing::ReadAll(dir / "left"));
-  Deadline deadline = Deadline::InSeconds(10);
-  while (!Gone(left) && !deadline.Expired()) usleep(1000);
-  EXPECT_TRUE(Gone(left)) << "pid " << left << " outlived its group leader";
-  // A directory that does not exist is an error naming it.
-  auto lost = Process::Spawn({.argv = {"/bin/true"}, .cwd = dir / "missing"});
-  ASSERT_FALSE(lost.ok());
-  EXPECT_THAT(lost.status().message(), HasSubstr("missing")) << lost.status();
-  // The program is looked up in the PATH the child gets.
-  ASSERT_EQ(mkdir((dir / "bin").c_str(), 0755), 0);
-  tessera::testing::WriteAll(dir / "bin/mytool", "#!/bin/sh\nexit 5\n");
-  ASSERT_EQ(chmod((dir / "bin/mytool").c_str(), 0755), 0);
-  auto found = Process::Spawn({.argv = {"mytool"}, .env = {{"PATH", dir / "bin"}}});
-  ASSERT_TRUE(found.ok()) << found.status();
-  EXPECT_EQ(*found->Wait(Deadline::InSeconds(10)), 5);
-  EXPECT_EQ(Process::Spawn({.argv = {"mytool"}}).status().code(), absl::StatusCode::kNotFound);
-  // stdin_null: a reader sees end of file at once.
-  auto reader = Process::Spawn(
-      {.argv = {"/bin/sh", "-c", "cat > got"}, .stdin_null = true, .cwd = dir.path()});
-  ASSERT_TRUE(reader.ok());
-  EXPECT_EQ(*reader->Wait(Deadline::InSeconds(10)), 0);
-  EXPECT_EQ(tessera::testing::ReadAll(dir / "got"), "");
-}
-
-TEST(ProcessTest, WaitInForegroundStopsOnLinkEof) {
-  auto quick = Process::Spawn({.argv = {"/bin/sh", "-c", "exit 4"}});
-  ASSERT_TRUE(quick.ok());
-  bool stopped = true;
-  EXPECT_EQ(WaitInForeground(*quick, -1, &stopped), 4);
-  EXPECT_FALSE(stopped);
-
-  int link[2];
-  ASSERT_EQ(pipe2(link, O_CLOEXEC), 0);  // The child must not hold the link open.
-  auto sleeper = Process::Spawn({.argv = {"/bin/sleep", "60"}, .grace_seconds = 5});
-  ASSERT_TRUE(sleeper.ok());
-  ASSERT_EQ(write(link[1], "x", 1), 1);  // Data on the link is not a stop.
-  close(link[1]);                        // Its end is.
-  Stopwatch watch;
-  EXPECT_EQ(WaitInForeground(*sleeper, link[0], &stopped), 128 + SIGTERM);
-  EXPECT_TRUE(stopped);
-  EXPECT_LT(watch.Seconds(), 5);
-  close(link[0]);
-}
-
 TEST(RemoteTest, LocalAddresses) {
   EXPECT_TRUE(IsLocalAddress("127.0.0.1"));
   EXPECT_TRUE(IsLocalAddress("127.1.2.3"));
@@ -259,8 +171,6 @@ TEST(RemoteTest, SshNeverPrompts) {
   EXPECT_THAT(joined, HasSubstr("-o IdentityFile=/k"));
   EXPECT_EQ(argv.back(), "true");
   EXPECT_EQ(argv[argv.size() - 2], "10.0.0.2");
-  EXPECT_TRUE(FindProgram("sh").ok());
-  EXPECT_FALSE(FindProgram("no-such-program-here").ok());
 }
 
 }  // namespace

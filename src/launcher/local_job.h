@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "src/base/process.h"
 #include "src/launcher/ip_config.h"
 #include "src/launcher/job_env.h"
-#include "src/launcher/process.h"
 #include "tessera/base/status.h"
 #include "tessera/base/time.h"
 

@@ -4,28 +4,8 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
-#include <unistd.h>
-
-#include <cstdlib>
-
-#include "fmt/format.h"
 
 namespace tessera::launcher {
-
-StatusOr<std::string> FindProgram(const std::string& name, const std::string* search_path) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = search_path != nullptr ? search_path->c_str() : std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t begin = 0;
-  while (begin <= dirs.size()) {
-    size_t end = dirs.find(':', begin);
-    if (end == std::string::npos) end = dirs.size();
-    std::string candidate = dirs.substr(begin, end - begin) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    begin = end + 1;
-  }
-  return absl::NotFoundError(fmt::format("'{}' is not installed (not found in PATH)", name));
-}
 
 bool IsLocalAddress(const std::string& address) {
   if (address == "localhost" || address == "::1") return true;

@@ -22,13 +22,8 @@ std::string ShellQuote(const std::string& text);
 // argv quoted and joined for a POSIX shell.
 std::string ShellCommand(const std::vector<std::string>& argv);
 
-// The path of `name` found in `search_path` (default: this process's $PATH),
-// or `name` itself if it has a '/'; NotFound naming it otherwise.
-StatusOr<std::string> FindProgram(const std::string& name,
-                                  const std::string* search_path = nullptr);
-
 struct SshOptions {
-  std::string ssh = "ssh";  // Program (resolved with FindProgram).
+  std::string ssh = "ssh";  // Program (resolved with tessera::FindProgram).
   int port = 22;
   std::string user;                // Empty: ssh's default.
   std::vector<std::string> extra;  // More `-o Key=Value` options.

@@ -1,17 +1,24 @@
 #include "src/partition/metis_adapter.h"
 
 #include <metis.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <utility>
 
 #include "spdlog/spdlog.h"
 #include "src/base/logging.h"
+#include "src/base/process.h"
 #include "src/partition/coarsen.h"
+#include "tessera/base/interrupt.h"
 #include "tessera/base/resource.h"
 #include "tessera/base/strings.h"
 
@@ -134,8 +141,48 @@ StatusOr<MetisGraph> Symmetrize(const Graph& graph) {
   return g;
 }
 
+// A shared anonymous mapping: what a forked child writes there, its parent
+// reads.
+class SharedMemory {
+ public:
+  static StatusOr<SharedMemory> Map(int64_t bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      return ErrnoError(StrCat("map ", FormatBytes(bytes), " of memory shared with METIS"), errno);
+    }
+    SharedMemory m;
+    m.data_ = p;
+    m.bytes_ = bytes;
+    return m;
+  }
+  SharedMemory() = default;
+  SharedMemory(SharedMemory&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(other.bytes_) {}
+  SharedMemory& operator=(SharedMemory&&) = delete;
+  ~SharedMemory() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  int64_t bytes_ = 0;
+};
+
+// What the METIS process hands back, followed by the n parts.
+struct MetisAnswer {
+  int rc;
+  idx_t objval;
+};
+
 // METIS k-way on one graph (METIS's own arrays; it only reads them), with
-// the log of its share of memory.
+// the log of its share of memory. METIS runs in a forked child: GKlib traps
+// SIGTERM and SIGABRT while METIS runs and longjmps out of the handler, which
+// in a process with other threads (or inside malloc) corrupts the heap or
+// lands on another thread's stack; in a child of its own, a signal ends METIS
+// alone, the partitioner dies by a SIGTERM sent to it as any program does, a
+// crash of METIS is an error instead of the end of the process, and the
+// memory METIS used returns to the system when the child exits.
 StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t* adjncy,
                                       idx_t* adjwgt, int64_t num_entries, idx_t* vwgt, int ncon,
                                       const MetisOptions& options) {
@@ -151,24 +198,47 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
   metis_options[METIS_OPTION_NUMBERING] = 0;
   metis_options[METIS_OPTION_NITER] = options.refine_iterations;
   metis_options[METIS_OPTION_NCUTS] = options.num_cuts;
-  idx_t objval = 0;
-  std::vector<idx_t> part(n);
+  ASSIGN_OR_RETURN(SharedMemory shared,
+                   SharedMemory::Map(static_cast<int64_t>(sizeof(MetisAnswer)) +
+                                     n * static_cast<int64_t>(sizeof(idx_t))));
+  auto* answer = static_cast<MetisAnswer*>(shared.data());
+  auto* part = reinterpret_cast<idx_t*>(answer + 1);
+  answer->rc = 1;  // No METIS code: the child ended before METIS returned.
 
   const int64_t input_bytes =
       static_cast<int64_t>(sizeof(idx_t)) *
       (static_cast<int64_t>(xadj.size()) + 2 * num_entries + (vwgt != nullptr ? n * ncon : 0));
-  const int64_t resident_before = ResidentBytes(), peak_before = PeakRssBytes();
+  const int64_t resident_before = ResidentBytes();
   spdlog::info(
       "METIS: k-way into {} parts, {} nodes, {} undirected edges, {} constraint(s); input arrays "
       "{}, RSS {}",
       options.num_parts, n, num_entries / 2, ncon, FormatBytes(input_bytes),
       FormatBytes(resident_before));
   Progress run("METIS", 0, "");
-  int rc = METIS_PartGraphKway(&nvtxs, &metis_ncon, xadj.data(), adjncy, vwgt,
-                               /*vsize=*/nullptr, adjwgt, &nparts, /*tpwgts=*/nullptr, ubvec.data(),
-                               metis_options, &objval, part.data());
+  const auto metis = [&] {
+    answer->rc = METIS_PartGraphKway(&nvtxs, &metis_ncon, xadj.data(), adjncy, vwgt,
+                                     /*vsize=*/nullptr, adjwgt, &nparts, /*tpwgts=*/nullptr,
+                                     ubvec.data(), metis_options, &answer->objval, part);
+    return 0;
+  };
+  ASSIGN_OR_RETURN(Process child, Process::Fork(metis, "METIS", /*grace_seconds=*/0));
+  spdlog::info("METIS: running in process {}", child.pid());
+  while (!child.Wait(Deadline::InSeconds(0.1)).ok()) {
+    if (Status interrupted = CheckInterrupt(); !interrupted.ok()) {
+      child.Stop();
+      return interrupted;
+    }
+  }
   run.Done();
-  switch (rc) {
+  if (const int code = child.exit_code(); code < 0) {
+    return absl::InternalError(
+        StrCat("METIS's process (pid ", child.pid(), ") was killed by signal ", -code, " (",
+               strsignal(-code), ") after reaching ", FormatBytes(child.peak_rss_bytes()), " RSS",
+               -code == SIGKILL ? "; the kernel's out-of-memory killer sends SIGKILL" : ""));
+  } else if (code != 0) {
+    return absl::InternalError(StrCat("METIS's process exited with code ", code));
+  }
+  switch (answer->rc) {
     case METIS_OK:
       break;
     case METIS_ERROR_INPUT:
@@ -176,17 +246,17 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
     case METIS_ERROR_MEMORY:
       return absl::ResourceExhaustedError("METIS ran out of memory (METIS_ERROR_MEMORY)");
     default:
-      return absl::InternalError(StrCat("METIS failed with code ", rc));
+      return absl::InternalError(StrCat("METIS failed with code ", answer->rc));
   }
-  spdlog::info("METIS: objective {} ({})", objval,
+  spdlog::info("METIS: objective {} ({})", answer->objval,
                options.minimize_volume ? "communication volume" : "directed edges cut");
-  // What METIS allocates on top of its input (its coarsened graphs), when its
-  // peak is the process's.
-  if (const int64_t peak = PeakRssBytes(); peak > peak_before && resident_before >= 0) {
-    spdlog::info("METIS: peak RSS {} during the call, {} above the RSS it started with",
-                 FormatBytes(peak), FormatBytes(peak - resident_before));
+  // What METIS allocated on top of its input (its coarsened graphs): its
+  // process started with this one's pages.
+  if (const int64_t peak = child.peak_rss_bytes(); peak > 0 && resident_before >= 0) {
+    spdlog::info("METIS: peak RSS {} in its process, {} above the partitioner's when it started",
+                 FormatBytes(peak), FormatBytes(std::max<int64_t>(peak - resident_before, 0)));
   }
-  return part;
+  return std::vector<idx_t>(part, part + n);
 }
 
 #if IDXTYPEWIDTH == 32  // --coarsening hands METIS its 32-bit arrays as they are.

@@ -1,7 +1,9 @@
 // Runs the real `tessera` binary: successful runs, and bad input that must end
 // in a clear error naming the problem, a non-zero exit and no valid-looking
 // output.
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -12,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "src/base/process.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
 #include "src/kvstore/test_cluster.h"
@@ -99,6 +102,48 @@ TEST(Cli, DglUnderscoreSpellingsAndCsvInput) {
   ASSERT_TRUE(lp.ok()) << lp.status();
   EXPECT_EQ(lp->config.num_edges, 8);
   EXPECT_EQ(lp->config.halo_hops, 2);
+}
+
+// A SIGTERM to the partitioner while METIS runs ends it by that signal, as
+// for any program, and METIS's process with it. (GKlib traps SIGTERM while
+// METIS runs: in the partitioner's own process it made METIS "fail", and its
+// longjmp could corrupt the heap.)
+TEST(Cli, SigtermDuringMetisEndsThePartitionerAndMetis) {
+  TempDir dir;
+  ASSERT_EQ(Tessera("--log-level error generate --out " + dir / "g" +
+                    " --nodes 300000 --edges 1500000 --feat-dim 1 --classes 2")
+                .exit_code,
+            0);
+  auto part = Process::Spawn({.argv = {TesseraBinary(), "partition", "--input", dir / "g",
+                                       "--graph-name", "g", "--num-parts", "8", "--out", dir / "p"},
+                              .log_path = dir / "log"});
+  ASSERT_TRUE(part.ok()) << part.status();
+  const std::string running = "METIS: running in process ";
+  pid_t metis = 0;
+  for (Deadline deadline = Deadline::InSeconds(120); metis == 0 && !deadline.Expired();) {
+    const std::string log = testing::ReadAll(dir / "log");
+    if (const size_t at = log.find(running); at != std::string::npos) {
+      metis = std::stoi(log.substr(at + running.size()));
+    } else if (part->Poll()) {
+      break;
+    }
+    usleep(2000);
+  }
+  ASSERT_GT(metis, 0) << testing::ReadAll(dir / "log");
+  ASSERT_EQ(kill(part->pid(), SIGTERM), 0);
+  auto code = part->Wait(Deadline::InSeconds(30));
+  ASSERT_TRUE(code.ok()) << code.status();
+  const std::string log = testing::ReadAll(dir / "log");
+  EXPECT_EQ(*code, -SIGTERM) << log;
+  EXPECT_THAT(log, Not(HasSubstr("METIS: objective"))) << "METIS ended before the signal";
+  // Gone, or a zombie left to init: dead either way.
+  auto gone = [metis] {
+    const std::string stat = testing::ReadAll("/proc/" + std::to_string(metis) + "/stat");
+    const size_t paren = stat.rfind(')');
+    return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
+  };
+  for (Deadline deadline = Deadline::InSeconds(10); !gone() && !deadline.Expired();) usleep(1000);
+  EXPECT_TRUE(gone()) << "METIS's process " << metis << " outlived the partitioner";
 }
 
 TEST(Cli, GenerateWritesTheRequestedGraph) {

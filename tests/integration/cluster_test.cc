@@ -30,9 +30,9 @@
 #include <tuple>
 
 #include "gtest/gtest.h"
+#include "src/base/process.h"
 #include "src/base/test_util.h"
 #include "src/kvstore/test_cluster.h"
-#include "src/launcher/process.h"
 #include "tessera/base/strings.h"
 #include "tessera/base/time.h"
 #include "tests/integration/partition_check.h"
@@ -99,10 +99,9 @@ class ClusterTest : public ::testing::Test {
                             << "\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
                                "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
                                "PidFile none\nLogLevel ERROR\nSubsystem sftp internal-sftp\n";
-      auto sshd =
-          launcher::Process::Spawn({.argv = {"/usr/sbin/ip", "netns", "exec", ns_[h],
-                                             "/usr/sbin/sshd", "-D", "-e", "-f", config},
-                                    .log_path = *dir_ / ("sshd" + std::to_string(h) + ".log")});
+      auto sshd = Process::Spawn({.argv = {"/usr/sbin/ip", "netns", "exec", ns_[h],
+                                           "/usr/sbin/sshd", "-D", "-e", "-f", config},
+                                  .log_path = *dir_ / ("sshd" + std::to_string(h) + ".log")});
       ASSERT_TRUE(sshd.ok()) << sshd.status();
       sshd_.push_back(std::move(*sshd));
     }
@@ -152,8 +151,8 @@ class ClusterTest : public ::testing::Test {
                                      "--rel-data-path",       "data",        "--script-folder",
                                      *dir_ / "scripts"};
     copy.insert(copy.end(), ssh_options_.begin(), ssh_options_.end());
-    launcher::SpawnOptions spawn{.argv = InNamespace(copy), .log_path = *dir_ / "copy.log"};
-    auto copier = launcher::Process::Spawn(spawn);
+    SpawnOptions spawn{.argv = InNamespace(copy), .log_path = *dir_ / "copy.log"};
+    auto copier = Process::Spawn(spawn);
     ASSERT_TRUE(copier.ok());
     auto code = copier->Wait(Deadline::InSeconds(120));
     ASSERT_TRUE(code.ok() && *code == 0) << testing::ReadAll(*dir_ / "copy.log");
@@ -174,9 +173,9 @@ class ClusterTest : public ::testing::Test {
     return argv;
   }
   // Starts `tessera launch` (in the first namespace) with trainer arguments.
-  launcher::Process StartLaunch(const std::string& train_args, const std::string& log,
-                                const std::string& script = "scripts/train.sh",
-                                const std::vector<std::string>& launch_args = {}) {
+  Process StartLaunch(const std::string& train_args, const std::string& log,
+                      const std::string& script = "scripts/train.sh",
+                      const std::vector<std::string>& launch_args = {}) {
     std::vector<std::string> argv = {
         testing::TesseraBinary(), "launch",      "--ssh",         "--workspace", workspace_,
         "--num-trainers",         "1",           "--num-servers", "1",           "--part-config",
@@ -184,7 +183,7 @@ class ClusterTest : public ::testing::Test {
     argv.insert(argv.end(), ssh_options_.begin(), ssh_options_.end());
     argv.insert(argv.end(), launch_args.begin(), launch_args.end());
     argv.push_back("sh " + script + " " + train_args);
-    auto p = launcher::Process::Spawn({.argv = InNamespace(argv), .log_path = log});
+    auto p = Process::Spawn({.argv = InNamespace(argv), .log_path = log});
     EXPECT_TRUE(p.ok()) << p.status();
     return std::move(*p);
   }
@@ -262,7 +261,7 @@ class ClusterTest : public ::testing::Test {
   std::string subnet_, workspace_;
   int created_ = 0;
   std::unique_ptr<testing::TempDir> dir_;
-  std::vector<launcher::Process> sshd_;
+  std::vector<Process> sshd_;
 };
 
 TEST_F(ClusterTest, CopyFilesPutsEachPartitionOnItsMachine) {
@@ -279,8 +278,7 @@ TEST_F(ClusterTest, PythonExampleTrainsAcrossHosts) {
   // DGL's example ported to tessera.distributed, its gradients averaged by
   // PyTorch's DistributedDataParallel over Gloo between the two hosts.
   std::string log = *dir_ / "python.log";
-  launcher::Process launch =
-      StartLaunch("--num_epochs 3 --batch_size 64", log, "scripts/train_py.sh");
+  Process launch = StartLaunch("--num_epochs 3 --batch_size 64", log, "scripts/train_py.sh");
   auto code = launch.Wait(Deadline::InSeconds(300));
   ASSERT_TRUE(code.ok()) << testing::ReadAll(log);
   ASSERT_EQ(*code, 0) << testing::ReadAll(log);
@@ -304,7 +302,7 @@ TEST_F(ClusterTest, PythonExampleTrainsAcrossHosts) {
            {"scripts/node_embedding.sh", "--num_epochs 5", "test accuracy"}}) {
     SCOPED_TRACE(script);
     std::string elog = *dir_ / (script.substr(8) + ".log");
-    launcher::Process run = StartLaunch(args, elog, script);
+    Process run = StartLaunch(args, elog, script);
     auto done = run.Wait(Deadline::InSeconds(300));
     ASSERT_TRUE(done.ok()) << testing::ReadAll(elog);
     ASSERT_EQ(*done, 0) << testing::ReadAll(elog);
@@ -319,7 +317,7 @@ TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {
   // 1. Training end to end, then a second launch right away (ports free).
   for (int round = 0; round < 2; ++round) {
     std::string log = *dir_ / ("ok" + std::to_string(round) + ".log");
-    launcher::Process launch = StartLaunch("--num-epochs 2 --batch-size 64", log);
+    Process launch = StartLaunch("--num-epochs 2 --batch-size 64", log);
     auto code = launch.Wait(Deadline::InSeconds(180));
     ASSERT_TRUE(code.ok()) << testing::ReadAll(log);
     ASSERT_EQ(*code, 0) << testing::ReadAll(log);
@@ -336,7 +334,7 @@ TEST_F(ClusterTest, TrainsAcrossHostsAndStopsCleanlyOnEveryFailure) {
     SCOPED_TRACE(what);
     std::string log = *dir_ / (what + ".log");
     const std::string marker = "--seed 77" + std::to_string(what.size());
-    launcher::Process launch = StartLaunch("--num-epochs 100000 --batch-size 32 " + marker, log);
+    Process launch = StartLaunch("--num-epochs 100000 --batch-size 32 " + marker, log);
     ASSERT_TRUE(WaitFor(log, "[1/trainer/1]", 120)) << testing::ReadAll(log);
     ASSERT_TRUE(WaitFor(log, "epoch 0:", 120)) << testing::ReadAll(log);
     std::string job = JobOf(log);
@@ -379,15 +377,15 @@ TEST_F(ClusterTest, AJobResumesAfterAWholeMachineIsKilled) {
     return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
   };
   std::string plain_log = *dir_ / "plain.log";
-  launcher::Process plain = StartLaunch(train + " --checkpoint-dir ckpt_plain", plain_log);
+  Process plain = StartLaunch(train + " --checkpoint-dir ckpt_plain", plain_log);
   auto code = plain.Wait(Deadline::InSeconds(180));
   ASSERT_TRUE(code.ok() && *code == 0) << testing::ReadAll(plain_log);
   const std::string expected = checksum(testing::ReadAll(plain_log));
   ASSERT_FALSE(expected.empty()) << testing::ReadAll(plain_log);
 
   std::string log = *dir_ / "machine.log";
-  launcher::Process launch = StartLaunch(train, log, "scripts/train.sh",
-                                         {"--max-restarts", "1", "--checkpoint-dir", "ckpt"});
+  Process launch = StartLaunch(train, log, "scripts/train.sh",
+                               {"--max-restarts", "1", "--checkpoint-dir", "ckpt"});
   ASSERT_TRUE(WaitFor(log, "checkpoint: step 6 saved", 120)) << testing::ReadAll(log);
   const std::string first_job = JobOf(log);
   int killed = 0;
@@ -467,7 +465,7 @@ class MpiClusterTest : public ClusterTest {
   // Past `seconds` it fails the test and kills the run's process group and
   // whatever runs on the hosts (Open MPI waits forever on a filtered port).
   int Run(const std::vector<std::string>& argv, const std::string& log, double seconds = 120) {
-    auto p = launcher::Process::Spawn({.argv = InNamespace(argv), .log_path = log});
+    auto p = Process::Spawn({.argv = InNamespace(argv), .log_path = log});
     EXPECT_TRUE(p.ok()) << p.status();
     if (!p.ok()) return -1;
     auto code = p->Wait(Deadline::InSeconds(seconds));

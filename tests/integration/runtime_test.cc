@@ -159,10 +159,9 @@ TEST_F(RuntimeTest, ServerErrorsAreClearAndLeaveNothing) {
     std::vector<std::string> argv = {
         testing::TesseraBinary(), "server", "--ip-config", work_ / ip, "--job-id", job};
     for (auto& a : extra) argv.push_back(a);
-    auto p = launcher::Process::Spawn(
-        {.argv = argv,
-         .env = {{"TESSERA_JOB_TOKEN", "t"}, {"TESSERA_JOB_ENCRYPTION", "off"}},
-         .log_path = work_ / log});
+    auto p = Process::Spawn({.argv = argv,
+                             .env = {{"TESSERA_JOB_TOKEN", "t"}, {"TESSERA_JOB_ENCRYPTION", "off"}},
+                             .log_path = work_ / log});
     EXPECT_TRUE(p.ok());
     auto code = p->Wait(Deadline::InSeconds(60));
     EXPECT_TRUE(code.ok());

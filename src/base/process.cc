@@ -1,5 +1,5 @@
-// File: src/launcher/process.cc
-#include "src/launcher/process.h"
+// File: src/base/process.cc
+#include "src/base/process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,11 +16,46 @@
 #include <cstring>
 
 #include "fmt/format.h"
-#include "src/launcher/remote.h"
 
 extern char** environ;
 
-namespace tessera::launcher {
+namespace tessera {
+namespace {
+
+// First steps of a child of `parent`: it dies with `death_signal` when its
+// parent dies (and at once if the parent died before this call) and leads
+// its own process group, so that a terminal's Ctrl-C reaches the parent only.
+void EnterChild(pid_t parent, int death_signal) {
+  prctl(PR_SET_PDEATHSIG, death_signal);
+  if (getppid() != parent) _exit(127);
+  setpgid(0, 0);
+}
+
+// Nothing blocked, and the stop signals at their defaults (the parent may
+// block or handle them: Python handles SIGINT, servers block them).
+void ResetSignals() {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
+}
+
+}  // namespace
+
+StatusOr<std::string> FindProgram(const std::string& name, const std::string* search_path) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = search_path != nullptr ? search_path->c_str() : std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t begin = 0;
+  while (begin <= dirs.size()) {
+    size_t end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    std::string candidate = dirs.substr(begin, end - begin) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return absl::NotFoundError(fmt::format("'{}' is not installed (not found in PATH)", name));
+}
 
 StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("empty command");
@@ -81,9 +116,7 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
     return ErrnoError("fork", e);
   }
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(127);
-    setpgid(0, 0);  // Own group: a terminal's Ctrl-C reaches the launcher only.
+    EnterChild(parent, SIGTERM);
     if (options.output_fd >= 0) {
       dup2(options.output_fd, STDOUT_FILENO);
       dup2(options.output_fd, STDERR_FILENO);
@@ -98,10 +131,7 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
       (void)!write(err_pipe[1], &e, sizeof(e));
       _exit(126);
     }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
+    ResetSignals();
     execve(program.c_str(), argv.data(), envp.data());
     int e = errno;
     (void)!write(err_pipe[1], &e, sizeof(e));
@@ -130,6 +160,25 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
     }
     return ErrnoError(fmt::format("run {}", options.argv[0]), exec_errno);
   }
+  p.pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  return p;
+}
+
+StatusOr<Process> Process::Fork(const std::function<int()>& body, std::string name,
+                                double grace_seconds) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return ErrnoError(fmt::format("fork a process for {}", name), errno);
+  if (pid == 0) {
+    EnterChild(parent, SIGKILL);  // Nothing of the child's outlives its parent.
+    ResetSignals();
+    _exit(body());
+  }
+  setpgid(pid, pid);
+  Process p;
+  p.pid_ = pid;
+  p.name_ = std::move(name);
+  p.grace_seconds_ = grace_seconds;
   p.pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   return p;
 }
@@ -272,4 +321,4 @@ int WaitInForeground(Process& child, int link_fd, bool* stopped) {
   return code >= 0 ? code : 128 - code;
 }
 
-}  // namespace tessera::launcher
+}  // namespace tessera

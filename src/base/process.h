@@ -1,22 +1,23 @@
-// File: src/launcher/process.h
+// File: src/base/process.h
 //
 // Process: the move-only owner of a child process, and the project's one way
-// to start one (the launchers, `tessera supervise`, the benchmarks' runs and
-// mpi-partition's mpirun all use it). The child leads its own process group
-// and dies with its parent (PR_SET_PDEATHSIG). Signals go to the whole
-// group; when the child exits, whatever it left in its group is killed
-// before the child is reaped (so the group id cannot have been reused). A
-// Process destroyed while its child still runs stops it (SIGTERM, then
-// SIGKILL after a grace period) and reaps it, so no code path leaves an
-// orphan or a zombie. Waits have deadlines and use a pidfd (a 10 ms poll only
-// on kernels without one).
-#ifndef TESSERA_SRC_LAUNCHER_PROCESS_H_
-#define TESSERA_SRC_LAUNCHER_PROCESS_H_
+// to start one (the launchers, `tessera supervise`, the benchmarks' runs,
+// mpi-partition's mpirun, and METIS, which runs in a forked child). The
+// child leads its own process group and dies with its parent
+// (PR_SET_PDEATHSIG). Signals go to the whole group; when the child exits,
+// whatever it left in its group is killed before the child is reaped (so the
+// group id cannot have been reused). A Process destroyed while its child
+// still runs stops it (SIGTERM, then SIGKILL after a grace period) and reaps
+// it, so no code path leaves an orphan or a zombie. Waits have deadlines and
+// use a pidfd (a 10 ms poll only on kernels without one).
+#ifndef TESSERA_SRC_BASE_PROCESS_H_
+#define TESSERA_SRC_BASE_PROCESS_H_
 
 #include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -25,7 +26,7 @@
 #include "tessera/base/status.h"
 #include "tessera/base/time.h"
 
-namespace tessera::launcher {
+namespace tessera {
 
 struct SpawnOptions {
   // argv[0]: the program, looked up in PATH (env's PATH when it sets one)
@@ -45,6 +46,16 @@ class Process {
  public:
   Process() = default;
   static StatusOr<Process> Spawn(const SpawnOptions& options);
+  // Runs `body` in a copy of this process (fork, no exec), which exits with
+  // body's return value through _exit (no destructors, atexit handlers or
+  // stdio flushes). The child dies with SIGKILL when its parent dies, starts
+  // with no signal blocked and SIGINT, SIGTERM, SIGHUP and SIGPIPE at their
+  // defaults. After fork in a multi-threaded program `body` may allocate
+  // (glibc makes malloc safe in the child), compute, and write memory shared
+  // with the parent (a MAP_SHARED mapping made before); it must not take
+  // locks other threads may hold (logging) or start threads.
+  static StatusOr<Process> Fork(const std::function<int()>& body, std::string name,
+                                double grace_seconds);
   Process(Process&& other) noexcept;
   Process& operator=(Process&& other) noexcept;
   Process(const Process&) = delete;
@@ -81,6 +92,11 @@ class Process {
   std::string name_;
 };
 
+// The path of `name` found in `search_path` (default: this process's $PATH),
+// or `name` itself if it has a '/'; NotFound naming it otherwise.
+StatusOr<std::string> FindProgram(const std::string& name,
+                                  const std::string* search_path = nullptr);
+
 // Calls `handler` on each of `signals` (sigaction, no flags, nothing masked).
 void HandleSignals(void (*handler)(int), std::initializer_list<int> signals);
 
@@ -99,6 +115,6 @@ sigset_t BlockStopSignals();
 // (the supervisor, mpi-partition), or block those signals in every thread.
 int WaitInForeground(Process& child, int link_fd, bool* stopped);
 
-}  // namespace tessera::launcher
+}  // namespace tessera
 
-#endif  // TESSERA_SRC_LAUNCHER_PROCESS_H_
+#endif  // TESSERA_SRC_BASE_PROCESS_H_
