@@ -1,4 +1,5 @@
 """Conversions shared by the package (not part of the API)."""
+import math
 import numbers
 
 import torch
@@ -37,3 +38,9 @@ def missing_name(module, name):
     return AttributeError(f"module {module!r} has no attribute {name!r}: DGL's "
                           f"{module.replace('tessera', 'dgl', 1)}.{name} is not implemented in "
                           f"tessera (docs/python.md lists what is)")
+
+
+def flat_rows(x):
+    """``x`` ``[N, *F]`` as ``[N, prod(F)]``; unlike ``reshape(N, -1)`` also
+    when ``N`` is 0 (no edges)."""
+    return x.reshape(x.shape[0], math.prod(x.shape[1:]))

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import torch
 
 from tessera import _C
-from tessera._utils import as_ids, missing_name as _missing_name
+from tessera._utils import as_ids, flat_rows, missing_name as _missing_name
 from tessera.heterograph import ALL, _nodes_of, _Relation
 
 _SIDES = {"u": "source", "v": "destination", "e": "edge"}
@@ -235,7 +235,7 @@ def _segment(indptr, idx, values, op):
     if not values.is_floating_point():
         raise _C.TesseraError(f"reduce {op!r}: messages must be floating-point, got "
                               f"{values.dtype}")
-    flat = values.reshape(values.shape[0], -1)
+    flat = flat_rows(values)
     if op == "min":
         out = -_C.aggregate(indptr, idx, -flat, "max", None)
     else:
@@ -272,7 +272,7 @@ def _builtin_update(g, c, mf, rf):
         w = _operand(g, c, "e", e_field, mf.name, None, None, None)
         kind = _edge_weight(tuple(h.shape[1:]), tuple(w.shape[1:]))
         if kind is not None and h.is_floating_point() and w.dtype == h.dtype:
-            w = w.reshape(w.shape[0], -1)
+            w = flat_rows(w)
             if perm is not None:
                 w = w.index_select(0, perm)
             x = h.unsqueeze(-1) if kind == "elementwise" else h

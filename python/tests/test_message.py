@@ -893,3 +893,75 @@ def test_small_graph_api_edges_as_dgl():
         b.apply_nodes(lambda nodes: {"z": torch.ones(len(nodes.nodes()), 1)})
     b.apply_nodes(lambda nodes: {"z": torch.ones(len(nodes.nodes()), 1)}, ntype="user")
     assert b.nodes["user"].data["z"].shape == (1, 1) and "z" not in b.nodes["game"].data
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
+def test_message_passing_without_edges_gives_zeros_as_dgl(reduce):
+    """DGL 1.1.3 (checked side by side) gives zeros of the message's shape at
+    every destination when a graph, block or relation has no edges, for every
+    builtin or user-defined message with a builtin reduction."""
+    none = torch.tensor([], dtype=torch.int64)
+    g = tessera.graph((none, none), num_nodes=3)
+    g.ndata["h"] = torch.ones(3, 2, 3)
+    g.ndata["x"] = torch.ones(3)
+    g.edata["w"] = torch.ones(0, 2, 1)
+    g.edata["s"] = torch.ones(0)
+    messages = {(3, 2, 3): [fn.copy_u("h", "m"), fn.u_mul_e("h", "w", "m"),
+                            fn.e_mul_u("w", "h", "m"), fn.u_add_v("h", "h", "m"),
+                            fn.v_sub_e("h", "w", "m"), lambda e: {"m": e.src["h"] * 2}],
+                (3, 2, 1): [fn.copy_e("w", "m"), fn.u_dot_v("h", "h", "m")],
+                (3,): [fn.u_mul_e("x", "s", "m"), fn.u_div_e("x", "s", "m")]}
+    for shape, funcs in messages.items():
+        for mf in funcs:
+            g.update_all(mf, getattr(fn, reduce)("m", "o"))
+            assert g.ndata["o"].shape == shape and not g.ndata["o"].any(), mf
+    g.apply_edges(fn.u_add_v("h", "h", "e"))
+    assert g.edata["e"].shape == (0, 2, 3)
+    b = tessera.to_block(g, torch.tensor([0, 1]))
+    b.srcdata["h"] = torch.ones(b.num_src_nodes(), 4)
+    b.edata["a"] = torch.ones(0, 1)
+    b.update_all(fn.u_mul_e("h", "a", "m"), getattr(fn, reduce)("m", "o"))
+    assert b.dstdata["o"].tolist() == [[0.0] * 4] * 2
+    b.update_all(fn.copy_e("a", "m"), getattr(fn, reduce)("m", "o"))
+    assert b.dstdata["o"].tolist() == [[0.0]] * 2
+    empty = tessera.graph((none, none), num_nodes=0)
+    empty.ndata["h"] = torch.ones(0, 2)
+    empty.update_all(fn.u_add_v("h", "h", "m"), getattr(fn, reduce)("m", "o"))
+    assert empty.ndata["o"].shape == (0, 2)
+
+
+def test_multi_update_all_with_a_relation_without_edges_as_dgl():
+    """DGL 1.1.3: the empty relation gives zeros, combined by the cross reducer."""
+    hg = tessera.heterograph({("a", "r1", "b"): (torch.tensor([0, 1]), torch.tensor([0, 0])),
+                              ("a", "r2", "b"): (torch.tensor([], dtype=torch.int64),
+                                                 torch.tensor([], dtype=torch.int64))},
+                             num_nodes_dict={"a": 2, "b": 2})
+    hg.nodes["a"].data["h"] = torch.tensor([[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]] * 2)
+    hg.edges["r1"].data["att"] = torch.tensor([[[1.0], [2.0]], [[3.0], [4.0]]])
+    hg.edges["r2"].data["att"] = torch.ones(0, 2, 1)
+    r1 = torch.tensor([[[4.0, 8.0, 12.0], [24.0, 30.0, 36.0]], [[0.0] * 3] * 2])
+    for cross, want in (("sum", r1), ("mean", r1 / 2), ("max", r1), ("min", torch.zeros(2, 2, 3)),
+                        ("stack", torch.stack([r1, torch.zeros(2, 2, 3)], 1))):
+        hg.multi_update_all({"r1": (fn.u_mul_e("h", "att", "m"), fn.sum("m", "o")),
+                             "r2": (fn.u_add_e("h", "att", "m"), fn.sum("m", "o"))}, cross)
+        assert torch.equal(hg.nodes["b"].data["o"], want), cross
+
+
+def test_edge_softmax_without_edges_is_empty_as_dgl():
+    """DGL 1.1.3 returns the empty logits' shape when there are no edges."""
+    none = torch.tensor([], dtype=torch.int64)
+    g = tessera.graph((none, none), num_nodes=3)
+    for shape in ((0,), (0, 2), (0, 2, 1)):
+        for norm_by in ("dst", "src"):
+            x = torch.zeros(shape, requires_grad=True)
+            out = tnn.edge_softmax(g, x, norm_by=norm_by)
+            assert out.shape == shape and out.dtype == torch.float32
+            out.sum().backward()
+            assert x.grad.shape == shape
+    b = tessera.to_block(g, torch.tensor([0, 1]))
+    assert tnn.edge_softmax(b, torch.zeros(0, 4, 1)).shape == (0, 4, 1)
+    hg = tessera.heterograph({("a", "r1", "b"): (none, none), ("a", "r2", "b"): (none, none)},
+                             num_nodes_dict={"a": 2, "b": 2})
+    out = tnn.edge_softmax(hg, {"r1": torch.zeros(0, 2), "r2": torch.zeros(0, 2)})
+    assert {c: tuple(v.shape) for c, v in out.items()} == {("a", "r1", "b"): (0, 2),
+                                                            ("a", "r2", "b"): (0, 2)}

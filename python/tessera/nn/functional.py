@@ -4,6 +4,7 @@ from collections.abc import Mapping
 import torch
 
 from tessera import _C
+from tessera._utils import flat_rows
 from tessera.heterograph import ALL
 from tessera.ops import _to_csr_order, _to_edge_order
 
@@ -15,7 +16,7 @@ def _scatter_softmax(groups, num_groups, x):
     order = torch.argsort(groups, stable=True)
     indptr = torch.cat([torch.zeros(1, dtype=torch.int64),
                         torch.bincount(groups, minlength=num_groups).cumsum(0)])
-    top = _C.aggregate(indptr, order, x.detach().reshape(x.shape[0], -1), "max", None)
+    top = _C.aggregate(indptr, order, flat_rows(x.detach()), "max", None)
     e = torch.exp(x - top.reshape(num_groups, *x.shape[1:]).index_select(0, groups))
     total = x.new_zeros((num_groups, *x.shape[1:])).index_add(0, groups, e)
     return e / total.index_select(0, groups)
@@ -45,7 +46,7 @@ def edge_softmax(graph, logits, eids=ALL, norm_by="dst"):
     if len(by) == 1 and norm_by == "dst" and next(iter(by.values())).is_floating_point():
         (c, x), = by.items()
         r = graph._rel[c]
-        flat = x.reshape(x.shape[0], -1)
+        flat = flat_rows(x)
         out = _to_edge_order(r, _C.edge_softmax(r.indptr, _to_csr_order(r, flat))).reshape(x.shape)
         return {c: out} if typed else out
     # Several relations (or by source): one scatter softmax per node type.
