@@ -429,3 +429,46 @@ def test_load_partition_of_typed_graphs_as_dgl(tmp_path):
                                                                   0)
     assert ntypes == ["user"] and etypes == [("user", "follows", "user")]
     assert list(nf) == ["user/feat"] and "_TYPE" not in part.ndata
+
+
+@pytest.mark.parametrize("aggregator", ["mean", "gcn", "pool", "lstm"])
+@pytest.mark.parametrize("in_feats", [3, (3, 4)])
+def test_sageconv_initialises_as_dgl_under_a_seed(aggregator, in_feats):
+    """DGL 1.1.3 creates fc_pool / lstm, fc_neigh, fc_self, then initialises
+    fc_pool / lstm, fc_self and fc_neigh in that order: the same seed gives
+    the same parameters (values checked side by side)."""
+    torch.manual_seed(0)
+    conv = tnn.SAGEConv(in_feats, 2, aggregator)
+    src, dst = in_feats if isinstance(in_feats, tuple) else (in_feats, in_feats)
+    torch.manual_seed(0)  # The same draws in plain torch, in DGL's order.
+    gain = torch.nn.init.calculate_gain("relu")
+    want = {}
+    if aggregator == "pool":
+        pool = torch.nn.Linear(src, src)
+    if aggregator == "lstm":
+        lstm = torch.nn.LSTM(src, src, batch_first=True)
+    neigh = torch.nn.Linear(src, 2, bias=False)
+    if aggregator != "gcn":
+        self_ = torch.nn.Linear(dst, 2)
+    if aggregator == "pool":
+        torch.nn.init.xavier_uniform_(pool.weight, gain=gain)
+        want.update({"fc_pool.weight": pool.weight, "fc_pool.bias": pool.bias})
+    if aggregator == "lstm":
+        lstm.reset_parameters()
+        want.update({f"lstm.{k}": v for k, v in lstm.state_dict().items()})
+    if aggregator != "gcn":
+        torch.nn.init.xavier_uniform_(self_.weight, gain=gain)
+        want.update({"fc_self.weight": self_.weight, "fc_self.bias": self_.bias})
+    else:
+        want["bias"] = torch.zeros(2)
+    torch.nn.init.xavier_uniform_(neigh.weight, gain=gain)
+    want["fc_neigh.weight"] = neigh.weight
+    got = conv.state_dict()
+    assert sorted(got) == sorted(want)
+    for k, v in want.items():
+        assert torch.equal(got[k], v.detach()), k
+    if aggregator == "mean" and in_feats == 3:  # DGL's values, printed to 4 places.
+        assert got["fc_self.weight"].flatten().tolist() == pytest.approx(
+            [-0.6386, 0.0574, 0.6125, 0.9296, -1.0503, -0.6746], abs=1e-4)
+        assert got["fc_neigh.weight"].flatten().tolist() == pytest.approx(
+            [0.5627, 1.2864, -0.3188, 1.1593, -0.2497, 0.1639], abs=1e-4)

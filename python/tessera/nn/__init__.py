@@ -115,9 +115,9 @@ class SAGEConv(nn.Module):
             nn.init.xavier_uniform_(self.fc_pool.weight, gain=gain)
         if self._aggre_type == "lstm":
             self.lstm.reset_parameters()
-        nn.init.xavier_uniform_(self.fc_neigh.weight, gain=gain)
-        if self._aggre_type != "gcn":
+        if self._aggre_type != "gcn":  # fc_self first, as DGL (same values per seed).
             nn.init.xavier_uniform_(self.fc_self.weight, gain=gain)
+        nn.init.xavier_uniform_(self.fc_neigh.weight, gain=gain)
 
     def _lstm_reducer(self, nodes):
         m = nodes.mailbox["m"]  # [nodes, degree, in]
