@@ -5,6 +5,8 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
+#include "fmt/format.h"
+
 namespace tessera::launcher {
 
 bool IsLocalAddress(const std::string& address) {
