@@ -6,7 +6,9 @@ import torch
 
 
 def as_ids(x, what, length=None):
-    """(int64 1-D tensor, was_scalar) from an int, list, numpy array, tensor or slice."""
+    """(int64 1-D tensor, was_scalar) from an int, list, numpy array, tensor or
+    slice. Only a Python or numpy integer is a scalar: a 0-d tensor or array
+    gives one-element results, as DGL's."""
     if isinstance(x, slice):
         if length is None:
             raise TypeError(f"{what}: a slice needs a known length")
@@ -21,8 +23,6 @@ def as_ids(x, what, length=None):
     t = x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise TypeError(f"{what}: ids must have an integer dtype, got {t.dtype}")
-    if t.dim() == 0:
-        return t.reshape(1).to(torch.int64), True
     return t.reshape(-1).to(torch.int64), False
 
 

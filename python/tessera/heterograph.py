@@ -365,14 +365,21 @@ class Graph:
         return frames
 
     def num_src_nodes(self, ntype=None):
-        t = self._one_type(self.srctypes, "source node") if ntype is None else ntype
+        """Source nodes of ``ntype``; without a type, of every source type (DGL)."""
+        if ntype is None:
+            return sum(f.num_rows for f in self._srcf.values())
+        t = ntype
         if t not in self._srcf:
             raise _C.TesseraError(f"unknown source node type {t!r}; the {self._what} has "
                                   f"{self.srctypes}")
         return self._srcf[t].num_rows
 
     def num_dst_nodes(self, ntype=None):
-        t = self._one_type(self.dsttypes, "destination node") if ntype is None else ntype
+        """Destination nodes of ``ntype``; without a type, of every destination
+        type (DGL)."""
+        if ntype is None:
+            return sum(f.num_rows for f in self._dstf.values())
+        t = ntype
         if t not in self._dstf:
             raise _C.TesseraError(f"unknown destination node type {t!r}; the {self._what} "
                                   f"has {self.dsttypes}")
@@ -483,7 +490,8 @@ class Graph:
         deg = indptr[1:] - indptr[:-1]
         if isinstance(v, str) and v == ALL:
             return deg
-        ids, scalar = as_ids(v, "in_degrees")
+        c = self.to_canonical_etype(etype)
+        ids, scalar = _nodes_of(v, r.num_dst, c[2], "in_degrees v")  # No negative ids (DGL).
         return int(deg[ids][0]) if scalar else deg[ids]
 
     def out_degrees(self, u=ALL, etype=None):
@@ -491,7 +499,8 @@ class Graph:
         deg = torch.bincount(r.src, minlength=r.num_src)
         if isinstance(u, str) and u == ALL:
             return deg
-        ids, scalar = as_ids(u, "out_degrees")
+        c = self.to_canonical_etype(etype)
+        ids, scalar = _nodes_of(u, r.num_src, c[0], "out_degrees u")  # No negative ids (DGL).
         return int(deg[ids][0]) if scalar else deg[ids]
 
     # The only relation's CSR and edges, what tessera.nn's layers read (on
@@ -683,6 +692,11 @@ class Block(Graph):
                  None if homo_src_nodes is None else dict(zip(ntypes, homo_src_nodes)))
         return b
 
+    @property
+    def ntypes(self):
+        """DGL's block: the source types, then the destination types."""
+        return self.srctypes + self.dsttypes
+
     def num_nodes(self, ntype=None):
         """DGL's block: sources plus destinations; of a type, its sources."""
         if ntype is None:
@@ -735,13 +749,15 @@ class PairGraph(Graph):
         return g
 
 
-def _nodes_of(ids, count, ntype, what):
-    """(ids, was_scalar), every id a node of ``ntype`` (``count`` nodes)."""
+def _nodes_of(ids, count, ntype, what, kind="node"):
+    """(ids, was_scalar), every id a node of ``ntype`` (``count`` nodes; with
+    ``kind="edge"`` an edge of relation ``ntype``)."""
     ids, scalar = as_ids(ids, what)
     bad = torch.nonzero((ids < 0) | (ids >= count)).reshape(-1)
     if bad.numel():
-        raise _C.TesseraError(f"{what}: node {int(ids[bad[0]])} does not exist "
-                              f"(type {ntype!r} has {count} nodes)")
+        owner = "type" if kind == "node" else "relation"
+        raise _C.TesseraError(f"{what}: {kind} {int(ids[bad[0]])} does not exist "
+                              f"({owner} {ntype!r} has {count} {kind}s)")
     return ids, scalar
 
 
@@ -941,7 +957,7 @@ def _per_type(g, ids, kinds, what):
                                       f"of {t!r}")
             out[t] = torch.nonzero(mask.reshape(-1)).reshape(-1)
         else:
-            out[t] = _nodes_of(value, count, t, what)[0]
+            out[t] = _nodes_of(value, count, t, what, "node" if kinds == "node" else "edge")[0]
     return out
 
 

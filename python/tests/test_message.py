@@ -965,3 +965,40 @@ def test_edge_softmax_without_edges_is_empty_as_dgl():
     out = tnn.edge_softmax(hg, {"r1": torch.zeros(0, 2), "r2": torch.zeros(0, 2)})
     assert {c: tuple(v.shape) for c, v in out.items()} == {("a", "r1", "b"): (0, 2),
                                                             ("a", "r2", "b"): (0, 2)}
+
+
+def test_degree_ids_and_type_counts_as_dgl():
+    """Checked side by side against DGL 1.1.3: degrees refuse negative (and
+    too large) ids instead of wrapping; a 0-d tensor or array of ids gives a
+    one-element tensor (only an int is a scalar); without a type,
+    num_src_nodes / num_dst_nodes count every type; a block's ntypes are its
+    source types then its destination types."""
+    g = tessera.graph((torch.tensor([0, 1, 2, 3, 3]), torch.tensor([1, 3, 3, 0, 3])), num_nodes=4)
+    for call in (lambda: g.in_degrees(-1), lambda: g.out_degrees(torch.tensor([-1])),
+                 lambda: g.in_degrees([0, -2]), lambda: g.out_degrees(torch.tensor([99]))):
+        with pytest.raises(tessera.TesseraError, match="does not exist"):
+            call()
+    assert g.in_degrees(torch.tensor(1)).tolist() == [1]
+    assert g.out_degrees(np.array(0)).tolist() == [1]
+    assert g.in_degrees(np.int64(3)) == 3 and g.in_degrees(1) == 1
+    assert g.edge_ids(torch.tensor(0), torch.tensor(1)).tolist() == [0]
+    assert g.has_nodes(torch.tensor(1)).tolist() == [True]
+    assert g.has_edges_between(torch.tensor(0), torch.tensor(1)).tolist() == [True]
+    with pytest.raises(tessera.TesseraError, match="edge -1 does not exist"):
+        tessera.edge_subgraph(g, torch.tensor([-1]))
+    b = tessera.to_block(g, torch.tensor([0, 1, 3]))
+    assert b.ntypes == ["_N", "_N"] and not b.is_homogeneous
+    hg = tessera.heterograph({("user", "plays", "game"): ([0, 1], [0, 0]),
+                              ("store", "sells", "game"): ([0], [1]),
+                              ("user", "likes", "user"): ([0], [1])},
+                             num_nodes_dict={"user": 3, "game": 2, "store": 2})
+    assert hg.num_src_nodes() == 7 and hg.number_of_dst_nodes() == 7
+    tb = tessera.to_block(hg, {"game": torch.tensor([0, 1]), "user": torch.tensor([1])})
+    assert tb.ntypes == ["game", "store", "user"] * 2
+    assert (tb.num_src_nodes(), tb.number_of_src_nodes(), tb.num_dst_nodes()) == (5, 5, 3)
+    assert tb.num_nodes() == 8 and tb.num_nodes("game") == 2
+    ub = tessera.heterograph({("user", "plays", "game"): ([0, 1], [0, 0]),
+                              ("store", "sells", "game"): ([0], [1])},
+                             num_nodes_dict={"user": 3, "game": 2, "store": 2})
+    assert ub.ntypes == ["game", "store", "user"]
+    assert (ub.num_src_nodes(), ub.num_dst_nodes(), ub.num_nodes()) == (5, 2, 7)

@@ -615,12 +615,13 @@ def _type_rows(g, feat, in_feats, what):
     if not isinstance(feat, dict):
         raise _C.TesseraError(f"{what}: on a typed Block feat is {{ntype: source rows}}, got "
                               f"{type(feat).__name__}")
-    unknown = [t for t in feat if t not in g.ntypes]
+    unknown = [t for t in feat if t not in g.srctypes]
     if unknown:
-        raise _C.TesseraError(f"{what}: unknown node types {unknown}; the block has {g.ntypes}")
+        raise _C.TesseraError(f"{what}: unknown node types {unknown}; the block has "
+                              f"{g.srctypes}")
     ref = next(iter(feat.values()), torch.empty(0))
     out = {}
-    for t in g.ntypes:
+    for t in g.srctypes:
         n, x = g.num_src_nodes(t), feat.get(t)
         if x is None:
             if n:
