@@ -229,6 +229,25 @@ def _message(g, c, f, eids=None):
                               f"{f.rhs_field!r} {tuple(b.shape[1:])} do not broadcast: {e}")
 
 
+class _Negate(torch.autograd.Function):
+    """``-x`` without negative zeros, in the gradient too: ``min`` is
+    ``-max(-x)``, and DGL's ``min`` gives 0.0 where no message wins."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.neg().add_(0.0)  # -0.0 + 0.0 is 0.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _Negate.apply(grad)
+
+
+def _inf_to_zero(out):
+    """DGL's ``replace_inf_with_zero`` on every tensor of ``out``."""
+    return {k: v.masked_fill(torch.isinf(v), 0) if v.is_floating_point() else v
+            for k, v in out.items()}
+
+
 def _segment(indptr, idx, values, op):
     """``op`` ("sum", "mean", "max", "min") of ``values[idx[k]]`` over each
     destination's CSR positions k (0 without any)."""
@@ -236,8 +255,16 @@ def _segment(indptr, idx, values, op):
         raise _C.TesseraError(f"reduce {op!r}: messages must be floating-point, got "
                               f"{values.dtype}")
     flat = flat_rows(values)
-    if op == "min":
-        out = -_C.aggregate(indptr, idx, -flat, "max", None)
+    if op in ("max", "min"):
+        x = flat if op == "max" else _Negate.apply(flat)
+        out = _C.aggregate(indptr, idx, x, "max", None)
+        lowest = torch.isneginf(x.detach())
+        if bool(lowest.any()):  # The kernel gives 0 there; DGL's result is -inf.
+            wins = _C.aggregate(indptr, idx, (~lowest).to(x.dtype), "sum", None)
+            reached = (indptr[1:] > indptr[:-1]).unsqueeze(1)
+            out = out.masked_fill((wins == 0) & reached, float("-inf"))
+        if op == "min":
+            out = _Negate.apply(out)
     else:
         out = _C.aggregate(indptr, idx, flat, op, None)
     return out.reshape(out.shape[0], *values.shape[1:])
@@ -271,17 +298,20 @@ def _builtin_update(g, c, mf, rf):
         h = _operand(g, c, "u", u_field, mf.name, None, None, None)
         w = _operand(g, c, "e", e_field, mf.name, None, None, None)
         kind = _edge_weight(tuple(h.shape[1:]), tuple(w.shape[1:]))
-        if kind is not None and h.is_floating_point() and w.dtype == h.dtype:
+        exact = op in ("sum", "mean") or not (bool(torch.isinf(h).any())
+                                               or bool(torch.isinf(w).any()))
+        if kind is not None and h.is_floating_point() and w.dtype == h.dtype and exact:
             w = flat_rows(w)
             if perm is not None:
                 w = w.index_select(0, perm)
             x = h.unsqueeze(-1) if kind == "elementwise" else h
             if kind == "scalar":
                 w = w.reshape(-1)
-            sign = -1.0 if op == "min" else 1.0
-            out = _C.aggregate(indptr, r.csr_indices, x * sign if sign < 0 else x,
-                               "max" if op == "min" else op, w)
-            out = -out if sign < 0 else out
+            if op == "min":
+                out = _Negate.apply(_C.aggregate(indptr, r.csr_indices, _Negate.apply(x),
+                                                 "max", w))
+            else:
+                out = _C.aggregate(indptr, r.csr_indices, x, op, w)
             return out.reshape(out.shape[0], *h.shape[1:])
     # General: the per-edge messages, reduced over the CSR positions.
     return _segment(indptr, r.csr_positions, _message(g, c, mf), op)
@@ -371,12 +401,14 @@ def _write(frame, out):
 
 
 def _apply_nodes(g, frame, ntype, func):
+    """``func`` on every node of ``frame``; its outputs (None without func)."""
     if func is None:
-        return
+        return None
     nodes = torch.arange(frame.num_rows, dtype=torch.int64)
     out = func(NodeBatch(_Rows(frame.data, None), nodes, ntype))
     _check_udf_out(out, frame.num_rows, "apply_node_func")
     _write(frame, out)
+    return out
 
 
 def update_all(g, message_func, reduce_func, apply_node_func=None, etype=None):
@@ -397,8 +429,19 @@ def update_all(g, message_func, reduce_func, apply_node_func=None, etype=None):
         return
     c = g.to_canonical_etype(etype)
     frame = g._dstf[c[2]]
-    _write(frame, _relation_update(g, c, message_func, reduce_func))
-    _apply_nodes(g, frame, c[2], apply_node_func)
+    out = _relation_update(g, c, message_func, reduce_func)
+    if not (isinstance(reduce_func, ReduceFunction) and reduce_func.name in ("max", "min")):
+        _write(frame, out)
+        _apply_nodes(g, frame, c[2], apply_node_func)
+        return
+    # DGL replaces infinities (a max of -inf messages, or of inf) by 0: in
+    # the result, or after apply_node_func (which sees them) in its output.
+    _write(frame, out if apply_node_func is not None else _inf_to_zero(out))
+    applied = _apply_nodes(g, frame, c[2], apply_node_func)
+    if applied is not None:
+        first = next(iter(applied), None)
+        _write(frame, _inf_to_zero({k: frame.data[k] for k in [first] + list(out)
+                                    if k is not None and (k == first or k not in applied)}))
 
 
 def _edge_ids(g, c, edges, what):

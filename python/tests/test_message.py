@@ -1002,3 +1002,46 @@ def test_degree_ids_and_type_counts_as_dgl():
                              num_nodes_dict={"user": 3, "game": 2, "store": 2})
     assert ub.ntypes == ["game", "store", "user"]
     assert (ub.num_src_nodes(), ub.num_dst_nodes(), ub.num_nodes()) == (5, 2, 7)
+
+
+def test_max_min_infinities_and_zeros_as_dgl():
+    """Checked side by side against DGL 1.1.3: update_all with a max / min
+    reduction turns infinities into 0 (whatever the message function), after
+    apply_node_func in its output; send_and_recv / push keep a true +-inf;
+    min gives 0.0, never -0.0, in the result and in the gradient."""
+    inf = float("inf")
+    g = tessera.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 2, 2])), num_nodes=4)
+    g.ndata["h"] = torch.tensor([[-inf], [inf], [1.0], [0.0]])
+    g.edata["w"] = torch.ones(3, 1)
+    want = {"max": [0.0, 0.0, 0.0, 0.0], "min": [0.0, 0.0, 1.0, 0.0]}
+    for reduce in ("max", "min"):
+        r = getattr(fn, reduce)("m", "o")
+        for msg in (fn.copy_u("h", "m"), fn.u_mul_e("h", "w", "m"),
+                    lambda edges: {"m": edges.src["h"]}):
+            g.update_all(msg, r)
+            assert g.ndata["o"].flatten().tolist() == want[reduce]
+            assert not torch.signbit(g.ndata["o"]).any()
+        g.update_all(fn.copy_u("h", "m"), r, lambda nodes: {"o": nodes.data["o"] + 0})
+        assert g.ndata["o"].flatten().tolist() == want[reduce]
+    g.update_all(fn.u_add_v("h", "h", "m"), fn.min("m", "o"))
+    assert g.ndata["o"].flatten().tolist() == [0.0, 0.0, 2.0, 0.0]
+    for reduce, want in (("max", [0.0, -inf, inf, 0.0]), ("min", [0.0, -inf, 1.0, 0.0])):
+        g.ndata.pop("o")
+        g.send_and_recv([0, 1, 2], fn.copy_u("h", "m"), getattr(fn, reduce)("m", "o"))
+        assert g.ndata["o"].flatten().tolist() == want
+        g.ndata.pop("o")
+        g.push([0, 1, 2], fn.copy_u("h", "m"), getattr(fn, reduce)("m", "o"))
+        assert g.ndata["o"].flatten().tolist() == want
+    x = torch.tensor([[0.0], [0.0], [1.0], [0.0]], requires_grad=True)
+    g.ndata["x"] = x
+    g.update_all(fn.copy_u("x", "m"), fn.min("m", "o"))
+    g.ndata["o"].sum().backward()
+    assert g.ndata["o"].flatten().tolist() == [0.0] * 4 and not torch.signbit(g.ndata["o"]).any()
+    assert x.grad.flatten().tolist() == [1.0, 1.0, 0.0, 0.0] and not torch.signbit(x.grad).any()
+    # multi_update_all: a relation reducing to -inf, then a sum across relations.
+    hg = tessera.heterograph({("a", "r1", "b"): ([0, 1], [0, 0]), ("a", "r2", "b"): ([1], [1])},
+                             num_nodes_dict={"a": 2, "b": 3})
+    hg.nodes["a"].data["h"] = torch.tensor([[inf], [-inf]])
+    hg.multi_update_all({"r2": (fn.copy_u("h", "m"), fn.max("m", "o")),
+                         "r1": (fn.copy_u("h", "m"), fn.sum("m", "o"))}, "sum")
+    assert hg.nodes["b"].data["o"].flatten().tolist()[1:] == [-inf, -inf]  # [0]: nan
