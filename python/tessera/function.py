@@ -475,11 +475,12 @@ def pull(g, v, message_func, reduce_func, apply_node_func=None, etype=None):
     reduction where a node has no in-edge)."""
     c = g.to_canonical_etype(etype)
     r = g._rel[c]
-    nodes = torch.unique(as_ids(v, "pull v")[0])
-    if nodes.numel() and (int(nodes.min()) < 0 or int(nodes.max()) >= r.num_dst):
+    v = as_ids(v, "pull v")[0]
+    if v.numel() and (int(v.min()) < 0 or int(v.max()) >= r.num_dst):
         raise _C.TesseraError(f"pull: node id out of range [0, {r.num_dst}) of {c[2]!r}")
-    eids = torch.nonzero(torch.isin(r.dst, nodes)).reshape(-1)
-    _partial_update(g, c, eids, nodes, message_func, reduce_func, apply_node_func)
+    # A node given twice receives its in-edges twice (DGL's in_edges(v)).
+    eids = g.in_edges(v, form="eid", etype=c)
+    _partial_update(g, c, eids, torch.unique(v), message_func, reduce_func, apply_node_func)
 
 
 def _partial_update(g, c, eids, receivers, message_func, reduce_func, apply_node_func):

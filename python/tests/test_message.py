@@ -1045,3 +1045,27 @@ def test_max_min_infinities_and_zeros_as_dgl():
     hg.multi_update_all({"r2": (fn.copy_u("h", "m"), fn.max("m", "o")),
                          "r1": (fn.copy_u("h", "m"), fn.sum("m", "o"))}, "sum")
     assert hg.nodes["b"].data["o"].flatten().tolist()[1:] == [-inf, -inf]  # [0]: nan
+
+
+def test_pull_of_a_repeated_node_receives_its_in_edges_twice_as_dgl():
+    """DGL 1.1.3 (checked side by side) pulls along in_edges(v): a node given
+    twice gets each in-edge's message twice, in in_edges' order."""
+    g = tessera.graph((torch.tensor([0, 1, 3, 2, 0]), torch.tensor([2, 2, 1, 1, 2])), num_nodes=4)
+    g.ndata["h"] = torch.tensor([[1.0], [2.0], [3.0], [4.0]])
+    boxes = {}
+
+    def reduce(nodes):
+        for n, box in zip(nodes.nodes().tolist(), nodes.mailbox["m"].reshape(len(nodes), -1)):
+            boxes[n] = box.tolist()
+        return {"o": nodes.mailbox["m"].sum(1)}
+    g.pull([2, 1, 2], fn.copy_u("h", "m"), reduce)
+    assert boxes == {1: [4.0, 3.0], 2: [1.0, 2.0, 1.0, 1.0, 2.0, 1.0]}
+    assert g.ndata["o"].flatten().tolist() == [0.0, 7.0, 8.0, 0.0]
+    for reduce, want in (("sum", [0.0, 0.0, 8.0, 0.0]), ("mean", [0.0, 0.0, 4 / 3, 0.0]),
+                         ("max", [0.0, 0.0, 2.0, 0.0])):
+        g.ndata.pop("o")
+        g.pull(torch.tensor([2, 2]), fn.copy_u("h", "m"), getattr(fn, reduce)("m", "o"))
+        assert g.ndata["o"].flatten().tolist() == pytest.approx(want)
+    g.pull([2, 1, 2], fn.copy_u("h", "m"), fn.sum("m", "o"),
+           lambda nodes: {"o": nodes.data["o"] + 1})
+    assert g.ndata["o"].flatten().tolist() == [0.0, 8.0, 9.0, 0.0]
