@@ -20,7 +20,7 @@ if "torch" not in _sys.modules:
     _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from tessera._C import TesseraError  # noqa: E402,F401
-from tessera._utils import missing_name as _missing_name  # noqa: E402
+from tessera._utils import submodule as _submodule  # noqa: E402
 
 NID = "_ID"  # dgl.NID: the global id of each node of a block or subgraph
 EID = "_ID"  # dgl.EID: the global id of each edge
@@ -43,4 +43,4 @@ __all__ = ["TesseraError", "NID", "EID", "ALL", "Graph", "DGLGraph", "Block", "D
 
 
 def __getattr__(name):
-    raise _missing_name(__name__, name)
+    return _submodule(__name__, name)

@@ -1,4 +1,6 @@
 """Conversions shared by the package (not part of the API)."""
+import importlib
+import importlib.util
 import math
 import numbers
 
@@ -28,6 +30,15 @@ def as_ids(x, what, length=None):
 
 def as_tensor(x):
     return x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
+
+
+def submodule(module, name):
+    """A package's ``__getattr__``: its submodule ``name``, imported on first
+    use (``import tessera as dgl; dgl.nn.SAGEConv``, as DGL's are after
+    ``import dgl``), else :func:`missing_name`'s error."""
+    if not name.startswith("_") and importlib.util.find_spec(f"{module}.{name}") is not None:
+        return importlib.import_module(f"{module}.{name}")
+    raise missing_name(module, name)
 
 
 def missing_name(module, name):

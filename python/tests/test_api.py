@@ -44,6 +44,28 @@ def test_import_and_error_type():
     assert dist.SparseAdam is dist.optim.SparseAdam
 
 
+def test_submodules_need_no_import_of_their_own():
+    """As after DGL's `import dgl`: `dgl.nn`, `dgl.ops`, ... resolve after
+    `import tessera as dgl` alone (a fresh interpreter); a submodule tessera
+    lacks is an AttributeError naming DGL's module."""
+    import sys
+    code = ("import tessera as dgl\n"
+            "assert dgl.nn.SAGEConv and dgl.nn.functional.edge_softmax\n"
+            "assert dgl.nn.pytorch.GATConv is dgl.nn.GATConv\n"
+            "assert dgl.ops.aggregate and dgl.function.copy_u and dgl.dataloading.NeighborSampler\n"
+            "assert dgl.distributed.DistGraph and dgl.distributed.optim.SparseAdam\n"
+            "try:\n"
+            "    dgl.sampling\n"
+            "except AttributeError as e:\n"
+            "    assert \"DGL's dgl.sampling is not implemented in tessera\" in str(e), e\n"
+            "else:\n"
+            "    raise AssertionError('dgl.sampling')\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout
+
+
 def test_installed_package_is_this_build():
     """After scripts/build.sh, Debian's python3 imports tessera with no
     PYTHONPATH, and it is the extension this build made."""

@@ -9,7 +9,7 @@ A DistDGL script runs with its imports changed::
 Differences from DGL are deliberate and listed in docs/python.md.
 """
 from tessera._C import TesseraError, manual_seed  # noqa: F401
-from tessera._utils import missing_name as _missing_name
+from tessera._utils import submodule as _submodule
 from tessera.distributed.context import exit_client, initialize  # noqa: F401
 from tessera.distributed.embedding import DistEmbedding  # noqa: F401
 from tessera.distributed.graph import (DistGraph, GraphPartitionBook, edge_split,  # noqa: F401
@@ -40,4 +40,4 @@ __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbeddin
 
 
 def __getattr__(name):
-    raise _missing_name(__name__, name)
+    return _submodule(__name__, name)

@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tessera import _C, EID
-from tessera._utils import missing_name as _missing_name
+from tessera._utils import submodule as _submodule
 from tessera import function as fn
 from tessera.ops import (Dropout, _csr, _linear, _to_csr_order, _to_edge_order, aggregate,
                          mean_aggregate, sum_aggregate)
@@ -883,4 +883,4 @@ __all__ = ["SAGEConv", "GraphConv", "GATConv", "RelGraphConv", "TypedLinear", "R
 
 
 def __getattr__(name):
-    raise _missing_name(__name__, name)
+    return _submodule(__name__, name)
