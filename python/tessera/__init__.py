@@ -24,21 +24,23 @@ from tessera._utils import submodule as _submodule  # noqa: E402
 
 NID = "_ID"  # dgl.NID: the global id of each node of a block or subgraph
 EID = "_ID"  # dgl.EID: the global id of each edge
+NTYPE = "_TYPE"  # dgl.NTYPE: a homogeneous graph's node type ids
+ETYPE = "_TYPE"  # dgl.ETYPE: its edge type ids
 
 from tessera.heterograph import (ALL, Block, Graph, graph, heterograph,  # noqa: E402,F401
                                  add_self_loop, edge_subgraph, in_subgraph, node_subgraph,
-                                 out_subgraph, remove_self_loop, reverse, to_bidirected,
-                                 to_block)
+                                 norm_by_dst, out_subgraph, remove_self_loop, reverse,
+                                 to_bidirected, to_block)
 from tessera.partition import partition_graph, load_partition, load_partition_book  # noqa: E402,F401,E501
 from tessera import distributed, dataloading, function  # noqa: E402,F401
 
 DGLGraph = Graph  # DGL's class name, for isinstance checks and annotations.
 DGLBlock = Block
 
-__all__ = ["TesseraError", "NID", "EID", "ALL", "Graph", "DGLGraph", "Block", "DGLBlock",
-           "graph", "heterograph", "to_block", "to_bidirected", "add_self_loop",
-           "remove_self_loop", "reverse", "node_subgraph", "edge_subgraph", "in_subgraph",
-           "out_subgraph", "partition_graph", "load_partition", "load_partition_book",
+__all__ = ["TesseraError", "NID", "EID", "NTYPE", "ETYPE", "ALL", "Graph", "DGLGraph", "Block",
+           "DGLBlock", "graph", "heterograph", "to_block", "to_bidirected", "add_self_loop",
+           "remove_self_loop", "reverse", "norm_by_dst", "node_subgraph", "edge_subgraph",
+           "in_subgraph", "out_subgraph", "partition_graph", "load_partition", "load_partition_book",
            "distributed", "dataloading", "function"]
 
 

@@ -179,9 +179,9 @@ def _operand(g, c, side, field, fname, src_idx, dst_idx, eids):
         frame, idx = g._dstf[c[2]], dst_idx
     else:
         frame, idx = g._ef[c], eids
-    if field not in frame.data:
-        raise _C.TesseraError(f"{fname}: {frame.what} has no data {field!r} (it has "
-                              f"{sorted(frame.data)})")
+    if field not in frame.data:  # KeyError, as DGL's (and the frames').
+        raise KeyError(f"{fname}: {frame.what} has no data {field!r} (it has "
+                       f"{sorted(frame.data)})")
     t = frame.data[field]
     return t if idx is None else t.index_select(0, idx)
 

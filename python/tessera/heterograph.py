@@ -821,6 +821,14 @@ def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
                   for (s, _, d), (u, v) in zip(rels, ends)])
 
 
+def norm_by_dst(g, etype=None):
+    """DGL's ``dgl.norm_by_dst``: for each edge of relation ``etype``, one
+    over the in-degree of its destination in that relation (float32 ``[E]``)."""
+    v = g.edges(etype=etype)[1]
+    _, inverse, count = torch.unique(v, return_inverse=True, return_counts=True)
+    return 1.0 / count.index_select(0, inverse).to(torch.float32)
+
+
 def to_bidirected(g, copy_ndata=False, readonly=None):
     """DGL's ``dgl.to_bidirected``: every relation (whose source and
     destination types are one) with each edge in both directions, as a

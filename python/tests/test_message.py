@@ -387,11 +387,10 @@ def test_frames_views_and_local_scope():
 
 def test_bad_message_passing_input_is_a_clear_error():
     b = block()
-    with pytest.raises(tessera.TesseraError, match="u_mul_e: source node type 'user' has no "
-                                                   "data 'h'"):
+    with pytest.raises(KeyError, match="u_mul_e: source node type 'user' has no data 'h'"):
         b.update_all(fn.u_mul_e("h", "w", "m"), fn.sum("m", "o"), etype="follows")
     b.srcdata["h"] = {"user": torch.ones(5, 3)}
-    with pytest.raises(tessera.TesseraError, match=r"relation \('user', 'follows', 'user'\) has no data 'w'"):
+    with pytest.raises(KeyError, match=r"relation \('user', 'follows', 'user'\) has no data 'w'"):
         b.apply_edges(fn.u_mul_e("h", "w", "m"), etype="follows")
     with pytest.raises(tessera.TesseraError, match="reduces message 'x'"):
         b.update_all(fn.copy_u("h", "m"), fn.sum("x", "o"), etype="follows")
@@ -1069,3 +1068,21 @@ def test_pull_of_a_repeated_node_receives_its_in_edges_twice_as_dgl():
     g.pull([2, 1, 2], fn.copy_u("h", "m"), fn.sum("m", "o"),
            lambda nodes: {"o": nodes.data["o"] + 1})
     assert g.ndata["o"].flatten().tolist() == [0.0, 8.0, 9.0, 0.0]
+
+
+def test_dgl_constants_norm_by_dst_and_missing_fields_as_dgl():
+    """DGL 1.1.3's values: NTYPE / ETYPE / NID / EID, dgl.norm_by_dst (per
+    relation when given one), and a builtin's unknown field is a KeyError."""
+    assert (tessera.NTYPE, tessera.ETYPE, tessera.NID, tessera.EID) == ("_TYPE", "_TYPE",
+                                                                      "_ID", "_ID")
+    g = tessera.graph((torch.tensor([0, 1, 1]), torch.tensor([1, 1, 2])))
+    norm = tessera.norm_by_dst(g)
+    assert norm.dtype == torch.float32 and norm.tolist() == [0.5, 0.5, 1.0]
+    hg = hetero()
+    assert tessera.norm_by_dst(hg, "follows").tolist() == pytest.approx([1 / 3] * 3 + [0.5] * 2)
+    assert tessera.norm_by_dst(hg, BUYS).tolist() == [0.5, 0.5, 1.0]
+    b = tessera.to_block(g, torch.tensor([1, 2]))
+    assert tessera.norm_by_dst(b).tolist() == tnn.norm_by_dst(b).tolist()
+    g.ndata["h"] = torch.ones(3, 1)
+    with pytest.raises(KeyError, match="nope"):
+        g.update_all(fn.copy_u("nope", "m"), fn.sum("m", "o"))
