@@ -23,6 +23,8 @@ namespace {
 
 constexpr size_t kMaxFrames = 64;
 constexpr Millis kPollSlice{100};
+// Unanswered calls of one CallMany on one socket, at most (see send_more).
+constexpr size_t kMaxCallsInFlight = 256;
 // Heap freed after a bad peer (e.g. a message of many frames) goes back to
 // the system at most this often.
 constexpr int64_t kTrimIntervalMs = 1000;
@@ -555,11 +557,13 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
     uint64_t request_id;
     wire::Method method;
   };
-  std::vector<Pending> pending;
+  std::vector<Pending> pending;  // Of the calls sent so far, in call order.
+  std::vector<size_t> in_flight(set->sockets.size(), 0);
+  // Sent and unanswered calls by (socket, request id).
+  std::map<std::pair<size_t, uint64_t>, size_t> waiting;
   // The next stream of each server, round-robin.
   std::vector<int> next_stream(options_.servers.size(), 0);
   std::vector<std::optional<Message>> responses(calls.size());
-  std::vector<bool> answered(calls.size(), false);
   auto finish = [&](Status status) -> StatusOr<std::vector<Message>> {
     Return(std::move(set));
     if (!status.ok()) return status;
@@ -569,66 +573,80 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
     for (auto& r : responses) out.push_back(std::move(*r));
     return out;
   };
-  try {
-    for (Call& call : calls) {
+  // Sends calls in order while their sockets have fewer than
+  // kMaxCallsInFlight unanswered: past ZeroMQ's high-water marks (1000
+  // messages a side) a server's ROUTER socket drops answers without a word,
+  // and a call of thousands of pieces waited for them until its deadline.
+  auto send_more = [&]() -> Status {
+    while (pending.size() < calls.size()) {
+      Call& call = calls[pending.size()];
       RETURN_IF_ERROR(ServerStatus(call.server));
+      int& stream = next_stream[call.server];
+      const size_t index = static_cast<size_t>(call.server) * options_.streams + stream;
+      if (in_flight[index] >= kMaxCallsInFlight) return absl::OkStatus();
+      stream = (stream + 1) % options_.streams;
       wire::Header& h = call.request.header;
       h.set_token(options_.token);
       h.set_client_id(options_.client_id);
       h.set_timeout_ms(static_cast<uint32_t>(deadline.RemainingMillis()));
-      int& stream = next_stream[call.server];
-      size_t index = static_cast<size_t>(call.server) * options_.streams + stream;
-      stream = (stream + 1) % options_.streams;
-      pending.push_back({call.server, index, h.request_id(), h.method()});
       zmq::socket_t& s = SocketFor(shared_->context, set->sockets, index, call.server, options_);
       while (!SendMessage(s, nullptr, call.request)) {
         if (deadline.Expired()) {
-          return finish(absl::DeadlineExceededError(
+          return absl::DeadlineExceededError(
               fmt::format("{}: cannot send {} (queue full or server unreachable)",
-                          Describe(call.server), MethodName(h.method()))));
+                          Describe(call.server), MethodName(h.method())));
         }
-        if (Status st = CheckInterrupt(); !st.ok()) return finish(st);
+        RETURN_IF_ERROR(CheckInterrupt());
         zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLOUT, 0};
         PollOrSignal(&item, 1, std::min(kPollSlice, Millis(deadline.RemainingMillis())));
       }
+      waiting[{index, h.request_id()}] = pending.size();
+      pending.push_back({call.server, index, h.request_id(), h.method()});
+      ++in_flight[index];
     }
+    return absl::OkStatus();
+  };
+  try {
+    if (Status s = send_more(); !s.ok()) return finish(s);
     if (between) between();
-    size_t remaining = pending.size();
+    size_t remaining = calls.size();
     std::vector<zmq::pollitem_t> items;
     std::vector<size_t> item_socket;
     std::vector<Blob> frames;
     while (remaining > 0) {
+      if (Status s = send_more(); !s.ok()) return finish(s);
       items.clear();
       item_socket.clear();
-      for (size_t i = 0; i < pending.size(); ++i) {
-        if (answered[i]) continue;
-        int server = pending[i].server;
+      for (size_t socket = 0; socket < in_flight.size(); ++socket) {
+        if (in_flight[socket] == 0) continue;
+        const int server = static_cast<int>(socket / options_.streams);
         if (Status s = ServerStatus(server); !s.ok()) {
-          return finish(Annotate(s, fmt::format("{} failed", MethodName(pending[i].method))));
+          return finish(Annotate(s, fmt::format("{} failed", MethodName(pending[0].method))));
         }
-        size_t socket = pending[i].socket;
-        if (std::find(item_socket.begin(), item_socket.end(), socket) == item_socket.end()) {
-          items.push_back({set->sockets[socket]->handle(), 0, ZMQ_POLLIN, 0});
-          item_socket.push_back(socket);
-        }
+        items.push_back({set->sockets[socket]->handle(), 0, ZMQ_POLLIN, 0});
+        item_socket.push_back(socket);
       }
       if (deadline.Expired()) {
-        std::vector<std::string> late;
-        for (size_t i = 0; i < pending.size(); ++i) {
-          if (!answered[i]) late.push_back(Describe(pending[i].server));
-        }
+        // Each server once, with the number of its calls not answered.
+        std::map<int, size_t> late;
+        for (const auto& [key, i] : waiting) ++late[pending[i].server];
+        for (size_t c = pending.size(); c < calls.size(); ++c) ++late[calls[c].server];
+        std::vector<std::string> named;
         bool never = false;
-        for (size_t i = 0; i < pending.size(); ++i) {
-          never |= !answered[i] && !shared_->health[pending[i].server].contacted.load();
+        for (const auto& [server, count] : late) {
+          named.push_back(fmt::format("{} ({} of this call's requests)", Describe(server), count));
+          never |= !shared_->health[server].contacted.load();
         }
         return finish(absl::DeadlineExceededError(fmt::format(
-            "{} did not answer {} in time{}", fmt::join(late, ", "), MethodName(pending[0].method),
+            "{} did not answer {} in time{}", fmt::join(named, ", "),
+            MethodName(calls[0].request.header.method()),
             never ? " (never answered this process: is it running, and do both sides use the "
                     "same job key and encryption setting?)"
                   : "")));
       }
       if (Status s = CheckInterrupt(); !s.ok()) {
-        return finish(Annotate(s, fmt::format("waiting for {}", MethodName(pending[0].method))));
+        return finish(Annotate(
+            s, fmt::format("waiting for {}", MethodName(calls[0].request.header.method()))));
       }
       PollOrSignal(items.data(), items.size(),
                    std::min(kPollSlice, Millis(std::max(1, deadline.RemainingMillis()))));
@@ -645,27 +663,23 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
             return finish(
                 Annotate(parsed.status(), fmt::format("bad response from {}", Describe(server))));
           }
-          uint64_t id = parsed->header.request_id();
-          for (size_t i = 0; i < pending.size(); ++i) {
-            if (answered[i] || pending[i].socket != socket || pending[i].request_id != id) {
-              continue;
-            }
-            shared_->health[server].contacted.store(true);
-            shared_->health[server].last_ok_ms.store(NowMillis());
-            if (Status s = ResponseStatus(parsed->header); !s.ok()) {
-              return finish(Annotate(
-                  s, fmt::format("{} on {}", MethodName(pending[i].method), Describe(server))));
-            }
-            answered[i] = true;
-            --remaining;
-            if (on_response) {
-              if (Status s = on_response(i, *parsed); !s.ok()) return finish(s);
-            } else {
-              responses[i] = std::move(*parsed);
-            }
-            break;
+          auto it = waiting.find({socket, parsed->header.request_id()});
+          if (it == waiting.end()) continue;  // An answer to an earlier, abandoned call.
+          const size_t i = it->second;
+          waiting.erase(it);
+          --in_flight[socket];
+          shared_->health[server].contacted.store(true);
+          shared_->health[server].last_ok_ms.store(NowMillis());
+          if (Status s = ResponseStatus(parsed->header); !s.ok()) {
+            return finish(Annotate(
+                s, fmt::format("{} on {}", MethodName(pending[i].method), Describe(server))));
           }
-          // Responses to earlier, abandoned calls are dropped.
+          --remaining;
+          if (on_response) {
+            if (Status s = on_response(i, *parsed); !s.ok()) return finish(s);
+          } else {
+            responses[i] = std::move(*parsed);
+          }
         }
       }
     }
