@@ -1,5 +1,6 @@
 """Blocks, the neighbour sampler and the data loaders (dgl.dataloading)."""
 import math
+import threading
 import types
 from collections.abc import Mapping
 
@@ -67,6 +68,14 @@ class _Resumable:
             except StopIteration:
                 self._position = {"epoch": self._position["epoch"] + 1, "batch": 0}
                 return
+            except BaseException:
+                # The C++ iterator holds the error (a collate_fn's exception,
+                # kept by its pipeline), whose traceback holds this frame: a
+                # cycle through C++ that the GC cannot see would keep the
+                # sampler threads alive for good. Drop the iterator (its
+                # threads are stopped and joined) before the error goes on.
+                del it
+                raise
             self._position["batch"] += 1  # Delivered: a checkpoint now resumes after it.
             yield batch
 
@@ -543,6 +552,10 @@ def _default_collate(items):
     return default_collate(items)
 
 
+# The DistDataLoaders whose collate_fn this thread is running (their tokens).
+_collating = threading.local()
+
+
 class DistDataLoader(_Resumable):
     """Batches of any dataset (dgl.distributed.DistDataLoader): a tensor (rows)
     or a sequence (items). ``collate_fn(batch)`` may be any Python callable;
@@ -554,12 +567,19 @@ class DistDataLoader(_Resumable):
         a = _loader_args(dict(kwargs, batch_size=batch_size, shuffle=shuffle,
                               drop_last=drop_last), "DistDataLoader")
         collate = collate_fn or _default_collate
-        if isinstance(dataset, torch.Tensor):
-            def fetch(positions):
-                return collate(dataset[positions])
-        else:
-            def fetch(positions):
+        # A token, not self: the C++ loader keeps fetch, and a reference
+        # back to this object would be a cycle the GC cannot see.
+        self._token = token = object()
+
+        def fetch(positions):
+            outer = getattr(_collating, "tokens", ())
+            _collating.tokens = outer + (token,)
+            try:
+                if isinstance(dataset, torch.Tensor):
+                    return collate(dataset[positions])
                 return collate([dataset[i] for i in positions.tolist()])
+            finally:
+                _collating.tokens = outer
         self._loader = _C.DataLoader(len(dataset), fetch, a["batch_size"], a["shuffle"],
                                      a["drop_last"], a["seed"], a["num_workers"], a["prefetch"],
                                      a["even_batches"], a["timeout"])
@@ -568,4 +588,8 @@ class DistDataLoader(_Resumable):
         return len(self._loader)
 
     def __iter__(self):
+        if self._token in getattr(_collating, "tokens", ()):
+            # Each level would start sampler threads until none can start.
+            raise _C.TesseraError("DistDataLoader: its collate_fn iterates the same loader "
+                                  "(an endless recursion)")
         return self._each()
