@@ -31,8 +31,10 @@ from tessera.heterograph import (ALL, Block, Graph, graph, heterograph,  # noqa:
                                  add_self_loop, edge_subgraph, in_subgraph, node_subgraph,
                                  norm_by_dst, out_subgraph, remove_self_loop, reverse,
                                  to_bidirected, to_block)
+from tessera.convert import to_heterogeneous, to_homogeneous  # noqa: E402,F401
+from tessera.transforms import compact_graphs  # noqa: E402,F401
 from tessera.partition import partition_graph, load_partition, load_partition_book  # noqa: E402,F401,E501
-from tessera import distributed, dataloading, function  # noqa: E402,F401
+from tessera import distributed, dataloading, function, sampling  # noqa: E402,F401
 
 DGLGraph = Graph  # DGL's class name, for isinstance checks and annotations.
 DGLBlock = Block
@@ -41,7 +43,8 @@ __all__ = ["TesseraError", "NID", "EID", "NTYPE", "ETYPE", "ALL", "Graph", "DGLG
            "DGLBlock", "graph", "heterograph", "to_block", "to_bidirected", "add_self_loop",
            "remove_self_loop", "reverse", "norm_by_dst", "node_subgraph", "edge_subgraph",
            "in_subgraph", "out_subgraph", "partition_graph", "load_partition", "load_partition_book",
-           "distributed", "dataloading", "function"]
+           "to_homogeneous", "to_heterogeneous", "compact_graphs", "distributed", "dataloading",
+           "function", "sampling"]
 
 
 def __getattr__(name):

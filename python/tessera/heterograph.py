@@ -268,11 +268,23 @@ class Graph:
     is_block = False
     _what = "graph"
 
-    def __init__(self, num_nodes, canonical_etypes, relations):
+    def __init__(self, num_nodes=(), canonical_etypes=None, relations=None, **kwargs):
         """``num_nodes``: {ntype: count} (in type order); ``relations``: one
         ``_Relation`` per canonical triple. A uni-bipartite graph (no type
         both a source and a destination) has DGL's source types (those that
-        are no relation's destination) and destination types."""
+        are no relation's destination) and destination types.
+
+        ``DGLGraph((u, v))`` and ``DGLGraph()``, DGL's deprecated forms, are
+        ``tessera.graph((u, v))`` (its nodes: the largest endpoint + 1; DGL
+        ignores ``num_nodes=``) and an empty graph."""
+        if relations is None:
+            if isinstance(num_nodes, Graph):
+                raise _C.TesseraError("The input is already a DGLGraph. No need to create "
+                                      "it again.")
+            if isinstance(num_nodes, Mapping) or not isinstance(num_nodes, (tuple, list)):
+                raise _C.TesseraError(f"Unsupported graph data type: {type(num_nodes)}")
+            self.__dict__.update(graph(num_nodes if len(num_nodes) else ([], [])).__dict__)
+            return
         frames = {t: _Frame(int(n), f"node type {t!r}") for t, n in num_nodes.items()}
         dsttypes = {c[2] for c in canonical_etypes}
         if len(frames) > 1 and dsttypes.isdisjoint(c[0] for c in canonical_etypes):
