@@ -19,6 +19,7 @@ from tessera.heterograph import Graph, _Relation, _nodes_of
 from tessera._utils import as_ids
 
 _PROB_DTYPES = (torch.float32, torch.float64, torch.bool, torch.int8, torch.uint8)
+_WEIGHT_DTYPES = (torch.int32, torch.int64, torch.float32, torch.float64)
 
 
 def _check_graph(g, what):
@@ -238,6 +239,10 @@ def select_topk(g, k, weight, nodes=None, edge_dir="in", ascending=False,
             raise _C.TesseraError(f'Edge weights "{weight}" do not exist for relation graph '
                                   f'"{c}".')
         weights[c] = _edge_weights(g, c, weight, "select_topk")
+        if weights[c].dtype not in _WEIGHT_DTYPES:
+            raise _C.TesseraError(f"select_topk: weight {weight!r} of relation {c} is "
+                                  f"{weights[c].dtype}; weight can only be int32, int64, "
+                                  f"float32 or float64")
     out_dir = _edge_dir(edge_dir)
     empty = torch.empty(0, dtype=torch.int64)
     eids = {}
@@ -257,6 +262,11 @@ def select_topk(g, k, weight, nodes=None, edge_dir="in", ascending=False,
 
 
 __all__ = ["sample_neighbors", "select_topk"]
+
+
+# As DGL's DGLGraph methods.
+Graph.sample_neighbors = sample_neighbors
+Graph.select_topk = select_topk
 
 
 def __getattr__(name):

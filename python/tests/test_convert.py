@@ -195,6 +195,7 @@ def test_sample_neighbors_all():
     s = dgl.sampling.sample_neighbors(g, torch.tensor([1, 2]), -1, edge_dir="out")
     assert sorted(s.edata["_ID"][:2].tolist()) == [1, 5] and eq(s.edges()[0], [1, 1, 2, 2])
     assert dgl.sampling.sample_neighbors(g, [1], 0).num_edges() == 0
+    assert g.sample_neighbors([1], -1).num_edges() == 4  # Also a method, as DGL's.
     s = dgl.sampling.sample_neighbors(g, 1, -1, exclude_edges=torch.tensor([0, 6]))
     assert sorted(s.edata["_ID"].tolist()) == [3, 4]
 
@@ -335,6 +336,11 @@ def test_select_topk():
     g.edata["t"] = torch.ones(7)
     assert eq(topk(g, 2, "t", torch.tensor([1])).edata["_ID"], [0, 3])
     assert topk(g, 0, "p", torch.tensor([1])).num_edges() == 0
+    assert eq(g.select_topk(1, "p", [0]).edata["_ID"], [5])  # Also a method, as DGL's.
+    g.edata["b"] = g.edata["p"] > 4
+    with pytest.raises(TesseraError, match="weight can only be int32, int64, float32 or "
+                       "float64"):
+        topk(g, 1, "b", torch.tensor([1]))
     with pytest.raises(TesseraError, match='Edge weights "q" do not exist for relation graph '
                        r"\"\('_N', '_E', '_N'\)\""):
         topk(g, 1, "q", torch.tensor([1]))
