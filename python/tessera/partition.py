@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from tessera import _C, EID, NID
+from tessera._utils import INT32_MAX, INT64_MAX, as_int, as_seed, check_text
 from tessera.heterograph import Graph, _Relation
 
 
@@ -41,16 +42,30 @@ def _write_typed_folder(g, folder):
                 save(sub, name, value)
 
 
+def _endpoints(src, dst):
+    """The edges' (src, dst) as tensors of an integer dtype (as tessera.graph
+    takes them: float ids are refused, never cut to integers)."""
+    out = []
+    for name, ids in (("src", src), ("dst", dst)):
+        t = torch.as_tensor(ids)
+        if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+            raise TypeError(f"partition_graph: edge {name} ids must have an integer dtype, "
+                            f"got {t.dtype}")
+        out.append(t)
+    return out
+
+
 def _graph_arrays(g):
     """(num_nodes, src, dst, ndata, edata) from a DGLGraph-like object or a dict."""
     if isinstance(g, dict):
         src, dst = g["edges"]
-        return (int(g["num_nodes"]), torch.as_tensor(src), torch.as_tensor(dst),
-                dict(g.get("ndata", {})), dict(g.get("edata", {})))
+        return (as_int(g["num_nodes"], "partition_graph: num_nodes", 0, INT64_MAX),
+                *_endpoints(src, dst), dict(g.get("ndata", {})), dict(g.get("edata", {})))
     if hasattr(g, "edges") and hasattr(g, "num_nodes"):
         src, dst = g.edges()
-        return (int(g.num_nodes()), torch.as_tensor(src), torch.as_tensor(dst),
-                dict(getattr(g, "ndata", {})), dict(getattr(g, "edata", {})))
+        return (as_int(g.num_nodes(), "partition_graph: num_nodes", 0, INT64_MAX),
+                *_endpoints(src, dst), dict(getattr(g, "ndata", {})),
+                dict(getattr(g, "edata", {})))
     raise TypeError("partition_graph: g must be a graph folder path, a dict with 'edges' and "
                     "'num_nodes', or a DGLGraph-like object with edges() and num_nodes()")
 
@@ -85,12 +100,19 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     """
     if not isinstance(graph_name, str) or not graph_name:
         raise TypeError("partition_graph: graph_name must be a non-empty string")
-    out_path = str(out_path)
-    args = dict(num_hops=int(num_hops), part_method=str(part_method),
+    check_text(graph_name, "partition_graph: graph_name")
+    out_path = check_text(str(out_path), "partition_graph: out_path")
+    num_parts = as_int(num_parts, "partition_graph: num_parts", None, INT32_MAX)
+    args = dict(num_hops=as_int(num_hops, "partition_graph: num_hops", None, INT32_MAX),
+                part_method=str(part_method),
                 balance_edges=bool(balance_edges), return_mapping=bool(return_mapping),
-                num_trainers_per_machine=int(num_trainers_per_machine), objtype=str(objtype),
-                seed=int(seed), coarsening=float(coarsening),
-                coarsen_min_arcs=int(coarsen_min_arcs))
+                num_trainers_per_machine=as_int(num_trainers_per_machine,
+                                                "partition_graph: num_trainers_per_machine",
+                                                None, INT32_MAX),
+                objtype=str(objtype), seed=as_seed(seed, "partition_graph: seed"),
+                coarsening=float(coarsening),
+                coarsen_min_arcs=as_int(coarsen_min_arcs, "partition_graph: coarsen_min_arcs",
+                                        None, INT64_MAX))
     if isinstance(g, Graph) and (not g.is_homogeneous or g.ntypes != ["_N"]
                                  or g.canonical_etypes != [("_N", "_E", "_N")]):
         # A typed in-memory graph (tessera.heterograph, also of one named
@@ -112,10 +134,11 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
             return mapping
         return _typed_mapping(g, os.path.join(out_path, f"{graph_name}.json"), *mapping)
     if isinstance(g, (str, os.PathLike)):
+        check_text(str(g), "partition_graph: g (a graph folder)")
         if balance_ntypes is not None and not isinstance(balance_ntypes, str):
             raise TypeError("partition_graph: with a graph folder, balance_ntypes is the name "
                             "of a node array")
-        _C.partition_graph_path(str(g), graph_name, int(num_parts), out_path,
+        _C.partition_graph_path(str(g), graph_name, num_parts, out_path,
                                 _options(args, balance_ntypes or ""))
     else:
         num_nodes, src, dst, ndata, edata = _graph_arrays(g)
@@ -134,7 +157,7 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
                 raise _C.TesseraError("partition_graph: balance_ntypes must be one of the "
                                       "graph's node arrays (or its name)")
         _C.partition_graph_arrays(num_nodes, src, dst, ndata, edata, graph_name,
-                                  int(num_parts), out_path, _options(args, balance))
+                                  num_parts, out_path, _options(args, balance))
     if return_mapping:
         nids = torch.from_numpy(np.load(os.path.join(out_path, "orig_nids.npy")))
         eids = torch.from_numpy(np.load(os.path.join(out_path, "orig_eids.npy")))
@@ -193,7 +216,9 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     from tessera.distributed.partition_book import GraphPartitionBook
     if use_graphbolt:
         raise ValueError("load_partition: use_graphbolt=True is not supported")
-    d = _C.load_partition(str(part_config), int(part_id), bool(load_feats))
+    d = _C.load_partition(check_text(str(part_config), "load_partition: part_config"),
+                          as_int(part_id, "load_partition: part_id", None, INT32_MAX),
+                          bool(load_feats))
     gpb = GraphPartitionBook(d["book"])
     ntypes, etypes = gpb.ntypes, gpb.canonical_etypes
     node_feats, edge_feats = d["node_feats"], d["edge_feats"]
@@ -207,7 +232,9 @@ def load_partition_book(part_config, part_id):
     """DGL's load_partition_book: ``(gpb, graph_name, {ntype: id},
     {canonical etype: id})``."""
     from tessera.distributed.partition_book import GraphPartitionBook
-    book, name = _C.load_partition_book(str(part_config), int(part_id))
+    book, name = _C.load_partition_book(
+        check_text(str(part_config), "load_partition_book: part_config"),
+        as_int(part_id, "load_partition_book: part_id", None, INT32_MAX))
     gpb = GraphPartitionBook(book)
     return (gpb, name, {t: i for i, t in enumerate(gpb.ntypes)},
             {c: i for i, c in enumerate(gpb.canonical_etypes)})

@@ -10,7 +10,8 @@ import sys
 import pytest
 import torch
 
-CHECKS = ["collate_error_leak", "collate_recursion"]
+CHECKS = ["collate_error_leak", "collate_recursion", "unknown_types", "dtype_casts",
+          "int_ranges", "nul_names", "sparse_adam_betas"]
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -33,6 +34,56 @@ def _raises(kind, f, *words):
         return text
     raise AssertionError(f"no {kind.__name__}")
 
+
+EDGES = {"edges": (torch.tensor([0, 1, 2]), torch.tensor([1, 2, 0])), "num_nodes": 3}
+
+
+def test_partition_graph_refuses_float_ids(tmp_path):
+    """As tessera.graph: float endpoints are an error, never truncated."""
+    import tessera
+    g = {"edges": (torch.tensor([0.5, 2.9]), torch.tensor([1, 0])), "num_nodes": 3}
+    _raises(TypeError, lambda: tessera.partition_graph(g, "s", 1, str(tmp_path)),
+            "src", "integer dtype", "float32")
+    g = {"edges": (torch.tensor([0, 2]), torch.tensor([1.7, 0.2])), "num_nodes": 3}
+    _raises(TypeError, lambda: tessera.partition_graph(g, "s", 1, str(tmp_path)),
+            "dst", "integer dtype")
+    assert not os.path.exists(tmp_path / "s.json")
+
+
+def test_partition_graph_integer_arguments(tmp_path):
+    import tessera
+    out = str(tmp_path / "o")
+    _raises(ValueError, lambda: tessera.partition_graph(EDGES, "s", 2**40, out),
+            "num_parts", str(2**40), "2147483647")
+    _raises(TypeError, lambda: tessera.partition_graph(EDGES, "s", 1.5, out), "num_parts", "1.5")
+    _raises(ValueError, lambda: tessera.partition_graph(EDGES, "s", 1, out, num_hops=2**40),
+            "num_hops", str(2**40))
+    _raises(ValueError, lambda: tessera.partition_graph(EDGES, "s", 1, out, seed=2**64), "seed")
+    _raises(TypeError, lambda: tessera.partition_graph(dict(EDGES, num_nodes=2.5), "s", 1, out),
+            "num_nodes", "2.5")
+    _raises(ValueError, lambda: tessera.partition_graph(dict(EDGES, num_nodes=-5), "s", 1, out),
+            "num_nodes", "-5")
+    # A negative seed is taken modulo 2**64, as torch.manual_seed (and dgl.seed) take it.
+    a = tessera.partition_graph(EDGES, "s", 2, str(tmp_path / "a"), seed=-1,
+                                part_method="random", return_mapping=True)
+    b = tessera.partition_graph(EDGES, "s", 2, str(tmp_path / "b"), seed=2**64 - 1,
+                                part_method="random", return_mapping=True)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    cfg = str(tmp_path / "a" / "s.json")
+    _raises(ValueError, lambda: tessera.load_partition(cfg, 2**40), "part_id", str(2**40))
+    _raises(ValueError, lambda: tessera.load_partition_book(cfg, 2**40), "part_id")
+
+
+def test_builtin_initialisers_refuse_bad_parameters():
+    from tessera.distributed import init
+    _raises(ValueError, lambda: init.normal(0, -1), "std", "-1")
+    _raises(ValueError, lambda: init.normal(float("nan"), 1), "mean", "nan")
+    _raises(ValueError, lambda: init.uniform(float("nan"), 1), "low", "nan")
+    _raises(ValueError, lambda: init.uniform(1, 0), "low", "high")
+    _raises(ValueError, lambda: init.uniform(0, float("inf")), "high", "inf")
+    _raises(TypeError, lambda: init.uniform(0, 1, seed=1.5), "seed")
+    assert init.uniform(0, 1, seed=-1).seed == 2**64 - 1
+    init.normal(0, 0)  # torch's normal_ takes std 0 too.
 
 
 # ------------------------------------------------------------------ the checks
@@ -104,6 +155,115 @@ def check_collate_recursion(dist, g):
     assert list(outer) == [2, 2]
     assert [b.tolist() for b in dist.DistDataLoader(torch.arange(4), batch_size=2,
                                                     num_workers=1)] == [[0, 1], [2, 3]]
+
+
+def check_unknown_types(dist, g):
+    """On a homogeneous DistGraph a type or relation name must be the graph's
+    (as on a heterograph), not ignored."""
+    ids, S = torch.arange(10), dist.NeighborSampler
+    E = dist.TesseraError
+    _raises(E, lambda: dist.sample_neighbors(g, {"foo": ids}, 3), "foo", "'_N'")
+    _raises(E, lambda: dist.sample_neighbors(g, torch.tensor([1]), {"nope": 5}), "nope",
+            "('_N', '_E', '_N')")
+    _raises(E, lambda: dist.DistNodeDataLoader(g, ids, S([{"nope": 2}]), batch_size=4), "nope")
+    _raises(E, lambda: dist.DistNodeDataLoader(g, {"foo": ids}, S([2]), batch_size=4), "foo",
+            "'_N'")
+    _raises(E, lambda: dist.DistEdgeDataLoader(g, {"bogus": ids}, S([2]), batch_size=4),
+            "bogus", "('_N', '_E', '_N')")
+    _raises(E, lambda: dist.DistEdgeDataLoader(g, ids, S([2]), batch_size=4, exclude="reverse_id",
+                                               reverse_eids={"bogus": ids}), "bogus")
+    # The graph's own names work.
+    assert len(list(dist.DistNodeDataLoader(g, {"_N": ids}, S([{"_E": 2}]), batch_size=4))) == 3
+    assert len(list(dist.DistEdgeDataLoader(g, {"_E": ids}, S([{("_N", "_E", "_N"): 2}]),
+                                            batch_size=4))) == 3
+    for key in ("_E", "_N:_E:_N", ("_N", "_E", "_N")):
+        assert dist.sample_neighbors(g, {"_N": torch.tensor([1])}, {key: -1}).num_edges() == \
+            int(g.in_degrees(1))
+
+
+def check_dtype_casts(dist, g):
+    N = g.num_nodes()
+    t = dist.DistTensor((N, 2), torch.int64, "casts_int")
+    _raises(dist.TesseraError, lambda: t.add_(torch.tensor([1]), torch.tensor([[0.7, 1.9]])),
+            "torch.float32", "torch.int64")
+    t.add_(torch.tensor([1]), torch.tensor([[3, 4]]))
+    t.add_(torch.tensor([1]), [[1, 1]])
+    assert t[1].tolist() == [[4, 5]]
+    m = dist.DistTensor((N,), torch.float32, "casts_mask")
+    m[torch.arange(4)] = torch.tensor([0.5, 1.0, 2.0, -1.0])
+    _raises(dist.TesseraError, lambda: dist.node_split(m), "casts_mask", "float32")
+    _raises(dist.TesseraError, lambda: dist.edge_split(dist.DistTensor(
+        (g.num_edges(),), torch.float64, "casts_emask")), "float64")
+    # Floats where DGL wants ints: refused, never cut short (2.5 -> 2).
+    S = dist.NeighborSampler
+    _raises(TypeError, lambda: dist.sample_neighbors(g, torch.tensor([1]), 2.5), "fanout", "2.5")
+    _raises(TypeError, lambda: dist.sample_neighbors(g, torch.tensor([1]), {"_E": 2.5}),
+            "fanout", "2.5")
+    _raises(TypeError, lambda: S([{"_E": 2.5}]), "fanout", "2.5")
+    _raises(TypeError, lambda: dist.DistNodeDataLoader(g, torch.arange(10), S([2]),
+                                                       batch_size=2.5), "batch_size", "2.5")
+    _raises(TypeError, lambda: dist.DistDataLoader(torch.arange(10), batch_size=2,
+                                                   num_workers=1.5), "num_workers", "1.5")
+    _raises(TypeError, lambda: dist.DistTensor((N, 2.5), torch.float32, "casts_shape"),
+            "shape[1]", "2.5")
+    _raises(TypeError, lambda: dist.negative_sampler.Uniform(2.5), "k", "2.5")
+
+
+def check_int_ranges(dist, g):
+    """Integers beyond the C++ types: the argument, its value and the range."""
+    import tessera
+    ids, S = torch.arange(10), dist.NeighborSampler
+
+    def nodes(**kw):
+        return list(dist.DistNodeDataLoader(g, ids, S(kw.pop("fanouts", [2])), **kw))
+    _raises(ValueError, lambda: nodes(batch_size=4, num_workers=2**40), "num_workers",
+            str(2**40), "2147483647")
+    _raises(ValueError, lambda: nodes(batch_size=2**64), "batch_size", str(2**64))
+    _raises(ValueError, lambda: nodes(batch_size=0), "batch_size", "got 0")
+    _raises(ValueError, lambda: nodes(batch_size=4, seed=2**64), "seed", str(2**64))
+    _raises(ValueError, lambda: nodes(batch_size=4, fanouts=[2**64]), "fanout", str(2**64))
+    _raises(ValueError, lambda: dist.sample_neighbors(g, torch.tensor([1]), 2**64), "fanout")
+    _raises(ValueError, lambda: dist.sample_neighbors(g, torch.tensor([1]), 3, seed=2**64),
+            "seed")
+    _raises(ValueError, lambda: dist.DistTensor((2**64, 2), torch.float32, "r"), "shape[0]",
+            str(2**64))
+    _raises(ValueError, lambda: dist.DistEmbedding(g.num_nodes(), 2**64, "r"), "embedding_dim")
+    _raises(ValueError, lambda: dist.manual_seed(2**64), "manual_seed", "seed")
+    _raises(ValueError, lambda: dist.negative_sampler.Uniform(2**40), "k", str(2**40))
+    _raises(tessera.TesseraError, lambda: g.ndata["feat"][2**70], "feat", str(2**70), "int64")
+    _raises(tessera.TesseraError, lambda: g.ndata["feat"][[1, 2**70]], str(2**70))
+    # seed=-1 is accepted (as torch.manual_seed and dgl.seed take it): 2**64 - 1.
+    dist.manual_seed(-1)
+    nodes(batch_size=4, seed=-1)
+    assert dist.sample_neighbors(g, torch.tensor([1]), 3, seed=-1).num_edges() >= 1
+
+    def order(seed):
+        return [b.tolist() for b in dist.DistDataLoader(torch.arange(20), batch_size=5,
+                                                        shuffle=True, seed=seed)]
+    assert order(-1) == order(2**64 - 1) != order(0)
+    dist.DistTensor((g.num_nodes(), 2), torch.float32, "r_init",
+                    init_func=dist.init.uniform(0, 1, seed=-1))
+
+
+def check_nul_names(dist, g):
+    """A NUL would cut the C++ text (and its message) short."""
+    import tessera
+    N = g.num_nodes()
+    _raises(ValueError, lambda: dist.DistTensor((N, 2), torch.float32, "a\x00b"), "name",
+            "'a\\x00b'", "NUL")
+    _raises(ValueError, lambda: dist.DistEmbedding(N, 2, "a\x00b"), "name", "'a\\x00b'")
+    _raises(ValueError, lambda: tessera.partition_graph(EDGES, "a\x00b", 1, "/nonexistent"),
+            "graph_name", "'a\\x00b'")
+    _raises(ValueError, lambda: tessera.partition_graph(EDGES, "s", 1, "/tmp/x\x00y"),
+            "out_path")
+
+
+def check_sparse_adam_betas(dist, g):
+    e = dist.DistEmbedding(g.num_nodes(), 4, "betas_emb")
+    for betas in ((0.9,), 0.9, (0.9, 0.99, 0.999)):
+        _raises(ValueError, lambda: dist.optim.SparseAdam([e], lr=0.1, betas=betas), "betas",
+                repr(betas))
+    assert dist.optim.SparseAdam([e], lr=0.1, betas=[0.8, 0.9]).betas == (0.8, 0.9)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,13 @@ A DistDGL script runs with its imports changed::
 
 Differences from DGL are deliberate and listed in docs/python.md.
 """
-from tessera._C import TesseraError, manual_seed  # noqa: F401
+from tessera._C import TesseraError  # noqa: F401
 from tessera._utils import submodule as _submodule
 from tessera.distributed.context import exit_client, initialize  # noqa: F401
 from tessera.distributed.embedding import DistEmbedding  # noqa: F401
 from tessera.distributed.graph import (DistGraph, GraphPartitionBook, edge_split,  # noqa: F401
-                                       edge_subgraph, find_edges, in_subgraph, node_split,
-                                       sample_neighbors)
+                                       edge_subgraph, find_edges, in_subgraph, manual_seed,
+                                       node_split, sample_neighbors)
 from tessera.distributed.loader import (Block, DistDataLoader, DistEdgeDataLoader,  # noqa: F401
                                         DistNodeDataLoader, NeighborSampler, PairGraph,
                                         negative_sampler)

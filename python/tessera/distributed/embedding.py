@@ -5,9 +5,9 @@ import torch
 
 from tessera import _C
 from tessera.distributed import _prefetch
-from tessera._utils import as_ids
-from tessera.distributed.tensor import (DistTensor, _BuiltinInit, _init_collectively, _init_kind,
-                                        _policy_args)
+from tessera._utils import INT64_MAX, as_ids, as_int
+from tessera.distributed.tensor import (DistTensor, _BuiltinInit, _check_name,
+                                        _init_collectively, _init_kind, _policy_args)
 
 _anonymous = itertools.count()
 
@@ -29,15 +29,18 @@ class DistEmbedding:
 
     def __init__(self, num_embeddings, embedding_dim, name=None, init_func=None,
                  part_policy=None):
+        num_embeddings = as_int(num_embeddings, "DistEmbedding: num_embeddings", None, INT64_MAX)
+        embedding_dim = as_int(embedding_dim, "DistEmbedding: embedding_dim", None, INT64_MAX)
         if name is None:
             name = f"embedding-{next(_anonymous)}"
+        _check_name(name, "DistEmbedding")
         if init_func is not None and not callable(init_func):
             raise TypeError("DistEmbedding: init_func must be callable (shape, dtype) -> Tensor")
         kind, a, b, seed = _init_kind(init_func)
         # On a heterograph, NodePartitionPolicy(gpb, ntype) (or "node~<ntype>")
         # says which type's per-type ids index it, as in DGL.
         policy_kind, policy_type = _policy_args(part_policy)
-        self._e = _C.DistEmbedding(int(num_embeddings), int(embedding_dim), name, kind, a, b,
+        self._e = _C.DistEmbedding(num_embeddings, embedding_dim, name, kind, a, b,
                                    seed, policy_kind, policy_type)
         # Its rows change with every optimizer step (in C++, on any trainer):
         # never answer a read of them from rows a loader pulled ahead.

@@ -6,7 +6,7 @@ from collections.abc import MutableMapping
 import torch
 
 from tessera import _C, EID, NID
-from tessera._utils import as_ids, as_tensor
+from tessera._utils import as_ids, as_seed, as_tensor, check_text
 from tessera.distributed.partition_book import GraphPartitionBook, _etype_str
 from tessera.distributed.tensor import DistTensor, PartitionPolicy
 from tessera.heterograph import Graph, _Relation
@@ -171,6 +171,9 @@ class DistGraph:
     def __init__(self, graph_name, gpb=None, part_config=None):
         if not isinstance(graph_name, str):
             raise TypeError(f"DistGraph: graph_name must be a string, got {graph_name!r}")
+        check_text(graph_name, "DistGraph: graph_name")
+        if part_config is not None:
+            check_text(str(part_config), "DistGraph: part_config")
         self._g = _C.DistGraph(graph_name, part_config or "")
         _made.append(weakref.ref(self))  # For tessera.distributed.checkpoint.
         self._book = GraphPartitionBook(self._g.partition_book())
@@ -320,9 +323,9 @@ def _seed_ids(g, nodes, what):
     if isinstance(nodes, dict) and not g.is_homogeneous:
         return {str(k): as_ids(v, what)[0] for k, v in nodes.items()}
     if isinstance(nodes, dict):
-        if len(nodes) != 1 or next(iter(nodes)) != "_N":
-            raise _C.TesseraError(f"{what}: this graph has one node type '_N'; got node types "
-                                  f"{list(nodes)}")
+        if len(nodes) != 1 or next(iter(nodes)) not in ("_N", g.ntypes[0]):
+            raise _C.TesseraError(f"{what}: this graph has one node type {g.ntypes[0]!r}; got "
+                                  f"node types {list(nodes)}")
         nodes = next(iter(nodes.values()))
     return as_ids(nodes, what)[0]
 
@@ -343,6 +346,8 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
     exclude = None if exclude_edges is None else as_ids(exclude_edges, "exclude_edges")[0]
     if prob is not None and not isinstance(prob, str):
         raise TypeError("sample_neighbors: prob must be the name of an edge tensor")
+    if seed is not None:
+        seed = as_seed(seed, "sample_neighbors: seed")
     out = _C.sample_neighbors_typed(g._g, seeds, fanout, fanouts, edge_dir, prob or "",
                                     exclude, bool(replace), seed)
     typed = isinstance(seeds, dict)
@@ -353,14 +358,18 @@ def _fanout_arg(g, fanout, what):
     """(int fanout, None) or (-1, {relation: fanout}) for C++. On a graph with
     several relations an int fanout is per relation (DGL); a dict must name
     every relation (a name or canonical tuple)."""
+    from tessera.distributed.loader import _fanout_value, check_relation
     if isinstance(fanout, dict):
         if g.is_homogeneous:
             if len(fanout) != 1:
                 raise _C.TesseraError(f"{what}: this graph has one relation; got fanouts for "
                                       f"{list(fanout)}")
-            return int(next(iter(fanout.values()))), None
-        return -1, {_etype_str(k): int(v) for k, v in fanout.items()}
-    return int(fanout), None
+            (key, value), = fanout.items()
+            check_relation(g, key, f"{what} fanout")
+            return _fanout_value(value, f"{what}: fanout"), None
+        return -1, {_etype_str(k): _fanout_value(v, f"{what}: fanout of {k!r}")
+                    for k, v in fanout.items()}
+    return _fanout_value(fanout, f"{what}: fanout"), None
 
 
 def in_subgraph(g, nodes):
@@ -381,6 +390,12 @@ def edge_subgraph(g, edges, relabel_nodes=True):
     return out
 
 
+def manual_seed(seed):
+    """Seeds the stream that sampling calls without a seed of their own draw
+    from (as ``torch.manual_seed``: a negative seed is taken modulo 2**64)."""
+    _C.manual_seed(as_seed(seed, "manual_seed: seed"))
+
+
 def find_edges(g, edge_ids):
     return g.find_edges(edge_ids)
 
@@ -394,6 +409,10 @@ def _split(kind, items, partition_book, rank, force_even, trainer_ids, type_=Non
         trainer_ids = as_tensor(trainer_ids)
     r = -1 if rank is None else int(rank)
     if isinstance(items, DistTensor):
+        if items.dtype.is_floating_point or items.dtype.is_complex:
+            # As a local float mask: never a mask read through int(value).
+            raise _C.TesseraError(f"{kind}_split: the mask DistTensor '{items.name}' is "
+                                  f"{items.dtype}; a mask is bool or integer (0 / 1)")
         book = (partition_book or GraphPartitionBook(items._t.book()))._native()
         return native_dist(items._t, book, bool(force_even), trainer_ids, r, -1, "")
     if partition_book is None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import torch
 
 from tessera import _C, NID
-from tessera._utils import as_ids
+from tessera._utils import INT32_MAX, INT64_MAX, as_ids, as_int, as_seed
 from tessera.distributed import _prefetch, context
 from tessera.distributed.partition_book import _etype_str
 from tessera.heterograph import Block, Graph, PairGraph, _Relation
@@ -102,6 +102,8 @@ class NeighborSampler:
             if not isinstance(f, (int, dict)):
                 raise TypeError(f"NeighborSampler: each fanout is an int or a dict of "
                                 f"relation -> int, got {f!r}")
+            for v in (f.values() if isinstance(f, dict) else [f]):
+                _fanout_value(v, "NeighborSampler: fanout")
         if prob is not None and not isinstance(prob, str):
             raise TypeError("NeighborSampler: prob must be the name of an edge tensor")
         self.fanouts, self.edge_dir, self.prob, self.replace = (list(fanouts), edge_dir,
@@ -120,6 +122,7 @@ class NeighborSampler:
                     if len(f) != 1:
                         raise _C.TesseraError(f"NeighborSampler: this graph has one relation; "
                                               f"got fanouts for {list(f)}")
+                    check_relation(g, next(iter(f)), "NeighborSampler fanouts")
                     f = next(iter(f.values()))
                 fl.append(int(f))
             return fl, []
@@ -133,6 +136,30 @@ class NeighborSampler:
 
 
 MultiLayerNeighborSampler = NeighborSampler
+
+
+def _fanout_value(v, what):
+    """A fanout as an int (C++ int64; -1 takes all): never a float cut short."""
+    if isinstance(v, float):
+        raise TypeError(f"{what} must be an integer (-1 for all neighbours), got {v!r}")
+    return as_int(v, what, None, INT64_MAX)
+
+
+def check_relation(g, key, what):
+    """On a graph of one relation: ``key`` must name it (its name, its
+    canonical tuple or "src:rel:dst"), as on a heterograph."""
+    c = tuple(g.canonical_etypes[0])
+    if key in (c[1], c, ":".join(c)) or (isinstance(key, (tuple, list)) and tuple(key) == c):
+        return
+    raise _C.TesseraError(f"{what}: no relation {key!r}; this graph has one relation {c}")
+
+
+def check_node_type(g, key, what):
+    """On a graph of one node type: ``key`` must name it ("_N" always does)."""
+    if key in ("_N", g.ntypes[0]):
+        return
+    raise _C.TesseraError(f"{what}: no node type {key!r}; this graph has one node type "
+                          f"{g.ntypes[0]!r}")
 
 
 class MultiLayerFullNeighborSampler(NeighborSampler):
@@ -186,9 +213,7 @@ class _BaseNegativeSampler:
 
 
 def _check_k(k, what):
-    if int(k) < 1:
-        raise ValueError(f"{what} negative sampler: k must be >= 1, got {k}")
-    return int(k)
+    return as_int(k, f"{what} negative sampler: k", 1, INT32_MAX)
 
 
 class PerSourceUniform(_BaseNegativeSampler):
@@ -309,6 +334,11 @@ def _seed():
     return int(torch.randint(0, 2**62, (1,)).item())
 
 
+def _count(kwargs, name, default, what, low, high):
+    value = kwargs.get(name)
+    return default if value is None else as_int(value, f"{what}: {name}", low, high)
+
+
 def _loader_args(kwargs, what):
     known = {"batch_size", "shuffle", "drop_last", "num_workers", "seed", "prefetch",
              "even_batches", "timeout", "device", "pin_memory", "persistent_workers",
@@ -319,15 +349,21 @@ def _loader_args(kwargs, what):
     device = kwargs.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise _C.TesseraError(f"{what}: device must be the CPU, got {device}")
-    nw = kwargs.get("num_workers")
-    return dict(batch_size=int(kwargs.get("batch_size", 1)),
+    timeout = float(kwargs.get("timeout", 600.0))
+    if timeout != timeout:
+        raise ValueError(f"{what}: timeout is the longest wait for a batch in seconds (<= 0: "
+                         f"no limit), got {timeout}")
+    seed = kwargs.get("seed")
+    return dict(batch_size=_count(kwargs, "batch_size", 1, what, 1, INT64_MAX),
                 shuffle=bool(kwargs.get("shuffle", False)),
                 drop_last=bool(kwargs.get("drop_last", False)),
-                seed=int(kwargs["seed"]) if kwargs.get("seed") is not None else _seed(),
-                num_workers=context.default_num_workers() if nw is None else int(nw),
-                prefetch=int(kwargs.get("prefetch", 0)),
+                seed=_seed() if seed is None else as_seed(seed, f"{what}: seed"),
+                # -1: the default (initialize's num_workers, else the launcher's).
+                num_workers=_count(kwargs, "num_workers", context.default_num_workers(),
+                                   what, -1, INT32_MAX),
+                prefetch=_count(kwargs, "prefetch", 0, what, 0, INT32_MAX),
                 even_batches=bool(kwargs.get("even_batches", True)),
-                timeout=float(kwargs.get("timeout", 600.0)))
+                timeout=timeout)
 
 
 def _typed_ids(g, nids, what):
@@ -337,11 +373,15 @@ def _typed_ids(g, nids, what):
     return None
 
 
-def _node_ids(nids, what):
+def _node_ids(g, nids, what, kind="node"):
+    """Ids of a graph's one node type (``kind`` "edge": its one relation);
+    ``{type: ids}`` must name it, as on a heterograph."""
     if isinstance(nids, dict):
         if len(nids) != 1:
             raise _C.TesseraError(f"{what}: dict ids need a heterograph")
-        nids = next(iter(nids.values()))
+        key = next(iter(nids))
+        (check_node_type if kind == "node" else check_relation)(g, key, what)
+        nids = nids[key]
     return as_ids(nids, what)[0]
 
 
@@ -366,7 +406,7 @@ class DistNodeDataLoader(_Resumable):
         if self._typed and (feats or labels):
             raise _C.TesseraError("DistNodeDataLoader: prefetch_node_feats / "
                                   "prefetch_labels work on homogeneous loaders only for now")
-        seeds = typed if self._typed else _node_ids(nids, "DistNodeDataLoader nids")
+        seeds = typed if self._typed else _node_ids(g, nids, "DistNodeDataLoader nids")
         self._loader = _C.NodeLoader(g._g, seeds, fanouts, s.edge_dir, s.replace, s.prob, *common,
                                      etype_fanouts, feats, labels)
         # Rows a script reads at input_nodes / seeds are learned and pulled
@@ -510,12 +550,12 @@ class DistEdgeDataLoader(_Resumable):
             raise _C.TesseraError("DistEdgeDataLoader: reverse_etypes needs a heterograph and "
                                   "eids given as {etype: ids}")
         if isinstance(reverse_eids, dict):
-            reverse_eids = _node_ids(reverse_eids, "reverse_eids")
+            reverse_eids = _node_ids(g, reverse_eids, "reverse_eids", "edge")
         rev = None if reverse_eids is None else as_ids(reverse_eids, "reverse_eids")[0]
         feats, labels = _prefetch_names(s)
-        self._loader = _C.EdgeLoader(g._g, _node_ids(eids, "DistEdgeDataLoader eids"),
-                                     fanouts, s.edge_dir, s.replace, s.prob, *common, rev,
-                                     etype_fanouts, feats, labels, {}, {})
+        ids = _node_ids(g, eids, "DistEdgeDataLoader eids", "edge")
+        self._loader = _C.EdgeLoader(g._g, ids, fanouts, s.edge_dir, s.replace, s.prob,
+                                     *common, rev, etype_fanouts, feats, labels, {}, {})
 
     def __len__(self):
         return len(self._loader)

@@ -52,6 +52,11 @@ class SparseAdam(_SparseOptimizer):
     """Adam with a step count per row (rows not looked up do not age)."""
 
     def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-08):
-        self.lr, self.betas, self.eps = lr, tuple(betas), eps
-        self._o = _C.SparseAdam(_params(params, "SparseAdam"), float(lr), float(betas[0]),
-                                float(betas[1]), float(eps))
+        try:
+            beta1, beta2 = betas
+        except (TypeError, ValueError):
+            raise ValueError(f"SparseAdam: betas must be a pair (beta1, beta2), got "
+                             f"{betas!r}") from None
+        self.lr, self.betas, self.eps = lr, (beta1, beta2), eps
+        self._o = _C.SparseAdam(_params(params, "SparseAdam"), float(lr), float(beta1),
+                                float(beta2), float(eps))

@@ -1,8 +1,10 @@
 """DistTensor and partition policies (dgl.distributed.DistTensor)."""
+import math
+
 import torch
 
 from tessera import _C
-from tessera._utils import as_ids
+from tessera._utils import INT64_MAX, as_ids, as_int, as_seed, check_text
 from tessera.distributed import _prefetch
 from tessera.distributed.partition_book import GraphPartitionBook
 
@@ -84,7 +86,18 @@ def _policy_args(part_policy):
 # shard: pass tessera.distributed.init.uniform(a, b) etc. as init_func.
 class _BuiltinInit:
     def __init__(self, kind, a=0.0, b=1.0, seed=0):
-        self.kind, self.a, self.b, self.seed = kind, float(a), float(b), int(seed)
+        self.kind, self.a, self.b = kind, float(a), float(b)
+        self.seed = as_seed(seed, f"init.{kind}: seed")
+        names = {"uniform": ("low", "high"), "normal": ("mean", "std")}.get(kind)
+        if names:  # torch's uniform_ / normal_ refuse these too.
+            for name, v in zip(names, (self.a, self.b)):
+                if not math.isfinite(v):
+                    raise ValueError(f"init.{kind}: {name} must be finite, got {v}")
+            if kind == "uniform" and self.a > self.b:
+                raise ValueError(f"init.uniform: low must be <= high, got low={self.a}, "
+                                 f"high={self.b}")
+            if kind == "normal" and self.b < 0:
+                raise ValueError(f"init.normal: std must be >= 0, got {self.b}")
 
     def __call__(self, shape, dtype):
         if self.kind == "zeros":
@@ -142,6 +155,13 @@ def _init_collectively(handle, init_func):
         raise error
 
 
+def _check_name(name, what):
+    """A tensor's name: a str that C++ keeps whole (no NUL)."""
+    if name is not None:
+        check_text(name, f"{what}: name")
+    return name
+
+
 def _init_kind(init_func):
     """(kind, a, b, seed) for the C++ initialiser; Python callables start at zero."""
     if isinstance(init_func, _BuiltinInit):
@@ -170,9 +190,12 @@ class DistTensor:
             self._t = _handle
             return
         try:
-            shape = [int(s) for s in shape]
+            shape = list(shape)
         except TypeError:
             raise TypeError(f"DistTensor: shape must be a sequence of ints, got {shape!r}")
+        shape = [as_int(s, f"DistTensor: shape[{i}]", None, INT64_MAX)
+                 for i, s in enumerate(shape)]
+        _check_name(name, "DistTensor")
         if not isinstance(dtype, torch.dtype):
             raise TypeError(f"DistTensor: dtype must be a torch.dtype, got {dtype!r}")
         if name is None and persistent:
@@ -270,5 +293,11 @@ class DistTensor:
     def add_(self, idx, val):
         """Adds rows element-wise (atomic per row); a tessera extension."""
         ids, _ = as_ids(idx, f"DistTensor '{self.name}'", len(self))
+        if isinstance(val, torch.Tensor):
+            if val.dtype != self.dtype:  # As t[ids] = rows: never a silent cast.
+                raise _C.TesseraError(f"adding rows to '{self.name}': the rows are {val.dtype}, "
+                                      f"the tensor {self.dtype} (convert them with .to())")
+        else:  # Python numbers, lists, numpy arrays.
+            val = torch.as_tensor(val, dtype=self.dtype)
         _prefetch.wrote(self._t.name)
-        self._t.add(ids, torch.as_tensor(val))
+        self._t.add(ids, val)
