@@ -633,13 +633,14 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
         for (size_t c = pending.size(); c < calls.size(); ++c) ++late[calls[c].server];
         std::vector<std::string> named;
         bool never = false;
+        const std::string_view method = MethodName(calls[0].request.header.method());
         for (const auto& [server, count] : late) {
-          named.push_back(fmt::format("{} ({} of this call's requests)", Describe(server), count));
+          named.push_back(fmt::format("{} did not answer {} in time ({} request{})",
+                                      Describe(server), method, count, count == 1 ? "" : "s"));
           never |= !shared_->health[server].contacted.load();
         }
         return finish(absl::DeadlineExceededError(fmt::format(
-            "{} did not answer {} in time{}", fmt::join(named, ", "),
-            MethodName(calls[0].request.header.method()),
+            "{}{}", fmt::join(named, "; "),
             never ? " (never answered this process: is it running, and do both sides use the "
                     "same job key and encryption setting?)"
                   : "")));
