@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -54,14 +55,24 @@ class Reaper {
   void Add(std::shared_ptr<void> doomed) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!stopped_) {
-        if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+      if (!stopped_ && !thread_.joinable()) {
+        try {
+          thread_ = std::thread([this] { Run(); });
+        } catch (const std::system_error&) {
+          // No thread to spare (a destructor must not throw): destroyed here.
+        }
+      }
+      if (!stopped_ && thread_.joinable()) {
         queue_.push_back(std::move(doomed));
         doomed.reset();
       }
     }
     changed_.notify_one();
-    doomed.reset();  // Stopped: destroy here.
+    if (doomed && PyGILState_Check()) {  // Stopped, or no thread: destroy here.
+      py::gil_scoped_release release;    // Its sampler threads may need the GIL to finish.
+      doomed.reset();
+    }
+    doomed.reset();
   }
   void Shutdown() {
     {

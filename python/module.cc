@@ -253,6 +253,10 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(g_error_type, e.what_without_backtrace());
     } catch (const py::builtin_exception& e) {
       e.set_error();
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(PyExc_MemoryError,
+                      "out of memory (std::bad_alloc): the call needs more memory than this "
+                      "process can get");
     } catch (const std::exception& e) {
       PyErr_SetString(g_error_type, e.what());
     }

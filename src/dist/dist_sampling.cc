@@ -458,6 +458,12 @@ std::shared_ptr<const loader::EpochPlan> MakePlan(std::vector<int64_t> items,
 }
 
 int ResolveWorkers(const LoaderOptions& options) {
+  // Threads past the cores only wait; thousands exhaust the address space.
+  constexpr int kMaxWorkers = 1024;
+  if (options.num_workers > kMaxWorkers) {
+    throw Error(fmt::format("loader: num_workers must be at most {} sampler threads, got {}",
+                            kMaxWorkers, options.num_workers));
+  }
   if (options.num_workers >= 0) return options.num_workers;
   return CurrentContext()->num_samplers();
 }

@@ -6,7 +6,10 @@
 
 #include "src/kvstore/graph_service.h"
 
+#include <algorithm>
+
 #include "fmt/format.h"
+#include "src/base/memory_budget.h"
 
 namespace tessera::kvstore {
 
@@ -125,7 +128,12 @@ sampling::NeighborOptions NeighborOptionsOf(const SampleRequest& request,
           .relation_weights = weights.relations,
           .exclude = request.exclude,
           .seed = request.seed,
-          .num_threads = request.num_threads};
+          .num_threads = request.num_threads,
+          // 24 bytes an edge (src, dst, eid), in a quarter of the memory
+          // available: a fanout of 10^7 with replacement is an error, not
+          // a bad_alloc after gigabytes.
+          .max_edges = std::clamp<int64_t>(RecentAvailableMemoryBytes() / 4 / 24, int64_t{1} << 20,
+                                           int64_t{1} << 30)};
 }
 
 }  // namespace tessera::kvstore

@@ -5,7 +5,9 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "src/base/memory_budget.h"
 #include "src/shm/catalog.h"
+#include "tessera/base/resource.h"
 
 namespace tessera::kvstore {
 
@@ -160,6 +162,17 @@ StatusOr<bool> LocalFeatureStore::InitData(const InitSpec& spec) {
                       DTypeName(spec.dtype), fmt::join(spec.shape, ", ")));
     }
     return false;
+  }
+  // The whole tensor lives in this process: refuse what it cannot get.
+  uint64_t bytes = DTypeSize(spec.dtype);
+  bool overflow = false;
+  for (int64_t d : spec.shape) overflow |= __builtin_mul_overflow(bytes, d, &bytes);
+  if (overflow || bytes > static_cast<uint64_t>(RecentAvailableMemoryBytes())) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "tensor '{}' {} [{}] needs {}, more than the memory this process can still get ({})",
+        spec.name, DTypeName(spec.dtype), fmt::join(spec.shape, ", "),
+        overflow ? std::string("more than 2^64 bytes") : FormatBytes(static_cast<int64_t>(bytes)),
+        FormatBytes(RecentAvailableMemoryBytes())));
   }
   Entry e;
   e.meta = {key, spec.dtype, spec.shape, spec.policy, spec.persistent};

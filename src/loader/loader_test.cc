@@ -3,13 +3,21 @@
 // Mini-batches (multi-layer blocks, link-prediction batches), epoch plans and
 // the sampler pipeline, on Cora: standalone (one part) and distributed (two
 // machines on loopback).
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "src/base/memory_budget.h"
+#include "src/base/process.h"
 #include "src/kvstore/local_store.h"
 #include "src/kvstore/test_cluster.h"
 #include "src/loader/minibatch.h"
@@ -165,6 +173,37 @@ TEST_F(LoaderTest, EdgeBatchPairsNegativesAndExclusion) {
   EXPECT_FALSE(ValidateEdgeSpec(bad, store->book()).ok());
 }
 
+// What would not fit in memory is refused before it is allocated, with an
+// error naming it, not a std::bad_alloc gigabytes later.
+TEST_F(LoaderTest, RequestsTooLargeForMemoryAreRefusedBeforeAllocating) {
+  auto store = Standalone();
+  const std::vector<int64_t> eids = {10, 500, 7000, 3, 9999};
+  EdgeSpec spec{.neighbors = {.fanouts = {3}}, .negatives = std::numeric_limits<int>::max()};
+  ASSERT_TRUE(ValidateEdgeSpec(spec, store->book()).ok());
+  auto batch = SampleEdgeBatch(store->graph(), eids, spec, 8);  // 160 GiB of pairs.
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kResourceExhausted) << batch.status();
+  EXPECT_THAT(batch.status().message(), HasSubstr("5 edges x 2147483647 negatives per edge"));
+  EXPECT_THAT(batch.status().message(), HasSubstr("memory this process can still get"));
+
+  // 10^9 edges (24 GB) fit under the 2^30-edge cap; 24 bytes an edge in a
+  // quarter of the memory available do not, on any machine with less than 96 GB.
+  std::vector<int64_t> seeds(100);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  auto sampled = store->graph().SampleNeighbors(seeds, {.fanout = 10'000'000, .replace = true});
+  if (RecentAvailableMemoryBytes() / 96 < 1'000'000'000) {
+    EXPECT_EQ(sampled.status().code(), absl::StatusCode::kResourceExhausted) << sampled.status();
+    EXPECT_THAT(sampled.status().message(), HasSubstr("would return more than"));
+  }
+  auto tensor = store->features().InitData(
+      {.name = "huge", .shape = {store->book().num_nodes(), int64_t{1} << 40}});
+  EXPECT_EQ(tensor.status().code(), absl::StatusCode::kResourceExhausted) << tensor.status();
+  EXPECT_THAT(tensor.status().message(), HasSubstr("tensor 'huge' float32 [2708, 1099511627776]"));
+  EXPECT_TRUE(CheckFitsInMemory("small", 1000, 8).ok());
+  Status overflow = CheckFitsInMemory("huge", uint64_t{1} << 40, uint64_t{1} << 40);
+  EXPECT_THAT(overflow.message(), HasSubstr("huge: 1099511627776 x 1099511627776 bytes = more "
+                                            "than 2^64 bytes"));
+}
+
 TEST(EpochPlanTest, EqualBatchCountsPaddingAndShuffle) {
   // Trainer item counts 10, 9, 0 with batches of 4: 3 batches each.
   BatchOptions options{.batch_size = 4, .shuffle = true, .seed = 5};
@@ -260,6 +299,33 @@ TEST(PipelineTest, SlowBatchTimesOutAndDestructionStopsWorkers) {
     ASSERT_TRUE(p.Next().ok());
   }
   EXPECT_LE(produced.load(), 1 + 3 + 2);  // The window bounds the work done ahead.
+}
+
+// Threads that cannot be started (the address space is full) are an
+// exception the caller can catch, never std::terminate: the pipeline joins
+// the workers it did start before it throws.
+TEST(PipelineTest, WorkersThatCannotStartAreAnExceptionNotAnAbort) {
+  auto child = Process::Fork(
+      [] {
+        // 64 MiB more address space: a few 8 MiB thread stacks, not 1000.
+        std::ifstream statm("/proc/self/statm");
+        int64_t pages = 0;
+        statm >> pages;
+        const rlim_t limit = pages * sysconf(_SC_PAGESIZE) + (int64_t{64} << 20);
+        struct rlimit rl = {limit, limit};
+        if (setrlimit(RLIMIT_AS, &rl) != 0) return 3;
+        try {
+          Pipeline<int> p(
+              10, [](int64_t i) -> StatusOr<int> { return static_cast<int>(i); }, 1000, 4,
+              std::chrono::seconds(5));
+          return 2;  // Every thread started: the limit did not bite.
+        } catch (const std::system_error&) {
+          return 0;
+        }
+      },
+      "pipeline", 1);
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_EQ(*child->Wait(Deadline::InSeconds(60)), 0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "src/base/memory_budget.h"
 #include "src/base/random.h"
 
 namespace tessera::loader {
@@ -209,6 +210,9 @@ StatusOr<Pairs> FindPairs(kvstore::GraphService& store, std::span<const int64_t>
                           int negatives, uint64_t seed) {
   const PartitionBook& book = store.book();
   const size_t n = eids.size(), k = static_cast<size_t>(negatives);
+  RETURN_IF_ERROR(CheckFitsInMemory(
+      fmt::format("{} edges x {} negatives per edge (source and destination ids)", n, k), n,
+      2 * sizeof(int64_t) * k));
   Pairs p{std::vector<int64_t>(n), std::vector<int64_t>(n), std::vector<int64_t>(n * k),
           std::vector<int64_t>(n * k)};
   RETURN_IF_ERROR(store.FindEdges(eids, p.src.data(), p.dst.data()));

@@ -145,7 +145,8 @@ StatusOr<SampledEdges> LocalGraph::SampleNeighbors(std::span<const int64_t> seed
                        .relation_weights = o.relation_weights,
                        .exclude = o.exclude,
                        .seed = o.seed,
-                       .num_threads = o.num_threads};
+                       .num_threads = o.num_threads,
+                       .max_edges = o.max_edges};
   // Every relation's every edge is every edge, already grouped by relation
   // (Create checked the relations): the single-fanout path does it at once.
   if (!o.etype_fanouts.empty() && std::all_of(o.etype_fanouts.begin(), o.etype_fanouts.end(),

@@ -81,6 +81,7 @@ struct NeighborOptions {
   std::span<const int64_t> exclude;  // Global edge ids never to pick; sorted, distinct.
   uint64_t seed = 0;
   int num_threads = 1;
+  int64_t max_edges = int64_t{1} << 30;  // More is ResourceExhausted (SampleOptions).
 };
 
 class LocalGraph {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -227,9 +228,14 @@ class BatchLoader {
     if (skip > 0) {
       produce = [produce = std::move(produce), skip](int64_t b) { return produce(b + skip); };
     }
-    it.pipeline_ = std::make_shared<loader::Pipeline<T>>(
-        num_batches_ - skip, std::move(produce), workers_, depth_,
-        std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+    try {
+      it.pipeline_ = std::make_shared<loader::Pipeline<T>>(
+          num_batches_ - skip, std::move(produce), workers_, depth_,
+          std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+    } catch (const std::system_error& e) {
+      throw Error("loader: cannot start " + std::to_string(workers_) +
+                  " sampler threads (num_workers): " + e.what());
+    }
     return it;
   }
   // Resuming from a checkpoint: the next epoch started is epoch `epoch`

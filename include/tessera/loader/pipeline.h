@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <thread>
@@ -38,16 +39,14 @@ class Pipeline {
   Pipeline(int64_t count, Produce produce, int num_workers, int depth,
            std::chrono::milliseconds timeout)
       : count_(count), produce_(std::move(produce)), depth_(std::max(1, depth)), timeout_(timeout) {
-    for (int w = 0; w < num_workers; ++w) workers_.emplace_back([this] { Work(); });
-  }
-  ~Pipeline() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+    try {
+      for (int w = 0; w < num_workers; ++w) workers_.emplace_back([this] { Work(); });
+    } catch (...) {  // std::system_error: no thread could be started.
+      Stop();        // The started ones, or their destructors would terminate.
+      throw;
     }
-    changed_.notify_all();
-    for (std::thread& t : workers_) t.join();
   }
+  ~Pipeline() { Stop(); }
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
@@ -115,6 +114,11 @@ class Pipeline {
       }
     } catch (abi::__forced_unwind&) {
       throw;  // Thread cancellation (e.g. pthread_exit) must unwind.
+    } catch (const std::bad_alloc&) {
+      result.status = absl::ResourceExhaustedError(fmt::format(
+          "batch {}: out of memory (std::bad_alloc): the batch needs more memory than this "
+          "process can get",
+          index));
     } catch (const std::exception& e) {
       result.status = absl::InternalError(fmt::format("batch {}: {}", index, e.what()));
     } catch (...) {
@@ -123,6 +127,15 @@ class Pipeline {
     return result;
   }
 
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+  }
   void Work() {
     while (true) {
       int64_t index;
