@@ -149,7 +149,7 @@ LINK = os.path.join(SOURCE, "examples", "python", "graphsage", "link_prediction.
 
 def test_link_prediction_with_u_dot_v_standalone_and_launched(cora_parts, tmp_path):
     """The pair graphs' scores are apply_edges(fn.u_dot_v(...)), as DGL's."""
-    flags = ["--graph_name", "cora", "--num_epochs", "3", "--log_every", "0", "--json"]
+    flags = ["--graph_name", "cora", "--num_epochs", "4", "--log_every", "0", "--json"]
     r = subprocess.run([PYTHON, LINK, "--part_config", cora_parts[1], *flags],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     assert r.returncode == 0, r.stdout
