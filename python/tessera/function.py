@@ -411,6 +411,37 @@ def _apply_nodes(g, frame, ntype, func):
     return out
 
 
+def _extreme(reduce_func):
+    """"max" or "min" for such a builtin reduction, else None."""
+    if isinstance(reduce_func, ReduceFunction) and reduce_func.name in ("max", "min"):
+        return reduce_func.name
+    return None
+
+
+def _unreached_identity(indptr, out, extreme):
+    """``out`` with the reducer's identity (-inf for max, inf for min) at the
+    destinations without in-edges, as DGL's kernels leave them."""
+    if extreme is None:
+        return out
+    unreached = indptr[1:] == indptr[:-1]
+    if not bool(unreached.any()):
+        return out
+    fill = float("-inf") if extreme == "max" else float("inf")
+    return {k: v.masked_fill(unreached.view(-1, *[1] * (v.dim() - 1)), fill)
+            if v.is_floating_point() else v for k, v in out.items()}
+
+
+def _then_apply(data, out, nodes, ntype, func):
+    """DGL's ``message_passing`` apply phase: ``func`` sees ``data`` (the
+    destinations' rows) updated by the reduction's ``out``, and its outputs
+    alone are the result (the reduction's own fields are not stored)."""
+    if func is None:
+        return out
+    applied = func(NodeBatch(_Rows(dict(data, **out), None), nodes, ntype))
+    _check_udf_out(applied, nodes.numel(), "apply_node_func")
+    return dict(applied)
+
+
 def update_all(g, message_func, reduce_func, apply_node_func=None, etype=None):
     """Messages along every edge of relation ``etype``, reduced into its
     destinations' data. On a graph of several relations with ``etype``
@@ -429,19 +460,18 @@ def update_all(g, message_func, reduce_func, apply_node_func=None, etype=None):
         return
     c = g.to_canonical_etype(etype)
     frame = g._dstf[c[2]]
+    extreme = _extreme(reduce_func)
     out = _relation_update(g, c, message_func, reduce_func)
-    if not (isinstance(reduce_func, ReduceFunction) and reduce_func.name in ("max", "min")):
-        _write(frame, out)
-        _apply_nodes(g, frame, c[2], apply_node_func)
-        return
-    # DGL replaces infinities (a max of -inf messages, or of inf) by 0: in
-    # the result, or after apply_node_func (which sees them) in its output.
-    _write(frame, out if apply_node_func is not None else _inf_to_zero(out))
-    applied = _apply_nodes(g, frame, c[2], apply_node_func)
-    if applied is not None:
-        first = next(iter(applied), None)
-        _write(frame, _inf_to_zero({k: frame.data[k] for k in [first] + list(out)
-                                    if k is not None and (k == first or k not in applied)}))
+    if apply_node_func is not None:  # It sees DGL's -inf / inf where no message came.
+        out = _then_apply(frame.data, _unreached_identity(g._rel[c].indptr, out, extreme),
+                          torch.arange(frame.num_rows, dtype=torch.int64), c[2],
+                          apply_node_func)
+    if extreme is not None and out:
+        # DGL replaces infinities by 0 in the first field of the result only
+        # (the reduction's, or apply_node_func's first output).
+        first = next(iter(out))
+        out = dict(out, **_inf_to_zero({first: out[first]}))
+    _write(frame, out)
 
 
 def _edge_ids(g, c, edges, what):
@@ -485,26 +515,26 @@ def pull(g, v, message_func, reduce_func, apply_node_func=None, etype=None):
 
 def _partial_update(g, c, eids, receivers, message_func, reduce_func, apply_node_func):
     """update_all over the edges ``eids`` of ``c``, written to the rows of
-    ``receivers`` only (other rows keep their values; a new name starts at 0)."""
+    ``receivers`` only (other rows keep their values; a new name starts at 0).
+    A receiver without edges gets -inf / inf from max / min (DGL's kernels)."""
     r = g._rel[c]
     sub = g[c]  # Shares the node frames; the relation restricted to eids.
     sub._rel = {c: _Relation(r.num_src, r.num_dst, r.src.index_select(0, eids),
                              dst=r.dst.index_select(0, eids))}
     sub._ef = {c: g._ef[c].subframe(eids, g._ef[c].what)}
     out = _relation_update(sub, c, message_func, reduce_func)
+    out = _unreached_identity(sub._rel[c].indptr, out, _extreme(reduce_func))
     frame = g._dstf[c[2]]
+    out = {k: v.index_select(0, receivers) for k, v in out.items()}
     if apply_node_func is not None:
         data = {k: v.index_select(0, receivers) for k, v in frame.data.items()}
-        data.update({k: v.index_select(0, receivers) for k, v in out.items()})
-        applied = apply_node_func(NodeBatch(data, receivers, c[2]))
-        _check_udf_out(applied, receivers.numel(), "apply_node_func")
-        out = dict(out, **{k: v.new_zeros((frame.num_rows, *v.shape[1:])).index_copy(
-            0, receivers, v) for k, v in applied.items()})
+        out = _then_apply(data, out, receivers, c[2], apply_node_func)
     rows = {}
     for k, v in out.items():
         old = frame.data.get(k)
-        base = old if old is not None and old.shape == v.shape else v.new_zeros(v.shape)
-        rows[k] = base.index_copy(0, receivers, v.index_select(0, receivers))
+        shape = (frame.num_rows, *v.shape[1:])
+        base = old if old is not None and old.shape == shape else v.new_zeros(shape)
+        rows[k] = base.index_copy(0, receivers, v)
     _write(frame, rows)
 
 
@@ -538,20 +568,13 @@ def multi_update_all(g, etype_dict, cross_reducer, apply_node_func=None):
                                   f"reduce_func[, apply_node_func])")
         out = _relation_update(g, c, funcs[0], funcs[1])
         extreme = isinstance(funcs[1], ReduceFunction) and funcs[1].name in ("max", "min")
-        if extreme:
-            # As in DGL: until the merge, a destination this relation does not
-            # reach holds the reducer's identity (-inf for max, inf for min).
-            indptr = g._rel[c].indptr
-            unreached = indptr[1:] == indptr[:-1]
-            fill = float("-inf") if funcs[1].name == "max" else float("inf")
-            out = {k: v.masked_fill(unreached.view(-1, *[1] * (v.dim() - 1)), fill)
-                   if v.is_floating_point() else v for k, v in out.items()}
-        if len(funcs) == 3 and funcs[2] is not None:
-            batch = NodeBatch(_Rows(dict(g._dstf[c[2]].data, **out), None),
-                              torch.arange(g._dstf[c[2]].num_rows), c[2])
-            applied = funcs[2](batch)
-            _check_udf_out(applied, g._dstf[c[2]].num_rows, "apply_node_func")
-            out = dict(out, **applied)
+        # As in DGL: until the merge, a destination this relation does not
+        # reach holds the reducer's identity (-inf for max, inf for min).
+        out = _unreached_identity(g._rel[c].indptr, out, _extreme(funcs[1]))
+        if len(funcs) == 3 and funcs[2] is not None:  # Its outputs alone, as DGL's.
+            frame = g._dstf[c[2]]
+            out = _then_apply(frame.data, out, torch.arange(frame.num_rows, dtype=torch.int64),
+                              c[2], funcs[2])
         per_type.setdefault(c[2], []).append((order[c], out))
     for ntype, results in per_type.items():
         if cross_reducer == "stack":  # In relation order; others in the order given (DGL).

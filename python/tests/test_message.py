@@ -325,13 +325,18 @@ def test_user_defined_functions_equal_builtins():
     b.srcdata["h"] = torch.randn(5, 4)
     b.edata["w"] = torch.rand(5, 1)
     b.update_all(fn.u_mul_e("h", "w", "m"), fn.max("m", "want"))
-    b.update_all(lambda edges: {"m": edges.src["h"] * edges.data["w"]},
-                 lambda nodes: {"got": nodes.mailbox["m"].max(1).values,
-                                "deg": torch.full((len(nodes),), float(nodes.mailbox["m"].shape[1]))},
-                 apply_node_func=lambda nodes: {"twice": nodes.data["got"] * 2})
+    udf_message = lambda edges: {"m": edges.src["h"] * edges.data["w"]}  # noqa: E731
+    udf_reduce = lambda nodes: {  # noqa: E731
+        "got": nodes.mailbox["m"].max(1).values,
+        "deg": torch.full((len(nodes),), float(nodes.mailbox["m"].shape[1]))}
+    b.update_all(udf_message, udf_reduce)
     assert torch.allclose(b.dstdata["got"], b.dstdata["want"])
     assert b.dstdata["deg"].tolist() == [3.0, 2.0, 0.0]  # Zero without in-edges, as DGL.
+    b.dstdata.pop("got")
+    b.update_all(udf_message, udf_reduce,
+                 apply_node_func=lambda nodes: {"twice": nodes.data["got"] * 2})
     assert torch.allclose(b.dstdata["twice"], 2 * b.dstdata["want"])
+    assert "got" not in b.dstdata  # Only apply_node_func's outputs are stored (DGL).
     # Builtin message, UDF reduction; UDF apply_edges seeing src, dst, data.
     b.update_all(fn.copy_u("h", "m"), lambda nodes: {"s": nodes.mailbox["m"].sum(1)})
     b.update_all(fn.copy_u("h", "m"), fn.sum("m", "s2"))
@@ -648,11 +653,13 @@ def test_send_and_recv_and_pull_update_only_their_nodes():
     assert g.ndata["s"].reshape(-1).tolist() == [-1.0, 2.0, 4.0, 1.0]
     g.send_and_recv([0], fn.copy_u("h", "m"), fn.sum("m", "new"),
                     apply_node_func=lambda nodes: {"twice": nodes.data["new"] * 2})
-    assert g.ndata["new"].reshape(-1).tolist() == [0.0, 1.0, 0.0, 0.0]  # new name: zeros
+    # apply_node_func's outputs alone are stored (DGL); a new name: zeros elsewhere.
+    assert "new" not in g.ndata
     assert g.ndata["twice"].reshape(-1).tolist() == [0.0, 2.0, 0.0, 0.0]
     g.pull(torch.tensor([2, 0]), fn.copy_u("h", "m"), fn.max("m", "s"))
-    # Node 2 pulls max(h[2], h[3]) = 8; node 0 has no in-edge: 0; 1 and 3 keep theirs.
-    assert g.ndata["s"].reshape(-1).tolist() == [0.0, 2.0, 8.0, 1.0]
+    # Node 2 pulls max(h[2], h[3]) = 8; node 0 has no in-edge: DGL's -inf; 1 and 3 keep theirs.
+    assert g.ndata["s"].reshape(-1).tolist() == [float("-inf"), 2.0, 8.0, 1.0]
+    g.ndata["s"][0] = 0.0
     with pytest.raises(tessera.TesseraError, match="edge id out of range"):
         g.send_and_recv([7], fn.copy_u("h", "m"), fn.sum("m", "s"))
     with pytest.raises(tessera.TesseraError, match="node id out of range"):
@@ -1086,3 +1093,70 @@ def test_dgl_constants_norm_by_dst_and_missing_fields_as_dgl():
     g.ndata["h"] = torch.ones(3, 1)
     with pytest.raises(KeyError, match="nope"):
         g.update_all(fn.copy_u("nope", "m"), fn.sum("m", "o"))
+
+
+def test_apply_node_func_after_max_min_as_dgl():
+    """Checked side by side against DGL 1.1.3: apply_node_func sees -inf
+    (max) / inf (min) where no message came; only its outputs are stored;
+    update_all then turns infinities into 0 in its first output only;
+    send_and_recv, pull and push keep them."""
+    inf = float("inf")
+
+    def graph():
+        g = tessera.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 2, 2])), num_nodes=4)
+        g.ndata["h"] = torch.tensor([[-inf], [inf], [1.0], [2.0]])
+        g.ndata["o"] = torch.full((4, 1), 7.0)
+        return g
+
+    def values(g):
+        return {k: v.flatten().tolist() for k, v in sorted(g.ndata.items())}
+
+    g = tessera.graph(([0], [1]), num_nodes=3)  # The reviewer's case.
+    g.ndata["h"] = torch.ones(3, 1)
+    g.update_all(fn.copy_u("h", "m"), fn.max("m", "o"), lambda nb: {"o": nb.data["o"] + 1})
+    assert g.ndata["o"].flatten().tolist() == [0.0, 2.0, 0.0]
+    g = tessera.graph(([0], [1]), num_nodes=3)
+    g.ndata["h"] = torch.ones(3, 1)
+    g.update_all(fn.copy_u("h", "m"), fn.max("m", "o"), lambda nb: {"z": nb.data["o"] * 2})
+    assert sorted(g.ndata.keys()) == ["h", "z"] and g.ndata["z"].flatten().tolist() == [0, 2, 0]
+
+    plus1 = lambda nb: {"o": nb.data["o"] + 1}  # noqa: E731
+    zo = lambda nb: {"z": nb.data["o"] * 2, "o": nb.data["o"] - 1}  # noqa: E731
+    udf = lambda edges: {"m": edges.src["h"]}  # noqa: E731
+    for msg in (fn.copy_u("h", "m"), udf):
+        g = graph()
+        g.update_all(msg, fn.max("m", "o"), plus1)
+        assert values(g)["o"] == [0.0, 0.0, 0.0, 0.0]
+        g = graph()
+        g.update_all(msg, fn.min("m", "o"), zo)  # "z" first: "o" keeps its infinities.
+        assert values(g) == {"h": [-inf, inf, 1.0, 2.0], "o": [inf, -inf, 0.0, inf],
+                             "z": [0.0, 0.0, 2.0, 0.0]}
+        g = graph()
+        g.update_all(msg, fn.sum("m", "q"), lambda nb: {"z": nb.data["q"] * 2})
+        assert values(g) == {"h": [-inf, inf, 1.0, 2.0], "o": [7.0] * 4,
+                             "z": [0.0, -inf, inf, 0.0]}
+        g = graph()
+        g.update_all(msg, fn.max("m", "q"), lambda nb: {})
+        assert sorted(g.ndata.keys()) == ["h", "o"]
+        g = graph()
+        g.send_and_recv([1], msg, fn.min("m", "q"), lambda nb: {"z": nb.data["q"] - 1})
+        assert values(g) == {"h": [-inf, inf, 1.0, 2.0], "o": [7.0] * 4,
+                             "z": [0.0, 0.0, inf, 0.0]}
+        g = graph()
+        g.pull([0, 2], msg, fn.min("m", "o"), zo)
+        assert values(g) == {"h": [-inf, inf, 1.0, 2.0], "o": [inf, 7.0, 0.0, 7.0],
+                             "z": [inf, 0.0, 2.0, 0.0]}
+        g = graph()
+        g.push([1], msg, fn.max("m", "o"), plus1)
+        assert values(g)["o"] == [7.0, 7.0, inf, 7.0]
+    # multi_update_all: a relation's apply_node_func stores its outputs alone.
+    hg = tessera.heterograph({("a", "r1", "b"): ([0, 1], [0, 0]), ("a", "r2", "b"): ([1], [1])},
+                             num_nodes_dict={"a": 2, "b": 3})
+    hg.nodes["a"].data["h"] = torch.tensor([[2.0], [-inf]])
+    hg.nodes["b"].data["o"] = torch.full((3, 1), 7.0)
+    z = lambda nb: {"z": nb.data["o"] * 2}  # noqa: E731
+    hg.multi_update_all({"r1": (fn.copy_u("h", "m"), fn.max("m", "o"), z),
+                         "r2": (fn.copy_u("h", "m"), fn.max("m", "o"), z)}, "sum",
+                        lambda nb: {"o": nb.data["z"] + 1})
+    assert {k: v.flatten().tolist() for k, v in sorted(hg.nodes["b"].data.items())} == \
+        {"o": [1.0, 1.0, 1.0], "z": [0.0, 0.0, 0.0]}  # 4 + -inf: 0
