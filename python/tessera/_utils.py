@@ -49,24 +49,19 @@ def _id_overflow(what, value):
                            f"[{INT64_MIN}, {INT64_MAX}]: no such node or edge")
 
 
-def as_int(x, what, low=None, high=None):
+def as_int(x, what, low, high):
     """``x`` (an int, a numpy integer, a one-element integer tensor) as a
     Python int; TypeError naming ``what`` for a float or another type,
     ValueError giving the allowed range when it is below ``low`` or above
-    ``high`` (the C++ type's limits: pybind11 would only say "incompatible
-    function arguments")."""
+    ``high``. Both bounds are required and must lie within the C++ type's
+    limits: beyond them pybind11 would only say "incompatible function
+    arguments"."""
     try:
         v = operator.index(x)
     except TypeError:
         raise TypeError(f"{what} must be an integer, got {x!r}") from None
-    if (low is not None and v < low) or (high is not None and v > high):
-        if low is None:
-            allowed = f"at most {high}"
-        elif high is None:
-            allowed = f"at least {low}"
-        else:
-            allowed = f"in [{low}, {high}]"
-        raise ValueError(f"{what} must be {allowed}, got {v}")
+    if not low <= v <= high:
+        raise ValueError(f"{what} must be in [{low}, {high}], got {v}")
     return v
 
 

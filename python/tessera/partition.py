@@ -102,17 +102,17 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
         raise TypeError("partition_graph: graph_name must be a non-empty string")
     check_text(graph_name, "partition_graph: graph_name")
     out_path = check_text(str(out_path), "partition_graph: out_path")
-    num_parts = as_int(num_parts, "partition_graph: num_parts", None, INT32_MAX)
-    args = dict(num_hops=as_int(num_hops, "partition_graph: num_hops", None, INT32_MAX),
+    num_parts = as_int(num_parts, "partition_graph: num_parts", 1, INT32_MAX)
+    args = dict(num_hops=as_int(num_hops, "partition_graph: num_hops", 0, INT32_MAX),
                 part_method=str(part_method),
                 balance_edges=bool(balance_edges), return_mapping=bool(return_mapping),
                 num_trainers_per_machine=as_int(num_trainers_per_machine,
                                                 "partition_graph: num_trainers_per_machine",
-                                                None, INT32_MAX),
+                                                1, INT32_MAX),
                 objtype=str(objtype), seed=as_seed(seed, "partition_graph: seed"),
                 coarsening=float(coarsening),
                 coarsen_min_arcs=as_int(coarsen_min_arcs, "partition_graph: coarsen_min_arcs",
-                                        None, INT64_MAX))
+                                        0, INT64_MAX))
     if isinstance(g, Graph) and (not g.is_homogeneous or g.ntypes != ["_N"]
                                  or g.canonical_etypes != [("_N", "_E", "_N")]):
         # A typed in-memory graph (tessera.heterograph, also of one named
@@ -217,7 +217,7 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     if use_graphbolt:
         raise ValueError("load_partition: use_graphbolt=True is not supported")
     d = _C.load_partition(check_text(str(part_config), "load_partition: part_config"),
-                          as_int(part_id, "load_partition: part_id", None, INT32_MAX),
+                          as_int(part_id, "load_partition: part_id", 0, INT32_MAX),
                           bool(load_feats))
     gpb = GraphPartitionBook(d["book"])
     ntypes, etypes = gpb.ntypes, gpb.canonical_etypes
@@ -234,7 +234,7 @@ def load_partition_book(part_config, part_id):
     from tessera.distributed.partition_book import GraphPartitionBook
     book, name = _C.load_partition_book(
         check_text(str(part_config), "load_partition_book: part_config"),
-        as_int(part_id, "load_partition_book: part_id", None, INT32_MAX))
+        as_int(part_id, "load_partition_book: part_id", 0, INT32_MAX))
     gpb = GraphPartitionBook(book)
     return (gpb, name, {t: i for i, t in enumerate(gpb.ntypes)},
             {c: i for i, c in enumerate(gpb.canonical_etypes)})

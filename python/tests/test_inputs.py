@@ -72,6 +72,20 @@ def test_partition_graph_integer_arguments(tmp_path):
     cfg = str(tmp_path / "a" / "s.json")
     _raises(ValueError, lambda: tessera.load_partition(cfg, 2**40), "part_id", str(2**40))
     _raises(ValueError, lambda: tessera.load_partition_book(cfg, 2**40), "part_id")
+    # Negative values below the C++ int32 / int64 too, and any that cannot be valid.
+    for kw, low, value in (("num_hops", 0, -2**40), ("num_trainers_per_machine", 1, -2**33),
+                           ("coarsen_min_arcs", 0, -2**70), ("num_hops", 0, -1)):
+        _raises(ValueError, lambda: tessera.partition_graph(EDGES, "s", 1, out, **{kw: value}),
+                kw, str(value), f"[{low}, ")
+    for n in (-2**40, 0):
+        _raises(ValueError, lambda: tessera.partition_graph(EDGES, "s", n, out), "num_parts",
+                str(n), "[1, 2147483647]")
+    for part_id in (-2**40, -1):
+        _raises(ValueError, lambda: tessera.load_partition(cfg, part_id), "part_id",
+                str(part_id), "[0, 2147483647]")
+        _raises(ValueError, lambda: tessera.load_partition_book(cfg, part_id), "part_id",
+                str(part_id), "[0, 2147483647]")
+    assert not os.path.exists(out)
 
 
 def test_builtin_initialisers_refuse_bad_parameters():
@@ -228,6 +242,17 @@ def check_int_ranges(dist, g):
     _raises(ValueError, lambda: dist.DistTensor((2**64, 2), torch.float32, "r"), "shape[0]",
             str(2**64))
     _raises(ValueError, lambda: dist.DistEmbedding(g.num_nodes(), 2**64, "r"), "embedding_dim")
+    _raises(ValueError, lambda: dist.DistTensor((-2**70, 2), torch.float32, "r"), "shape[0]",
+            str(-2**70), "[0, ")
+    _raises(ValueError, lambda: dist.DistTensor((4, -1), torch.float32, "r"), "shape[1]", "-1")
+    _raises(ValueError, lambda: dist.DistEmbedding(-2**40, 2, "r"), "num_embeddings",
+            str(-2**40), "[0, ")
+    _raises(ValueError, lambda: dist.DistEmbedding(4, -2**70, "r"), "embedding_dim")
+    _raises(ValueError, lambda: dist.sample_neighbors(g, torch.tensor([1]), -2**64), "fanout",
+            str(-2**64))
+    _raises(ValueError, lambda: nodes(batch_size=4, fanouts=[-2**70]), "fanout", str(-2**70))
+    _raises(ValueError, lambda: nodes(batch_size=4, num_workers=-2**40), "num_workers",
+            str(-2**40))
     _raises(ValueError, lambda: dist.manual_seed(2**64), "manual_seed", "seed")
     _raises(ValueError, lambda: dist.negative_sampler.Uniform(2**40), "k", str(2**40))
     _raises(tessera.TesseraError, lambda: g.ndata["feat"][2**70], "feat", str(2**70), "int64")

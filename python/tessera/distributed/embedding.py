@@ -29,8 +29,8 @@ class DistEmbedding:
 
     def __init__(self, num_embeddings, embedding_dim, name=None, init_func=None,
                  part_policy=None):
-        num_embeddings = as_int(num_embeddings, "DistEmbedding: num_embeddings", None, INT64_MAX)
-        embedding_dim = as_int(embedding_dim, "DistEmbedding: embedding_dim", None, INT64_MAX)
+        num_embeddings = as_int(num_embeddings, "DistEmbedding: num_embeddings", 0, INT64_MAX)
+        embedding_dim = as_int(embedding_dim, "DistEmbedding: embedding_dim", 0, INT64_MAX)
         if name is None:
             name = f"embedding-{next(_anonymous)}"
         _check_name(name, "DistEmbedding")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import torch
 
 from tessera import _C, NID
-from tessera._utils import INT32_MAX, INT64_MAX, as_ids, as_int, as_seed
+from tessera._utils import INT32_MAX, INT64_MAX, INT64_MIN, as_ids, as_int, as_seed
 from tessera.distributed import _prefetch, context
 from tessera.distributed.partition_book import _etype_str
 from tessera.heterograph import Block, Graph, PairGraph, _Relation
@@ -142,7 +142,7 @@ def _fanout_value(v, what):
     """A fanout as an int (C++ int64; -1 takes all): never a float cut short."""
     if isinstance(v, float):
         raise TypeError(f"{what} must be an integer (-1 for all neighbours), got {v!r}")
-    return as_int(v, what, None, INT64_MAX)
+    return as_int(v, what, INT64_MIN, INT64_MAX)  # C++ refuses below -1
 
 
 def check_relation(g, key, what):

@@ -193,7 +193,7 @@ class DistTensor:
             shape = list(shape)
         except TypeError:
             raise TypeError(f"DistTensor: shape must be a sequence of ints, got {shape!r}")
-        shape = [as_int(s, f"DistTensor: shape[{i}]", None, INT64_MAX)
+        shape = [as_int(s, f"DistTensor: shape[{i}]", 0, INT64_MAX)
                  for i, s in enumerate(shape)]
         _check_name(name, "DistTensor")
         if not isinstance(dtype, torch.dtype):
