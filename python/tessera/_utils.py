@@ -90,8 +90,16 @@ def submodule(module, name):
     """A package's ``__getattr__``: its submodule ``name``, imported on first
     use (``import tessera as dgl; dgl.nn.SAGEConv``, as DGL's are after
     ``import dgl``), else :func:`missing_name`'s error."""
-    if not name.startswith("_") and importlib.util.find_spec(f"{module}.{name}") is not None:
-        return importlib.import_module(f"{module}.{name}")
+    # Only a plain identifier can name a submodule: find_spec would import the
+    # parent of "nope.x" and raise ModuleNotFoundError, where hasattr and
+    # getattr(..., default) expect an AttributeError.
+    if not name.startswith("_") and name.isidentifier():
+        try:
+            spec = importlib.util.find_spec(f"{module}.{name}")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            return importlib.import_module(f"{module}.{name}")
     raise missing_name(module, name)
 
 

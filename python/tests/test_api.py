@@ -67,6 +67,27 @@ def test_submodules_need_no_import_of_their_own():
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout
 
 
+def test_unresolvable_names_are_attribute_errors():
+    """A module __getattr__ raises AttributeError alone for a name it cannot
+    resolve, so hasattr and getattr(..., default) answer, even for a dotted
+    or non-identifier name (find_spec would raise ModuleNotFoundError)."""
+    import sys
+    code = ("import tessera, tessera.nn, tessera.distributed\n"
+            "for m in (tessera, tessera.nn, tessera.distributed):\n"
+            "    for name in ('nope.x', 'pytorch.x', 'nn.x', 'a b', '', '.', 'x.', '1x', 'nope'):\n"
+            "        assert not hasattr(m, name), (m, name)\n"
+            "        assert getattr(m, name, 7) == 7\n"
+            "        try:\n"
+            "            getattr(m, name)\n"
+            "        except AttributeError:\n"
+            "            pass\n"
+            "assert hasattr(tessera.nn, 'pytorch') and hasattr(tessera, 'sampling')\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout
+
+
 def test_installed_package_is_this_build():
     """After scripts/build.sh, Debian's python3 imports tessera with no
     PYTHONPATH, and it is the extension this build made."""
