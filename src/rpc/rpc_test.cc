@@ -222,6 +222,33 @@ TEST(RpcTest, ThousandsOfCallsInOneCallManyAllGetTheirAnswers) {
   EXPECT_THAT(late.status().message(),
               HasSubstr("server 0 (" + st.endpoint + ") did not answer pull in time (3 requests)"))
       << late.status();
+
+  // A server whose connection is full (300 calls it never answers) does not
+  // hold back the calls to another, listed after them.
+  ServerThread other({.host = "127.0.0.1", .token = "secret"}, /*encrypted=*/false);
+  auto two = RpcClient::Create(
+      {.token = "secret", .servers = {st.endpoint, other.endpoint}, .streams = 1});
+  ASSERT_TRUE(two.ok()) << two.status();
+  std::vector<Call> mixed;
+  for (int i = 0; i < 300; ++i) {
+    Message never = MakeRequest(wire::PULL);
+    never.header.set_name("slow");
+    mixed.push_back({0, std::move(never)});
+  }
+  Message quick = MakeRequest(wire::PULL);
+  quick.arrays.push_back(MakeWireArray(std::vector<int64_t>{21}));
+  mixed.push_back({1, std::move(quick)});
+  int64_t got = 0;
+  auto held = (*two)->CallMany(std::move(mixed), Deadline::InSeconds(1), {},
+                               [&](size_t index, Message& response) {
+                                 EXPECT_EQ(index, 300u);
+                                 got = response.arrays.at(0).span<int64_t>()[0];
+                                 return absl::OkStatus();
+                               });
+  ASSERT_EQ(held.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(got, 42);
+  EXPECT_THAT(held.status().message(), HasSubstr("(300 requests)")) << held.status();
+  EXPECT_THAT(held.status().message(), Not(HasSubstr(other.endpoint))) << held.status();
 }
 
 TEST(RpcTest, RequestResponseWithArraysAndErrors) {

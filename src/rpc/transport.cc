@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -553,16 +554,15 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
   std::unique_ptr<SocketSet> set = Lease();
   struct Pending {
     int server;
-    size_t socket;  // Index into set->sockets.
-    uint64_t request_id;
+    size_t socket;  // Index into set->sockets, once sent.
     wire::Method method;
   };
-  std::vector<Pending> pending;  // Of the calls sent so far, in call order.
+  std::vector<Pending> pending(calls.size());
+  // Per server, its calls not sent yet, in call order.
+  std::vector<std::deque<size_t>> unsent(options_.servers.size());
   std::vector<size_t> in_flight(set->sockets.size(), 0);
   // Sent and unanswered calls by (socket, request id).
   std::map<std::pair<size_t, uint64_t>, size_t> waiting;
-  // The next stream of each server, round-robin.
-  std::vector<int> next_stream(options_.servers.size(), 0);
   std::vector<std::optional<Message>> responses(calls.size());
   auto finish = [&](Status status) -> StatusOr<std::vector<Message>> {
     Return(std::move(set));
@@ -573,36 +573,48 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
     for (auto& r : responses) out.push_back(std::move(*r));
     return out;
   };
-  // Sends calls in order while their sockets have fewer than
-  // kMaxCallsInFlight unanswered: past ZeroMQ's high-water marks (1000
-  // messages a side) a server's ROUTER socket drops answers without a word,
-  // and a call of thousands of pieces waited for them until its deadline.
+  for (size_t c = 0; c < calls.size(); ++c) {
+    if (Status s = ServerStatus(calls[c].server); !s.ok()) return finish(s);
+    pending[c] = {calls[c].server, 0, calls[c].request.header.method()};
+    unsent[calls[c].server].push_back(c);
+  }
+  // Sends each server's calls, in order, on its least busy stream while that
+  // has fewer than kMaxCallsInFlight unanswered: past ZeroMQ's high-water
+  // marks (1000 messages a side) a server's ROUTER socket drops answers
+  // without a word, and a call of thousands of pieces waited for them until
+  // its deadline. A server whose streams are full waits; the others do not.
   auto send_more = [&]() -> Status {
-    while (pending.size() < calls.size()) {
-      Call& call = calls[pending.size()];
-      RETURN_IF_ERROR(ServerStatus(call.server));
-      int& stream = next_stream[call.server];
-      const size_t index = static_cast<size_t>(call.server) * options_.streams + stream;
-      if (in_flight[index] >= kMaxCallsInFlight) return absl::OkStatus();
-      stream = (stream + 1) % options_.streams;
-      wire::Header& h = call.request.header;
-      h.set_token(options_.token);
-      h.set_client_id(options_.client_id);
-      h.set_timeout_ms(static_cast<uint32_t>(deadline.RemainingMillis()));
-      zmq::socket_t& s = SocketFor(shared_->context, set->sockets, index, call.server, options_);
-      while (!SendMessage(s, nullptr, call.request)) {
-        if (deadline.Expired()) {
-          return absl::DeadlineExceededError(
-              fmt::format("{}: cannot send {} (queue full or server unreachable)",
-                          Describe(call.server), MethodName(h.method())));
+    for (size_t server = 0; server < unsent.size(); ++server) {
+      std::deque<size_t>& queue = unsent[server];
+      while (!queue.empty()) {
+        size_t index = server * options_.streams;
+        for (size_t k = index + 1; k < (server + 1) * options_.streams; ++k) {
+          if (in_flight[k] < in_flight[index]) index = k;
         }
-        RETURN_IF_ERROR(CheckInterrupt());
-        zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLOUT, 0};
-        PollOrSignal(&item, 1, std::min(kPollSlice, Millis(deadline.RemainingMillis())));
+        if (in_flight[index] >= kMaxCallsInFlight) break;
+        RETURN_IF_ERROR(ServerStatus(static_cast<int>(server)));
+        const size_t c = queue.front();
+        wire::Header& h = calls[c].request.header;
+        h.set_token(options_.token);
+        h.set_client_id(options_.client_id);
+        h.set_timeout_ms(static_cast<uint32_t>(deadline.RemainingMillis()));
+        zmq::socket_t& s =
+            SocketFor(shared_->context, set->sockets, index, static_cast<int>(server), options_);
+        while (!SendMessage(s, nullptr, calls[c].request)) {
+          if (deadline.Expired()) {
+            return absl::DeadlineExceededError(
+                fmt::format("{}: cannot send {} (queue full or server unreachable)",
+                            Describe(static_cast<int>(server)), MethodName(h.method())));
+          }
+          RETURN_IF_ERROR(CheckInterrupt());
+          zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLOUT, 0};
+          PollOrSignal(&item, 1, std::min(kPollSlice, Millis(deadline.RemainingMillis())));
+        }
+        queue.pop_front();
+        waiting[{index, h.request_id()}] = c;
+        pending[c].socket = index;
+        ++in_flight[index];
       }
-      waiting[{index, h.request_id()}] = pending.size();
-      pending.push_back({call.server, index, h.request_id(), h.method()});
-      ++in_flight[index];
     }
     return absl::OkStatus();
   };
@@ -630,7 +642,9 @@ StatusOr<std::vector<Message>> RpcClient::CallMany(std::vector<Call> calls, Dead
         // Each server once, with the number of its calls not answered.
         std::map<int, size_t> late;
         for (const auto& [key, i] : waiting) ++late[pending[i].server];
-        for (size_t c = pending.size(); c < calls.size(); ++c) ++late[calls[c].server];
+        for (size_t server = 0; server < unsent.size(); ++server) {
+          if (!unsent[server].empty()) late[static_cast<int>(server)] += unsent[server].size();
+        }
         std::vector<std::string> named;
         bool never = false;
         const std::string_view method = MethodName(calls[0].request.header.method());

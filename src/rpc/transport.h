@@ -174,8 +174,11 @@ class RpcClient {
   // calls), so its data can be used while later responses are in flight.
   using OnResponse = std::function<Status(size_t index, Message& response)>;
 
-  // Sends every request, runs `between` (local work overlapping the remote
-  // calls; may be empty), then waits for all responses until `deadline`.
+  // Sends the requests, at most kMaxCallsInFlight (256) unanswered per
+  // connection (ZeroMQ drops answers past its high-water marks), runs
+  // `between` once the first ones are out (local work overlapping the remote
+  // calls; may be empty), then sends the rest as answers come back and waits
+  // for all responses until `deadline`.
   // Responses are handed to `on_response` when given (and then not
   // returned), else returned in call order. Fails with the first error: a
   // server's error status (annotated with the server), a dead server, an
