@@ -172,7 +172,12 @@ StatusOr<Process> Process::Fork(const std::function<int()>& body, std::string na
   if (pid == 0) {
     EnterChild(parent, SIGKILL);  // Nothing of the child's outlives its parent.
     ResetSignals();
-    _exit(body());
+    int code = 125;  // An exception must not unwind into the parent's code.
+    try {
+      code = body();
+    } catch (...) {
+    }
+    _exit(code);
   }
   setpgid(pid, pid);
   Process p;

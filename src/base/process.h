@@ -47,8 +47,8 @@ class Process {
   Process() = default;
   static StatusOr<Process> Spawn(const SpawnOptions& options);
   // Runs `body` in a copy of this process (fork, no exec), which exits with
-  // body's return value through _exit (no destructors, atexit handlers or
-  // stdio flushes). The child dies with SIGKILL when its parent dies, starts
+  // body's return value (125 if it throws) through _exit (no destructors,
+  // atexit handlers or stdio flushes). The child dies with SIGKILL when its parent dies, starts
   // with no signal blocked and SIGINT, SIGTERM, SIGHUP and SIGPIPE at their
   // defaults. After fork in a multi-threaded program `body` may allocate
   // (glibc makes malloc safe in the child), compute, and write memory shared

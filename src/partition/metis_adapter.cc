@@ -179,10 +179,12 @@ struct MetisAnswer {
 // the log of its share of memory. METIS runs in a forked child: GKlib traps
 // SIGTERM and SIGABRT while METIS runs and longjmps out of the handler, which
 // in a process with other threads (or inside malloc) corrupts the heap or
-// lands on another thread's stack; in a child of its own, a signal ends METIS
-// alone, the partitioner dies by a SIGTERM sent to it as any program does, a
-// crash of METIS is an error instead of the end of the process, and the
-// memory METIS used returns to the system when the child exits.
+// lands on another thread's stack. In a child of its own, the partitioner
+// dies by a SIGTERM sent to it as any program does (and METIS with it), a
+// crash or kill of METIS is an error naming the signal instead of the end of
+// the process (a SIGTERM or abort sent to METIS's own process is still
+// trapped by GKlib: "METIS failed"), and the memory METIS used returns to
+// the system when the child exits.
 StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t* adjncy,
                                       idx_t* adjwgt, int64_t num_entries, idx_t* vwgt, int ncon,
                                       const MetisOptions& options) {
@@ -203,7 +205,7 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
                                      n * static_cast<int64_t>(sizeof(idx_t))));
   auto* answer = static_cast<MetisAnswer*>(shared.data());
   auto* part = reinterpret_cast<idx_t*>(answer + 1);
-  answer->rc = 1;  // No METIS code: the child ended before METIS returned.
+  answer->rc = std::numeric_limits<int>::min();  // Not a METIS code: METIS did not return.
 
   const int64_t input_bytes =
       static_cast<int64_t>(sizeof(idx_t)) *
