@@ -141,16 +141,8 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False,
         for k, ids in exclude_edges.items():
             c = g.to_canonical_etype(k)
             excluded[c] = as_ids(ids, f'sample_neighbors exclude_edges["{c}"]')[0]
-    empty = torch.empty(0, dtype=torch.int64)
-    eids = {}
-    for c in g.canonical_etypes:
-        t = c[0] if out_dir else c[2]
-        k = fanouts[c]
-        if t not in seeds or k == 0:
-            eids[c] = empty
-            continue
-        r, s = g._rel[c], seeds[t]
-        e, place = r.edges_at(s, out=out_dir, places=True)
+
+    def pick(c, k, s, e, place):
         keep = None
         if c in excluded:
             keep = ~torch.isin(e, excluded[c])
@@ -167,13 +159,30 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False,
             e, place = e[keep], place[keep]
             w = None if w is None else w[keep]
         if k == -1:
-            eids[c] = e
-        elif replace:
-            eids[c] = _draw_with_replacement(e, place, w, s.numel(), k)
-        else:
-            eids[c] = _draw_without_replacement(e, place, w, s.numel(), k)
-    res = _result(g, eids, copy_ndata, copy_edata)
+            return e
+        if replace:
+            return _draw_with_replacement(e, place, w, s.numel(), k)
+        return _draw_without_replacement(e, place, w, s.numel(), k)
+
+    res = _result(g, _each_relation(g, seeds, fanouts, out_dir, pick), copy_ndata, copy_edata)
     return res if output_device is None else res.to(output_device)
+
+
+def _each_relation(g, seeds, counts, out_dir, pick):
+    """{relation: edge ids}: ``pick(c, count, s, e, place)`` for each
+    relation c whose seed type has seeds ``s`` and whose count is not 0
+    (``e``: the seeds' edges of c, grouped by seed, ``place``: each edge's
+    seed); no edges for the others."""
+    empty = torch.empty(0, dtype=torch.int64)
+    eids = {}
+    for c in g.canonical_etypes:
+        t = c[0] if out_dir else c[2]
+        if t not in seeds or counts[c] == 0:
+            eids[c] = empty
+            continue
+        e, place = g._rel[c].edges_at(seeds[t], out=out_dir, places=True)
+        eids[c] = pick(c, counts[c], seeds[t], e, place)
+    return eids
 
 
 def _draw_without_replacement(e, place, w, num_seeds, k):
@@ -244,20 +253,13 @@ def select_topk(g, k, weight, nodes=None, edge_dir="in", ascending=False,
                                   f"{weights[c].dtype}; weight can only be int32, int64, "
                                   f"float32 or float64")
     out_dir = _edge_dir(edge_dir)
-    empty = torch.empty(0, dtype=torch.int64)
-    eids = {}
-    for c in g.canonical_etypes:
-        t = c[0] if out_dir else c[2]
-        kc = ks[c]
-        if t not in seeds or kc == 0:
-            eids[c] = empty
-            continue
-        s = seeds[t]
-        e, place = g._rel[c].edges_at(s, out=out_dir, places=True)
+
+    def pick(c, kc, s, e, place):
         order, rank = _sort_within(place, weights[c].index_select(0, e), s.numel(),
                                    descending=not ascending)
-        eids[c] = e.index_select(0, order if kc < 0 else order[rank < kc])
-    res = _result(g, eids, copy_ndata, copy_edata)
+        return e.index_select(0, order if kc < 0 else order[rank < kc])
+
+    res = _result(g, _each_relation(g, seeds, ks, out_dir, pick), copy_ndata, copy_edata)
     return res if output_device is None else res.to(output_device)
 
 

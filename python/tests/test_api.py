@@ -44,11 +44,17 @@ def test_import_and_error_type():
     assert dist.SparseAdam is dist.optim.SparseAdam
 
 
+def run_fresh(code):
+    """Runs `code` in a fresh interpreter, which must print 'ok' last."""
+    r = subprocess.run([PYTHON, "-c", code], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout
+
+
 def test_submodules_need_no_import_of_their_own():
     """As after DGL's `import dgl`: `dgl.nn`, `dgl.ops`, ... resolve after
     `import tessera as dgl` alone (a fresh interpreter); a submodule tessera
     lacks is an AttributeError naming DGL's module."""
-    import sys
     code = ("import tessera as dgl\n"
             "assert dgl.nn.SAGEConv and dgl.nn.functional.edge_softmax\n"
             "assert dgl.nn.pytorch.GATConv is dgl.nn.GATConv\n"
@@ -62,16 +68,13 @@ def test_submodules_need_no_import_of_their_own():
             "else:\n"
             "    raise AssertionError('dgl.geometry')\n"
             "print('ok')\n")
-    r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout
+    run_fresh(code)
 
 
 def test_unresolvable_names_are_attribute_errors():
     """A module __getattr__ raises AttributeError alone for a name it cannot
     resolve, so hasattr and getattr(..., default) answer, even for a dotted
     or non-identifier name (find_spec would raise ModuleNotFoundError)."""
-    import sys
     code = ("import tessera, tessera.nn, tessera.distributed\n"
             "for m in (tessera, tessera.nn, tessera.distributed):\n"
             "    for name in ('nope.x', 'pytorch.x', 'nn.x', 'a b', '', '.', 'x.', '1x', 'nope'):\n"
@@ -83,9 +86,7 @@ def test_unresolvable_names_are_attribute_errors():
             "            pass\n"
             "assert hasattr(tessera.nn, 'pytorch') and hasattr(tessera, 'sampling')\n"
             "print('ok')\n")
-    r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout
+    run_fresh(code)
 
 
 def test_installed_package_is_this_build():
