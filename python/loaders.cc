@@ -68,11 +68,7 @@ class Reaper {
       }
     }
     changed_.notify_one();
-    if (doomed && PyGILState_Check()) {  // Stopped, or no thread: destroy here.
-      py::gil_scoped_release release;    // Its sampler threads may need the GIL to finish.
-      doomed.reset();
-    }
-    doomed.reset();
+    doomed.reset();  // Stopped, or no thread: destroy here (the caller released the GIL).
   }
   void Shutdown() {
     {
