@@ -372,9 +372,17 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("created", &dist::DistTensor::created)
       .def_property_readonly("policy",
                              [](const dist::DistTensor& t) { return PolicyName(t.part_policy()); })
-      .def("barrier",
-           [](const dist::DistTensor& t) {
-             Wait([&] { ThrowIfError(t.store().job().Barrier(), "barrier"); });
+      // Every trainer's flag in, whether any trainer raised one out: a
+      // barrier that carries a failure to those who did not see it.
+      .def("barrier_any",
+           [](const dist::DistTensor& t, bool failed) {
+             int64_t any = 0;
+             Wait([&] {
+               tessera::StatusOr<int64_t> max = t.store().job().BarrierMax(failed ? 1 : 0);
+               ThrowIfError(max.status(), "barrier");
+               any = *max;
+             });
+             return any != 0;
            })
       .def("book", [](const dist::DistTensor& t) { return t.store().book(); });
 

@@ -44,6 +44,22 @@ for p in range(P):
     assert torch.equal(t[ids], torch.full((len(ids), 3), float(len(ids))))
 ok("python_init_func")
 
+
+# An init_func that raises is an error on every trainer, not only on the one
+# that ran it: the others must not go on with rows that were never filled.
+def failing_init(shape, dtype):
+    raise ValueError("init_func of init_fails")
+
+
+try:
+    dist.DistTensor((g.num_nodes(), 2), torch.float32, "init_fails", init_func=failing_init)
+    raise AssertionError("a failing init_func went unnoticed")
+except ValueError as e:
+    assert "init_func of init_fails" in str(e)
+except tessera.TesseraError as e:
+    assert "DistTensor 'init_fails': init_func raised on the trainer that created" in str(e), e
+ok("failing_init_func")
+
 # Pushes: every trainer writes rows of its own ids; all see all writes.
 h = dist.DistTensor((g.num_nodes(), 2), torch.int64, "pushed", persistent=True)
 mine = torch.arange(rank, g.num_nodes(), world)

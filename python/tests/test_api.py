@@ -4,7 +4,7 @@ import subprocess
 
 from conftest import PYTHON, HERE, launch, python_cmd
 
-CHECKS = ["pull_equals_files", "python_init_func", "push_visible_everywhere",
+CHECKS = ["pull_equals_files", "python_init_func", "failing_init_func", "push_visible_everywhere",
           "sparse_adam_formula", "sparse_adagrad_formula", "sampling", "node_loader",
           "explicit_prefetch", "learned_prefetch", "edge_loader", "negative_samplers",
           "subgraphs", "to_block", "pickled_rows",

@@ -142,17 +142,23 @@ def _fill_with(t, init_func):
 
 def _init_collectively(handle, init_func):
     """Every trainer: the one whose construction created the tensor fills it
-    from init_func; all meet at a barrier (also when the fill failed, so that
-    nobody waits forever), then the creator re-raises its error."""
+    from init_func; all meet at a barrier that carries whether the fill
+    failed (met also then, so that nobody waits forever). The creator
+    re-raises its error, the others raise one that points to it: nobody
+    goes on with rows that were never filled."""
     error = None
     if handle.created:
         try:
             _fill_with(handle, init_func)
         except Exception as e:  # Still meet the others at the barrier.
             error = e
-    handle.barrier()
+    failed = handle.barrier_any(error is not None)
     if error is not None:
         raise error
+    if failed:
+        raise _C.TesseraError(f"DistTensor '{handle.name}': init_func raised on the trainer "
+                              f"that created the tensor (its log has the error); the tensor "
+                              f"was not filled")
 
 
 def _check_name(name, what):
