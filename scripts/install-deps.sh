@@ -19,6 +19,9 @@ set -eu
 # clang-format, python3-pyflakes: the test command checks the formatting
 # (scripts/format.sh --check) and lints the Python (pyflakes) before building.
 #
+# python3-networkx: `Graph.metagraph()` returns a networkx graph, as DGL's
+# (DGL itself requires networkx).
+#
 # libopenblas0-openmp: libtorch-dev pulls in the reference BLAS (netlib
 # libblas3), whose GEMM made a GraphSAGE step on CiteSeer 94 ms; OpenBLAS
 # (OpenMP build, the same libgomp as LibTorch) takes over libblas.so.3
@@ -32,7 +35,7 @@ packages="g++ cmake ninja-build ccache pkg-config
   libopenmpi-dev openmpi-bin libptscotch-dev
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
   python3-dev python3-torch pybind11-dev python3-numpy python3-pytest
-  clang-format python3-pyflakes"
+  python3-networkx clang-format python3-pyflakes"
 for arg in "$@"; do
   case "$arg" in
     --bench) packages="$packages python3-numpy" ;;

@@ -14,6 +14,7 @@ Message passing (``apply_edges``, ``update_all``, ``multi_update_all``) is
 in ``tessera.function``.
 """
 import contextlib
+import warnings
 from collections.abc import Mapping, MutableMapping
 
 import torch
@@ -276,7 +277,11 @@ class Graph:
 
         ``DGLGraph((u, v))`` and ``DGLGraph()``, DGL's deprecated forms, are
         ``tessera.graph((u, v))`` (its nodes: the largest endpoint + 1; DGL
-        ignores ``num_nodes=``) and an empty graph."""
+        ignores ``num_nodes=``) and an empty graph. Other keyword arguments
+        are ignored with DGL's warning."""
+        if kwargs:
+            warnings.warn(f"Keyword arguments {list(kwargs)} are deprecated in v0.5, and can be "
+                          f"safely removed in all cases.", stacklevel=2)
         if relations is None:
             if isinstance(num_nodes, Graph):
                 raise _C.TesseraError("The input is already a DGLGraph. No need to create "
@@ -324,6 +329,15 @@ class Graph:
     device = property(lambda self: torch.device("cpu"))
     is_homogeneous = property(lambda self: len(self.ntypes) == 1
                               and len(self.canonical_etypes) == 1)
+
+    def metagraph(self):
+        """DGL's metagraph: a networkx ``MultiDiGraph`` with an edge (src
+        type, dst type, key relation name) per relation."""
+        import networkx
+        meta = networkx.MultiDiGraph()
+        for src, rel, dst in self.canonical_etypes:
+            meta.add_edge(src, dst, rel)
+        return meta
 
     def _one_type(self, types, kind):
         if len(types) != 1:
@@ -780,10 +794,11 @@ def _is_typed(graph):
                                          or len(graph.canonical_etypes) > 1)
 
 
-def graph(data, num_nodes=None, idtype=None, device=None, **kwargs):
+def graph(data, num_nodes=None, idtype=None, device=None, row_sorted=False, col_sorted=False):
     """A graph of one node type and one relation from ``(u, v)`` (DGL's
     ``dgl.graph``): node ids 0 .. num_nodes - 1 (default: the largest
-    endpoint + 1)."""
+    endpoint + 1). ``row_sorted`` / ``col_sorted`` are hints tessera does
+    not need."""
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise _C.TesseraError("tessera.graph: data is (u, v), two tensors of endpoints")
     u, v = as_ids(data[0], "graph u")[0], as_ids(data[1], "graph v")[0]

@@ -108,6 +108,21 @@ def test_to_heterogeneous_round_trip_and_errors():
     b = dgl.to_heterogeneous(dgl.to_homogeneous(hg), hg.ntypes, hg.etypes + ["x"],
                              metagraph=hg.canonical_etypes + [("game", "x", "user")])
     assert b.num_edges(("game", "x", "user")) == 0 and b.num_edges("plays") == 3
+    # DGL's own metagraph (a networkx MultiDiGraph) gives the same relations.
+    meta = hg.metagraph()
+    b = dgl.to_heterogeneous(dgl.to_homogeneous(hg), hg.ntypes, hg.etypes, metagraph=meta)
+    assert b.canonical_etypes == hg.canonical_etypes
+
+
+def test_metagraph():
+    g = dgl.heterograph({("user", "follows", "user"): ([0, 1], [1, 2]),
+                         ("user", "follows", "game"): ([0, 1, 2], [1, 2, 3]),
+                         ("user", "plays", "game"): ([1, 3], [2, 3])})
+    meta = g.metagraph()  # DGL 1.1.3's docstring example; DGL 1.1.3's output.
+    assert list(meta.nodes()) == ["user", "game"]
+    assert list(meta.edges(keys=True)) == [("user", "game", "follows"),
+                                           ("user", "game", "plays"),
+                                           ("user", "user", "follows")]
 
 
 # ------------------------------------------------------------ compact_graphs
@@ -159,6 +174,12 @@ def test_dglgraph_constructor():
         dgl.DGLGraph({("a", "r", "b"): ([0], [1])})
     with pytest.raises(TesseraError, match="already a DGLGraph"):
         dgl.DGLGraph(g)
+    with pytest.warns(UserWarning, match=r"Keyword arguments \['readonly'\] are deprecated"):
+        assert dgl.DGLGraph(([0], [2]), readonly=True).num_nodes() == 3
+    # dgl.graph's sorting hints are accepted; a misspelt argument is an error.
+    assert dgl.graph(([0, 1], [1, 2]), row_sorted=True, col_sorted=True).num_edges() == 2
+    with pytest.raises(TypeError):
+        dgl.graph(([0, 1], [1, 2]), num_node=3)
 
 
 # ------------------------------------------------------------ sampling
