@@ -380,6 +380,10 @@ void CheckInference(const std::string& config) {
 TEST(DistTest, Standalone) {
   tessera::testing::TempDir dir;
   std::string config = kvstore::testing::PartitionCora(dir.path(), 1);
+  // Before initialize: an error that names the call to make, in both languages.
+  EXPECT_THAT([&] { DistGraph g("cora", config); },
+              ThrowsMessage<Error>(HasSubstr("call tessera.distributed.initialize() (C++: "
+                                             "tessera::dist::initialize()) first")));
   auto ctx = initialize("", {.getenv = [](const char*) -> const char* { return nullptr; }});
   EXPECT_TRUE(ctx->standalone());
   Check(config, 0);

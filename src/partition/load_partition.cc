@@ -1,6 +1,7 @@
 #include "tessera/partition/load_partition.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <vector>
 
 #include "src/graph/npy.h"
@@ -150,6 +151,14 @@ StatusOr<LocalPartition> LoadPartition(const std::string& config_path, int part_
   lp.part_id = part_id;
   ASSIGN_OR_RETURN(lp.book, lp.config.Book(part_id));
   const std::string dir = lp.config.PartGraphDir(part_id);
+  if (std::error_code ec; std::filesystem::is_regular_file(dir, ec)) {
+    // DGL's partition_graph writes the same config with a file here.
+    return absl::InvalidArgumentError(
+        StrCat(config_path, ": part ", part_id, "'s graph ", dir,
+               " is a file, not tessera's folder of arrays: the partition was written by DGL "
+               "(its binary format); partition the graph with tessera.partition_graph or "
+               "`tessera partition`"));
+  }
   ASSIGN_OR_RETURN(lp.nid, ReadTyped(dir + "/nid.npy", DType::kInt64, -1));
   const int64_t n_local = lp.nid.rows();
   ASSIGN_OR_RETURN(lp.inner_node, ReadTyped(dir + "/inner_node.npy", DType::kUInt8, n_local));

@@ -519,6 +519,11 @@ TEST(LoadPartition, RejectsCorruptParts) {
   // A missing feature file.
   ASSERT_TRUE(RemoveAll(dir / "part1/graph").ok());
   EXPECT_EQ(LoadPartition(r->config_path, 1).status().code(), absl::StatusCode::kNotFound);
+  // A file where the part's folder should be: DGL's partition_graph writes one.
+  ASSERT_TRUE(WriteFileAtomic(dir / "part1/graph", "DGL").ok());
+  st = LoadPartition(r->config_path, 1).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st.message(), HasSubstr("the partition was written by DGL")) << st;
 }
 
 // A HALO node or an edge listed twice is refused (each would take part twice
