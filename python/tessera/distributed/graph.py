@@ -1,5 +1,6 @@
 """DistGraph, work splitting and graph operations (the partition book is in
 partition_book.py)."""
+import json
 import weakref
 from collections.abc import MutableMapping
 
@@ -7,6 +8,7 @@ import torch
 
 from tessera import _C, EID, NID
 from tessera._utils import as_ids, as_seed, as_tensor, check_text
+from tessera.distributed import context
 from tessera.distributed.partition_book import GraphPartitionBook, _etype_str
 from tessera.distributed.tensor import DistTensor, PartitionPolicy
 from tessera.heterograph import Graph, _Relation
@@ -31,43 +33,57 @@ class Scheme:
 
 class _DataView(MutableMapping):
     """g.ndata / g.edata, or with a type g.nodes[ntype].data / g.edges[etype].data
-    (rows addressed by per-type ids): the tensors by name. Assignment registers
-    a DistTensor under a name in this process only (as in DGL)."""
+    (rows addressed by per-type ids): the graph's data by name, as DGL's view.
+
+    It lists the partition's arrays of its type (read from the partition
+    config; DGL lists the graph data that exists when the DistGraph is made)
+    plus what this process assigned, less what it deleted: other named
+    tensors of the job (a ``DistTensor`` made by name, a ``DistEmbedding``,
+    optimizer state) are not listed. Assignment and ``del`` change this
+    process's view only (as in DGL; the tensors themselves stay). Reading a
+    name it does not list still gives the job's tensor of that name, if one
+    exists (a tessera extension; DGL raises ``KeyError``)."""
 
     def __init__(self, graph, kind, type_name=None):
         self._graph, self._kind, self._type = graph, kind, type_name
-        self._local, self._cache = {}, {}
+        self._items = None  # name -> DistTensor, or None until first read.
+        self._others = {}   # Tensors read by names the view does not list.
 
     def _what(self, name):
         if self._type is None:
             return f"g.{self._kind[0]}data['{name}']"
         return f"data['{name}'] of {self._kind} type '{self._type}'"
 
+    def _entries(self):
+        if self._items is None:
+            self._items = dict.fromkeys(self._graph._graph_data(self._kind, self._type))
+        return self._items
+
     def _names(self):
+        return list(self._entries())
+
+    def _fetch(self, name):
         g, node = self._graph._g, self._kind == "node"
-        if self._type is not None:
-            schemes = g.type_schemes(node, self._type)
-        else:
-            schemes = g.node_attr_schemes() if node else g.edge_attr_schemes()
-        return [n for n in schemes if not n.startswith("anonymous-")] + [
-            n for n in self._local if n not in schemes]
+        try:
+            if self._type is not None:
+                handle = g.type_data(node, self._type, name)
+            else:
+                handle = g.ndata(name) if node else g.edata(name)
+        except _C.TesseraError as e:
+            raise KeyError(f"{self._what(name)} does not exist: {e}") from None
+        return DistTensor._wrap(handle)
 
     def __getitem__(self, name):
         if not isinstance(name, str):
             raise TypeError(f"{self._kind} data names are strings, got {type(name).__name__}")
-        if name in self._local:
-            return self._local[name]
-        if name not in self._cache:
-            g, node = self._graph._g, self._kind == "node"
-            try:
-                if self._type is not None:
-                    handle = g.type_data(node, self._type, name)
-                else:
-                    handle = g.ndata(name) if node else g.edata(name)
-            except _C.TesseraError as e:
-                raise KeyError(f"{self._what(name)} does not exist: {e}") from None
-            self._cache[name] = DistTensor._wrap(handle)
-        return self._cache[name]
+        items = self._entries()
+        if name in items:
+            if items[name] is None:
+                items[name] = self._fetch(name)
+            return items[name]
+        if name not in self._others:
+            self._others[name] = self._fetch(name)
+        return self._others[name]
 
     def __setitem__(self, name, value):
         if not isinstance(value, DistTensor):
@@ -79,22 +95,24 @@ class _DataView(MutableMapping):
             whose = "the graph" if self._type is None else "the type"
             raise _C.TesseraError(f"{self._what(name)}: the tensor has {value.shape[0]} rows, "
                                   f"{whose} {want} {self._kind}s")
-        self._local[name] = value
+        self._entries()[name] = value
 
     def __delitem__(self, name):
-        if name in self._local:
-            del self._local[name]
-        else:
-            raise KeyError(f"{self._what(name)} was not assigned in this process")
+        """Removes ``name`` from this process's view (DGL); the tensor stays."""
+        items = self._entries()
+        if name not in items:
+            raise KeyError(f"{self._what(name)}: no such {self._kind} data in this view")
+        del items[name]
+        self._others.pop(name, None)
 
     def __contains__(self, name):
-        return isinstance(name, str) and name in self._names()
+        return isinstance(name, str) and name in self._entries()
 
     def __iter__(self):
         return iter(self._names())
 
     def __len__(self):
-        return len(self._names())
+        return len(self._entries())
 
     def __repr__(self):
         return f"{{{', '.join(repr(n) for n in self._names())}}}"
@@ -179,10 +197,52 @@ class DistGraph:
         self._book = GraphPartitionBook(self._g.partition_book())
         self._ntypes = list(self._g.ntypes())
         self._canonical = [tuple(e) for e in self._g.canonical_etypes()]
+        info = context._state["info"]
+        # The config the servers (standalone: this process) loaded.
+        self._part_config = (info["part_config"] if info and not info["standalone"]
+                             and info["part_config"] else part_config)
+        self._gdata = self._read_graph_data()
         self._ndata = _DataView(self, "node")
         self._edata = _DataView(self, "edge")
         self.nodes = _TypeAccess(self, "node")
         self.edges = _TypeAccess(self, "edge")
+
+    def _read_graph_data(self):
+        """{(kind, type name): [names]}: the partition's arrays, by the
+        config's ``tessera.node_feats`` / ``edge_feats`` ("<type>/<name>" on a
+        typed partition). Without them (a config tessera cannot read here),
+        the tensors of the job when the graph is made, as DGL's rule."""
+        node_types = list(self._ntypes)
+        edge_types = [":".join(c) for c in self._canonical]
+        out = {("node", t): [] for t in node_types}
+        out.update({("edge", t): [] for t in edge_types})
+        try:
+            with open(self._part_config) as f:
+                listed = json.load(f)["tessera"]
+            lists = {"node": list(listed["node_feats"]), "edge": list(listed["edge_feats"])}
+        except (OSError, TypeError, ValueError, KeyError):
+            for kind, types in (("node", node_types), ("edge", edge_types)):
+                for t in types:
+                    out[(kind, t)] = [n for n in self._g.type_schemes(kind == "node", t)
+                                      if not n.startswith("anonymous-")]
+            return out
+        typed = not self._book.is_homogeneous
+        for kind, names in lists.items():
+            for name in names:
+                if typed:
+                    type_, _, name = str(name).rpartition("/")
+                else:
+                    type_ = node_types[0] if kind == "node" else edge_types[0]
+                if (kind, type_) in out:
+                    out[(kind, type_)].append(str(name))
+        return out
+
+    def _graph_data(self, kind, type_name):
+        """The names of the partition's arrays of ``type_name`` (None: the
+        graph's only node type or relation)."""
+        if type_name is None:
+            type_name = self._ntypes[0] if kind == "node" else ":".join(self._canonical[0])
+        return list(self._gdata.get((kind, type_name), []))
 
     graph_name = property(lambda self: self._g.graph_name())
     ntypes = property(lambda self: list(self._ntypes))
@@ -248,13 +308,29 @@ class DistGraph:
     number_of_nodes = num_nodes
     number_of_edges = num_edges
 
+    def _schemes(self, kind):
+        """The schemes of the tensors the data views list (DGL reads them
+        from ``g.ndata``); with several types, keyed "<type>/<name>"."""
+        types = self._ntypes if kind == "node" else self._canonical
+        if len(types) == 1:
+            view = self._ndata if kind == "node" else self._edata
+            return {n: Scheme(view[n].shape[1:], view[n].dtype) for n in view}
+        access = self.nodes if kind == "node" else self.edges
+        out = {}
+        for t in types:
+            view = access[t].data
+            prefix = t if kind == "node" else ":".join(t)
+            out.update({f"{prefix}/{n}": Scheme(view[n].shape[1:], view[n].dtype)
+                        for n in view})
+        return out
+
     def node_attr_schemes(self):
-        return {n: Scheme(s, d) for n, (s, d) in self._g.node_attr_schemes().items()
-                if not n.startswith("anonymous-")}
+        """``{name: Scheme}`` of ``g.ndata`` (what it lists, in this process)."""
+        return self._schemes("node")
 
     def edge_attr_schemes(self):
-        return {n: Scheme(s, d) for n, (s, d) in self._g.edge_attr_schemes().items()
-                if not n.startswith("anonymous-")}
+        """``{name: Scheme}`` of ``g.edata``."""
+        return self._schemes("edge")
 
     def get_partition_book(self):
         return self._book
