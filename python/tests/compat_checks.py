@@ -1,6 +1,7 @@
 """Run by test_dist_compat.py standalone (1-part Cora) and by every trainer of
 a launched job (2-part Cora, 2 machines x 2 trainers): DGL 1.1.3's view of
-graph data. Each check asserts values DGL gives (written
+graph data and its DistGraph / DistTensor / PartitionPolicy / partition book /
+sparse optimizer attributes. Each check asserts values DGL gives (written
 here as literals or as DGL's rule) and prints "CHECK <name> ok"."""
 import sys
 
@@ -69,6 +70,87 @@ assert torch.equal(dist.DistTensor(label.shape, label.dtype, "label")[every], la
 g.ndata["label"] = label
 assert sorted(g.ndata) == PARTITION_DATA
 ok("graph_data_view")
+
+# DistGraph.local_partition: this machine's partition as load_partition's graph.
+local = g.local_partition
+assert local is g.local_partition
+inner = local.ndata["inner_node"].bool()
+assert torch.equal(local.ndata["_ID"][inner], book.partid2nids(me))
+assert local.num_nodes() >= int(inner.sum())
+ok("local_partition")
+
+# PartitionPolicy: DGL's part_id / get_part_size / get_size / to_local / to_partid.
+policy = g.get_node_partition_policy("_N")
+mine = book.partid2nids(me)
+assert policy.part_id == me and isinstance(policy.part_id, int)
+assert policy.get_part_size() == mine.numel() and policy.get_size() == N
+assert torch.equal(policy.to_local(mine[:3]), torch.arange(3))
+assert torch.equal(policy.to_partid(torch.tensor([0, N - 1])), book.nid2partid([0, N - 1]))
+edges = g.get_edge_partition_policy("_E")
+assert edges.get_size() == g.num_edges()
+assert edges.get_part_size() == book.partid2eids(me).numel()
+assert book.local_ntype_offset == [0, mine.numel()]
+assert book.local_etype_offset == [0, book.partid2eids(me).numel()]
+raises(lambda: dist.PartitionPolicy("node").get_size(), dist.TesseraError, "partition book")
+ok("partition_policy")
+
+# DistTensor.count_nonzero / | (collective) / local_partition (not implemented).
+train, val = g.ndata["train_mask"], g.ndata["val_mask"]
+assert train.count_nonzero() == int(train[every].sum()) == 140  # Cora's public split.
+assert g.ndata["feat"].count_nonzero() == int(torch.count_nonzero(g.ndata["feat"][every]))
+both = train | val
+assert both.dtype == torch.bool and both.shape == (N,)
+assert both.part_policy == train.part_policy
+assert torch.equal(both[every], train[every] | val[every])
+assert both.count_nonzero() == 140 + 500
+raises(lambda: g.ndata["feat"] | train, dist.TesseraError, "float32")
+raises(lambda: train.local_partition, AttributeError, "local_partition",
+       f"torch.arange({int(mine[0])}, {int(mine[-1]) + 1})")
+assert not hasattr(train, "local_partition")
+ok("dist_tensor_ops")
+
+# DistEmbedding.part_policy: what it was given (None by default).
+assert emb.part_policy is None
+assert dist.DistEmbedding(N, 2, "cc_emb2", part_policy=policy).part_policy is policy
+ok("embedding_part_policy")
+
+# local_state_dict / load_local_state_dict: this machine's ids, split among its
+# trainers by id % trainers per machine (DGL's rule), and the state rows.
+per_machine = world // P
+state = adam.local_state_dict()
+assert state["params"] == {"world_size": world, "_lr": 0.01, "_eps": 1e-08, "_beta1": 0.9,
+                           "_beta2": 0.999}
+ids = state["emb_states"]["cc_emb"]["ids"]
+assert torch.equal(ids, mine[mine % per_machine == rank % per_machine])
+rows = state["emb_states"]["cc_emb"]["states"]
+assert sorted(rows) == ["cc_emb.adam_m", "cc_emb.adam_step", "cc_emb.adam_v"]
+assert rows["cc_emb.adam_m"].shape == (ids.numel(), 4) and not rows["cc_emb.adam_m"].any()
+g.barrier()
+rows["cc_emb.adam_m"] = torch.full((ids.numel(), 4), 0.5)
+state["params"]["_lr"] = 0.5
+adam.load_local_state_dict(state)
+assert adam.lr == 0.5 and adam.local_state_dict()["params"]["_lr"] == 0.5
+g.barrier()
+m = dist.DistTensor((N, 4), torch.float32, "cc_emb.adam_m")[every]
+assert bool((m == 0.5).all()), "every trainer wrote its share"
+g.barrier()  # Every trainer has read m before any steps.
+# The new lr steps the rows: m = 0.9 * 0.5 + 0.1 * 1 = 0.55, v = 0.001, step 1:
+# w -= 0.5 * (0.55 / 0.1) / (sqrt(0.001 / 0.001) + eps) = 2.75.
+row = torch.tensor([int(mine[0])])
+if rank % per_machine == 0:  # One trainer per machine steps its first row.
+    emb(row).sum().backward()
+adam.step()
+g.barrier()
+assert torch.allclose(emb.weight[row], torch.full((1, 4), -2.75)), emb.weight[row]
+bad = adam.local_state_dict()
+bad["emb_states"]["cc_emb"]["states"]["nope"] = bad["emb_states"]["cc_emb"]["states"].pop(
+    "cc_emb.adam_v")
+raises(lambda: adam.load_local_state_dict(bad), ValueError, "nope")
+ada = dist.optim.SparseAdagrad([dist.DistEmbedding(N, 2, "cc_ada")], lr=0.1)
+sd = ada.local_state_dict()
+assert sd["params"] == {"world_size": world, "_lr": 0.1, "_eps": 1e-10}
+assert list(sd["emb_states"]["cc_ada"]["states"]) == ["cc_ada.adagrad_sum"], sd
+ok("sparse_local_state_dict")
 
 g.barrier()
 print("ALL CHECKS PASSED", flush=True)

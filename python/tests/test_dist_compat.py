@@ -1,11 +1,12 @@
-"""DGL 1.1.3 compatibility of tessera.distributed's graph data view
-(compat_checks.py holds the checks): standalone
+"""DGL 1.1.3 compatibility of tessera.distributed's graph data view and of
+DGL attributes scripts use (compat_checks.py holds the checks): standalone
 (a subprocess) and launched (2 machines x 2 trainers on loopback)."""
 import subprocess
 
 from conftest import HERE, PYTHON, launch, python_cmd
 
-CHECKS = ["graph_data_view"]
+CHECKS = ["graph_data_view", "local_partition", "partition_policy", "dist_tensor_ops",
+          "embedding_part_policy", "sparse_local_state_dict"]
 
 
 def test_standalone(cora_parts):

@@ -40,6 +40,7 @@ class DistEmbedding:
         # On a heterograph, NodePartitionPolicy(gpb, ntype) (or "node~<ntype>")
         # says which type's per-type ids index it, as in DGL.
         policy_kind, policy_type = _policy_args(part_policy)
+        self._part_policy = part_policy
         self._e = _C.DistEmbedding(num_embeddings, embedding_dim, name, kind, a, b,
                                    seed, policy_kind, policy_type)
         # Its rows change with every optimizer step (in C++, on any trainer):
@@ -57,6 +58,12 @@ class DistEmbedding:
     @property
     def name(self):
         return self._e.name
+
+    @property
+    def part_policy(self):
+        """The ``part_policy`` it was made with (None if none was given, as
+        DGL); ``weight.part_policy`` is the one its rows follow."""
+        return self._part_policy
 
     @property
     def num_embeddings(self):

@@ -202,6 +202,7 @@ class DistGraph:
         self._part_config = (info["part_config"] if info and not info["standalone"]
                              and info["part_config"] else part_config)
         self._gdata = self._read_graph_data()
+        self._local_partition = None
         self._ndata = _DataView(self, "node")
         self._edata = _DataView(self, "edge")
         self.nodes = _TypeAccess(self, "node")
@@ -331,6 +332,22 @@ class DistGraph:
     def edge_attr_schemes(self):
         """``{name: Scheme}`` of ``g.edata``."""
         return self._schemes("edge")
+
+    @property
+    def local_partition(self):
+        """This machine's partition as DGL's local graph (``load_partition``'s
+        graph: the inner nodes and their HALO neighbours, ``NID`` / ``EID``,
+        ``inner_node`` / ``inner_edge``). Read from the partition files on
+        first use and kept: a copy in this process (DGL maps the server's
+        shared memory)."""
+        if self._local_partition is None:
+            from tessera.partition import load_partition
+            if not self._part_config:
+                raise _C.TesseraError("DistGraph.local_partition: no partition config is known "
+                                      "to this process")
+            self._local_partition = load_partition(self._part_config, self._book.partid,
+                                                   load_feats=False)[0]
+        return self._local_partition
 
     def get_partition_book(self):
         return self._book

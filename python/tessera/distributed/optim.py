@@ -1,6 +1,10 @@
 """Sparse optimizers for DistEmbedding (dgl.distributed.optim)."""
+import torch
+
 from tessera import _C
+from tessera.distributed import context
 from tessera.distributed.embedding import DistEmbedding
+from tessera.distributed.tensor import DistTensor
 
 
 def _params(params, what):
@@ -10,13 +14,17 @@ def _params(params, what):
     for p in params:
         if not isinstance(p, DistEmbedding):
             raise TypeError(f"{what}: params must be DistEmbeddings, got {type(p).__name__}")
-    return [p._e for p in params]
+    return params
 
 
 class _SparseOptimizer:
+    def _build(self):
+        raise NotImplementedError
+
     def step(self):
         """Applies the gradients of every lookup since the last step, on the
-        machines that own the rows (duplicate ids summed), and forgets them."""
+        machines that own the rows (the mean over duplicate ids, as DGL), and
+        forgets them."""
         self._o.step()
 
     def zero_grad(self):
@@ -39,13 +47,83 @@ class _SparseOptimizer:
     def load(self, f):
         self._o.load(str(f))
 
+    def _states(self):
+        """{embedding name: [its state DistTensors]} (C++ lists each
+        embedding's weight, then its state)."""
+        tensors = self._o.tensors()
+        per = len(tensors) // len(self._embs)
+        return {emb.name: [DistTensor._wrap(t) for t in tensors[i * per + 1:(i + 1) * per]]
+                for i, emb in enumerate(self._embs)}
+
+    def _hyper(self):
+        return {"_lr": self.lr, "_eps": self.eps}
+
+    def local_state_dict(self):
+        """DGL's local state: ``{"emb_states": {embedding name: {"ids": ids,
+        "states": {state name: rows}}}, "params": {"world_size": ..., "_lr":
+        ..., ...}}`` over the rows of this machine's partition (split among
+        its trainers by ``id % trainers per machine``, as DGL). State names
+        are tessera's (``"emb.adam_m"``; DGL's ``"node~_N~emb_mem"``); the
+        world size and rank are the job's."""
+        info = context._state["info"]
+        world, rank = (int(info["world_size"]), int(info["rank"])) if info else (1, 0)
+        states = self._states()
+        out = {"emb_states": {}, "params": {"world_size": world}}
+        for emb in self._embs:
+            policy = emb.weight.part_policy
+            book = policy.partition_book
+            ids = (book.partid2nids(book.partid, policy.type_name) if policy.is_node
+                   else book.partid2eids(book.partid, policy.type_name))
+            per_machine = world // max(1, book.num_partitions())
+            if per_machine > 1:
+                ids = ids[ids % per_machine == rank % per_machine]
+            out["emb_states"][emb.name] = {
+                "ids": ids, "states": {s.name: s[ids] for s in states[emb.name]}}
+        out["params"].update(self._hyper())
+        return out
+
+    def load_local_state_dict(self, local_state_dict):
+        """Writes the rows of a ``local_state_dict()`` back and takes its
+        hyperparameters (``_lr``, ...), as DGL's."""
+        states = self._states()
+        writes = []
+        for emb_name, emb_state in local_state_dict["emb_states"].items():
+            if emb_name not in states:
+                raise KeyError(f"load_local_state_dict: the optimizer has no embedding "
+                               f"'{emb_name}' (it has {sorted(states)})")
+            mine = {s.name: s for s in states[emb_name]}
+            if len(emb_state["states"]) != len(mine):
+                raise ValueError(f"loaded state dict has a different number of states of "
+                                 f"embedding {emb_name}")
+            for name, rows in emb_state["states"].items():
+                if name not in mine:
+                    raise ValueError(f"loaded state dict contains a state {name} that can't "
+                                     f"be found in the optimizer states ({sorted(mine)})")
+                writes.append((mine[name], emb_state["ids"], rows))
+        for tensor, ids, rows in writes:
+            tensor[ids] = rows.to(torch.device("cpu"), tensor.dtype)
+        params = dict(local_state_dict["params"])
+        new = {k: float(params.get(k, v)) for k, v in self._hyper().items()}
+        if new != self._hyper():
+            self._set_hyper(new)
+            self._o = self._build()  # Attaches to the same state tensors.
+
 
 class SparseAdagrad(_SparseOptimizer):
-    """state_sum += g^2; w -= lr * g / (sqrt(state_sum) + eps)."""
+    """state_sum += g^2; w -= lr * g / (sqrt(state_sum) + eps): textbook
+    Adagrad (DGL 1.1.3's CPU path differs after the first step of a row,
+    see docs/python.md)."""
 
     def __init__(self, params, lr, eps=1e-10):
         self.lr, self.eps = lr, eps
-        self._o = _C.SparseAdagrad(_params(params, "SparseAdagrad"), float(lr), float(eps))
+        self._embs = _params(params, "SparseAdagrad")
+        self._o = self._build()
+
+    def _build(self):
+        return _C.SparseAdagrad([p._e for p in self._embs], float(self.lr), float(self.eps))
+
+    def _set_hyper(self, h):
+        self.lr, self.eps = h["_lr"], h["_eps"]
 
 
 class SparseAdam(_SparseOptimizer):
@@ -58,5 +136,17 @@ class SparseAdam(_SparseOptimizer):
             raise ValueError(f"SparseAdam: betas must be a pair (beta1, beta2), got "
                              f"{betas!r}") from None
         self.lr, self.betas, self.eps = lr, (beta1, beta2), eps
-        self._o = _C.SparseAdam(_params(params, "SparseAdam"), float(lr), float(beta1),
-                                float(beta2), float(eps))
+        self._embs = _params(params, "SparseAdam")
+        self._o = self._build()
+
+    def _build(self):
+        beta1, beta2 = self.betas
+        return _C.SparseAdam([p._e for p in self._embs], float(self.lr), float(beta1),
+                             float(beta2), float(self.eps))
+
+    def _hyper(self):
+        return {"_lr": self.lr, "_eps": self.eps, "_beta1": self.betas[0],
+                "_beta2": self.betas[1]}
+
+    def _set_hyper(self, h):
+        self.lr, self.eps, self.betas = h["_lr"], h["_eps"], (h["_beta1"], h["_beta2"])

@@ -127,6 +127,26 @@ class GraphPartitionBook:
     def num_edges(self, etype=None):
         return int(self._edges[-1]) if etype is None else int(self._edge_offsets(etype)[-1])
 
+    def _local_type_offset(self, kind, count):
+        p = self._partid
+        sizes = [int(o[p + 1] - o[p]) for o in (self._typed_offsets(kind, t)
+                                                 for t in range(count))]
+        out = [0]
+        for n in sizes:
+            out.append(out[-1] + n)
+        return out
+
+    @property
+    def local_ntype_offset(self):
+        """Where each node type starts among this partition's nodes: ``[0,
+        n_0, n_0 + n_1, ...]`` over the node types in id order (a list)."""
+        return self._local_type_offset("node", len(self._ntypes))
+
+    @property
+    def local_etype_offset(self):
+        """As ``local_ntype_offset``, over the canonical edge types."""
+        return self._local_type_offset("edge", len(self._canonical))
+
     def metadata(self):
         return [{"machine_id": p,
                  "num_nodes": int(self._nodes[p + 1] - self._nodes[p]),

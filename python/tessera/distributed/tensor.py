@@ -39,6 +39,46 @@ class PartitionPolicy:
     def is_node(self):
         return self.kind == "node"
 
+    def _book(self, what):
+        if self.partition_book is None:
+            raise _C.TesseraError(f"PartitionPolicy('{self.policy_str}').{what}: the policy "
+                                  f"has no partition book (pass one, or take the policy from "
+                                  f"g.get_node_partition_policy / get_edge_partition_policy)")
+        return self.partition_book
+
+    @property
+    def part_id(self):
+        """The partition of this machine (the partition book's ``partid``)."""
+        return self._book("part_id").partid
+
+    def to_local(self, id_tensor):
+        """Ids of this policy's type -> row offsets in this machine's
+        partition (an error for an id another partition owns)."""
+        book = self._book("to_local")
+        if self.is_node:
+            return book.nid2localnid(id_tensor, book.partid, self.type_name)
+        return book.eid2localeid(id_tensor, book.partid, self.type_name)
+
+    def to_partid(self, id_tensor):
+        """Ids of this policy's type -> the partitions that own them."""
+        book = self._book("to_partid")
+        if self.is_node:
+            return book.nid2partid(id_tensor, self.type_name)
+        return book.eid2partid(id_tensor, self.type_name)
+
+    def get_part_size(self):
+        """Rows of this policy's type in this machine's partition (an int)."""
+        book = self._book("get_part_size")
+        ids = (book.partid2nids(book.partid, self.type_name) if self.is_node
+               else book.partid2eids(book.partid, self.type_name))
+        return len(ids)
+
+    def get_size(self):
+        """Rows of this policy's type over all partitions (an int)."""
+        book = self._book("get_size")
+        return (book.num_nodes(self.type_name) if self.is_node
+                else book.num_edges(self.type_name))
+
     def __repr__(self):
         return f"PartitionPolicy('{self.policy_str}')"
 
@@ -295,6 +335,68 @@ class DistTensor:
     def type_name(self):
         """The node type or canonical relation ("src:rel:dst") of its rows."""
         return self._t.type_name
+
+    def _local_range(self):
+        """[begin, end) of the rows this machine's partition owns."""
+        gpb = GraphPartitionBook(self._t.book())
+        offsets = (gpb._node_offsets(self._t.type_name) if self._t.policy == "node"
+                   else gpb._typed_offsets("edge", gpb.get_etype_id(self._t.type_name)))
+        return int(offsets[gpb.partid]), int(offsets[gpb.partid + 1])
+
+    def count_nonzero(self):
+        """The number of nonzero elements over every row (an int), as DGL.
+        DGL counts on each machine; here this trainer reads the rows."""
+        width = max(1, math.prod(self.shape[1:]))
+        chunk = max(1, (1 << 22) // width)
+        total = 0
+        for begin in range(0, len(self), chunk):
+            ids = torch.arange(begin, min(begin + chunk, len(self)), dtype=torch.int64)
+            total += int(torch.count_nonzero(self._t.pull(ids)))
+        return total
+
+    def __or__(self, other):
+        """``mask1 | mask2``: a new anonymous DistTensor of the element-wise OR
+        (DGL's union of masks). Collective, as in DGL: every trainer computes
+        its machine's rows, and all return once every row is written."""
+        if not isinstance(other, DistTensor):
+            return NotImplemented
+        for t in (self, other):
+            if t.dtype.is_floating_point or t.dtype.is_complex:
+                raise _C.TesseraError(f"DistTensor '{self.name}' | '{other.name}': '{t.name}' "
+                                      f"is {t.dtype}; | takes bool or integer tensors")
+        if (self.shape != other.shape or self.part_policy != other.part_policy):
+            raise _C.TesseraError(f"DistTensor '{self.name}' | '{other.name}': the tensors "
+                                  f"differ in shape ({list(self.shape)} vs "
+                                  f"{list(other.shape)}) or partition policy "
+                                  f"({self.part_policy.policy_str} vs "
+                                  f"{other.part_policy.policy_str})")
+        out = DistTensor(self.shape, self.dtype, part_policy=self.part_policy)
+        begin, end = self._local_range()
+        error = None
+        try:
+            if end > begin:
+                ids = torch.arange(begin, end, dtype=torch.int64)
+                rows = (self._t.pull(ids) | other._t.pull(ids)).to(self.dtype)
+                out._t.set(ids, rows.contiguous())
+        except Exception as e:  # Still meet the others at the barrier.
+            error = e
+        failed = out._t.barrier_any(error is not None)
+        if error is not None:
+            raise error
+        if failed:
+            raise _C.TesseraError(f"DistTensor '{self.name}' | '{other.name}': another trainer "
+                                  f"failed to write its rows (its log has the error)")
+        return out
+
+    @property
+    def local_partition(self):
+        """DGL: this machine's shard as a tensor that shares the store's
+        memory. Not implemented (an AttributeError): tessera's Python binding
+        cannot map a shard, and a copy would silently drop writes."""
+        begin, end = self._local_range()
+        raise AttributeError(f"DGL's DistTensor.local_partition is not implemented in tessera "
+                             f"(docs/python.md); this machine's rows of '{self.name}' are "
+                             f"t[torch.arange({begin}, {end})] (a copy)")
 
     def add_(self, idx, val):
         """Adds rows element-wise (atomic per row); a tessera extension."""
