@@ -427,8 +427,9 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
                      replace=False, use_graphbolt=False, seed=None):
     """Up to ``fanout`` (-1: all) in- (or out-) edges of each node, sampled
     where the nodes live. ``prob`` names an edge tensor of weights. Excluded
-    edges are never sampled and the fanout is still filled (DGL filters
-    after sampling, which leaves fewer neighbours)."""
+    edges are never sampled and the fanout is still filled (DGL 1.1.3's
+    ``DistGraph.sample_neighbors`` ignores ``exclude_edges``, and its
+    ``dgl.distributed.sample_neighbors`` has no such argument)."""
     seeds = _seed_ids(g, nodes, "sample_neighbors")
     fanout, fanouts = _fanout_arg(g, fanout, "sample_neighbors")
     if isinstance(exclude_edges, dict):
