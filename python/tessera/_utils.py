@@ -11,7 +11,9 @@ import torch
 def as_ids(x, what, length=None):
     """(int64 1-D tensor, was_scalar) from an int, list, numpy array, tensor or
     slice. Only a Python or numpy integer is a scalar: a 0-d tensor or array
-    gives one-element results, as DGL's."""
+    gives one-element results, as DGL's. Ids of more dimensions (``[[1, 2],
+    [3, 4]]``) are a TesseraError, as DGL's "Index data must be 1D": never
+    flattened."""
     if isinstance(x, slice):
         if length is None:
             raise TypeError(f"{what}: a slice needs a known length")
@@ -35,6 +37,10 @@ def as_ids(x, what, length=None):
         raise _id_overflow(what, big) from None
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise TypeError(f"{what}: ids must have an integer dtype, got {t.dtype}")
+    if t.dim() > 1:
+        from tessera import _C
+        raise _C.TesseraError(f"{what}: ids must be one-dimensional (DGL: index data must be "
+                              f"1D), got shape {list(t.shape)}")
     return t.reshape(-1).to(torch.int64), False
 
 

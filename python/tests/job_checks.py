@@ -309,7 +309,7 @@ ok("node_loader")
 
 # A Python collate_fn in a sampler thread.
 dl = dist.DistDataLoader(torch.arange(100), batch_size=10, shuffle=False,
-                         collate_fn=lambda rows: rows.sum().item(), num_workers=2)
+                         collate_fn=sum, num_workers=2)
 assert list(dl) == [sum(range(i, i + 10)) for i in range(0, 100, 10)]
 
 

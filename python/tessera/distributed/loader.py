@@ -4,6 +4,7 @@ import threading
 import types
 from collections.abc import Mapping
 
+import numpy as np
 import torch
 
 from tessera import _C, NID
@@ -400,6 +401,8 @@ class DistNodeDataLoader(_Resumable):
         typed = _typed_ids(g, nids, "DistNodeDataLoader nids")
         self._g = g
         self._typed = typed is not None
+        if self._typed:  # The order of the types' seeds, as given.
+            self._seed_types = [t for t in typed if t in g.ntypes]
         common = (a["batch_size"], a["shuffle"], a["drop_last"], a["seed"], a["num_workers"],
                   a["prefetch"], a["even_batches"], a["timeout"])
         feats, labels = _prefetch_names(s)
@@ -431,7 +434,12 @@ class DistNodeDataLoader(_Resumable):
         if self._typed:
             ntypes = self._g.ntypes
             for b in self._each():
-                yield (dict(zip(ntypes, b.input_nodes)), dict(zip(ntypes, b.seeds)),
+                seeds = dict(zip(ntypes, b.seeds))
+                # As DGL's, the seeds are the batch's (type, id) pairs grouped
+                # by their types: only those, in the order nids named them.
+                # input_nodes and the blocks have every type (DGL's too).
+                yield (dict(zip(ntypes, b.input_nodes)),
+                       {t: seeds[t] for t in self._seed_types if seeds[t].numel()},
                        _blocks(b.blocks, True))
             return
         current = None
@@ -506,10 +514,12 @@ class DistEdgeDataLoader(_Resumable):
 
     On a heterograph ``eids`` is ``{etype: per-relation ids}`` (DGL): the pair
     graphs and the blocks are typed, ``input_nodes``
-    ``{ntype: ids}``; negatives of an edge come from its relation's
-    destination type. ``reverse_eids`` is then ``{etype: ids}`` (the reverse
-    of edge i of a relation is edge ``reverse_eids[etype][i]`` of the same
-    relation) or a homogeneous tensor over every edge."""
+    ``{ntype: ids}``; the positive pair graph has every node type but only
+    the relations of the batch's edges (DGL's edge subgraph); negatives of an
+    edge come from its relation's destination type. ``reverse_eids`` is then
+    ``{etype: ids}`` (the reverse of edge i of a relation is edge
+    ``reverse_eids[etype][i]`` of the same relation) or a homogeneous tensor
+    over every edge."""
 
     def __init__(self, g, eids, graph_sampler, device=None, exclude=None, reverse_eids=None,
                  reverse_etypes=None, negative_sampler=None, **kwargs):
@@ -565,7 +575,7 @@ class DistEdgeDataLoader(_Resumable):
             ntypes = self._g.ntypes
             for b in self._each():
                 input_nodes = dict(zip(ntypes, b.input_nodes))
-                pos = PairGraph._native(b.positive, True, True)
+                pos = _batch_relations(b.positive)
                 blocks = _blocks(b.blocks, True)
                 if self._negatives:
                     neg = PairGraph._native(b.negative, True, False)
@@ -583,13 +593,50 @@ class DistEdgeDataLoader(_Resumable):
                 yield b.input_nodes[0], pos, blocks
 
 
+def _batch_relations(raw):
+    """The positive PairGraph of a typed batch: as DGL's (the edge subgraph
+    of the batch's {etype: ids}), every node type but only the relations
+    that have edges in the batch; one relation gives an untyped ``edata``."""
+    keep = [i for i, e in enumerate(raw.edges) if e.src.numel()]
+    g = PairGraph.__new__(PairGraph)
+    g._build(dict(zip(raw.ntypes, raw.nodes)), [tuple(raw.canonical_etypes[i]) for i in keep],
+             [(raw.edges[i].src, raw.edges[i].dst, raw.edges[i].eids) for i in keep])
+    return g
+
+
 def _default_collate(items):
-    """A tensor dataset's rows as they are; items of a sequence through
-    PyTorch's default_collate (numbers and tensors stacked)."""
-    if isinstance(items, torch.Tensor):
-        return items
+    """Items of a sequence through PyTorch's default_collate (numbers and
+    tensors stacked); a tensor dataset's batch is its rows (DGL has no
+    default: its collate_fn=None fails)."""
     from torch.utils.data import default_collate
     return default_collate(items)
+
+
+def _scalar(x):
+    """A one-element tensor or numpy value as a Python number (DGL's
+    ``F.as_scalar``); anything else as it is (where DGL fails)."""
+    item = getattr(x, "item", None)
+    if item is None or isinstance(x, (str, bytes)):
+        return x
+    try:
+        return item()
+    except (ValueError, RuntimeError, TypeError):  # Not one element: a row.
+        return x
+
+
+def _items(dataset, positions):
+    """What DGL's DistDataLoader gives a collate_fn: a list of the items at
+    ``positions`` (an int64 tensor), each one-element tensor or numpy value
+    as a Python number, of an ``(type, id)`` pair the id."""
+    if isinstance(dataset, torch.Tensor) and dataset.dim() == 1:
+        return dataset[positions].tolist()  # Python numbers, as item() gives.
+    if isinstance(dataset, np.ndarray) and dataset.ndim == 1:
+        return dataset[positions.numpy()].tolist()
+    items = [dataset[i] for i in positions.tolist()]
+    if items and isinstance(items[0], tuple):
+        return [(p[0], _scalar(p[1])) if isinstance(p, tuple) and len(p) == 2 else p
+                for p in items]
+    return [_scalar(x) for x in items]
 
 
 # The DistDataLoaders whose collate_fn this thread is running (their tokens).
@@ -599,14 +646,17 @@ _collating = threading.local()
 class DistDataLoader(_Resumable):
     """Batches of any dataset (dgl.distributed.DistDataLoader): a tensor (rows)
     or a sequence (items). ``collate_fn(batch)`` may be any Python callable;
-    it runs in tessera's sampler threads (under the GIL) when
-    ``num_workers`` > 0, never in other processes."""
+    as DGL's, ``batch`` is a list of the items, each one-element tensor or
+    numpy value as a Python number (of an ``(type, id)`` pair the id). It
+    runs in tessera's sampler threads (under the GIL) when ``num_workers`` >
+    0, never in other processes. Without a collate_fn (an error in DGL) a
+    batch of a tensor dataset is its rows, of a sequence the items through
+    PyTorch's ``default_collate``."""
 
     def __init__(self, dataset, batch_size, shuffle=False, collate_fn=None, drop_last=False,
                  queue_size=None, **kwargs):
         a = _loader_args(dict(kwargs, batch_size=batch_size, shuffle=shuffle,
                               drop_last=drop_last), "DistDataLoader")
-        collate = collate_fn or _default_collate
         # A token, not self: the C++ loader keeps fetch, and a reference
         # back to this object would be a cycle the GC cannot see.
         self._token = token = object()
@@ -615,9 +665,11 @@ class DistDataLoader(_Resumable):
             outer = getattr(_collating, "tokens", ())
             _collating.tokens = outer + (token,)
             try:
-                if isinstance(dataset, torch.Tensor):
-                    return collate(dataset[positions])
-                return collate([dataset[i] for i in positions.tolist()])
+                if collate_fn is None:
+                    if isinstance(dataset, torch.Tensor):
+                        return dataset[positions]
+                    return _default_collate([dataset[i] for i in positions.tolist()])
+                return collate_fn(_items(dataset, positions))
             finally:
                 _collating.tokens = outer
         self._loader = _C.DataLoader(len(dataset), fetch, a["batch_size"], a["shuffle"],
