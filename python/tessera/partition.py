@@ -228,6 +228,14 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     return (_local_graph(d, gpb), node_feats, edge_feats, gpb, d["graph_name"], ntypes, etypes)
 
 
+def load_partition_feats(part_config, part_id, load_nodes=True, load_edges=True):
+    """DGL's load_partition_feats: ``(node_feats, edge_feats)`` of part
+    ``part_id``, keyed as :func:`load_partition`'s, each ``None`` when not
+    asked for. The part's graph is read and checked too."""
+    _, node_feats, edge_feats = load_partition(part_config, part_id)[:3]
+    return (node_feats if load_nodes else None), (edge_feats if load_edges else None)
+
+
 def load_partition_book(part_config, part_id):
     """DGL's load_partition_book: ``(gpb, graph_name, {ntype: id},
     {canonical etype: id})``."""

@@ -412,6 +412,9 @@ def test_load_partition_of_typed_graphs_as_dgl(tmp_path):
             part.edata[tessera.EID])[0].to(torch.int32))
         assert torch.equal(part.ndata["part_id"], gpb.nid2partid(nid))
         assert isinstance(part, tessera.Graph) and part.in_degrees().numel() == nid.numel()
+        nf2, ef2 = tessera.distributed.load_partition_feats(config, p)
+        assert torch.equal(nf2["user/feat"], nf["user/feat"]) and sorted(ef2) == sorted(ef)
+        assert tessera.distributed.load_partition_feats(config, p, False, False) == (None, None)
         book, name, nt, et = tessera.distributed.load_partition_book(config, p)
         assert (book.partid, name, nt) == (p, "hg", {"item": 0, "tag": 1, "user": 2})
         assert et == {c: i for i, c in enumerate(canonical)}

@@ -26,7 +26,8 @@ from tessera.distributed import checkpoint  # noqa: F401
 # dgl.distributed.SparseAdagrad([emb], lr=...).
 from tessera.distributed.optim import SparseAdagrad, SparseAdam  # noqa: F401
 from tessera.distributed import tensor as init  # noqa: F401  (init.uniform(a, b), ...)
-from tessera.partition import load_partition, load_partition_book, partition_graph  # noqa: F401
+from tessera.partition import (load_partition, load_partition_book,  # noqa: F401
+                               load_partition_feats, partition_graph)
 
 __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbedding",
            "GraphPartitionBook", "PartitionPolicy", "NodePartitionPolicy",
@@ -36,7 +37,8 @@ __all__ = ["initialize", "exit_client", "DistGraph", "DistTensor", "DistEmbeddin
            "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "DistDataLoader",
            "negative_sampler",
            "optim", "SparseAdagrad", "SparseAdam", "init", "manual_seed", "TesseraError",
-           "partition_graph", "load_partition", "load_partition_book", "checkpoint"]
+           "partition_graph", "load_partition", "load_partition_book", "load_partition_feats",
+           "checkpoint"]
 
 
 def __getattr__(name):
