@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-CHECKS = ["typed_node_seeds", "typed_edge_pairs", "collate_items", "dist_2d_ids"]
+CHECKS = ["typed_node_seeds", "typed_edge_pairs", "collate_items", "dist_2d_ids",
+          "zero_fanout", "zero_fanout_typed"]
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -195,10 +196,78 @@ def check_dist_2d_ids(dist, g):
     assert feat[torch.tensor(3)].shape == (1, 3)
 
 
+def _ring(tessera, folder):
+    """A DistGraph of one type and one relation (in-degrees 1 and 2) in one part."""
+    src = torch.tensor([0, 1, 2, 3, 4, 0, 2, 5, 6, 7, 8, 9])
+    dst = torch.tensor([1, 2, 3, 4, 0, 2, 5, 6, 7, 8, 9, 0])
+    tessera.partition_graph(tessera.graph((src, dst)), "ring", 1, folder)
+    return tessera.distributed.DistGraph("ring", part_config=os.path.join(folder, "ring.json"))
+
+
+def check_zero_fanout(dist, g):
+    """DGL's NeighborSampler takes a fanout of 0: that layer samples no edges,
+    its block's sources are its destinations (DGL 1.1.3's DistNodeDataLoader
+    on the same graph and seeds gives the values below)."""
+    import tessera
+
+    def batch(fanouts):
+        (input_nodes, seeds, blocks), = list(dist.DistNodeDataLoader(
+            g, torch.tensor([1, 3, 5]), dist.NeighborSampler(fanouts), batch_size=3))
+        out = []
+        for b in blocks:
+            ids = b.srcdata["_ID"]
+            u, v = b.edges()
+            out.append((b.num_src_nodes(), b.num_dst_nodes(), b.num_edges(), ids.tolist(),
+                        b.dstdata["_ID"].tolist(), [ids[u].tolist(), ids[v].tolist()]))
+        return input_nodes.tolist(), seeds.tolist(), out
+    seeds, sampled = [1, 3, 5], [1, 3, 5, 0, 2]
+    layer = (5, 3, 3, sampled, seeds, [[0, 2, 2], [1, 3, 5]])
+    empty = (3, 3, 0, seeds, seeds, [[], []])
+    want = {(0,): (seeds, seeds, [empty]),
+            (0, 2): (sampled, seeds, [(5, 5, 0, sampled, sampled, [[], []]), layer]),
+            (2, 0): (sampled, seeds, [layer, empty]),
+            (-1, 0): (sampled, seeds, [layer, empty]),
+            (2,): (sampled, seeds, [layer])}
+    for fanouts, expected in want.items():
+        got = batch(list(fanouts))
+        assert got == expected, (fanouts, got)
+    assert batch([{"_E": 0}]) == want[(0,)]
+    (_, _, blocks), = list(dist.DistEdgeDataLoader(g, torch.tensor([0, 1]),
+                                                   dist.NeighborSampler([0]), batch_size=2))
+    assert blocks[0].num_edges() == 0
+    assert blocks[0].srcdata["_ID"].tolist() == blocks[0].dstdata["_ID"].tolist()
+    # Below -1 stays an error.
+    _raises(tessera.TesseraError, lambda: list(dist.DistNodeDataLoader(
+        g, torch.tensor([1]), dist.NeighborSampler([-2]), batch_size=1)), "-2")
+
+
+def check_zero_fanout_typed(dist, g):
+    """On a heterograph an int 0 is every relation's: every type stays, the
+    seeds' type alone with nodes (DGL's)."""
+    seeds = {"item": torch.tensor([0, 3, 6, 9])}
+    (input_nodes, _, blocks), = list(dist.DistNodeDataLoader(
+        g, seeds, dist.NeighborSampler([0]), batch_size=4))
+    assert {t: v.tolist() for t, v in input_nodes.items()} == {
+        "item": [0, 3, 6, 9], "shop": [], "user": []}
+    b, = blocks
+    assert {t: b.num_src_nodes(t) for t in b.srctypes} == {"item": 4, "shop": 0, "user": 0}
+    assert {t: b.num_dst_nodes(t) for t in b.dsttypes} == {"item": 4, "shop": 0, "user": 0}
+    assert b.num_edges() == 0 and len(b.canonical_etypes) == 4
+    # A layer of 0 above a sampled one keeps its destinations as sources.
+    (input_nodes, _, blocks), = list(dist.DistNodeDataLoader(
+        g, seeds, dist.NeighborSampler([1, 0]), batch_size=4))
+    assert blocks[1].num_edges() == 0 and blocks[0].num_edges() > 0
+    assert {t: blocks[1].num_src_nodes(t) for t in blocks[1].srctypes} == {
+        "item": 4, "shop": 0, "user": 0}
+    assert {t: blocks[0].num_src_nodes(t) for t in blocks[0].srctypes} == {
+        t: v.numel() for t, v in input_nodes.items()}
+
+
 if __name__ == "__main__":
     import tessera
     import tessera.distributed as _dist
     _dist.initialize()
-    _g = _hetero(tessera, os.path.join(sys.argv[1], "parts"))
+    _make = _ring if sys.argv[2] == "zero_fanout" else _hetero
+    _g = _make(tessera, os.path.join(sys.argv[1], "parts"))
     globals()[f"check_{sys.argv[2]}"](_dist, _g)
     print(f"CHECK {sys.argv[2]} ok", flush=True)

@@ -84,8 +84,8 @@ class _Resumable:
 class NeighborSampler:
     """Multi-layer neighbour sampling (dgl.dataloading.NeighborSampler):
     ``fanouts[l]`` neighbours per node at layer l, input layer first; -1 takes
-    all. ``prefetch_node_feats`` / ``prefetch_labels`` (node tensor names, as
-    DGL): the loader's sampler threads pull them ahead into
+    all, 0 none. ``prefetch_node_feats`` / ``prefetch_labels`` (node tensor
+    names, as DGL): the loader's sampler threads pull them ahead into
     ``blocks[0].srcdata`` (at the input nodes) / ``blocks[-1].dstdata`` (at
     the seeds); homogeneous node and edge loaders."""
 
@@ -115,7 +115,7 @@ class NeighborSampler:
         graph with several relations an int fanout is per relation (DGL), and
         a dict must name every relation."""
         if not any(isinstance(f, dict) for f in self.fanouts):
-            return [int(f) for f in self.fanouts], []
+            return _zero_per_relation(g, [int(f) for f in self.fanouts])
         if g.is_homogeneous:
             fl = []
             for f in self.fanouts:
@@ -126,7 +126,7 @@ class NeighborSampler:
                     check_relation(g, next(iter(f)), "NeighborSampler fanouts")
                     f = next(iter(f.values()))
                 fl.append(int(f))
-            return fl, []
+            return _zero_per_relation(g, fl)
         layers = []
         for f in self.fanouts:
             if isinstance(f, dict):
@@ -137,6 +137,18 @@ class NeighborSampler:
 
 
 MultiLayerNeighborSampler = NeighborSampler
+
+
+def _zero_per_relation(g, fanouts):
+    """Int fanouts for C++, as (fanouts, []); with a layer of fanout 0 (no
+    edges: its block's sources are its destinations, as DGL's) as every
+    relation's, ([], per-layer {relation: fanout}), the form in which C++
+    takes 0. The same sampling: C++ gives an int fanout to every relation,
+    and the one relation of a homogeneous graph draws from the int fanout's
+    random stream."""
+    if 0 not in fanouts:
+        return fanouts, []
+    return [], [{":".join(c): f for c in g.canonical_etypes} for f in fanouts]
 
 
 def _fanout_value(v, what):
