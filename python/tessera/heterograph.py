@@ -135,14 +135,31 @@ class _Frame:
     def __init__(self, num_rows, what, data=None):
         self.num_rows, self.what, self.data = num_rows, what, dict(data or {})
 
-    def check(self, name, value):
+    def check(self, name, value, rows=None):
+        """``value`` as data ``name``: a tensor of a row per row (per id of
+        ``rows``, when given)."""
         if not isinstance(value, torch.Tensor):
             raise _C.TesseraError(f"{self.what} data {name!r} must be a tensor, got "
                                   f"{type(value).__name__}")
-        if value.dim() < 1 or value.shape[0] != self.num_rows:
+        count = self.num_rows if rows is None else rows.numel()
+        if value.dim() < 1 or value.shape[0] != count:
             raise _C.TesseraError(f"{self.what} data {name!r}: a tensor of shape "
-                                  f"{tuple(value.shape)} for {self.num_rows} rows")
+                                  f"{tuple(value.shape)} for {count} "
+                                  f"{'rows' if rows is None else 'ids'}")
         return value
+
+    def write_rows(self, name, rows, value):
+        """Data ``name`` with ``value`` at ``rows`` (DGL's ``update_row``):
+        other rows keep theirs, or are 0 when the name is new; the rows'
+        dtype and shape must be the name's."""
+        old = self.data.get(name)
+        if old is not None and (old.dtype != value.dtype or old.shape[1:] != value.shape[1:]):
+            raise _C.TesseraError(f"{self.what} data {name!r} holds {old.dtype} "
+                                  f"{tuple(old.shape[1:])} per row; got {value.dtype} "
+                                  f"{tuple(value.shape[1:])}")
+        if old is None:
+            old = value.new_zeros((self.num_rows, *value.shape[1:]))
+        self.data[name] = old.index_copy(0, rows, value)
 
     def subframe(self, rows, what):
         """The rows ``rows`` of every tensor (DGL's subgraph frames)."""
@@ -154,10 +171,13 @@ class _DataView(MutableMapping):
     """``ndata`` / ``srcdata`` / ``dstdata`` / ``edata``, and a type's
     ``.data``: over one frame a tensor per name; over several ``{type:
     tensor}`` of the types that have the name (DGL). ``resolve`` maps a key
-    of an assigned dict to a frame key (a relation name to its triple)."""
+    of an assigned dict to a frame key (a relation name to its triple).
+    ``rows`` (one frame only; checked ids): the view reads and writes those
+    rows (``g.nodes[ids].data``), deletes whole names (DGL's)."""
 
-    def __init__(self, frames, keys, resolve):
+    def __init__(self, frames, keys, resolve, rows=None):
         self._frames, self._keys, self._resolve = frames, list(keys), resolve
+        self._rows = rows
 
     def _one(self):
         return len(self._keys) == 1
@@ -168,6 +188,8 @@ class _DataView(MutableMapping):
             if name not in frame.data:
                 raise KeyError(f"{frame.what} has no data {name!r} (it has "
                                f"{sorted(frame.data)})")
+            if self._rows is not None:
+                return frame.data[name].index_select(0, self._rows)
             return frame.data[name]
         out = {k: self._frames[k].data[name] for k in self._keys
                if name in self._frames[k].data}
@@ -178,6 +200,9 @@ class _DataView(MutableMapping):
     def __setitem__(self, name, value):
         if self._one():
             frame = self._frames[self._keys[0]]
+            if self._rows is not None:
+                frame.write_rows(name, self._rows, frame.check(name, value, self._rows))
+                return
             frame.data[name] = frame.check(name, value)
             return
         if not isinstance(value, Mapping):
@@ -220,9 +245,18 @@ class _TypeView:
         self.data = data
 
 
+def _full_slice(key, view):
+    """DGL's views take ``:`` (every node or edge), no other slice."""
+    if not (key.start is None and key.stop is None and key.step is None):
+        raise _C.TesseraError(f'{view}: only the full slice ":" is supported (DGL\'s), '
+                              f'got {key}; give the ids')
+
+
 class _NodeView:
     """``g.nodes`` (``g.srcnodes``, ``g.dstnodes``): callable for the node
-    indices of a type, subscripted for a type's data."""
+    indices of a type, subscripted as DGL's for data: ``[ntype]`` (or
+    ``[:]``, ``[None]``: the only type) a type's, ``[ids]`` (of the only
+    type) or ``[(ids, ntype)]`` those nodes' rows."""
 
     def __init__(self, graph, side):
         self._graph, self._side = graph, side
@@ -231,13 +265,26 @@ class _NodeView:
         g = self._graph
         return {"src": g._srcf, "dst": g._dstf, "all": g._nodef}[self._side]
 
-    def __getitem__(self, ntype):
-        frames = self._frames()
+    def __getitem__(self, key):
+        frames, ids, ntype = self._frames(), None, key
+        if isinstance(key, slice):
+            _full_slice(key, "nodes[...]")
+            ntype = None
+        elif isinstance(key, tuple):
+            if len(key) != 2 or not (key[1] is None or isinstance(key[1], str)):
+                raise _C.TesseraError(f"nodes[...]: a tuple is (ids, node type), as DGL's; "
+                                      f"got {key!r}")
+            ids, ntype = key
+        elif key is not None and not isinstance(key, str):
+            ids, ntype = key, None
         if ntype is None:
             ntype = self._graph._one_type(list(frames), "node")
         if ntype not in frames:
             raise KeyError(f"unknown node type {ntype!r}; the graph has {list(frames)}")
-        return _TypeView(_DataView(frames, [ntype], str))
+        rows = None
+        if ids is not None:
+            rows = _nodes_of(ids, frames[ntype].num_rows, ntype, "nodes[ids]")[0]
+        return _TypeView(_DataView(frames, [ntype], str, rows))
 
     def __call__(self, ntype=None):
         frames = self._frames()
@@ -247,14 +294,34 @@ class _NodeView:
 
 class _EdgeView:
     """``g.edges``: callable as DGL's ``g.edges(form, order, etype)``,
-    subscripted for a relation's data."""
+    subscripted as DGL's for data: ``[etype]`` (a name or a canonical
+    triple; ``[:]``, ``[None]``: the only relation) a relation's, ``[eids]``
+    or ``[(u, v)]`` (endpoint pairs) those edges' rows, of the only
+    relation."""
 
     def __init__(self, graph):
         self._graph = graph
 
-    def __getitem__(self, etype):
-        c = self._graph.to_canonical_etype(etype)
-        return _TypeView(_DataView(self._graph._ef, [c], self._graph.to_canonical_etype))
+    def __getitem__(self, key):
+        g, edges, etype = self._graph, None, key
+        if isinstance(key, slice):
+            _full_slice(key, "edges[...]")
+            etype = None
+        elif isinstance(key, list) and len(key) == 3 and all(isinstance(k, str) for k in key):
+            etype = tuple(key)  # A triple as a list, as tessera's relations take it.
+        elif not (key is None or isinstance(key, str)
+                  or isinstance(key, tuple) and len(key) == 3):
+            edges, etype = key, None  # Edge ids, or a pair (u, v) of endpoints.
+        c = g.to_canonical_etype(etype)
+        rows = None
+        if isinstance(edges, tuple):
+            if len(edges) != 2:
+                raise _C.TesseraError(f"edges[...]: a tuple is (u, v) endpoints or a canonical "
+                                      f"edge type, as DGL's; got {len(edges)} items")
+            rows = torch.as_tensor(g.edge_ids(edges[0], edges[1], etype=c)).reshape(-1)
+        elif edges is not None:
+            rows = _nodes_of(edges, g._rel[c].num_edges(), c, "edges[ids]", kind="edge")[0]
+        return _TypeView(_DataView(g._ef, [c], g.to_canonical_etype, rows))
 
     def __call__(self, form="uv", order="eid", etype=None):
         return self._graph.all_edges(form, order, etype)

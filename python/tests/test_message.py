@@ -390,6 +390,129 @@ def test_frames_views_and_local_scope():
     assert g.in_degrees(1) == 1 and g.to("cpu") is g and g.int() is g
 
 
+def test_node_and_edge_views_of_ids():
+    """DGL's ``g.nodes[ids].data`` / ``g.edges[ids].data``: the rows of those
+    nodes / edges (ids, a list, an int, a range, ``(u, v)`` pairs); writes
+    change those rows only, a new name is 0 elsewhere; ``[:]`` is every
+    row, other slices an error. Values: DGL 1.1.3's on the same graph."""
+    g = tessera.graph((torch.tensor([0, 1, 2, 3, 0]), torch.tensor([1, 2, 3, 0, 1])))
+    g.ndata["x"] = torch.tensor([[0.0], [10.0], [20.0], [30.0]])
+    g.edata["w"] = torch.arange(5.0)
+    assert g.nodes[torch.tensor([2, 0])].data["x"].tolist() == [[20.0], [0.0]]
+    assert g.nodes[[1, 3]].data["x"].tolist() == [[10.0], [30.0]]
+    assert g.nodes[np.array([1, 3])].data["x"].tolist() == [[10.0], [30.0]]
+    assert g.nodes[1].data["x"].tolist() == [[10.0]]  # One id: one row, as DGL's.
+    assert g.nodes[range(2)].data["x"].tolist() == [[0.0], [10.0]]
+    assert g.nodes[[1, 1]].data["x"].tolist() == [[10.0], [10.0]]
+    assert g.nodes[[]].data["x"].shape == (0, 1)
+    assert g.nodes[([1, 2], "_N")].data["x"].tolist() == [[10.0], [20.0]]
+    assert torch.equal(g.nodes[:].data["x"], g.ndata["x"])
+    assert torch.equal(g.nodes[None].data["x"], g.ndata["x"])
+    view = g.nodes[[0, 1]].data
+    assert list(view) == ["x"] and len(view) == 1 and "x" in view and "y" not in view
+    view["x"].add_(100)  # A read is a copy.
+    assert g.ndata["x"][:2].tolist() == [[0.0], [10.0]]
+    g.nodes[[1, 3]].data["x"] = torch.tensor([[7.0], [8.0]])
+    assert g.ndata["x"].tolist() == [[0.0], [7.0], [20.0], [8.0]]
+    g.nodes[[1, 3]].data["y"] = torch.tensor([[7, 7], [8, 8]])  # New: 0 elsewhere.
+    assert g.ndata["y"].tolist() == [[0, 0], [7, 7], [0, 0], [8, 8]]
+    g.nodes[[1]].data["z"] = torch.tensor([True])
+    assert g.ndata["z"].tolist() == [False, True, False, False]
+    g.nodes[1].data["x"] = torch.tensor([[3.0]])
+    assert g.ndata["x"].tolist() == [[0.0], [3.0], [20.0], [8.0]]
+    del g.nodes[[0]].data["y"]  # The whole name, as DGL's.
+    assert list(g.ndata) == ["x", "z"]
+    # Edges: ids, or (u, v) endpoint pairs (the lowest id of parallel edges).
+    assert g.edges[torch.tensor([2, 0])].data["w"].tolist() == [2.0, 0.0]
+    assert g.edges[[1, 3]].data["w"].tolist() == [1.0, 3.0]
+    assert g.edges[1].data["w"].tolist() == [1.0]
+    assert g.edges[([0, 2], [1, 3])].data["w"].tolist() == [0.0, 2.0]
+    assert g.edges[(0, 1)].data["w"].tolist() == [0.0]
+    assert g.edges[[]].data["w"].tolist() == []
+    for whole in (slice(None), None, "_E", ("_N", "_E", "_N")):
+        assert g.edges[whole].data["w"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    g.edges[[1, 3]].data["w"] = torch.tensor([7.0, 8.0])
+    assert g.edata["w"].tolist() == [0.0, 7.0, 2.0, 8.0, 4.0]
+    g.edges[([0], [1])].data["y"] = torch.tensor([[7, 7]])
+    assert g.edata["y"].tolist() == [[7, 7], [0, 0], [0, 0], [0, 0], [0, 0]]
+    # DGL: an IndexError / DGLError; here TesseraErrors naming the id.
+    with pytest.raises(tessera.TesseraError, match="node 5 does not exist"):
+        g.nodes[[5]].data["x"]
+    with pytest.raises(tessera.TesseraError, match="node -1 does not exist"):
+        g.nodes[[-1]].data["x"]
+    with pytest.raises(tessera.TesseraError, match="node 9 does not exist"):
+        g.nodes[[9]].data["x"] = torch.tensor([[7.0]])
+    with pytest.raises(tessera.TesseraError, match=r"shape \(1, 1\) for 2 ids"):
+        g.nodes[[1, 3]].data["x"] = torch.tensor([[7.0]])
+    with pytest.raises(tessera.TesseraError, match="holds torch.float32"):
+        g.nodes[[1]].data["x"] = torch.tensor([[5]])
+    with pytest.raises(tessera.TesseraError, match="must be a tensor"):
+        g.nodes[[0]].data["x"] = {"_N": torch.tensor([[1.0]])}
+    with pytest.raises(tessera.TesseraError, match="full slice"):
+        g.nodes[1:3]
+    with pytest.raises(tessera.TesseraError, match=r"\(ids, node type\)"):
+        g.nodes[("_N", [1, 2])]
+    with pytest.raises(KeyError, match="has no data 'nope'"):
+        g.nodes[[1]].data["nope"]
+    with pytest.raises(tessera.TesseraError, match="1D"):
+        g.nodes[torch.tensor([[1]])]
+    with pytest.raises(tessera.TesseraError, match="edge 7 does not exist"):
+        g.edges[[7]].data["w"]
+    with pytest.raises(tessera.TesseraError, match=r"\(0, 3\) does not form a valid edge"):
+        g.edges[([0], [3])].data["w"]
+    with pytest.raises(tessera.TesseraError, match="full slice"):
+        g.edges[1:2]
+    assert g.ndata["x"].tolist() == [[0.0], [3.0], [20.0], [8.0]]  # Nothing written.
+
+
+def test_typed_node_and_edge_views_of_ids():
+    """Several types: ``g.nodes[(ids, ntype)]`` (ids alone are an error, as
+    DGL's), a relation's edge ids need ``g.edges[etype]`` of a graph with one
+    relation; a block's ``srcnodes`` / ``dstnodes`` likewise."""
+    h = tessera.heterograph({("user", "follows", "user"): ([0, 1], [1, 2]),
+                             ("user", "plays", "game"): ([0, 2], [0, 1])})
+    h.nodes["user"].data["x"] = torch.arange(3.0)
+    h.nodes["game"].data["x"] = torch.arange(2.0) + 10
+    assert h.nodes[([0, 2], "user")].data["x"].tolist() == [0.0, 2.0]
+    h.nodes[([1], "game")].data["y"] = torch.tensor([3.0])
+    assert h.nodes["game"].data["y"].tolist() == [0.0, 3.0]
+    assert {t: v.tolist() for t, v in h.ndata["y"].items()} == {"game": [0.0, 3.0]}
+    for key in ([0], ([0], None)):
+        with pytest.raises(tessera.TesseraError, match="several node types"):
+            h.nodes[key]
+    with pytest.raises(KeyError, match="unknown node type 'bad'"):
+        h.nodes[([0], "bad")]
+    for key in ([0], ([0], [0])):
+        with pytest.raises(tessera.TesseraError, match="several edge types"):
+            h.edges[key]
+    plays = tessera.heterograph({("user", "plays", "game"): ([0, 2], [0, 1])})
+    plays.edata["w"] = torch.tensor([5.0, 6.0])
+    assert plays.edges[[1]].data["w"].tolist() == [6.0]
+    assert plays.edges[([2], [1])].data["w"].tolist() == [6.0]
+    g = tessera.graph(([0, 1, 2, 3], [1, 2, 3, 0]))
+    b = tessera.to_block(tessera.in_subgraph(g, torch.tensor([1, 2])), torch.tensor([1, 2]))
+    b.srcdata["x"] = torch.arange(3.0)
+    b.dstdata["y"] = torch.arange(2.0) + 10
+    b.edata["w"] = torch.arange(2.0)
+    assert b.srcdata[NID].tolist() == [1, 2, 0]
+    assert b.srcnodes[[2, 0]].data["x"].tolist() == [2.0, 0.0]
+    assert b.srcnodes[([1], "_N")].data["x"].tolist() == [1.0]
+    assert b.dstnodes[[1]].data["y"].tolist() == [11.0]
+    assert b.edges[[1]].data["w"].tolist() == [1.0]
+    b.dstnodes[[1]].data["z"] = torch.tensor([1.0])
+    assert b.dstdata["z"].tolist() == [0.0, 1.0] and "z" not in b.srcdata
+    b.srcnodes[[2]].data["x"] = torch.tensor([9.0])
+    assert b.srcdata["x"].tolist() == [0.0, 1.0, 9.0]
+    with pytest.raises(tessera.TesseraError, match="node 2 does not exist"):
+        b.dstnodes[[2]].data["y"]
+    hb = block()
+    hb.srcdata["h"] = {"user": torch.arange(5.0)}
+    assert hb.srcnodes[([4, 0], "user")].data["h"].tolist() == [4.0, 0.0]
+    assert hb.dstnodes[([2], "user")].data[NID].tolist() == [0]
+    with pytest.raises(tessera.TesseraError, match="several node types"):
+        hb.dstnodes[[0]]
+
+
 def test_bad_message_passing_input_is_a_clear_error():
     b = block()
     with pytest.raises(KeyError, match="u_mul_e: source node type 'user' has no data 'h'"):
