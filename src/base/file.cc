@@ -41,20 +41,6 @@ StatusOr<std::pair<int, uint64_t>> OpenRegularFile(const std::string& path) {
   return std::make_pair(fd, static_cast<uint64_t>(st.st_size));
 }
 
-// Opens `path`, refuses it above `max_bytes`, and reads it into the buffer
-// `allocate(size)` returns. The descriptor is closed whatever happens (an
-// allocation may throw).
-template <typename Allocate>
-Status ReadWholeFile(const std::string& path, uint64_t max_bytes, Allocate allocate) {
-  ASSIGN_OR_RETURN(InputFile file, InputFile::Open(path));
-  if (file.size() > max_bytes) {
-    return absl::FailedPreconditionError(
-        StrCat(path, " has ", file.size(), " bytes, more than the ", max_bytes, " allowed"));
-  }
-  const auto size = static_cast<size_t>(file.size());
-  return file.ReadAt(0, allocate(size), size);
-}
-
 }  // namespace
 
 StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
@@ -262,22 +248,15 @@ ScratchDir::~ScratchDir() {
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
-  std::string text;
-  RETURN_IF_ERROR(ReadWholeFile(path, max_bytes, [&](size_t size) {
-    text.resize(size);
-    return reinterpret_cast<uint8_t*>(text.data());
-  }));
+  // The descriptor is closed whatever happens (the allocation may throw).
+  ASSIGN_OR_RETURN(InputFile file, InputFile::Open(path));
+  if (file.size() > max_bytes) {
+    return absl::FailedPreconditionError(
+        StrCat(path, " has ", file.size(), " bytes, more than the ", max_bytes, " allowed"));
+  }
+  std::string text(static_cast<size_t>(file.size()), '\0');
+  RETURN_IF_ERROR(file.ReadAt(0, reinterpret_cast<uint8_t*>(text.data()), text.size()));
   return text;
-}
-
-StatusOr<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
-  FileBytes bytes;
-  RETURN_IF_ERROR(ReadWholeFile(path, max_bytes, [&](size_t size) {
-    bytes.data.reset(new uint8_t[size]);  // Not zero-filled: read over in full.
-    bytes.size = size;
-    return bytes.data.get();
-  }));
-  return bytes;
 }
 
 namespace {

@@ -148,7 +148,7 @@ StatusOr<Json> ReadManifest(const std::string& folder) {
 
 namespace {
 
-// CheckManifest on a manifest of our own (operator[] of a const json would
+// The checks of a parsed manifest, on a copy of our own (operator[] of a const json would
 // assert on a missing key; here it adds a null, which the checks refuse).
 Status CheckParsedManifest(Json& manifest) {
   auto bad = [](const std::string& why) { return absl::DataLossError(why); };
@@ -311,11 +311,6 @@ StatusOr<Json> ParseManifest(std::string_view text) {
   ASSIGN_OR_RETURN(Json manifest, ParseJson(text, "its text"));
   RETURN_IF_ERROR(CheckParsedManifest(manifest));
   return manifest;
-}
-
-Status CheckManifest(const Json& manifest) {
-  Json copy = manifest;
-  return CheckParsedManifest(copy);
 }
 
 std::map<std::string, Json> FilesOf(const Json& manifest) {

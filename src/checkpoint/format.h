@@ -59,12 +59,11 @@ StatusOr<Json> ParseJson(std::string_view text, const std::string& what);
 // rows and listed in "files" with the bytes their rows take. Errors name
 // the folder.
 StatusOr<Json> ReadManifest(const std::string& folder);
-// The checks of ReadManifest on the text of a manifest (its size, depth
-// and JSON) and on a parsed one: a save runs them on the manifest it is
-// about to write, so that it never writes one its readers refuse. Errors
-// (DataLoss) say only what is wrong.
+// The checks of ReadManifest on the text of a manifest (its size, depth,
+// JSON and contents): a save runs them on the manifest it is about to
+// write, so that it never writes one its readers refuse. Errors (DataLoss)
+// say only what is wrong.
 StatusOr<Json> ParseManifest(std::string_view text);
-Status CheckManifest(const Json& manifest);
 // {path: entry} of the manifest's "files".
 std::map<std::string, Json> FilesOf(const Json& manifest);
 // Whether the shard files of `tensor` (and their original ids, with `orig`)

@@ -284,17 +284,14 @@ TEST(CheckpointFormatTest, SizeFieldsMustBeNonNegativeIntegers) {
     change(m);
     WriteManifest(dir / "c", m);
     ExpectRefused(dir / "c", why);
-    // The same checks on a manifest in memory (what a save runs before it
-    // writes one) and on its text.
-    EXPECT_THAT(CheckManifest(m).message(), HasSubstr(why));
+    // The same checks on its text (what a save runs before it writes one).
     EXPECT_THAT(ParseManifest(m.dump()).status().message(), HasSubstr(why));
   }
-  EXPECT_TRUE(CheckManifest(good).ok());
   EXPECT_TRUE(ParseManifest(good.dump(1)).ok());
   Json m = good;
   m["trainer_files"] = Json::array({Json::array({"t0.pt"}), Json::array({"t0.pt"})});
   m["files"].push_back(m["files"][1]);  // Both trainers listed their t0.pt.
-  EXPECT_THAT(CheckManifest(m).message(), HasSubstr("t0.pt listed twice"));
+  EXPECT_THAT(ParseManifest(m.dump()).status().message(), HasSubstr("t0.pt listed twice"));
 }
 
 // A shard's listed size must be that of its rows, and the file on disk

@@ -84,11 +84,6 @@ struct ChunkedGraph {
 
   int64_t num_nodes() const { return ntype_offsets.back(); }
   int64_t num_edges() const { return etype_offsets.back(); }
-  // DGL's homogeneous graph: one node type "_N" and one relation "_N:_E:_N".
-  bool homogeneous_names() const {
-    return ntypes.size() == 1 && relations.size() == 1 && ntypes[0] == "_N" &&
-           relations[0].type == EdgeType{"_N", "_E", "_N"};
-  }
   // Type of a homogeneous node id / edge position.
   int NodeTypeOf(int64_t id) const;
   int RelationOf(int64_t position) const;

@@ -73,7 +73,9 @@ TEST(ChunkedGraph, RoundTripEveryRange) {
       auto g = ReadChunkedGraph(dir.path());
       ASSERT_TRUE(g.ok()) << g.status();
       EXPECT_EQ(g->graph_name, "ring");
-      EXPECT_TRUE(g->homogeneous_names());
+      EXPECT_EQ(g->ntypes, std::vector<std::string>{"_N"});
+      ASSERT_EQ(g->relations.size(), 1u);
+      EXPECT_TRUE((g->relations[0].type == EdgeType{"_N", "_E", "_N"}));
       EXPECT_EQ(g->num_nodes(), 6);
       EXPECT_EQ(g->num_edges(), 7);
       ASSERT_EQ(g->node_data[0].size(), 2u);

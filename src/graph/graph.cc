@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <tuple>
 
 #include "tessera/base/strings.h"
@@ -201,32 +200,6 @@ Status Graph::Validate(const std::string& source) const {
         StrCat(source, ": relations or type tables without node types"));
   }
   return absl::OkStatus();
-}
-
-CompressedGraph BuildCompressed(int64_t num_rows, std::span<const int64_t> rows,
-                                std::span<const int64_t> cols) {
-  CompressedGraph g;
-  g.num_rows = num_rows;
-  g.indptr.assign(static_cast<size_t>(num_rows) + 1, 0);
-  for (int64_t r : rows) ++g.indptr[r + 1];
-  std::partial_sum(g.indptr.begin(), g.indptr.end(), g.indptr.begin());
-  g.indices.resize(rows.size());
-  g.eid.resize(rows.size());
-  std::vector<int64_t> cursor(g.indptr.begin(), g.indptr.end() - 1);
-  for (size_t e = 0; e < rows.size(); ++e) {
-    int64_t pos = cursor[rows[e]]++;
-    g.indices[pos] = cols[e];
-    g.eid[pos] = static_cast<int64_t>(e);
-  }
-  return g;
-}
-
-CompressedGraph BuildCsc(const Graph& graph) {
-  return BuildCompressed(graph.num_nodes, graph.dst_ids(), graph.src_ids());
-}
-
-CompressedGraph BuildCsr(const Graph& graph) {
-  return BuildCompressed(graph.num_nodes, graph.src_ids(), graph.dst_ids());
 }
 
 namespace {

@@ -23,18 +23,6 @@ Graph Sample() {
 
 std::vector<int64_t> V(std::span<const int64_t> s) { return {s.begin(), s.end()}; }
 
-TEST(Graph, CscAndCsrKeepEdgeOrderInsideRows) {
-  Graph g = Sample();
-  ASSERT_TRUE(g.Validate("sample").ok());
-  CompressedGraph csc = BuildCsc(g);
-  EXPECT_EQ(csc.indptr, (std::vector<int64_t>{0, 1, 3, 5, 6}));
-  EXPECT_EQ(csc.indices, (std::vector<int64_t>{2, 0, 3, 1, 1, 3}));
-  EXPECT_EQ(csc.eid, (std::vector<int64_t>{2, 0, 5, 1, 3, 4}));
-  CompressedGraph csr = BuildCsr(g);
-  EXPECT_EQ(csr.indptr, (std::vector<int64_t>{0, 1, 3, 4, 6}));
-  EXPECT_EQ(csr.degree(1), 2);
-}
-
 TEST(Graph, RemoveSelfLoopsCarriesEdgeData) {
   Graph g = Sample();
   EXPECT_EQ(RemoveSelfLoops(&g), 1);

@@ -31,7 +31,7 @@ Status CheckClaimedNodes(const std::string& source, int64_t count, int64_t bytes
 }
 
 Status CheckGraphNodes(const std::string& source, int64_t num_nodes, int64_t max_bytes) {
-  // One int64 CSR offset per node (BuildCsr, BuildCsc, partitioning).
+  // One int64 CSR offset per node (partitioning, sampling).
   return CheckClaimedNodes(source, num_nodes, 8, "the graph's CSR offsets (8 bytes per node)",
                            max_bytes);
 }

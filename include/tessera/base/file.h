@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -107,13 +106,6 @@ class ScratchDir {
 // than `max_bytes` is refused before it is read (FailedPrecondition).
 StatusOr<std::string> ReadFileToString(const std::string& path,
                                        uint64_t max_bytes = std::numeric_limits<uint64_t>::max());
-// The same into memory that is not zero-filled first.
-struct FileBytes {
-  std::unique_ptr<uint8_t[]> data;
-  size_t size = 0;
-};
-StatusOr<FileBytes> ReadFileBytes(const std::string& path,
-                                  uint64_t max_bytes = std::numeric_limits<uint64_t>::max());
 // A regular file open for reading in pieces, with pread: memory stays
 // bounded however large the file, and a file truncated meanwhile gives an
 // error, never SIGBUS. Move-only owner of the descriptor (closed by the

@@ -3,8 +3,8 @@
 // Graph: the in-memory homogeneous graph every reader returns and the
 // partitioner consumes. Edges are a COO list of int64 node ids (edge i goes
 // src[i] -> dst[i]); node and edge arrays are named Arrays whose first
-// dimension is num_nodes or num_edges. CompressedGraph is the CSR/CSC form
-// built from it. Graphs are move-only values; not thread-safe for mutation.
+// dimension is num_nodes or num_edges. Graphs are move-only values; not
+// thread-safe for mutation.
 #ifndef TESSERA_INCLUDE_TESSERA_GRAPH_GRAPH_H_
 #define TESSERA_INCLUDE_TESSERA_GRAPH_GRAPH_H_
 
@@ -85,25 +85,6 @@ struct Graph {
   // check (the data stays readable).
   Status Validate(const std::string& source) const;
 };
-
-// CSR (rows = sources, indices = destinations) or CSC (rows = destinations,
-// indices = sources) adjacency. eid[k] is the COO position of entry k. Within
-// a row, entries are in increasing eid order.
-struct CompressedGraph {
-  int64_t num_rows = 0;
-  std::vector<int64_t> indptr;   // num_rows + 1
-  std::vector<int64_t> indices;  // num_edges
-  std::vector<int64_t> eid;      // num_edges
-
-  int64_t degree(int64_t row) const { return indptr[row + 1] - indptr[row]; }
-};
-
-// Counting-sort construction, O(num_nodes + num_edges).
-CompressedGraph BuildCsc(const Graph& graph);
-CompressedGraph BuildCsr(const Graph& graph);
-// Same for an arbitrary COO list: rows[i] -> cols[i].
-CompressedGraph BuildCompressed(int64_t num_rows, std::span<const int64_t> rows,
-                                std::span<const int64_t> cols);
 
 // Keeps only the edges with keep[i] != 0 (COO order preserved); edge arrays
 // follow.
