@@ -339,10 +339,14 @@ for input_nodes, pos, neg, blocks in link_loader:
     assert isinstance(pos, PairGraph) and not pos.is_homogeneous
     assert isinstance(neg, PairGraph) and not neg.is_homogeneous
     assert isinstance(blocks[0], dist.Block) and not blocks[0].is_homogeneous and len(blocks) == 2
-    assert pos.num_edges() == pos.num_edges("writes") + pos.num_edges(cites) > 0
+    assert set(pos.canonical_etypes) <= {writes, cites}
+    assert pos.num_edges() == sum(pos.num_edges(c) for c in pos.canonical_etypes) > 0
     excluded = {}
     for c in (writes, cites):
-        eid = pos.edata[tessera.EID][c]
+        if c not in pos.canonical_etypes:  # No edge of c in this batch (DGL drops it).
+            continue
+        eids = pos.edata[tessera.EID]  # A tensor when the batch has one relation.
+        eid = eids[c] if isinstance(eids, dict) else eids
         seen[c].append(eid)
         check_pairs(pos, c, to_input_eid(c, eid))
         es, ed = g.find_edges(eid, c)
