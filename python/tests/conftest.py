@@ -111,6 +111,28 @@ def python_cmd(script, *args):
     return " ".join([PYTHON, os.path.join(HERE, script)] + [str(a) for a in args])
 
 
+def run_checks(script, args, checks):
+    """Runs a check script (one that prints "CHECK <name> ok" per check and
+    "ALL CHECKS PASSED") standalone; asserts that every check passed."""
+    r = subprocess.run([PYTHON, os.path.join(HERE, script)] + [str(a) for a in args],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout
+    for c in checks:
+        assert f"CHECK {c} ok" in r.stdout, (c, r.stdout)
+    assert "ALL CHECKS PASSED" in r.stdout
+
+
+def launch_checks(workspace, part_config, script, args, checks):
+    """The same in a launched job of 2 machines x 2 trainers: every trainer
+    passes every check. Returns the job's output."""
+    code, out, _ = launch(workspace, part_config, python_cmd(script, *args))
+    assert code == 0, out
+    for c in checks:
+        assert out.count(f"CHECK {c} ok") == 4, (c, out)
+    assert out.count("ALL CHECKS PASSED") == 4
+    return out
+
+
 def make_mag(root, *generate_flags):
     """Generates a mag-shaped graph under root/g (`tessera generate --hetero`
     with the given flags) and partitions it into 1 and 2 parts; returns

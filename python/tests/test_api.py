@@ -2,7 +2,7 @@
 launched by `tessera launch` (2 machines x 2 trainers on loopback)."""
 import subprocess
 
-from conftest import PYTHON, HERE, launch, python_cmd
+from conftest import HERE, PYTHON, launch_checks, run_checks
 
 CHECKS = ["pull_equals_files", "python_init_func", "failing_init_func", "push_visible_everywhere",
           "sparse_adam_formula", "sparse_adagrad_formula", "sampling", "node_loader",
@@ -13,20 +13,12 @@ CHECKS = ["pull_equals_files", "python_init_func", "failing_init_func", "push_vi
 
 
 def test_standalone(cora_parts):
-    r = subprocess.run([PYTHON, f"{HERE}/job_checks.py", cora_parts[1]], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout
-    for c in CHECKS:
-        assert f"CHECK {c} ok" in r.stdout, r.stdout
-    assert "ALL CHECKS PASSED" in r.stdout
+    run_checks("job_checks.py", [cora_parts[1]], CHECKS)
 
 
 def test_launched_two_by_two(cora_parts, tmp_path):
-    code, out, job = launch(tmp_path, cora_parts[2], python_cmd("job_checks.py", cora_parts[2]))
-    assert code == 0, out
-    for c in CHECKS + ["gil_released"]:
-        assert out.count(f"CHECK {c} ok") == 4, (c, out)
-    assert out.count("ALL CHECKS PASSED") == 4
+    launch_checks(tmp_path, cora_parts[2], "job_checks.py", [cora_parts[2]],
+                  CHECKS + ["gil_released"])
 
 
 def test_import_and_error_type():
