@@ -370,6 +370,7 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("name", &dist::DistTensor::name)
       .def_property_readonly("key", &dist::DistTensor::key)
       .def_property_readonly("created", &dist::DistTensor::created)
+      .def("delete", [](const dist::DistTensor& t) { Wait([&] { t.Delete(); }); })
       .def_property_readonly("policy",
                              [](const dist::DistTensor& t) { return PolicyName(t.part_policy()); })
       // Every trainer's flag in, whether any trainer raised one out: a

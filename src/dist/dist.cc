@@ -370,9 +370,10 @@ struct DistTensor::State {
   std::string type_name;
   bool owner = false;
   bool persistent = true;
+  bool deleted = false;  // By Delete().
 
   ~State() {
-    if (!owner || persistent || !context->store_) return;
+    if (!owner || persistent || deleted || !context->store_) return;
     try {
       Status s = context->store_->features().DeleteData(key);
       if (!s.ok()) spdlog::warn("deleting DistTensor '{}': {}", name, std::string(s.message()));
@@ -546,6 +547,12 @@ PartPolicy DistTensor::part_policy() const { return state_->policy; }
 const std::string& DistTensor::key() const { return state_->key; }
 const std::string& DistTensor::type_name() const { return state_->type_name; }
 bool DistTensor::created() const { return state_->owner; }
+
+void DistTensor::Delete() const {
+  ThrowIfError(state_->store().features().DeleteData(state_->key),
+               "deleting DistTensor '" + state_->name + "'");
+  state_->deleted = true;
+}
 kvstore::Services& DistTensor::store() const { return state_->store(); }
 
 // ------------------------------------------------------------ DistGraph

@@ -85,6 +85,10 @@ class DistTensor {
   // Whether this handle's construction created the tensor (exactly one of the
   // trainers constructing it at once does), rather than attaching to it.
   bool created() const;
+  // Deletes the tensor on every machine now, persistent or not (for a
+  // construction that failed half way); its handles then fail as after any
+  // deletion, and constructing it again creates it anew.
+  void Delete() const;
   kvstore::Services& store() const;  // For embeddings and optimizers.
 
  private:

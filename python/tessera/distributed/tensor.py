@@ -183,22 +183,27 @@ def _fill_with(t, init_func):
 def _init_collectively(handle, init_func):
     """Every trainer: the one whose construction created the tensor fills it
     from init_func; all meet at a barrier that carries whether the fill
-    failed (met also then, so that nobody waits forever). The creator
-    re-raises its error, the others raise one that points to it: nobody
-    goes on with rows that were never filled."""
+    failed (met also then, so that nobody waits forever). After a failure
+    the creator deletes the tensor before the barrier (so that a retry
+    creates it anew) and re-raises its error; the others raise one that
+    points to it: nobody goes on with rows that were never filled."""
     error = None
     if handle.created:
         try:
             _fill_with(handle, init_func)
         except Exception as e:  # Still meet the others at the barrier.
             error = e
+            try:
+                handle.delete()
+            except Exception as d:  # The original error stays the one raised.
+                e.add_note(f"tessera: deleting the unfilled tensor failed too: {d}")
     failed = handle.barrier_any(error is not None)
     if error is not None:
         raise error
     if failed:
         raise _C.TesseraError(f"DistTensor '{handle.name}': init_func raised on the trainer "
-                              f"that created the tensor (its log has the error); the tensor "
-                              f"was not filled")
+                              f"that created the tensor (its log has the error); the unfilled "
+                              f"tensor was deleted")
 
 
 def _check_name(name, what):
@@ -356,8 +361,10 @@ class DistTensor:
 
     def __or__(self, other):
         """``mask1 | mask2``: a new anonymous DistTensor of the element-wise OR
-        (DGL's union of masks). Collective, as in DGL: every trainer computes
-        its machine's rows, and all return once every row is written."""
+        (DGL's union of masks). Collective, as in DGL: every trainer must
+        call it (in the same order as its other anonymous tensors); each
+        computes its machine's rows, and all return once every row is
+        written."""
         if not isinstance(other, DistTensor):
             return NotImplemented
         for t in (self, other):
