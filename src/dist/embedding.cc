@@ -79,7 +79,10 @@ void DistEmbedding::load(const std::string& path) const { LoadTensors({state_->w
 SparseOptimizer::SparseOptimizer(std::vector<DistEmbedding> params,
                                  kvstore::SparseOptimizerSpec spec)
     : params_(std::move(params)), spec_(spec) {
-  Check(kvstore::ValidateSparseSpec(spec_), "sparse optimizer");
+  // Its messages name the optimizer already.
+  if (Status valid = kvstore::ValidateSparseSpec(spec_); !valid.ok()) {
+    throw Error(std::string(valid.message()));
+  }
   for (const DistEmbedding& emb : params_) {
     std::vector<DistTensor> states;
     for (const kvstore::StateTensor& s : kvstore::SparseStateOf(spec_.kind, emb.embedding_dim())) {

@@ -2,6 +2,7 @@
 import torch
 
 from tessera import _C
+from tessera._utils import as_ids
 from tessera.distributed import context
 from tessera.distributed.embedding import DistEmbedding
 from tessera.distributed.tensor import DistTensor
@@ -84,29 +85,54 @@ class _SparseOptimizer:
 
     def load_local_state_dict(self, local_state_dict):
         """Writes the rows of a ``local_state_dict()`` back and takes its
-        hyperparameters (``_lr``, ...), as DGL's."""
+        hyperparameters (``_lr``, ...), as DGL's. Everything is checked
+        before anything is written: a bad dict changes nothing."""
+        what = "load_local_state_dict"
+        if not isinstance(local_state_dict, dict) or not isinstance(
+                local_state_dict.get("emb_states"), dict):
+            raise TypeError(f"{what}: expected a local_state_dict() (a dict with "
+                            f"'emb_states' and 'params'), got {type(local_state_dict).__name__}")
         states = self._states()
         writes = []
         for emb_name, emb_state in local_state_dict["emb_states"].items():
             if emb_name not in states:
-                raise KeyError(f"load_local_state_dict: the optimizer has no embedding "
+                raise KeyError(f"{what}: the optimizer has no embedding "
                                f"'{emb_name}' (it has {sorted(states)})")
             mine = {s.name: s for s in states[emb_name]}
             if len(emb_state["states"]) != len(mine):
                 raise ValueError(f"loaded state dict has a different number of states of "
                                  f"embedding {emb_name}")
+            ids, _ = as_ids(emb_state["ids"], f"{what}: ids of {emb_name}")
             for name, rows in emb_state["states"].items():
                 if name not in mine:
                     raise ValueError(f"loaded state dict contains a state {name} that can't "
                                      f"be found in the optimizer states ({sorted(mine)})")
-                writes.append((mine[name], emb_state["ids"], rows))
-        for tensor, ids, rows in writes:
-            tensor[ids] = rows.to(torch.device("cpu"), tensor.dtype)
-        params = dict(local_state_dict["params"])
-        new = {k: float(params.get(k, v)) for k, v in self._hyper().items()}
-        if new != self._hyper():
+                t = mine[name]
+                rows = torch.as_tensor(rows).to(torch.device("cpu"), t.dtype)
+                want = (len(ids),) + tuple(t.shape[1:])
+                if tuple(rows.shape) != want:
+                    raise ValueError(f"{what}: state {name} has rows of shape "
+                                     f"{tuple(rows.shape)}, expected {want}")
+                writes.append((t, ids, rows))
+        params = dict(local_state_dict.get("params", {}))
+        old = self._hyper()
+        try:
+            new = {k: float(params.get(k, v)) for k, v in old.items()}
+        except (TypeError, ValueError):
+            raise TypeError(f"{what}: params {({k: params[k] for k in old if k in params})} "
+                            f"must be numbers") from None
+        rebuilt = None
+        if new != old:
             self._set_hyper(new)
-            self._o = self._build()  # Attaches to the same state tensors.
+            try:
+                rebuilt = self._build()  # Attaches to the same state tensors.
+            except Exception as e:
+                self._set_hyper(old)
+                raise type(e)(f"{what}: params: {e}") from None
+        for tensor, ids, rows in writes:
+            tensor[ids] = rows
+        if rebuilt is not None:
+            self._o = rebuilt
 
 
 class SparseAdagrad(_SparseOptimizer):
