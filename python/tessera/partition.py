@@ -188,6 +188,13 @@ def _typed_mapping(g, config, orig_nids, orig_eids):
     return nids, eids
 
 
+def _config_path(part_config, what):
+    """A partition config's path as a str (never ``str(None)``)."""
+    if not isinstance(part_config, (str, os.PathLike)):
+        raise TypeError(f"{what}: part_config must be a path, got {type(part_config).__name__}")
+    return check_text(os.fspath(part_config), f"{what}: part_config")
+
+
 def _local_graph(d, gpb):
     """One part's local graph as DGL's: one node type and one relation over
     the local nodes (inner nodes first, then HALO nodes), the in-edges of
@@ -216,7 +223,7 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     from tessera.distributed.partition_book import GraphPartitionBook
     if use_graphbolt:
         raise ValueError("load_partition: use_graphbolt=True is not supported")
-    d = _C.load_partition(check_text(str(part_config), "load_partition: part_config"),
+    d = _C.load_partition(_config_path(part_config, "load_partition"),
                           as_int(part_id, "load_partition: part_id", 0, INT32_MAX),
                           bool(load_feats))
     gpb = GraphPartitionBook(d["book"])
@@ -231,7 +238,11 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
 def load_partition_feats(part_config, part_id, load_nodes=True, load_edges=True):
     """DGL's load_partition_feats: ``(node_feats, edge_feats)`` of part
     ``part_id``, keyed as :func:`load_partition`'s, each ``None`` when not
-    asked for. The part's graph is read and checked too."""
+    asked for. The part's graph is read and checked too (with neither, only
+    the config)."""
+    if not (load_nodes or load_edges):
+        load_partition_book(part_config, part_id)  # Its errors (no such part, ...).
+        return None, None
     _, node_feats, edge_feats = load_partition(part_config, part_id)[:3]
     return (node_feats if load_nodes else None), (edge_feats if load_edges else None)
 
@@ -241,7 +252,7 @@ def load_partition_book(part_config, part_id):
     {canonical etype: id})``."""
     from tessera.distributed.partition_book import GraphPartitionBook
     book, name = _C.load_partition_book(
-        check_text(str(part_config), "load_partition_book: part_config"),
+        _config_path(part_config, "load_partition_book"),
         as_int(part_id, "load_partition_book: part_id", 0, INT32_MAX))
     gpb = GraphPartitionBook(book)
     return (gpb, name, {t: i for i, t in enumerate(gpb.ntypes)},

@@ -3,6 +3,7 @@ a launched job (2-part Cora, 2 machines x 2 trainers): DGL 1.1.3's view of
 graph data and its DistGraph / DistTensor / PartitionPolicy / partition book /
 sparse optimizer attributes. Each check asserts values DGL gives (written
 here as literals or as DGL's rule) and prints "CHECK <name> ok"."""
+import os
 import sys
 
 import torch
@@ -11,7 +12,9 @@ import tessera.distributed as dist
 
 part_config = sys.argv[1]
 dist.initialize()
-g = dist.DistGraph("cora", part_config=part_config)
+# A relative config (local_partition must not follow a later chdir).
+os.chdir(os.path.dirname(os.path.abspath(part_config)))
+g = dist.DistGraph("cora", part_config=os.path.basename(part_config))
 info = dist.context.info()
 rank, world = info["rank"], info["world_size"]
 book = g.get_partition_book()
@@ -69,9 +72,13 @@ raises(lambda: g.ndata.__delitem__("label"), KeyError, "label")
 assert torch.equal(dist.DistTensor(label.shape, label.dtype, "label")[every], label[every])
 g.ndata["label"] = label
 assert sorted(g.ndata) == PARTITION_DATA
+raises(lambda: g.ndata.__setitem__(5, label), TypeError, "strings")
+raises(lambda: g.ndata.__setitem__("a\0b", label), ValueError, "NUL")
+assert sorted(g.ndata) == PARTITION_DATA
 ok("graph_data_view")
 
 # DistGraph.local_partition: this machine's partition as load_partition's graph.
+os.chdir("/")
 local = g.local_partition
 assert local is g.local_partition
 inner = local.ndata["inner_node"].bool()

@@ -251,6 +251,8 @@ def check_int_ranges(dist, g):
     _raises(ValueError, lambda: dist.sample_neighbors(g, torch.tensor([1]), -2**64), "fanout",
             str(-2**64))
     _raises(ValueError, lambda: nodes(batch_size=4, fanouts=[-2**70]), "fanout", str(-2**70))
+    _raises(ValueError, lambda: nodes(batch_size=4, fanouts=[-2]), "fanout -2",
+            "-1 (all neighbours), 0 (none) or positive")
     _raises(ValueError, lambda: nodes(batch_size=4, num_workers=-2**40), "num_workers",
             str(-2**40))
     _raises(ValueError, lambda: dist.manual_seed(2**64), "manual_seed", "seed")

@@ -415,6 +415,10 @@ def test_load_partition_of_typed_graphs_as_dgl(tmp_path):
         nf2, ef2 = tessera.distributed.load_partition_feats(config, p)
         assert torch.equal(nf2["user/feat"], nf["user/feat"]) and sorted(ef2) == sorted(ef)
         assert tessera.distributed.load_partition_feats(config, p, False, False) == (None, None)
+        with pytest.raises(tessera.TesseraError, match=r"part id 2 is not in \[0, 2\)"):
+            tessera.distributed.load_partition_feats(config, 2, False, False)
+        with pytest.raises(TypeError, match="part_config must be a path, got NoneType"):
+            tessera.distributed.load_partition_feats(None, p)
         book, name, nt, et = tessera.distributed.load_partition_book(config, p)
         assert (book.partid, name, nt) == (p, "hg", {"item": 0, "tag": 1, "user": 2})
         assert et == {c: i for i, c in enumerate(canonical)}

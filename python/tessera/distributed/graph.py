@@ -1,6 +1,7 @@
 """DistGraph, work splitting and graph operations (the partition book is in
 partition_book.py)."""
 import json
+import os
 import weakref
 from collections.abc import MutableMapping
 
@@ -86,6 +87,9 @@ class _DataView(MutableMapping):
         return self._others[name]
 
     def __setitem__(self, name, value):
+        if not isinstance(name, str):
+            raise TypeError(f"{self._kind} data names are strings, got {type(name).__name__}")
+        check_text(name, f"{self._kind} data name")
         if not isinstance(value, DistTensor):
             raise TypeError(f"{self._what(name)} must be a DistTensor, got "
                             f"{type(value).__name__} (create one with DistTensor(...))")
@@ -198,9 +202,11 @@ class DistGraph:
         self._ntypes = list(self._g.ntypes())
         self._canonical = [tuple(e) for e in self._g.canonical_etypes()]
         info = context._state["info"]
-        # The config the servers (standalone: this process) loaded.
-        self._part_config = (info["part_config"] if info and not info["standalone"]
-                             and info["part_config"] else part_config)
+        # The config the servers (standalone: this process) loaded, absolute
+        # (local_partition must not follow a later chdir).
+        config = (info["part_config"] if info and not info["standalone"]
+                  and info["part_config"] else part_config)
+        self._part_config = os.path.abspath(str(config)) if config else None
         self._gdata = self._read_graph_data()
         self._local_partition = None
         self._ndata = _DataView(self, "node")

@@ -152,10 +152,14 @@ def _zero_per_relation(g, fanouts):
 
 
 def _fanout_value(v, what):
-    """A fanout as an int (C++ int64; -1 takes all): never a float cut short."""
+    """A fanout as an int (C++ int64; -1 takes all, 0 none): never a float
+    cut short."""
     if isinstance(v, float):
         raise TypeError(f"{what} must be an integer (-1 for all neighbours), got {v!r}")
-    return as_int(v, what, INT64_MIN, INT64_MAX)  # C++ refuses below -1
+    f = as_int(v, what, INT64_MIN, INT64_MAX)
+    if f < -1:
+        raise ValueError(f"{what} {f}: a fanout is -1 (all neighbours), 0 (none) or positive")
+    return f
 
 
 def check_relation(g, key, what):
