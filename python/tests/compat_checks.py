@@ -157,6 +157,22 @@ ada = dist.optim.SparseAdagrad([dist.DistEmbedding(N, 2, "cc_ada")], lr=0.1)
 sd = ada.local_state_dict()
 assert sd["params"] == {"world_size": world, "_lr": 0.1, "_eps": 1e-10}
 assert list(sd["emb_states"]["cc_ada"]["states"]) == ["cc_ada.adagrad_sum"], sd
+# A bad dict changes nothing: not the rows written before the bad part was
+# found, not the hyperparameters.
+before = adam.local_state_dict()
+for bad_state, error, words in (
+        ({"_lr": -1.0}, dist.TesseraError, ["params", "lr -1 is not positive"]),
+        ({"_lr": None}, TypeError, ["params", "must be numbers"]),
+        ({"cc_emb.adam_v": torch.ones(ids.numel(), 3)}, ValueError, ["shape", "expected"])):
+    bad = adam.local_state_dict()
+    bad["emb_states"]["cc_emb"]["states"]["cc_emb.adam_m"] = torch.full((ids.numel(), 4), 9.0)
+    for k, v in bad_state.items():
+        (bad["params"] if k.startswith("_") else bad["emb_states"]["cc_emb"]["states"])[k] = v
+    raises(lambda: adam.load_local_state_dict(bad), error, *words)
+    now = adam.local_state_dict()
+    assert now["params"] == before["params"] and adam.lr == 0.5
+    for k, v in now["emb_states"]["cc_emb"]["states"].items():
+        assert torch.equal(v, before["emb_states"]["cc_emb"]["states"][k]), k
 ok("sparse_local_state_dict")
 
 g.barrier()
