@@ -208,8 +208,6 @@ def check_zero_fanout(dist, g):
     """DGL's NeighborSampler takes a fanout of 0: that layer samples no edges,
     its block's sources are its destinations (DGL 1.1.3's DistNodeDataLoader
     on the same graph and seeds gives the values below)."""
-    import tessera
-
     def batch(fanouts):
         (input_nodes, seeds, blocks), = list(dist.DistNodeDataLoader(
             g, torch.tensor([1, 3, 5]), dist.NeighborSampler(fanouts), batch_size=3))
