@@ -15,6 +15,7 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -390,6 +391,25 @@ TEST(DistTest, Standalone) {
   CheckSampling(config);
   CheckEmbedding(config, dir.path());
   CheckInference(config);
+  {
+    // Delete(): gone at once, persistent or not; its handles fail; the name
+    // is created anew; and the deleted handle's destructor does not delete
+    // the new tensor of the same name.
+    DistGraph g("cora", config);
+    DistTensor kept({2708, 2}, torch::kFloat32, "doomed", Init::Uniform(0, 1, 3), PartPolicy::kAuto,
+                    /*persistent=*/true);
+    kept.Delete();
+    EXPECT_THAT([&] { kept[torch::tensor({0})]; }, ThrowsMessage<Error>(HasSubstr("doomed")));
+    auto doomed =
+        std::make_unique<DistTensor>(std::vector<int64_t>{2708, 2}, torch::kFloat32, "doomed");
+    EXPECT_TRUE(doomed->created());
+    doomed->Delete();
+    DistTensor anew({2708, 2}, torch::kFloat32, "doomed", Init::Uniform(1, 2, 4));
+    EXPECT_TRUE(anew.created());
+    doomed.reset();
+    torch::Tensor rows = anew[torch::arange(2708)];
+    EXPECT_TRUE((rows >= 1).all().item<bool>() && (rows < 2).all().item<bool>());
+  }
   exit_client();
 }
 

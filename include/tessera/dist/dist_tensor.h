@@ -87,7 +87,8 @@ class DistTensor {
   bool created() const;
   // Deletes the tensor on every machine now, persistent or not (for a
   // construction that failed half way); its handles then fail as after any
-  // deletion, and constructing it again creates it anew.
+  // deletion, and constructing it again creates it anew. Throws Error if
+  // the tensor is already gone or a server cannot be reached.
   void Delete() const;
   kvstore::Services& store() const;  // For embeddings and optimizers.
 

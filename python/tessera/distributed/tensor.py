@@ -180,12 +180,26 @@ def _fill_with(t, init_func):
         t.set(torch.arange(begin, end, dtype=torch.int64), rows)
 
 
+def _barrier(handle, error):
+    """Every trainer's collective barrier, carrying whether ``error`` (this
+    trainer's failure, or None) happened; True if any trainer failed. A
+    barrier that fails after ``error`` raises ``error``, with a note."""
+    try:
+        return handle.barrier_any(error is not None)
+    except Exception as b:
+        if error is None:
+            raise
+        error.add_note(f"tessera: the barrier after this error failed too: {b}")
+        raise error from None
+
+
 def _init_collectively(handle, init_func):
     """Every trainer: the one whose construction created the tensor fills it
     from init_func; all meet at a barrier that carries whether the fill
     failed (met also then, so that nobody waits forever). After a failure
-    the creator deletes the tensor before the barrier (so that a retry
-    creates it anew) and re-raises its error; the others raise one that
+    the creator deletes the tensor, and all meet again before anyone raises
+    (so that a retry creates it anew: every handle was made before the
+    first barrier); the creator raises its error, the others one that
     points to it: nobody goes on with rows that were never filled."""
     error = None
     if handle.created:
@@ -193,17 +207,19 @@ def _init_collectively(handle, init_func):
             _fill_with(handle, init_func)
         except Exception as e:  # Still meet the others at the barrier.
             error = e
-            try:
-                handle.delete()
-            except Exception as d:  # The original error stays the one raised.
-                e.add_note(f"tessera: deleting the unfilled tensor failed too: {d}")
-    failed = handle.barrier_any(error is not None)
+    if not _barrier(handle, error):
+        return
+    if error is not None:
+        try:
+            handle.delete()
+        except Exception as d:  # The original error stays the one raised.
+            error.add_note(f"tessera: deleting the unfilled tensor failed too: {d}")
+    _barrier(handle, error)  # Nobody retries before the delete.
     if error is not None:
         raise error
-    if failed:
-        raise _C.TesseraError(f"DistTensor '{handle.name}': init_func raised on the trainer "
-                              f"that created the tensor (its log has the error); the unfilled "
-                              f"tensor was deleted")
+    raise _C.TesseraError(f"DistTensor '{handle.name}': init_func raised on the trainer "
+                          f"that created the tensor (its log has the error); the unfilled "
+                          f"tensor was deleted")
 
 
 def _check_name(name, what):
@@ -377,17 +393,17 @@ class DistTensor:
                                   f"{list(other.shape)}) or partition policy "
                                   f"({self.part_policy.policy_str} vs "
                                   f"{other.part_policy.policy_str})")
-        out = DistTensor(self.shape, self.dtype, part_policy=self.part_policy)
-        begin, end = self._local_range()
         error = None
         try:
+            out = DistTensor(self.shape, self.dtype, part_policy=self.part_policy)
+            begin, end = self._local_range()
             if end > begin:
                 ids = torch.arange(begin, end, dtype=torch.int64)
                 rows = (self._t.pull(ids) | other._t.pull(ids)).to(self.dtype)
                 out._t.set(ids, rows.contiguous())
         except Exception as e:  # Still meet the others at the barrier.
             error = e
-        failed = out._t.barrier_any(error is not None)
+        failed = _barrier(self._t, error)
         if error is not None:
             raise error
         if failed:
