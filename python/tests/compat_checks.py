@@ -163,11 +163,13 @@ before = adam.local_state_dict()
 for bad_state, error, words in (
         ({"_lr": -1.0}, dist.TesseraError, ["params", "lr -1 is not positive"]),
         ({"_lr": None}, TypeError, ["params", "must be numbers"]),
-        ({"cc_emb.adam_v": torch.ones(ids.numel(), 3)}, ValueError, ["shape", "expected"])):
+        ({"cc_emb.adam_v": torch.ones(ids.numel(), 3)}, ValueError, ["shape", "expected"]),
+        ({"ids": torch.full_like(ids, N)}, dist.TesseraError, ["ids of cc_emb", f"[0, {N})"])):
     bad = adam.local_state_dict()
     bad["emb_states"]["cc_emb"]["states"]["cc_emb.adam_m"] = torch.full((ids.numel(), 4), 9.0)
     for k, v in bad_state.items():
-        (bad["params"] if k.startswith("_") else bad["emb_states"]["cc_emb"]["states"])[k] = v
+        where = bad["emb_states"]["cc_emb"]
+        (bad["params"] if k.startswith("_") else where if k == "ids" else where["states"])[k] = v
     raises(lambda: adam.load_local_state_dict(bad), error, *words)
     now = adam.local_state_dict()
     assert now["params"] == before["params"] and adam.lr == 0.5

@@ -103,6 +103,9 @@ class _SparseOptimizer:
                 raise ValueError(f"loaded state dict has a different number of states of "
                                  f"embedding {emb_name}")
             ids, _ = as_ids(emb_state["ids"], f"{what}: ids of {emb_name}")
+            rows_of = len(mine[next(iter(mine))]) if mine else 0
+            if ids.numel() and not (0 <= int(ids.min()) and int(ids.max()) < rows_of):
+                raise _C.TesseraError(f"{what}: ids of {emb_name} must lie in [0, {rows_of})")
             for name, rows in emb_state["states"].items():
                 if name not in mine:
                     raise ValueError(f"loaded state dict contains a state {name} that can't "
@@ -122,16 +125,18 @@ class _SparseOptimizer:
             raise TypeError(f"{what}: params {({k: params[k] for k in old if k in params})} "
                             f"must be numbers") from None
         rebuilt = None
-        if new != old:
+        if new != old:  # Built (and so checked) now, taken once the rows are in.
             self._set_hyper(new)
             try:
                 rebuilt = self._build()  # Attaches to the same state tensors.
             except Exception as e:
+                raise _C.TesseraError(f"{what}: params: {e}") from e
+            finally:
                 self._set_hyper(old)
-                raise type(e)(f"{what}: params: {e}") from None
         for tensor, ids, rows in writes:
             tensor[ids] = rows
         if rebuilt is not None:
+            self._set_hyper(new)
             self._o = rebuilt
 
 
