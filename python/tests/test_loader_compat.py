@@ -162,6 +162,13 @@ def check_collate_items(dist, g):
             got = first(ds, num_workers=workers)
             assert type(got) is list and got == values, (name, got)
             assert all(type(x) is kind for x in got), (name, [type(x) for x in got])
+    # Rows of several elements stay rows (DGL's as_scalar fails there); rows
+    # of one element are numbers.
+    rows = first(torch.arange(20).reshape(10, 2))
+    assert type(rows) is list and [r.tolist() for r in rows] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert [r.tolist() for r in first(np.arange(20).reshape(10, 2))][3] == [6, 7]
+    assert first(torch.arange(10).reshape(10, 1)) == [0, 1, 2, 3]
+    assert first(np.arange(10).reshape(10, 1, 1)) == [0, 1, 2, 3]
     pairs = first([("a", torch.tensor(i)) for i in range(10)])
     assert pairs == [("a", 0), ("a", 1), ("a", 2), ("a", 3)]
     assert all(type(p) is tuple and type(p[1]) is int for p in pairs)

@@ -125,7 +125,16 @@ TEST_F(LoaderTest, BlocksChainLayersWithRealEdgesStandaloneAndDistributed) {
     }
   }
   EXPECT_FALSE(SampleBlocks(standalone->graph(), seeds, {.fanouts = {}}, 0).ok());
-  EXPECT_FALSE(SampleBlocks(standalone->graph(), seeds, {.fanouts = {5, 0}}, 0).ok());
+  EXPECT_FALSE(SampleBlocks(standalone->graph(), seeds, {.fanouts = {5, -2}}, 0).ok());
+  // A fanout of 0 (DGL's too): a layer without edges whose sources are its
+  // destinations (fanouts[l] is blocks[l]'s, the input layer first).
+  auto none = SampleBlocks(standalone->graph(), seeds, {.fanouts = {5, 0}}, 0);
+  ASSERT_TRUE(none.ok()) << none.status();
+  const sampling::Block& last = none->blocks[1];
+  EXPECT_EQ(last.edges[0].eids.size(), 0u);
+  EXPECT_EQ(last.src_nodes[0].size(), static_cast<size_t>(last.num_dst()));
+  EXPECT_EQ(last.num_dst(), static_cast<int64_t>(seeds.size()));
+  EXPECT_NE(none->blocks[0].edges[0].eids.size(), 0u);
 }
 
 TEST_F(LoaderTest, EdgeBatchPairsNegativesAndExclusion) {

@@ -42,10 +42,10 @@ Status ValidateNeighborSpec(const NeighborSpec& spec, const PartitionBook& book)
     return absl::InvalidArgumentError("the neighbour sampler needs at least one fanout");
   }
   for (int64_t f : spec.fanouts) {
-    if (f == 0 || f < -1) {
+    if (f < -1) {  // 0: a layer without edges, as DGL's.
       return absl::InvalidArgumentError(
-          fmt::format("fanout {} in [{}]: each must be positive, or -1 for all neighbours", f,
-                      fmt::join(spec.fanouts, ", ")));
+          fmt::format("fanout {} in [{}]: each must be -1 (all neighbours), 0 (none) or positive",
+                      f, fmt::join(spec.fanouts, ", ")));
     }
   }
   const size_t relations = static_cast<size_t>(book.num_etypes());

@@ -115,7 +115,7 @@ class NeighborSampler:
         graph with several relations an int fanout is per relation (DGL), and
         a dict must name every relation."""
         if not any(isinstance(f, dict) for f in self.fanouts):
-            return _zero_per_relation(g, [int(f) for f in self.fanouts])
+            return [int(f) for f in self.fanouts], []
         if g.is_homogeneous:
             fl = []
             for f in self.fanouts:
@@ -126,7 +126,7 @@ class NeighborSampler:
                     check_relation(g, next(iter(f)), "NeighborSampler fanouts")
                     f = next(iter(f.values()))
                 fl.append(int(f))
-            return _zero_per_relation(g, fl)
+            return fl, []
         layers = []
         for f in self.fanouts:
             if isinstance(f, dict):
@@ -137,18 +137,6 @@ class NeighborSampler:
 
 
 MultiLayerNeighborSampler = NeighborSampler
-
-
-def _zero_per_relation(g, fanouts):
-    """Int fanouts for C++, as (fanouts, []); with a layer of fanout 0 (no
-    edges: its block's sources are its destinations, as DGL's) as every
-    relation's, ([], per-layer {relation: fanout}), the form in which C++
-    takes 0. The same sampling: C++ gives an int fanout to every relation,
-    and the one relation of a homogeneous graph draws from the int fanout's
-    random stream."""
-    if 0 not in fanouts:
-        return fanouts, []
-    return [], [{":".join(c): f for c in g.canonical_etypes} for f in fanouts]
 
 
 def _fanout_value(v, what):
@@ -644,10 +632,11 @@ def _items(dataset, positions):
     """What DGL's DistDataLoader gives a collate_fn: a list of the items at
     ``positions`` (an int64 tensor), each one-element tensor or numpy value
     as a Python number, of an ``(type, id)`` pair the id."""
-    if isinstance(dataset, torch.Tensor) and dataset.dim() == 1:
-        return dataset[positions].tolist()  # Python numbers, as item() gives.
-    if isinstance(dataset, np.ndarray) and dataset.ndim == 1:
-        return dataset[positions.numpy()].tolist()
+    if isinstance(dataset, (torch.Tensor, np.ndarray)):
+        rows = dataset[positions if isinstance(dataset, torch.Tensor) else positions.numpy()]
+        # One element a row: Python numbers, as item() gives; else the rows.
+        one = math.prod(dataset.shape[1:]) == 1
+        return rows.reshape(-1).tolist() if one else list(rows)
     items = [dataset[i] for i in positions.tolist()]
     if items and isinstance(items[0], tuple):
         return [(p[0], _scalar(p[1])) if isinstance(p, tuple) and len(p) == 2 else p
