@@ -226,8 +226,9 @@ class DistGraph:
         try:
             with open(self._part_config) as f:
                 listed = json.load(f)["tessera"]
-            lists = {"node": list(listed["node_feats"]), "edge": list(listed["edge_feats"])}
-        except (OSError, TypeError, ValueError, KeyError):
+            # As C++ reads them: a list that is missing is empty.
+            lists = {k: list(listed.get(f"{k}_feats", [])) for k in ("node", "edge")}
+        except (OSError, TypeError, ValueError, KeyError, AttributeError):
             for kind, types in (("node", node_types), ("edge", edge_types)):
                 for t in types:
                     out[(kind, t)] = [n for n in self._g.type_schemes(kind == "node", t)
