@@ -25,6 +25,9 @@ def _write_typed_folder(g, folder):
         json.dump(meta, f)
 
     def save(sub, name, value):
+        if "/" in name or "\0" in name or name in ("", ".", ".."):  # The rest: C++'s check.
+            raise _C.TesseraError(f"partition_graph: array name {name!r} is not a safe file "
+                                  f"name")
         os.makedirs(sub, exist_ok=True)
         np.save(os.path.join(sub, f"{name}.npy"), torch.as_tensor(value).numpy())
 

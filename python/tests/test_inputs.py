@@ -50,6 +50,18 @@ def test_partition_graph_refuses_float_ids(tmp_path):
     assert not os.path.exists(tmp_path / "s.json")
 
 
+def test_partition_graph_refuses_unsafe_array_names(tmp_path):
+    """A typed graph's array names become file names: a '/' is refused by
+    name (it was a FileNotFoundError naming a temporary path)."""
+    import tessera
+    for name in ("x/y", "..", "ünï"):
+        g = tessera.heterograph({("a", "r", "b"): ([0, 1], [1, 0])})
+        g.nodes["a"].data[name] = torch.ones(2)
+        _raises(tessera.TesseraError, lambda: tessera.partition_graph(g, "s", 1, str(tmp_path)),
+                repr(name) if name != "ünï" else name, "not a safe file name")
+    assert not os.path.exists(tmp_path / "s.json")
+
+
 def test_partition_graph_integer_arguments(tmp_path):
     import tessera
     out = str(tmp_path / "o")
