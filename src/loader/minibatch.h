@@ -43,7 +43,7 @@
 namespace tessera::loader {
 
 struct NeighborSpec {
-  std::vector<int64_t> fanouts;  // Per layer, input layer first; -1: all neighbours.
+  std::vector<int64_t> fanouts;  // Per layer, input layer first; -1: all neighbours, 0: none.
   // Instead of `fanouts` (exactly one of them is given): per layer, one
   // fanout per relation of the partition book, in relation-id order (-1:
   // all, 0: none of that relation).

@@ -80,7 +80,7 @@ struct Block {
 
 // Multi-layer neighbour sampling (dgl.dataloading.NeighborSampler).
 struct NeighborSampler {
-  std::vector<int64_t> fanouts;  // Per layer, input layer first; -1: all neighbours.
+  std::vector<int64_t> fanouts;  // Per layer, input layer first; -1: all neighbours, 0: none.
   // Instead of fanouts (DGL's list of dicts): per layer, every relation's
   // fanout (see FanoutMap). On a graph with several relations an int fanout
   // is already per relation.
