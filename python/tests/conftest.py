@@ -111,6 +111,28 @@ def python_cmd(script, *args):
     return " ".join([PYTHON, os.path.join(HERE, script)] + [str(a) for a in args])
 
 
+def raises(kind, f, *words):
+    """f() raises ``kind`` whose message holds every word (and no pybind11
+    signature dump); returns the message."""
+    try:
+        f()
+    except kind as e:
+        text = str(e)
+        assert "incompatible function arguments" not in text, text
+        for w in words:
+            assert w in text, (w, text)
+        return text
+    raise AssertionError(f"no {kind.__name__} ({words})")
+
+
+def run_check(script, arg, check):
+    """Runs ``script <arg> <check>`` (a test file that runs one check when
+    run as a script) and asserts that it printed "CHECK <check> ok"."""
+    r = subprocess.run([PYTHON, os.path.join(HERE, script), str(arg), check],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0 and f"CHECK {check} ok" in r.stdout, r.stdout[-4000:]
+
+
 def run_checks(script, args, checks):
     """Runs a check script (one that prints "CHECK <name> ok" per check and
     "ALL CHECKS PASSED") standalone; asserts that every check passed."""

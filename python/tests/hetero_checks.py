@@ -12,6 +12,7 @@ import torch
 
 import tessera
 import tessera.distributed as dist
+from conftest import raises
 
 part_config, input_dir = sys.argv[1], sys.argv[2]
 root = os.path.dirname(part_config)
@@ -21,16 +22,6 @@ conf = json.load(open(part_config))
 
 def ok(name):
     print(f"CHECK {name} ok", flush=True)
-
-
-def raises(fn, exc, *words):
-    try:
-        fn()
-    except exc as e:
-        for w in words:
-            assert w in str(e), (w, str(e))
-        return
-    raise AssertionError(f"no {exc.__name__} ({words})")
 
 
 dist.initialize()
@@ -149,8 +140,8 @@ after = emb.weight[torch.arange(n_author)]
 changed = (after != before).any(1)
 assert int(changed.sum()) == 2 and bool(changed[1]) and bool(changed[n_author - 2]), changed.nonzero()
 assert torch.allclose(after[1], before[1] - 0.5, atol=1e-4)
-raises(lambda: dist.DistEmbedding(n_author + 1, 4, "bad_emb", part_policy="node~author"),
-       Exception, "author")
+raises(Exception,
+       lambda: dist.DistEmbedding(n_author + 1, 4, "bad_emb", part_policy="node~author"), "author")
 ok("typed_embedding")
 
 # ---- node_split / edge_split per type
@@ -217,9 +208,9 @@ for c in g.canonical_etypes:
         d = one.edges(etype=c)[1]
         assert int(torch.bincount(d, minlength=n_paper).max()) <= 1, c
 assert one.num_edges("cites") == int((deg_in[to_input("paper", seeds)] > 0).sum())
-raises(lambda: dist.sample_neighbors(g, {"paper": seeds}, {"cites": 2}), tessera.TesseraError,
+raises(tessera.TesseraError, lambda: dist.sample_neighbors(g, {"paper": seeds}, {"cites": 2}),
        "no fanout for relations")
-raises(lambda: dist.sample_neighbors(g, {"venue": seeds}, 2), tessera.TesseraError, "venue")
+raises(tessera.TesseraError, lambda: dist.sample_neighbors(g, {"venue": seeds}, 2), "venue")
 ok("typed_sampling")
 
 # ---- DGL's to_block on a typed frontier equals the typed loader's block
@@ -251,8 +242,9 @@ assert torch.equal(hb.dstdata[tessera.NID], hseeds)
 hs, hd = g.find_edges(hf.edata[tessera.EID][hb.edata[tessera.EID]])
 u, v = hb.edges()
 assert torch.equal(hs, hb.srcdata[tessera.NID][u]) and torch.equal(hd, hb.dstdata[tessera.NID][v])
-raises(lambda: tessera.to_block(dist.sample_neighbors(g, tb_seeds, full_fanout), seeds[:40]),
-       tessera.TesseraError, "several node types")
+raises(tessera.TesseraError,
+       lambda: tessera.to_block(dist.sample_neighbors(g, tb_seeds, full_fanout), seeds[:40]),
+       "several node types")
 ok("typed_to_block")
 
 # ---- the typed node loader: hetero blocks from dict seeds, per-relation fanouts
@@ -287,8 +279,10 @@ for input_nodes, out_seeds, blocks in loader:
 got = torch.cat(seen).sort().values
 assert torch.equal(got, train_papers[:200].sort().values), "every seed once"
 assert len(loader) == (200 + 63) // 64
-raises(lambda: dist.DistNodeDataLoader(g, {"paper": train_papers}, dist.NeighborSampler([{"cites": 1}])),
-       tessera.TesseraError, "no fanout for relation")
+raises(tessera.TesseraError,
+       lambda: dist.DistNodeDataLoader(g, {"paper": train_papers},
+                                       dist.NeighborSampler([{"cites": 1}])),
+       "no fanout for relation")
 ok("typed_loader")
 
 # ---- the typed edge loader: link prediction on writes and cites (DGL's dict eids)
@@ -388,42 +382,47 @@ drawn = torch.cat(neg_papers).double()
 assert abs(float(drawn.mean()) / meta["ntypes"]["paper"] - 0.5) < 0.08, float(drawn.mean())
 # At least this trainer's batches (even_batches pads to the largest count).
 assert len(link_loader) >= -(-(len(mine["writes"]) + len(mine["paper:cites:paper"])) // 32)
-raises(lambda: dist.DistEdgeDataLoader(g, {"venue_of": mine["writes"]}, sampler),
-       tessera.TesseraError, "no edge type 'venue_of'")
-raises(lambda: dist.DistEdgeDataLoader(g, {"writes": torch.tensor([g.num_edges("writes")])},
-                                       sampler), tessera.TesseraError, "author:writes:paper")
-raises(lambda: dist.DistEdgeDataLoader(g, mine, sampler, exclude="reverse_types",
+raises(tessera.TesseraError,
+       lambda: dist.DistEdgeDataLoader(g, {"venue_of": mine["writes"]}, sampler),
+       "no edge type 'venue_of'")
+raises(tessera.TesseraError,
+       lambda: dist.DistEdgeDataLoader(g, {"writes": torch.tensor([g.num_edges("writes")])},
+                                       sampler), "author:writes:paper")
+raises(tessera.TesseraError,
+       lambda: dist.DistEdgeDataLoader(g, mine, sampler, exclude="reverse_types",
                                        reverse_etypes={"writes": "rev-writes"}),
-       tessera.TesseraError, "paper:cites:paper has no reverse")
-raises(lambda: dist.DistEdgeDataLoader(g, mine, sampler, exclude="reverse_types",
+       "paper:cites:paper has no reverse")
+raises(tessera.TesseraError,
+       lambda: dist.DistEdgeDataLoader(g, mine, sampler, exclude="reverse_types",
                                        reverse_etypes={"writes": "cites", "cites": "cites"}),
-       tessera.TesseraError, "cannot be the reverse of relation author:writes:paper")
-raises(lambda: dist.DistEdgeDataLoader(g, mine, sampler, exclude="reverse_id",
+       "cannot be the reverse of relation author:writes:paper")
+raises(tessera.TesseraError,
+       lambda: dist.DistEdgeDataLoader(g, mine, sampler, exclude="reverse_id",
                                        reverse_eids={"cites": torch.arange(3)}),
-       tessera.TesseraError, "reverse_eids of relation paper:cites:paper")
+       "reverse_eids of relation paper:cites:paper")
 ok("typed_link_loader")
 
 # ---- clear errors
-raises(lambda: g.ndata, tessera.TesseraError, "one node type", "nodes[ntype]")
-raises(lambda: g.edata, tessera.TesseraError, "one edge type", "edges[etype]")
-raises(lambda: g.num_nodes("foo"), tessera.TesseraError, "foo")
-raises(lambda: g.num_edges("nope"), tessera.TesseraError, "nope")
-raises(lambda: g.get_etype_id(("paper", "writes", "paper")), tessera.TesseraError, "writes")
-raises(lambda: g.nodes["foo"], KeyError, "foo")
-raises(lambda: g.edges["nope"], KeyError, "nope")
-raises(lambda: g.nodes["paper"].data["nothere"], KeyError, "nothere")
-raises(lambda: gpb.nid2partid(torch.tensor([0]), "foo"), tessera.TesseraError, "foo")
-raises(lambda: gpb.map_to_homo_nid(torch.tensor([g.num_nodes("paper")]), "paper"),
-       tessera.TesseraError, "out of range")
-raises(lambda: dist.node_split(mask, gpb, ntype="foo"), tessera.TesseraError, "foo")
-raises(lambda: dist.DistTensor((3, 2), torch.float32, "x", part_policy="node~paper"),
-       tessera.TesseraError)
+raises(tessera.TesseraError, lambda: g.ndata, "one node type", "nodes[ntype]")
+raises(tessera.TesseraError, lambda: g.edata, "one edge type", "edges[etype]")
+raises(tessera.TesseraError, lambda: g.num_nodes("foo"), "foo")
+raises(tessera.TesseraError, lambda: g.num_edges("nope"), "nope")
+raises(tessera.TesseraError, lambda: g.get_etype_id(("paper", "writes", "paper")), "writes")
+raises(KeyError, lambda: g.nodes["foo"], "foo")
+raises(KeyError, lambda: g.edges["nope"], "nope")
+raises(KeyError, lambda: g.nodes["paper"].data["nothere"], "nothere")
+raises(tessera.TesseraError, lambda: gpb.nid2partid(torch.tensor([0]), "foo"), "foo")
+raises(tessera.TesseraError,
+       lambda: gpb.map_to_homo_nid(torch.tensor([g.num_nodes("paper")]), "paper"), "out of range")
+raises(tessera.TesseraError, lambda: dist.node_split(mask, gpb, ntype="foo"), "foo")
+raises(tessera.TesseraError,
+       lambda: dist.DistTensor((3, 2), torch.float32, "x", part_policy="node~paper"))
 # An ambiguous relation name (two canonical types with one name) asks for the
 # canonical type; the generated graph has none, so the book's lookup is shown
 # on a book with such a pair.
 book = dist.GraphPartitionBook(None, [0, 4], [0, 6])
 book._ntypes, book._canonical = ["a", "b"], [("a", "r", "b"), ("b", "r", "a")]
-raises(lambda: book.get_etype_id("r"), tessera.TesseraError, "ambiguous")
+raises(tessera.TesseraError, lambda: book.get_etype_id("r"), "ambiguous")
 assert book.get_etype_id(("b", "r", "a")) == 1 and book.get_etype_id("b:r:a") == 1
 ok("errors")
 

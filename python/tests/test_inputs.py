@@ -4,11 +4,12 @@ handled as DGL does; never a pybind11 signature dump, a silent cast or a
 leak. The DistGraph checks run standalone in a subprocess (this file run as
 a script: ``test_inputs.py <part config> <check>``)."""
 import os
-import subprocess
 import sys
 
 import pytest
 import torch
+
+from conftest import raises as _raises, run_check
 
 CHECKS = ["collate_error_leak", "collate_recursion", "unknown_types", "dtype_casts",
           "int_ranges", "nul_names", "sparse_adam_betas"]
@@ -16,23 +17,7 @@ CHECKS = ["collate_error_leak", "collate_recursion", "unknown_types", "dtype_cas
 
 @pytest.mark.parametrize("check", CHECKS)
 def test_standalone(cora_parts, check):
-    from conftest import PYTHON
-    r = subprocess.run([PYTHON, os.path.abspath(__file__), cora_parts[1], check],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
-    assert r.returncode == 0 and f"CHECK {check} ok" in r.stdout, r.stdout[-4000:]
-
-
-def _raises(kind, f, *words):
-    """f() raises ``kind`` whose message holds every word (and no pybind11 dump)."""
-    try:
-        f()
-    except kind as e:
-        text = str(e)
-        assert "incompatible" not in text, text
-        for w in words:
-            assert w in text, (w, text)
-        return text
-    raise AssertionError(f"no {kind.__name__}")
+    run_check(os.path.basename(__file__), cora_parts[1], check)
 
 
 EDGES = {"edges": (torch.tensor([0, 1, 2]), torch.tensor([1, 2, 0])), "num_nodes": 3}

@@ -6,12 +6,13 @@ list of Python numbers, and ids of more than one dimension are an error
 literals. The DistGraph checks run standalone in a subprocess (this file run
 as a script: ``test_loader_compat.py <folder> <check>``)."""
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import torch
+
+from conftest import raises as _raises, run_check
 
 CHECKS = ["typed_node_seeds", "typed_edge_pairs", "collate_items", "dist_2d_ids",
           "zero_fanout", "zero_fanout_typed"]
@@ -19,20 +20,7 @@ CHECKS = ["typed_node_seeds", "typed_edge_pairs", "collate_items", "dist_2d_ids"
 
 @pytest.mark.parametrize("check", CHECKS)
 def test_standalone(tmp_path, check):
-    from conftest import PYTHON
-    r = subprocess.run([PYTHON, os.path.abspath(__file__), str(tmp_path), check],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
-    assert r.returncode == 0 and f"CHECK {check} ok" in r.stdout, r.stdout[-4000:]
-
-
-def _raises(kind, f, *words):
-    try:
-        f()
-    except kind as e:
-        for w in words:
-            assert w in str(e), (w, str(e))
-        return
-    raise AssertionError(f"no {kind.__name__}")
+    run_check(os.path.basename(__file__), str(tmp_path), check)
 
 
 def test_in_memory_2d_ids_are_errors():
