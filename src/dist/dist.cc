@@ -171,10 +171,11 @@ namespace internal {
 
 std::shared_ptr<Context> CurrentContext() {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_context)
+  if (!g_context) {
     throw Error(
         "the job is not initialised: call tessera.distributed.initialize() (C++: "
         "tessera::dist::initialize()) first");
+  }
   return g_context;
 }
 
