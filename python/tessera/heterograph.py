@@ -832,13 +832,19 @@ class PairGraph(Graph):
 
     @classmethod
     def _native(cls, raw, typed, positive):
-        """The PairGraph of a C++ one (typed: with the batch's relations)."""
-        ntypes, rels = raw.ntypes, raw.canonical_etypes
+        """The PairGraph of a C++ one. Typed, it has every node type; the
+        negative graph every relation, the positive one (DGL's edge subgraph
+        of the batch's edges) only those with edges in the batch, so that one
+        relation gives an untyped ``edata``."""
+        ntypes, rels = raw.ntypes, [tuple(c) for c in raw.canonical_etypes]
         if not typed:
             ntypes, rels = ["_N"], [("_N", "_E", "_N")]
-        pairs = [(e.src, e.dst, e.eids if positive else None) for e in raw.edges]
+        keep = [i for i, e in enumerate(raw.edges)
+                if not (typed and positive) or e.src.numel()]
+        pairs = [(raw.edges[i].src, raw.edges[i].dst, raw.edges[i].eids if positive else None)
+                 for i in keep]
         g = cls.__new__(cls)
-        g._build(dict(zip(ntypes, raw.nodes)), rels, pairs)
+        g._build(dict(zip(ntypes, raw.nodes)), [rels[i] for i in keep], pairs)
         return g
 
 

@@ -579,7 +579,7 @@ class DistEdgeDataLoader(_Resumable):
             ntypes = self._g.ntypes
             for b in self._each():
                 input_nodes = dict(zip(ntypes, b.input_nodes))
-                pos = _batch_relations(b.positive)
+                pos = PairGraph._native(b.positive, True, True)
                 blocks = _blocks(b.blocks, True)
                 if self._negatives:
                     neg = PairGraph._native(b.negative, True, False)
@@ -595,17 +595,6 @@ class DistEdgeDataLoader(_Resumable):
                 yield b.input_nodes[0], pos, neg, blocks
             else:
                 yield b.input_nodes[0], pos, blocks
-
-
-def _batch_relations(raw):
-    """The positive PairGraph of a typed batch: as DGL's (the edge subgraph
-    of the batch's {etype: ids}), every node type but only the relations
-    that have edges in the batch; one relation gives an untyped ``edata``."""
-    keep = [i for i, e in enumerate(raw.edges) if e.src.numel()]
-    g = PairGraph.__new__(PairGraph)
-    g._build(dict(zip(raw.ntypes, raw.nodes)), [tuple(raw.canonical_etypes[i]) for i in keep],
-             [(raw.edges[i].src, raw.edges[i].dst, raw.edges[i].eids) for i in keep])
-    return g
 
 
 def _default_collate(items):
