@@ -64,6 +64,7 @@ except tessera.TesseraError as e:
     assert "DistTensor 'init_fails': init_func raised on the trainer that created" in str(e), e
     failure = e
 assert failure is not None, "a failing init_func went unnoticed"
+print(f"INIT FAILURE {type(failure).__name__}", flush=True)  # test_api counts them.
 again = dist.DistTensor((g.num_nodes(), 2), torch.float32, "init_fails", persistent=True,
                         init_func=lambda shape, dtype: torch.full(shape, 7.0, dtype=dtype))
 assert torch.equal(again[torch.arange(g.num_nodes())], torch.full((g.num_nodes(), 2), 7.0))

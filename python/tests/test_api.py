@@ -17,8 +17,11 @@ def test_standalone(cora_parts):
 
 
 def test_launched_two_by_two(cora_parts, tmp_path):
-    launch_checks(tmp_path, cora_parts[2], "job_checks.py", [cora_parts[2]],
-                  CHECKS + ["gil_released"])
+    out = launch_checks(tmp_path, cora_parts[2], "job_checks.py", [cora_parts[2]],
+                        CHECKS + ["gil_released"])
+    # init_func ran on one trainer (its own error); the others were told.
+    assert out.count("INIT FAILURE ValueError") == 1, out
+    assert out.count("INIT FAILURE TesseraError") == 3, out
 
 
 def test_import_and_error_type():
