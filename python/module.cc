@@ -371,6 +371,9 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("key", &dist::DistTensor::key)
       .def_property_readonly("created", &dist::DistTensor::created)
       .def("delete", [](const dist::DistTensor& t) { Wait([&] { t.Delete(); }); })
+      .def("id_range", &dist::DistTensor::id_range, py::arg("part"))
+      .def("local_partition",
+           [](const dist::DistTensor& t) { return Wait([&] { return t.local_partition(); }); })
       .def_property_readonly("policy",
                              [](const dist::DistTensor& t) { return PolicyName(t.part_policy()); })
       // Every trainer's flag in, whether any trainer raised one out: a

@@ -103,10 +103,37 @@ assert both.part_policy == train.part_policy
 assert torch.equal(both[every], train[every] | val[every])
 assert both.count_nonzero() == 140 + 500
 raises(dist.TesseraError, lambda: g.ndata["feat"] | train, "float32")
-raises(AttributeError, lambda: train.local_partition, "local_partition",
-       f"torch.arange({int(mine[0])}, {int(mine[-1]) + 1})")
-assert not hasattr(train, "local_partition")
 ok("dist_tensor_ops")
+
+# DistTensor.local_partition: this machine's rows over the store's memory.
+assert torch.equal(train.local_partition, train[mine])
+assert train.local_partition.data_ptr() == train.local_partition.data_ptr()
+view = tmp.local_partition
+assert view.shape == (mine.numel(), 2) and view.dtype == torch.float32
+g.barrier()
+if rank % (world // P) == 0:  # One trainer per machine writes its rows in place.
+    view[:, 0] = mine.float()
+    view[:, 1] = float(me + 1)
+g.barrier()
+seen = tmp[every]
+assert torch.equal(seen[:, 0], every.float()), "every machine wrote its rows"
+assert torch.equal(seen[:, 1], book.nid2partid(every).float() + 1)
+assert torch.equal(tmp.local_partition, view)  # Rows written elsewhere show in the view.
+g.barrier()  # Every trainer has read before the next writes.
+if rank % (world // P) == world // P - 1:  # Another trainer of the machine, if any.
+    tmp[mine[:1]] = torch.tensor([[-1.0, -2.0]])
+g.barrier()
+assert view[0].tolist() == [-1.0, -2.0]
+del view
+gone = dist.DistTensor((N, 3), torch.int64, "cc_gone")
+kept = gone.local_partition
+g.barrier()
+if gone._t.created:
+    gone._t.delete()
+g.barrier()
+assert kept.shape == (mine.numel(), 3) and int(kept.sum()) == 0  # Still mapped.
+raises(dist.TesseraError, lambda: gone.local_partition, "cc_gone")
+ok("local_partition_view")
 
 # DistEmbedding.part_policy: what it was given (None by default).
 assert emb.part_policy is None

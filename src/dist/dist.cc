@@ -554,6 +554,28 @@ void DistTensor::Delete() const {
                "deleting DistTensor '" + state_->name + "'");
   state_->deleted = true;
 }
+
+std::pair<int64_t, int64_t> DistTensor::id_range(int part) const {
+  const PartitionBook& book = state_->store().book();
+  if (part < 0 || part >= book.num_partitions()) {
+    throw Error(fmt::format("DistTensor '{}': partition {} is not in [0, {})", state_->name, part,
+                            book.num_partitions()));
+  }
+  const auto policy = state_->policy == PartPolicy::kNode ? shm::Policy::kNode : shm::Policy::kEdge;
+  return kvstore::IdRange(book, policy, state_->type, part);
+}
+
+torch::Tensor DistTensor::local_partition() const {
+  kvstore::ShardView view =
+      ValueOrThrow(state_->store().features().LocalShard(state_->key, HandleLayout(*this)),
+                   fmt::format("the local partition of '{}'", state_->name));
+  std::vector<int64_t> shape = state_->shape;
+  shape[0] = view.rows;
+  return torch::from_blob(
+      view.data, shape, [keep = std::move(view.keep)](void*) {},
+      torch::TensorOptions().dtype(ToTorch(state_->dtype)));
+}
+
 kvstore::Services& DistTensor::store() const { return state_->store(); }
 
 // ------------------------------------------------------------ DistGraph

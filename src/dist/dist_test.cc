@@ -79,6 +79,18 @@ void Check(const std::string& config, int rank) {
     h.add(torch::tensor({7, 2000}), rows);
     EXPECT_TRUE(torch::equal(h[torch::tensor({2000, 7})], 2 * rows));
     EXPECT_THROW(h.set(torch::tensor({7}), torch::ones({1, 4})), Error);
+    // local_partition(): this machine's rows in place, both ways.
+    const int part = g.partition_book().part_id();
+    auto [first, end] = h.id_range(part);
+    EXPECT_EQ(h.id_range(g.partition_book().num_partitions() - 1).second, 2708);
+    EXPECT_THROW(h.id_range(g.partition_book().num_partitions()), Error);
+    torch::Tensor view = h.local_partition();
+    EXPECT_EQ(view.sizes().vec(), (std::vector<int64_t>{end - first, 3}));
+    EXPECT_TRUE(torch::equal(view, h[torch::arange(first, end)]));
+    view[1].fill_(42);
+    EXPECT_TRUE(torch::equal(h[torch::tensor({first + 1})], torch::full({1, 3}, 42.0)));
+    h.set(torch::tensor({first}), torch::full({1, 3}, -7.0));
+    EXPECT_TRUE(torch::equal(view[0], torch::full({3}, -7.0)));
     EXPECT_THROW(DistTensor({2708, 4}, torch::kFloat32, "h"), Error);  // Shape clash.
     EXPECT_THROW(DistTensor({5, 4}, torch::kFloat32, "bad"), Error);   // No policy fits.
     DistTensor e({10556}, torch::kInt64, "", Init::Zeros());

@@ -9,6 +9,7 @@
 #define TESSERA_SRC_KVSTORE_FEATURE_STORE_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,6 +58,16 @@ Status CheckLayout(const TensorMeta& meta, const RowLayout& layout);
 Status CheckEmbedding(const TensorMeta& meta, int64_t dim);
 
 enum class PushMode { kAssign = 0, kAdd = 1 };
+
+// This machine's rows of a tensor where they live (DGL's
+// DistTensor.local_partition): rows [first, first + rows) of the tensor,
+// the ids this machine owns, at `data`. Reads and writes through it see and
+// change the tensor, without the row locks. `keep` holds the memory.
+struct ShardView {
+  void* data = nullptr;
+  int64_t first = 0, rows = 0;
+  std::shared_ptr<void> keep;
+};
 enum class Init { kZeros = 0, kUniform = 1, kNormal = 2, kNone = 3 };
 
 struct InitSpec {
@@ -96,6 +107,9 @@ class FeatureStore {
   // shape (an attach); AlreadyExists if it differs.
   virtual StatusOr<bool> InitData(const InitSpec& spec) = 0;
   virtual Status DeleteData(const std::string& key) = 0;
+  // This machine's rows of `key` in place, `layout` checked as by pulls.
+  // FailedPrecondition in a process that maps no shard of this machine.
+  virtual StatusOr<ShardView> LocalShard(const std::string& key, const RowLayout& layout) = 0;
 };
 
 // The value an initialiser gives element `index` (global, row-major) of a

@@ -190,6 +190,14 @@ Status LocalFeatureStore::DeleteData(const std::string& key) {
   return absl::OkStatus();
 }
 
+StatusOr<ShardView> LocalFeatureStore::LocalShard(const std::string& key, const RowLayout& layout) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(Entry * e, Find(key));
+  RETURN_IF_ERROR(CheckLayout(e->meta, layout));
+  if (e->data->is_mapped()) e->data = std::make_shared<Array>(e->data->Clone());  // Writable.
+  return ShardView{e->data->mutable_data(), 0, e->meta.shape[0], e->data};
+}
+
 StatusOr<EdgeRows> LocalFeatureStore::EdgeRowsOf(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(Entry * e, Find(key));

@@ -38,6 +38,9 @@ class LocalFeatureStore : public FeatureStore {
                       const float* grads, const SparseOptimizerSpec& spec) override;
   StatusOr<bool> InitData(const InitSpec& spec) override;
   Status DeleteData(const std::string& key) override;
+  // The whole tensor (the only part's), copied to the heap first if it is
+  // still mapped read-only from the partition's files.
+  StatusOr<ShardView> LocalShard(const std::string& key, const RowLayout& layout) override;
   // The rows of edge tensor `key` as they are now (sampling weights); they
   // stay valid if a push replaces them.
   StatusOr<EdgeRows> EdgeRowsOf(const std::string& key);

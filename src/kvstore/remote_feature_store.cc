@@ -332,4 +332,29 @@ Status RemoteFeatureStore::DeleteData(const std::string& key) {
   return rpc_->CallMany(std::move(calls), job_->CallDeadline()).status();
 }
 
+StatusOr<ShardView> RemoteFeatureStore::LocalShard(const std::string& key,
+                                                   const RowLayout& layout) {
+  RETURN_IF_ERROR(job_->Health());
+  if (!local_) {
+    return absl::FailedPreconditionError(fmt::format(
+        "'{}': this process maps no shard (its machine runs no server of the job)", key));
+  }
+  ASSIGN_OR_RETURN(TensorMeta meta,
+                   CheckedMeta(key, [&](const TensorMeta& m) { return CheckLayout(m, layout); }));
+  ASSIGN_OR_RETURN(Shard shard, local_->Get(key));
+  Status fits = CheckShard(shard, meta);
+  auto [first, end] = IdRange(book_, meta.policy, meta.type, book_.part_id());
+  if (fits.ok() && shard.info.rows() != end - first) {
+    fits =
+        absl::DataLossError(fmt::format("this machine's shard of '{}' has {} rows, not the {} "
+                                        "its partition owns",
+                                        key, shard.info.rows(), end - first));
+  }
+  if (!fits.ok()) {
+    ForgetMeta(key);
+    return fits;
+  }
+  return ShardView{shard.data(), first, end - first, shard.segment};
+}
+
 }  // namespace tessera::kvstore

@@ -55,6 +55,8 @@ class RemoteFeatureStore : public FeatureStore {
   // (with the same dtype and shape: then this is an attach).
   StatusOr<bool> InitData(const InitSpec& spec) override;
   Status DeleteData(const std::string& key) override;
+  // The shared-memory shard this process maps.
+  StatusOr<ShardView> LocalShard(const std::string& key, const RowLayout& layout) override;
 
  private:
   using Split = OwnerSplit;

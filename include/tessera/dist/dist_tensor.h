@@ -90,6 +90,15 @@ class DistTensor {
   // deletion, and constructing it again creates it anew. Throws Error if
   // the tensor is already gone or a server cannot be reached.
   void Delete() const;
+  // The ids [first, end) of the rows partition `part` owns (Error if there
+  // is no such partition).
+  std::pair<int64_t, int64_t> id_range(int part) const;
+  // DGL's local_partition: this machine's rows, id_range(this machine's
+  // partition), as a tensor over the store's own memory (shared memory;
+  // standalone, the process's copy). Writes through it change the tensor
+  // for every trainer at once, without the row locks set() and add() take;
+  // the tensor keeps the memory mapped after the DistTensor is deleted.
+  torch::Tensor local_partition() const;
   kvstore::Services& store() const;  // For embeddings and optimizers.
 
  private:

@@ -162,13 +162,9 @@ def normal(mean=0.0, std=1.0, seed=0):
 def _fill_with(t, init_func):
     """Creator only: every partition's rows from init_func(part_shape, dtype),
     as DGL's servers do for their shard."""
-    gpb = GraphPartitionBook(t.book())
-    book = t.book()
-    offsets = (gpb._node_offsets(t.type_name) if t.policy == "node"
-               else gpb._typed_offsets("edge", gpb.get_etype_id(t.type_name)))
     shape = list(t.shape)
-    for p in range(book.num_partitions()):
-        begin, end = int(offsets[p]), int(offsets[p + 1])
+    for p in range(t.book().num_partitions()):
+        begin, end = t.id_range(p)
         if end == begin:
             continue
         part_shape = tuple([end - begin] + shape[1:])
@@ -359,10 +355,7 @@ class DistTensor:
 
     def _local_range(self):
         """[begin, end) of the rows this machine's partition owns."""
-        gpb = GraphPartitionBook(self._t.book())
-        offsets = (gpb._node_offsets(self._t.type_name) if self._t.policy == "node"
-                   else gpb._typed_offsets("edge", gpb.get_etype_id(self._t.type_name)))
-        return int(offsets[gpb.partid]), int(offsets[gpb.partid + 1])
+        return self._t.id_range(self._t.book().partid)
 
     def count_nonzero(self):
         """The number of nonzero elements over every row (an int), as DGL.
@@ -413,13 +406,12 @@ class DistTensor:
 
     @property
     def local_partition(self):
-        """DGL: this machine's shard as a tensor that shares the store's
-        memory. Not implemented (an AttributeError): tessera's Python binding
-        cannot map a shard, and a copy would silently drop writes."""
-        begin, end = self._local_range()
-        raise AttributeError(f"DGL's DistTensor.local_partition is not implemented in tessera "
-                             f"(docs/python.md); this machine's rows of '{self.name}' are "
-                             f"t[torch.arange({begin}, {end})] (a copy)")
+        """This machine's rows (ids ``[begin, end)`` of its partition) as a
+        tensor over the store's own memory, as DGL's: writes through it
+        change the tensor for every trainer at once, without the row locks
+        that ``t[ids] = rows`` takes. Standalone, the process's copy."""
+        _prefetch.wrote(self._t.name)  # Its rows may change behind the loader.
+        return self._t.local_partition()
 
     def add_(self, idx, val):
         """Adds rows element-wise (atomic per row); a tessera extension."""
