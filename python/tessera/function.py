@@ -418,10 +418,12 @@ def _extreme(reduce_func):
     return None
 
 
-def _unreached_identity(indptr, out, extreme):
+def _unreached_identity(indptr, out, extreme, if_empty=False):
     """``out`` with the reducer's identity (-inf for max, inf for min) at the
-    destinations without in-edges, as DGL's kernels leave them."""
-    if extreme is None:
+    destinations without in-edges, as DGL's kernels leave them. A relation
+    without any edge keeps its zeros (DGL's gspmm skips the kernel then)
+    unless ``if_empty``."""
+    if extreme is None or not (if_empty or int(indptr[-1]) > 0):
         return out
     unreached = indptr[1:] == indptr[:-1]
     if not bool(unreached.any()):
@@ -455,8 +457,10 @@ def update_all(g, message_func, reduce_func, apply_node_func=None, etype=None):
         if reduce_func.name == "mean":
             raise _C.TesseraError("update_all on several relations cannot reduce by 'mean' "
                                   "both within and across relations; use multi_update_all")
-        multi_update_all(g, {c: (message_func, reduce_func) for c in g.canonical_etypes},
-                         reduce_func.name, apply_node_func)
+        # One reduction over every edge: a relation without edges adds nothing
+        # (DGL's hetero kernel runs only if its first relation has edges: a bug).
+        _multi_update_all(g, {c: (message_func, reduce_func) for c in g.canonical_etypes},
+                          reduce_func.name, apply_node_func, True)
         return
     c = g.to_canonical_etype(etype)
     frame = g._dstf[c[2]]
@@ -549,7 +553,14 @@ def multi_update_all(g, etype_dict, cross_reducer, apply_node_func=None):
     """Per relation ``etype_dict[etype] = (message_func, reduce_func[,
     apply_node_func])``, then per destination type the relations' results
     combined by ``cross_reducer`` ("sum", "mean", "max", "min", "stack" or
-    ``f(list of tensors)``), then ``apply_node_func`` (DGL)."""
+    ``f(list of tensors)``), then ``apply_node_func`` (DGL). A relation
+    without edges gives zeros to the merge, as DGL's (even by max / min)."""
+    _multi_update_all(g, etype_dict, cross_reducer, apply_node_func, False)
+
+
+def _multi_update_all(g, etype_dict, cross_reducer, apply_node_func, if_empty):
+    """multi_update_all; ``if_empty``: an edgeless relation's max / min gives
+    the identity (update_all's one reduction across relations)."""
     if isinstance(cross_reducer, str):
         if cross_reducer not in _CROSS:
             raise _C.TesseraError(f"multi_update_all: cross_reducer must be one of "
@@ -570,7 +581,7 @@ def multi_update_all(g, etype_dict, cross_reducer, apply_node_func=None):
         extreme = isinstance(funcs[1], ReduceFunction) and funcs[1].name in ("max", "min")
         # As in DGL: until the merge, a destination this relation does not
         # reach holds the reducer's identity (-inf for max, inf for min).
-        out = _unreached_identity(g._rel[c].indptr, out, _extreme(funcs[1]))
+        out = _unreached_identity(g._rel[c].indptr, out, _extreme(funcs[1]), if_empty)
         if len(funcs) == 3 and funcs[2] is not None:  # Its outputs alone, as DGL's.
             frame = g._dstf[c[2]]
             out = _then_apply(frame.data, out, torch.arange(frame.num_rows, dtype=torch.int64),

@@ -1076,6 +1076,48 @@ def test_multi_update_all_with_a_relation_without_edges_as_dgl():
         assert torch.equal(hg.nodes["b"].data["o"], want), cross
 
 
+def test_an_edgeless_relation_reducing_by_max_or_min_gives_zeros_as_dgl():
+    """DGL 1.1.3 (checked side by side): gspmm skips its kernel on a relation
+    without edges, so even max / min leave zeros there (not -inf / inf) for
+    the cross reducer, in either order; so do apply_node_func and pull
+    without edges. update_all across relations keeps one reduction over every
+    edge (DGL's gives 0 everywhere here, a bug)."""
+    none = torch.tensor([], dtype=torch.int64)
+
+    def hg():
+        g = tessera.heterograph({("user", "plays", "game"): ([0, 1, 1, 3], [0, 0, 1, 2]),
+                                 ("store", "sells", "game"): (none, none)},
+                                num_nodes_dict={"user": 4, "game": 4, "store": 2})
+        g.nodes["user"].data["h"] = torch.tensor([[1.0], [-2.0], [-3.0], [4.0]])
+        g.nodes["store"].data["h"] = torch.tensor([[5.0], [6.0]])
+        return g
+
+    # plays by sum (or max), sells (no edges) by max (or min): DGL's values.
+    want = {"sum": ([-1, -2, 4, 0], [1, -2, 4, 0]), "mean": ([-0.5, -1, 2, 0], [0.5, -1, 2, 0]),
+            "max": ([0, 0, 4, 0], [1, 0, 4, 0]), "min": ([-1, -2, 0, 0], [0, -2, 0, 0]),
+            "stack": ([0, -1, 0, -2, 0, 4, 0, 0], [0, 1, 0, -2, 0, 4, 0, 0])}
+    for cross, (by_sum, by_max) in want.items():
+        for order in (("plays", "sells"), ("sells", "plays")):
+            for (rp, rs), w in ((("sum", "max"), by_sum), (("max", "min"), by_max)):
+                g = hg()
+                f = {"plays": (fn.copy_u("h", "m"), getattr(fn, rp)("m", "o")),
+                     "sells": (fn.copy_u("h", "m"), getattr(fn, rs)("m", "o"))}
+                g.multi_update_all({k: f[k] for k in order}, cross)
+                assert g.nodes["game"].data["o"].flatten().tolist() == w, (cross, order, rp)
+    g = hg()
+    g.update_all(fn.copy_u("h", "m"), fn.max("m", "o"))
+    assert g.nodes["game"].data["o"].flatten().tolist() == [1.0, -2.0, 4.0, 0.0]
+    g = tessera.graph((none, none), num_nodes=3)
+    g.ndata["h"] = torch.ones(3, 1)
+    g.update_all(fn.copy_u("h", "m"), fn.max("m", "o"), lambda nb: {"z": nb.data["o"] - 1})
+    assert g.ndata["z"].flatten().tolist() == [-1.0] * 3
+    g = tessera.graph(([0], [1]), num_nodes=3)
+    g.ndata["h"] = torch.ones(3, 1)
+    g.ndata["o"] = torch.full((3, 1), 7.0)
+    g.pull([0, 2], fn.copy_u("h", "m"), fn.min("m", "o"))  # No in-edge among them.
+    assert g.ndata["o"].flatten().tolist() == [0.0, 7.0, 0.0]
+
+
 def test_edge_softmax_without_edges_is_empty_as_dgl():
     """DGL 1.1.3 returns the empty logits' shape when there are no edges."""
     none = torch.tensor([], dtype=torch.int64)
