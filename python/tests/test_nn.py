@@ -479,3 +479,15 @@ def test_sageconv_initialises_as_dgl_under_a_seed(aggregator, in_feats):
             [-0.6386, 0.0574, 0.6125, 0.9296, -1.0503, -0.6746], abs=1e-4)
         assert got["fc_neigh.weight"].flatten().tolist() == pytest.approx(
             [0.5627, 1.2864, -0.3188, 1.1593, -0.2497, 0.1639], abs=1e-4)
+
+
+def test_rel_norm_with_huge_relation_ids_keeps_pairs_apart():
+    """rel_norm takes relation ids up to 2**62: its (destination, relation)
+    key must not wrap int64 (dst 4 * 2**62 did, merging (4, 0) with (0, 0))."""
+    b = Block(torch.arange(6), torch.tensor([0, 1, 2, 2, 2, 3]), torch.tensor([1, 3, 2]), None)
+    big = 2**62 - 1
+    assert tnn.rel_norm(b, torch.tensor([0, big, 0])).flatten().tolist() == [1.0, 1.0, 1.0]
+    assert tnn.rel_norm(b, torch.tensor([big, big, 0])).flatten().tolist() == [1.0, 1.0, 1.0]
+    b = Block(torch.arange(6), torch.tensor([0, 2, 2, 2, 2, 3]), torch.tensor([1, 3, 2]), None)
+    assert tnn.rel_norm(b, torch.tensor([big, big, 0])).flatten().tolist() == [0.5, 0.5, 1.0]
+    assert tnn.rel_norm(b, torch.tensor([big, big - 1, 0])).flatten().tolist() == [1.0] * 3

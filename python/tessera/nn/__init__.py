@@ -690,8 +690,12 @@ def rel_norm(block, etypes):
     t = _edge_types(etypes, n, 2**62, "rel_norm etypes")
     if n == 0:
         return torch.empty((0, 1))
-    _, inverse, counts = torch.unique(block.edge_dst * (int(t.max()) + 1) + t,
-                                      return_inverse=True, return_counts=True)
+    # The (dst, relation) pairs keyed as dst * m + t, unless that could wrap
+    # int64 (huge relation ids) and merge pairs: then as rows (slower).
+    m = int(t.max()) + 1
+    pairs, dim = ((block.edge_dst * m + t, None) if block.num_dst_nodes() * m < 2**63
+                  else (torch.stack([block.edge_dst, t], 1), 0))
+    _, inverse, counts = torch.unique(pairs, dim=dim, return_inverse=True, return_counts=True)
     return (1.0 / counts.index_select(0, inverse).to(torch.float32)).unsqueeze(1)
 
 
