@@ -100,6 +100,107 @@ def test_builtin_initialisers_refuse_bad_parameters():
 # ------------------------------------------------------------------ the checks
 
 
+def _small_block():
+    import tessera
+    u = torch.tensor([4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0])
+    v = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3, 1, 2, 0])
+    return tessera.to_block(tessera.graph((u, v), num_nodes=7), dst_nodes=torch.arange(4))
+
+
+def test_kernels_refuse_a_csr_changed_between_forward_and_backward():
+    """The backward reads the CSR the forward was given: an in-place change
+    is autograd's error, a write autograd cannot see (numpy) the kernel's
+    (both were a SIGSEGV: a tester's report)."""
+    import tessera
+    import tessera.nn as dglnn
+    conv = dglnn.GraphConv(5, 8, norm="none")
+    for where, value, how in (("indptr", 10**8, "inplace"), ("indices", 10**12, "inplace"),
+                              ("indptr", 10**8, "numpy"), ("indices", 10**12, "numpy"),
+                              ("indices", -1, "numpy")):
+        block = _small_block()
+        w = torch.rand(11, requires_grad=True)
+        out = conv(block, torch.randn(7, 5, requires_grad=True), edge_weight=w)
+        csr = block.indptr if where == "indptr" else block.csr_indices
+        if how == "inplace":
+            csr[-1] = value
+            _raises(RuntimeError, lambda: out.sum().backward(), "modified by an inplace")
+        else:
+            csr.numpy()[-1] = value  # (Errors inside autograd's engine are RuntimeErrors.)
+            _raises(RuntimeError, lambda: out.sum().backward(), "aggregate", str(value))
+    block = _small_block()
+    scores = torch.randn(11, 2, requires_grad=True)
+    a = tessera.nn.edge_softmax(block, scores)
+    block.indptr.numpy()[2] = 10**7
+    _raises(RuntimeError, lambda: a.sum().backward(), "indptr", str(10**7))
+
+
+def test_kernels_refuse_meta_tensors():
+    """A 'meta' weight gave uninitialised memory as RelGraphConv's output."""
+    import tessera
+    import tessera.nn as dglnn
+    from tessera import _C
+    block = _small_block()
+    conv = dglnn.RelGraphConv(5, 3, 2, regularizer="basis", num_bases=2).to("meta")
+    etypes = torch.zeros(11, dtype=torch.int64)
+    _raises(tessera.TesseraError, lambda: conv(block, torch.randn(7, 5), etypes), "meta", "CPU")
+    indptr, indices = block.indptr, block.csr_indices
+    _raises(tessera.TesseraError,
+            lambda: _C.aggregate(indptr, indices, torch.empty(7, 3, device="meta"), "sum"),
+            "meta")
+    _raises(tessera.TesseraError,
+            lambda: _C.edge_softmax(indptr, torch.empty(11, 1, device="meta")), "meta")
+
+
+def test_second_derivatives_through_the_kernels():
+    """backward(create_graph=True) (gradient penalties) gave wrong second
+    derivatives, silently: the kernels' backwards recorded nothing."""
+    import tessera.nn as dglnn
+    from tessera import _C
+    torch.manual_seed(0)
+    block = _small_block()
+    indptr, indices = block.indptr, block.csr_indices
+    h = torch.randn(7, 4, dtype=torch.float64, requires_grad=True)
+    for reduce in ("sum", "mean", "max"):
+        for w in (None, torch.rand(11, dtype=torch.float64, requires_grad=True),
+                  torch.rand(11, 2, dtype=torch.float64, requires_grad=True)):
+            args = (h,) if w is None else (h, w)
+            f = (lambda h, w=None, r=reduce: _C.aggregate(indptr, indices, h, r, w))
+            assert torch.autograd.gradgradcheck(f, args), (reduce, w is None)
+    scores = torch.randn(11, 2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda s: _C.edge_softmax(indptr, s), (scores,))
+    x = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
+    etypes = torch.tensor([0, 1] * 5 + [0])
+    for layer in (dglnn.SAGEConv(3, 2, "pool"), dglnn.SAGEConv(3, 2, "mean"),
+                  dglnn.GATConv(3, 2, num_heads=2), dglnn.GraphConv(3, 2),
+                  dglnn.RelGraphConv(3, 2, 2, regularizer="basis", num_bases=2)):
+        layer = layer.double()
+        run = (lambda x: layer(block, x, etypes)) if isinstance(layer, dglnn.RelGraphConv) \
+            else (lambda x: layer(block, x))
+        assert torch.autograd.gradgradcheck(run, (x,)), type(layer).__name__
+    drop = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    seeded = (lambda x: (torch.manual_seed(3), _C.dropout(x, 0.5, True))[1] ** 2)  # One mask.
+    assert torch.autograd.gradgradcheck(seeded, (drop,))
+
+
+def test_lazy_csr_publishes_indptr_after_its_permutation(monkeypatch):
+    """Two threads on a fresh graph: one saw indptr while the permutation
+    was still being computed, and treated unsorted edges as sorted (wrong
+    layer outputs). The argsort now runs before indptr is published."""
+    import tessera
+    g = tessera.graph((torch.tensor([0, 1, 2]), torch.tensor([2, 0, 1])), num_nodes=3)
+    rel = g._relation(None)
+    seen = []
+    argsort = torch.argsort
+
+    def watching(*args, **kwargs):
+        seen.append(rel._indptr)
+        return argsort(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "argsort", watching)
+    rel.indptr  # noqa: B018
+    assert seen == [None] and rel.csr_perm is not None
+
+
 def _threads():
     return len(os.listdir("/proc/self/task"))
 

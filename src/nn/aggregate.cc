@@ -48,7 +48,7 @@ template <typename T>
 struct Args {
   const int64_t* indptr;
   const int64_t* indices;
-  int64_t num_src, num_edges, heads, width;
+  int64_t num_src, num_dst, num_edges, heads, width;
   const T* h;        // [num_src, heads * width]
   const T* w;        // [num_edges, heads] or null
   const T* inv_deg;  // [num_dst] (backward of mean) or null
@@ -146,17 +146,25 @@ TESSERA_INLINE bool MaxRowsImpl(const Args<T>& a, int64_t d0, int64_t d1) {
 // ---------------------------------------------------------------- backward
 
 // grad_h[s] = sum over s's out-edges e = (s -> d) of w_e inv_deg[d] grad[d]
-// (sum / mean), or for max the columns where e gave d's maximum.
+// (sum / mean), or for max the columns where e gave d's maximum. Returns
+// false if a destination or edge of the transpose is out of range (the
+// saved CSR was written since the forward; those edges are skipped).
 template <typename T>
-TESSERA_INLINE void GradSourceImpl(const Args<T>& a, bool max, int64_t s0, int64_t s1) {
+TESSERA_INLINE bool GradSourceImpl(const Args<T>& a, bool max, int64_t s0, int64_t s1) {
   const int64_t H = a.heads, W = a.width, F = H * W;
   const T* __restrict grad = a.grad;
+  bool ok = true;
   for (int64_t s = s0; s < s1; ++s) {
     T* __restrict g = a.out + s * F;
     for (int64_t j = 0; j < F; ++j) g[j] = T(0);
     const int64_t begin = a.t_indptr[s], end = a.t_indptr[s + 1];
     for (int64_t p = begin; p < end; ++p) {
       const int64_t d = a.t_dst[p];
+      if (static_cast<uint64_t>(d) >= static_cast<uint64_t>(a.num_dst) ||
+          static_cast<uint64_t>(a.t_eid[p]) >= static_cast<uint64_t>(a.num_edges)) {
+        ok = false;
+        continue;
+      }
       if (p + kPrefetchDistance < end) {
         PrefetchRow(grad, a.t_dst[p + kPrefetchDistance], F * static_cast<int64_t>(sizeof(T)));
       }
@@ -183,17 +191,24 @@ TESSERA_INLINE void GradSourceImpl(const Args<T>& a, bool max, int64_t s0, int64
       }
     }
   }
+  return ok;
 }
 
 // grad_w[e][c] = inv_deg[d] dot(grad[d], h[s]) over head c's columns (sum /
-// mean), or over the columns where e gave d's maximum (max).
+// mean), or over the columns where e gave d's maximum (max). Returns false
+// if a source is out of range (as GradSourceImpl).
 template <typename T>
-TESSERA_INLINE void GradWeightImpl(const Args<T>& a, bool max, int64_t d0, int64_t d1) {
+TESSERA_INLINE bool GradWeightImpl(const Args<T>& a, bool max, int64_t d0, int64_t d1) {
   const int64_t H = a.heads, W = a.width, F = H * W;
+  bool ok = true;
   for (int64_t d = d0; d < d1; ++d) {
     const T* __restrict x = a.grad + d * F;
     const T scale = a.inv_deg == nullptr ? T(1) : a.inv_deg[d];
     for (int64_t k = a.indptr[d]; k < a.indptr[d + 1]; ++k) {
+      if (static_cast<uint64_t>(a.indices[k]) >= static_cast<uint64_t>(a.num_src)) {
+        ok = false;
+        continue;
+      }
       const T* __restrict y = a.h + a.indices[k] * F;
       for (int64_t c = 0; c < H; ++c) {
         T dot = T(0);
@@ -207,6 +222,7 @@ TESSERA_INLINE void GradWeightImpl(const Args<T>& a, bool max, int64_t d0, int64
       }
     }
   }
+  return ok;
 }
 
 // The float instances, cloned per instruction set; double uses the
@@ -217,11 +233,11 @@ TESSERA_SIMD_CLONES bool SumRowsF(const Args<float>& a, bool mean, int64_t d0, i
 TESSERA_SIMD_CLONES bool MaxRowsF(const Args<float>& a, int64_t d0, int64_t d1) {
   return MaxRowsImpl(a, d0, d1);
 }
-TESSERA_SIMD_CLONES void GradSourceF(const Args<float>& a, bool max, int64_t s0, int64_t s1) {
-  GradSourceImpl(a, max, s0, s1);
+TESSERA_SIMD_CLONES bool GradSourceF(const Args<float>& a, bool max, int64_t s0, int64_t s1) {
+  return GradSourceImpl(a, max, s0, s1);
 }
-TESSERA_SIMD_CLONES void GradWeightF(const Args<float>& a, bool max, int64_t d0, int64_t d1) {
-  GradWeightImpl(a, max, d0, d1);
+TESSERA_SIMD_CLONES bool GradWeightF(const Args<float>& a, bool max, int64_t d0, int64_t d1) {
+  return GradWeightImpl(a, max, d0, d1);
 }
 bool SumRows(const Args<float>& a, bool mean, int64_t d0, int64_t d1) {
   return SumRowsF(a, mean, d0, d1);
@@ -231,17 +247,17 @@ bool SumRows(const Args<double>& a, bool mean, int64_t d0, int64_t d1) {
 }
 bool MaxRows(const Args<float>& a, int64_t d0, int64_t d1) { return MaxRowsF(a, d0, d1); }
 bool MaxRows(const Args<double>& a, int64_t d0, int64_t d1) { return MaxRowsImpl(a, d0, d1); }
-void GradSource(const Args<float>& a, bool max, int64_t s0, int64_t s1) {
-  GradSourceF(a, max, s0, s1);
+bool GradSource(const Args<float>& a, bool max, int64_t s0, int64_t s1) {
+  return GradSourceF(a, max, s0, s1);
 }
-void GradSource(const Args<double>& a, bool max, int64_t s0, int64_t s1) {
-  GradSourceImpl(a, max, s0, s1);
+bool GradSource(const Args<double>& a, bool max, int64_t s0, int64_t s1) {
+  return GradSourceImpl(a, max, s0, s1);
 }
-void GradWeight(const Args<float>& a, bool max, int64_t d0, int64_t d1) {
-  GradWeightF(a, max, d0, d1);
+bool GradWeight(const Args<float>& a, bool max, int64_t d0, int64_t d1) {
+  return GradWeightF(a, max, d0, d1);
 }
-void GradWeight(const Args<double>& a, bool max, int64_t d0, int64_t d1) {
-  GradWeightImpl(a, max, d0, d1);
+bool GradWeight(const Args<double>& a, bool max, int64_t d0, int64_t d1) {
+  return GradWeightImpl(a, max, d0, d1);
 }
 
 // Rows per task so that each holds some 32k multiply-adds.
@@ -250,7 +266,16 @@ int64_t Grain(int64_t rows, int64_t edges, int64_t width) {
   return std::max<int64_t>(1, (int64_t{1} << 15) / per_row);
 }
 
+// Error unless `t` is on the CPU (a 'meta' tensor has no data to read or write).
+void CheckCpu(const torch::Tensor& t, const char* op, const char* what) {
+  if (t.defined() && !t.device().is_cpu()) {
+    throw dist::Error(fmt::format("{}: {} is on device '{}'; these kernels run on the CPU", op,
+                                  what, t.device().str()));
+  }
+}
+
 void CheckIndex(const torch::Tensor& t, const char* what) {
+  CheckCpu(t, "aggregate", what);
   if (t.scalar_type() != torch::kInt64 || t.dim() != 1 || !t.is_contiguous()) {
     throw dist::Error(
         fmt::format("aggregate: {} must be a contiguous 1-D int64 tensor, got {} "
@@ -278,6 +303,28 @@ void CheckIndptr(const torch::Tensor& indptr, int64_t num_edges) {
   }
 }
 
+// The saved CSR (and transpose) again before a backward walks them: their
+// memory may have been written since the forward through a view autograd
+// does not track (numpy, .data). The kernels check each index they read.
+void CheckSavedCsr(const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src,
+                   const torch::Tensor& t_indptr, const torch::Tensor& t_dst,
+                   const torch::Tensor& t_eid) {
+  CheckIndptr(indptr, indices.size(0));
+  if (!t_indptr.defined()) return;
+  if (t_indptr.size(0) != num_src + 1 || t_dst.size(0) != indices.size(0) ||
+      t_eid.size(0) != indices.size(0)) {
+    throw dist::Error("aggregate: the transpose has changed size since the forward");
+  }
+  CheckIndptr(t_indptr, t_dst.size(0));
+}
+
+// The destination of each edge of a CSR: [num_edges].
+torch::Tensor EdgeDestinations(const torch::Tensor& indptr) {
+  const int64_t num_dst = indptr.size(0) - 1;
+  return torch::repeat_interleave(torch::arange(num_dst, indptr.options()),
+                                  indptr.slice(0, 1) - indptr.slice(0, 0, -1));
+}
+
 template <typename T>
 Args<T> MakeArgs(const torch::Tensor& indptr, const torch::Tensor& indices, const torch::Tensor& h,
                  const torch::Tensor& w, int64_t heads) {
@@ -285,6 +332,7 @@ Args<T> MakeArgs(const torch::Tensor& indptr, const torch::Tensor& indices, cons
   a.indptr = indptr.data_ptr<int64_t>();
   a.indices = indices.data_ptr<int64_t>();
   a.num_src = h.size(0);
+  a.num_dst = indptr.size(0) - 1;
   a.num_edges = indices.size(0);
   a.heads = heads;
   a.width = h.size(1) / heads;  // h is [num_src, F] here.
@@ -332,14 +380,10 @@ class AggregateOp : public torch::autograd::Function<AggregateOp> {
       throw dist::Error(
           fmt::format("aggregate: a source index is outside [0, {}) (the rows of h)", h.size(0)));
     }
-    ctx->save_for_backward({h, w});
-    ctx->saved_data["indptr"] = indptr;
-    ctx->saved_data["indices"] = indices;
-    if (t_indptr) {
-      ctx->saved_data["t_indptr"] = *t_indptr;
-      ctx->saved_data["t_dst"] = *t_dst;
-      ctx->saved_data["t_eid"] = *t_eid;
-    }
+    // The CSR is saved as a variable so that an in-place change of it
+    // before the backward is autograd's error.
+    ctx->save_for_backward({h, w, indptr, indices, t_indptr.value_or(torch::Tensor()),
+                            t_dst.value_or(torch::Tensor()), t_eid.value_or(torch::Tensor())});
     if (arg.defined()) ctx->saved_data["arg"] = arg;
     ctx->saved_data["reduce"] = reduce;
     ctx->saved_data["heads"] = heads;
@@ -350,30 +394,31 @@ class AggregateOp : public torch::autograd::Function<AggregateOp> {
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
     const torch::Tensor& h = saved[0];
     const torch::Tensor& w = saved[1];
+    const torch::Tensor& indptr = saved[2];
+    const torch::Tensor& indices = saved[3];
+    CheckSavedCsr(indptr, indices, h.size(0), saved[4], saved[5], saved[6]);
     torch::Tensor grad = grads[0].contiguous();
-    const torch::Tensor indptr = ctx->saved_data["indptr"].toTensor();
-    const torch::Tensor indices = ctx->saved_data["indices"].toTensor();
     const int64_t reduce = ctx->saved_data["reduce"].toInt();
     const int64_t heads = ctx->saved_data["heads"].toInt();
     const bool max = reduce == static_cast<int64_t>(Reduce::kMax);
+    if (torch::GradMode::is_enabled()) {  // create_graph: a backward autograd can differentiate.
+      return DifferentiableBackward(ctx, saved, grad, reduce, heads);
+    }
     torch::Tensor arg = max ? ctx->saved_data["arg"].toTensor() : torch::Tensor();
     const int64_t num_dst = indptr.size(0) - 1, F = h.size(1);
     torch::Tensor inv_deg;
     if (reduce == static_cast<int64_t>(Reduce::kMean))
       inv_deg = InverseDegrees(indptr, h.scalar_type());
     torch::Tensor grad_h, grad_w;
+    std::atomic<bool> ok{true};
     AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "tessera::nn::aggregate_backward", [&] {
       Args<scalar_t> a = MakeArgs<scalar_t>(indptr, indices, h, w, heads);
       a.grad = grad.data_ptr<scalar_t>();
       a.arg = arg.defined() ? arg.data_ptr<int64_t>() : nullptr;
       a.inv_deg = inv_deg.defined() ? inv_deg.data_ptr<scalar_t>() : nullptr;
       if (ctx->needs_input_grad(0)) {
-        torch::Tensor t_indptr, t_dst, t_eid;
-        if (ctx->saved_data.count("t_indptr") > 0) {
-          t_indptr = ctx->saved_data["t_indptr"].toTensor();
-          t_dst = ctx->saved_data["t_dst"].toTensor();
-          t_eid = ctx->saved_data["t_eid"].toTensor();
-        } else {
+        torch::Tensor t_indptr = saved[4], t_dst = saved[5], t_eid = saved[6];
+        if (!t_indptr.defined()) {
           CsrTranspose t = TransposeCsr(indptr, indices, h.size(0));
           t_indptr = t.t_indptr, t_dst = t.t_dst, t_eid = t.t_eid;
         }
@@ -383,15 +428,69 @@ class AggregateOp : public torch::autograd::Function<AggregateOp> {
         grad_h = torch::empty_like(h);
         a.out = grad_h.data_ptr<scalar_t>();
         at::parallel_for(0, a.num_src, Grain(a.num_src, a.num_edges, F),
-                         [&](int64_t s0, int64_t s1) { GradSource(a, max, s0, s1); });
+                         [&](int64_t s0, int64_t s1) {
+                           if (!GradSource(a, max, s0, s1)) ok.store(false);
+                         });
       }
       if (w.defined() && ctx->needs_input_grad(1)) {
         grad_w = torch::empty_like(w);
         a.out = grad_w.data_ptr<scalar_t>();
-        at::parallel_for(0, num_dst, Grain(num_dst, a.num_edges, F),
-                         [&](int64_t d0, int64_t d1) { GradWeight(a, max, d0, d1); });
+        at::parallel_for(0, num_dst, Grain(num_dst, a.num_edges, F), [&](int64_t d0, int64_t d1) {
+          if (!GradWeight(a, max, d0, d1)) ok.store(false);
+        });
       }
     });
+    if (!ok.load()) {
+      throw dist::Error(
+          "aggregate (backward): a source, destination or edge index of the graph is out of "
+          "range; was the graph changed since the forward?");
+    }
+    return {grad_h, grad_w, {}, {}, {}, {}, {}, {}, {}};
+  }
+
+ private:
+  // The same gradients from differentiable operations (a second
+  // derivative, for gradient penalties): for sum and mean the source rows
+  // through the aggregation of the transposed CSR and the weights as
+  // per-edge dot products; for max each maximum's gradient put back at its
+  // edge's source row and weight.
+  static tensor_list DifferentiableBackward(AutogradContext* ctx,
+                                            const torch::autograd::variable_list& saved,
+                                            torch::Tensor grad, int64_t reduce, int64_t heads) {
+    const torch::Tensor &h = saved[0], &w = saved[1], &indptr = saved[2], &indices = saved[3];
+    torch::Tensor grad_h, grad_w;
+    if (reduce == static_cast<int64_t>(Reduce::kMax)) {
+      const torch::Tensor arg = ctx->saved_data["arg"].toTensor();  // [D, F]; -1: no edge.
+      const torch::Tensor taken = arg >= 0;
+      const torch::Tensor edge = arg.masked_select(taken);
+      const torch::Tensor col =
+          torch::arange(arg.size(1), arg.options()).expand_as(arg).masked_select(taken);
+      const torch::Tensor head = col.div(h.size(1) / heads, "floor");
+      const torch::Tensor src = indices.index_select(0, edge);
+      const torch::Tensor g = grad.masked_select(taken);
+      if (ctx->needs_input_grad(0)) {
+        const torch::Tensor scaled = w.defined() ? g * w.index({edge, head}) : g;
+        grad_h = torch::zeros_like(h).index_put({src, col}, scaled, /*accumulate=*/true);
+      }
+      if (w.defined() && ctx->needs_input_grad(1)) {
+        grad_w = torch::zeros_like(w).index_put({edge, head}, g * h.index({src, col}), true);
+      }
+      return {grad_h, grad_w, {}, {}, {}, {}, {}, {}, {}};
+    }
+    if (reduce == static_cast<int64_t>(Reduce::kMean))
+      grad = grad * InverseDegrees(indptr, h.scalar_type()).unsqueeze(1);
+    if (ctx->needs_input_grad(0)) {
+      CsrTranspose t = saved[4].defined() ? CsrTranspose{saved[4], saved[5], saved[6]}
+                                          : TransposeCsr(indptr, indices, h.size(0));
+      torch::Tensor tw = w.defined() ? w.index_select(0, t.t_eid) : torch::Tensor();
+      grad_h = aggregate(t.t_indptr, t.t_dst, grad, Reduce::kSum, tw);
+    }
+    if (w.defined() && ctx->needs_input_grad(1)) {
+      const int64_t E = indices.size(0);
+      grad_w = (grad.index_select(0, EdgeDestinations(indptr)) * h.index_select(0, indices))
+                   .view({E, heads, -1})
+                   .sum(-1);
+    }
     return {grad_h, grad_w, {}, {}, {}, {}, {}, {}, {}};
   }
 };
@@ -423,15 +522,21 @@ class EdgeSoftmaxOp : public torch::autograd::Function<EdgeSoftmaxOp> {
                          }
                        });
     });
-    ctx->save_for_backward({y});
-    ctx->saved_data["indptr"] = indptr;
+    ctx->save_for_backward({y, indptr});  // indptr changed in place: autograd's error.
     return y;
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const torch::Tensor y = ctx->get_saved_variables()[0];
-    const torch::Tensor indptr = ctx->saved_data["indptr"].toTensor();
+    const torch::Tensor indptr = ctx->get_saved_variables()[1];
+    CheckIndptr(indptr, y.size(0));  // Written through an untracked view since?
     torch::Tensor g = grads[0].contiguous();
+    if (torch::GradMode::is_enabled()) {  // create_graph: differentiable operations.
+      const int64_t E = y.size(0);
+      torch::Tensor dot =
+          aggregate(indptr, torch::arange(E, indptr.options()), g * y, Reduce::kSum);
+      return {y * (g - dot.index_select(0, EdgeDestinations(indptr))), {}};
+    }
     torch::Tensor gs = torch::empty_like(y);
     const int64_t num_dst = indptr.size(0) - 1, H = y.size(1);
     AT_DISPATCH_FLOATING_TYPES(y.scalar_type(), "tessera::nn::edge_softmax_backward", [&] {
@@ -509,6 +614,8 @@ torch::Tensor aggregate(const torch::Tensor& indptr, const torch::Tensor& indice
                         const CsrTranspose* transpose) {
   CheckIndex(indices, "indices");
   CheckIndptr(indptr, indices.size(0));
+  CheckCpu(h, "aggregate", "h");
+  CheckCpu(edge_weight, "aggregate", "edge_weight");
   const int64_t num_edges = indices.size(0);
   if (h.dim() < 1 || !(h.scalar_type() == torch::kFloat32 || h.scalar_type() == torch::kFloat64)) {
     throw dist::Error(
@@ -561,6 +668,7 @@ torch::Tensor edge_softmax(const torch::Tensor& indptr, const torch::Tensor& sco
   if (scores.dim() < 1 || !scores.is_floating_point()) {
     throw dist::Error("edge_softmax: scores must be floating [num_edges] or [num_edges, H]");
   }
+  CheckCpu(scores, "edge_softmax", "scores");
   CheckIndptr(indptr, scores.size(0));
   const int64_t E = scores.size(0);
   torch::Tensor flat = scores.reshape({E, E == 0 ? 1 : scores.numel() / E}).contiguous();
@@ -680,6 +788,8 @@ class SegmentMmOp : public torch::autograd::Function<SegmentMmOp> {
     const torch::Tensor weights = ctx->get_saved_variables()[1];
     const std::vector<int64_t> counts = ctx->saved_data["counts"].toIntVector();
     const torch::Tensor grad = grads[0].contiguous();
+    if (torch::GradMode::is_enabled())
+      return DifferentiableBackward(ctx, rows, weights, counts, grad);
     torch::Tensor grad_rows, grad_weights;
     if (ctx->needs_input_grad(0)) grad_rows = torch::empty_like(rows);
     if (ctx->needs_input_grad(1)) grad_weights = torch::zeros_like(weights);
@@ -702,6 +812,26 @@ class SegmentMmOp : public torch::autograd::Function<SegmentMmOp> {
     }
     return {grad_rows, grad_weights, torch::Tensor()};
   }
+
+ private:
+  // The same from out-of-place products (create_graph: differentiable).
+  static tensor_list DifferentiableBackward(AutogradContext* ctx, const torch::Tensor& rows,
+                                            const torch::Tensor& weights,
+                                            const std::vector<int64_t>& counts,
+                                            const torch::Tensor& grad) {
+    std::vector<torch::Tensor> grad_rows, grad_weights;
+    int64_t offset = 0;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      const torch::Tensor w = weights[static_cast<int64_t>(r)];
+      const torch::Tensor g = grad.narrow(0, offset, counts[r]);
+      grad_rows.push_back(g.mm(w.t()));
+      grad_weights.push_back(rows.narrow(0, offset, counts[r]).t().mm(g));
+      offset += counts[r];
+    }
+    return {ctx->needs_input_grad(0) ? torch::cat(grad_rows) : torch::Tensor(),
+            ctx->needs_input_grad(1) ? torch::stack(grad_weights) : torch::Tensor(),
+            torch::Tensor()};
+  }
 };
 
 }  // namespace
@@ -719,7 +849,15 @@ torch::Tensor relation_aggregate(const RelationGroups& groups, const torch::Tens
                                   groups.num_rels));
   }
   const int64_t in = h.size(1), out_feats = weights.front().size(-1);
+  CheckCpu(h, "relation_aggregate", "the input");
+  CheckCpu(norm, "relation_aggregate", "norm");
   for (const torch::Tensor& w : weights) {
+    CheckCpu(w, "relation_aggregate", "a weight");
+    if (w.scalar_type() != h.scalar_type()) {
+      throw dist::Error(fmt::format("relation_aggregate: a weight is {}, the input {}",
+                                    c10::toString(w.scalar_type()),
+                                    c10::toString(h.scalar_type())));
+    }
     if (w.dim() != 2 || w.size(0) != in || w.size(1) != out_feats) {
       throw dist::Error(fmt::format("relation_aggregate: a weight of shape [{}], expected [{}, {}]",
                                     fmt::join(w.sizes(), ", "), in, out_feats));

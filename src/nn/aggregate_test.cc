@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <functional>
 #include <tuple>
 
 #include "fmt/format.h"
@@ -183,6 +184,42 @@ TEST(AggregateTest, MalformedInputIsAnErrorNotACrash) {
   EXPECT_THAT(message(HandIndptr(), HandIndices(), h, torch::ones({5, 3})), HasSubstr("heads"));
   EXPECT_THROW(TransposeCsr(HandIndptr(), HandIndices(), 4), dist::Error);
   EXPECT_THROW(ParseReduce("min"), dist::Error);
+}
+
+// The backward walks the CSR and transpose the forward was given: written
+// since through memory autograd does not track, an index out of range is an
+// error, never a read or write outside the buffers (it was a SIGSEGV).
+TEST(AggregateTest, CsrWrittenBeforeTheBackwardIsAnErrorNotACrash) {
+  auto written =
+      [](const std::function<void(torch::Tensor&, torch::Tensor&, CsrTranspose&)>& corrupt,
+         Reduce reduce) -> std::string {
+    torch::Tensor indptr = HandIndptr(), indices = HandIndices();
+    CsrTranspose t = TransposeCsr(indptr, indices, 5);
+    torch::Tensor h = torch::randn({5, 4}, torch::requires_grad());
+    torch::Tensor w = torch::rand({5}, torch::requires_grad());
+    torch::Tensor out = aggregate(indptr, indices, h, reduce, w, &t);
+    corrupt(indptr, indices, t);
+    try {
+      out.sum().backward();
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  auto poke = [](torch::Tensor& x, int64_t i, int64_t v) { x.data_ptr<int64_t>()[i] = v; };
+  for (Reduce reduce : {Reduce::kSum, Reduce::kMean, Reduce::kMax}) {
+    EXPECT_THAT(
+        written([&](auto&, auto& indices, auto&) { poke(indices, 4, int64_t{1} << 40); }, reduce),
+        HasSubstr("out of range"));
+    EXPECT_THAT(written([&](auto&, auto&, auto& t) { poke(t.t_dst, 0, -3); }, reduce),
+                HasSubstr("out of range"));
+    EXPECT_THAT(written([&](auto&, auto&, auto& t) { poke(t.t_eid, 2, 99); }, reduce),
+                HasSubstr("out of range"));
+    EXPECT_THAT(written([&](auto& indptr, auto&, auto&) { poke(indptr, 3, 9); }, reduce),
+                HasSubstr("not from 0"));
+    EXPECT_THAT(written([&](auto&, auto&, auto& t) { poke(t.t_indptr, 2, 1); }, reduce),
+                HasSubstr("decreases"));
+  }
 }
 
 TEST(AggregateTest, EdgeSoftmaxPerDestination) {

@@ -90,10 +90,11 @@ class DropoutOp : public torch::autograd::Function<DropoutOp> {
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    // The same mask, recomputed from the key.
+    // The same mask, recomputed from the key; through apply(), so that a
+    // backward with create_graph=True is differentiable (dropout is linear).
     torch::Tensor g = grads[0].contiguous();
     torch::Tensor dx =
-        forward(ctx, g, ctx->saved_data["key"].toInt(), ctx->saved_data["p"].toDouble());
+        DropoutOp::apply(g, ctx->saved_data["key"].toInt(), ctx->saved_data["p"].toDouble());
     return {dx, torch::Tensor(), torch::Tensor()};
   }
 };

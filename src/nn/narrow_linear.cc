@@ -164,7 +164,9 @@ class NarrowLinearOp : public torch::autograd::Function<NarrowLinearOp> {
     const int V = Vectors(out);
     torch::Tensor grad_x, grad_w, grad_b;
     if (ctx->needs_input_grad(0)) grad_x = torch::mm(g, weight);
-    if (ctx->needs_input_grad(1)) {
+    if (ctx->needs_input_grad(1) && torch::GradMode::is_enabled()) {
+      grad_w = torch::mm(g.t(), x);  // create_graph: differentiable.
+    } else if (ctx->needs_input_grad(1)) {
       // One partial sum per thread (rows split in whole cache tiles), then
       // their total.
       const int64_t threads = at::get_num_threads();
