@@ -49,9 +49,11 @@ class _Relation:
         if self._indptr is None:
             dst = self._dst
             deg = torch.bincount(dst, minlength=self.num_dst)
-            self._indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
+            indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
             if dst.numel() > 1 and not bool((dst[1:] >= dst[:-1]).all()):
                 self._perm = torch.argsort(dst, stable=True)
+            # Published last: another thread that sees indptr sees the perm.
+            self._indptr = indptr
         return self._indptr
 
     @property
