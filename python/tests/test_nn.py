@@ -491,3 +491,25 @@ def test_rel_norm_with_huge_relation_ids_keeps_pairs_apart():
     b = Block(torch.arange(6), torch.tensor([0, 2, 2, 2, 2, 3]), torch.tensor([1, 3, 2]), None)
     assert tnn.rel_norm(b, torch.tensor([big, big, 0])).flatten().tolist() == [0.5, 0.5, 1.0]
     assert tnn.rel_norm(b, torch.tensor([big, big - 1, 0])).flatten().tolist() == [1.0] * 3
+
+
+@pytest.mark.parametrize("aggregator,want", [
+    ("mean", [0.5911, 0.4051, 0.6365, 0.6807, 0.6819, 0.9563]),
+    ("gcn", [-0.1315, -0.1945, -0.3141, -1.3218, -0.4968, -2.4491]),
+    ("pool", [-0.6514, 0.6553, -0.9383, 0.4545, -1.2253, 0.2537]),
+    ("lstm", [-0.1619, 0.0673, 0.4428, 1.0169, 1.0475, 1.9665])])
+def test_sageconv_without_edges_gives_the_self_term_as_dgl(aggregator, want):
+    """DGL 1.1.3's values (side by side): without edges the neighbour term is
+    zeros for every aggregator (DGL sets it when num_edges() == 0: the LSTM
+    reducer never runs), on a graph and on a block."""
+    none = torch.tensor([], dtype=torch.int64)
+    x = torch.arange(12.0).view(3, 4) / 10
+    torch.manual_seed(0)
+    conv = tnn.SAGEConv(4, 2, aggregator)
+    g = tessera.graph((none, none), num_nodes=3)
+    assert conv(g, x).flatten().tolist() == pytest.approx(want, abs=1e-4)
+    b = tessera.to_block(g, dst_nodes=torch.arange(2))
+    assert conv(b, x[:2]).flatten().tolist() == pytest.approx(want[:4], abs=1e-4)
+    xx = x.clone().requires_grad_(True)
+    conv(g, xx, edge_weight=torch.ones(0, 1)).sum().backward()
+    assert xx.grad.tolist() == [xx.grad[0].tolist()] * 3  # The self term's alone.

@@ -149,6 +149,9 @@ class SAGEConv(nn.Module):
                 else:
                     graph.srcdata["h"] = h_src
                     reduce = self._lstm_reducer
+                    if graph.num_edges() == 0:  # The reducer never runs: DGL's zeros.
+                        graph.dstdata["neigh"] = h_dst.new_zeros(h_dst.shape[0],
+                                                                 self._in_src_feats)
                 msg = fn.copy_u("h", "m")
                 if edge_weight is not None:
                     graph.edata["_edge_weight"] = edge_weight
