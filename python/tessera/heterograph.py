@@ -728,6 +728,30 @@ class Graph:
                 f"metagraph={self.canonical_etypes})")
 
 
+def _checked_csr(src_nodes, indptr, indices, eids):
+    """A one-relation block's arrays as int64, or an error naming what is
+    wrong: the kernels and message passing trust a block's CSR."""
+    src_nodes, indptr, indices = (as_ids(t, f"Block {name}")[0].reshape(-1).contiguous()
+                                  for t, name in ((src_nodes, "src_nodes"), (indptr, "indptr"),
+                                                  (indices, "indices")))
+    num_src, num_dst, num_edges = src_nodes.numel(), indptr.numel() - 1, indices.numel()
+    if num_dst < 0 or num_dst > num_src:
+        raise _C.TesseraError(f"Block: indptr has {indptr.numel()} entries, for {num_dst} "
+                              f"destinations; they are the first of the {num_src} sources")
+    if int(indptr[0]) != 0 or int(indptr[-1]) != num_edges or bool((indptr[1:] < indptr[:-1])
+                                                                   .any()):
+        raise _C.TesseraError(f"Block: indptr must rise from 0 to the {num_edges} edges, got "
+                              f"{indptr.tolist() if num_dst < 10 else indptr}")
+    if num_edges and (int(indices.min()) < 0 or int(indices.max()) >= num_src):
+        raise _C.TesseraError(f"Block: a source index is outside [0, {num_src}) (from "
+                              f"{int(indices.min())} to {int(indices.max())})")
+    if eids is not None:
+        eids = as_ids(eids, "Block eids")[0].reshape(-1)
+        if eids.numel() != num_edges:
+            raise _C.TesseraError(f"Block: {eids.numel()} edge ids for {num_edges} edges")
+    return src_nodes, indptr, indices, eids
+
+
 class Block(Graph):
     """One message-passing layer (DGL's block): per source type its nodes
     (``srcdata[NID]``), per destination type its nodes (``dstdata[NID]``; in
@@ -747,7 +771,10 @@ class Block(Graph):
     is_block = True
     _what = "block"
 
-    def __init__(self, src_nodes, indptr, indices, eids, srcdata=None, dstdata=None):
+    def __init__(self, src_nodes, indptr, indices, eids, srcdata=None, dstdata=None, *,
+                 _trusted=False):
+        if not _trusted:  # (A loader's blocks come checked from C++.)
+            src_nodes, indptr, indices, eids = _checked_csr(src_nodes, indptr, indices, eids)
         num_dst = indptr.numel() - 1
         self._build(["_N"], ["_N"], [("_N", "_E", "_N")], {"_N": src_nodes},
                     {"_N": src_nodes[:num_dst]},

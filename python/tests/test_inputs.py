@@ -134,6 +134,35 @@ def test_kernels_refuse_a_csr_changed_between_forward_and_backward():
     _raises(RuntimeError, lambda: a.sum().backward(), "indptr", str(10**7))
 
 
+def test_block_constructor_checks_its_csr():
+    """tessera.Block(src_nodes, indptr, indices, eids) trusted its CSR: float
+    indices were truncated, more destinations than sources were accepted, and
+    a short indptr dropped edges in message passing (a tester's report)."""
+    import tessera
+    n = torch.arange(3)
+    ok = tessera.Block(n, torch.tensor([0, 2, 3], dtype=torch.int32), torch.tensor([0, 2, 1]),
+                       None)
+    assert ok.num_edges() == 3 and ok.indptr.dtype == torch.int64
+    for indptr, indices, eids, words in (
+            ([0, 2, 3], [0, 7, 1], None, ("outside [0, 3)", "7")),
+            ([0, 2, 3], [0, -1, 1], None, ("outside [0, 3)", "-1")),
+            ([0, 2, 2], [0, 2, 1], None, ("indptr", "3 edges")),
+            ([0, 2, 5], [0, 2, 1], None, ("indptr", "3 edges")),
+            ([0, 3, 1, 3], [0, 2, 1], None, ("indptr", "[0, 3, 1, 3]")),
+            ([-1, 2, 3], [0, 2, 1], None, ("indptr",)),
+            ([0, 1, 2, 3, 3], [0, 1, 1], None, ("4 destinations", "3 sources")),
+            ([], [], None, ("indptr", "-1 destinations")),
+            ([0, 2, 3], [0, 2, 1], [5, 6], ("2 edge ids", "3 edges"))):
+        _raises(tessera.TesseraError,
+                lambda: tessera.Block(n, torch.tensor(indptr, dtype=torch.int64),
+                                      torch.tensor(indices, dtype=torch.int64),
+                                      None if eids is None else torch.tensor(eids)), *words)
+    _raises(TypeError, lambda: tessera.Block(n, torch.tensor([0, 2, 3]),
+                                             torch.tensor([0., 2.7, 1.]), None), "float32")
+    _raises(tessera.TesseraError, lambda: tessera.Block(n, torch.tensor([[0, 2, 3]]),
+                                                        torch.tensor([0, 2, 1]), None), "1D")
+
+
 def test_kernels_refuse_meta_tensors():
     """A 'meta' weight gave uninitialised memory as RelGraphConv's output."""
     import tessera

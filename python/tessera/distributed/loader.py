@@ -21,7 +21,8 @@ def _blocks(raw, typed):
         src_nodes = b.src_nodes
         if not typed:
             e = b.edges[0]
-            out.append(Block(src_nodes[0], e.indptr, e.indices, e.eids, b.srcdata, b.dstdata))
+            out.append(Block(src_nodes[0], e.indptr, e.indices, e.eids, b.srcdata, b.dstdata,
+                             _trusted=True))
             continue
         ntypes, rels = b.ntypes, b.canonical_etypes
         src = dict(zip(ntypes, src_nodes))
