@@ -513,3 +513,37 @@ def test_sageconv_without_edges_gives_the_self_term_as_dgl(aggregator, want):
     xx = x.clone().requires_grad_(True)
     conv(g, xx, edge_weight=torch.ones(0, 1)).sum().backward()
     assert xx.grad.tolist() == [xx.grad[0].tolist()] * 3  # The self term's alone.
+
+
+@pytest.mark.parametrize("layer,want", [
+    ("mean", [-2.6975, -1.8377, -0.2117, 0.104]), ("gcn", [-0.8061, -4.0495, -0.3007, -1.4449]),
+    ("pool", [-1.8327, 10.8748, -1.3831, 4.7461]), ("lstm", [-0.8867, -0.6986, -0.0146, 0.659]),
+    ("graphconv", [-3.4257, 2.6004, -0.9734, 0.7407]), ("gat", [-2.2966, 1.2222, 0.1877, 4.2844])])
+def test_edge_weight_shapes_and_dtypes(layer, want):
+    """DGL 1.1.3's values (first rows, side by side) for [E] and [E, 1]
+    (GATConv: [E] and [1, E]); any other shape of E values was flattened
+    and silently reinterpreted: an error naming the shape (DGL's asserts or
+    mis-broadcasts). Every floating dtype is cast to the features' (DGL's
+    SAGEConv / GraphConv refuse float64 / float16); integers and bool are an
+    error naming the dtype in every layer (pool took them, and failed on
+    float64 with "expected scalar type Double")."""
+    g = tessera.graph((torch.tensor([0, 1, 2, 3, 4, 5, 0, 2, 1, 3]),
+                       torch.tensor([1, 2, 3, 4, 0, 1, 2, 0, 4, 3])), num_nodes=6)
+    x = torch.arange(24.0).view(6, 4) / 10
+    w = torch.tensor([0.5, 1.0, 2.0, 0.25, 1.5, 0.5, 1.0, 2.0, 0.75, 1.25])
+    torch.manual_seed(0)
+    conv = {"graphconv": lambda: tnn.GraphConv(4, 2, allow_zero_in_degree=True),
+            "gat": lambda: tnn.GATConv(4, 2, 2, allow_zero_in_degree=True)}.get(
+        layer, lambda: tnn.SAGEConv(4, 2, layer))()
+    out = conv(g, x, edge_weight=w)
+    assert out.flatten()[:4].tolist() == pytest.approx(want, abs=1e-4)
+    for ok in (w.view(-1, 1), w.double(), w.half(), w.view(1, -1) if layer == "gat" else w):
+        assert torch.allclose(conv(g, x, edge_weight=ok), out, atol=1e-6), ok.shape
+    bad = [w.view(5, 2), w.view(10, 1, 1), torch.tensor(0.5), w[:9]]
+    for ew in bad + ([] if layer == "gat" else [w.view(1, -1)]):
+        with pytest.raises(tessera.TesseraError, match=r"edge_weight of shape \(" +
+                           ", ".join(map(str, ew.shape))):
+            conv(g, x, edge_weight=ew)
+    for dtype in (torch.int32, torch.int64, torch.bool):
+        with pytest.raises(tessera.TesseraError, match=f"floating-point, got {dtype}"):
+            conv(g, x, edge_weight=w.to(dtype))

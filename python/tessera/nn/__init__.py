@@ -34,14 +34,27 @@ def _check_block(graph, what):
                               f"{type(graph).__name__}")
 
 
-def _edge_weight(graph, edge_weight, what):
-    """``edge_weight`` (one value per edge) as ``[E]``, or None."""
+def _edge_weight(graph, edge_weight, dtype, what, gat=False):
+    """``edge_weight`` as ``[E]`` in the features' ``dtype``, or None. DGL's
+    shapes: ``[E]`` or ``[E, 1]`` (GATConv: ``[E]`` or ``[1, E]``, which its
+    ``tile`` reads as ``[E]``, and ``[E, 1]`` as the others); not any shape of
+    E values, which would be silently reinterpreted. Any floating dtype, one
+    rule for every layer (DGL's SAGEConv / GraphConv want the features' own;
+    its GATConv promotes: integers and float16 pass, float64 fails)."""
     if edge_weight is None:
         return None
-    if edge_weight.numel() != graph.num_edges():
-        raise _C.TesseraError(f"{what}: edge_weight {tuple(edge_weight.shape)} for "
-                              f"{graph.num_edges()} edges")
-    return edge_weight.reshape(-1)
+    if not isinstance(edge_weight, torch.Tensor):
+        raise _C.TesseraError(f"{what}: edge_weight must be a tensor, got "
+                              f"{type(edge_weight).__name__}")
+    n = graph.num_edges()
+    shapes = [(n,), (n, 1)] + ([(1, n)] if gat else [])
+    if tuple(edge_weight.shape) not in shapes:
+        raise _C.TesseraError(f"{what}: edge_weight of shape {tuple(edge_weight.shape)} for "
+                              f"{n} edges; expected {' or '.join(map(str, shapes))}")
+    if not edge_weight.is_floating_point():
+        raise _C.TesseraError(f"{what}: edge_weight must be floating-point, got "
+                              f"{edge_weight.dtype}")
+    return edge_weight.reshape(-1).to(dtype)
 
 
 def _split_feat(graph, feat, what):
@@ -130,7 +143,7 @@ class SAGEConv(nn.Module):
         h_src, h_dst = _split_feat(graph, feat, "SAGEConv")
         _check_rows(graph, h_src, self._in_src_feats, "SAGEConv")
         h_src, h_dst = _feat_drop(graph, feat, h_src, h_dst, self.feat_drop)
-        edge_weight = _edge_weight(graph, edge_weight, "SAGEConv")
+        edge_weight = _edge_weight(graph, edge_weight, h_src.dtype, "SAGEConv")
         if self._aggre_type == "mean":
             if self._in_src_feats > self._out_feats:  # Aggregate the narrower side.
                 h_neigh = aggregate(graph, _linear(h_src, self.fc_neigh), "mean", edge_weight)
@@ -215,7 +228,7 @@ class GraphConv(nn.Module):
             h_src = (_C.narrow_linear(h_src, w.t()) if h_src.dim() == 2 and w.shape[1] <= 32
                      and h_src.dtype == torch.float32 else h_src @ w)
             w = None
-        edge_weight = _edge_weight(graph, edge_weight, "GraphConv")
+        edge_weight = _edge_weight(graph, edge_weight, h_src.dtype, "GraphConv")
         rst = sum_aggregate(graph, h_src, edge_weight)
         if w is not None:
             rst = rst @ w
@@ -329,9 +342,9 @@ class GATConv(nn.Module):
             torch.arange(graph.num_dst_nodes(), dtype=torch.int64), indptr[1:] - indptr[:-1])
         e = self.leaky_relu(el.index_select(0, indices) + er.index_select(0, edge_dst))
         a = self.attn_drop(_C.edge_softmax(indptr, e))  # [E, K], CSR order
-        edge_weight = _edge_weight(graph, edge_weight, "GATConv")
+        edge_weight = _edge_weight(graph, edge_weight, a.dtype, "GATConv", gat=True)
         if edge_weight is not None:  # DGL: the attention times each edge's weight.
-            a = a * _to_csr_order(graph, edge_weight.unsqueeze(1).to(a.dtype))
+            a = a * _to_csr_order(graph, edge_weight.unsqueeze(1))
         rst = _C.aggregate(indptr, indices, feat_src, "sum", a).view(-1, *mid, H, Fo)
         if self.res_fc is not None:  # With has_linear_res it holds the bias.
             rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], *mid, H, Fo)
