@@ -699,6 +699,15 @@ PYBIND11_MODULE(_C, m) {
     d["book"] = py::cast(std::move(p.book));
     return d;
   });
+  // The partition's node and edge arrays, as its config lists them.
+  m.def("partition_array_names", [](const std::string& config) {
+    auto cfg = Wait([&] {
+      auto c = tessera::ReadPartitionConfig(config);
+      ThrowIfError(c.status(), "partition config");
+      return *std::move(c);
+    });
+    return py::make_tuple(cfg.node_feat_names, cfg.edge_feat_names);
+  });
   m.def("load_partition_book", [](const std::string& config, int part_id) {
     auto [book, name] = Wait([&] {
       auto cfg = tessera::ReadPartitionConfig(config);

@@ -1,6 +1,5 @@
 """DistGraph, work splitting and graph operations (the partition book is in
 partition_book.py)."""
-import json
 import os
 import weakref
 from collections.abc import MutableMapping
@@ -224,11 +223,8 @@ class DistGraph:
         out = {("node", t): [] for t in node_types}
         out.update({("edge", t): [] for t in edge_types})
         try:
-            with open(self._part_config) as f:
-                listed = json.load(f)["tessera"]
-            # As C++ reads them: a list that is missing is empty.
-            lists = {k: list(listed.get(f"{k}_feats", [])) for k in ("node", "edge")}
-        except (OSError, TypeError, ValueError, KeyError, AttributeError):
+            lists = dict(zip(("node", "edge"), _C.partition_array_names(self._part_config)))
+        except (TypeError, _C.TesseraError):
             for kind, types in (("node", node_types), ("edge", edge_types)):
                 for t in types:
                     out[(kind, t)] = [n for n in self._g.type_schemes(kind == "node", t)
