@@ -673,9 +673,9 @@ PYBIND11_MODULE(_C, m) {
           });
           return PartitionResultDict(r);
         });
-  m.def("load_partition", [](const std::string& config, int part_id, bool load_feats) {
-    tessera::LoadOptions o;
-    o.load_feats = load_feats;
+  m.def("load_partition", [](const std::string& config, int part_id, bool load_node_feats,
+                             bool load_edge_feats, bool load_graph) {
+    tessera::LoadOptions o{load_graph, load_node_feats, load_edge_feats};
     auto p = Wait([&] {
       auto part = tessera::load_partition(config, part_id, o);
       ThrowIfError(part.status(), "load_partition");
@@ -684,19 +684,21 @@ PYBIND11_MODULE(_C, m) {
     py::dict d;
     d["part_id"] = p.part_id;
     d["graph_name"] = p.config.graph_name;
+    d["typed"] = p.config.typed();
+    d["node_feats"] = ArraysDict(p.node_data);
+    d["edge_feats"] = ArraysDict(p.edge_data);
+    d["book"] = py::cast(std::move(p.book));
+    if (!load_graph) return d;
     d["nid"] = ToTensor(p.nid);
     d["inner_node"] = ToTensor(p.inner_node);
     d["indptr"] = ToTensor(p.indptr);
     d["indices"] = ToTensor(p.indices);
     d["eid"] = ToTensor(p.eid);
     d["inner_edge"] = ToTensor(p.inner_edge);
-    d["node_feats"] = ArraysDict(p.node_data);
-    d["edge_feats"] = ArraysDict(p.edge_data);
     if (p.config.typed()) {  // DGL's _TYPE arrays of the local graph.
       d["ntype"] = ToTensor(p.ntype);
       d["etype"] = ToTensor(p.etype);
     }
-    d["book"] = py::cast(std::move(p.book));
     return d;
   });
   // The partition's node and edge arrays, as its config lists them.

@@ -223,30 +223,35 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     ntypes_list, etypes_list)``. Feature keys are DGL's ``"<ntype>/<name>"``
     and ``"<src>:<rel>:<dst>/<name>"`` (``"_N/feat"`` on a homogeneous
     graph); ``gpb`` is the typed partition book of a typed partition."""
-    from tessera.distributed.partition_book import GraphPartitionBook
     if use_graphbolt:
         raise ValueError("load_partition: use_graphbolt=True is not supported")
-    d = _C.load_partition(_config_path(part_config, "load_partition"),
-                          as_int(part_id, "load_partition: part_id", 0, INT32_MAX),
-                          bool(load_feats))
+    d, gpb, node_feats, edge_feats = _load("load_partition", part_config, part_id,
+                                           bool(load_feats), bool(load_feats), True)
+    return (_local_graph(d, gpb), node_feats, edge_feats, gpb, d["graph_name"], gpb.ntypes,
+            gpb.canonical_etypes)
+
+
+def _load(what, part_config, part_id, nodes, edges, graph):
+    """The C++ loader's dict, the partition book and the node / edge arrays
+    under DGL's keys."""
+    from tessera.distributed.partition_book import GraphPartitionBook
+    d = _C.load_partition(_config_path(part_config, what),
+                          as_int(part_id, f"{what}: part_id", 0, INT32_MAX), nodes, edges, graph)
     gpb = GraphPartitionBook(d["book"])
-    ntypes, etypes = gpb.ntypes, gpb.canonical_etypes
     node_feats, edge_feats = d["node_feats"], d["edge_feats"]
-    if "ntype" not in d:  # One type: the config names it ("_N", or a graph's own name).
-        node_feats = {f"{ntypes[0]}/{k}": v for k, v in node_feats.items()}
-        edge_feats = {f"{':'.join(etypes[0])}/{k}": v for k, v in edge_feats.items()}
-    return (_local_graph(d, gpb), node_feats, edge_feats, gpb, d["graph_name"], ntypes, etypes)
+    if not d["typed"]:  # One type: the config names it ("_N", or a graph's own name).
+        node_feats = {f"{gpb.ntypes[0]}/{k}": v for k, v in node_feats.items()}
+        edge_feats = {f"{':'.join(gpb.canonical_etypes[0])}/{k}": v
+                      for k, v in edge_feats.items()}
+    return d, gpb, node_feats, edge_feats
 
 
 def load_partition_feats(part_config, part_id, load_nodes=True, load_edges=True):
     """DGL's load_partition_feats: ``(node_feats, edge_feats)`` of part
     ``part_id``, keyed as :func:`load_partition`'s, each ``None`` when not
-    asked for. The part's graph is read and checked too (with neither, only
-    the config)."""
-    if not (load_nodes or load_edges):
-        load_partition_book(part_config, part_id)  # Its errors (no such part, ...).
-        return None, None
-    _, node_feats, edge_feats = load_partition(part_config, part_id)[:3]
+    asked for. Only the arrays asked for are read, not the part's graph."""
+    _, _, node_feats, edge_feats = _load("load_partition_feats", part_config, part_id,
+                                         bool(load_nodes), bool(load_edges), False)
     return (node_feats if load_nodes else None), (edge_feats if load_edges else None)
 
 

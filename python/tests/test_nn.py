@@ -6,6 +6,8 @@ Block (destinations are the first 3 sources):
     src 1 -> dst 0      src 0 -> dst 1
     src 4 -> dst 1      (dst 2: no in-edges)
 """
+import os
+
 import pytest
 import torch
 
@@ -415,10 +417,22 @@ def test_load_partition_of_typed_graphs_as_dgl(tmp_path):
         nf2, ef2 = tessera.distributed.load_partition_feats(config, p)
         assert torch.equal(nf2["user/feat"], nf["user/feat"]) and sorted(ef2) == sorted(ef)
         assert tessera.distributed.load_partition_feats(config, p, False, False) == (None, None)
-        with pytest.raises(tessera.TesseraError, match=r"part id 2 is not in \[0, 2\)"):
+        with pytest.raises(tessera.TesseraError, match=r"part 2 does not exist \(2 parts\)"):
             tessera.distributed.load_partition_feats(config, 2, False, False)
         with pytest.raises(TypeError, match="part_config must be a path, got NoneType"):
             tessera.distributed.load_partition_feats(None, p)
+        # Only the arrays asked for are read: not the graph, not the other kind.
+        part_dir = tmp_path / "t" / f"part{p}"
+        os.rename(part_dir / "graph" / "indptr.npy", tmp_path / "indptr.npy")
+        os.rename(part_dir / "edge_feat" / "user:buys:item" / "w.npy", tmp_path / "w.npy")
+        nf3, ef3 = tessera.distributed.load_partition_feats(config, p, True, False)
+        assert torch.equal(nf3["user/feat"], nf["user/feat"]) and ef3 is None
+        with pytest.raises(tessera.TesseraError, match="w.npy"):
+            tessera.distributed.load_partition_feats(config, p, False, True)
+        with pytest.raises(tessera.TesseraError, match="indptr.npy"):
+            tessera.load_partition(config, p)
+        os.rename(tmp_path / "indptr.npy", part_dir / "graph" / "indptr.npy")
+        os.rename(tmp_path / "w.npy", part_dir / "edge_feat" / "user:buys:item" / "w.npy")
         book, name, nt, et = tessera.distributed.load_partition_book(config, p)
         assert (book.partid, name, nt) == (p, "hg", {"item": 0, "tag": 1, "user": 2})
         assert et == {c: i for i, c in enumerate(canonical)}

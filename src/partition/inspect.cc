@@ -48,7 +48,7 @@ StatusOr<Inspection> InspectPartitions(const std::string& config_path) {
   in.ntypes = config.layout.ntypes;
   for (const EdgeType& e : config.layout.etypes) in.etypes.push_back(e.Canonical());
   for (int p = 0; p < config.num_parts; ++p) {
-    ASSIGN_OR_RETURN(LocalPartition lp, LoadPartition(config_path, p, {.load_feats = true}));
+    ASSIGN_OR_RETURN(LocalPartition lp, LoadPartition(config_path, p));
     PartInspection part;
     part.inner_nodes = lp.num_inner_nodes();
     part.halo_nodes = lp.num_local_nodes() - part.inner_nodes;

@@ -138,6 +138,19 @@ StatusOr<std::map<std::string, Array>> ReadArrays(const LocalPartition& lp, bool
   return arrays;
 }
 
+// The node and edge arrays `options` asks for.
+StatusOr<LocalPartition> LoadArrays(LocalPartition lp, const LoadOptions& options) {
+  if (options.load_node_feats) {
+    ASSIGN_OR_RETURN(lp.node_data, ReadArrays(lp, true, lp.config.NodeFeatDir(lp.part_id),
+                                              lp.config.node_feat_names));
+  }
+  if (options.load_edge_feats) {
+    ASSIGN_OR_RETURN(lp.edge_data, ReadArrays(lp, false, lp.config.EdgeFeatDir(lp.part_id),
+                                              lp.config.edge_feat_names));
+  }
+  return lp;
+}
+
 }  // namespace
 
 StatusOr<LocalPartition> LoadPartition(const std::string& config_path, int part_id,
@@ -151,6 +164,7 @@ StatusOr<LocalPartition> LoadPartition(const std::string& config_path, int part_
   lp.part_id = part_id;
   ASSIGN_OR_RETURN(lp.book, lp.config.Book(part_id));
   const std::string dir = lp.config.PartGraphDir(part_id);
+  if (!options.load_graph) return LoadArrays(std::move(lp), options);
   if (std::error_code ec; std::filesystem::is_regular_file(dir, ec)) {
     // DGL's partition_graph writes the same config with a file here.
     return absl::InvalidArgumentError(
@@ -173,13 +187,7 @@ StatusOr<LocalPartition> LoadPartition(const std::string& config_path, int part_
     ASSIGN_OR_RETURN(lp.etype, ReadTyped(dir + "/etype.npy", DType::kInt32, m_local));
     RETURN_IF_ERROR(ValidateTypes(lp, dir));
   }
-  if (options.load_feats) {
-    ASSIGN_OR_RETURN(lp.node_data, ReadArrays(lp, true, lp.config.NodeFeatDir(part_id),
-                                              lp.config.node_feat_names));
-    ASSIGN_OR_RETURN(lp.edge_data, ReadArrays(lp, false, lp.config.EdgeFeatDir(part_id),
-                                              lp.config.edge_feat_names));
-  }
-  return lp;
+  return LoadArrays(std::move(lp), options);
 }
 
 }  // namespace tessera

@@ -58,7 +58,7 @@ TEST(SamplingBench, CostPerSampledEdge) {
   std::vector<std::string> configs = Configs();
   if (configs.empty()) GTEST_SKIP() << "set TESSERA_SAMPLING_BENCH to partition configs";
   for (const std::string& config : configs) {
-    auto part = LoadPartition(config, 0, {.load_feats = false});
+    auto part = LoadPartition(config, 0, {.load_node_feats = false, .load_edge_feats = false});
     ASSERT_TRUE(part.ok()) << part.status();
     auto shared = std::make_shared<const LocalPartition>(std::move(*part));
     auto g = LocalGraph::Create(PartArraysOf(shared));
@@ -98,7 +98,7 @@ TEST(SamplingBench, ToBlockCostPerSampledEdge) {
   RetainFreedMemory();  // As trainers and `tessera bench hetero` do.
   std::stringstream list(env);
   for (std::string config; std::getline(list, config, ',');) {
-    auto part = LoadPartition(config, 0, {.load_feats = false});
+    auto part = LoadPartition(config, 0, {.load_node_feats = false, .load_edge_feats = false});
     ASSERT_TRUE(part.ok()) << part.status();
     auto shared = std::make_shared<const LocalPartition>(std::move(*part));
     const PartitionBook& book = shared->book;

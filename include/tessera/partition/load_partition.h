@@ -49,8 +49,11 @@ struct LocalPartition {
   std::span<const int64_t> eids() const { return eid.span<int64_t>(); }
 };
 
+// What LoadPartition reads (the config and the partition book always).
 struct LoadOptions {
-  bool load_feats = true;
+  bool load_graph = true;       // The part's graph arrays (nid ... etype), checked.
+  bool load_node_feats = true;  // node_data
+  bool load_edge_feats = true;  // edge_data
 };
 
 StatusOr<LocalPartition> LoadPartition(const std::string& config_path, int part_id,
