@@ -5,7 +5,7 @@ import torch
 
 from tessera import _C
 from tessera._utils import INT64_MAX, as_ids, as_int, as_seed, check_text
-from tessera.distributed import _prefetch
+from tessera.distributed import _prefetch, context
 from tessera.distributed.partition_book import GraphPartitionBook
 
 
@@ -157,6 +157,16 @@ def uniform(low=-1.0, high=1.0, seed=0):
 
 def normal(mean=0.0, std=1.0, seed=0):
     return _BuiltinInit("normal", mean, std, seed)
+
+
+def _machine_share(rows, machines):
+    """[begin, end) of a machine's ``rows`` that this trainer takes when the
+    machine's trainers split them (in rank order)."""
+    info = context._state["info"]
+    world, rank = (int(info["world_size"]), int(info["rank"])) if info else (1, 0)
+    per_machine = max(1, world // machines)
+    k = rank % per_machine
+    return rows * k // per_machine, rows * (k + 1) // per_machine
 
 
 def _fill_with(t, init_func):
@@ -371,9 +381,9 @@ class DistTensor:
     def __or__(self, other):
         """``mask1 | mask2``: a new anonymous DistTensor of the element-wise OR
         (DGL's union of masks). Collective, as in DGL: every trainer must
-        call it (in the same order as its other anonymous tensors); each
-        computes its machine's rows, and all return once every row is
-        written."""
+        call it (in the same order as its other anonymous tensors); the
+        trainers of a machine each compute a share of its rows, in place in
+        its memory, and all return once every row is written."""
         if not isinstance(other, DistTensor):
             return NotImplemented
         for t in (self, other):
@@ -389,11 +399,10 @@ class DistTensor:
         error = None
         try:
             out = DistTensor(self.shape, self.dtype, part_policy=self.part_policy)
-            begin, end = self._local_range()
-            if end > begin:
-                ids = torch.arange(begin, end, dtype=torch.int64)
-                rows = (self._t.pull(ids) | other._t.pull(ids)).to(self.dtype)
-                out._t.set(ids, rows.contiguous())
+            share = slice(*_machine_share(len(out._t.local_partition()),
+                                          self._t.book().num_partitions()))
+            out._t.local_partition()[share] = (self._t.local_partition()[share]
+                                               | other._t.local_partition()[share])
         except Exception as e:  # Still meet the others at the barrier.
             error = e
         failed = _barrier(self._t, error)
