@@ -701,13 +701,15 @@ PYBIND11_MODULE(_C, m) {
     }
     return d;
   });
-  // The partition's node and edge arrays, as its config lists them.
-  m.def("partition_array_names", [](const std::string& config) {
+  // The partition's node and edge arrays, as its config lists them (None
+  // for a config tessera did not write).
+  m.def("partition_array_names", [](const std::string& config) -> py::object {
     auto cfg = Wait([&] {
       auto c = tessera::ReadPartitionConfig(config);
       ThrowIfError(c.status(), "partition config");
       return *std::move(c);
     });
+    if (!cfg.has_tessera_section) return py::none();
     return py::make_tuple(cfg.node_feat_names, cfg.edge_feat_names);
   });
   m.def("load_partition_book", [](const std::string& config, int part_id) {

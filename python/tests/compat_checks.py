@@ -102,6 +102,22 @@ assert both.dtype == torch.bool and both.shape == (N,)
 assert both.part_policy == train.part_policy
 assert torch.equal(both[every], train[every] | val[every])
 assert both.count_nonzero() == 140 + 500
+# A process that maps no shard (its catalog could not be opened) pulls and pushes.
+real_views = dist.tensor._local_views
+
+
+def no_shard(*tensors):
+    raise dist.TesseraError("this process maps no shard")
+
+
+dist.tensor._local_views = no_shard
+try:
+    again = train | val
+finally:
+    dist.tensor._local_views = real_views
+assert torch.equal(again[every], both[every])
+g.barrier()  # Every trainer has read it before its creator's handle goes.
+del again
 raises(dist.TesseraError, lambda: g.ndata["feat"] | train, "float32")
 ok("dist_tensor_ops")
 

@@ -195,6 +195,12 @@ def test_second_derivatives_through_the_kernels():
             args = (h,) if w is None else (h, w)
             f = (lambda h, w=None, r=reduce: _C.aggregate(indptr, indices, h, r, w))
             assert torch.autograd.gradgradcheck(f, args), (reduce, w is None)
+    # No edges, weighted (GATConv's attention on an edgeless graph).
+    none, w0 = torch.zeros(5, dtype=torch.int64), torch.rand(0, 2, dtype=torch.float64,
+                                                            requires_grad=True)
+    for reduce in ("sum", "mean", "max"):
+        f = (lambda h, w, r=reduce: _C.aggregate(none, none[:0], h, r, w))
+        assert torch.autograd.gradgradcheck(f, (h, w0)), reduce
     scores = torch.randn(11, 2, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradgradcheck(lambda s: _C.edge_softmax(indptr, s), (scores,))
     x = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)

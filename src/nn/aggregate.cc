@@ -161,7 +161,8 @@ TESSERA_INLINE bool GradSourceImpl(const Args<T>& a, bool max, int64_t s0, int64
     for (int64_t p = begin; p < end; ++p) {
       const int64_t d = a.t_dst[p];
       if (static_cast<uint64_t>(d) >= static_cast<uint64_t>(a.num_dst) ||
-          static_cast<uint64_t>(a.t_eid[p]) >= static_cast<uint64_t>(a.num_edges)) {
+          ((max || a.w != nullptr) &&  // Only they read the edge.
+           static_cast<uint64_t>(a.t_eid[p]) >= static_cast<uint64_t>(a.num_edges))) {
         ok = false;
         continue;
       }
@@ -488,7 +489,7 @@ class AggregateOp : public torch::autograd::Function<AggregateOp> {
     if (w.defined() && ctx->needs_input_grad(1)) {
       const int64_t E = indices.size(0);
       grad_w = (grad.index_select(0, EdgeDestinations(indptr)) * h.index_select(0, indices))
-                   .view({E, heads, -1})
+                   .view({E, heads, h.size(1) / heads})
                    .sum(-1);
     }
     return {grad_h, grad_w, {}, {}, {}, {}, {}, {}, {}};

@@ -164,7 +164,6 @@ StatusOr<LocalPartition> LoadPartition(const std::string& config_path, int part_
   lp.part_id = part_id;
   ASSIGN_OR_RETURN(lp.book, lp.config.Book(part_id));
   const std::string dir = lp.config.PartGraphDir(part_id);
-  if (!options.load_graph) return LoadArrays(std::move(lp), options);
   if (std::error_code ec; std::filesystem::is_regular_file(dir, ec)) {
     // DGL's partition_graph writes the same config with a file here.
     return absl::InvalidArgumentError(
@@ -173,6 +172,7 @@ StatusOr<LocalPartition> LoadPartition(const std::string& config_path, int part_
                "(its binary format); partition the graph with tessera.partition_graph or "
                "`tessera partition`"));
   }
+  if (!options.load_graph) return LoadArrays(std::move(lp), options);
   ASSIGN_OR_RETURN(lp.nid, ReadTyped(dir + "/nid.npy", DType::kInt64, -1));
   const int64_t n_local = lp.nid.rows();
   ASSIGN_OR_RETURN(lp.inner_node, ReadTyped(dir + "/inner_node.npy", DType::kUInt8, n_local));

@@ -355,6 +355,7 @@ StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
     c.parts.push_back(std::move(f));
   }
   if (j.contains("tessera") && j["tessera"].is_object()) {
+    c.has_tessera_section = true;
     const json& t = j["tessera"];
     if (t.contains("num_trainers_per_machine")) {
       ASSIGN_OR_RETURN(c.num_trainers_per_machine, small(t["num_trainers_per_machine"],

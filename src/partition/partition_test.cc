@@ -532,6 +532,15 @@ TEST(LoadPartition, RejectsCorruptParts) {
   st = LoadPartition(r->config_path, 1).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_THAT(st.message(), HasSubstr("the partition was written by DGL")) << st;
+  // Also when only the features are asked for (they are not tessera's files either).
+  st = LoadPartition(r->config_path, 1, {.load_graph = false}).status();
+  EXPECT_THAT(st.message(), HasSubstr("the partition was written by DGL")) << st;
+  // Features only: the graph is not read, and only the kind asked for.
+  ASSERT_TRUE(RemoveAll(dir / "part1/graph").ok());
+  auto feats = LoadPartition(r->config_path, 1, {.load_graph = false, .load_edge_feats = false});
+  ASSERT_TRUE(feats.ok()) << feats.status();
+  EXPECT_FALSE(feats->node_data.empty());
+  EXPECT_TRUE(feats->edge_data.empty() && feats->indptr.rows() == 0);
 }
 
 // A HALO node or an edge listed twice is refused (each would take part twice

@@ -39,7 +39,8 @@ struct PartitionConfig {
   std::vector<int64_t> node_offsets;
   std::vector<int64_t> edge_offsets;
   std::vector<PartFiles> parts;
-  // tessera extras.
+  // tessera extras (its "tessera" section; absent from DGL's configs).
+  bool has_tessera_section = false;
   int num_trainers_per_machine = 1;
   // Array names, which are also their files' paths under a part's node_feats
   // / edge_feats folder (+ ".npy"). The typed layout (more than one node type

@@ -224,7 +224,7 @@ class DistGraph:
         out.update({("edge", t): [] for t in edge_types})
         try:
             lists = dict(zip(("node", "edge"), _C.partition_array_names(self._part_config)))
-        except (TypeError, _C.TesseraError):
+        except (TypeError, _C.TesseraError):  # (TypeError: None, not tessera's config.)
             for kind, types in (("node", node_types), ("edge", edge_types)):
                 for t in types:
                     out[(kind, t)] = [n for n in self._g.type_schemes(kind == "node", t)

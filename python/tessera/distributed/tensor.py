@@ -169,6 +169,11 @@ def _machine_share(rows, machines):
     return rows * k // per_machine, rows * (k + 1) // per_machine
 
 
+def _local_views(*tensors):
+    """The tensors' local_partition views (raw: reading them keeps prefetch)."""
+    return [t._t.local_partition() for t in tensors]
+
+
 def _fill_with(t, init_func):
     """Creator only: every partition's rows from init_func(part_shape, dtype),
     as DGL's servers do for their shard."""
@@ -399,10 +404,16 @@ class DistTensor:
         error = None
         try:
             out = DistTensor(self.shape, self.dtype, part_policy=self.part_policy)
-            share = slice(*_machine_share(len(out._t.local_partition()),
-                                          self._t.book().num_partitions()))
-            out._t.local_partition()[share] = (self._t.local_partition()[share]
-                                               | other._t.local_partition()[share])
+            begin, end = self._local_range()
+            lo, hi = _machine_share(end - begin, self._t.book().num_partitions())
+            try:
+                views = _local_views(out, self, other)
+            except _C.TesseraError:  # No shard mapped here (all access remote): pull, push.
+                ids = torch.arange(begin + lo, begin + hi, dtype=torch.int64)
+                rows = (self._t.pull(ids) | other._t.pull(ids)).to(self.dtype)
+                out._t.set(ids, rows.contiguous())
+            else:
+                views[0][lo:hi] = views[1][lo:hi] | views[2][lo:hi]
         except Exception as e:  # Still meet the others at the barrier.
             error = e
         failed = _barrier(self._t, error)
