@@ -212,7 +212,8 @@ Command RegisterBench(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--workdir", f->workdir, "Scratch folder (default: a temporary folder)");
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per configuration")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seconds(1, 1e6));
   auto run_pull = std::make_shared<std::function<int()>>();
   auto run_sample = std::make_shared<std::function<int()>>();
   auto run_train = std::make_shared<std::function<int()>>();

@@ -572,7 +572,8 @@ CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per child process or job")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seconds(1, 1e6));
   *run = BenchRunner(&f->workdir, "tessera-bench-hetero",
                      [f](const std::string& workdir) { return RunBenchHetero(*f, workdir); });
   return sub;

@@ -151,13 +151,17 @@ CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run) 
       ->required();
   sub->add_option("--ranks", f->ranks, "Rank counts (each must divide --parts)")
       ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--parts", f->parts, "Number of parts")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  sub->add_option("--parts", f->parts, "Number of parts")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--methods", f->methods, "metis and/or random")
       ->delimiter(',')
       ->capture_default_str();
   sub->add_option("--num-chunks", f->num_chunks, "Chunks of the chunked copy")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--workdir", f->workdir, "Scratch folder (default: a temporary folder)");
   sub->add_option("--mpirun", f->mpirun, "The mpirun program")->capture_default_str();
   sub->add_option("--mpirun-arg", f->mpirun_args, "One more argument for mpirun");
@@ -167,7 +171,9 @@ CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run) 
       ->delimiter(',')
       ->check(CLI::Range(1.0, 1e6))
       ->capture_default_str();
-  sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")->capture_default_str();
+  sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")
+      ->capture_default_str()
+      ->check(Seconds(1, 1e6));
   *run = [f] {
     auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-mpi");
     if (!workdir.ok()) return ReportError(workdir.status());

@@ -253,10 +253,15 @@ CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run) {
       "pull", "Pull/push throughput and latency of a 2-machine job on loopback");
   sub->add_option("--part-config", f->part_config,
                   "an existing 2-part partition with node array 'feat' (default: generate one)");
-  sub->add_option("--nodes", f->nodes, "nodes of the generated graph")->capture_default_str();
-  sub->add_option("--batch", f->batch, "ids per pull")->capture_default_str();
+  sub->add_option("--nodes", f->nodes, "nodes of the generated graph")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1000}, int64_t{1} << 32));
+  sub->add_option("--batch", f->batch, "ids per pull")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   sub->add_option("--rounds", f->rounds, "repetitions (medians are reported)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   sub->add_option("--workdir", f->workdir, "scratch folder (default: a temporary folder)");
   *run = BenchRunner(&f->workdir, "tessera-bench-pull",
                      [f](const std::string& workdir) { return RunBenchPull(*f, workdir); });

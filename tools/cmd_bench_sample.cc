@@ -233,16 +233,22 @@ CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run) {
   sub->add_option("--graph", f->graph, "graph folder (e.g. from shared/tools/gen_graph.py)");
   sub->add_option("--workdir", f->workdir,
                   "scratch folder; partitions found there are reused (default: temporary)");
-  sub->add_option("--batch-size", f->batch_size, "seeds per batch")->capture_default_str();
+  sub->add_option("--batch-size", f->batch_size, "seeds per batch")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   sub->add_option("--fanouts", f->fanouts, "per layer, input layer first")
       ->delimiter(',')
       ->capture_default_str();
   sub->add_option("--threads", f->threads, "sampler thread counts to run")
       ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--batches", f->batches, "batches per measurement")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  sub->add_option("--batches", f->batches, "batches per measurement")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--rounds", f->rounds, "rounds of the remote/local comparison")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   *run = BenchRunner(&f->workdir, "tessera-bench-sample",
                      [f](const std::string& workdir) { return RunBenchSample(*f, workdir); });
   return sub;

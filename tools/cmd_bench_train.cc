@@ -153,7 +153,9 @@ CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run) {
   sub->add_option("--samplers", f->samplers, "Sampler threads per trainer")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
-  sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")->capture_default_str();
+  sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")
+      ->capture_default_str()
+      ->check(Seconds(1, 1e6));
   sub->add_flag("--no-encryption", f->no_encryption,
                 "Distributed runs without encryption (`tessera launch --no-encryption`)");
   *run = BenchRunner(&f->workdir, "tessera-bench-train",

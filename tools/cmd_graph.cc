@@ -203,7 +203,8 @@ Command RegisterGenerate(CLI::App& app) {
   CLI::Option* seed = sub->add_option("--seed", o.seed, "Random seed")->capture_default_str();
   CLI::Option* threads =
       sub->add_option("--threads", o.num_threads, "Worker threads (0 = all cores)")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(0, 1024));
   return {sub, [=] {
             StatusOr<GenerateStats> stats;
             if (f->hetero) {

@@ -163,11 +163,11 @@ Command RegisterServer(CLI::App& app) {
   cmd->add_option("--heartbeat-timeout", flags->heartbeat_timeout,
                   "seconds of silence after which a client is considered dead")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(Seconds(0.1, 86400));
   cmd->add_option("--startup-timeout", flags->startup_timeout,
                   "seconds to wait for the first client")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(Seconds(0.1, 1e6));
   cmd->add_option("--max-message-bytes", flags->max_message_bytes,
                   "larger message frames are refused (their connection is dropped); clients "
                   "send pieces of at most 1 MiB, or one row when a row is larger")
@@ -176,7 +176,7 @@ Command RegisterServer(CLI::App& app) {
   cmd->add_option("--handshake-timeout", flags->handshake_timeout,
                   "seconds a connection may take to prove it holds the job's key")
       ->capture_default_str()
-      ->check(CLI::Range(0.1, 600.0));
+      ->check(Seconds(0.1, 600));
   cmd->add_option("--ready-fd", flags->ready_fd, "descriptor to write 'ready <port>' to");
   return {cmd, [flags] {
             Status s = RunServer(*flags);

@@ -107,7 +107,7 @@ Command RegisterSupervise(CLI::App& app) {
                   "Remove this job's shared memory on this machine when stopped");
   sub->add_option("--grace", f->grace_s, "Seconds between SIGTERM and SIGKILL")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(Seconds(0, 3600));
   sub->add_option("argv", f->argv, "The program and its arguments (after --)")->required();
   return {sub, [f] { return RunSupervise(*f); }};
 }

@@ -1,7 +1,12 @@
 #include "src/graph/generator.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "nlohmann/json.hpp"
@@ -11,6 +16,7 @@
 #include "src/graph/generator_util.h"
 #include "src/graph/npy.h"
 #include "tessera/base/file.h"
+#include "tessera/base/resource.h"
 #include "tessera/base/strings.h"
 
 namespace tessera {
@@ -25,16 +31,47 @@ Status CheckOptions(const GenerateOptions& o) {
   if (o.num_nodes < 2 || o.num_nodes > (int64_t{1} << 32) - 1) {
     return bad("--nodes must be in [2, 2^32), got ", o.num_nodes);
   }
-  if (o.num_undirected_edges < 0) return bad("--edges must be >= 0, got ", o.num_undirected_edges);
-  if (o.feat_dim < 0) return bad("--feat-dim must be >= 0, got ", o.feat_dim);
+  if (o.num_undirected_edges < 0 || o.num_undirected_edges > (int64_t{1} << 40)) {
+    return bad("--edges must be in [0, 2^40], got ", o.num_undirected_edges);
+  }
+  if (o.feat_dim < 0 || o.feat_dim > (1 << 20)) {
+    return bad("--feat-dim must be in [0, 2^20], got ", o.feat_dim);
+  }
   if (o.num_classes < 1 || o.num_classes > o.num_nodes) {
     return bad("--classes must be in [1, nodes], got ", o.num_classes);
   }
   if (!(o.homophily >= 0 && o.homophily <= 1)) return bad("--homophily must be in [0, 1]");
-  if (!(o.noise >= 0)) return bad("--noise must be >= 0");
-  if (!(o.power_law_exponent > 0)) return bad("--power-law must be > 0");
+  if (!(o.noise >= 0) || !std::isfinite(o.noise)) return bad("--noise must be finite and >= 0");
+  if (!(o.power_law_exponent > 0) || !std::isfinite(o.power_law_exponent)) {
+    return bad("--power-law must be finite and > 0");
+  }
   if (!(o.train_fraction >= 0 && o.val_fraction >= 0 && o.train_fraction + o.val_fraction <= 1)) {
     return bad("--train-frac and --val-frac must be >= 0 and sum to at most 1");
+  }
+  return absl::OkStatus();
+}
+
+// The files a run writes. Each is written as "<name>.partial" and renamed
+// when all are complete, and the old ones go first: an interrupted or
+// failed run never leaves a folder that reads as a graph, nor a new graph
+// beside a previous run's arrays.
+constexpr const char* kOutputs[] = {"src.npy",        "dst.npy",      "feat.npy",      "label.npy",
+                                    "train_mask.npy", "val_mask.npy", "test_mask.npy", "meta.json"};
+
+StatusOr<GenerateStats> GenerateInto(const GenerateOptions& o, const std::string& out_dir,
+                                     const std::function<std::string(const char*)>& partial);
+
+// Refuses a graph larger than the free space of out_dir's file system.
+Status CheckSpace(const std::string& out_dir, int64_t n, int64_t m, int64_t dim) {
+  struct statvfs st {};
+  if (statvfs(out_dir.c_str(), &st) != 0) return absl::OkStatus();  // Writes will tell.
+  // n, m and dim are bounded by CheckOptions: no overflow below 2^63.
+  const double need = 32.0 * m + n * (4.0 * dim + 11);
+  const double free = static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize);
+  if (need > free) {
+    return absl::ResourceExhaustedError(
+        StrCat("the graph needs about ", FormatBytes(static_cast<int64_t>(need)), " and ", out_dir,
+               " has ", FormatBytes(static_cast<int64_t>(free)), " free"));
   }
   return absl::OkStatus();
 }
@@ -44,6 +81,27 @@ Status CheckOptions(const GenerateOptions& o) {
 StatusOr<GenerateStats> GenerateSbmGraph(const GenerateOptions& o, const std::string& out_dir) {
   RETURN_IF_ERROR(CheckOptions(o));
   RETURN_IF_ERROR(MakeDirs(out_dir));
+  for (const char* name : kOutputs) RETURN_IF_ERROR(RemoveAll(StrCat(out_dir, "/", name)));
+  RETURN_IF_ERROR(CheckSpace(out_dir, o.num_nodes, o.num_undirected_edges, o.feat_dim));
+  auto partial = [&](const char* name) { return StrCat(out_dir, "/", name, ".partial"); };
+  StatusOr<GenerateStats> stats = GenerateInto(o, out_dir, partial);
+  for (const char* name : kOutputs) {
+    const std::string path = partial(name);
+    if (!PathExists(path)) continue;
+    if (!stats.ok()) {
+      (void)RemoveAll(path);  // Best effort: the error reported is the run's.
+    } else if (std::rename(path.c_str(), StrCat(out_dir, "/", name).c_str()) != 0) {
+      stats = ErrnoError(StrCat("renaming ", path), errno);
+    }
+  }
+  if (stats.ok()) stats->bytes_written = DirectorySize(out_dir);
+  return stats;
+}
+
+namespace {
+
+StatusOr<GenerateStats> GenerateInto(const GenerateOptions& o, const std::string& out_dir,
+                                     const std::function<std::string(const char*)>& partial) {
   Stopwatch watch;
   const int64_t n = o.num_nodes, m = o.num_undirected_edges, c = o.num_classes, dim = o.feat_dim;
   const int threads = ResolveThreads(o.num_threads);
@@ -76,9 +134,9 @@ StatusOr<GenerateStats> GenerateSbmGraph(const GenerateOptions& o, const std::st
 
   // Edges, both directions, written chunk by chunk at their final positions.
   {
-    ASSIGN_OR_RETURN(auto src_out, NpyWriter::Create(out_dir + "/src.npy", DType::kInt64, {2 * m},
+    ASSIGN_OR_RETURN(auto src_out, NpyWriter::Create(partial("src.npy"), DType::kInt64, {2 * m},
                                                      NpyWriter::Mode::kPositional));
-    ASSIGN_OR_RETURN(auto dst_out, NpyWriter::Create(out_dir + "/dst.npy", DType::kInt64, {2 * m},
+    ASSIGN_OR_RETURN(auto dst_out, NpyWriter::Create(partial("dst.npy"), DType::kInt64, {2 * m},
                                                      NpyWriter::Mode::kPositional));
     const int64_t chunks = (m + kEdgeChunk - 1) / kEdgeChunk;
     Progress progress("generate edges", chunks, "chunks");
@@ -107,34 +165,35 @@ StatusOr<GenerateStats> GenerateSbmGraph(const GenerateOptions& o, const std::st
 
   // Features: class centroid + noise.
   if (dim > 0) {
-    RETURN_IF_ERROR(WriteClassFeatures(out_dir + "/feat.npy", label,
+    RETURN_IF_ERROR(WriteClassFeatures(partial("feat.npy"), label,
                                        ClassCentroids(c, dim, o.seed, kCentroids), dim, o.noise,
                                        o.seed, kFeatures, threads));
   }
 
   // Labels and the train/val/test split (a random permutation).
-  RETURN_IF_ERROR(WriteNpy(out_dir + "/label.npy", Array::From(label)));
+  RETURN_IF_ERROR(WriteNpy(partial("label.npy"), Array::From(label)));
   {
     const int64_t num_train = static_cast<int64_t>(n * o.train_fraction);
     const int64_t num_val = static_cast<int64_t>(n * o.val_fraction);
     SplitMasks masks =
         MakeSplitMasks(n, num_train, num_val, n - num_train - num_val, o.seed, kSplit);
-    RETURN_IF_ERROR(WriteNpy(out_dir + "/train_mask.npy", masks.train));
-    RETURN_IF_ERROR(WriteNpy(out_dir + "/val_mask.npy", masks.val));
-    RETURN_IF_ERROR(WriteNpy(out_dir + "/test_mask.npy", masks.test));
+    RETURN_IF_ERROR(WriteNpy(partial("train_mask.npy"), masks.train));
+    RETURN_IF_ERROR(WriteNpy(partial("val_mask.npy"), masks.val));
+    RETURN_IF_ERROR(WriteNpy(partial("test_mask.npy"), masks.test));
   }
   nlohmann::json meta = {{"num_nodes", n},           {"num_edges", 2 * m},
                          {"feat_dim", dim},          {"num_classes", c},
                          {"homophily", o.homophily}, {"noise", o.noise},
                          {"seed", o.seed},           {"generator", "tessera generate dc-sbm"}};
-  RETURN_IF_ERROR(WriteFileAtomic(out_dir + "/meta.json", meta.dump(1) + "\n"));
+  RETURN_IF_ERROR(WriteFileAtomic(partial("meta.json"), meta.dump(1) + "\n"));
 
   GenerateStats stats;
   stats.num_nodes = n;
   stats.num_edges = 2 * m;
-  stats.bytes_written = DirectorySize(out_dir);
   stats.seconds = watch.Seconds();
   return stats;
 }
+
+}  // namespace
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
 #include "src/graph/generator.h"
 
+#include <limits>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -115,6 +116,38 @@ TEST(Generator, RejectsBadOptions) {
   o.train_fraction = 0.8;
   o.val_fraction = 0.3;
   EXPECT_FALSE(GenerateSbmGraph(o, dir.path()).ok());
+  // Sizes that overflow (2m edges) or are not finite.
+  o = Small();
+  o.num_undirected_edges = std::numeric_limits<int64_t>::max();
+  EXPECT_THAT(GenerateSbmGraph(o, dir.path()).status().message(), HasSubstr("--edges"));
+  o = Small();
+  o.noise = std::numeric_limits<double>::infinity();
+  EXPECT_THAT(GenerateSbmGraph(o, dir.path()).status().message(), HasSubstr("--noise"));
+  o = Small();
+  o.power_law_exponent = std::numeric_limits<double>::infinity();
+  EXPECT_THAT(GenerateSbmGraph(o, dir.path()).status().message(), HasSubstr("--power-law"));
+}
+
+// Generating again replaces the whole graph: a failed run leaves no graph
+// (not the old one's arrays beside new ones), and arrays the new run does
+// not write are gone.
+TEST(Generator, ARunReplacesTheFolderAndAFailedOneLeavesNoGraph) {
+  TempDir dir;
+  GenerateOptions o = Small();
+  ASSERT_TRUE(GenerateSbmGraph(o, dir.path()).ok());
+  ASSERT_TRUE(PathExists(dir / "feat.npy"));
+  o.feat_dim = 0;
+  ASSERT_TRUE(GenerateSbmGraph(o, dir.path()).ok());
+  EXPECT_FALSE(PathExists(dir / "feat.npy"));
+  EXPECT_TRUE(ReadGraph(dir.path()).ok());
+  o.num_undirected_edges = int64_t{1} << 40;  // More than the disk holds.
+  auto failed = GenerateSbmGraph(o, dir.path());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted) << failed.status();
+  EXPECT_THAT(failed.status().message(), HasSubstr("free"));
+  for (const char* name : {"src.npy", "dst.npy", "meta.json", "label.npy", "src.npy.partial"}) {
+    EXPECT_FALSE(PathExists(dir / name)) << name;
+  }
+  EXPECT_FALSE(ReadGraph(dir.path()).ok());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -62,7 +63,11 @@ Status ParallelChunks(int64_t num_chunks, int threads, Progress* progress, Fn fn
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  try {
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  } catch (const std::system_error&) {
+    // No more threads to be had: those started (and this one) do the work.
+  }
   worker();
   for (auto& t : pool) t.join();
   return first_error;

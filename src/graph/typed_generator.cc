@@ -73,11 +73,15 @@ Status CheckOptions(const TypedGenerateOptions& o) {
   if (o.num_nodes < 1000 || o.num_nodes > (int64_t{1} << 32) - 1) {
     return bad("--num-nodes must be in [1000, 2^32) with --hetero, got ", o.num_nodes);
   }
-  if (o.feat_dim < 0) return bad("--feat-dim must be >= 0, got ", o.feat_dim);
+  if (o.feat_dim < 0 || o.feat_dim > (1 << 20)) {
+    return bad("--feat-dim must be in [0, 2^20], got ", o.feat_dim);
+  }
   if (o.num_classes < 1) return bad("--num-classes must be >= 1, got ", o.num_classes);
   if (!(o.homophily >= 0 && o.homophily <= 1)) return bad("--homophily must be in [0, 1]");
-  if (!(o.noise >= 0)) return bad("--noise must be >= 0");
-  if (!(o.power_law_exponent > 0)) return bad("--power-law must be > 0");
+  if (!(o.noise >= 0) || !std::isfinite(o.noise)) return bad("--noise must be finite and >= 0");
+  if (!(o.power_law_exponent > 0) || !std::isfinite(o.power_law_exponent)) {
+    return bad("--power-law must be finite and > 0");
+  }
   if (!(o.train_fraction >= 0 && o.val_fraction >= 0 && o.test_fraction >= 0 &&
         o.train_fraction + o.val_fraction + o.test_fraction <= 1 + 1e-9)) {
     return bad("--train-frac, --val-frac and --test-frac must be >= 0 and sum to at most 1");

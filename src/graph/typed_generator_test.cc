@@ -1,6 +1,7 @@
 #include "src/graph/typed_generator.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -274,7 +275,13 @@ TEST(TypedGenerator, RejectsBadOptions) {
       "--num-classes (8000) must not exceed the number of papers (7593 of --num-nodes 20000)");
   o = Small();
   o.feat_dim = -1;
-  EXPECT_EQ(message(o), "--feat-dim must be >= 0, got -1");
+  EXPECT_EQ(message(o), "--feat-dim must be in [0, 2^20], got -1");
+  o = Small();
+  o.noise = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(message(o), "--noise must be finite and >= 0");
+  o = Small();
+  o.power_law_exponent = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(message(o), "--power-law must be finite and > 0");
 }
 
 }  // namespace

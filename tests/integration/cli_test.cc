@@ -493,6 +493,19 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
     CliRun run = Tessera(launch + flags + " true");
     EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.output;
   }
+  // Values that crashed the benches (a division by zero, an empty buffer) or
+  // became nonsense (a NaN timeout cast to an integer): refused by name.
+  for (const std::string command : std::vector<std::string>{
+           "bench pull --batch 0", "bench sample --batches 0", "bench sample --threads -1",
+           "bench mpi-partition --graph x --ranks 0", "bench train --timeout nan",
+           "generate -o " + dir / "t" + " --threads 100000", "server --startup-timeout nan",
+           "server --heartbeat-timeout 1e308", "supervise --grace nan true"}) {
+    CliRun run = Tessera(command);
+    EXPECT_EQ(run.exit_code, 2) << command << ": " << run.output;
+    const size_t at = command.rfind("--");
+    const std::string flag = command.substr(at, command.find(' ', at) - at);
+    EXPECT_THAT(run.output, HasSubstr(flag)) << command << ": " << run.output;
+  }
   testing::WriteAll(dir / "big_ip.txt", "127.0.0.1 65534\n");
   PartitionRing(dir);
   CliRun port =
@@ -505,9 +518,9 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
   EXPECT_EQ(chunks.exit_code, 1) << chunks.output;
   EXPECT_THAT(chunks.output, HasSubstr("the number of chunks must be in [1, 4096]"))
       << chunks.output;
-  // 47 class centroids of 1e8 floats (18.8 GB) in 2 GB of address space.
+  // 600 class centroids of 1e6 floats (2.4 GB) in 2 GB of address space.
   CliRun oom = Tessera("--log-level error generate -o " + dir / "gen" +
-                           " --nodes 1000 --edges 5000 --feat-dim 100000000",
+                           " --nodes 600 --classes 600 --edges 5000 --feat-dim 1000000",
                        "ulimit -v 2000000;");
   EXPECT_EQ(oom.exit_code, 1) << oom.output;
   EXPECT_THAT(oom.output, HasSubstr("tessera generate: out of memory")) << oom.output;
