@@ -50,10 +50,15 @@ Status CheckArguments(const ChunkedGraph& g, const std::string& graph_name, int 
 // this graph stays until every part is written, none of another graph is
 // overwritten); every rank creates it (the ranks may not share a file
 // system).
+// Rank 0 holds the folder's lock (`lock`) until the run ends.
 Status PrepareOutput(Comm& comm, const std::string& out_path, const std::string& config_path,
-                     int num_parts) {
-  Status st = comm.rank() == 0 ? PrepareOutputFolder(out_path, config_path, num_parts)
-                               : Annotate(MakeDirs(out_path), "output folder");
+                     int num_parts, OutputLock* lock) {
+  Status st = Annotate(MakeDirs(out_path), "output folder");
+  if (comm.rank() == 0) {
+    StatusOr<OutputLock> locked = PrepareOutputFolder(out_path, config_path, num_parts);
+    st = locked.status();
+    if (locked.ok()) *lock = *std::move(locked);
+  }
   return Agree(comm, st);
 }
 
@@ -244,7 +249,8 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
       Agree(comm, CheckClaimedNodes(g->metadata_path, home[comm.rank() + 1] - home[comm.rank()], 24,
                                     "this rank's node arrays (24 bytes per node)", 0)));
   const std::string config_path = StrCat(out_path, "/", graph_name, ".json");
-  RETURN_IF_ERROR(PrepareOutput(comm, out_path, config_path, num_parts));
+  OutputLock lock;
+  RETURN_IF_ERROR(PrepareOutput(comm, out_path, config_path, num_parts, &lock));
 
   Layout layout;
   layout.num_ranks = comm.size();

@@ -158,7 +158,7 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
   RETURN_IF_ERROR(CheckArguments(graph, graph_name, num_parts, o));
   RETURN_IF_ERROR(graph.Validate("input graph"));
   const std::string config_path = StrCat(out_path, "/", graph_name, ".json");
-  RETURN_IF_ERROR(PrepareOutputFolder(out_path, config_path, num_parts));
+  ASSIGN_OR_RETURN(OutputLock lock, PrepareOutputFolder(out_path, config_path, num_parts));
 
   PartitionResult result;
   const int64_t num_edges = graph.num_edges();

@@ -13,6 +13,7 @@
 #include "src/graph/generator.h"
 #include "src/graph/npy.h"
 #include "src/partition/inspect.h"
+#include "src/partition/partition_util.h"
 #include "tessera/graph/readers.h"
 #include "tessera/partition.h"
 #include "tessera/partition/load_partition.h"
@@ -490,6 +491,16 @@ TEST(Partition, FailureLeavesNoValidLookingOutput) {
   EXPECT_FALSE(PathExists(dir / "part1"));
   EXPECT_FALSE(PathExists(dir / "orig_nids.npy"));
   ASSERT_TRUE(RemoveAll(dir / "g.json.tmp").ok());
+  // A second run into a folder another run is writing is refused at once
+  // (two runs mixed their files); once the first ends, it may.
+  {
+    auto held = LockOutputFolder(dir.path());
+    ASSERT_TRUE(held.ok()) << held.status();
+    auto second = PartitionGraph(g, "g", 3, dir.path(), {});
+    EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(second.status().message(), HasSubstr("being written by another"))
+        << second.status();
+  }
   // Re-partitioning the same name replaces the old result.
   ASSERT_TRUE(PartitionGraph(g, "g", 3, dir.path(), {}).ok());
   auto config = ReadPartitionConfig(dir / "g.json");

@@ -1,7 +1,12 @@
 #include "src/partition/partition_util.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <filesystem>
 
 #include "src/base/random.h"
@@ -99,14 +104,36 @@ Status CheckNoOtherConfig(const std::string& out_path, const std::string& config
 
 }  // namespace
 
-Status PrepareOutputFolder(const std::string& out_path, const std::string& config_path,
-                           int num_parts) {
+OutputLock::~OutputLock() {
+  if (fd_ >= 0) close(fd_);  // Releases the flock.
+}
+
+StatusOr<OutputLock> LockOutputFolder(const std::string& out_path) {
+  OutputLock lock;
+  lock.fd_ = open(out_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock.fd_ < 0) return ErrnoError(StrCat("output folder ", out_path), errno);
+  if (flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(
+          StrCat("output folder ", out_path,
+                 " is being written by another partitioning run; wait for it or use another "
+                 "--out"));
+    }
+    return ErrnoError(StrCat("locking output folder ", out_path), errno);
+  }
+  return lock;
+}
+
+StatusOr<OutputLock> PrepareOutputFolder(const std::string& out_path,
+                                         const std::string& config_path, int num_parts) {
   RETURN_IF_ERROR(Annotate(MakeDirs(out_path), "output folder"));
+  ASSIGN_OR_RETURN(OutputLock lock, LockOutputFolder(out_path));
   RETURN_IF_ERROR(CheckNoOtherConfig(out_path, config_path, num_parts));
   RETURN_IF_ERROR(RemoveAll(config_path));
   RETURN_IF_ERROR(Annotate(WriteFileAtomic(out_path + "/.tessera-write-test", ""),
                            "output folder is not writable"));
-  return RemoveAll(out_path + "/.tessera-write-test");
+  RETURN_IF_ERROR(RemoveAll(out_path + "/.tessera-write-test"));
+  return lock;
 }
 
 std::vector<int32_t> RandomParts(uint64_t seed, int64_t begin, int64_t end, int num_parts) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/base/status.h"
@@ -20,14 +21,34 @@ namespace tessera {
 // not "." or "..", only letters, digits, '_', '-' and '.'.
 bool SafeName(const std::string& name);
 
+// An exclusive lock (flock) on an output folder, held while a run writes
+// there: a second run into the same folder is refused at once, instead of
+// mixing its files with the first's. Released when destroyed.
+class OutputLock {
+ public:
+  OutputLock() = default;
+  OutputLock(OutputLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  OutputLock& operator=(OutputLock&& other) noexcept {
+    std::swap(fd_, other.fd_);
+    return *this;
+  }
+  ~OutputLock();
+
+ private:
+  friend StatusOr<OutputLock> LockOutputFolder(const std::string& out_path);
+  int fd_ = -1;
+};
+StatusOr<OutputLock> LockOutputFolder(const std::string& out_path);
+
 // Prepares `out_path` for the partition whose config is `config_path` and
-// whose parts are part0 ... part<num_parts - 1>: creates the folder; refuses
-// (FailedPrecondition) if another partition config there names part folders
-// this run would overwrite (they would then describe the wrong data); removes
-// an earlier config at `config_path` (it reappears only once every part is
-// complete); checks that the folder is writable.
-Status PrepareOutputFolder(const std::string& out_path, const std::string& config_path,
-                           int num_parts);
+// whose parts are part0 ... part<num_parts - 1>: creates and locks the folder
+// (FailedPrecondition if another run holds it); refuses (FailedPrecondition)
+// if another partition config there names part folders this run would
+// overwrite (they would then describe the wrong data); removes an earlier
+// config at `config_path` (it reappears only once every part is complete);
+// checks that the folder is writable. Keep the lock until the run ends.
+StatusOr<OutputLock> PrepareOutputFolder(const std::string& out_path,
+                                         const std::string& config_path, int num_parts);
 
 // The checks both partitioners make of their arguments: a safe graph name,
 // a graph with nodes and edges (`input` names it in the message, if given),
