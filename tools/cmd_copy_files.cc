@@ -198,10 +198,24 @@ Command RegisterCopyFiles(CLI::App& app) {
       "copy-files", "Copy partition i (and the config, ip_config, scripts) to machine i");
   sub->add_option("--part-config,--part_config", f->part_config)->required();
   sub->add_option("--ip-config,--ip_config", f->ip_config)->required();
-  sub->add_option("--workspace", f->workspace, "Folder on every machine")->required();
+  sub->add_option("--workspace", f->workspace, "Folder on every machine")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& s) { return s.empty() ? std::string("must not be empty") : ""; }, "DIR"));
   sub->add_option("--rel-data-path,--rel_data_path", f->rel_data_path,
                   "Where the partition goes, relative to the workspace")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            const std::filesystem::path p(s);
+            const bool up =
+                std::any_of(p.begin(), p.end(), [](const auto& c) { return c == ".."; });
+            return p.is_absolute() || up ? "must be a path inside the workspace (no '..', not "
+                                           "absolute), got '" +
+                                               s + "'"
+                                         : std::string();
+          },
+          "PATH"));
   sub->add_option("--script-folder,--script_folder", f->script_folder,
                   "Folder copied into the workspace");
   sub->add_option("--ssh-port,--ssh_port", f->ssh_port)->capture_default_str();

@@ -285,7 +285,8 @@ Command RegisterMpiPartition(CLI::App& app) {
                   "Name of the graph (default: metadata.json's graph_name)");
   AddPartitionFlags(sub, &f->options, &f->part_method, "PT-Scotch");
   sub->add_option("--ranks,-n", f->ranks,
-                  "Start this many ranks with mpirun (not needed when started by mpirun)");
+                  "Start this many ranks with mpirun (not needed when started by mpirun)")
+      ->check(CLI::Range(1, 1 << 16));
   sub->add_option("--hostfile", f->hostfile, "With --ranks: mpirun's hostfile (several machines)");
   sub->add_option("--ip-config,--ip_config", f->ip_config,
                   "With --ranks: run on the machines of this ip_config (as tessera launch), "
@@ -320,6 +321,10 @@ Command RegisterMpiPartition(CLI::App& app) {
               return ReportError(absl::InvalidArgumentError(
                   "--hostfile, --ip-config, --network and the ssh flags place the ranks that "
                   "--ranks starts: give --ranks, or give mpirun its own options"));
+            }
+            if (f->ranks > 0 && f->num_parts % f->ranks != 0) {  // Before mpirun starts them.
+              return ReportError(absl::InvalidArgumentError(StrCat(
+                  "--num-parts ", f->num_parts, " must be a multiple of --ranks ", f->ranks)));
             }
             if (f->ranks > 0 && !dist_partition::LaunchedByMpirun()) return RunMpirun(*f);
             return RunRank(*f);

@@ -7,6 +7,7 @@
 #include "src/dist_partition/chunked_graph.h"
 #include "src/graph/npy.h"
 #include "src/graph/text_reader.h"
+#include "src/partition/partition_util.h"
 #include "tessera/base/file.h"
 #include "tessera/base/strings.h"
 
@@ -197,6 +198,17 @@ Status WriteChunkedGraph(const Graph& graph, const std::string& out_dir,
         StrCat("the number of chunks must be in [1, ", kMaxChunks, "], got ", options.num_chunks));
   }
   RETURN_IF_ERROR(graph.Validate("input graph"));
+  std::string name = options.graph_name;
+  if (name.empty()) {
+    std::filesystem::path dir = std::filesystem::path(out_dir).lexically_normal();
+    name = (dir.has_filename() ? dir : dir.parent_path()).filename().string();
+  }
+  if (!SafeName(name)) {  // mpi-partition would refuse it only after the chunking.
+    return absl::InvalidArgumentError(
+        StrCat("graph name '", name, "' (", options.graph_name.empty() ? "the output folder's" : "",
+               options.graph_name.empty() ? " name" : "--graph-name",
+               ") must use only letters, digits, '_', '-' and '.'; pass --graph-name"));
+  }
   RETURN_IF_ERROR(MakeDirs(out_dir));
   const std::string metadata_path = out_dir + "/metadata.json";
   RETURN_IF_ERROR(RemoveAll(metadata_path));  // Reappears only once every chunk is written.
@@ -211,8 +223,6 @@ Status WriteChunkedGraph(const Graph& graph, const std::string& out_dir,
   const int k = options.num_chunks;
   using Json = nlohmann::ordered_json;
   Json meta;
-  std::string name = options.graph_name;
-  if (name.empty()) name = std::filesystem::path(out_dir).filename().string();
   meta["graph_name"] = name;
   meta["node_type"] = ntypes;
   Json node_chunks = Json::array(), node_totals = Json::array();

@@ -499,13 +499,19 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
            "bench pull --batch 0", "bench sample --batches 0", "bench sample --threads -1",
            "bench mpi-partition --graph x --ranks 0", "bench train --timeout nan",
            "generate -o " + dir / "t" + " --threads 100000", "server --startup-timeout nan",
-           "server --heartbeat-timeout 1e308", "supervise --grace nan true"}) {
+           "server --heartbeat-timeout 1e308", "supervise --grace nan true",
+           "mpi-partition -i x --num-parts 4 --out o --ranks 0",
+           "copy-files --part-config x --ip-config y --workspace ''",
+           "copy-files --part-config x --ip-config y --workspace w --rel-data-path ../up"}) {
     CliRun run = Tessera(command);
     EXPECT_EQ(run.exit_code, 2) << command << ": " << run.output;
     const size_t at = command.rfind("--");
     const std::string flag = command.substr(at, command.find(' ', at) - at);
     EXPECT_THAT(run.output, HasSubstr(flag)) << command << ": " << run.output;
   }
+  CliRun ranks = Tessera("mpi-partition -i x --num-parts 4 --out o --ranks 3");
+  EXPECT_EQ(ranks.exit_code, 1) << ranks.output;
+  EXPECT_THAT(ranks.output, HasSubstr("--num-parts 4 must be a multiple of --ranks 3"));
   testing::WriteAll(dir / "big_ip.txt", "127.0.0.1 65534\n");
   PartitionRing(dir);
   CliRun port =
@@ -518,6 +524,11 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
   EXPECT_EQ(chunks.exit_code, 1) << chunks.output;
   EXPECT_THAT(chunks.output, HasSubstr("the number of chunks must be in [1, 4096]"))
       << chunks.output;
+  // A graph name mpi-partition would refuse after the chunking (the folder's).
+  chunks = Tessera("chunk --input " + dir / "in" + " --out '" + dir / "my chunks" + "'");
+  EXPECT_EQ(chunks.exit_code, 1) << chunks.output;
+  EXPECT_THAT(chunks.output, HasSubstr("graph name 'my chunks'")) << chunks.output;
+  EXPECT_FALSE(PathExists(dir / "my chunks"));
   // 600 class centroids of 1e6 floats (2.4 GB) in 2 GB of address space.
   CliRun oom = Tessera("--log-level error generate -o " + dir / "gen" +
                            " --nodes 600 --classes 600 --edges 5000 --feat-dim 1000000",

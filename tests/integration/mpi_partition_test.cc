@@ -260,8 +260,9 @@ TEST_F(MpiPartitionTest, TheWrapperRefusesBadPlacementFlags) {
     std::string flags, message;
   };
   for (const Case& c : std::vector<Case>{
-           {"--ranks 3 --ip-config " + dir / "ip_config",
-            "--ranks 3 is not a multiple of the 2 machines of " + dir / "ip_config"},
+           {"--ranks 1 --ip-config " + dir / "ip_config",
+            "--ranks 1 is not a multiple of the 2 machines of " + dir / "ip_config"},
+           {"--ranks 3", "--num-parts 4 must be a multiple of --ranks 3"},
            {"--ranks 2 --ip-config " + dir / "ip_config" + " --hostfile " + dir / "ip_config",
             "give --hostfile or --ip-config, not both"},
            {"--ranks 2 --ip-config " + dir / "ip_config" + " '--ssh-option=IdentityFile=/a b'",
