@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "debug, info, warn, error or off")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember(
+          {"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"}));
   const std::vector<tessera::tools::Command> commands = {
       tessera::tools::RegisterPartition(app),    tessera::tools::RegisterInspect(app),
       tessera::tools::RegisterGenerate(app),     tessera::tools::RegisterDemo(app),

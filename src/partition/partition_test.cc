@@ -633,6 +633,8 @@ TEST(LoadPartition, RefusesNamesAndPathsOutsideTheConfigFolder) {
        "array name 'x\\x00y'"},
       {"name of the wrong type", [](nlohmann::json& j) { j["tessera"]["node_feats"].push_back(7); },
        "'tessera'.'node_feats' must be a list of array names, found 7"},
+      {"a later format", [](nlohmann::json& j) { j["tessera"]["format_version"] = 99; },
+       "'tessera'.'format_version' is 99; this tessera reads format 1"},
       {"part path climbing out",
        [](nlohmann::json& j) { j["part-0"]["node_feats"] = "part0/../../.."; },
        "'part-0'.'node_feats' = 'part0/../../..' leaves the config's folder"},

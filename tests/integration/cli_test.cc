@@ -500,7 +500,7 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
            "bench mpi-partition --graph x --ranks 0", "bench train --timeout nan",
            "generate -o " + dir / "t" + " --threads 100000", "server --startup-timeout nan",
            "server --heartbeat-timeout 1e308", "supervise --grace nan true",
-           "mpi-partition -i x --num-parts 4 --out o --ranks 0",
+           "--log-level nonsense inspect x", "mpi-partition -i x --num-parts 4 --out o --ranks 0",
            "copy-files --part-config x --ip-config y --workspace ''",
            "copy-files --part-config x --ip-config y --workspace w --rel-data-path ../up"}) {
     CliRun run = Tessera(command);
