@@ -205,8 +205,8 @@ Status WriteChunkedGraph(const Graph& graph, const std::string& out_dir,
   }
   if (!SafeName(name)) {  // mpi-partition would refuse it only after the chunking.
     return absl::InvalidArgumentError(
-        StrCat("graph name '", name, "' (", options.graph_name.empty() ? "the output folder's" : "",
-               options.graph_name.empty() ? " name" : "--graph-name",
+        StrCat("graph name '", name, "' (",
+               options.graph_name.empty() ? "the output folder's name" : "--graph-name",
                ") must use only letters, digits, '_', '-' and '.'; pass --graph-name"));
   }
   RETURN_IF_ERROR(MakeDirs(out_dir));

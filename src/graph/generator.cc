@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <vector>
 
@@ -52,22 +53,28 @@ Status CheckOptions(const GenerateOptions& o) {
 }
 
 // The files a run writes. Each is written as "<name>.partial" and renamed
-// when all are complete, and the old ones go first: an interrupted or
-// failed run never leaves a folder that reads as a graph, nor a new graph
-// beside a previous run's arrays.
-constexpr const char* kOutputs[] = {"src.npy",        "dst.npy",      "feat.npy",      "label.npy",
-                                    "train_mask.npy", "val_mask.npy", "test_mask.npy", "meta.json"};
+// when all are complete, src.npy and dst.npy last, and the old ones (and
+// partial ones of an interrupted run) go first: a failed run never leaves a
+// folder that reads as a graph, nor a new graph beside a previous run's
+// arrays.
+constexpr const char* kOutputs[] = {"feat.npy",      "label.npy", "train_mask.npy", "val_mask.npy",
+                                    "test_mask.npy", "meta.json", "src.npy",        "dst.npy"};
 
 StatusOr<GenerateStats> GenerateInto(const GenerateOptions& o, const std::string& out_dir,
                                      const std::function<std::string(const char*)>& partial);
 
-// Refuses a graph larger than the free space of out_dir's file system.
+// Refuses a graph larger than the free space of out_dir's file system (with
+// the space the outputs of a previous run there free).
 Status CheckSpace(const std::string& out_dir, int64_t n, int64_t m, int64_t dim) {
   struct statvfs st {};
   if (statvfs(out_dir.c_str(), &st) != 0) return absl::OkStatus();  // Writes will tell.
-  // n, m and dim are bounded by CheckOptions: no overflow below 2^63.
-  const double need = 32.0 * m + n * (4.0 * dim + 11);
-  const double free = static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize);
+  double free = static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize);
+  for (const char* name : kOutputs) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(StrCat(out_dir, "/", name), ec);
+    if (!ec) free += static_cast<double>(size);
+  }
+  const double need = 32.0 * m + n * (4.0 * dim + 11);  // In double: no overflow.
   if (need > free) {
     return absl::ResourceExhaustedError(
         StrCat("the graph needs about ", FormatBytes(static_cast<int64_t>(need)), " and ", out_dir,
@@ -76,25 +83,44 @@ Status CheckSpace(const std::string& out_dir, int64_t n, int64_t m, int64_t dim)
   return absl::OkStatus();
 }
 
+// Removes every output and partial output (best effort: on a failure path).
+void RemoveOutputs(const std::string& out_dir) {
+  for (const char* name : kOutputs) {
+    (void)RemoveAll(StrCat(out_dir, "/", name));
+    (void)RemoveAll(StrCat(out_dir, "/", name, ".partial"));
+  }
+}
+
 }  // namespace
 
 StatusOr<GenerateStats> GenerateSbmGraph(const GenerateOptions& o, const std::string& out_dir) {
   RETURN_IF_ERROR(CheckOptions(o));
   RETURN_IF_ERROR(MakeDirs(out_dir));
-  for (const char* name : kOutputs) RETURN_IF_ERROR(RemoveAll(StrCat(out_dir, "/", name)));
   RETURN_IF_ERROR(CheckSpace(out_dir, o.num_nodes, o.num_undirected_edges, o.feat_dim));
   auto partial = [&](const char* name) { return StrCat(out_dir, "/", name, ".partial"); };
-  StatusOr<GenerateStats> stats = GenerateInto(o, out_dir, partial);
+  for (const char* name : kOutputs) {
+    RETURN_IF_ERROR(RemoveAll(StrCat(out_dir, "/", name)));
+    RETURN_IF_ERROR(RemoveAll(partial(name)));
+  }
+  StatusOr<GenerateStats> stats;
+  try {
+    stats = GenerateInto(o, out_dir, partial);
+  } catch (...) {  // Out of memory, mostly: no partial file stays.
+    RemoveOutputs(out_dir);
+    throw;
+  }
   for (const char* name : kOutputs) {
     const std::string path = partial(name);
-    if (!PathExists(path)) continue;
-    if (!stats.ok()) {
-      (void)RemoveAll(path);  // Best effort: the error reported is the run's.
-    } else if (std::rename(path.c_str(), StrCat(out_dir, "/", name).c_str()) != 0) {
+    if (!stats.ok() || !PathExists(path)) continue;
+    if (std::rename(path.c_str(), StrCat(out_dir, "/", name).c_str()) != 0) {
       stats = ErrnoError(StrCat("renaming ", path), errno);
     }
   }
-  if (stats.ok()) stats->bytes_written = DirectorySize(out_dir);
+  if (!stats.ok()) {
+    RemoveOutputs(out_dir);
+    return stats;
+  }
+  stats->bytes_written = DirectorySize(out_dir);
   return stats;
 }
 

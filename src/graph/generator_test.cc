@@ -1,5 +1,6 @@
 #include "src/graph/generator.h"
 
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -128,26 +129,26 @@ TEST(Generator, RejectsBadOptions) {
   EXPECT_THAT(GenerateSbmGraph(o, dir.path()).status().message(), HasSubstr("--power-law"));
 }
 
-// Generating again replaces the whole graph: a failed run leaves no graph
-// (not the old one's arrays beside new ones), and arrays the new run does
-// not write are gone.
-TEST(Generator, ARunReplacesTheFolderAndAFailedOneLeavesNoGraph) {
+// Generating again replaces the whole graph: arrays the new run does not
+// write are gone, an interrupted run's partial files are not taken for this
+// run's, and a run refused for want of space keeps the old graph.
+TEST(Generator, ARunReplacesTheWholeGraph) {
   TempDir dir;
   GenerateOptions o = Small();
   ASSERT_TRUE(GenerateSbmGraph(o, dir.path()).ok());
   ASSERT_TRUE(PathExists(dir / "feat.npy"));
+  std::filesystem::copy_file(dir / "feat.npy", dir / "feat.npy.partial");  // As a killed run.
   o.feat_dim = 0;
   ASSERT_TRUE(GenerateSbmGraph(o, dir.path()).ok());
   EXPECT_FALSE(PathExists(dir / "feat.npy"));
-  EXPECT_TRUE(ReadGraph(dir.path()).ok());
+  EXPECT_FALSE(PathExists(dir / "feat.npy.partial"));
+  const std::string src = ReadAll(dir / "src.npy");
   o.num_undirected_edges = int64_t{1} << 40;  // More than the disk holds.
   auto failed = GenerateSbmGraph(o, dir.path());
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted) << failed.status();
   EXPECT_THAT(failed.status().message(), HasSubstr("free"));
-  for (const char* name : {"src.npy", "dst.npy", "meta.json", "label.npy", "src.npy.partial"}) {
-    EXPECT_FALSE(PathExists(dir / name)) << name;
-  }
-  EXPECT_FALSE(ReadGraph(dir.path()).ok());
+  EXPECT_EQ(ReadAll(dir / "src.npy"), src);
+  EXPECT_TRUE(ReadGraph(dir.path()).ok());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #ifndef TESSERA_SRC_GRAPH_GENERATOR_UTIL_H_
 #define TESSERA_SRC_GRAPH_GENERATOR_UTIL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -63,6 +64,7 @@ Status ParallelChunks(int64_t num_chunks, int threads, Progress* progress, Fn fn
     }
   };
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(std::max(0, threads - 1)));  // No reallocation below.
   try {
     for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
   } catch (const std::system_error&) {

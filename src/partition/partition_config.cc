@@ -292,6 +292,13 @@ StatusOr<std::vector<std::string>> ParseArrayNames(const json& t, const char* fi
 }
 
 StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
+  // A later format may mean other things by the same fields: refused first.
+  if (j.contains("tessera") && j["tessera"].is_object() &&
+      j["tessera"].contains("format_version") && j["tessera"]["format_version"] != 1) {
+    return absl::InvalidArgumentError(
+        StrCat(path, ": 'tessera'.'format_version' is ", j["tessera"]["format_version"].dump(),
+               "; this tessera reads format 1 (written by a newer tessera?)"));
+  }
   auto missing = [&](const char* key) {
     return absl::InvalidArgumentError(StrCat(path, ": missing or invalid key '", key, "'"));
   };
@@ -357,12 +364,6 @@ StatusOr<PartitionConfig> ParseConfig(const json& j, const std::string& path) {
   if (j.contains("tessera") && j["tessera"].is_object()) {
     c.has_tessera_section = true;
     const json& t = j["tessera"];
-    // A later format may mean other things by the same fields: refused.
-    if (t.contains("format_version") && t["format_version"] != 1) {
-      return absl::InvalidArgumentError(
-          StrCat(path, ": 'tessera'.'format_version' is ", t["format_version"].dump(),
-                 "; this tessera reads format 1 (written by a newer tessera?)"));
-    }
     if (t.contains("num_trainers_per_machine")) {
       ASSIGN_OR_RETURN(c.num_trainers_per_machine, small(t["num_trainers_per_machine"],
                                                          "num_trainers_per_machine", 1, 1 << 16));

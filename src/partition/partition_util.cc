@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
+#include "spdlog/spdlog.h"
 #include "src/base/random.h"
 #include "tessera/base/file.h"
 #include "tessera/base/strings.h"
@@ -111,17 +113,19 @@ OutputLock::~OutputLock() {
 StatusOr<OutputLock> LockOutputFolder(const std::string& out_path) {
   OutputLock lock;
   lock.fd_ = open(out_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lock.fd_ < 0) return ErrnoError(StrCat("output folder ", out_path), errno);
-  if (flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(
-          StrCat("output folder ", out_path,
-                 " is being written by another partitioning run; wait for it or use another "
-                 "--out"));
-    }
-    return ErrnoError(StrCat("locking output folder ", out_path), errno);
+  if (lock.fd_ >= 0 && flock(lock.fd_, LOCK_EX | LOCK_NB) == 0) return lock;
+  if (lock.fd_ >= 0 && errno == EWOULDBLOCK) {
+    return absl::FailedPreconditionError(
+        StrCat("output folder ", out_path,
+               " is being written by another partitioning run; wait for it or use another --out"));
   }
-  return lock;
+  // A folder this process cannot read, or a file system without flock on
+  // folders (NFS): the run goes on, unguarded.
+  spdlog::warn(
+      "cannot lock output folder {} ({}); a second run writing there at the same time "
+      "would not be refused",
+      out_path, std::strerror(errno));
+  return OutputLock();
 }
 
 StatusOr<OutputLock> PrepareOutputFolder(const std::string& out_path,
