@@ -134,7 +134,7 @@ double Median(std::vector<double> v) {
 std::function<int()> BenchRunner(const std::string* workdir, const std::string& prefix,
                                  std::function<Status(const std::string& workdir)> bench) {
   return [=] {
-    auto dir = ScratchDir::Open(*workdir, prefix);
+    auto dir = OpenScratchDir(*workdir, prefix);
     if (!dir.ok()) return ReportError(dir.status());
     Status st = bench(dir->path());
     return st.ok() ? 0 : ReportError(st);
@@ -231,7 +231,7 @@ Command RegisterBench(CLI::App& app) {
             if (sample->parsed()) return (*run_sample)();
             if (train->parsed()) return (*run_train)();
             if (hetero->parsed()) return (*run_hetero)();
-            auto workdir = ScratchDir::Open(f->workdir, "tessera-bench");
+            auto workdir = OpenScratchDir(f->workdir, "tessera-bench");
             if (!workdir.ok()) return ReportError(workdir.status());
             Status st = RunBench(*f, workdir->path());
             return st.ok() ? 0 : ReportError(st);

@@ -175,7 +175,7 @@ CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run) 
       ->capture_default_str()
       ->check(Seconds(1, 1e6));
   *run = [f] {
-    auto workdir = ScratchDir::Open(f->workdir, "tessera-bench-mpi");
+    auto workdir = OpenScratchDir(f->workdir, "tessera-bench-mpi");
     if (!workdir.ok()) return ReportError(workdir.status());
     nlohmann::json graphs = nlohmann::json::array();
     for (const std::string& graph : f->graphs) {

@@ -14,6 +14,7 @@
 #include "tessera/base/time.h"
 #include "tessera/graph/readers.h"
 #include "tools/commands.h"
+#include "tools/subprocess.h"
 #include "tools/train_job.h"
 
 namespace tessera::tools {
@@ -135,7 +136,7 @@ Command RegisterDemo(CLI::App& app) {
   return {sub, [f, epochs] {
             f->epochs_set = epochs->count() > 0;
             Stopwatch watch;
-            auto workdir = ScratchDir::Open(f->workdir, "tessera-demo", f->keep);
+            auto workdir = OpenScratchDir(f->workdir, "tessera-demo", f->keep);
             if (!workdir.ok()) return ReportError(workdir.status());
             if (workdir->removed_on_exit()) {
               spdlog::info("demo: working in {} (removed at the end; --keep keeps it)",

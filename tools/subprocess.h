@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/base/file.h"
 #include "tessera/base/status.h"
 #include "tessera/base/time.h"
 
@@ -26,6 +27,18 @@ struct ChildResult {
 // argv[0] is the program (looked up in PATH). Output goes to this process's stdout/stderr.
 // DeadlineExceeded if the child had to be killed.
 StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, Deadline deadline);
+
+// Removes the folder `path` once this process has ended, however it ends
+// (Ctrl-C, SIGTERM, SIGKILL, a crash): a child blocked on a pipe whose write
+// end only this process holds runs `rm -rf` when it reads end-of-file. For
+// scratch folders a signal would leak. Call it before threads or sockets
+// exist: the child holds what is open until then.
+void RemoveWhenThisProcessEnds(const std::string& path);
+
+// ScratchDir::Open, and a folder it removes is also removed if a signal ends
+// this process first (RemoveWhenThisProcessEnds).
+StatusOr<ScratchDir> OpenScratchDir(const std::string& path, const std::string& prefix,
+                                    bool keep = false);
 
 }  // namespace tessera::tools
 
