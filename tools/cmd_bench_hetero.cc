@@ -561,13 +561,13 @@ CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run) {
       ->capture_default_str();
   sub->add_option("--batch-size", f->batch_size, "Seeds per sampled batch")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   sub->add_option("--batches", f->batches, "Batches per sampling measurement")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--rounds", f->rounds, "Sampling rounds, alternating the graphs")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000));
   sub->add_option("--rgcn-epochs", f->rgcn_epochs, "R-GCN epochs per run")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

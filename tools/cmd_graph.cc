@@ -1,5 +1,6 @@
 // `tessera partition`, `tessera inspect` and `tessera generate`.
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "spdlog/spdlog.h"
@@ -65,7 +66,7 @@ void AddPartitionFlags(CLI::App* sub, PartitionOptions* o, std::string* method,
   sub->add_option("--num-trainers-per-machine,--num_trainers_per_machine",
                   o->num_trainers_per_machine,
                   "Split each part further for this many trainers (node array trainer_id)")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
   sub->add_option("--coarsening", o->coarsening,
                   "part_method metis: contract the graph by label propagation until it has this "
@@ -78,7 +79,7 @@ void AddPartitionFlags(CLI::App* sub, PartitionOptions* o, std::string* method,
   sub->add_option("--coarsen-min-arcs", o->coarsen_min_arcs,
                   "part_method metis: no contraction of graphs with at most this many arcs" +
                       per_rank + ", nor below it")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Random seed (of the partitioner and random assignment)")
       ->capture_default_str();

@@ -158,7 +158,7 @@ Command RegisterServer(CLI::App& app) {
                   "clients of the whole job; the server exits once all have come and left "
                   "(0: when those that came have left)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--job-id", flags->job_id, "job id (default: $TESSERA_JOB_ID)");
   cmd->add_option("--heartbeat-timeout", flags->heartbeat_timeout,
                   "seconds of silence after which a client is considered dead")

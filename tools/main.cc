@@ -59,6 +59,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // CLI11 calls an unknown command "A subcommand is required": name it.
+    if (app.get_subcommands().empty() && !app.remaining().empty()) {
+      std::fprintf(stderr, "tessera: unknown command '%s' (tessera --help lists them)\n",
+                   app.remaining().front().c_str());
+      return 2;
+    }
     int code = app.exit(e);
     return code == 0 ? 0 : 2;  // Usage errors exit 2; --help exits 0.
   }

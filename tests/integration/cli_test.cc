@@ -541,6 +541,14 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
     const std::string flag = command.substr(at, command.find(' ', at) - at);
     EXPECT_THAT(run.output, HasSubstr(flag)) << command << ": " << run.output;
   }
+  CliRun unknown = Tessera("bogus");  // Was "A subcommand is required".
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("unknown command 'bogus'")) << unknown.output;
+  CliRun range = Tessera(
+      "partition -i x --graph-name g --num-parts 2 --out o "
+      "--coarsen-min-arcs -1");  // Was a range to DBL_MAX in 300 digits.
+  EXPECT_EQ(range.exit_code, 2) << range.output;
+  EXPECT_THAT(range.output, HasSubstr("not in range 0 to 9223372036854775807")) << range.output;
   CliRun ranks = Tessera("mpi-partition -i x --num-parts 4 --out o --ranks 3");
   EXPECT_EQ(ranks.exit_code, 1) << ranks.output;
   EXPECT_THAT(ranks.output, HasSubstr("--num-parts 4 must be a multiple of --ranks 3"));
