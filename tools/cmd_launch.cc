@@ -65,6 +65,11 @@ Command RegisterLaunch(CLI::App& app) {
   sub->add_option("--grace", f->grace_s, "Seconds between SIGTERM and SIGKILL when stopping")
       ->capture_default_str()
       ->check(Seconds(0, 3600));
+  sub->add_option("--heartbeat-timeout", f->heartbeat_timeout_s,
+                  "Seconds of silence after which the servers treat a trainer as lost; one "
+                  "that is still running (stopped, hung, cut off) fails the job")
+      ->capture_default_str()
+      ->check(Seconds(0.1, 86400));
   sub->add_option("--max-restarts", f->max_restarts,
                   "After a failure, start the job again up to this many times (trainers get "
                   "TESSERA_RESTART, the attempt; the log names each restart's cause)")

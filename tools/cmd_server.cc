@@ -2,9 +2,10 @@
 //
 // `tessera server`: serves one machine's partition (see src/kvstore). It
 // binds its port first (a clash fails at once, not after loading), loads or
-// attaches to the partition, reports "ready <port>" on --ready-fd, and serves
-// until its clients have left. SIGTERM, SIGINT and SIGHUP stop it cleanly at
-// any point, loading included; its shared memory is always unlinked.
+// attaches to the partition, reports "ready <port>" on --ready-fd (later
+// "lost <client id>" for each client lost), and serves until its clients
+// have left. SIGTERM, SIGINT and SIGHUP stop it cleanly at any point,
+// loading included; its shared memory is always unlinked.
 #include <signal.h>
 #include <unistd.h>
 
@@ -123,9 +124,18 @@ Status RunServer(const ServerFlags& flags) {
   if (flags.ready_fd >= 0) {
     std::string line = fmt::format("ready {}\n", rpc->port());
     (void)!write(flags.ready_fd, line.data(), line.size());
-    close(flags.ready_fd);
+    // Then "lost <client id>" per client lost: a launcher stops a job whose
+    // trainer is alive but silent. At most 1,000 such lines (12 kB), so that
+    // a starter that reads only "ready" cannot block the server on a full
+    // pipe (one that closed it gets EPIPE: SIGPIPE is ignored).
+    kv->set_on_lost_client([fd = flags.ready_fd, reported = 0](int client_id) mutable {
+      if (reported++ >= 1000) return;
+      std::string lost = fmt::format("lost {}\n", client_id);
+      (void)!write(fd, lost.data(), lost.size());
+    });
   }
   Status served = rpc->Serve(*kv, g_stop);
+  if (flags.ready_fd >= 0) close(flags.ready_fd);
   if (g_signal.load() != 0) {
     spdlog::info("{}: stopped by signal {}; shared memory removed", name, g_signal.load());
   }
@@ -177,7 +187,9 @@ Command RegisterServer(CLI::App& app) {
                   "seconds a connection may take to prove it holds the job's key")
       ->capture_default_str()
       ->check(Seconds(0.1, 600));
-  cmd->add_option("--ready-fd", flags->ready_fd, "descriptor to write 'ready <port>' to");
+  cmd->add_option("--ready-fd", flags->ready_fd,
+                  "descriptor to write 'ready <port>' to, then 'lost <client id>' for each "
+                  "client lost (no heartbeat)");
   return {cmd, [flags] {
             Status s = RunServer(*flags);
             if (!s.ok()) return ReportError(s);

@@ -9,7 +9,8 @@ gradient allreduce ("Connection closed by peer"), where it used to crash in
 its exit path (SIGSEGV, a log line reaching spdlog's destroyed logger), or
 stuck on a pull from the stopped server until the launcher stops it. The launcher must name
 the stopped server (the first trainer's error), never the other's consequence.
-Repeated TESSERA_SIGSTOP_REPEATS times (default 20)."""
+Repeated TESSERA_SIGSTOP_REPEATS times (default 20). The mirror case, a
+stopped trainer, ends the job within the servers' heartbeat timeout."""
 import os
 import re
 import signal
@@ -22,34 +23,53 @@ from conftest import BIN, free_port_pairs, job_segments
 REPEATS = int(os.environ.get("TESSERA_SIGSTOP_REPEATS", "20"))
 
 
-def server_pids(job, server_id):
-    """Pids of `tessera server --server-id <id>` processes of `job`."""
-    pids = []
+def processes():
+    """(pid, argv) of every process."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+                yield int(pid), [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
         except OSError:
             continue
-        if (len(args) > 3 and args[1] == "server" and job in args and "--server-id" in args
-                and args[args.index("--server-id") + 1] == str(server_id)):
-            pids.append(int(pid))
+
+
+def server_pids(job, server_id):
+    """Pids of `tessera server --server-id <id>` processes of `job`."""
+    return [pid for pid, args in processes()
+            if len(args) > 3 and args[1] == "server" and job in args and "--server-id" in args
+            and args[args.index("--server-id") + 1] == str(server_id)]
+
+
+def trainer_pids(job, rank):
+    """Pids of the GraphSAGE example processes of `job` with RANK=<rank>."""
+    pids = []
+    for pid, args in processes():
+        if not args or not args[0].endswith("graphsage_train_dist"):
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if f"TESSERA_JOB_ID={job}".encode() in env and f"RANK={rank}".encode() in env:
+            pids.append(pid)
     return pids
 
 
-def run_once(parts, workspace, fast):
+def run_once(parts, workspace, victims, trainer_env="", launch_args=()):
+    """Launches training on two loopback machines, stops the processes
+    victims(job) names with SIGSTOP once both trainers train, and waits for
+    the launcher: (exit code, output, seconds from the stop to its end)."""
     ports = free_port_pairs(2)
     ip = workspace / "ip_config.txt"
     ip.write_text("".join(f"127.0.0.1 {p}\n" for p in ports))
-    trainer = (f'export TESSERA_CALL_TIMEOUT_S=5; '
-               f'if [ "$RANK" = {fast} ]; then export TESSERA_HEARTBEAT_TIMEOUT_S=2; '
-               f'else export TESSERA_HEARTBEAT_TIMEOUT_S=60; fi; '
+    trainer = (f'{trainer_env}'
                f'{BIN}/graphsage_train_dist --graph-name cora --part-config {parts} '
                f'--num-epochs 100000 --batch-size 16 --eval-every 0; '
                f's=$?; echo "TRAINER_EXIT $RANK $s"; exit $s')
     p = subprocess.Popen([os.path.join(BIN, "tessera"), "launch", "--workspace", str(workspace),
                           "--num-trainers", "1", "--part-config", parts, "--ip-config", str(ip),
-                          "--startup-timeout", "120", trainer],
+                          "--startup-timeout", "120", *launch_args, trainer],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)
@@ -67,11 +87,13 @@ def run_once(parts, workspace, fast):
             time.sleep(0.2)
         assert job and p.poll() is None, "".join(lines)
         time.sleep(0.5)
-        stopped = server_pids(job, 1)
+        stopped = victims(job)
         assert stopped, "".join(lines)
         for pid in stopped:
             os.kill(pid, signal.SIGSTOP)
+        since_stop = time.time()
         code = p.wait(timeout=120)
+        since_stop = time.time() - since_stop
     finally:
         if p.poll() is None:
             p.kill()
@@ -86,7 +108,7 @@ def run_once(parts, workspace, fast):
     left = subprocess.run(["pgrep", "-f", job], stdout=subprocess.PIPE, text=True).stdout
     assert left.strip() == "", f"processes of {job} left behind: {left}\n{out}"
     assert job_segments(job) == [], out
-    return code, out
+    return code, out, since_stop
 
 
 def test_stopped_server_is_named_every_time_and_no_trainer_crashes(cora_parts, tmp_path):
@@ -97,7 +119,11 @@ def test_stopped_server_is_named_every_time_and_no_trainer_crashes(cora_parts, t
         # The trainer that notices the stopped server first alternates, so
         # that neither a rank order nor a machine order can pass for the rule.
         fast = i % 2
-        code, out = run_once(cora_parts[2], workspace, fast)
+        code, out, _ = run_once(
+            cora_parts[2], workspace, lambda job: server_pids(job, 1),
+            trainer_env=(f'export TESSERA_CALL_TIMEOUT_S=5; '
+                         f'if [ "$RANK" = {fast} ]; then export TESSERA_HEARTBEAT_TIMEOUT_S=2; '
+                         f'else export TESSERA_HEARTBEAT_TIMEOUT_S=60; fi; '))
         assert code != 0, out
         final = [line for line in out.splitlines() if "launch: job" in line and "failed" in line]
         assert final, out
@@ -116,6 +142,26 @@ def test_stopped_server_is_named_every_time_and_no_trainer_crashes(cora_parts, t
         other.append("allreduce error" if status and "gradient allreduce" in out else
                         f"exit {status[0]}" if status else "stopped by the launcher")
     print(f"{REPEATS} runs; the other trainer: {other}")
+
+
+def test_stopped_trainer_ends_the_job_within_the_heartbeat_timeout(cora_parts, tmp_path):
+    """A trainer alive but silent (SIGSTOP: a hang, a debugger, a cut cable)
+    used to leave its peer in the gradient allreduce for the collective's
+    timeout (600 s) while the servers only logged it. The servers report
+    it lost after --heartbeat-timeout, the launcher sees it still running,
+    names it and stops every process (the stopped one included)."""
+    code, out, seconds = run_once(cora_parts[2], tmp_path, lambda job: trainer_pids(job, 1),
+                                  launch_args=("--heartbeat-timeout", "3"))
+    assert code == 1, out
+    final = [line for line in out.splitlines() if "launch: job" in line and "failed" in line]
+    assert final and re.search(r"trainer 1 on machine 1 \(127\.0\.0\.1\) is running but "
+                               r"server \d on machine \d .* has not heard from it for 3 s",
+                               final[-1]), out
+    assert "stopped, hung or cut off" in final[-1], out
+    # Heartbeat timeout, the servers' check, the launcher's stop (--grace 5
+    # at most; a stopped trainer is continued to act on SIGTERM): well
+    # within a minute, never the collective's 600 s.
+    assert seconds < 40, out
 
 
 def test_max_restarts_starts_a_failed_job_again_and_names_the_cause(cora_parts, tmp_path):

@@ -259,6 +259,7 @@ StatusOr<int> Process::Wait(Deadline deadline) {
 int Process::Stop() {
   if (Poll()) return exit_code_;
   Signal(SIGTERM);
+  Signal(SIGCONT);  // A stopped process acts on SIGTERM only once continued.
   if (!Wait(Deadline::InSeconds(grace_seconds_)).ok()) {
     Signal(SIGKILL);
     (void)Wait(Deadline::InSeconds(60));

@@ -187,6 +187,9 @@ class ClusterJob {
   SshOptions ssh_;
   std::string job_id_, token_, key_;
   std::vector<std::unique_ptr<Member>> members_;
+  // (server, client id) for each "lost <client id>" a server reported: a
+  // trainer it stopped hearing from (--heartbeat-timeout).
+  std::vector<std::pair<const Member*, int>> lost_;
   std::vector<std::pair<std::string, std::string>> extra_envs_;  // Checked --extra-envs.
   int attempt_ = 0;
   std::string failure_;
@@ -340,6 +343,11 @@ void ClusterJob::Print(Member& m, const std::string& line) {
     m.ready = true;
     return;
   }
+  int64_t client = 0;
+  if (m.server && m.ready && line.rfind("lost ", 0) == 0 && ParseInt64(line.substr(5), &client)) {
+    lost_.emplace_back(&m, static_cast<int>(client));
+    return;  // The server logs it too, in words.
+  }
   m.Remember(line);
   std::string out = m.Label() + " " + line + "\n";
   (void)!write(STDOUT_FILENO, out.data(), out.size());
@@ -458,6 +466,7 @@ StatusOr<int> ClusterJob::Run() {
           "--part-config", f_.part_config,    "--server-id",   std::to_string(m->rank),
           "--num-servers", std::to_string(S), "--num-clients", std::to_string(world),
           "--job-id",      job_id_,           "--ready-fd",    "1"};
+      argv.insert(argv.end(), {"--heartbeat-timeout", fmt::format("{}", f_.heartbeat_timeout_s)});
       if (!machines_.empty()) argv.insert(argv.end(), {"--machines", machines_});
       std::vector<std::pair<std::string, std::string>> env = CredentialVariables(token_, key_);
       env.emplace_back("OMP_NUM_THREADS", std::to_string(f_.num_server_threads));
@@ -572,6 +581,19 @@ StatusOr<int> ClusterJob::Run() {
            code < 0 ? 128 - code : code);
       break;
     }
+    // A trainer still running that a server stopped hearing from is
+    // stopped, hung or cut off: its peers would wait in their collectives
+    // (10 minutes for tessera's, 30 for PyTorch's). One that exited is seen above.
+    for (const auto& [server, client] : lost_) {
+      for (auto& m : members_) {
+        if (m->server || m->rank != client || PollExit(*m)) continue;
+        fail(fmt::format("{} is running but {} has not heard from it for {} s (--heartbeat-"
+                         "timeout): it is stopped, hung or cut off from the network",
+                         m->Describe(), server->Describe(), f_.heartbeat_timeout_s),
+             1);
+      }
+    }
+    if (!failure.empty()) break;
     // (A server exits by itself, with code 0, only once every trainer has
     // said goodbye: its trainers are finishing too.)
     if (trainers_running) continue;

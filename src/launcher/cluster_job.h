@@ -15,7 +15,8 @@
 // the process and removes the job's shared memory on that machine. Output
 // is streamed line by line, prefixed [machine/role/rank]. The first failure
 // (or SIGINT/SIGTERM) stops every process on every machine, and is named as
-// the job's cause. With max_restarts, a failed job is started again (a new
+// the job's cause, and so is a trainer that runs but stops heartbeating
+// (its servers report it lost). With max_restarts, a failed job is started again (a new
 // job id, the same machines) and the log says which failure caused each
 // restart. The exit code is 0 when all trainers succeed, else the failed
 // process's (of the last attempt).
@@ -40,6 +41,9 @@ struct ClusterJobOptions {
   bool force_ssh = false;
   bool no_encryption = false;
   double startup_timeout_s = 600, grace_s = 5, server_exit_timeout_s = 60;
+  // A trainer the servers do not hear from for this long while it runs
+  // (stopped, hung, cut off) fails the job.
+  double heartbeat_timeout_s = 30;
   // After a failure (not an interrupt), start the whole job again up to
   // this many times; the trainers get TESSERA_RESTART (the attempt, 0
   // first) and, when set, TESSERA_CHECKPOINT_DIR to continue from.
