@@ -1,14 +1,21 @@
 // `tessera mpi-partition`: distributed partitioning of a chunked graph by P
 // MPI ranks (src/dist_partition/dist_partition.h). Every rank runs this
 // command under mpirun; with --ranks P (and not under mpirun already) it
-// starts mpirun itself, on this same command line.
+// starts mpirun itself, on this same command line, and stops it when a rank
+// goes silent (--heartbeat-timeout).
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -40,9 +47,15 @@ struct MpiPartitionFlags {
   int64_t piece_mb = 16;
   bool log_all_ranks = false;
   std::string stats_json;
-  // Tests: "<step>:<rank>[:kill]" makes that rank fail (or die) as the step starts.
+  // With --ranks: a rank not heard from for this long stops the run. Each
+  // rank prints kAliveLine every --alive-every seconds (the wrapper sets it).
+  double heartbeat_timeout_s = 60, alive_every_s = 0;
+  // Tests: "<step>:<rank>[:kill|:stop]" makes that rank fail (die, stop) as
+  // the step starts.
   std::string fail_at;
 };
+
+constexpr std::string_view kAliveLine = "tessera-mpi-alive ";
 
 // The same command for every rank, without the launcher's flags.
 std::vector<std::string> RankCommand(const MpiPartitionFlags& f) {
@@ -80,6 +93,9 @@ std::vector<std::string> RankCommand(const MpiPartitionFlags& f) {
   if (f.log_all_ranks) args.push_back("--log-all-ranks");
   if (!f.stats_json.empty()) args.insert(args.end(), {"--stats-json", f.stats_json});
   if (!f.fail_at.empty()) args.insert(args.end(), {"--fail-at", f.fail_at});
+  if (f.alive_every_s > 0) {
+    args.insert(args.end(), {"--alive-every", fmt::format("{}", f.alive_every_s)});
+  }
   return args;
 }
 
@@ -166,9 +182,128 @@ StatusOr<std::vector<std::string>> PlacementArgs(const MpiPartitionFlags& f) {
   return args;
 }
 
+// Passes mpirun's output (`output_fd`) on to stdout, except the ranks'
+// kAliveLine lines: once the first arrives (the ranks are up), a rank not
+// heard from for `timeout_s` is stopped, hung or cut off, and its peers
+// would wait for it in a collective forever. Then it says so and closes
+// `stop_fd`, which makes WaitInForeground stop mpirun.
+class RankWatch {
+ public:
+  RankWatch(int ranks, double timeout_s, int output_fd, int stop_fd)
+      : heard_(static_cast<size_t>(ranks)), timeout_s_(timeout_s), stop_fd_(stop_fd) {
+    thread_ = std::thread([this, output_fd] { Run(output_fd); });
+  }
+  // Passes on what is left to read, then returns.
+  ~RankWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    thread_.join();
+    if (stop_fd_ >= 0) close(stop_fd_);
+  }
+  // The stalled rank's message, or "".
+  const std::string& stalled() const { return stalled_; }
+
+ private:
+  void Run(int fd) {
+    std::string partial;
+    std::optional<Clock::time_point> up;  // The first alive line.
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      int rc = poll(&p, 1, 200);
+      const bool done = [&] {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return done_;
+      }();
+      if (rc > 0) {
+        char buffer[65536];
+        ssize_t n = read(fd, buffer, sizeof(buffer));
+        if (n <= 0 && errno != EINTR) break;  // EOF: mpirun and the ranks are gone.
+        if (n > 0) partial.append(buffer, static_cast<size_t>(n));
+        Lines(partial, up);
+      } else if (done) {
+        break;  // Finished, and nothing more to read now.
+      }
+      if (!up || stop_fd_ < 0) continue;
+      const Clock::time_point now = Clock::now();
+      for (size_t r = 0; r < heard_.size(); ++r) {
+        const double silent = std::chrono::duration<double>(now - heard_[r].value_or(*up)).count();
+        if (silent < timeout_s_) continue;
+        stalled_ = fmt::format(
+            "rank {} has not been heard from for {:.0f} s (--heartbeat-timeout {}): it is "
+            "stopped, hung or cut off from the network; stopping the run",
+            r, silent, timeout_s_);
+        spdlog::error("{}", stalled_);
+        close(stop_fd_);
+        stop_fd_ = -1;
+        break;
+      }
+    }
+    if (!partial.empty()) (void)!write(STDOUT_FILENO, partial.data(), partial.size());
+  }
+  void Lines(std::string& partial, std::optional<Clock::time_point>& up) {
+    size_t start = 0, end;
+    while ((end = partial.find('\n', start)) != std::string::npos) {
+      std::string_view line(partial.data() + start, end - start);
+      int64_t rank = -1;
+      if (line.substr(0, kAliveLine.size()) == kAliveLine &&
+          ParseInt64(line.substr(kAliveLine.size()), &rank) && rank >= 0 &&
+          rank < static_cast<int64_t>(heard_.size())) {
+        heard_[static_cast<size_t>(rank)] = Clock::now();
+        if (!up) up = Clock::now();
+      } else {
+        (void)!write(STDOUT_FILENO, partial.data() + start, end - start + 1);
+      }
+      start = end + 1;
+    }
+    partial.erase(0, start);
+  }
+
+  std::vector<std::optional<Clock::time_point>> heard_;
+  const double timeout_s_;
+  int stop_fd_;
+  std::string stalled_;
+  std::mutex mutex_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// Prints kAliveLine with the rank every `seconds` until destroyed.
+class AliveLines {
+ public:
+  AliveLines(int rank, double seconds) {
+    if (seconds <= 0) return;
+    thread_ = std::thread([this, line = fmt::format("{}{}\n", kAliveLine, rank), seconds] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      do {
+        (void)!write(STDOUT_FILENO, line.data(), line.size());
+      } while (
+          !wake_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done_; }));
+    });
+  }
+  ~AliveLines() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 // Runs `mpirun -np P ... <rank command>` and returns its exit code; Ctrl-C
-// (or SIGTERM) stops mpirun, which stops the ranks.
-int RunMpirun(const MpiPartitionFlags& f) {
+// (or SIGTERM), or a rank going silent, stops mpirun, which stops the ranks.
+int RunMpirun(MpiPartitionFlags f) {
+  // Six alive lines per timeout: one late line is no stall.
+  f.alive_every_s = f.heartbeat_timeout_s / 6;
   std::vector<std::string> argv = {f.mpirun, "-np", std::to_string(f.ranks)};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // Containers run as root.
   StatusOr<std::vector<std::string>> placement = PlacementArgs(f);
@@ -179,15 +314,41 @@ int RunMpirun(const MpiPartitionFlags& f) {
   // Open MPI's single-copy shared memory needs ptrace rights containers lack.
   ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", /*overwrite=*/0);
   spdlog::info("starting {} ranks: {}", f.ranks, StrJoin(argv, " "));
+  int output[2], stop[2];
+  if (pipe2(output, O_CLOEXEC) != 0) return ReportError(ErrnoError("pipe", errno));
+  if (pipe2(stop, O_CLOEXEC) != 0) {
+    close(output[0]);
+    close(output[1]);
+    return ReportError(ErrnoError("pipe", errno));
+  }
   SpawnOptions spawn;
   spawn.argv = std::move(argv);
   spawn.grace_seconds = 10;  // mpirun's own teardown of remote ranks.
   // mpirun runs in its own process group: reading a terminal from there
   // would stop it (SIGTTIN), and the ranks read nothing.
   spawn.stdin_null = true;
+  spawn.output_fd = output[1];
   StatusOr<Process> mpirun = Process::Spawn(spawn);
-  if (!mpirun.ok()) return ReportError(Annotate(mpirun.status(), StrCat("cannot run ", f.mpirun)));
-  return WaitInForeground(*mpirun, -1, nullptr);
+  close(output[1]);
+  int code = 0;
+  std::string stalled;
+  if (mpirun.ok()) {
+    RankWatch watch(f.ranks, f.heartbeat_timeout_s, output[0], stop[1]);
+    code = WaitInForeground(*mpirun, stop[0], nullptr);
+    stalled = watch.stalled();  // Not before the watch has passed on the ranks' last lines.
+  }
+  close(output[0]);
+  close(stop[0]);
+  if (!mpirun.ok()) {
+    close(stop[1]);
+    return ReportError(Annotate(mpirun.status(), StrCat("cannot run ", f.mpirun)));
+  }
+  // A stopped rank that mpirun continued may have finished the run before
+  // its SIGTERM arrived: then the output is whole (rank 0 writes the config
+  // once every rank agrees).
+  if (!stalled.empty() && code != 0) return ReportError(absl::DeadlineExceededError(stalled));
+  if (!stalled.empty()) spdlog::warn("the run finished while it was being stopped");
+  return code;
 }
 
 // --fail-at: the hook that fails or kills one rank as a step starts.
@@ -197,15 +358,17 @@ StatusOr<std::function<Status(dist_partition::Comm&, std::string_view)>> FaultHo
   auto parts = SplitString(spec, ':');
   int64_t rank = -1;
   if (parts.size() < 2 || parts.size() > 3 || !ParseInt64(parts[1], &rank) ||
-      (parts.size() == 3 && parts[2] != "kill")) {
-    return absl::InvalidArgumentError("--fail-at must be <step>:<rank>[:kill]");
+      (parts.size() == 3 && parts[2] != "kill" && parts[2] != "stop")) {
+    return absl::InvalidArgumentError("--fail-at must be <step>:<rank>[:kill|:stop]");
   }
   const std::string step(parts[0]);
-  const bool kill = parts.size() == 3;
+  const int signal = parts.size() < 3 ? 0 : parts[2] == "kill" ? SIGKILL : SIGSTOP;
   return std::function<Status(dist_partition::Comm&, std::string_view)>(
-      [step, rank, kill](dist_partition::Comm& comm, std::string_view name) -> Status {
+      [step, rank, signal](dist_partition::Comm& comm, std::string_view name) -> Status {
         if (name != step || comm.rank() != rank) return absl::OkStatus();
-        if (kill) std::raise(SIGKILL);
+        if (signal != 0) std::raise(signal);  // Stops or kills every thread of the rank.
+        // Continued (SIGCONT, as when mpirun stops it): fails, so that the
+        // run cannot finish in the moment before SIGTERM arrives.
         return absl::AbortedError(StrCat("failure injected at step ", step));
       });
 }
@@ -239,6 +402,7 @@ int RunRank(const MpiPartitionFlags& f) {
   auto session = dist_partition::MpiSession::Init(nullptr, nullptr, f.piece_mb << 20);
   if (!session.ok()) return ReportError(session.status());
   dist_partition::Comm& comm = (*session)->world();
+  AliveLines alive(comm.rank(), f.alive_every_s);  // Until MPI_Finalize has returned.
   spdlog::set_pattern(
       StrCat("[%H:%M:%S.%e] [rank ", comm.rank(), "/", comm.size(), "] [%^%l%$] %v"));
   if (comm.rank() != 0 && !f.log_all_ranks && spdlog::get_level() < spdlog::level::warn) {
@@ -308,7 +472,16 @@ Command RegisterMpiPartition(CLI::App& app) {
   sub->add_flag("--log-all-ranks", f->log_all_ranks, "Log info lines on every rank, not only 0");
   sub->add_option("--stats-json", f->stats_json,
                   "Rank 0 writes the steps' times, every rank's peak RSS and the parts here");
-  sub->add_option("--fail-at", f->fail_at, "Tests: <step>:<rank>[:kill] fails or kills a rank")
+  sub->add_option("--heartbeat-timeout", f->heartbeat_timeout_s,
+                  "With --ranks: seconds a rank may go unheard (stopped, hung, cut off) "
+                  "before the run is stopped; each prints an alive line 6 times as often")
+      ->capture_default_str()
+      ->check(Seconds(0.1, 86400));
+  sub->add_option("--alive-every", f->alive_every_s, "Set by --ranks: seconds between alive lines")
+      ->group("")
+      ->check(Seconds(0, 86400));
+  sub->add_option("--fail-at", f->fail_at,
+                  "Tests: <step>:<rank>[:kill|:stop] fails, kills or stops a rank")
       ->group("");
   return {sub, [f] {
             if (f->piece_mb < 1) {

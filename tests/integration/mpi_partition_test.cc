@@ -13,6 +13,7 @@
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
 #include "tessera/base/strings.h"
+#include "tessera/base/time.h"
 #include "tessera/partition/load_partition.h"
 #include "tests/integration/partition_check.h"
 
@@ -244,7 +245,32 @@ TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
               *dir_ / "chunked" + " --num-parts 2 --part-method random --out " + out.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("starting 2 ranks")) << run.output;
+  // The ranks' lines pass through the wrapper; their alive lines do not.
+  EXPECT_THAT(run.output, HasSubstr("[rank 0/2] [info] wrote ")) << run.output;
+  EXPECT_THAT(run.output, Not(HasSubstr("tessera-mpi-alive"))) << run.output;
   EXPECT_TRUE(LoadPartition(out / "g.json", 1).ok());
+}
+
+// A rank stopped with SIGSTOP (a hang, a host cut off) used to keep the
+// others in a collective, and the run waiting, forever. The wrapper hears
+// each rank's alive lines and stops the run once one has been silent for
+// --heartbeat-timeout, naming it; nothing of the run is left.
+TEST_F(MpiPartitionTest, TheWrapperStopsARunWhoseRankWentSilent) {
+  TempDir out;
+  Stopwatch watch;
+  CliRun run = Tessera(
+      "mpi-partition --ranks 2 --heartbeat-timeout 3 --mpirun " + std::string(TESSERA_MPIRUN) +
+      " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,tcp --input " + *dir_ / "chunked" +
+      " --num-parts 2 --part-method random --out " + out.path() + " --fail-at assign:1:stop");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("error: rank 1 has not been heard from for 3 s "
+                                    "(--heartbeat-timeout 3): it is stopped, hung or cut off"))
+      << run.output;
+  EXPECT_LT(watch.Seconds(), 40) << run.output;  // 3 s, then mpirun's teardown.
+  EXPECT_FALSE(PathExists(out / "g.json"));
+  // ([-]: not this shell's own command line.)
+  CliRun left = testing::RunShell("pgrep -f -- '[-]-out " + out.path() + "'");
+  EXPECT_EQ(left.output, "") << left.output;
 }
 
 // The wrapper's placement flags: an ip_config whose machines do not divide
