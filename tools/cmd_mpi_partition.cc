@@ -193,39 +193,42 @@ class RankWatch {
       : heard_(static_cast<size_t>(ranks)), timeout_s_(timeout_s), stop_fd_(stop_fd) {
     thread_ = std::thread([this, output_fd] { Run(output_fd); });
   }
-  // Passes on what is left to read, then returns.
-  ~RankWatch() {
+  ~RankWatch() { Finish(); }
+  // Passes on what is left to read (for a second at most) and returns the
+  // message of the rank found silent, or "".
+  std::string Finish() {
+    if (!thread_.joinable()) return stalled_;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       done_ = true;
     }
     thread_.join();
     if (stop_fd_ >= 0) close(stop_fd_);
+    stop_fd_ = -1;
+    return stalled_;
   }
-  // The stalled rank's message, or "".
-  const std::string& stalled() const { return stalled_; }
 
  private:
   void Run(int fd) {
     std::string partial;
     std::optional<Clock::time_point> up;  // The first alive line.
+    std::optional<Deadline> drain;        // Once mpirun has ended.
     for (;;) {
       pollfd p{fd, POLLIN, 0};
       int rc = poll(&p, 1, 200);
-      const bool done = [&] {
+      if (!drain) {
         std::lock_guard<std::mutex> lock(mutex_);
-        return done_;
-      }();
+        if (done_) drain = Deadline::InSeconds(1);
+      }
       if (rc > 0) {
         char buffer[65536];
         ssize_t n = read(fd, buffer, sizeof(buffer));
-        if (n <= 0 && errno != EINTR) break;  // EOF: mpirun and the ranks are gone.
+        if (n == 0 || (n < 0 && errno != EINTR)) break;  // EOF: mpirun and the ranks are gone.
         if (n > 0) partial.append(buffer, static_cast<size_t>(n));
         Lines(partial, up);
-      } else if (done) {
-        break;  // Finished, and nothing more to read now.
       }
-      if (!up || stop_fd_ < 0) continue;
+      if (drain && (rc == 0 || drain->Expired())) break;  // Nothing more to read now.
+      if (drain || !up || stop_fd_ < 0) continue;
       const Clock::time_point now = Clock::now();
       for (size_t r = 0; r < heard_.size(); ++r) {
         const double silent = std::chrono::duration<double>(now - heard_[r].value_or(*up)).count();
@@ -335,7 +338,7 @@ int RunMpirun(MpiPartitionFlags f) {
   if (mpirun.ok()) {
     RankWatch watch(f.ranks, f.heartbeat_timeout_s, output[0], stop[1]);
     code = WaitInForeground(*mpirun, stop[0], nullptr);
-    stalled = watch.stalled();  // Not before the watch has passed on the ranks' last lines.
+    stalled = watch.Finish();  // Once it has passed on the ranks' last lines.
   }
   close(output[0]);
   close(stop[0]);
