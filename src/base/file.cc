@@ -310,7 +310,7 @@ Status MakeDirs(const std::string& path) {
 Status RemoveAll(const std::string& path) {
   std::error_code ec;
   fs::remove_all(path, ec);
-  if (ec) return ErrnoError(StrCat("cannot remove ", path), ec.value());
+  if (ec && ec.value() != ENOTDIR) return ErrnoError(StrCat("cannot remove ", path), ec.value());
   return absl::OkStatus();
 }
 

@@ -1,13 +1,7 @@
 #include "src/graph/generator.h"
 
-#include <sys/statvfs.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <functional>
 #include <vector>
 
 #include "nlohmann/json.hpp"
@@ -52,82 +46,26 @@ Status CheckOptions(const GenerateOptions& o) {
   return absl::OkStatus();
 }
 
-// The files a run writes. Each is written as "<name>.partial" and renamed
-// when all are complete, src.npy and dst.npy last, and the old ones (and
-// partial ones of an interrupted run) go first: a failed run never leaves a
-// folder that reads as a graph, nor a new graph beside a previous run's
-// arrays.
-constexpr const char* kOutputs[] = {"feat.npy",      "label.npy", "train_mask.npy", "val_mask.npy",
-                                    "test_mask.npy", "meta.json", "src.npy",        "dst.npy"};
-
 StatusOr<GenerateStats> GenerateInto(const GenerateOptions& o, const std::string& out_dir,
-                                     const std::function<std::string(const char*)>& partial);
-
-// Refuses a graph larger than the free space of out_dir's file system (with
-// the space the outputs of a previous run there free).
-Status CheckSpace(const std::string& out_dir, int64_t n, int64_t m, int64_t dim) {
-  struct statvfs st {};
-  if (statvfs(out_dir.c_str(), &st) != 0) return absl::OkStatus();  // Writes will tell.
-  double free = static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize);
-  for (const char* name : kOutputs) {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(StrCat(out_dir, "/", name), ec);
-    if (!ec) free += static_cast<double>(size);
-  }
-  const double need = 32.0 * m + n * (4.0 * dim + 11);  // In double: no overflow.
-  if (need > free) {
-    return absl::ResourceExhaustedError(
-        StrCat("the graph needs about ", FormatBytes(static_cast<int64_t>(need)), " and ", out_dir,
-               " has ", FormatBytes(static_cast<int64_t>(free)), " free"));
-  }
-  return absl::OkStatus();
-}
-
-// Removes every output and partial output (best effort: on a failure path).
-void RemoveOutputs(const std::string& out_dir) {
-  for (const char* name : kOutputs) {
-    (void)RemoveAll(StrCat(out_dir, "/", name));
-    (void)RemoveAll(StrCat(out_dir, "/", name, ".partial"));
-  }
-}
+                                     const PartialPath& partial);
 
 }  // namespace
 
 StatusOr<GenerateStats> GenerateSbmGraph(const GenerateOptions& o, const std::string& out_dir) {
   RETURN_IF_ERROR(CheckOptions(o));
-  RETURN_IF_ERROR(MakeDirs(out_dir));
-  RETURN_IF_ERROR(CheckSpace(out_dir, o.num_nodes, o.num_undirected_edges, o.feat_dim));
-  auto partial = [&](const char* name) { return StrCat(out_dir, "/", name, ".partial"); };
-  for (const char* name : kOutputs) {
-    RETURN_IF_ERROR(RemoveAll(StrCat(out_dir, "/", name)));
-    RETURN_IF_ERROR(RemoveAll(partial(name)));
-  }
-  StatusOr<GenerateStats> stats;
-  try {
-    stats = GenerateInto(o, out_dir, partial);
-  } catch (...) {  // Out of memory, mostly: no partial file stays.
-    RemoveOutputs(out_dir);
-    throw;
-  }
-  for (const char* name : kOutputs) {
-    const std::string path = partial(name);
-    if (!stats.ok() || !PathExists(path)) continue;
-    if (std::rename(path.c_str(), StrCat(out_dir, "/", name).c_str()) != 0) {
-      stats = ErrnoError(StrCat("renaming ", path), errno);
-    }
-  }
-  if (!stats.ok()) {
-    RemoveOutputs(out_dir);
-    return stats;
-  }
-  stats->bytes_written = DirectorySize(out_dir);
-  return stats;
+  const double need = 32.0 * o.num_undirected_edges + o.num_nodes * (4.0 * o.feat_dim + 11);
+  // src.npy and dst.npy last: a folder with them reads as a graph.
+  return WriteGeneratorOutputs(
+      out_dir,
+      {"feat.npy", "label.npy", "train_mask.npy", "val_mask.npy", "test_mask.npy", "meta.json",
+       "src.npy", "dst.npy"},
+      need, [&](const PartialPath& partial) { return GenerateInto(o, out_dir, partial); });
 }
 
 namespace {
 
 StatusOr<GenerateStats> GenerateInto(const GenerateOptions& o, const std::string& out_dir,
-                                     const std::function<std::string(const char*)>& partial) {
+                                     const PartialPath& partial) {
   Stopwatch watch;
   const int64_t n = o.num_nodes, m = o.num_undirected_edges, c = o.num_classes, dim = o.feat_dim;
   const int threads = ResolveThreads(o.num_threads);

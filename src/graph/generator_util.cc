@@ -1,9 +1,17 @@
 #include "src/graph/generator_util.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
 #include <numeric>
 
 #include "src/graph/npy.h"
+#include "tessera/base/file.h"
+#include "tessera/base/resource.h"
+#include "tessera/base/strings.h"
 
 namespace tessera {
 namespace {
@@ -93,6 +101,62 @@ SplitMasks MakeSplitMasks(int64_t n, int64_t num_train, int64_t num_val, int64_t
     }
   }
   return masks;
+}
+
+StatusOr<GenerateStats> WriteGeneratorOutputs(
+    const std::string& dir, const std::vector<std::string>& files, double need_bytes,
+    const std::function<StatusOr<GenerateStats>(const PartialPath& partial)>& write) {
+  RETURN_IF_ERROR(MakeDirs(dir));
+  auto final_path = [&](const std::string& file) { return StrCat(dir, "/", file); };
+  auto partial = [&](const std::string& file) { return StrCat(dir, "/", file, ".partial"); };
+  if (struct statvfs st{}; statvfs(dir.c_str(), &st) == 0) {  // Else the writes will tell.
+    double free = static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize);
+    for (const std::string& file : files) {
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(final_path(file), ec);
+      if (!ec) free += static_cast<double>(size);
+    }
+    if (need_bytes > free) {
+      return absl::ResourceExhaustedError(
+          StrCat("the graph needs about ", FormatBytes(static_cast<int64_t>(need_bytes)), " and ",
+                 dir, " has ", FormatBytes(static_cast<int64_t>(free)), " free"));
+    }
+  }
+  auto remove_all = [&] {  // Best effort: on a failure path.
+    for (const std::string& file : files) {
+      (void)RemoveAll(final_path(file));
+      (void)RemoveAll(partial(file));
+    }
+  };
+  // The files that mark a complete folder first.
+  for (auto file = files.rbegin(); file != files.rend(); ++file) {
+    Status removed = RemoveAll(final_path(*file));
+    if (removed.ok()) removed = RemoveAll(partial(*file));
+    if (!removed.ok()) {
+      remove_all();
+      return removed;
+    }
+  }
+  StatusOr<GenerateStats> stats;
+  try {
+    stats = write(partial);
+  } catch (...) {  // Out of memory, mostly: no partial file stays.
+    remove_all();
+    throw;
+  }
+  for (const std::string& file : files) {
+    const std::string path = partial(file);
+    if (!stats.ok() || !PathExists(path)) continue;  // A file this run does not write.
+    if (std::rename(path.c_str(), final_path(file).c_str()) != 0) {
+      stats = ErrnoError(StrCat("renaming ", path), errno);
+    }
+  }
+  if (!stats.ok()) {
+    remove_all();
+    return stats;
+  }
+  stats->bytes_written = DirectorySize(dir);
+  return stats;
 }
 
 }  // namespace tessera

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -21,6 +22,7 @@
 
 #include "src/base/logging.h"
 #include "src/base/random.h"
+#include "src/graph/generator.h"
 #include "tessera/base/status.h"
 #include "tessera/graph/array.h"
 
@@ -96,6 +98,19 @@ struct SplitMasks {
 };
 SplitMasks MakeSplitMasks(int64_t n, int64_t num_train, int64_t num_val, int64_t num_test,
                           uint64_t seed, uint64_t stream);
+
+// One generator run's files: `files` (relative to `dir`, in the order they
+// are renamed: the last marks a complete folder). Refuses a graph of
+// `need_bytes` larger than dir's free space (counting the old outputs' as
+// free), removes the old outputs and any partial ones of an interrupted
+// run, then runs `write`, which writes each file at partial(file)
+// ("<dir>/<file>.partial"), creating its folders; its files are renamed
+// once all are complete. A failure, an exception included, removes every
+// output: a folder never reads as a graph of mixed or unfinished runs.
+using PartialPath = std::function<std::string(const std::string& file)>;
+StatusOr<GenerateStats> WriteGeneratorOutputs(
+    const std::string& dir, const std::vector<std::string>& files, double need_bytes,
+    const std::function<StatusOr<GenerateStats>(const PartialPath& partial)>& write);
 
 }  // namespace tessera
 

@@ -123,21 +123,21 @@ TypeModel BuildTypeModel(int64_t n, int64_t num_classes, const TypedGenerateOpti
 
 // Writes the forward relation `r` and its reverse, chunk by chunk.
 Status WriteRelation(int r, int64_t num_edges, const std::vector<TypeModel>& models,
-                     const TypedGenerateOptions& o, const std::string& out_dir, int threads) {
+                     const TypedGenerateOptions& o, const std::string& out_dir,
+                     const PartialPath& partial, int threads) {
   const RelationSpec& spec = kRelations[r];
   struct Files {
-    std::string dir;
     NpyWriter src, dst;
   };
   std::vector<Files> files;
   for (const char* canonical : {spec.canonical, spec.reverse}) {
-    std::string dir = StrCat(out_dir, "/edges/", FolderOf(canonical));
-    RETURN_IF_ERROR(MakeDirs(dir));
-    ASSIGN_OR_RETURN(auto src, NpyWriter::Create(dir + "/src.npy", DType::kInt64, {num_edges},
-                                                 NpyWriter::Mode::kPositional));
-    ASSIGN_OR_RETURN(auto dst, NpyWriter::Create(dir + "/dst.npy", DType::kInt64, {num_edges},
-                                                 NpyWriter::Mode::kPositional));
-    files.push_back({dir, std::move(src), std::move(dst)});
+    const std::string dir = StrCat("edges/", FolderOf(canonical));
+    RETURN_IF_ERROR(MakeDirs(StrCat(out_dir, "/", dir)));
+    ASSIGN_OR_RETURN(auto src, NpyWriter::Create(partial(dir + "/src.npy"), DType::kInt64,
+                                                 {num_edges}, NpyWriter::Mode::kPositional));
+    ASSIGN_OR_RETURN(auto dst, NpyWriter::Create(partial(dir + "/dst.npy"), DType::kInt64,
+                                                 {num_edges}, NpyWriter::Mode::kPositional));
+    files.push_back({std::move(src), std::move(dst)});
   }
   const TypeModel& anchors = models[spec.anchor];
   const TypeModel& targets = models[spec.target];
@@ -177,6 +177,9 @@ Status WriteRelation(int r, int64_t num_edges, const std::vector<TypeModel>& mod
   return absl::OkStatus();
 }
 
+StatusOr<GenerateStats> GenerateMagInto(const TypedGenerateOptions& o, const TypedShape& shape,
+                                        const std::string& out_dir, const PartialPath& partial);
+
 }  // namespace
 
 StatusOr<TypedShape> MagShape(const TypedGenerateOptions& o) {
@@ -211,10 +214,32 @@ StatusOr<TypedShape> MagShape(const TypedGenerateOptions& o) {
 StatusOr<GenerateStats> GenerateMagGraph(const TypedGenerateOptions& o,
                                          const std::string& out_dir) {
   ASSIGN_OR_RETURN(TypedShape shape, MagShape(o));
+  // Every relation's arrays, the papers', then meta.json, which marks a
+  // complete folder.
+  std::vector<std::string> files;
+  for (const RelationSpec& spec : kRelations) {
+    for (const char* canonical : {spec.canonical, spec.reverse}) {
+      for (const char* end : {"src.npy", "dst.npy"}) {
+        files.push_back(StrCat("edges/", FolderOf(canonical), "/", end));
+      }
+    }
+  }
+  for (const char* name : {"feat", "label", "train_mask", "val_mask", "test_mask"}) {
+    files.push_back(StrCat("nodes/paper/", name, ".npy"));
+  }
+  files.push_back("meta.json");
+  double need = shape.num_nodes[kPaper] * (4.0 * o.feat_dim + 11);  // In double: no overflow.
+  for (int r = 0; r < kNumRelations; ++r) need += 32.0 * shape.num_edges[r];
+  return WriteGeneratorOutputs(out_dir, files, need, [&](const PartialPath& partial) {
+    return GenerateMagInto(o, shape, out_dir, partial);
+  });
+}
+
+namespace {
+
+StatusOr<GenerateStats> GenerateMagInto(const TypedGenerateOptions& o, const TypedShape& shape,
+                                        const std::string& out_dir, const PartialPath& partial) {
   Stopwatch watch;
-  RETURN_IF_ERROR(MakeDirs(out_dir));
-  // meta.json marks a complete folder: a stale one goes first.
-  RETURN_IF_ERROR(RemoveAll(out_dir + "/meta.json"));
   const int threads = ResolveThreads(o.num_threads);
   int64_t total_edges = 0;
   for (int64_t m : shape.num_edges) total_edges += m;
@@ -229,31 +254,30 @@ StatusOr<GenerateStats> GenerateMagGraph(const TypedGenerateOptions& o,
     models.push_back(BuildTypeModel(shape.num_nodes[t], o.num_classes, o, t));
   }
   for (int r = 0; r < kNumRelations; ++r) {
-    RETURN_IF_ERROR(WriteRelation(r, shape.num_edges[r], models, o, out_dir, threads));
+    RETURN_IF_ERROR(WriteRelation(r, shape.num_edges[r], models, o, out_dir, partial, threads));
     spdlog::info("{}: {} edges (and its reverse)", kRelations[r].canonical, shape.num_edges[r]);
   }
 
   // Papers: labels (their communities), features, the split.
   const int64_t papers = shape.num_nodes[kPaper];
-  const std::string paper_dir = out_dir + "/nodes/paper";
-  RETURN_IF_ERROR(MakeDirs(paper_dir));
+  RETURN_IF_ERROR(MakeDirs(out_dir + "/nodes/paper"));
   std::vector<int64_t> label(models[kPaper].community.begin(), models[kPaper].community.end());
   models.clear();  // The alias tables are no longer needed.
   if (o.feat_dim > 0) {
     RETURN_IF_ERROR(
-        WriteClassFeatures(paper_dir + "/feat.npy", label,
+        WriteClassFeatures(partial("nodes/paper/feat.npy"), label,
                            ClassCentroids(o.num_classes, o.feat_dim, o.seed, kCentroids),
                            o.feat_dim, o.noise, o.seed, kFeatures, threads));
   }
-  RETURN_IF_ERROR(WriteNpy(paper_dir + "/label.npy", Array::From(label)));
+  RETURN_IF_ERROR(WriteNpy(partial("nodes/paper/label.npy"), Array::From(label)));
   const auto num_train = static_cast<int64_t>(papers * o.train_fraction);
   const auto num_val = static_cast<int64_t>(papers * o.val_fraction);
   const int64_t num_test =
       std::min(papers - num_train - num_val, static_cast<int64_t>(papers * o.test_fraction));
   SplitMasks masks = MakeSplitMasks(papers, num_train, num_val, num_test, o.seed, kSplit);
-  RETURN_IF_ERROR(WriteNpy(paper_dir + "/train_mask.npy", masks.train));
-  RETURN_IF_ERROR(WriteNpy(paper_dir + "/val_mask.npy", masks.val));
-  RETURN_IF_ERROR(WriteNpy(paper_dir + "/test_mask.npy", masks.test));
+  RETURN_IF_ERROR(WriteNpy(partial("nodes/paper/train_mask.npy"), masks.train));
+  RETURN_IF_ERROR(WriteNpy(partial("nodes/paper/val_mask.npy"), masks.val));
+  RETURN_IF_ERROR(WriteNpy(partial("nodes/paper/test_mask.npy"), masks.test));
 
   nlohmann::ordered_json ntypes = nlohmann::ordered_json::object();
   for (size_t t = 0; t < shape.ntypes.size(); ++t) ntypes[shape.ntypes[t]] = shape.num_nodes[t];
@@ -269,14 +293,15 @@ StatusOr<GenerateStats> GenerateMagGraph(const TypedGenerateOptions& o,
                                  {"power_law", o.power_law_exponent},
                                  {"seed", o.seed},
                                  {"generator", "tessera generate --hetero (ogbn-mag shaped)"}};
-  RETURN_IF_ERROR(WriteFileAtomic(out_dir + "/meta.json", meta.dump(1) + "\n"));
+  RETURN_IF_ERROR(WriteFileAtomic(partial("meta.json"), meta.dump(1) + "\n"));
 
   GenerateStats stats;
   stats.num_nodes = o.num_nodes;
   stats.num_edges = total_edges;
-  stats.bytes_written = DirectorySize(out_dir);
   stats.seconds = watch.Seconds();
   return stats;
 }
+
+}  // namespace
 
 }  // namespace tessera

@@ -39,9 +39,10 @@
 // (typed_generator_test measures both).
 //
 // Output is streamed in chunks (memory about 50 bytes per node: 91 MiB at
-// full scale, for 689 MiB written in 2 s on 2 cores); meta.json is written
-// last, so a folder with a meta.json is complete. The result depends only on
-// the options, not on num_threads.
+// full scale, for 689 MiB written in 2 s on 2 cores) into ".partial" files
+// renamed once all are complete, meta.json last (WriteGeneratorOutputs): a
+// folder with a meta.json is complete. The result depends only on the
+// options, not on num_threads.
 #ifndef TESSERA_SRC_GRAPH_TYPED_GENERATOR_H_
 #define TESSERA_SRC_GRAPH_TYPED_GENERATOR_H_
 

@@ -1,6 +1,7 @@
 #include "src/graph/typed_generator.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <span>
@@ -282,6 +283,39 @@ TEST(TypedGenerator, RejectsBadOptions) {
   o = Small();
   o.power_law_exponent = std::numeric_limits<double>::infinity();
   EXPECT_EQ(message(o), "--power-law must be finite and > 0");
+}
+
+// As `generate`'s (generator_test): a run replaces every file of the last,
+// a failed run leaves none of its own or the last's, and a graph larger than
+// the disk is refused before the old one is touched.
+TEST(TypedGenerator, ARunReplacesTheWholeGraph) {
+  TempDir dir;
+  TypedGenerateOptions o = Small();
+  ASSERT_TRUE(GenerateMagGraph(o, dir.path()).ok());
+  const std::string feat = dir / "nodes/paper/feat.npy";
+  ASSERT_TRUE(PathExists(feat));
+  std::filesystem::copy_file(feat, feat + ".partial");  // As a killed run.
+  o.feat_dim = 0;
+  ASSERT_TRUE(GenerateMagGraph(o, dir.path()).ok());
+  EXPECT_FALSE(PathExists(feat));
+  EXPECT_FALSE(PathExists(feat + ".partial"));
+  const std::string meta = ReadAll(dir / "meta.json");
+  o.num_nodes = (int64_t{1} << 32) - 1;  // More than the disk holds.
+  o.feat_dim = 1 << 20;
+  auto too_large = GenerateMagGraph(o, dir.path());
+  EXPECT_EQ(too_large.status().code(), absl::StatusCode::kResourceExhausted) << too_large.status();
+  EXPECT_EQ(ReadAll(dir / "meta.json"), meta);
+  EXPECT_TRUE(ReadGraph(dir.path()).ok());
+
+  // Failing after the relations are written ("nodes" cannot be a folder).
+  std::filesystem::remove_all(dir / "nodes");
+  testing::WriteAll(dir / "nodes", "");
+  auto failed = GenerateMagGraph(Small(), dir.path());
+  EXPECT_FALSE(failed.ok());
+  EXPECT_FALSE(PathExists(dir / "meta.json"));
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "edges")) {
+    EXPECT_TRUE(entry.is_directory()) << entry.path();  // No array, whole or partial.
+  }
 }
 
 }  // namespace

@@ -147,7 +147,7 @@ Status WriteFileDurably(const std::string& path, std::string_view contents);
 Status SyncPath(const std::string& path);
 // mkdir -p.
 Status MakeDirs(const std::string& path);
-// rm -rf; a missing path is not an error.
+// rm -rf; a missing path (or one below a file) is not an error.
 Status RemoveAll(const std::string& path);
 bool PathExists(const std::string& path);
 bool IsDirectory(const std::string& path);
