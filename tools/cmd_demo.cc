@@ -143,7 +143,10 @@ Command RegisterDemo(CLI::App& app) {
                            workdir->path());
             }
             Status st = RunDemo(*f, workdir->path());
-            if (!st.ok()) return ReportError(st);
+            if (!st.ok()) {  // Ctrl-C: 130, as a shell reports it.
+              const int code = ReportError(st);
+              return CancelSignal() != 0 ? 128 + CancelSignal() : code;
+            }
             if (!workdir->removed_on_exit()) spdlog::info("files are in {}", workdir->path());
             ReportFinish("demo", watch.Seconds());
             return 0;

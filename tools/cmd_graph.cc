@@ -1,4 +1,5 @@
 // `tessera partition`, `tessera inspect` and `tessera generate`.
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -26,6 +27,19 @@ CLI::Validator Seconds(double lo, double hi) {
         return "";
       },
       StrCat("SECONDS in [", lo, ", ", hi, "]"));
+}
+
+CLI::Validator Seed() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+          return StrCat("must be an integer in [0, 2^64), got '", text, "'");
+        }
+        return "";
+      },
+      "SEED in [0, 2^64)");
 }
 
 void AddReadFlags(CLI::App* sub, ReadFlags* flags) {
@@ -82,7 +96,8 @@ void AddPartitionFlags(CLI::App* sub, PartitionOptions* o, std::string* method,
       ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Random seed (of the partitioner and random assignment)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seed());
 }
 
 Command RegisterPartition(CLI::App& app) {
@@ -201,7 +216,8 @@ Command RegisterGenerate(CLI::App& app) {
   CLI::Option* test = sub->add_option("--test-frac", f->test_fraction,
                                       "[hetero only] Fraction of test papers (default 0.1; "
                                       "without --hetero the test nodes are the rest)");
-  CLI::Option* seed = sub->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  CLI::Option* seed =
+      sub->add_option("--seed", o.seed, "Random seed")->capture_default_str()->check(Seed());
   CLI::Option* threads =
       sub->add_option("--threads", o.num_threads, "Worker threads (0 = all cores)")
           ->capture_default_str()

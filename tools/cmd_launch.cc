@@ -79,7 +79,10 @@ Command RegisterLaunch(CLI::App& app) {
                   "Checkpoint folder the trainers continue from (TESSERA_CHECKPOINT_DIR; "
                   "relative to the workspace)");
   sub->add_option("command", f->command, "The trainer command (one argument, run by /bin/sh)")
-      ->required();
+      ->required()
+      ->check([](const std::string& word) -> std::string {  // Else: servers wait for no one.
+        return word.find_first_not_of(" \t\n") == std::string::npos ? "is empty" : "";
+      });
   return {sub, [f] {
             launcher::ClusterJobOptions options = *f;
             if (options.tessera.empty()) options.tessera = SelfExecutable();

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -336,6 +337,7 @@ int RunMpirun(MpiPartitionFlags f) {
   int code = 0;
   std::string stalled;
   if (mpirun.ok()) {
+    BlockStopSignals();  // In the watch's thread too: WaitInForeground consumes them.
     RankWatch watch(f.ranks, f.heartbeat_timeout_s, output[0], stop[1]);
     code = WaitInForeground(*mpirun, stop[0], nullptr);
     stalled = watch.Finish();  // Once it has passed on the ranks' last lines.
@@ -474,7 +476,11 @@ Command RegisterMpiPartition(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--log-all-ranks", f->log_all_ranks, "Log info lines on every rank, not only 0");
   sub->add_option("--stats-json", f->stats_json,
-                  "Rank 0 writes the steps' times, every rank's peak RSS and the parts here");
+                  "Rank 0 writes the steps' times, every rank's peak RSS and the parts here")
+      ->check([](const std::string& path) -> std::string {  // Not after the run.
+        const std::string folder = std::filesystem::path(path).parent_path();
+        return folder.empty() || IsDirectory(folder) ? "" : StrCat("no folder ", folder);
+      });
   sub->add_option("--heartbeat-timeout", f->heartbeat_timeout_s,
                   "With --ranks: seconds a rank may go unheard (stopped, hung, cut off) "
                   "before the run is stopped; each prints an alive line 6 times as often")

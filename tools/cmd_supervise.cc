@@ -12,7 +12,8 @@
 // group: SIGTERM, then SIGKILL after the grace period. The job's shared
 // memory on this machine is then removed (--cleanup-job), so no process or
 // segment outlives the launcher. It exits with the child's code, 128 +
-// signal if the child was killed.
+// signal if the child was killed. Processes the child leaves (a daemon in a
+// session of its own) are stopped too: this process adopts them.
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
@@ -76,6 +77,7 @@ int RunSupervise(const SuperviseFlags& f) {
   spawn.grace_seconds = f.grace_s;
   spawn.env = *std::move(env);
   spawn.stdin_null = true;  // The link stays the supervisor's.
+  BecomeSubreaper();        // What the child starts in a session of its own is ours to stop.
   StatusOr<Process> child = Process::Spawn(spawn);
   if (!child.ok()) {
     ReportError(child.status());
@@ -85,6 +87,9 @@ int RunSupervise(const SuperviseFlags& f) {
   }
   bool stop = false;
   int code = WaitInForeground(*child, STDIN_FILENO, &stop);
+  if (int orphans = StopOrphans(f.grace_s); orphans > 0) {
+    spdlog::warn("supervise: stopped {} process(es) the job's process left running", orphans);
+  }
   if (stop && !f.cleanup_job.empty()) {
     StatusOr<int> removed = shm::RemoveJobSegments(f.cleanup_job);
     if (removed.ok() && *removed > 0) {

@@ -46,6 +46,8 @@ CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run);
 // A flag's check: a finite number of seconds in [lo, hi] (CLI11's own
 // ranges let "nan" through).
 CLI::Validator Seconds(double lo, double hi);
+// A flag's check: a seed, an integer in [0, 2^64) (CLI11 wraps "-1").
+CLI::Validator Seed();
 
 // The input flags of `tessera partition` and `tessera chunk`: --format,
 // --split, --undirected, --remove-self-loops, --remove-duplicates.

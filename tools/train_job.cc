@@ -19,8 +19,12 @@ namespace tessera::tools {
 namespace {
 
 std::atomic<bool> g_cancel{false};
+std::atomic<int> g_signal{0};
 
-void OnSignal(int) { g_cancel.store(true); }
+void OnSignal(int signal) {
+  g_signal.store(signal);
+  g_cancel.store(true);
+}
 
 // The last "RESULT {...}" line of a log.
 StatusOr<nlohmann::json> ResultOf(const std::string& log) {
@@ -52,6 +56,8 @@ std::string Tail(const std::string& path, int lines) {
 }  // namespace
 
 void InstallCancelHandlers() { HandleSignals(OnSignal, {SIGINT, SIGTERM}); }
+
+int CancelSignal() { return g_signal.load(); }
 
 StatusOr<std::string> TrainerProgram() {
   std::filesystem::path path =
@@ -132,7 +138,12 @@ StatusOr<nlohmann::json> RunTrainJob(const TrainJobOptions& o) {
   ASSIGN_OR_RETURN(std::unique_ptr<launcher::LocalJob> job, launcher::LocalJob::Start(job_options));
   spdlog::info("job {}: {} machine(s) ready, {} trainer(s) each", job->job_id(),
                job->num_machines(), o.trainers_per_machine);
-  ASSIGN_OR_RETURN(launcher::JobResult result, job->Wait(deadline, &g_cancel));
+  StatusOr<launcher::JobResult> waited = job->Wait(deadline, &g_cancel);
+  if (g_cancel.load()) {
+    return absl::CancelledError(
+        StrCat("interrupted (signal ", g_signal.load(), "); every process of the job was stopped"));
+  }
+  ASSIGN_OR_RETURN(launcher::JobResult result, std::move(waited));
   const std::string log0 = o.workdir + "/client-0.log";
   if (!result.ok()) {
     std::string detail =

@@ -47,6 +47,8 @@ StatusOr<std::vector<std::string>> PythonExample();
 
 // Stops the running job on SIGINT / SIGTERM (installed by RunTrainJob).
 void InstallCancelHandlers();
+// The signal that stopped the job, or 0.
+int CancelSignal();
 
 }  // namespace tessera::tools
 

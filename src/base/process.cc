@@ -1,6 +1,7 @@
 // File: src/base/process.cc
 #include "src/base/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -325,6 +328,69 @@ int WaitInForeground(Process& child, int link_fd, bool* stopped) {
   sigprocmask(SIG_SETMASK, &old, nullptr);
   if (stopped != nullptr) *stopped = stop;
   return code >= 0 ? code : 128 - code;
+}
+
+void BecomeSubreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+namespace {
+
+// Pids of this process's children (from /proc/<pid>/stat: "pid (comm) state
+// ppid ...", comm may hold spaces and parentheses).
+std::vector<pid_t> Children() {
+  std::vector<pid_t> children;
+  const pid_t self = getpid();
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return children;
+  while (dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    char path[64], stat[512];
+    std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = read(fd, stat, sizeof(stat) - 1);
+    close(fd);
+    if (n <= 0) continue;
+    stat[n] = '\0';
+    const char* close_paren = std::strrchr(stat, ')');
+    int ppid = 0;
+    if (close_paren != nullptr && std::sscanf(close_paren + 1, " %*c %d", &ppid) == 1 &&
+        ppid == self) {
+      children.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  closedir(proc);
+  return children;
+}
+
+void ReapAny() {
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+}  // namespace
+
+int StopOrphans(double grace_s) {
+  std::vector<pid_t> signalled;
+  const Deadline kill_at = Deadline::InSeconds(grace_s);
+  for (Deadline give_up = Deadline::InSeconds(grace_s + 10); !give_up.Expired();) {
+    ReapAny();
+    std::vector<pid_t> children = Children();
+    if (children.empty()) break;
+    for (pid_t child : children) {
+      if (std::find(signalled.begin(), signalled.end(), child) != signalled.end()) continue;
+      signalled.push_back(child);
+      kill(child, SIGTERM);
+      kill(child, SIGCONT);  // A stopped one acts on SIGTERM only once continued.
+    }
+    if (kill_at.Expired()) {
+      for (pid_t child : children) kill(child, SIGKILL);
+    }
+    usleep(20000);
+  }
+  ReapAny();
+  return static_cast<int>(signalled.size());
 }
 
 }  // namespace tessera

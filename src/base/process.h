@@ -115,6 +115,16 @@ sigset_t BlockStopSignals();
 // (the supervisor, mpi-partition), or block those signals in every thread.
 int WaitInForeground(Process& child, int link_fd, bool* stopped);
 
+// Makes this process the reaper of its descendants' orphans, such as a
+// daemon a child started with setsid, which stopping the child's process
+// group misses; StopOrphans then stops them.
+void BecomeSubreaper();
+// Stops the children this process has adopted (or still has): SIGTERM and
+// SIGCONT, then SIGKILL after `grace_s`, and those their deaths orphan in
+// turn; reaps them all. Returns their number. Call it when no child of this
+// process is still wanted (it reaps any).
+int StopOrphans(double grace_s);
+
 }  // namespace tessera
 
 #endif  // TESSERA_SRC_BASE_PROCESS_H_

@@ -21,6 +21,7 @@
 #include "src/kvstore/test_cluster.h"
 #include "src/launcher/ip_config.h"
 #include "src/shm/segment.h"
+#include "tessera/base/strings.h"
 #include "tessera/partition/load_partition.h"
 
 namespace tessera {
@@ -425,6 +426,27 @@ TEST(Cli, LaunchRefusesExtraEnvsThatInjectVariables) {
       << supervise.output;
 }
 
+// A trainer's daemon in a session of its own (setsid) escaped the stop of
+// the trainer's process group and outlived the job; the supervisor adopts
+// and stops it, whether the trainer ends by itself or is stopped.
+TEST(Cli, SuperviseStopsWhatItsChildLeftRunning) {
+  TempDir dir;
+  // The child ends by itself (1 s) while the link is open; the link closes
+  // (1 s) while the child runs (30 s): stopped.
+  for (const auto& [link, child] : {std::pair{"5", "1"}, std::pair{"1", "30"}}) {
+    SCOPED_TRACE(child);
+    std::filesystem::remove(dir / "pid");
+    testing::ShellRun run = testing::RunShell(StrCat(
+        "(echo; sleep ", link, ") | ", TesseraBinary(),
+        " supervise -- sh -c 'setsid sleep 300 & echo $! > ", dir / "pid", "; sleep ", child, "'"));
+    const std::string pid = testing::ReadAll(dir / "pid");
+    ASSERT_FALSE(pid.empty()) << run.output;
+    EXPECT_NE(kill(std::stoi(pid), 0), 0) << "sleep " << pid << " outlived its supervisor";
+    EXPECT_THAT(run.output, HasSubstr("stopped 1 process(es) the job's process left running"))
+        << run.output;
+  }
+}
+
 // A malformed config is an error naming the file and the field (exit code 1),
 // never an uncaught JSON exception.
 TEST(Cli, CopyFilesGivesAClearErrorForAMalformedConfig) {
@@ -521,8 +543,9 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
   const std::string launch = "launch --ip-config " + dir / "ip_config.txt" + " --part-config " +
                              dir / "g.json" + " --workspace " + dir.path() + " --num-trainers 1 ";
   for (const std::string flags :
-       {"--master-port 70000", "--startup-timeout nan", "--startup-timeout inf", "--grace -1"}) {
-    CliRun run = Tessera(launch + flags + " true");
+       {"--master-port 70000 true", "--startup-timeout nan true", "--startup-timeout inf true",
+        "--grace -1 true", "--heartbeat-timeout 0 true", "' '"}) {  // ' ': waited 60 s.
+    CliRun run = Tessera(launch + flags);
     EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.output;
   }
   // Values that crashed the benches (a division by zero, an empty buffer) or
@@ -534,7 +557,11 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
            "server --heartbeat-timeout 1e308", "supervise --grace nan true",
            "--log-level nonsense inspect x", "mpi-partition -i x --num-parts 4 --out o --ranks 0",
            "copy-files --part-config x --ip-config y --workspace ''",
-           "copy-files --part-config x --ip-config y --workspace w --rel-data-path ../up"}) {
+           "copy-files --part-config x --ip-config y --workspace w --rel-data-path ../up",
+           "generate -o " + dir / "t" + " --seed -1",  // Was 2^64 - 1.
+           "partition -i x --graph-name g --num-parts 2 --out o --seed 18446744073709551616",
+           // Was an error after the partition was written.
+           "mpi-partition -i x --num-parts 4 --out o --stats-json /nonexistent/s.json"}) {
     CliRun run = Tessera(command);
     EXPECT_EQ(run.exit_code, 2) << command << ": " << run.output;
     const size_t at = command.rfind("--");
@@ -635,6 +662,35 @@ TEST(Cli, DemoRunsAndCleansUp) {
   CliRun bad = Tessera("demo --dataset " + dir / "nowhere");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_THAT(bad.output, HasSubstr("nowhere")) << bad.output;
+}
+
+// Ctrl-C while the demo trains: every process stopped, the scratch folder
+// removed, and the exit code a shell gives an interrupted command (was 1).
+TEST(Cli, DemoInterruptedWhileTrainingExits130) {
+  TempDir dir;
+  ASSERT_TRUE(MakeDirs(dir / "tmp").ok());
+  auto demo =
+      Process::Spawn({.argv = {TesseraBinary(), "demo", "--nodes", "5000", "--epochs", "100000"},
+                      .env = {{"TMPDIR", dir / "tmp"}},
+                      .log_path = dir / "log"});
+  ASSERT_TRUE(demo.ok()) << demo.status();
+  std::string log;
+  for (Deadline deadline = Deadline::InSeconds(120);
+       log.find("epoch 2") == std::string::npos && !deadline.Expired(); usleep(100000)) {
+    log = testing::ReadAll(dir / "log");
+  }
+  ASSERT_NE(log.find("epoch 2"), std::string::npos) << log;
+  ASSERT_EQ(kill(demo->pid(), SIGINT), 0);
+  auto code = demo->Wait(Deadline::InSeconds(60));
+  log = testing::ReadAll(dir / "log");
+  ASSERT_TRUE(code.ok()) << log;
+  EXPECT_EQ(*code, 130) << log;
+  EXPECT_THAT(log, HasSubstr("interrupted (signal 2); every process of the job was stopped"))
+      << log;
+  for (Deadline deadline = Deadline::InSeconds(20);
+       !std::filesystem::is_empty(dir / "tmp") && !deadline.Expired(); usleep(10000)) {
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir / "tmp")) << log;
 }
 
 }  // namespace
