@@ -303,6 +303,9 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
   for (int p = layout.first_part(); p < layout.end_part(); ++p) {
     part_dirs.push_back(StrCat(out_path, "/part", p));
   }
+  // Every failure below is agreed (each rank has it), so every rank cleans
+  // up, and rank 0 keeps the folder's lock until all have: a run started
+  // then cannot lose parts to this one's removals.
   auto cleanup = [&](const Status& st) {
     for (const std::string& dir : part_dirs) RemoveAll(dir).IgnoreError();
     if (comm.rank() == 0) {
@@ -310,6 +313,7 @@ StatusOr<DistPartitionResult> DistPartitionGraph(Comm& comm, const std::string& 
       RemoveAll(out_path + "/orig_eids.npy").IgnoreError();
       RemoveAll(config_path).IgnoreError();
     }
+    Agree(comm, absl::OkStatus()).IgnoreError();
     return st;
   };
   const bool typed = g->ntypes.size() > 1 || g->relations.size() > 1;
