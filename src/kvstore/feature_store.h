@@ -60,12 +60,12 @@ Status CheckEmbedding(const TensorMeta& meta, int64_t dim);
 enum class PushMode { kAssign = 0, kAdd = 1 };
 
 // This machine's rows of a tensor where they live (DGL's
-// DistTensor.local_partition): rows [first, first + rows) of the tensor,
-// the ids this machine owns, at `data`. Reads and writes through it see and
-// change the tensor, without the row locks. `keep` holds the memory.
+// DistTensor.local_partition): the `rows` rows of the ids this machine
+// owns (DistTensor::id_range), at `data`. Reads and writes through it see
+// and change the tensor, without the row locks. `keep` holds the memory.
 struct ShardView {
   void* data = nullptr;
-  int64_t first = 0, rows = 0;
+  int64_t rows = 0;
   std::shared_ptr<void> keep;
 };
 enum class Init { kZeros = 0, kUniform = 1, kNormal = 2, kNone = 3 };

@@ -195,7 +195,7 @@ StatusOr<ShardView> LocalFeatureStore::LocalShard(const std::string& key, const 
   ASSIGN_OR_RETURN(Entry * e, Find(key));
   RETURN_IF_ERROR(CheckLayout(e->meta, layout));
   if (e->data->is_mapped()) e->data = std::make_shared<Array>(e->data->Clone());  // Writable.
-  return ShardView{e->data->mutable_data(), 0, e->meta.shape[0], e->data};
+  return ShardView{e->data->mutable_data(), e->meta.shape[0], e->data};
 }
 
 StatusOr<EdgeRows> LocalFeatureStore::EdgeRowsOf(const std::string& key) {

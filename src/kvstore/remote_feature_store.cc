@@ -354,7 +354,7 @@ StatusOr<ShardView> RemoteFeatureStore::LocalShard(const std::string& key,
     ForgetMeta(key);
     return fits;
   }
-  return ShardView{shard.data(), first, end - first, shard.segment};
+  return ShardView{shard.data(), end - first, shard.segment};
 }
 
 }  // namespace tessera::kvstore
