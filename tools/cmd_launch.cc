@@ -67,9 +67,10 @@ Command RegisterLaunch(CLI::App& app) {
       ->check(Seconds(0, 3600));
   sub->add_option("--heartbeat-timeout", f->heartbeat_timeout_s,
                   "Seconds of silence after which the servers treat a trainer as lost; one "
-                  "that is still running (stopped, hung, cut off) fails the job")
+                  "that is still running (stopped, hung, cut off) while others work fails "
+                  "the job (trainers send heartbeats every second)")
       ->capture_default_str()
-      ->check(Seconds(0.1, 86400));
+      ->check(Seconds(3, 86400));
   sub->add_option("--max-restarts", f->max_restarts,
                   "After a failure, start the job again up to this many times (trainers get "
                   "TESSERA_RESTART, the attempt; the log names each restart's cause)")

@@ -16,6 +16,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "fmt/format.h"
@@ -226,7 +227,16 @@ class RankWatch {
         ssize_t n = read(fd, buffer, sizeof(buffer));
         if (n == 0 || (n < 0 && errno != EINTR)) break;  // EOF: mpirun and the ranks are gone.
         if (n > 0) partial.append(buffer, static_cast<size_t>(n));
+        // Time spent blocked passing lines on (a slow reader of stdout) is
+        // time this thread did not read the ranks': it does not count.
+        const Clock::time_point before = Clock::now();
         Lines(partial, up);
+        if (const auto blocked = Clock::now() - before; blocked > std::chrono::milliseconds(50)) {
+          for (auto& heard : heard_) {
+            if (heard) *heard += blocked;
+          }
+          if (up) *up += blocked;
+        }
       }
       if (drain && (rc == 0 || drain->Expired())) break;  // Nothing more to read now.
       if (drain || !up || stop_fd_ < 0) continue;
@@ -244,20 +254,25 @@ class RankWatch {
         break;
       }
     }
-    if (!partial.empty()) (void)!write(STDOUT_FILENO, partial.data(), partial.size());
+    if (!partial.empty() && forward_) (void)!write(STDOUT_FILENO, partial.data(), partial.size());
   }
   void Lines(std::string& partial, std::optional<Clock::time_point>& up) {
     size_t start = 0, end;
     while ((end = partial.find('\n', start)) != std::string::npos) {
       std::string_view line(partial.data() + start, end - start);
+      // Anywhere in the line: mpirun's --tag-output and --timestamp-output
+      // put a prefix before it.
+      const size_t at = line.find(kAliveLine);
       int64_t rank = -1;
-      if (line.substr(0, kAliveLine.size()) == kAliveLine &&
-          ParseInt64(line.substr(kAliveLine.size()), &rank) && rank >= 0 &&
-          rank < static_cast<int64_t>(heard_.size())) {
+      if (at != std::string_view::npos && ParseInt64(line.substr(at + kAliveLine.size()), &rank) &&
+          rank >= 0 && rank < static_cast<int64_t>(heard_.size())) {
         heard_[static_cast<size_t>(rank)] = Clock::now();
         if (!up) up = Clock::now();
-      } else {
-        (void)!write(STDOUT_FILENO, partial.data() + start, end - start + 1);
+      } else if (forward_) {
+        // A reader that went away (`| head`) must not end the run: the
+        // rest is dropped (SIGPIPE is ignored).
+        forward_ =
+            write(STDOUT_FILENO, partial.data() + start, end - start + 1) >= 0 || errno != EPIPE;
       }
       start = end + 1;
     }
@@ -268,6 +283,7 @@ class RankWatch {
   const double timeout_s_;
   int stop_fd_;
   std::string stalled_;
+  bool forward_ = true;
   std::mutex mutex_;
   bool done_ = false;
   std::thread thread_;
@@ -331,7 +347,9 @@ int RunMpirun(MpiPartitionFlags f) {
   // mpirun runs in its own process group: reading a terminal from there
   // would stop it (SIGTTIN), and the ranks read nothing.
   spawn.stdin_null = true;
-  spawn.output_fd = output[1];
+  spawn.output_fd = output[1];  // The ranks' stdout; errors stay on stderr.
+  spawn.output_stdout_only = true;
+  signal(SIGPIPE, SIG_IGN);
   StatusOr<Process> mpirun = Process::Spawn(spawn);
   close(output[1]);
   int code = 0;
@@ -404,10 +422,18 @@ int RunRank(const MpiPartitionFlags& f) {
   // per rank keeps the output a function of the input and options (set the
   // variable to trade that for speed).
   ::setenv("SCOTCH_PTHREAD_NUMBER", "1", /*overwrite=*/0);
+  // Alive lines until MPI_Finalize has returned; from before MPI_Init,
+  // which waits for every rank, when mpirun says the rank: a rank stopped
+  // there is then silent beside the others.
+  std::optional<AliveLines> alive;
+  const char* env_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (int64_t rank = -1; env_rank != nullptr && ParseInt64(env_rank, &rank)) {
+    alive.emplace(static_cast<int>(rank), f.alive_every_s);
+  }
   auto session = dist_partition::MpiSession::Init(nullptr, nullptr, f.piece_mb << 20);
   if (!session.ok()) return ReportError(session.status());
   dist_partition::Comm& comm = (*session)->world();
-  AliveLines alive(comm.rank(), f.alive_every_s);  // Until MPI_Finalize has returned.
+  if (!alive) alive.emplace(comm.rank(), f.alive_every_s);
   spdlog::set_pattern(
       StrCat("[%H:%M:%S.%e] [rank ", comm.rank(), "/", comm.size(), "] [%^%l%$] %v"));
   if (comm.rank() != 0 && !f.log_all_ranks && spdlog::get_level() < spdlog::level::warn) {

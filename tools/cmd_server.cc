@@ -3,7 +3,7 @@
 // `tessera server`: serves one machine's partition (see src/kvstore). It
 // binds its port first (a clash fails at once, not after loading), loads or
 // attaches to the partition, reports "ready <port>" on --ready-fd (later
-// "lost <client id>" for each client lost), and serves until its clients
+// "lost <client id> <others talking>" for each client lost), and serves until its clients
 // have left. SIGTERM, SIGINT and SIGHUP stop it cleanly at any point,
 // loading included; its shared memory is always unlinked.
 #include <signal.h>
@@ -124,13 +124,14 @@ Status RunServer(const ServerFlags& flags) {
   if (flags.ready_fd >= 0) {
     std::string line = fmt::format("ready {}\n", rpc->port());
     (void)!write(flags.ready_fd, line.data(), line.size());
-    // Then "lost <client id>" per client lost: a launcher stops a job whose
-    // trainer is alive but silent. At most 1,000 such lines (12 kB), so that
-    // a starter that reads only "ready" cannot block the server on a full
-    // pipe (one that closed it gets EPIPE: SIGPIPE is ignored).
-    kv->set_on_lost_client([fd = flags.ready_fd, reported = 0](int client_id) mutable {
+    // Then "lost <client id> <others talking>" per client lost: a launcher
+    // stops a job whose trainer is alive but silent. At most 1,000 such
+    // lines (20 kB), so that a starter that reads only "ready" cannot block
+    // the server on a full pipe (one that closed it gets EPIPE: SIGPIPE is
+    // ignored).
+    kv->set_on_lost_client([fd = flags.ready_fd, reported = 0](int client, int talking) mutable {
       if (reported++ >= 1000) return;
-      std::string lost = fmt::format("lost {}\n", client_id);
+      std::string lost = fmt::format("lost {} {}\n", client, talking);
       (void)!write(fd, lost.data(), lost.size());
     });
   }
@@ -188,8 +189,8 @@ Command RegisterServer(CLI::App& app) {
       ->capture_default_str()
       ->check(Seconds(0.1, 600));
   cmd->add_option("--ready-fd", flags->ready_fd,
-                  "descriptor to write 'ready <port>' to, then 'lost <client id>' for each "
-                  "client lost (no heartbeat)");
+                  "descriptor to write 'ready <port>' to, then 'lost <client id> <others "
+                  "talking>' for each client lost (no heartbeat)");
   return {cmd, [flags] {
             Status s = RunServer(*flags);
             if (!s.ok()) return ReportError(s);

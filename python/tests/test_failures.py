@@ -164,6 +164,19 @@ def test_stopped_trainer_ends_the_job_within_the_heartbeat_timeout(cora_parts, t
     assert seconds < 40, out
 
 
+def test_trainers_that_end_without_a_goodbye_and_go_on_do_not_fail_the_job(cora_parts, tmp_path):
+    """A trainer process that ends with os._exit (no goodbye) while its
+    command goes on (evaluation, copying files) is lost to the servers too,
+    but no trainer waits for it: the job succeeds, with a warning."""
+    from conftest import PYTHON, launch
+    command = (f"{PYTHON} -c 'import os, tessera.distributed as d; d.initialize(); os._exit(0)'; "
+               f"echo after; sleep 7")
+    code, out, _ = launch(tmp_path, cora_parts[2], command, trainers=1,
+                          extra=("--heartbeat-timeout", "3"))
+    assert code == 0, out
+    assert "no longer talks to server" in out and "no trainer waits for it" in out, out
+
+
 def test_max_restarts_starts_a_failed_job_again_and_names_the_cause(cora_parts, tmp_path):
     """--max-restarts: attempt 0 loses trainer 1 to SIGKILL, the launcher
     names that cause and starts the job again with TESSERA_RESTART=1 and the

@@ -71,10 +71,13 @@ class KvServer : public rpc::Service {
 
   // The server must know its RpcServer to answer barriers late.
   void set_rpc(rpc::RpcServer* rpc) { rpc_ = rpc; }
-  // Called with a client's id when it is lost (no heartbeat), after the
-  // barriers it leaves waiting have failed: `tessera server` tells its
-  // launcher, which stops a job whose trainer is alive but silent.
-  void set_on_lost_client(std::function<void(int client_id)> f) { on_lost_client_ = std::move(f); }
+  // Called when a client is lost (no heartbeat), after the barriers it
+  // leaves waiting have failed, with its id and how many other clients
+  // still talk (heard from in the last 3 s): `tessera server` tells its
+  // launcher, which stops a job whose trainer is alive but silent while
+  // others work.
+  using LostClient = std::function<void(int client_id, int others_talking)>;
+  void set_on_lost_client(LostClient f) { on_lost_client_ = std::move(f); }
 
   std::optional<rpc::Message> Handle(const rpc::Peer& peer, rpc::Message& request) override;
   void OnClientGone(int client_id, bool lost) override;
@@ -137,7 +140,7 @@ class KvServer : public rpc::Service {
   std::set<int> active_clients_;  // Said hello, not gone.
   std::set<int> seen_clients_;    // Ever said hello.
   std::string last_departure_;    // "client 3 has left", for barrier errors.
-  std::function<void(int)> on_lost_client_;
+  LostClient on_lost_client_;
 };
 
 }  // namespace tessera::kvstore

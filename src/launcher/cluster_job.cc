@@ -187,9 +187,13 @@ class ClusterJob {
   SshOptions ssh_;
   std::string job_id_, token_, key_;
   std::vector<std::unique_ptr<Member>> members_;
-  // (server, client id) for each "lost <client id>" a server reported: a
-  // trainer it stopped hearing from (--heartbeat-timeout).
-  std::vector<std::pair<const Member*, int>> lost_;
+  // Each "lost <client id> <others talking>" a server reported: a trainer
+  // it stopped hearing from (--heartbeat-timeout).
+  struct Lost {
+    const Member* server;
+    int client, others_talking;
+  };
+  std::vector<Lost> lost_;
   std::vector<std::pair<std::string, std::string>> extra_envs_;  // Checked --extra-envs.
   int attempt_ = 0;
   std::string failure_;
@@ -343,10 +347,13 @@ void ClusterJob::Print(Member& m, const std::string& line) {
     m.ready = true;
     return;
   }
-  int64_t client = 0;
-  if (m.server && m.ready && line.rfind("lost ", 0) == 0 && ParseInt64(line.substr(5), &client)) {
-    lost_.emplace_back(&m, static_cast<int>(client));
-    return;  // The server logs it too, in words.
+  if (m.server && m.ready && line.rfind("lost ", 0) == 0) {
+    auto words = SplitString(line, ' ');
+    int64_t client = 0, talking = 0;
+    if (words.size() == 3 && ParseInt64(words[1], &client) && ParseInt64(words[2], &talking)) {
+      lost_.push_back({&m, static_cast<int>(client), static_cast<int>(talking)});
+      return;  // The server logs it too, in words.
+    }
   }
   m.Remember(line);
   std::string out = m.Label() + " " + line + "\n";
@@ -581,18 +588,29 @@ StatusOr<int> ClusterJob::Run() {
            code < 0 ? 128 - code : code);
       break;
     }
-    // A trainer still running that a server stopped hearing from is
-    // stopped, hung or cut off: its peers would wait in their collectives
-    // (10 minutes for tessera's, 30 for PyTorch's). One that exited is seen above.
-    for (const auto& [server, client] : lost_) {
+    // A trainer still running that a server stopped hearing from while
+    // others still talk to it is stopped, hung or cut off: they would wait
+    // for it in their collectives (10 minutes for tessera's, 30 for
+    // PyTorch's). One that exited is seen above. Without others talking, it
+    // may be a trainer whose process ended without a goodbye (os._exit)
+    // while its command goes on, and nobody waits for it.
+    for (const Lost& lost : lost_) {
       for (auto& m : members_) {
-        if (m->server || m->rank != client || PollExit(*m)) continue;
+        if (m->server || m->rank != lost.client || PollExit(*m)) continue;
+        if (lost.others_talking == 0) {
+          spdlog::warn("launch: {} no longer talks to {} (no goodbye) and no trainer waits for it",
+                       m->Describe(), lost.server->Describe());
+          continue;
+        }
         fail(fmt::format("{} is running but {} has not heard from it for {} s (--heartbeat-"
-                         "timeout): it is stopped, hung or cut off from the network",
-                         m->Describe(), server->Describe(), f_.heartbeat_timeout_s),
+                         "timeout) while {} other trainer(s) still work: it is stopped, hung or "
+                         "cut off from the network",
+                         m->Describe(), lost.server->Describe(), f_.heartbeat_timeout_s,
+                         lost.others_talking),
              1);
       }
     }
+    lost_.clear();
     if (!failure.empty()) break;
     // (A server exits by itself, with code 0, only once every trainer has
     // said goodbye: its trainers are finishing too.)

@@ -183,7 +183,7 @@ struct MetisAnswer {
 // dies by a SIGTERM sent to it as any program does (and METIS with it), a
 // crash or kill of METIS is an error naming the signal instead of the end of
 // the process (a SIGTERM or abort sent to METIS's own process is still
-// trapped by GKlib: "METIS failed"), and the memory METIS used returns to
+// trapped by GKlib: METIS_ERROR, which names the process), and the memory METIS used returns to
 // the system when the child exits.
 StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t* adjncy,
                                       idx_t* adjwgt, int64_t num_entries, idx_t* vwgt, int ncon,
@@ -247,6 +247,10 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
       return absl::InvalidArgumentError("METIS rejected its input (METIS_ERROR_INPUT)");
     case METIS_ERROR_MEMORY:
       return absl::ResourceExhaustedError("METIS ran out of memory (METIS_ERROR_MEMORY)");
+    case METIS_ERROR:  // GKlib's trap of SIGTERM / SIGABRT, or METIS's own failure.
+      return absl::InternalError(StrCat("METIS stopped with METIS_ERROR: its process (pid ",
+                                        child.pid(),
+                                        ") received SIGTERM or SIGABRT, or METIS failed inside"));
     default:
       return absl::InternalError(StrCat("METIS failed with code ", answer->rc));
   }

@@ -191,6 +191,15 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Bind(const ServerOptions& option
 
 uint64_t RpcServer::connections_refused() const { return state_->zap ? state_->zap->refused() : 0; }
 
+int RpcServer::ClientsHeardWithin(Millis within, int except) const {
+  const int64_t since = NowMillis() - within.count();
+  int n = 0;
+  for (const auto& [id, client] : state_->clients) {
+    n += id != except && !client.gone && client.last_seen_ms >= since;
+  }
+  return n;
+}
+
 void RpcServer::Reply(const Peer& peer, Message response) {
   int64_t bytes = 0;
   for (const WireArray& a : response.arrays) bytes += static_cast<int64_t>(a.blob.size);

@@ -122,6 +122,10 @@ class RpcServer {
   uint64_t requests_rejected() const { return rejected_.load(); }
   // Connections refused in the handshake (no job key or token).
   uint64_t connections_refused() const;
+  // Registered clients other than `except` heard from within `within`: those
+  // still at work (clients send heartbeats every second). From the serving
+  // thread (a Service's callbacks).
+  int ClientsHeardWithin(Millis within, int except) const;
 
  private:
   struct State;
