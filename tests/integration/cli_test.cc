@@ -664,6 +664,35 @@ TEST(Cli, DemoRunsAndCleansUp) {
   EXPECT_THAT(bad.output, HasSubstr("nowhere")) << bad.output;
 }
 
+// A SIGTERM sent to METIS's own process is trapped by GKlib, which makes
+// METIS return METIS_ERROR: named as such (was "METIS failed with code -4").
+TEST(Cli, ASigtermToMetisIsNamed) {
+  TempDir dir;
+  ASSERT_EQ(Tessera("generate --out " + dir / "g" +
+                    " --nodes 400000 --edges 4000000 --feat-dim 0 --threads 2")
+                .exit_code,
+            0);
+  auto part = Process::Spawn({.argv = {TesseraBinary(), "partition", "--input", dir / "g",
+                                       "--graph-name", "g", "--num-parts", "4", "--out", dir / "p"},
+                              .log_path = dir / "log"});
+  ASSERT_TRUE(part.ok()) << part.status();
+  std::string log;
+  size_t at = std::string::npos;
+  for (Deadline deadline = Deadline::InSeconds(60);
+       (at = log.find("METIS: running in process ")) == std::string::npos && !deadline.Expired();
+       usleep(2000)) {
+    log = testing::ReadAll(dir / "log");
+  }
+  ASSERT_NE(at, std::string::npos) << log;
+  ASSERT_EQ(kill(std::stoi(log.substr(at + 26)), SIGTERM), 0);
+  auto code = part->Wait(Deadline::InSeconds(60));
+  log = testing::ReadAll(dir / "log");
+  ASSERT_TRUE(code.ok()) << log;
+  EXPECT_EQ(*code, 1) << log;
+  EXPECT_THAT(log, HasSubstr("METIS stopped with METIS_ERROR: its process (pid ")) << log;
+  EXPECT_THAT(log, HasSubstr("received SIGTERM or SIGABRT")) << log;
+}
+
 // Ctrl-C while the demo trains: every process stopped, the scratch folder
 // removed, and the exit code a shell gives an interrupted command (was 1).
 TEST(Cli, DemoInterruptedWhileTrainingExits130) {

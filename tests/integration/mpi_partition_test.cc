@@ -249,19 +249,33 @@ TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
   EXPECT_THAT(run.output, HasSubstr("[rank 0/2] [info] wrote ")) << run.output;
   EXPECT_THAT(run.output, Not(HasSubstr("tessera-mpi-alive"))) << run.output;
   EXPECT_TRUE(LoadPartition(out / "g.json", 1).ok());
+
+  // Nor when mpirun prefixes every line (--tag-output).
+  TempDir again;
+  run = testing::RunShell(TesseraBinary() + " mpi-partition --ranks 2 --mpirun " + TESSERA_MPIRUN +
+                          " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,tcp "
+                          "--mpirun-arg=--tag-output --input " +
+                          *dir_ / "chunked" + " --num-parts 2 --part-method random --out " +
+                          again.path() + " > " + again / "stdout.txt");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(testing::ReadAll(again / "stdout.txt"), Not(HasSubstr("tessera-mpi-alive")));
+  EXPECT_TRUE(LoadPartition(again / "g.json", 1).ok());
 }
 
 // A rank stopped with SIGSTOP (a hang, a host cut off) used to keep the
 // others in a collective, and the run waiting, forever. The wrapper hears
-// each rank's alive lines and stops the run once one has been silent for
-// --heartbeat-timeout, naming it; nothing of the run is left.
+// each rank's alive lines (through mpirun's --tag-output prefixes too) and
+// stops the run once one has been silent for --heartbeat-timeout, naming
+// it; nothing of the run is left.
 TEST_F(MpiPartitionTest, TheWrapperStopsARunWhoseRankWentSilent) {
   TempDir out;
   Stopwatch watch;
   CliRun run = Tessera(
       "mpi-partition --ranks 2 --heartbeat-timeout 3 --mpirun " + std::string(TESSERA_MPIRUN) +
-      " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,tcp --input " + *dir_ / "chunked" +
-      " --num-parts 2 --part-method random --out " + out.path() + " --fail-at assign:1:stop");
+      " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,tcp --mpirun-arg=--tag-output "
+      "--input " +
+      *dir_ / "chunked" + " --num-parts 2 --part-method random --out " + out.path() +
+      " --fail-at assign:1:stop");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("error: rank 1 has not been heard from for 3 s "
                                     "(--heartbeat-timeout 3): it is stopped, hung or cut off"))
