@@ -67,7 +67,7 @@ Command RegisterLaunch(CLI::App& app) {
       ->check(Seconds(0, 3600));
   sub->add_option("--heartbeat-timeout", f->heartbeat_timeout_s,
                   "Seconds of silence after which the servers treat a trainer as lost; one "
-                  "that is still running (stopped, hung, cut off) while others work fails "
+                  "that is still running (stopped, frozen, cut off) while others work fails "
                   "the job (trainers send heartbeats every second)")
       ->capture_default_str()
       ->check(Seconds(3, 86400));

@@ -186,7 +186,7 @@ StatusOr<std::vector<std::string>> PlacementArgs(const MpiPartitionFlags& f) {
 
 // Passes mpirun's output (`output_fd`) on to stdout, except the ranks'
 // kAliveLine lines: once the first arrives (the ranks are up), a rank not
-// heard from for `timeout_s` is stopped, hung or cut off, and its peers
+// heard from for `timeout_s` is stopped, frozen or cut off, and its peers
 // would wait for it in a collective forever. Then it says so and closes
 // `stop_fd`, which makes WaitInForeground stop mpirun.
 class RankWatch {
@@ -233,7 +233,7 @@ class RankWatch {
         Lines(partial, up);
         if (const auto blocked = Clock::now() - before; blocked > std::chrono::milliseconds(50)) {
           for (auto& heard : heard_) {
-            if (heard) *heard += blocked;
+            if (heard && *heard != Clock::time_point::max()) *heard += blocked;
           }
           if (up) *up += blocked;
         }
@@ -242,12 +242,15 @@ class RankWatch {
       if (drain || !up || stop_fd_ < 0) continue;
       const Clock::time_point now = Clock::now();
       for (size_t r = 0; r < heard_.size(); ++r) {
-        const double silent = std::chrono::duration<double>(now - heard_[r].value_or(*up)).count();
-        if (silent < timeout_s_) continue;
+        const Clock::time_point heard = heard_[r].value_or(*up);
+        if (heard == Clock::time_point::max() ||
+            std::chrono::duration<double>(now - heard).count() < timeout_s_) {
+          continue;
+        }
         stalled_ = fmt::format(
-            "rank {} has not been heard from for {:.0f} s (--heartbeat-timeout {}): it is "
-            "stopped, hung or cut off from the network; stopping the run",
-            r, silent, timeout_s_);
+            "rank {} has not been heard from for {} s (--heartbeat-timeout): it is stopped, "
+            "frozen or cut off from the network; stopping the run",
+            r, timeout_s_);
         spdlog::error("{}", stalled_);
         close(stop_fd_);
         stop_fd_ = -1;
@@ -263,10 +266,13 @@ class RankWatch {
       // Anywhere in the line: mpirun's --tag-output and --timestamp-output
       // put a prefix before it.
       const size_t at = line.find(kAliveLine);
+      std::string_view rest =
+          at == std::string_view::npos ? "" : line.substr(at + kAliveLine.size());
+      const bool done = rest.ends_with(" done");  // The rank is ending: no more lines.
+      if (done) rest.remove_suffix(5);
       int64_t rank = -1;
-      if (at != std::string_view::npos && ParseInt64(line.substr(at + kAliveLine.size()), &rank) &&
-          rank >= 0 && rank < static_cast<int64_t>(heard_.size())) {
-        heard_[static_cast<size_t>(rank)] = Clock::now();
+      if (ParseInt64(rest, &rank) && rank >= 0 && rank < static_cast<int64_t>(heard_.size())) {
+        heard_[static_cast<size_t>(rank)] = done ? Clock::time_point::max() : Clock::now();
         if (!up) up = Clock::now();
       } else if (forward_) {
         // A reader that went away (`| head`) must not end the run: the
@@ -289,17 +295,21 @@ class RankWatch {
   std::thread thread_;
 };
 
-// Prints kAliveLine with the rank every `seconds` until destroyed.
+// Prints kAliveLine with the rank every `seconds` until destroyed, then
+// the same line ending in " done": the wrapper stops expecting lines from a
+// rank that has ended while mpirun ends the others.
 class AliveLines {
  public:
-  AliveLines(int rank, double seconds) {
+  AliveLines(int rank, double seconds) : rank_(rank) {
     if (seconds <= 0) return;
     thread_ = std::thread([this, line = fmt::format("{}{}\n", kAliveLine, rank), seconds] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      do {
-        (void)!write(STDOUT_FILENO, line.data(), line.size());
-      } while (
-          !wake_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done_; }));
+      for (;;) {
+        (void)!write(STDOUT_FILENO, line.data(), line.size());  // Not under the lock.
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (wake_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done_; })) {
+          return;
+        }
+      }
     });
   }
   ~AliveLines() {
@@ -310,9 +320,12 @@ class AliveLines {
     }
     wake_.notify_all();
     thread_.join();
+    const std::string line = fmt::format("{}{} done\n", kAliveLine, rank_);
+    (void)!write(STDOUT_FILENO, line.data(), line.size());
   }
 
  private:
+  const int rank_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool done_ = false;
@@ -396,6 +409,13 @@ StatusOr<std::function<Status(dist_partition::Comm&, std::string_view)>> FaultHo
       });
 }
 
+// --stats-json's folder must exist: checked before the run, not after it.
+Status CheckStatsFolder(const std::string& path) {
+  const std::string folder = std::filesystem::path(path).parent_path();
+  if (path.empty() || folder.empty() || IsDirectory(folder)) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat("--stats-json ", path, ": no folder ", folder));
+}
+
 // --stats-json: the steps with every rank's peak RSS, and the parts.
 std::string StatsJson(const dist_partition::DistPartitionResult& result) {
   nlohmann::json steps = nlohmann::json::array(), parts = nlohmann::json::array();
@@ -443,6 +463,8 @@ int RunRank(const MpiPartitionFlags& f) {
   auto method = ParsePartMethod(f.part_method);
   auto hook = FaultHook(f.fail_at);
   Status st = !method.ok() ? method.status() : hook.status();
+  if (st.ok() && comm.rank() == 0) st = CheckStatsFolder(f.stats_json);
+  st = dist_partition::Agree(comm, st);
   if (st.ok()) {
     o.part_method = *method;
     o.on_step = *hook;
@@ -502,16 +524,12 @@ Command RegisterMpiPartition(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--log-all-ranks", f->log_all_ranks, "Log info lines on every rank, not only 0");
   sub->add_option("--stats-json", f->stats_json,
-                  "Rank 0 writes the steps' times, every rank's peak RSS and the parts here")
-      ->check([](const std::string& path) -> std::string {  // Not after the run.
-        const std::string folder = std::filesystem::path(path).parent_path();
-        return folder.empty() || IsDirectory(folder) ? "" : StrCat("no folder ", folder);
-      });
+                  "Rank 0 writes the steps' times, every rank's peak RSS and the parts here");
   sub->add_option("--heartbeat-timeout", f->heartbeat_timeout_s,
-                  "With --ranks: seconds a rank may go unheard (stopped, hung, cut off) "
+                  "With --ranks: seconds a rank may go unheard (stopped, frozen, cut off) "
                   "before the run is stopped; each prints an alive line 6 times as often")
       ->capture_default_str()
-      ->check(Seconds(0.1, 86400));
+      ->check(Seconds(3, 86400));
   sub->add_option("--alive-every", f->alive_every_s, "Set by --ranks: seconds between alive lines")
       ->group("")
       ->check(Seconds(0, 86400));
@@ -534,7 +552,10 @@ Command RegisterMpiPartition(CLI::App& app) {
               return ReportError(absl::InvalidArgumentError(StrCat(
                   "--num-parts ", f->num_parts, " must be a multiple of --ranks ", f->ranks)));
             }
-            if (f->ranks > 0 && !dist_partition::LaunchedByMpirun()) return RunMpirun(*f);
+            if (f->ranks > 0 && !dist_partition::LaunchedByMpirun()) {
+              if (Status st = CheckStatsFolder(f->stats_json); !st.ok()) return ReportError(st);
+              return RunMpirun(*f);
+            }
             return RunRank(*f);
           }};
 }

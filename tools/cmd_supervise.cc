@@ -16,11 +16,13 @@
 // session of its own) are stopped too: this process adopts them.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "spdlog/spdlog.h"
 #include "src/base/process.h"
@@ -85,9 +87,18 @@ int RunSupervise(const SuperviseFlags& f) {
     // the program cannot be run.
     return child.status().code() == absl::StatusCode::kFailedPrecondition ? 126 : 127;
   }
+  // Orphans it adopts that exit while the child runs are reaped as they
+  // go (a thread: WaitInForeground waits on the child alone). It stops at
+  // the child's exit, which the main thread reaps.
+  std::thread([child_pid = child->pid()] {
+    for (siginfo_t info{}; waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) == 0; info = {}) {
+      if (info.si_pid == child_pid) return;
+      waitpid(info.si_pid, nullptr, 0);
+    }
+  }).detach();
   bool stop = false;
   int code = WaitInForeground(*child, STDIN_FILENO, &stop);
-  if (int orphans = StopOrphans(f.grace_s); orphans > 0) {
+  if (int orphans = StopOrphans(f.grace_s, child->pid()); orphans > 0) {
     spdlog::warn("supervise: stopped {} process(es) the job's process left running", orphans);
   }
   if (stop && !f.cleanup_job.empty()) {

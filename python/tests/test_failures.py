@@ -157,7 +157,7 @@ def test_stopped_trainer_ends_the_job_within_the_heartbeat_timeout(cora_parts, t
     assert final and re.search(r"trainer 1 on machine 1 \(127\.0\.0\.1\) is running but "
                                r"server \d on machine \d .* has not heard from it for 3 s",
                                final[-1]), out
-    assert "stopped, hung or cut off" in final[-1], out
+    assert "stopped, frozen or cut off" in final[-1], out
     # Heartbeat timeout, the servers' check, the launcher's stop (--grace 5
     # at most; a stopped trainer is continued to act on SIGTERM): well
     # within a minute, never the collective's 600 s.
@@ -167,14 +167,15 @@ def test_stopped_trainer_ends_the_job_within_the_heartbeat_timeout(cora_parts, t
 def test_trainers_that_end_without_a_goodbye_and_go_on_do_not_fail_the_job(cora_parts, tmp_path):
     """A trainer process that ends with os._exit (no goodbye) while its
     command goes on (evaluation, copying files) is lost to the servers too,
-    but no trainer waits for it: the job succeeds, with a warning."""
+    but no trainer waits for it: the job succeeds (before, it failed as if
+    the trainer were stopped)."""
     from conftest import PYTHON, launch
     command = (f"{PYTHON} -c 'import os, tessera.distributed as d; d.initialize(); os._exit(0)'; "
                f"echo after; sleep 7")
     code, out, _ = launch(tmp_path, cora_parts[2], command, trainers=1,
                           extra=("--heartbeat-timeout", "3"))
     assert code == 0, out
-    assert "no longer talks to server" in out and "no trainer waits for it" in out, out
+    assert "succeeded" in out.splitlines()[-1] and "stopped, frozen" not in out, out
 
 
 def test_max_restarts_starts_a_failed_job_again_and_names_the_cause(cora_parts, tmp_path):

@@ -223,9 +223,13 @@ void Process::Signal(int signal) const {
 bool Process::Poll() {
   if (finished_ || pid_ <= 0) return true;
   siginfo_t info{};
-  if (waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid_) {
-    return false;
+  if (waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    if (errno != ECHILD) return false;
+    finished_ = true;  // Reaped elsewhere (a subreaper's sweep): not a success, no signal.
+    exit_code_ = -SIGKILL;
+    return true;
   }
+  if (info.si_pid != pid_) return false;
   // Exited but not reaped: its pid (and so its group id) is still ours.
   kill(-pid_, SIGKILL);
   int status = 0;
@@ -334,10 +338,16 @@ void BecomeSubreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
 
 namespace {
 
-// Pids of this process's children (from /proc/<pid>/stat: "pid (comm) state
-// ppid ...", comm may hold spaces and parentheses).
-std::vector<pid_t> Children() {
-  std::vector<pid_t> children;
+struct ChildProcess {
+  pid_t pid;
+  pid_t group;
+  bool zombie;
+};
+
+// This process's children, from /proc/<pid>/stat ("pid (comm) state ppid
+// pgrp ...", comm may hold spaces and parentheses).
+std::vector<ChildProcess> Children() {
+  std::vector<ChildProcess> children;
   const pid_t self = getpid();
   DIR* proc = opendir("/proc");
   if (proc == nullptr) return children;
@@ -345,19 +355,21 @@ std::vector<pid_t> Children() {
     char* end = nullptr;
     const long pid = std::strtol(entry->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    char path[64], stat[512];
+    char path[64], text[512];
     std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
-    const ssize_t n = read(fd, stat, sizeof(stat) - 1);
+    const ssize_t n = read(fd, text, sizeof(text) - 1);
     close(fd);
     if (n <= 0) continue;
-    stat[n] = '\0';
-    const char* close_paren = std::strrchr(stat, ')');
-    int ppid = 0;
-    if (close_paren != nullptr && std::sscanf(close_paren + 1, " %*c %d", &ppid) == 1 &&
-        ppid == self) {
-      children.push_back(static_cast<pid_t>(pid));
+    text[n] = '\0';
+    const char* close_paren = std::strrchr(text, ')');
+    char state = 0;
+    int ppid = 0, group = 0;
+    if (close_paren != nullptr &&
+        std::sscanf(close_paren + 1, " %c %d %d", &state, &ppid, &group) == 3 && ppid == self) {
+      children.push_back(
+          {static_cast<pid_t>(pid), static_cast<pid_t>(group), state == 'Z' || state == 'X'});
     }
   }
   closedir(proc);
@@ -371,26 +383,31 @@ void ReapAny() {
 
 }  // namespace
 
-int StopOrphans(double grace_s) {
+int StopOrphans(double grace_s, pid_t stopped_group) {
   std::vector<pid_t> signalled;
+  int counted = 0;
   const Deadline kill_at = Deadline::InSeconds(grace_s);
   for (Deadline give_up = Deadline::InSeconds(grace_s + 10); !give_up.Expired();) {
     ReapAny();
-    std::vector<pid_t> children = Children();
+    std::vector<ChildProcess> children = Children();
     if (children.empty()) break;
-    for (pid_t child : children) {
-      if (std::find(signalled.begin(), signalled.end(), child) != signalled.end()) continue;
-      signalled.push_back(child);
-      kill(child, SIGTERM);
-      kill(child, SIGCONT);  // A stopped one acts on SIGTERM only once continued.
+    for (const ChildProcess& child : children) {
+      if (child.zombie ||
+          std::find(signalled.begin(), signalled.end(), child.pid) != signalled.end()) {
+        continue;
+      }
+      signalled.push_back(child.pid);
+      counted += child.group != stopped_group;
+      kill(child.pid, SIGTERM);
+      kill(child.pid, SIGCONT);  // A stopped one acts on SIGTERM only once continued.
     }
     if (kill_at.Expired()) {
-      for (pid_t child : children) kill(child, SIGKILL);
+      for (const ChildProcess& child : children) kill(child.pid, SIGKILL);
     }
     usleep(20000);
   }
   ReapAny();
-  return static_cast<int>(signalled.size());
+  return counted;
 }
 
 }  // namespace tessera

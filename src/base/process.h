@@ -118,13 +118,15 @@ int WaitInForeground(Process& child, int link_fd, bool* stopped);
 
 // Makes this process the reaper of its descendants' orphans, such as a
 // daemon a child started with setsid, which stopping the child's process
-// group misses; StopOrphans then stops them.
+// group misses; StopOrphans then stops them. (Best effort: without it,
+// prctl failing, orphans go to init as before.)
 void BecomeSubreaper();
 // Stops the children this process has adopted (or still has): SIGTERM and
 // SIGCONT, then SIGKILL after `grace_s`, and those their deaths orphan in
-// turn; reaps them all. Returns their number. Call it when no child of this
-// process is still wanted (it reaps any).
-int StopOrphans(double grace_s);
+// turn; reaps them all. Returns how many were not in `stopped_group` (the
+// group just stopped, whose members may still be dying). Call it when no
+// child of this process is still wanted (it reaps any).
+int StopOrphans(double grace_s, pid_t stopped_group);
 
 }  // namespace tessera
 

@@ -285,9 +285,6 @@ void KvServer::OnClientGone(int client_id, bool lost) {
           fmt::format("barrier of {} clients cannot complete: {}", expected, last_departure_));
     }
   }
-  if (lost && on_lost_client_) {
-    on_lost_client_(client_id, rpc_ ? rpc_->ClientsHeardWithin(rpc::Millis(3000), client_id) : 0);
-  }
 }
 
 }  // namespace tessera::kvstore

@@ -71,9 +71,7 @@ class KvServer : public rpc::Service {
 
   // The server must know its RpcServer to answer barriers late.
   void set_rpc(rpc::RpcServer* rpc) { rpc_ = rpc; }
-  // Called when a client is lost (no heartbeat), after the barriers it
-  // leaves waiting have failed, with its id and how many other clients
-  // still talk (heard from in the last 3 s): `tessera server` tells its
+  // Called with OnClientLostSettled's arguments: `tessera server` tells its
   // launcher, which stops a job whose trainer is alive but silent while
   // others work.
   using LostClient = std::function<void(int client_id, int others_talking)>;
@@ -81,6 +79,9 @@ class KvServer : public rpc::Service {
 
   std::optional<rpc::Message> Handle(const rpc::Peer& peer, rpc::Message& request) override;
   void OnClientGone(int client_id, bool lost) override;
+  void OnClientLostSettled(int client_id, int others_talking) override {
+    if (on_lost_client_) on_lost_client_(client_id, others_talking);
+  }
   void FailBarrier(const std::string& why);
 
   int server_id() const {

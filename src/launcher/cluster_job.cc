@@ -589,7 +589,7 @@ StatusOr<int> ClusterJob::Run() {
       break;
     }
     // A trainer still running that a server stopped hearing from while
-    // others still talk to it is stopped, hung or cut off: they would wait
+    // others still talk to it is stopped, frozen or cut off: they would wait
     // for it in their collectives (10 minutes for tessera's, 30 for
     // PyTorch's). One that exited is seen above. Without others talking, it
     // may be a trainer whose process ended without a goodbye (os._exit)
@@ -603,7 +603,7 @@ StatusOr<int> ClusterJob::Run() {
           continue;
         }
         fail(fmt::format("{} is running but {} has not heard from it for {} s (--heartbeat-"
-                         "timeout) while {} other trainer(s) still work: it is stopped, hung or "
+                         "timeout) while {} other trainer(s) still work: it is stopped, frozen or "
                          "cut off from the network",
                          m->Describe(), lost.server->Describe(), f_.heartbeat_timeout_s,
                          lost.others_talking),

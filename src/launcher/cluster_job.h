@@ -42,7 +42,7 @@ struct ClusterJobOptions {
   bool no_encryption = false;
   double startup_timeout_s = 600, grace_s = 5, server_exit_timeout_s = 60;
   // A trainer the servers do not hear from for this long while it runs
-  // (stopped, hung, cut off) fails the job.
+  // (stopped, frozen, cut off) fails the job.
   double heartbeat_timeout_s = 30;
   // After a failure (not an interrupt), start the whole job again up to
   // this many times; the trainers get TESSERA_RESTART (the attempt, 0

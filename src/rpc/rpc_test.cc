@@ -57,12 +57,15 @@ class EchoService : public Service {
     return response;
   }
   void OnClientGone(int client_id, bool lost) override { (lost ? lost_ : left_)++; }
+  void OnClientLostSettled(int client_id, int others_talking) override {
+    settled_talking_ = others_talking;
+  }
   // The connections requests came on (ZeroMQ's routing ids).
   size_t connections() {
     std::lock_guard<std::mutex> lock(mutex_);
     return connections_.size();
   }
-  std::atomic<int> lost_{0}, left_{0};
+  std::atomic<int> lost_{0}, left_{0}, settled_talking_{-1};
   std::mutex mutex_;
   std::set<std::string> connections_;
 };
@@ -335,7 +338,10 @@ TEST(RpcTest, ServerExitsWhenClientsLeaveOrGoSilent) {
     auto b = RpcClient::Create(chatty);
     ASSERT_TRUE((*b)->CallOne(0, MakeRequest(wire::HELLO), Deadline::InSeconds(10)).ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
-    EXPECT_EQ(service.lost_.load(), 1);  // a; b's heartbeats keep it alive.
+    EXPECT_EQ(service.lost_.load(), 1);              // a; b's heartbeats keep it alive.
+    EXPECT_EQ(service.settled_talking_.load(), -1);  // 3 s after the loss, not before.
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+    EXPECT_EQ(service.settled_talking_.load(), 1);  // b still talks: it may wait for a.
     EXPECT_TRUE((*b)->CallOne(0, MakeRequest(wire::GOODBYE), Deadline::InSeconds(10)).ok());
   }
   serving.join();  // Returns by itself: everyone left.

@@ -139,6 +139,7 @@ struct RpcServer::State {
   struct Client {
     int64_t last_seen_ms = 0;
     bool gone = false;
+    int64_t lost_at_ms = -1;  // Until OnClientLostSettled.
   };
   std::map<int, Client> clients;
   int registered = 0;
@@ -147,6 +148,7 @@ struct RpcServer::State {
   LogLimiter lost_log;
   bool trim_due = false;
   int64_t last_heap_check_ms = 0;
+  int64_t last_client_check_ms = 0;
 };
 
 RpcServer::RpcServer(ServerOptions options)
@@ -190,15 +192,6 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Bind(const ServerOptions& option
 }
 
 uint64_t RpcServer::connections_refused() const { return state_->zap ? state_->zap->refused() : 0; }
-
-int RpcServer::ClientsHeardWithin(Millis within, int except) const {
-  const int64_t since = NowMillis() - within.count();
-  int n = 0;
-  for (const auto& [id, client] : state_->clients) {
-    n += id != except && !client.gone && client.last_seen_ms >= since;
-  }
-  return n;
-}
 
 void RpcServer::Reply(const Peer& peer, Message response) {
   int64_t bytes = 0;
@@ -323,6 +316,15 @@ std::optional<Message> RpcServer::Dispatch(Service& service, const Peer& peer, M
 
 void RpcServer::CheckClients(Service& service) {
   int64_t now = NowMillis();
+  // This server was itself stopped or starved that long (SIGSTOP, swap, a
+  // paused VM): the heartbeats queued meanwhile are not read yet, and no
+  // client is to blame for the silence.
+  if (now - state_->last_client_check_ms >
+      std::max<int64_t>(options_.heartbeat_timeout.count() / 2, 1000)) {
+    for (auto& [id, client] : state_->clients)
+      client.last_seen_ms = std::max(client.last_seen_ms, now);
+  }
+  state_->last_client_check_ms = now;
   for (auto& [id, client] : state_->clients) {
     if (client.gone || now - client.last_seen_ms <= options_.heartbeat_timeout.count()) continue;
     client.gone = true;
@@ -330,7 +332,16 @@ void RpcServer::CheckClients(Service& service) {
     state_->lost_log.Warn(
         fmt::format("{}: client {} not heard from for {:.1f} s; treating it as dead", options_.name,
                     id, (now - client.last_seen_ms) / 1000.0));
+    client.lost_at_ms = now;
     service.OnClientGone(id, /*lost=*/true);
+  }
+  for (auto& [id, client] : state_->clients) {
+    if (client.lost_at_ms < 0 || now - client.lost_at_ms < 3000) continue;
+    client.lost_at_ms = -1;
+    int talking = 0;
+    for (const auto& [other, c] : state_->clients)
+      talking += !c.gone && now - c.last_seen_ms < 2500;
+    service.OnClientLostSettled(id, talking);
   }
   state_->reject_log.Flush();
   state_->lost_log.Flush();

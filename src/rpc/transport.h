@@ -56,6 +56,11 @@ class Service {
   virtual std::optional<Message> Handle(const Peer& peer, Message& request) = 0;
   // A registered client left (said goodbye) or was lost (no heartbeat).
   virtual void OnClientGone(int client_id, bool lost) {}
+  // 3 s after a loss: how many other clients still talk (heard from in the
+  // last 2.5 s; they send heartbeats every second), those that may wait for
+  // it. Clients that ended without a goodbye at about the same time (all of
+  // a job's, say) are silent by then.
+  virtual void OnClientLostSettled(int client_id, int others_talking) {}
 };
 
 // The largest message frame a server accepts by default: clients send ids
@@ -122,10 +127,6 @@ class RpcServer {
   uint64_t requests_rejected() const { return rejected_.load(); }
   // Connections refused in the handshake (no job key or token).
   uint64_t connections_refused() const;
-  // Registered clients other than `except` heard from within `within`: those
-  // still at work (clients send heartbeats every second). From the serving
-  // thread (a Service's callbacks).
-  int ClientsHeardWithin(Millis within, int except) const;
 
  private:
   struct State;

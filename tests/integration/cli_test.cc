@@ -559,9 +559,7 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
            "copy-files --part-config x --ip-config y --workspace ''",
            "copy-files --part-config x --ip-config y --workspace w --rel-data-path ../up",
            "generate -o " + dir / "t" + " --seed -1",  // Was 2^64 - 1.
-           "partition -i x --graph-name g --num-parts 2 --out o --seed 18446744073709551616",
-           // Was an error after the partition was written.
-           "mpi-partition -i x --num-parts 4 --out o --stats-json /nonexistent/s.json"}) {
+           "partition -i x --graph-name g --num-parts 2 --out o --seed 18446744073709551616"}) {
     CliRun run = Tessera(command);
     EXPECT_EQ(run.exit_code, 2) << command << ": " << run.output;
     const size_t at = command.rfind("--");
@@ -576,6 +574,14 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
       "--coarsen-min-arcs -1");  // Was a range to DBL_MAX in 300 digits.
   EXPECT_EQ(range.exit_code, 2) << range.output;
   EXPECT_THAT(range.output, HasSubstr("not in range 0 to 9223372036854775807")) << range.output;
+  // Was an error after the partition was written; before mpirun now.
+  CliRun stats = Tessera(
+      "mpi-partition -i x --num-parts 2 --out o --ranks 2 --mpirun /bin/false "
+      "--stats-json /nonexistent/s.json");
+  EXPECT_EQ(stats.exit_code, 1) << stats.output;
+  EXPECT_THAT(stats.output, HasSubstr("--stats-json /nonexistent/s.json: no folder /nonexistent"))
+      << stats.output;
+  EXPECT_THAT(stats.output, Not(HasSubstr("starting"))) << stats.output;
   CliRun ranks = Tessera("mpi-partition -i x --num-parts 4 --out o --ranks 3");
   EXPECT_EQ(ranks.exit_code, 1) << ranks.output;
   EXPECT_THAT(ranks.output, HasSubstr("--num-parts 4 must be a multiple of --ranks 3"));
@@ -678,13 +684,30 @@ TEST(Cli, ASigtermToMetisIsNamed) {
   ASSERT_TRUE(part.ok()) << part.status();
   std::string log;
   size_t at = std::string::npos;
-  for (Deadline deadline = Deadline::InSeconds(60);
-       (at = log.find("METIS: running in process ")) == std::string::npos && !deadline.Expired();
+  auto whole_line = [&] {  // The line with its pid, not part of it.
+    at = log.find("METIS: running in process ");
+    return at != std::string::npos && log.find('\n', at) != std::string::npos;
+  };
+  for (Deadline deadline = Deadline::InSeconds(60); !whole_line() && !deadline.Expired();
        usleep(2000)) {
     log = testing::ReadAll(dir / "log");
   }
-  ASSERT_NE(at, std::string::npos) << log;
-  ASSERT_EQ(kill(std::stoi(log.substr(at + 26)), SIGTERM), 0);
+  ASSERT_TRUE(whole_line()) << log;
+  const int metis = std::stoi(log.substr(at + 26));
+  // Once GKlib traps SIGTERM (bit 15 of SigCgt), inside METIS_PartGraphKway.
+  auto trapped = [&] {
+    std::ifstream in("/proc/" + std::to_string(metis) + "/status");
+    const std::string status((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+    const size_t line = status.find("SigCgt:\t");
+    return line != std::string::npos &&
+           (std::stoull(status.substr(line + 8, 16), nullptr, 16) >> (SIGTERM - 1) & 1) != 0;
+  };
+  for (Deadline deadline = Deadline::InSeconds(30); !trapped() && !deadline.Expired();) {
+    usleep(1000);
+  }
+  ASSERT_TRUE(trapped()) << log;
+  ASSERT_EQ(kill(metis, SIGTERM), 0);
   auto code = part->Wait(Deadline::InSeconds(60));
   log = testing::ReadAll(dir / "log");
   ASSERT_TRUE(code.ok()) << log;

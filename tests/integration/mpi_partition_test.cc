@@ -3,6 +3,8 @@
 // byte-identical to `tessera partition`'s and readable by every tool; bad
 // input, a failing rank and a rank killed mid-shuffle end in a clear error
 // naming the file or rank, and no config.
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -262,6 +264,23 @@ TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
   EXPECT_TRUE(LoadPartition(again / "g.json", 1).ok());
 }
 
+// What mpirun prints on stdout passes through the wrapper, but the ranks'
+// alive lines, tagged or not, and a last line without a newline is kept.
+TEST_F(MpiPartitionTest, TheWrapperPassesTheRanksOutputOn) {
+  TempDir dir;
+  testing::WriteAll(dir / "mpirun",
+                    "#!/bin/sh\n"
+                    "echo 'tessera-mpi-alive 0'; echo 'first line'\n"
+                    "echo '[1,1]<stdout>:tessera-mpi-alive 1'; echo 'second line'\n"
+                    "echo 'tessera-mpi-alive 0 done'; printf 'no newline'\n");
+  ASSERT_EQ(::chmod((dir / "mpirun").c_str(), 0755), 0);
+  CliRun run = testing::RunShell("{ " + TesseraBinary() + " mpi-partition --ranks 2 --mpirun " +
+                                 dir / "mpirun" + " --input x --num-parts 2 --out " + dir / "o" +
+                                 " 2> /dev/null; }");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "first line\nsecond line\nno newline");
+}
+
 // A rank stopped with SIGSTOP (a hang, a host cut off) used to keep the
 // others in a collective, and the run waiting, forever. The wrapper hears
 // each rank's alive lines (through mpirun's --tag-output prefixes too) and
@@ -278,7 +297,7 @@ TEST_F(MpiPartitionTest, TheWrapperStopsARunWhoseRankWentSilent) {
       " --fail-at assign:1:stop");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("error: rank 1 has not been heard from for 3 s "
-                                    "(--heartbeat-timeout 3): it is stopped, hung or cut off"))
+                                    "(--heartbeat-timeout): it is stopped, frozen or cut off"))
       << run.output;
   EXPECT_LT(watch.Seconds(), 40) << run.output;  // 3 s, then mpirun's teardown.
   EXPECT_FALSE(PathExists(out / "g.json"));
