@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -109,43 +110,75 @@ TEST(Cli, DglUnderscoreSpellingsAndCsvInput) {
 // A SIGTERM to the partitioner while METIS runs ends it by that signal, as
 // for any program, and METIS's process with it. (GKlib traps SIGTERM while
 // METIS runs: in the partitioner's own process it made METIS "fail", and its
-// longjmp could corrupt the heap.)
+// longjmp could corrupt the heap.) A SIGTERM sent to METIS's own process,
+// trapped so, is named (was "METIS failed with code -4").
 TEST(Cli, SigtermDuringMetisEndsThePartitionerAndMetis) {
   TempDir dir;
   ASSERT_EQ(Tessera("--log-level error generate --out " + dir / "g" +
                     " --nodes 300000 --edges 1500000 --feat-dim 1 --classes 2")
                 .exit_code,
             0);
-  auto part = Process::Spawn({.argv = {TesseraBinary(), "partition", "--input", dir / "g",
-                                       "--graph-name", "g", "--num-parts", "8", "--out", dir / "p"},
-                              .log_path = dir / "log"});
-  ASSERT_TRUE(part.ok()) << part.status();
-  const std::string running = "METIS: running in process ";
-  pid_t metis = 0;
-  for (Deadline deadline = Deadline::InSeconds(120); metis == 0 && !deadline.Expired();) {
-    const std::string log = testing::ReadAll(dir / "log");
-    if (const size_t at = log.find(running); at != std::string::npos) {
-      metis = std::stoi(log.substr(at + running.size()));
-    } else if (part->Poll()) {
-      break;
+  // Starts `partition`; returns METIS's pid once the log names it (a
+  // whole line: not part of the pid) and GKlib traps SIGTERM there (bit 15
+  // of SigCgt, inside METIS_PartGraphKway), or 0.
+  auto start = [&](std::optional<Process>& part, const std::string& log_path) -> pid_t {
+    auto spawned =
+        Process::Spawn({.argv = {TesseraBinary(), "partition", "--input", dir / "g", "--graph-name",
+                                 "g", "--num-parts", "8", "--out", dir / "p"},
+                        .log_path = log_path});
+    if (!spawned.ok()) return 0;
+    part = std::move(*spawned);
+    const std::string running = "METIS: running in process ";
+    pid_t metis = 0;
+    for (Deadline deadline = Deadline::InSeconds(120); !deadline.Expired(); usleep(1000)) {
+      const std::string log = testing::ReadAll(log_path);
+      if (const size_t at = log.find(running);
+          at != std::string::npos && metis == 0 && log.find('\n', at) != std::string::npos) {
+        metis = std::stoi(log.substr(at + running.size()));
+      }
+      if (metis == 0) {
+        if (part->Poll()) return 0;
+        continue;
+      }
+      std::ifstream in("/proc/" + std::to_string(metis) + "/status");
+      const std::string status((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+      const size_t caught = status.find("SigCgt:\t");
+      if (caught == std::string::npos) return 0;  // Gone.
+      if ((std::stoull(status.substr(caught + 8, 16), nullptr, 16) >> (SIGTERM - 1) & 1) != 0) {
+        return metis;
+      }
     }
-    usleep(2000);
-  }
+    return 0;
+  };
+  std::optional<Process> part;
+  pid_t metis = start(part, dir / "log");
   ASSERT_GT(metis, 0) << testing::ReadAll(dir / "log");
   ASSERT_EQ(kill(part->pid(), SIGTERM), 0);
   auto code = part->Wait(Deadline::InSeconds(30));
   ASSERT_TRUE(code.ok()) << code.status();
-  const std::string log = testing::ReadAll(dir / "log");
+  std::string log = testing::ReadAll(dir / "log");
   EXPECT_EQ(*code, -SIGTERM) << log;
   EXPECT_THAT(log, Not(HasSubstr("METIS: objective"))) << "METIS ended before the signal";
   // Gone, or a zombie left to init: dead either way.
-  auto gone = [metis] {
+  auto gone = [&metis] {
     const std::string stat = testing::ReadAll("/proc/" + std::to_string(metis) + "/stat");
     const size_t paren = stat.rfind(')');
     return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
   };
   for (Deadline deadline = Deadline::InSeconds(10); !gone() && !deadline.Expired();) usleep(1000);
   EXPECT_TRUE(gone()) << "METIS's process " << metis << " outlived the partitioner";
+
+  // To METIS's own process.
+  metis = start(part, dir / "log2");
+  ASSERT_GT(metis, 0) << testing::ReadAll(dir / "log2");
+  ASSERT_EQ(kill(metis, SIGTERM), 0);
+  code = part->Wait(Deadline::InSeconds(60));
+  log = testing::ReadAll(dir / "log2");
+  ASSERT_TRUE(code.ok()) << log;
+  EXPECT_EQ(*code, 1) << log;
+  EXPECT_THAT(log, HasSubstr("METIS stopped with METIS_ERROR: its process (pid ")) << log;
+  EXPECT_THAT(log, HasSubstr("received SIGTERM or SIGABRT")) << log;
 }
 
 // A bench (or demo) ended by a signal leaves no scratch folder: it was
@@ -668,52 +701,6 @@ TEST(Cli, DemoRunsAndCleansUp) {
   CliRun bad = Tessera("demo --dataset " + dir / "nowhere");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_THAT(bad.output, HasSubstr("nowhere")) << bad.output;
-}
-
-// A SIGTERM sent to METIS's own process is trapped by GKlib, which makes
-// METIS return METIS_ERROR: named as such (was "METIS failed with code -4").
-TEST(Cli, ASigtermToMetisIsNamed) {
-  TempDir dir;
-  ASSERT_EQ(Tessera("generate --out " + dir / "g" +
-                    " --nodes 400000 --edges 4000000 --feat-dim 0 --threads 2")
-                .exit_code,
-            0);
-  auto part = Process::Spawn({.argv = {TesseraBinary(), "partition", "--input", dir / "g",
-                                       "--graph-name", "g", "--num-parts", "4", "--out", dir / "p"},
-                              .log_path = dir / "log"});
-  ASSERT_TRUE(part.ok()) << part.status();
-  std::string log;
-  size_t at = std::string::npos;
-  auto whole_line = [&] {  // The line with its pid, not part of it.
-    at = log.find("METIS: running in process ");
-    return at != std::string::npos && log.find('\n', at) != std::string::npos;
-  };
-  for (Deadline deadline = Deadline::InSeconds(60); !whole_line() && !deadline.Expired();
-       usleep(2000)) {
-    log = testing::ReadAll(dir / "log");
-  }
-  ASSERT_TRUE(whole_line()) << log;
-  const int metis = std::stoi(log.substr(at + 26));
-  // Once GKlib traps SIGTERM (bit 15 of SigCgt), inside METIS_PartGraphKway.
-  auto trapped = [&] {
-    std::ifstream in("/proc/" + std::to_string(metis) + "/status");
-    const std::string status((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-    const size_t line = status.find("SigCgt:\t");
-    return line != std::string::npos &&
-           (std::stoull(status.substr(line + 8, 16), nullptr, 16) >> (SIGTERM - 1) & 1) != 0;
-  };
-  for (Deadline deadline = Deadline::InSeconds(30); !trapped() && !deadline.Expired();) {
-    usleep(1000);
-  }
-  ASSERT_TRUE(trapped()) << log;
-  ASSERT_EQ(kill(metis, SIGTERM), 0);
-  auto code = part->Wait(Deadline::InSeconds(60));
-  log = testing::ReadAll(dir / "log");
-  ASSERT_TRUE(code.ok()) << log;
-  EXPECT_EQ(*code, 1) << log;
-  EXPECT_THAT(log, HasSubstr("METIS stopped with METIS_ERROR: its process (pid ")) << log;
-  EXPECT_THAT(log, HasSubstr("received SIGTERM or SIGABRT")) << log;
 }
 
 // Ctrl-C while the demo trains: every process stopped, the scratch folder
