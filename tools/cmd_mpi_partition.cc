@@ -333,7 +333,8 @@ class AliveLines {
 };
 
 // Runs `mpirun -np P ... <rank command>` and returns its exit code; Ctrl-C
-// (or SIGTERM), or a rank going silent, stops mpirun, which stops the ranks.
+// (or SIGTERM; then 128 + the signal), or a rank going silent, stops
+// mpirun, which stops the ranks.
 int RunMpirun(MpiPartitionFlags f) {
   // Six alive lines per timeout: one late line is no stall.
   f.alive_every_s = f.heartbeat_timeout_s / 6;
@@ -370,8 +371,10 @@ int RunMpirun(MpiPartitionFlags f) {
   if (mpirun.ok()) {
     BlockStopSignals();  // In the watch's thread too: WaitInForeground consumes them.
     RankWatch watch(f.ranks, f.heartbeat_timeout_s, output[0], stop[1]);
-    code = WaitInForeground(*mpirun, stop[0], nullptr);
-    stalled = watch.Finish();  // Once it has passed on the ranks' last lines.
+    int by_signal = 0;
+    code = WaitInForeground(*mpirun, stop[0], nullptr, &by_signal);
+    stalled = watch.Finish();                    // Once it has passed on the ranks' last lines.
+    if (by_signal != 0) code = 128 + by_signal;  // Ctrl-C: 130, as a shell reports it.
   }
   close(output[0]);
   close(stop[0]);

@@ -300,7 +300,8 @@ sigset_t BlockStopSignals() {
   return old;
 }
 
-int WaitInForeground(Process& child, int link_fd, bool* stopped) {
+int WaitInForeground(Process& child, int link_fd, bool* stopped, int* by_signal) {
+  int received = 0;
   const sigset_t mask = StopSignals();
   const sigset_t old = BlockStopSignals();
   int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -312,7 +313,9 @@ int WaitInForeground(Process& child, int link_fd, bool* stopped) {
     }
     if (fds[1].revents) {
       signalfd_siginfo info;
-      (void)!read(sig_fd, &info, sizeof(info));
+      if (read(sig_fd, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+        received = static_cast<int>(info.ssi_signo);
+      }
       stop = true;
     }
     if (link_fd >= 0 && fds[2].revents) {
@@ -331,6 +334,7 @@ int WaitInForeground(Process& child, int link_fd, bool* stopped) {
   }
   sigprocmask(SIG_SETMASK, &old, nullptr);
   if (stopped != nullptr) *stopped = stop;
+  if (by_signal != nullptr) *by_signal = received;
   return code >= 0 ? code : 128 - code;
 }
 

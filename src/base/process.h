@@ -112,9 +112,11 @@ sigset_t BlockStopSignals();
 // child (Process::Stop). Those signals are blocked while it waits and the
 // one that arrived is consumed. Returns the exit code in the shell's form
 // (128 + signal when the child was killed); *stopped says whether it was
-// stopped. The mask is per thread: call it from a single-threaded program
-// (the supervisor, mpi-partition), or block those signals in every thread.
-int WaitInForeground(Process& child, int link_fd, bool* stopped);
+// stopped, *by_signal (if given) by which signal (0: by link_fd). The
+// mask is per thread: call it from a single-threaded program, or block
+// those signals in every thread first (the supervisor and mpi-partition's
+// wrapper, whose threads start after BlockStopSignals).
+int WaitInForeground(Process& child, int link_fd, bool* stopped, int* by_signal = nullptr);
 
 // Makes this process the reaper of its descendants' orphans, such as a
 // daemon a child started with setsid, which stopping the child's process

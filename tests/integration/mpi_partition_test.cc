@@ -3,7 +3,9 @@
 // byte-identical to `tessera partition`'s and readable by every tool; bad
 // input, a failing rank and a rank killed mid-shuffle end in a clear error
 // naming the file or rank, and no config.
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "src/base/process.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
 #include "tessera/base/strings.h"
@@ -279,6 +282,30 @@ TEST_F(MpiPartitionTest, TheWrapperPassesTheRanksOutputOn) {
                                  " 2> /dev/null; }");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(run.output, "first line\nsecond line\nno newline");
+}
+
+// Ctrl-C to the wrapper stops mpirun and ends with 130, as a shell reports
+// an interrupted command (was mpirun's own code, 1; before the watch thread
+// blocked the signal, the wrapper died of it at once).
+TEST_F(MpiPartitionTest, CtrlCStopsTheWrapperAndMpirunWith130) {
+  TempDir dir;
+  testing::WriteAll(dir / "mpirun", "#!/bin/sh\necho started\nexec sleep 60\n");
+  ASSERT_EQ(::chmod((dir / "mpirun").c_str(), 0755), 0);
+  auto wrapper = Process::Spawn(
+      {.argv = {TesseraBinary(), "mpi-partition", "--ranks", "2", "--mpirun", dir / "mpirun",
+                "--input", "x", "--num-parts", "2", "--out", dir / "o"},
+       .log_path = dir / "log"});
+  ASSERT_TRUE(wrapper.ok()) << wrapper.status();
+  for (Deadline deadline = Deadline::InSeconds(30);
+       testing::ReadAll(dir / "log").find("started\n") == std::string::npos && !deadline.Expired();
+       usleep(10000)) {
+  }
+  ASSERT_EQ(::kill(wrapper->pid(), SIGINT), 0);
+  Stopwatch watch;
+  auto code = wrapper->Wait(Deadline::InSeconds(30));
+  ASSERT_TRUE(code.ok()) << testing::ReadAll(dir / "log");
+  EXPECT_EQ(*code, 130) << testing::ReadAll(dir / "log");
+  EXPECT_LT(watch.Seconds(), 15);
 }
 
 // A rank stopped with SIGSTOP (a hang, a host cut off) used to keep the
