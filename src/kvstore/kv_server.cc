@@ -277,13 +277,12 @@ void KvServer::OnClientGone(int client_id, bool lost) {
   active_clients_.erase(client_id);
   last_departure_ =
       fmt::format("client {} {}", client_id, lost ? "died (no heartbeat)" : "has left");
-  if (!barrier_.waiting.empty() && rpc_ != nullptr) {
-    int expected = barrier_.waiting.front().second.barrier().num_clients();
-    if (static_cast<int>(active_clients_.size()) < expected &&
-        static_cast<int>(seen_clients_.size()) >= expected) {
-      FailBarrier(
-          fmt::format("barrier of {} clients cannot complete: {}", expected, last_departure_));
-    }
+  if (barrier_.waiting.empty() || rpc_ == nullptr) return;
+  int expected = barrier_.waiting.front().second.barrier().num_clients();
+  if (static_cast<int>(active_clients_.size()) < expected &&
+      static_cast<int>(seen_clients_.size()) >= expected) {
+    FailBarrier(
+        fmt::format("barrier of {} clients cannot complete: {}", expected, last_departure_));
   }
 }
 
