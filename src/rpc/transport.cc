@@ -326,6 +326,14 @@ void RpcServer::CheckClients(Service& service) {
   }
   state_->last_client_check_ms = now;
   for (auto& [id, client] : state_->clients) {
+    if (client.lost_at_ms >= 0 && now - client.lost_at_ms >= 3000) {
+      client.lost_at_ms = -1;
+      int talking = 0;
+      for (const auto& [other, c] : state_->clients) {
+        talking += !c.gone && now - c.last_seen_ms < 2500;
+      }
+      service.OnClientLostSettled(id, talking);
+    }
     if (client.gone || now - client.last_seen_ms <= options_.heartbeat_timeout.count()) continue;
     client.gone = true;
     state_->trim_due = true;
@@ -334,14 +342,6 @@ void RpcServer::CheckClients(Service& service) {
                     id, (now - client.last_seen_ms) / 1000.0));
     client.lost_at_ms = now;
     service.OnClientGone(id, /*lost=*/true);
-  }
-  for (auto& [id, client] : state_->clients) {
-    if (client.lost_at_ms < 0 || now - client.lost_at_ms < 3000) continue;
-    client.lost_at_ms = -1;
-    int talking = 0;
-    for (const auto& [other, c] : state_->clients)
-      talking += !c.gone && now - c.last_seen_ms < 2500;
-    service.OnClientLostSettled(id, talking);
   }
   state_->reject_log.Flush();
   state_->lost_log.Flush();
