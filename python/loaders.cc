@@ -270,6 +270,15 @@ std::shared_ptr<PyDataLoader> MakeDataLoader(int64_t length, py::object collate,
   return Wait([&] { return MakeReleasing<PyDataLoader>(positions, fn, options); });
 }
 
+// A dict {type: ids} in its own order (DGL's loaders batch in it).
+dist::TypedIds InOrder(const py::object& dict) {
+  std::vector<dist::TypedIds::Item> items;
+  for (auto [type, ids] : dict.cast<py::dict>()) {
+    items.emplace_back(type.cast<std::string>(), ids.cast<torch::Tensor>());
+  }
+  return dist::TypedIds(std::move(items));
+}
+
 }  // namespace
 
 void ShutdownLoaders() {
@@ -375,7 +384,7 @@ void DefLoaders(py::module_& m) {
     auto o = MakeLoaderOptions(batch_size, shuffle, drop_last, seed, num_workers, prefetch,
                                even_batches, timeout_s);
     if (py::isinstance<py::dict>(nids)) {
-      auto typed = nids.cast<std::map<std::string, torch::Tensor>>();
+      dist::TypedIds typed = InOrder(nids);
       return Wait([&] { return MakeReleasing<dist::DistNodeDataLoader>(g, typed, sampler, o); });
     }
     auto ids = nids.cast<torch::Tensor>();
@@ -412,7 +421,7 @@ void DefLoaders(py::module_& m) {
                                   .reverse_etypes = std::move(reverse_etypes)};
         if (reverse_eids) e.reverse_eids = *reverse_eids;
         if (py::isinstance<py::dict>(eids)) {
-          auto typed = eids.cast<std::map<std::string, torch::Tensor>>();
+          dist::TypedIds typed = InOrder(eids);
           return Wait(
               [&] { return MakeReleasing<dist::DistEdgeDataLoader>(g, typed, sampler, o, e); });
         }

@@ -100,6 +100,10 @@ def check_typed_node_seeds(dist, g):
     assert all(s and all(ids.numel() for ids in s.values()) for s in got), got
     assert {t: sorted(torch.cat([s[t] for s in got if t in s]).tolist())
             for t in ("user", "item")} == {"user": [0, 1, 2], "item": [0, 1]}
+    # Without shuffle, DGL's batches take the ids in the dict's order (not the
+    # graph's type order), a batch ending one type and starting the next.
+    assert [{t: ids.tolist() for t, ids in s.items()} for s in got] == [
+        {"user": [0, 1]}, {"user": [2], "item": [0]}, {"item": [1]}], got
 
 
 def check_typed_edge_pairs(dist, g):
@@ -118,6 +122,13 @@ def check_typed_edge_pairs(dist, g):
         eid = pos.edata["_ID"]  # One relation: a tensor, as DGL's.
         assert isinstance(eid, torch.Tensor) and eid.numel() == pos.num_edges(follows)
         assert len(neg.canonical_etypes) == 4 and neg.num_edges(follows) == eid.numel()
+    # Without shuffle, batches take the edges in the dict's order (DGL's).
+    loader = dist.DistEdgeDataLoader(g, {"follows": torch.arange(2), "buys": torch.arange(3)},
+                                     dist.NeighborSampler([1]), batch_size=3)
+    assert [{c: e.tolist() for c, e in pos.edata["_ID"].items()}
+            if isinstance(pos.edata["_ID"], dict) else {pos.canonical_etypes[0]:
+                                                       pos.edata["_ID"].tolist()}
+            for _, pos, _ in loader] == [{follows: [0, 1], buys: [0]}, {buys: [1, 2]}]
     loader = dist.DistEdgeDataLoader(g, {"buys": torch.arange(3), "follows": torch.arange(2)},
                                      dist.NeighborSampler([1]), batch_size=5)
     (input_nodes, pos, blocks), = list(loader)

@@ -168,27 +168,25 @@ int RelationId(const PartitionBook& book, const std::string& etype, const std::s
   return ValueOrThrow(book.EdgeTypeId(etype), what);
 }
 
-// {type: per-type ids} -> homogeneous ids, types in the book's order: node
+// {type: per-type ids} -> homogeneous ids, types in the order given: node
 // types (`node`) or relations. Errors name the type.
-torch::Tensor HomoIds(const DistGraph& g, const std::map<std::string, torch::Tensor>& ids,
-                      bool node, const std::string& what) {
+torch::Tensor HomoIds(const DistGraph& g, const TypedIds& ids, bool node, const std::string& what) {
   const PartitionBook& book = g.partition_book();
-  std::map<int, torch::Tensor> typed;
-  for (const auto& [type, per] : ids) {
+  std::set<int> given;
+  std::vector<torch::Tensor> parts;
+  for (const auto& [type, per] : ids.items()) {
     int t = node ? ValueOrThrow(book.NodeTypeId(type), what) : RelationId(book, type, what);
-    if (typed.count(t)) {
+    if (!given.insert(t).second) {
       throw Error(fmt::format("{}: {} {} is given twice", what, node ? "node type" : "relation",
                               node ? book.ntypes()[t] : book.etypes()[t].Canonical()));
     }
     try {
-      typed[t] = node ? g.map_to_homo_nid(AsIds(per, what), type)
-                      : g.map_to_homo_eid(AsIds(per, what), type);
+      parts.push_back(node ? g.map_to_homo_nid(AsIds(per, what), type)
+                           : g.map_to_homo_eid(AsIds(per, what), type));
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", what, e.what()));
     }
   }
-  std::vector<torch::Tensor> parts;
-  for (auto& [t, homo] : typed) parts.push_back(homo);
   return parts.empty() ? torch::empty({0}, torch::kInt64) : torch::cat(parts);
 }
 
@@ -605,8 +603,7 @@ DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const torch::Tensor& 
                    prefetch_));
 }
 
-DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g,
-                                       const std::map<std::string, torch::Tensor>& nids,
+DistNodeDataLoader::DistNodeDataLoader(const DistGraph& g, const TypedIds& nids,
                                        NeighborSampler sampler, LoaderOptions options) {
   const char* what = "DistNodeDataLoader with typed seeds";
   loader::NeighborSpec spec = SpecOf(sampler, g.store());
@@ -783,8 +780,7 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& 
                    PrefetchOf(g, sampler, nullptr)));
 }
 
-DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g,
-                                       const std::map<std::string, torch::Tensor>& eids,
+DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const TypedIds& eids,
                                        NeighborSampler sampler, LoaderOptions options,
                                        EdgeLoaderOptions edge_options) {
   const std::string what = "DistEdgeDataLoader";
@@ -802,7 +798,7 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g,
   for (const auto& [etype, ids] : edge_options.typed_reverse_eids) {
     reversed.insert(RelationId(book, etype, what));
   }
-  for (const auto& [etype, ids] : eids) {
+  for (const auto& [etype, ids] : eids.items()) {
     const int r = RelationId(book, etype, what + " eids");
     const std::string name = book.etypes()[r].Canonical();
     if (spec.exclude == loader::Exclude::kReverseTypes && spec.reverse_etypes[r] < 0) {

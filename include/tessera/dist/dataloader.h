@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -284,6 +285,25 @@ void BatchLoader<T>::Init(int64_t num_batches, const LoaderOptions& options,
   make_epoch_ = std::move(make_epoch);
 }
 
+// Typed ids {type: per-type ids} in the caller's order: without shuffle, a
+// loader's batches take them in this order (as DGL's take a dict's), and a
+// batch may end one type and start the next. From a braced list, a
+// std::map (name order) or a vector of pairs.
+class TypedIds {
+ public:
+  using Item = std::pair<std::string, torch::Tensor>;
+  TypedIds(std::initializer_list<std::pair<const std::string, torch::Tensor>> items)  // NOLINT
+      : items_(items.begin(), items.end()) {}
+  TypedIds(const std::map<std::string, torch::Tensor>& items)  // NOLINT: as a map
+      : items_(items.begin(), items.end()) {}
+  explicit TypedIds(std::vector<Item> items) : items_(std::move(items)) {}
+  const std::vector<Item>& items() const { return items_; }
+  bool empty() const { return items_.empty(); }
+
+ private:
+  std::vector<Item> items_;
+};
+
 // Node classification batches (dgl.distributed.DistNodeDataLoader): blocks
 // sampled around batches of this trainer's seeds (e.g. node_split's).
 // Typed seeds {ntype: per-type ids} (types shuffled together) give typed
@@ -291,8 +311,8 @@ void BatchLoader<T>::Init(int64_t num_batches, const LoaderOptions& options,
 // (DistGraph::map_to_per_etype of the edge ids gives their relations).
 class DistNodeDataLoader : public BatchLoader<MiniBatch> {
  public:
-  DistNodeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& nids,
-                     NeighborSampler sampler, LoaderOptions options = {});
+  DistNodeDataLoader(const DistGraph& g, const TypedIds& nids, NeighborSampler sampler,
+                     LoaderOptions options = {});
   DistNodeDataLoader(const DistGraph& g, const torch::Tensor& nids, NeighborSampler sampler,
                      LoaderOptions options = {});
   // Adds node tensor `name` to what the sampler threads pull, as if it had
@@ -321,9 +341,8 @@ class DistNodeDataLoader : public BatchLoader<MiniBatch> {
 // relation's range, a missing or mismatched reverse.
 class DistEdgeDataLoader : public BatchLoader<EdgeMiniBatch> {
  public:
-  DistEdgeDataLoader(const DistGraph& g, const std::map<std::string, torch::Tensor>& eids,
-                     NeighborSampler sampler, LoaderOptions options = {},
-                     EdgeLoaderOptions edge_options = {});
+  DistEdgeDataLoader(const DistGraph& g, const TypedIds& eids, NeighborSampler sampler,
+                     LoaderOptions options = {}, EdgeLoaderOptions edge_options = {});
   DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& eids, NeighborSampler sampler,
                      LoaderOptions options = {}, EdgeLoaderOptions edge_options = {});
 };
