@@ -187,7 +187,8 @@ StatusOr<std::vector<std::string>> PlacementArgs(const MpiPartitionFlags& f) {
 // Passes mpirun's output (`output_fd`) on to stdout, except the ranks'
 // kAliveLine lines: once the first arrives (the ranks are up), a rank not
 // heard from for `timeout_s` is stopped, frozen or cut off, and its peers
-// would wait for it in a collective forever. Then it says so and closes
+// would wait for it in a collective forever; before, mpirun has
+// max(timeout_s, kStartupSeconds) to start one. Then it says so and closes
 // `stop_fd`, which makes WaitInForeground stop mpirun.
 class RankWatch {
  public:
@@ -236,28 +237,52 @@ class RankWatch {
             if (heard && *heard != Clock::time_point::max()) *heard += blocked;
           }
           if (up) *up += blocked;
+          started_ += blocked;
         }
       }
       if (drain && (rc == 0 || drain->Expired())) break;  // Nothing more to read now.
-      if (drain || !up || stop_fd_ < 0) continue;
+      if (drain || stop_fd_ < 0) continue;
       const Clock::time_point now = Clock::now();
+      auto silent = [&](Clock::time_point since, double limit) {
+        return since != Clock::time_point::max() &&
+               std::chrono::duration<double>(now - since).count() >= limit;
+      };
+      if (!up) {
+        // A rank prints its first line as it starts, before MPI_Init.
+        if (silent(started_, std::max(timeout_s_, kStartupSeconds))) {
+          Stall(
+              fmt::format("no rank started within {} s: mpirun cannot start them (or is "
+                          "stopped)",
+                          std::max(timeout_s_, kStartupSeconds)));
+        }
+        continue;
+      }
+      std::vector<size_t> quiet;  // Running ranks silent for the timeout.
+      size_t running = 0;
       for (size_t r = 0; r < heard_.size(); ++r) {
         const Clock::time_point heard = heard_[r].value_or(*up);
-        if (heard == Clock::time_point::max() ||
-            std::chrono::duration<double>(now - heard).count() < timeout_s_) {
-          continue;
-        }
-        stalled_ = fmt::format(
-            "rank {} has not been heard from for {} s (--heartbeat-timeout): it is stopped, "
-            "frozen or cut off from the network; stopping the run",
-            r, timeout_s_);
-        spdlog::error("{}", stalled_);
-        close(stop_fd_);
-        stop_fd_ = -1;
-        break;
+        running += heard != Clock::time_point::max();
+        if (silent(heard, timeout_s_)) quiet.push_back(r);
       }
+      if (quiet.empty()) continue;
+      // Every rank silent at once: more likely mpirun, which passes their lines on.
+      Stall(quiet.size() == running && running > 1
+                ? fmt::format("no rank has been heard from for {} s (--heartbeat-timeout): "
+                              "mpirun, which passes their output on, or every rank is "
+                              "stopped, frozen or cut off from the network; stopping the run",
+                              timeout_s_)
+                : fmt::format("rank {} has not been heard from for {} s (--heartbeat-timeout): "
+                              "it is stopped, frozen or cut off from the network; stopping the "
+                              "run",
+                              quiet.front(), timeout_s_));
     }
     if (!partial.empty() && forward_) (void)!write(STDOUT_FILENO, partial.data(), partial.size());
+  }
+  void Stall(std::string why) {
+    stalled_ = std::move(why);
+    spdlog::error("{}", stalled_);
+    close(stop_fd_);
+    stop_fd_ = -1;
   }
   void Lines(std::string& partial, std::optional<Clock::time_point>& up) {
     size_t start = 0, end;
@@ -285,7 +310,10 @@ class RankWatch {
     partial.erase(0, start);
   }
 
+  // The least time mpirun gets to start the first rank.
+  static constexpr double kStartupSeconds = 20;
   std::vector<std::optional<Clock::time_point>> heard_;
+  Clock::time_point started_ = Clock::now();
   const double timeout_s_;
   int stop_fd_;
   std::string stalled_;

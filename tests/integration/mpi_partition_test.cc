@@ -284,6 +284,39 @@ TEST_F(MpiPartitionTest, TheWrapperPassesTheRanksOutputOn) {
   EXPECT_EQ(run.output, "first line\nsecond line\nno newline");
 }
 
+// mpirun itself stopped (the ranks' lines pass through it) silences every
+// rank at once: the error says so instead of blaming rank 0. An mpirun that
+// starts no rank at all meets a deadline too.
+TEST_F(MpiPartitionTest, TheWrapperNamesASilentMpirun) {
+  TempDir dir;
+  testing::WriteAll(dir / "mpirun",
+                    "#!/bin/sh\n"
+                    "echo 'tessera-mpi-alive 0'; echo 'tessera-mpi-alive 1'\n"
+                    "exec sleep 60\n");
+  testing::WriteAll(dir / "mute", "#!/bin/sh\nexec sleep 60\n");
+  ASSERT_EQ(::chmod((dir / "mpirun").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod((dir / "mute").c_str(), 0755), 0);
+  Stopwatch watch;
+  CliRun run = Tessera("mpi-partition --ranks 2 --heartbeat-timeout 3 --mpirun " + dir / "mpirun" +
+                       " --input x --num-parts 2 --out " + dir / "o");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("error: no rank has been heard from for 3 s "
+                                    "(--heartbeat-timeout): mpirun, which passes their output "
+                                    "on, or every rank is stopped"))
+      << run.output;
+  EXPECT_LT(watch.Seconds(), 20) << run.output;
+
+  watch.Reset();
+  run = Tessera("mpi-partition --ranks 2 --heartbeat-timeout 3 --mpirun " + dir / "mute" +
+                " --input x --num-parts 2 --out " + dir / "o");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("error: no rank started within 20 s: mpirun cannot start "
+                                    "them (or is stopped)"))
+      << run.output;
+  EXPECT_GE(watch.Seconds(), 19) << run.output;
+  EXPECT_LT(watch.Seconds(), 40) << run.output;
+}
+
 // Ctrl-C to the wrapper stops mpirun and ends with 130, as a shell reports
 // an interrupted command (was mpirun's own code, 1; before the watch thread
 // blocked the signal, the wrapper died of it at once).
