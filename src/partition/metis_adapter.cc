@@ -185,6 +185,19 @@ struct MetisAnswer {
 // the process (a SIGTERM or abort sent to METIS's own process is still
 // trapped by GKlib: METIS_ERROR, which names the process), and the memory METIS used returns to
 // the system when the child exits.
+// How METIS's process ended, unless it returned.
+Status MetisProcessStatus(const Process& child) {
+  if (const int code = child.exit_code(); code < 0) {
+    return absl::InternalError(
+        StrCat("METIS's process (pid ", child.pid(), ") was killed by signal ", -code, " (",
+               strsignal(-code), ") after reaching ", FormatBytes(child.peak_rss_bytes()), " RSS",
+               -code == SIGKILL ? "; the kernel's out-of-memory killer sends SIGKILL" : ""));
+  } else if (code != 0) {
+    return absl::InternalError(StrCat("METIS's process exited with code ", code));
+  }
+  return absl::OkStatus();
+}
+
 StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t* adjncy,
                                       idx_t* adjwgt, int64_t num_entries, idx_t* vwgt, int ncon,
                                       const MetisOptions& options) {
@@ -223,23 +236,30 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
                                      ubvec.data(), metis_options, &answer->objval, part);
     return 0;
   };
-  ASSIGN_OR_RETURN(Process child, Process::Fork(metis, "METIS", /*grace_seconds=*/0));
-  spdlog::info("METIS: running in process {}", child.pid());
-  while (!child.Wait(Deadline::InSeconds(0.1)).ok()) {
-    if (Status interrupted = CheckInterrupt(); !interrupted.ok()) {
-      child.Stop();
-      return interrupted;
+  StatusOr<Process> forked = Process::Fork(metis, "METIS", /*grace_seconds=*/0);
+  if (absl::IsResourceExhausted(forked.status())) {
+    // Under strict overcommit (vm.overcommit_memory=2) fork must commit a
+    // second copy of this process's memory. METIS then runs here, as it
+    // did before it had a process of its own.
+    spdlog::warn(
+        "METIS: cannot {}; running it in this process (a SIGTERM is then trapped by "
+        "METIS and ends the run as its failure)",
+        std::string(forked.status().message()));
+    metis();
+  } else if (!forked.ok()) {
+    return forked.status();
+  } else {
+    Process& child = *forked;
+    spdlog::info("METIS: running in process {}", child.pid());
+    while (!child.Wait(Deadline::InSeconds(0.1)).ok()) {
+      if (Status interrupted = CheckInterrupt(); !interrupted.ok()) {
+        child.Stop();
+        return interrupted;
+      }
     }
+    RETURN_IF_ERROR(MetisProcessStatus(child));
   }
   run.Done();
-  if (const int code = child.exit_code(); code < 0) {
-    return absl::InternalError(
-        StrCat("METIS's process (pid ", child.pid(), ") was killed by signal ", -code, " (",
-               strsignal(-code), ") after reaching ", FormatBytes(child.peak_rss_bytes()), " RSS",
-               -code == SIGKILL ? "; the kernel's out-of-memory killer sends SIGKILL" : ""));
-  } else if (code != 0) {
-    return absl::InternalError(StrCat("METIS's process exited with code ", code));
-  }
   switch (answer->rc) {
     case METIS_OK:
       break;
@@ -249,7 +269,7 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
       return absl::ResourceExhaustedError("METIS ran out of memory (METIS_ERROR_MEMORY)");
     case METIS_ERROR:  // GKlib's trap of SIGTERM / SIGABRT, or METIS's own failure.
       return absl::InternalError(StrCat("METIS stopped with METIS_ERROR: its process (pid ",
-                                        child.pid(),
+                                        forked.ok() ? forked->pid() : getpid(),
                                         ") received SIGTERM or SIGABRT, or METIS failed inside"));
     default:
       return absl::InternalError(StrCat("METIS failed with code ", answer->rc));
@@ -258,7 +278,8 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
                options.minimize_volume ? "communication volume" : "directed edges cut");
   // What METIS allocated on top of its input (its coarsened graphs): its
   // process started with this one's pages.
-  if (const int64_t peak = child.peak_rss_bytes(); peak > 0 && resident_before >= 0) {
+  if (const int64_t peak = forked.ok() ? forked->peak_rss_bytes() : 0;
+      peak > 0 && resident_before >= 0) {
     spdlog::info("METIS: peak RSS {} in its process, {} above the partitioner's when it started",
                  FormatBytes(peak), FormatBytes(std::max<int64_t>(peak - resident_before, 0)));
   }
