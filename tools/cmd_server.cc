@@ -6,6 +6,7 @@
 // "lost <client id> <others talking>" for each client lost), and serves until its clients
 // have left. SIGTERM, SIGINT and SIGHUP stop it cleanly at any point,
 // loading included; its shared memory is always unlinked.
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -55,6 +56,15 @@ Status RunServer(const ServerFlags& flags) {
   RetainFreedMemory();  // Sampling answers reuse the same buffers request after request.
   HandleSignals(OnSignal, {SIGTERM, SIGINT, SIGHUP});
   signal(SIGPIPE, SIG_IGN);
+  int ready_fd = flags.ready_fd;
+  if (ready_fd == STDOUT_FILENO) {
+    // The reports get stdout to themselves: anything else printed there (a
+    // library's line) goes to stderr instead of into a launcher's reading.
+    ready_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (ready_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      return ErrnoError("--ready-fd 1: moving the reports off stdout", errno);
+    }
+  }
 
   std::string token, key;
   RETURN_IF_ERROR(launcher::ParseCredentials(std::getenv, &token, &key));
@@ -121,22 +131,22 @@ Status RunServer(const ServerFlags& flags) {
   kv->set_rpc(rpc.get());
   spdlog::info("{}: serving partition {} on {}:{} (job {})", name, options.machine_id, address.ip,
                rpc->port(), job_id);
-  if (flags.ready_fd >= 0) {
+  if (ready_fd >= 0) {
     std::string line = fmt::format("ready {}\n", rpc->port());
-    (void)!write(flags.ready_fd, line.data(), line.size());
+    (void)!write(ready_fd, line.data(), line.size());
     // Then "lost <client id> <others talking>" per client lost: a launcher
     // stops a job whose trainer is alive but silent. At most 1,000 such
     // lines (20 kB), so that a starter that reads only "ready" cannot block
     // the server on a full pipe (one that closed it gets EPIPE: SIGPIPE is
     // ignored).
-    kv->set_on_lost_client([fd = flags.ready_fd, reported = 0](int client, int talking) mutable {
+    kv->set_on_lost_client([fd = ready_fd, reported = 0](int client, int talking) mutable {
       if (reported++ >= 1000) return;
       std::string lost = fmt::format("lost {} {}\n", client, talking);
       (void)!write(fd, lost.data(), lost.size());
     });
   }
   Status served = rpc->Serve(*kv, g_stop);
-  if (flags.ready_fd >= 0) close(flags.ready_fd);
+  if (ready_fd >= 0) close(ready_fd);
   if (g_signal.load() != 0) {
     spdlog::info("{}: stopped by signal {}; shared memory removed", name, g_signal.load());
   }

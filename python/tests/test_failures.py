@@ -178,6 +178,24 @@ def test_trainers_that_end_without_a_goodbye_and_go_on_do_not_fail_the_job(cora_
     assert "succeeded" in out.splitlines()[-1] and "stopped, frozen" not in out, out
 
 
+def test_a_servers_log_lines_are_not_read_as_its_reports(cora_parts, tmp_path):
+    """A server's reports ("ready", "lost") have its stdout to themselves;
+    the rest of its output is shown, never parsed. Before, both shared one
+    stream: a log line "lost 0 1" stopped a healthy job as if trainer 0 were
+    frozen."""
+    from conftest import launch
+    wrapper = tmp_path / "tessera"
+    wrapper.write_text("#!/bin/sh\n"
+                       "if [ \"$1\" = server ]; then (sleep 4; echo 'lost 0 1' >&2) & fi\n"
+                       f"exec {BIN}/tessera \"$@\"\n")
+    wrapper.chmod(0o755)
+    code, out, _ = launch(tmp_path, cora_parts[2], "sleep 9", trainers=1,
+                          extra=("--heartbeat-timeout", "3", "--tessera", str(wrapper)))
+    assert code == 0, out
+    assert re.search(r"\[\d/server/\d\] lost 0 1", out), out
+    assert "succeeded" in out.splitlines()[-1] and "stopped, frozen" not in out, out
+
+
 def test_max_restarts_starts_a_failed_job_again_and_names_the_cause(cora_parts, tmp_path):
     """--max-restarts: attempt 0 loses trainer 1 to SIGKILL, the launcher
     names that cause and starts the job again with TESSERA_RESTART=1 and the

@@ -122,7 +122,11 @@ StatusOr<Process> Process::Spawn(const SpawnOptions& options) {
     EnterChild(parent, SIGTERM);
     if (options.output_fd >= 0) {
       dup2(options.output_fd, STDOUT_FILENO);
-      if (!options.output_stdout_only) dup2(options.output_fd, STDERR_FILENO);
+      if (!options.output_stdout_only) {
+        dup2(options.output_fd, STDERR_FILENO);
+      } else if (options.error_fd >= 0) {
+        dup2(options.error_fd, STDERR_FILENO);
+      }
     } else if (log_fd >= 0) {
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);

@@ -38,7 +38,8 @@ struct SpawnOptions {
   int stdin_fd = -1;                // The child's stdin (default: inherited).
   bool stdin_null = false;          // stdin is /dev/null (overrides stdin_fd).
   int output_fd = -1;               // The child's stdout and stderr (overrides log_path).
-  bool output_stdout_only = false;  // output_fd is its stdout only; stderr is inherited.
+  bool output_stdout_only = false;  // output_fd is its stdout only; stderr is inherited,
+  int error_fd = -1;                // or error_fd if given.
   std::string cwd;                  // Directory to run in; empty: this one.
   double grace_seconds = 5;         // SIGTERM -> SIGKILL delay when stopping.
 };

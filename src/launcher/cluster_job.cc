@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -34,6 +36,12 @@ namespace {
 std::atomic<int> g_signal{0};
 void OnSignal(int s) { g_signal.store(s); }
 
+// A pipe read line by line.
+struct Stream {
+  int fd = -1;
+  std::string partial;  // A line not ended yet.
+};
+
 // One process of the job and its link (stdin) and output pipes.
 struct Member {
   int machine = 0;
@@ -41,8 +49,10 @@ struct Member {
   int rank = 0;  // Server id or trainer rank.
   std::string host;
   Process process;
-  int link_fd = -1, output_fd = -1;
-  std::string partial;
+  int link_fd = -1;
+  // What it prints; a server's stderr only, as its stdout carries its
+  // reports ("ready <port>", "lost <client> <talking>") and nothing else.
+  Stream output, reports;
   bool ready = false;
   // Its last output line that looks like an error, and its last non-empty
   // line: the cause a failure message quotes.
@@ -172,6 +182,7 @@ class ClusterJob {
   // Reads and prints output for up to `millis`; marks servers ready.
   void Pump(int millis);
   void Print(Member& m, const std::string& line);
+  void Report(Member& m, const std::string& line);
   // Pumps until `m`'s output ends (it exited) or `millis` pass: its last lines.
   void Drain(const Member& m, int millis);
   void Teardown();
@@ -310,44 +321,52 @@ Status ClusterJob::Start(Member& m, const std::vector<std::string>& program,
                                       fmt::format("{}", f_.grace_s),
                                       "--"};
   wrapped.insert(wrapped.end(), program.begin(), program.end());
-  int link[2], output[2];
-  if (pipe2(link, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
-  if (pipe2(output, O_CLOEXEC) != 0) {
-    close(link[0]);
-    close(link[1]);
-    return absl::InternalError("pipe failed");
+  // A server's stdout is its reports' own pipe (over ssh, the channel's
+  // stdout; its logs go to stderr).
+  int link[2] = {-1, -1}, output[2] = {-1, -1}, reports[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {link[0], link[1], output[0], output[1], reports[0], reports[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (pipe2(link, O_CLOEXEC) != 0 || pipe2(output, O_CLOEXEC) != 0 ||
+      (m.server && pipe2(reports, O_CLOEXEC) != 0)) {
+    const int e = errno;
+    close_all();
+    return ErrnoError("pipe for " + m.Describe(), e);
   }
   SpawnOptions spawn;
   spawn.argv = local_[static_cast<size_t>(m.machine)]
                    ? wrapped
                    : SshArgv(ssh_, m.host, ShellCommand(wrapped));
   spawn.stdin_fd = link[0];
-  spawn.output_fd = output[1];
+  spawn.output_fd = m.server ? reports[1] : output[1];
+  spawn.output_stdout_only = m.server;
+  spawn.error_fd = output[1];
   spawn.grace_seconds = f_.grace_s + 5;
   StatusOr<Process> p = Process::Spawn(spawn);
-  close(link[0]);
-  close(output[1]);
   if (!p.ok()) {
-    close(link[1]);
-    close(output[0]);
+    close_all();
     return Annotate(p.status(), "start " + m.Describe());
   }
   m.process = std::move(*p);
-  m.link_fd = link[1];
-  m.output_fd = output[0];
+  m.link_fd = std::exchange(link[1], -1);
+  m.output.fd = std::exchange(output[0], -1);
+  m.reports.fd = std::exchange(reports[0], -1);
+  close_all();
   if (write(m.link_fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
     return absl::UnavailableError(fmt::format("{} did not take its environment", m.Describe()));
   }
   return absl::OkStatus();
 }
 
-void ClusterJob::Print(Member& m, const std::string& line) {
+void ClusterJob::Report(Member& m, const std::string& line) {
   int64_t port = 0;
-  if (m.server && !m.ready && line.rfind("ready ", 0) == 0 && ParseInt64(line.substr(6), &port)) {
+  if (!m.ready && line.rfind("ready ", 0) == 0 && ParseInt64(line.substr(6), &port)) {
     m.ready = true;
     return;
   }
-  if (m.server && m.ready && line.rfind("lost ", 0) == 0) {
+  if (m.ready && line.rfind("lost ", 0) == 0) {
     auto words = SplitString(line, ' ');
     int64_t client = 0, talking = 0;
     if (words.size() == 3 && ParseInt64(words[1], &client) && ParseInt64(words[2], &talking)) {
@@ -355,6 +374,10 @@ void ClusterJob::Print(Member& m, const std::string& line) {
       return;  // The server logs it too, in words.
     }
   }
+  Print(m, line);  // Not a report (a server without --ready-fd, say): shown.
+}
+
+void ClusterJob::Print(Member& m, const std::string& line) {
   m.Remember(line);
   std::string out = m.Label() + " " + line + "\n";
   (void)!write(STDOUT_FILENO, out.data(), out.size());
@@ -362,11 +385,12 @@ void ClusterJob::Print(Member& m, const std::string& line) {
 
 void ClusterJob::Pump(int millis) {
   std::vector<pollfd> fds;
-  std::vector<Member*> owners;
+  std::vector<std::pair<Member*, Stream*>> owners;
   for (auto& m : members_) {
-    if (m->output_fd >= 0) {
-      fds.push_back({m->output_fd, POLLIN, 0});
-      owners.push_back(m.get());
+    for (Stream* s : {&m->output, &m->reports}) {
+      if (s->fd < 0) continue;
+      fds.push_back({s->fd, POLLIN, 0});
+      owners.emplace_back(m.get(), s);
     }
   }
   if (fds.empty()) {
@@ -376,29 +400,32 @@ void ClusterJob::Pump(int millis) {
   if (poll(fds.data(), fds.size(), millis) <= 0) return;
   for (size_t i = 0; i < fds.size(); ++i) {
     if (fds[i].revents == 0) continue;
-    Member& m = *owners[i];
+    auto [m, s] = owners[i];
+    auto line = [this, m = m, reports = s == &m->reports](const std::string& text) {
+      reports ? Report(*m, text) : Print(*m, text);
+    };
     char buffer[65536];
-    ssize_t n = read(m.output_fd, buffer, sizeof(buffer));
+    ssize_t n = read(s->fd, buffer, sizeof(buffer));
     if (n <= 0) {
-      if (!m.partial.empty()) Print(m, m.partial);
-      m.partial.clear();
-      close(m.output_fd);
-      m.output_fd = -1;
+      if (!s->partial.empty()) line(s->partial);
+      s->partial.clear();
+      close(s->fd);
+      s->fd = -1;
       continue;
     }
-    m.partial.append(buffer, static_cast<size_t>(n));
+    s->partial.append(buffer, static_cast<size_t>(n));
     size_t start = 0, end;
-    while ((end = m.partial.find('\n', start)) != std::string::npos) {
-      Print(m, m.partial.substr(start, end - start));
+    while ((end = s->partial.find('\n', start)) != std::string::npos) {
+      line(s->partial.substr(start, end - start));
       start = end + 1;
     }
-    m.partial.erase(0, start);
+    s->partial.erase(0, start);
   }
 }
 
 void ClusterJob::Drain(const Member& m, int millis) {
   Deadline deadline = Deadline::InSeconds(millis / 1000.0);
-  while (m.output_fd >= 0 && !deadline.Expired()) Pump(50);
+  while ((m.output.fd >= 0 || m.reports.fd >= 0) && !deadline.Expired()) Pump(50);
 }
 
 void ClusterJob::Teardown() {
