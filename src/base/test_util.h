@@ -123,6 +123,12 @@ inline ShellRun RunShell(const std::string& command) {
   return run;
 }
 
+// `tessera <args>` with /bin/sh, after `prefix` there (such as
+// "ulimit -v 2000000;").
+inline ShellRun RunTessera(const std::string& args, const std::string& prefix = "") {
+  return RunShell(prefix + TesseraBinary() + " " + args);
+}
+
 }  // namespace tessera::testing
 
 #endif  // TESSERA_SRC_BASE_TEST_UTIL_H_

@@ -12,16 +12,12 @@
 #include <fstream>
 #include <functional>
 #include <optional>
-#include <set>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "src/base/process.h"
 #include "src/base/test_util.h"
 #include "src/graph/npy.h"
-#include "src/kvstore/test_cluster.h"
-#include "src/launcher/ip_config.h"
-#include "src/shm/segment.h"
 #include "tessera/base/strings.h"
 #include "tessera/partition/load_partition.h"
 
@@ -32,31 +28,8 @@ using testing::TempDir;
 using testing::TesseraBinary;
 using testing::TestDataDir;
 
-struct CliRun {
-  int exit_code;
-  std::string output;  // stdout and stderr.
-};
-
-// A shell command line, its output and exit code.
-CliRun Shell(const std::string& line) {
-  std::string command = line + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  CliRun run{-1, ""};
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    run.output.append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-// `prefix` runs first in the same shell (such as "ulimit -v 2000000;").
-CliRun Tessera(const std::string& args, const std::string& prefix = "") {
-  return Shell(prefix + TesseraBinary() + " " + args);
-}
+using CliRun = testing::ShellRun;
+using testing::RunTessera;
 
 void WriteIds(const std::string& path, std::vector<int64_t> ids) {
   ASSERT_TRUE(WriteNpy(path, Array::From(ids)).ok());
@@ -71,10 +44,10 @@ void WriteRing(const std::string& dir) {
 
 TEST(Cli, PartitionThenInspectCora) {
   TempDir out;
-  CliRun part = Tessera("partition --input " + TestDataDir() +
-                        "/cora --graph-name cora --num-parts 2 "
-                        "--balance-ntypes train_mask --balance-edges --return-mapping --out " +
-                        out.path());
+  CliRun part = RunTessera("partition --input " + TestDataDir() +
+                           "/cora --graph-name cora --num-parts 2 "
+                           "--balance-ntypes train_mask --balance-edges --return-mapping --out " +
+                           out.path());
   ASSERT_EQ(part.exit_code, 0) << part.output;
   EXPECT_THAT(part.output, HasSubstr("METIS"));
   EXPECT_THAT(part.output, HasSubstr("partition finished: wall"));
@@ -82,13 +55,13 @@ TEST(Cli, PartitionThenInspectCora) {
   EXPECT_TRUE(PathExists(out / "orig_nids.npy"));
   for (int p = 0; p < 2; ++p) ASSERT_TRUE(LoadPartition(out / "cora.json", p).ok());
 
-  CliRun inspect = Tessera("inspect " + out / "cora.json");
+  CliRun inspect = RunTessera("inspect " + out / "cora.json");
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
   EXPECT_THAT(inspect.output, HasSubstr("2708 nodes, 10556 edges, 2 parts (metis)"))
       << inspect.output;
   EXPECT_THAT(inspect.output, HasSubstr("edge cut:"));
   EXPECT_THAT(inspect.output, HasSubstr("train_mask"));
-  CliRun json = Tessera("inspect --json " + out / "cora.json");
+  CliRun json = RunTessera("inspect --json " + out / "cora.json");
   ASSERT_EQ(json.exit_code, 0);
   EXPECT_THAT(json.output, HasSubstr("\"edge_cut_fraction\""));
 }
@@ -96,10 +69,10 @@ TEST(Cli, PartitionThenInspectCora) {
 TEST(Cli, DglUnderscoreSpellingsAndCsvInput) {
   TempDir dir;
   testing::WriteAll(dir / "edges.tsv", "# ring\n0\t1\n1\t2\n2\t3\n3\t0\n");
-  CliRun run = Tessera("partition --input " + dir / "edges.tsv" +
-                       " --graph_name ring --num_parts 2 --part_method random --num_hops 2 "
-                       "--undirected --out " +
-                       dir / "out");
+  CliRun run = RunTessera("partition --input " + dir / "edges.tsv" +
+                          " --graph_name ring --num_parts 2 --part_method random --num_hops 2 "
+                          "--undirected --out " +
+                          dir / "out");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto lp = LoadPartition(dir / "out/ring.json", 0);
   ASSERT_TRUE(lp.ok()) << lp.status();
@@ -114,8 +87,8 @@ TEST(Cli, DglUnderscoreSpellingsAndCsvInput) {
 // trapped so, is named (was "METIS failed with code -4").
 TEST(Cli, SigtermDuringMetisEndsThePartitionerAndMetis) {
   TempDir dir;
-  ASSERT_EQ(Tessera("--log-level error generate --out " + dir / "g" +
-                    " --nodes 300000 --edges 1500000 --feat-dim 1 --classes 2")
+  ASSERT_EQ(RunTessera("--log-level error generate --out " + dir / "g" +
+                       " --nodes 300000 --edges 1500000 --feat-dim 1 --classes 2")
                 .exit_code,
             0);
   // Starts `partition`; returns METIS's pid once the log names it (a
@@ -181,41 +154,10 @@ TEST(Cli, SigtermDuringMetisEndsThePartitionerAndMetis) {
   EXPECT_THAT(log, HasSubstr("received SIGTERM or SIGABRT")) << log;
 }
 
-// A bench (or demo) ended by a signal leaves no scratch folder: it was
-// removed only by the destructor a signal skips (267 MB left in /tmp).
-TEST(Cli, ABenchEndedByASignalLeavesNoScratchFolder) {
-  TempDir dir;
-  ASSERT_TRUE(MakeDirs(dir / "tmp").ok());
-  for (int sig : {SIGTERM, SIGKILL}) {
-    auto bench = Process::Spawn({.argv = {TesseraBinary(), "bench", "pull", "--nodes", "3000000"},
-                                 .env = {{"TMPDIR", dir / "tmp"}},
-                                 .log_path = dir / ("log" + std::to_string(sig))});
-    ASSERT_TRUE(bench.ok()) << bench.status();
-    // Killed while it generates its graph in its scratch folder (which the
-    // log names: "... into <folder>/graph").
-    std::string log, folder;
-    for (Deadline deadline = Deadline::InSeconds(60); folder.empty() && !deadline.Expired();) {
-      log = testing::ReadAll(dir / ("log" + std::to_string(sig)));
-      if (const size_t at = log.find(" into "), end = log.find("/graph\n");
-          at != std::string::npos && end != std::string::npos) {
-        folder = log.substr(at + 6, end - at - 6);
-      }
-      usleep(2000);
-    }
-    ASSERT_TRUE(PathExists(folder)) << folder << "\n" << log;
-    ASSERT_EQ(kill(bench->pid(), sig), 0);
-    ASSERT_TRUE(bench->Wait(Deadline::InSeconds(30)).ok());
-    for (Deadline deadline = Deadline::InSeconds(20); PathExists(folder) && !deadline.Expired();) {
-      usleep(10000);
-    }
-    EXPECT_FALSE(PathExists(folder)) << "signal " << sig << ": " << log;
-  }
-}
-
 TEST(Cli, GenerateWritesTheRequestedGraph) {
   TempDir dir;
-  CliRun run = Tessera("generate --out " + dir / "g" +
-                       " --nodes 3000 --edges 20000 --feat-dim 5 --classes 4");
+  CliRun run = RunTessera("generate --out " + dir / "g" +
+                          " --nodes 3000 --edges 20000 --feat-dim 5 --classes 4");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto feat = ReadNpyHeader(dir / "g/feat.npy");
   ASSERT_TRUE(feat.ok());
@@ -225,11 +167,11 @@ TEST(Cli, GenerateWritesTheRequestedGraph) {
 
 TEST(Cli, HeteroGraphGeneratePartitionInspect) {
   TempDir dir;
-  CliRun gen = Tessera("generate --hetero --num-nodes 6000 --feat-dim 4 --out " + dir / "mag");
+  CliRun gen = RunTessera("generate --hetero --num-nodes 6000 --feat-dim 4 --out " + dir / "mag");
   ASSERT_EQ(gen.exit_code, 0) << gen.output;
-  CliRun part =
-      Tessera("partition --input " + dir / "mag" +
-              " --graph-name mag --num-parts 2 --balance-ntypes train_mask --out " + dir / "parts");
+  CliRun part = RunTessera("partition --input " + dir / "mag" +
+                           " --graph-name mag --num-parts 2 --balance-ntypes train_mask --out " +
+                           dir / "parts");
   ASSERT_EQ(part.exit_code, 0) << part.output;
   for (int p = 0; p < 2; ++p) {
     auto lp = LoadPartition(dir / "parts/mag.json", p);
@@ -240,17 +182,17 @@ TEST(Cli, HeteroGraphGeneratePartitionInspect) {
     EXPECT_TRUE(lp->node_data.count("paper/feat"));
     EXPECT_EQ(lp->etype.rows(), lp->num_local_edges());
   }
-  CliRun inspect = Tessera("inspect " + dir / "parts/mag.json");
+  CliRun inspect = RunTessera("inspect " + dir / "parts/mag.json");
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
   EXPECT_THAT(inspect.output, HasSubstr("author:writes:paper")) << inspect.output;
   EXPECT_THAT(inspect.output, HasSubstr("field_of_study")) << inspect.output;
-  CliRun json = Tessera("inspect --json " + dir / "parts/mag.json");
+  CliRun json = RunTessera("inspect --json " + dir / "parts/mag.json");
   ASSERT_EQ(json.exit_code, 0);
   EXPECT_THAT(json.output, HasSubstr("\"type_cut_edges\""));
   // The homogeneous transformations do not apply to typed input.
   CliRun undirected =
-      Tessera("partition --input " + dir / "mag" +
-              " --graph-name mag --num-parts 2 --undirected --out " + dir / "parts2");
+      RunTessera("partition --input " + dir / "mag" +
+                 " --graph-name mag --num-parts 2 --undirected --out " + dir / "parts2");
   EXPECT_NE(undirected.exit_code, 0);
   EXPECT_FALSE(PathExists(dir / "parts2/mag.json"));
 }
@@ -343,8 +285,8 @@ TEST(Cli, BadInputGivesAClearErrorAndNoOutput) {
     std::string flags = c.extra_flags.find("--num-parts") == std::string::npos
                             ? "--num-parts 2 " + c.extra_flags
                             : c.extra_flags;
-    CliRun run = Tessera("partition --input " + input + " --graph-name g " + flags + " --out " +
-                         dir / "out");
+    CliRun run = RunTessera("partition --input " + input + " --graph-name g " + flags + " --out " +
+                            dir / "out");
     EXPECT_NE(run.exit_code, 0) << run.output;
     EXPECT_THAT(run.output, HasSubstr("error: ")) << run.output;
     EXPECT_THAT(run.output, HasSubstr(c.expect)) << run.output;
@@ -358,8 +300,8 @@ TEST(Cli, UnwritableOutputFolder) {
   ASSERT_TRUE(MakeDirs(dir / "in").ok());
   WriteRing(dir / "in");
   testing::WriteAll(dir / "blocker", "a file where a folder should be");
-  CliRun run = Tessera("partition --input " + dir / "in" + " --graph-name g --num-parts 2 --out " +
-                       dir / "blocker/out");
+  CliRun run = RunTessera("partition --input " + dir / "in" +
+                          " --graph-name g --num-parts 2 --out " + dir / "blocker/out");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.output,
               HasSubstr("error: output folder: cannot create directory " + dir / "blocker/out"))
@@ -367,15 +309,15 @@ TEST(Cli, UnwritableOutputFolder) {
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
-  CliRun missing = Tessera("partition --input x");
+  CliRun missing = RunTessera("partition --input x");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.output, HasSubstr("required")) << missing.output;
-  EXPECT_EQ(Tessera("no-such-command").exit_code, 2);
-  EXPECT_EQ(Tessera("partition --num-parts abc").exit_code, 2);
-  CliRun help = Tessera("partition --help");
+  EXPECT_EQ(RunTessera("no-such-command").exit_code, 2);
+  EXPECT_EQ(RunTessera("partition --num-parts abc").exit_code, 2);
+  CliRun help = RunTessera("partition --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.output, HasSubstr("--balance-ntypes"));
-  CliRun inspect = Tessera("inspect /nonexistent/g.json");
+  CliRun inspect = RunTessera("inspect /nonexistent/g.json");
   EXPECT_EQ(inspect.exit_code, 1);
   EXPECT_THAT(inspect.output, HasSubstr("/nonexistent/g.json"));
 }
@@ -388,8 +330,8 @@ TEST(Cli, ConfigNamesOutsideItsFolderAreRefused) {
   TempDir dir;
   ASSERT_TRUE(MakeDirs(dir / "in").ok());
   WriteRing(dir / "in");
-  CliRun part = Tessera("partition --input " + dir / "in" + " --graph-name g --num-parts 1 --out " +
-                        dir / "ws/parts");
+  CliRun part = RunTessera("partition --input " + dir / "in" +
+                           " --graph-name g --num-parts 1 --out " + dir / "ws/parts");
   ASSERT_EQ(part.exit_code, 0) << part.output;
   // The secret has the shape of a node array of the part: only the name check stops it.
   ASSERT_TRUE(WriteNpy(dir / "secret.npy", Array::Zeros(DType::kFloat32, {4, 3})).ok());
@@ -413,7 +355,7 @@ TEST(Cli, ConfigNamesOutsideItsFolderAreRefused) {
   };
   for (const auto& [name, command] : commands) {
     SCOPED_TRACE(name);
-    // Tessera() prefixes the binary; these need an environment first.
+    // RunTessera() prefixes the binary; these need an environment first.
     FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
     ASSERT_NE(pipe, nullptr);
     std::string output;
@@ -428,56 +370,6 @@ TEST(Cli, ConfigNamesOutsideItsFolderAreRefused) {
     EXPECT_THAT(output, Not(HasSubstr("launch: job"))) << output;
   }
   EXPECT_FALSE(PathExists(dir / "copy"));
-}
-
-// --extra-envs travels as KEY=VALUE lines: a newline in a value would add
-// variables to every process. Refused before anything starts.
-TEST(Cli, LaunchRefusesExtraEnvsThatInjectVariables) {
-  TempDir dir;
-  ASSERT_TRUE(MakeDirs(dir / "ws").ok());
-  const std::string base =
-      "launch --workspace " + dir / "ws" + " --part-config p.json --ip-config i.txt --extra-envs ";
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"'A=1\nB=2'", "error: --extra-envs: the value of A contains a newline (character 2)"},
-      {"'1A=x'", "error: --extra-envs: '1A' is not a variable name"},
-      {"'A B=x'", "error: --extra-envs: 'A B' is not a variable name"},
-      {"NOEQUALS", "error: --extra-envs: 'NOEQUALS' is not KEY=VALUE"},
-  };
-  for (const auto& [value, expect] : cases) {
-    SCOPED_TRACE(value);
-    CliRun run = Tessera(base + value + " true");
-    EXPECT_EQ(run.exit_code, 1) << run.output;
-    EXPECT_THAT(run.output, HasSubstr(expect)) << run.output;
-    EXPECT_THAT(run.output, Not(HasSubstr("launch: job"))) << run.output;
-  }
-  // The supervisor, too, refuses a variable that is not a name.
-  testing::WriteAll(dir / "env.txt", "A=1\nB-C=2\n\n");
-  CliRun supervise = Tessera("supervise -- true < " + dir / "env.txt");
-  EXPECT_EQ(supervise.exit_code, 1) << supervise.output;
-  EXPECT_THAT(supervise.output,
-              HasSubstr("error: environment from the launcher: 'B-C' is not a variable name"))
-      << supervise.output;
-}
-
-// A trainer's daemon in a session of its own (setsid) escaped the stop of
-// the trainer's process group and outlived the job; the supervisor adopts
-// and stops it, whether the trainer ends by itself or is stopped.
-TEST(Cli, SuperviseStopsWhatItsChildLeftRunning) {
-  TempDir dir;
-  // The child ends by itself (1 s) while the link is open; the link closes
-  // (1 s) while the child runs (30 s): stopped.
-  for (const auto& [link, child] : {std::pair{"5", "1"}, std::pair{"1", "30"}}) {
-    SCOPED_TRACE(child);
-    std::filesystem::remove(dir / "pid");
-    testing::ShellRun run = testing::RunShell(StrCat(
-        "(echo; sleep ", link, ") | ", TesseraBinary(),
-        " supervise -- sh -c 'setsid sleep 300 & echo $! > ", dir / "pid", "; sleep ", child, "'"));
-    const std::string pid = testing::ReadAll(dir / "pid");
-    ASSERT_FALSE(pid.empty()) << run.output;
-    EXPECT_NE(kill(std::stoi(pid), 0), 0) << "sleep " << pid << " outlived its supervisor";
-    EXPECT_THAT(run.output, HasSubstr("stopped 1 process(es) the job's process left running"))
-        << run.output;
-  }
 }
 
 // A malformed config is an error naming the file and the field (exit code 1),
@@ -507,8 +399,8 @@ TEST(Cli, CopyFilesGivesAClearErrorForAMalformedConfig) {
   for (const auto& [json, expect] : cases) {
     SCOPED_TRACE(json);
     testing::WriteAll(dir / "g.json", json);
-    CliRun run = Tessera("copy-files --part-config " + dir / "g.json" + " --ip-config " +
-                         dir / "ip_config.txt" + " --workspace " + dir / "copy");
+    CliRun run = RunTessera("copy-files --part-config " + dir / "g.json" + " --ip-config " +
+                            dir / "ip_config.txt" + " --workspace " + dir / "copy");
     EXPECT_EQ(run.exit_code, 1) << run.output;
     EXPECT_THAT(run.output, HasSubstr("error: " + dir / "g.json" + ": " + expect)) << run.output;
     EXPECT_THAT(run.output, Not(HasSubstr("terminate"))) << run.output;
@@ -520,8 +412,8 @@ TEST(Cli, CopyFilesGivesAClearErrorForAMalformedConfig) {
 void PartitionRing(const TempDir& dir) {
   std::filesystem::create_directories(dir / "in");
   WriteRing(dir / "in");
-  CliRun run = Tessera("--log-level error partition --input " + dir / "in" +
-                       " --graph-name g --num-parts 1 --out " + dir / "p");
+  CliRun run = RunTessera("--log-level error partition --input " + dir / "in" +
+                          " --graph-name g --num-parts 1 --out " + dir / "p");
   ASSERT_EQ(run.exit_code, 0) << run.output;
 }
 
@@ -534,15 +426,15 @@ TEST(Cli, CopyFilesCopiesPartFoldersAndRefusesLayoutsItCannotCopy) {
   testing::WriteAll(dir / "ip_config.txt", "127.0.0.1\n");
   auto config = nlohmann::json::parse(testing::ReadAll(dir / "p/g.json"));
   auto copy = [&](const std::string& config_path, const std::string& workspace) {
-    return Tessera("--log-level error copy-files --part-config " + config_path + " --ip-config " +
-                   dir / "ip_config.txt" + " --workspace " + workspace);
+    return RunTessera("--log-level error copy-files --part-config " + config_path +
+                      " --ip-config " + dir / "ip_config.txt" + " --workspace " + workspace);
   };
   nlohmann::json slash = config;
   for (auto& [field, value] : slash["part-0"].items()) value = value.get<std::string>() + "/";
   testing::WriteAll(dir / "p/slash.json", slash.dump());
   CliRun run = copy(dir / "p/slash.json", dir / "ws");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  CliRun inspect = Tessera("inspect " + dir / "ws/slash.json");
+  CliRun inspect = RunTessera("inspect " + dir / "ws/slash.json");
   EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
   EXPECT_TRUE(PathExists(dir / "ws/part0/node_feat")) << "the node features were not copied";
 
@@ -578,7 +470,7 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
   for (const std::string flags :
        {"--master-port 70000 true", "--startup-timeout nan true", "--startup-timeout inf true",
         "--grace -1 true", "--heartbeat-timeout 0 true", "' '"}) {  // ' ': waited 60 s.
-    CliRun run = Tessera(launch + flags);
+    CliRun run = RunTessera(launch + flags);
     EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.output;
   }
   // Values that crashed the benches (a division by zero, an empty buffer) or
@@ -593,45 +485,45 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
            "copy-files --part-config x --ip-config y --workspace w --rel-data-path ../up",
            "generate -o " + dir / "t" + " --seed -1",  // Was 2^64 - 1.
            "partition -i x --graph-name g --num-parts 2 --out o --seed 18446744073709551616"}) {
-    CliRun run = Tessera(command);
+    CliRun run = RunTessera(command);
     EXPECT_EQ(run.exit_code, 2) << command << ": " << run.output;
     const size_t at = command.rfind("--");
     const std::string flag = command.substr(at, command.find(' ', at) - at);
     EXPECT_THAT(run.output, HasSubstr(flag)) << command << ": " << run.output;
   }
-  CliRun unknown = Tessera("bogus");  // Was "A subcommand is required".
+  CliRun unknown = RunTessera("bogus");  // Was "A subcommand is required".
   EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
   EXPECT_THAT(unknown.output, HasSubstr("unknown command 'bogus'")) << unknown.output;
-  CliRun range = Tessera(
+  CliRun range = RunTessera(
       "partition -i x --graph-name g --num-parts 2 --out o "
       "--coarsen-min-arcs -1");  // Was a range to DBL_MAX in 300 digits.
   EXPECT_EQ(range.exit_code, 2) << range.output;
   EXPECT_THAT(range.output, HasSubstr("not in range 0 to 9223372036854775807")) << range.output;
   // Was an error after the partition was written; before mpirun now.
-  CliRun stats = Tessera(
+  CliRun stats = RunTessera(
       "mpi-partition -i x --num-parts 2 --out o --ranks 2 --mpirun /bin/false "
       "--stats-json /nonexistent/s.json");
   EXPECT_EQ(stats.exit_code, 1) << stats.output;
   EXPECT_THAT(stats.output, HasSubstr("--stats-json /nonexistent/s.json: no folder /nonexistent"))
       << stats.output;
   EXPECT_THAT(stats.output, Not(HasSubstr("starting"))) << stats.output;
-  CliRun ranks = Tessera("mpi-partition -i x --num-parts 4 --out o --ranks 3");
+  CliRun ranks = RunTessera("mpi-partition -i x --num-parts 4 --out o --ranks 3");
   EXPECT_EQ(ranks.exit_code, 1) << ranks.output;
   EXPECT_THAT(ranks.output, HasSubstr("--num-parts 4 must be a multiple of --ranks 3"));
   testing::WriteAll(dir / "big_ip.txt", "127.0.0.1 65534\n");
   PartitionRing(dir);
   CliRun port =
-      Tessera("launch --ip-config " + dir / "big_ip.txt" + " --part-config " + dir / "p/g.json" +
-              " --workspace " + dir.path() + " --num-trainers 1 --num-servers 2 true");
+      RunTessera("launch --ip-config " + dir / "big_ip.txt" + " --part-config " + dir / "p/g.json" +
+                 " --workspace " + dir.path() + " --num-trainers 1 --num-servers 2 true");
   EXPECT_EQ(port.exit_code, 1) << port.output;
   EXPECT_THAT(port.output, HasSubstr("above 65535: pass --master-port")) << port.output;
   CliRun chunks =
-      Tessera("chunk --input " + dir / "in" + " --out " + dir / "c" + " --num-chunks 5000");
+      RunTessera("chunk --input " + dir / "in" + " --out " + dir / "c" + " --num-chunks 5000");
   EXPECT_EQ(chunks.exit_code, 1) << chunks.output;
   EXPECT_THAT(chunks.output, HasSubstr("the number of chunks must be in [1, 4096]"))
       << chunks.output;
   // A graph name mpi-partition would refuse after the chunking (the folder's).
-  chunks = Tessera("chunk --input " + dir / "in" + " --out '" + dir / "my chunks" + "'");
+  chunks = RunTessera("chunk --input " + dir / "in" + " --out '" + dir / "my chunks" + "'");
   EXPECT_EQ(chunks.exit_code, 1) << chunks.output;
   EXPECT_THAT(chunks.output, HasSubstr("graph name 'my chunks'")) << chunks.output;
   EXPECT_FALSE(PathExists(dir / "my chunks"));
@@ -640,9 +532,9 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
   struct statvfs disk {};
   if (statvfs(dir.path().c_str(), &disk) == 0 &&
       static_cast<double>(disk.f_bavail) * disk.f_frsize > 3e9) {
-    CliRun oom = Tessera("--log-level error generate -o " + dir / "gen" +
-                             " --nodes 600 --classes 600 --edges 5000 --feat-dim 1000000",
-                         "ulimit -v 2000000;");
+    CliRun oom = RunTessera("--log-level error generate -o " + dir / "gen" +
+                                " --nodes 600 --classes 600 --edges 5000 --feat-dim 1000000",
+                            "ulimit -v 2000000;");
     EXPECT_EQ(oom.exit_code, 1) << oom.output;
     EXPECT_THAT(oom.output, HasSubstr("tessera generate: out of memory")) << oom.output;
     EXPECT_FALSE(PathExists(dir / "gen/src.npy.partial"));  // Removed on the way out.
@@ -654,291 +546,17 @@ TEST(Cli, OutOfRangeFlagsAndOutOfMemoryAreErrors) {
     ASSERT_TRUE(
         WriteNpy(dir / ("in/" + std::string(mask) + ".npy"), Array::Zeros(DType::kBool, {4})).ok());
   }
-  ASSERT_EQ(Tessera("--log-level error partition --input " + dir / "in" +
-                    " --graph-name g --num-parts 1 --out " + dir / "labels")
+  ASSERT_EQ(RunTessera("--log-level error partition --input " + dir / "in" +
+                       " --graph-name g --num-parts 1 --out " + dir / "labels")
                 .exit_code,
             0);
-  CliRun train =
-      Shell(std::string(TESSERA_BINARY_DIR) +
-            "/bin/graphsage_train_dist --graph-name g --part-config " + dir / "labels/g.json");
+  CliRun train = testing::RunShell(std::string(TESSERA_BINARY_DIR) +
+                                   "/bin/graphsage_train_dist --graph-name g --part-config " +
+                                   dir / "labels/g.json");
   EXPECT_EQ(train.exit_code, 1) << train.output;
   EXPECT_THAT(train.output,
               HasSubstr("labels must be class indices below 1048576; the largest is 1099511627776"))
       << train.output;
-}
-
-TEST(Cli, DemoRunsAndCleansUp) {
-  // The demo's scratch folder goes in $TMPDIR: a folder of this test's own,
-  // which other tests running demos at the same time do not touch.
-  TempDir scratch;
-  ASSERT_EQ(::setenv("TMPDIR", scratch.path().c_str(), 1), 0);
-  CliRun run = Tessera("demo --nodes 5000 --epochs 3");
-  ::unsetenv("TMPDIR");
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("demo 3/3: training GraphSAGE")) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("process group of 2 trainers")) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("done: test accuracy")) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("demo finished: wall"));
-  EXPECT_THAT(run.output, HasSubstr(scratch.path())) << run.output;
-  EXPECT_TRUE(std::filesystem::is_empty(scratch.path()))
-      << "the demo left its temporary folder behind";
-  // The job's shared memory is gone ("job <id>: ..." names it).
-  size_t at = run.output.find("] job j");
-  ASSERT_NE(at, std::string::npos) << run.output;
-  std::string job = run.output.substr(at + 6, run.output.find(':', at) - at - 6);
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr("tessera." + job)))
-        << "the demo left " << entry.path() << " behind";
-  }
-
-  TempDir dir;
-  CliRun cora = Tessera("demo --dataset " + TestDataDir() +
-                        "/cora --parts 3 --epochs 1 --workdir " + dir / "cora");
-  ASSERT_EQ(cora.exit_code, 0) << cora.output;
-  EXPECT_THAT(cora.output, HasSubstr("1433 features, 7 classes")) << cora.output;
-  EXPECT_TRUE(PathExists(dir / "cora/parts/demo.json"));  // A named workdir is kept.
-
-  CliRun bad = Tessera("demo --dataset " + dir / "nowhere");
-  EXPECT_NE(bad.exit_code, 0);
-  EXPECT_THAT(bad.output, HasSubstr("nowhere")) << bad.output;
-}
-
-// Ctrl-C while the demo trains: every process stopped, the scratch folder
-// removed, and the exit code a shell gives an interrupted command (was 1).
-TEST(Cli, DemoInterruptedWhileTrainingExits130) {
-  TempDir dir;
-  ASSERT_TRUE(MakeDirs(dir / "tmp").ok());
-  auto demo =
-      Process::Spawn({.argv = {TesseraBinary(), "demo", "--nodes", "5000", "--epochs", "100000"},
-                      .env = {{"TMPDIR", dir / "tmp"}},
-                      .log_path = dir / "log"});
-  ASSERT_TRUE(demo.ok()) << demo.status();
-  std::string log;
-  for (Deadline deadline = Deadline::InSeconds(120);
-       log.find("epoch 2") == std::string::npos && !deadline.Expired(); usleep(100000)) {
-    log = testing::ReadAll(dir / "log");
-  }
-  ASSERT_NE(log.find("epoch 2"), std::string::npos) << log;
-  ASSERT_EQ(kill(demo->pid(), SIGINT), 0);
-  auto code = demo->Wait(Deadline::InSeconds(60));
-  log = testing::ReadAll(dir / "log");
-  ASSERT_TRUE(code.ok()) << log;
-  EXPECT_EQ(*code, 130) << log;
-  EXPECT_THAT(log, HasSubstr("interrupted (signal 2); every process of the job was stopped"))
-      << log;
-  for (Deadline deadline = Deadline::InSeconds(20);
-       !std::filesystem::is_empty(dir / "tmp") && !deadline.Expired(); usleep(10000)) {
-  }
-  EXPECT_TRUE(std::filesystem::is_empty(dir / "tmp")) << log;
-}
-
-}  // namespace
-}  // namespace tessera
-
-namespace tessera {
-namespace {
-
-// `tessera bench pull` on a small generated graph: it runs a real 2-machine
-// job, prints its JSON report with every figure measured (> 0), and leaves no
-// server or shared memory behind.
-TEST(Cli, BenchPullReportsEveryFigure) {
-  TempDir dir;
-  CliRun run = Tessera(
-      "--log-level warn bench pull --nodes 20000 --batch 5000 --rounds 2 --workdir " + dir.path());
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  auto report = nlohmann::json::parse(run.output.substr(run.output.find('{')));
-  EXPECT_EQ(report["benchmark"], "pull");
-  for (const char* group : {"limits_gbps", "pull_gbps", "push_gbps", "latency_100_ids_us"}) {
-    ASSERT_TRUE(report.contains(group)) << group;
-    for (auto& [name, value] : report[group].items()) {
-      EXPECT_GT(value.get<double>(), 0) << group << "." << name;
-    }
-  }
-  EXPECT_GT(report["ratios"]["local_over_gather_limit"].get<double>(), 0);
-  EXPECT_GT(report["ratios"]["remote_over_zeromq_limit"].get<double>(), 0);
-  EXPECT_GT(report["pull_gbps"]["remote_encrypted_one_stream"].get<double>(), 0);
-  // The servers left by themselves once the benchmark's clients had gone
-  // (two on the encrypted job: one with streams, one without), and took
-  // their shared memory with them.
-  std::string log = testing::ReadAll(dir / "job/server-0.log");
-  size_t at = log.find("(job ");
-  ASSERT_NE(at, std::string::npos) << log;
-  std::string job = log.substr(at + 5, log.find(')', at) - at - 5);
-  EXPECT_TRUE(shm::ListJobSegments(job).empty()) << job;
-  EXPECT_THAT(log, HasSubstr("all 2 clients left")) << log;
-}
-
-// `tessera bench sample` on a small generated graph: standalone and a real
-// 2-machine job; every figure measured, the servers gone with their memory.
-TEST(Cli, BenchSampleReportsEveryFigure) {
-  TempDir dir;
-  CliRun gen =
-      Tessera("generate --out " + dir / "g" + " --nodes 5000 --edges 40000 --train-frac 0.5");
-  ASSERT_EQ(gen.exit_code, 0) << gen.output;
-  CliRun run = Tessera("--log-level warn bench sample --graph " + dir / "g" +
-                       " --batch-size 100 --batches 5 --rounds 2 --workdir " + dir.path());
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  auto report = nlohmann::json::parse(run.output.substr(run.output.find('{')));
-  EXPECT_EQ(report["benchmark"], "sample");
-  for (const char* mode : {"standalone", "two_machines_trainer0"}) {
-    ASSERT_EQ(report[mode].size(), 3u) << mode;  // 0, 1 and 2 sampler threads.
-    for (const auto& r : report[mode]) {
-      EXPECT_EQ(r["batches"].get<int>(), 5);
-      EXPECT_GT(r["sampled_edges_per_s"].get<double>(), 0);
-      EXPECT_GT(r["seeds_per_s"].get<double>(), 0);
-      EXPECT_GT(r["input_nodes_per_batch"].get<double>(), 100);
-    }
-  }
-  EXPECT_GT(report["remote_vs_local_one_layer"]["remote_over_local"].get<double>(), 0);
-  EXPECT_GT(report["standalone_breakdown_1thread"]["to_block_ms_per_batch"].get<double>(), 0);
-  std::string log = testing::ReadAll(dir / "job/server-0.log");
-  size_t at = log.find("(job ");
-  ASSERT_NE(at, std::string::npos) << log;
-  std::string job = log.substr(at + 5, log.find(')', at) - at - 5);
-  EXPECT_TRUE(shm::ListJobSegments(job).empty()) << job;
-  // A second run reuses the partitions of the first.
-  CliRun again = Tessera(
-      "bench sample --batches 2 --rounds 1 --threads 0 --batch-size 100 "
-      "--workdir " +
-      dir.path());
-  ASSERT_EQ(again.exit_code, 0) << again.output;
-  EXPECT_THAT(again.output, HasSubstr("reusing")) << again.output;
-  CliRun missing = Tessera("bench sample --workdir " + dir / "empty");
-  EXPECT_NE(missing.exit_code, 0);
-  EXPECT_THAT(missing.output, HasSubstr("--graph")) << missing.output;
-}
-
-// `tessera bench hetero` at a small size: the three graphs partitioned in
-// child processes, sampled standalone and on 2-machine jobs, R-GCN standalone
-// and on 2 machines; every figure measured, the servers gone with their memory.
-TEST(Cli, BenchHeteroReportsEveryFigure) {
-  TempDir dir;
-  CliRun run = Tessera(
-      "--log-level warn bench hetero --nodes 10000 --batch-size 100 --batches 3 --rounds 2 "
-      "--workdir " +
-      dir.path());
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  auto report = nlohmann::json::parse(run.output.substr(run.output.find('{')));
-  EXPECT_EQ(report["benchmark"], "hetero");
-  const std::vector<std::string> graphs = {"typed", "homogeneous", "same_structure"};
-  for (const std::string& g : graphs) {
-    EXPECT_EQ(report["graphs"][g]["nodes"].get<int64_t>(), 10000) << g;
-    EXPECT_EQ(report["graphs"][g]["edges"], report["graphs"]["typed"]["edges"]) << g;
-    const auto& p = report["partition"]["runs"][g];
-    EXPECT_GT(p["wall_s"].get<double>(), 0) << g;
-    EXPECT_GT(p["peak_rss_bytes_per_edge"].get<double>(), 0) << g;
-    EXPECT_EQ(p["part_bytes"].size(), 2u) << g;
-    for (const char* mode : {"standalone", "two_machines_trainer0"}) {
-      const auto& s = report["sample"][mode][g];
-      EXPECT_EQ(s["batches"].get<int>(), 3) << mode << " " << g;
-      EXPECT_GT(s["ns_per_sampled_edge"].get<double>(), 0) << mode << " " << g;
-      EXPECT_GT(s["sampled_edges_per_batch"].get<double>(), 100) << mode << " " << g;
-    }
-  }
-  // The same METIS input: the typed graph and its homogeneous twin get the
-  // same assignment, so the same cut.
-  EXPECT_EQ(report["partition"]["runs"]["typed"]["edge_cut_fraction"],
-            report["partition"]["runs"]["same_structure"]["edge_cut_fraction"]);
-  for (const char* mode : {"standalone", "two_machines_trainer0"}) {
-    EXPECT_GT(report["sample"][mode]["typed_over_homogeneous_ns_per_edge"].get<double>(), 0);
-  }
-  EXPECT_GT(report["sample"]["standalone_breakdown_1thread"]["typed"]["to_block_ns_per_edge"]
-                .get<double>(),
-            0);
-  ASSERT_EQ(report["rgcn"]["runs"].size(), 2u);
-  EXPECT_EQ(report["rgcn"]["runs"][0]["trainers"], 1);
-  EXPECT_EQ(report["rgcn"]["runs"][1]["trainers"], 2);
-  for (const auto& r : report["rgcn"]["runs"]) {
-    EXPECT_GT(r["epoch_time_mean_s"].get<double>(), 0);
-    EXPECT_GE(r["test_acc"].get<double>(), 0);
-  }
-  for (const std::string& g : graphs) {
-    std::string log = testing::ReadAll(dir / (g + "/job/server-0.log"));
-    size_t at = log.find("(job ");
-    ASSERT_NE(at, std::string::npos) << log;
-    std::string job = log.substr(at + 5, log.find(')', at) - at - 5);
-    EXPECT_TRUE(shm::ListJobSegments(job).empty()) << job;
-  }
-  CliRun bad =
-      Tessera("bench hetero --nodes 10000 --stages partition,nothing --workdir " + dir / "bad");
-  EXPECT_NE(bad.exit_code, 0);
-  EXPECT_THAT(bad.output, HasSubstr("nothing")) << bad.output;
-}
-
-}  // namespace
-}  // namespace tessera
-
-namespace tessera {
-namespace {
-
-// `tessera launch` on this host (both machines on 127.0.0.1, no ssh):
-// flag checks fail before anything starts, a job runs to the end with
-// prefixed output, and a failing trainer stops everything with its code.
-TEST(Cli, LaunchLocallyChecksRunsAndStops) {
-  TempDir dir;
-  std::string parts = kvstore::testing::PartitionCora(dir / "ws/parts", 2);
-  {
-    // Free ports: servers at p and p + 1 (machine 0; p + 1 is also the
-    // rendezvous port), q (machine 1).
-    auto p = launcher::ProbeFreePortRange("127.0.0.1", 2);
-    auto q = launcher::ProbeFreePortRange("127.0.0.1", 1);
-    ASSERT_TRUE(p.ok() && q.ok());
-    std::ofstream(dir / "ws/ip_config.txt") << "127.0.0.1 " << *p << "\n127.0.0.1 " << *q << "\n";
-    std::ofstream(dir / "ws/one.txt") << "127.0.0.1 " << *q << "\n";
-  }
-  const std::string base = "launch --workspace " + dir / "ws" + " --part-config parts/cora.json ";
-  CliRun mismatch = Tessera(base + "--ip-config one.txt true");
-  EXPECT_NE(mismatch.exit_code, 0);
-  EXPECT_THAT(mismatch.output, HasSubstr("2 partitions but one.txt lists 1 machines"))
-      << mismatch.output;
-  CliRun no_workspace = Tessera("launch --workspace " + dir / "nowhere" +
-                                " --part-config p.json --ip-config i.txt true");
-  EXPECT_THAT(no_workspace.output, HasSubstr("nowhere")) << no_workspace.output;
-  CliRun bad_env = Tessera(base + "--ip-config ip_config.txt --extra-envs NOEQUALS true");
-  EXPECT_THAT(bad_env.output, HasSubstr("NOEQUALS")) << bad_env.output;
-
-  const std::string trainer = std::string(TESSERA_BINARY_DIR) +
-                              "/bin/graphsage_train_dist --graph-name cora --part-config "
-                              "parts/cora.json --log-every 0 --num-epochs ";
-  // Encrypted by default: every trainer has the job key, and no process of
-  // the machine has it on its command line.
-  std::ofstream(dir / "ws/check_key.sh")
-      << "[ -n \"$TESSERA_JOB_KEY\" ] || { echo 'no job key'; exit 8; }\n"
-         "for f in /proc/[0-9]*/cmdline; do\n"
-         "  case \"$(tr '\\0' ' ' < \"$f\" 2>/dev/null)\" in\n"
-         "    *\"$TESSERA_JOB_KEY\"*) echo \"error: the job key is in $f\"; exit 9;;\n"
-         "  esac\n"
-         "done\n";
-  std::ofstream(dir / "ws/check_plain.sh")
-      << "[ \"$TESSERA_JOB_ENCRYPTION\" = off ] && [ -z \"$TESSERA_JOB_KEY\" ]\n";
-  CliRun ok = Tessera(base + "--ip-config ip_config.txt --num-trainers 2 --extra-envs X_TAG=7 '" +
-                      "sh check_key.sh && " + trainer + "1 && test \"$X_TAG\" = 7'");
-  EXPECT_EQ(ok.exit_code, 0) << ok.output;
-  CliRun plain = Tessera(base + "--ip-config ip_config.txt --no-encryption '" +
-                         "sh check_plain.sh && " + trainer + "1'");
-  EXPECT_EQ(plain.exit_code, 0) << plain.output;
-  EXPECT_THAT(plain.output, HasSubstr("--no-encryption: the job's traffic")) << plain.output;
-  EXPECT_THAT(ok.output, HasSubstr("[1/trainer/3]")) << ok.output;
-  EXPECT_THAT(ok.output, HasSubstr("[0/server/0]")) << ok.output;
-  EXPECT_THAT(ok.output, HasSubstr("succeeded")) << ok.output;
-
-  // Trainer 1 fails at once: the others are stopped, the code is its own,
-  // and the message quotes its last error line (not merely its last line).
-  CliRun failed = Tessera(base + "--ip-config ip_config.txt --num-trainers 1 '" +
-                          "if [ $RANK = 1 ]; then echo starting; echo \"error: disk on fire\" >&2; "
-                          "echo last words; exit 3; fi; " +
-                          trainer + "100000'");
-  EXPECT_EQ(failed.exit_code, 3) << failed.output;
-  EXPECT_THAT(failed.output, HasSubstr("failed after")) << failed.output;
-  EXPECT_THAT(failed.output, HasSubstr("trainer 1 on machine 1 (127.0.0.1) exited with code 3: "
-                                       "error: disk on fire"))
-      << failed.output;
-  size_t at = failed.output.find("launch: job j");
-  ASSERT_NE(at, std::string::npos);
-  std::string job = failed.output.substr(at + 12, failed.output.find(':', at + 12) - at - 12);
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(job))) << entry.path();
-  }
 }
 
 }  // namespace

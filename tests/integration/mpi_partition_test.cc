@@ -31,8 +31,7 @@ using testing::TempDir;
 using testing::TesseraBinary;
 
 using CliRun = testing::ShellRun;
-
-CliRun Tessera(const std::string& args) { return testing::RunShell(TesseraBinary() + " " + args); }
+using testing::RunTessera;
 
 // mpirun -np `ranks` over TCP loopback, as root too (CI containers).
 CliRun Mpirun(int ranks, const std::string& args) {
@@ -42,7 +41,7 @@ CliRun Mpirun(int ranks, const std::string& args) {
 
 // inspect --json's edge cut.
 int64_t EdgeCut(const std::string& config) {
-  CliRun run = Tessera("inspect --json " + config);
+  CliRun run = RunTessera("inspect --json " + config);
   EXPECT_EQ(run.exit_code, 0) << run.output;
   auto json = nlohmann::json::parse(run.output, nullptr, false);
   EXPECT_FALSE(json.is_discarded()) << run.output;
@@ -57,15 +56,15 @@ class MpiPartitionTest : public ::testing::Test {
     }
     ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
     dir_ = new TempDir();
-    CliRun gen = Tessera("generate --out " + *dir_ / "g" +
-                         " --nodes 2000 --edges 8000 --feat-dim 4 --classes 3 --threads 1");
+    CliRun gen = RunTessera("generate --out " + *dir_ / "g" +
+                            " --nodes 2000 --edges 8000 --feat-dim 4 --classes 3 --threads 1");
     ASSERT_EQ(gen.exit_code, 0) << gen.output;
-    CliRun chunk = Tessera("chunk --input " + *dir_ / "g" + " --out " + *dir_ / "chunked" +
-                           " --num-chunks 3 --graph-name g");
+    CliRun chunk = RunTessera("chunk --input " + *dir_ / "g" + " --out " + *dir_ / "chunked" +
+                              " --num-chunks 3 --graph-name g");
     ASSERT_EQ(chunk.exit_code, 0) << chunk.output;
-    CliRun serial = Tessera("partition --input " + *dir_ / "g" + " --graph-name g --num-parts 4 " +
-                            "--part-method random --seed 3 --num-hops 2 --return-mapping --out " +
-                            *dir_ / "serial");
+    CliRun serial = RunTessera(
+        "partition --input " + *dir_ / "g" + " --graph-name g --num-parts 4 " +
+        "--part-method random --seed 3 --num-hops 2 --return-mapping --out " + *dir_ / "serial");
     ASSERT_EQ(serial.exit_code, 0) << serial.output;
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -91,7 +90,7 @@ TEST_F(MpiPartitionTest, RandomOutputEqualsSingleProcessWithOneTwoFourRanks) {
       EXPECT_TRUE(actual.at(name) == bytes) << name << " differs";
     }
     for (int p = 0; p < 4; ++p) EXPECT_TRUE(LoadPartition(out / "g.json", p).ok());
-    CliRun inspect = Tessera("inspect " + out / "g.json");
+    CliRun inspect = RunTessera("inspect " + out / "g.json");
     EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
     EXPECT_THAT(inspect.output, HasSubstr("2000 nodes, 16000 edges, 4 parts (random)"))
         << inspect.output;
@@ -100,9 +99,9 @@ TEST_F(MpiPartitionTest, RandomOutputEqualsSingleProcessWithOneTwoFourRanks) {
 
 TEST_F(MpiPartitionTest, MetisCutNearSerialMetisAndBalanced) {
   TempDir dir;
-  CliRun serial =
-      Tessera("partition --input " + *dir_ / "g" +
-              " --graph-name g --num-parts 4 --balance-ntypes train_mask --out " + dir / "serial");
+  CliRun serial = RunTessera("partition --input " + *dir_ / "g" +
+                             " --graph-name g --num-parts 4 --balance-ntypes train_mask --out " +
+                             dir / "serial");
   ASSERT_EQ(serial.exit_code, 0) << serial.output;
   const int64_t serial_cut = EdgeCut(dir / "serial/g.json");
   ASSERT_GT(serial_cut, 0);
@@ -187,18 +186,19 @@ TEST_F(MpiPartitionTest, MetisIsDeterministic) {
 TEST_F(MpiPartitionTest, TypedGraphs) {
   TempDir dir;
   ASSERT_EQ(
-      Tessera("generate --hetero --num-nodes 3000 --feat-dim 2 --threads 1 --out " + dir / "mag")
+      RunTessera("generate --hetero --num-nodes 3000 --feat-dim 2 --threads 1 --out " + dir / "mag")
           .exit_code,
       0);
-  ASSERT_EQ(Tessera("chunk --input " + dir / "mag" + " --out " +
-                    dir / "chunked --edge-format "
-                          "numpy --num-chunks 2")
+  ASSERT_EQ(RunTessera("chunk --input " + dir / "mag" + " --out " +
+                       dir / "chunked --edge-format "
+                             "numpy --num-chunks 2")
                 .exit_code,
             0);
-  CliRun serial = Tessera("partition --input " + dir / "mag" +
-                          " --graph-name mag --num-parts 2 --part-method random --return-mapping "
-                          "--out " +
-                          dir / "serial");
+  CliRun serial =
+      RunTessera("partition --input " + dir / "mag" +
+                 " --graph-name mag --num-parts 2 --part-method random --return-mapping "
+                 "--out " +
+                 dir / "serial");
   ASSERT_EQ(serial.exit_code, 0) << serial.output;
   CliRun random = Mpirun(2, "mpi-partition --input " + dir / "chunked" +
                                 " --graph-name mag --num-parts 2 --part-method random "
@@ -216,16 +216,16 @@ TEST_F(MpiPartitionTest, TypedGraphs) {
     ASSERT_TRUE(lp.ok()) << lp.status();
     EXPECT_TRUE(lp->config.typed());
   }
-  CliRun inspect = Tessera("inspect " + dir / "metis/mag.json");
+  CliRun inspect = RunTessera("inspect " + dir / "metis/mag.json");
   EXPECT_EQ(inspect.exit_code, 0) << inspect.output;
   EXPECT_THAT(inspect.output, HasSubstr("paper")) << inspect.output;
 }
 
 TEST_F(MpiPartitionTest, BenchReportsEveryFigure) {
-  CliRun run =
-      Tessera("--log-level warn bench mpi-partition --graph " + *dir_ / "g" +
-              " --ranks 1,2 --parts 2 --methods random --num-chunks 2 --mpirun " + TESSERA_MPIRUN +
-              " --mpirun-arg=--mca --mpirun-arg=btl " + "--mpirun-arg=self,tcp");
+  CliRun run = RunTessera("--log-level warn bench mpi-partition --graph " + *dir_ / "g" +
+                          " --ranks 1,2 --parts 2 --methods random --num-chunks 2 --mpirun " +
+                          TESSERA_MPIRUN + " --mpirun-arg=--mca --mpirun-arg=btl " +
+                          "--mpirun-arg=self,tcp");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto json = nlohmann::json::parse(run.output.substr(run.output.find('{')), nullptr, false);
   ASSERT_FALSE(json.is_discarded()) << run.output;
@@ -245,9 +245,9 @@ TEST_F(MpiPartitionTest, BenchReportsEveryFigure) {
 TEST_F(MpiPartitionTest, TheWrapperStartsMpirun) {
   TempDir out;
   CliRun run =
-      Tessera("mpi-partition --ranks 2 --mpirun " + std::string(TESSERA_MPIRUN) +
-              " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,tcp --input " +
-              *dir_ / "chunked" + " --num-parts 2 --part-method random --out " + out.path());
+      RunTessera("mpi-partition --ranks 2 --mpirun " + std::string(TESSERA_MPIRUN) +
+                 " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,tcp --input " +
+                 *dir_ / "chunked" + " --num-parts 2 --part-method random --out " + out.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("starting 2 ranks")) << run.output;
   // The ranks' lines pass through the wrapper; their alive lines do not.
@@ -297,8 +297,8 @@ TEST_F(MpiPartitionTest, TheWrapperNamesASilentMpirun) {
   ASSERT_EQ(::chmod((dir / "mpirun").c_str(), 0755), 0);
   ASSERT_EQ(::chmod((dir / "mute").c_str(), 0755), 0);
   Stopwatch watch;
-  CliRun run = Tessera("mpi-partition --ranks 2 --heartbeat-timeout 3 --mpirun " + dir / "mpirun" +
-                       " --input x --num-parts 2 --out " + dir / "o");
+  CliRun run = RunTessera("mpi-partition --ranks 2 --heartbeat-timeout 3 --mpirun " +
+                          dir / "mpirun" + " --input x --num-parts 2 --out " + dir / "o");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("error: no rank has been heard from for 3 s "
                                     "(--heartbeat-timeout): mpirun, which passes their output "
@@ -307,8 +307,8 @@ TEST_F(MpiPartitionTest, TheWrapperNamesASilentMpirun) {
   EXPECT_LT(watch.Seconds(), 20) << run.output;
 
   watch.Reset();
-  run = Tessera("mpi-partition --ranks 2 --heartbeat-timeout 3 --mpirun " + dir / "mute" +
-                " --input x --num-parts 2 --out " + dir / "o");
+  run = RunTessera("mpi-partition --ranks 2 --heartbeat-timeout 3 --mpirun " + dir / "mute" +
+                   " --input x --num-parts 2 --out " + dir / "o");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("error: no rank started within 20 s: mpirun cannot start "
                                     "them (or is stopped)"))
@@ -349,7 +349,7 @@ TEST_F(MpiPartitionTest, CtrlCStopsTheWrapperAndMpirunWith130) {
 TEST_F(MpiPartitionTest, TheWrapperStopsARunWhoseRankWentSilent) {
   TempDir out;
   Stopwatch watch;
-  CliRun run = Tessera(
+  CliRun run = RunTessera(
       "mpi-partition --ranks 2 --heartbeat-timeout 3 --mpirun " + std::string(TESSERA_MPIRUN) +
       " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,tcp --mpirun-arg=--tag-output "
       "--input " +
@@ -391,7 +391,7 @@ TEST_F(MpiPartitionTest, TheWrapperRefusesBadPlacementFlags) {
            {"--ranks 2 --network 10.0.0.0/24 --mpirun-arg=--mca --mpirun-arg=btl "
             "--mpirun-arg=self,tcp",
             "--mpirun-arg sets btl, which the wrapper's own flags set too"}}) {
-    CliRun run = Tessera(base + c.flags);
+    CliRun run = RunTessera(base + c.flags);
     EXPECT_NE(run.exit_code, 0) << c.flags;
     EXPECT_THAT(run.output, HasSubstr(c.message)) << c.flags << "\n" << run.output;
     EXPECT_THAT(run.output, Not(HasSubstr("starting"))) << run.output;
