@@ -9,12 +9,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <random>
+#include <utility>
 
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 #include "src/rpc/security.h"
 #include "src/shm/segment.h"
 #include "tessera/base/file.h"
+#include "tessera/base/strings.h"
 #include "tessera/partition/partition_config.h"
 
 namespace tessera::launcher {
@@ -155,19 +157,20 @@ Status LocalJob::StartServers() {
         p.received.append(buf, static_cast<size_t>(n));
         if (p.received.find('\n') == std::string::npos) continue;
       }
-      close(p.read_fd);
-      p.read_fd = -1;
-      if (p.received.rfind("ready", 0) != 0) {
-        close_pending();
-        int code = servers_[p.server_id].Wait(Deadline::InSeconds(5)).value_or(-1);
-        std::string log = ReadFileToString(ServerLog(p.server_id)).value_or("");
-        if (log.size() > 2000) log = "..." + log.substr(log.size() - 2000);
-        return absl::AbortedError(
-            fmt::format("server {} exited (code {}) before it was ready; "
-                        "its log ({}):\n{}",
-                        p.server_id, code, ServerLog(p.server_id), log));
+      if (p.received.rfind("ready", 0) == 0) {
+        // Its "lost" reports follow on the same pipe.
+        reports_.push_back({p.read_fd, p.received.substr(p.received.find('\n') + 1)});
+        p.read_fd = -1;
+        ++ready;
+        continue;
       }
-      ++ready;
+      close_pending();
+      int code = servers_[p.server_id].Wait(Deadline::InSeconds(5)).value_or(-1);
+      std::string log = ReadFileToString(ServerLog(p.server_id)).value_or("");
+      if (log.size() > 2000) log = "..." + log.substr(log.size() - 2000);
+      return absl::AbortedError(
+          fmt::format("server {} exited (code {}) before it was ready; its log ({}):\n{}",
+                      p.server_id, code, ServerLog(p.server_id), log));
     }
   }
   spdlog::info("job {}: {} servers ready on {} machines in {:.2f} s", env_.job_id, num_servers,
@@ -192,6 +195,47 @@ Status LocalJob::StartClients(const std::vector<std::string>& argv) {
     clients_.push_back(std::move(p));
   }
   return absl::OkStatus();
+}
+
+std::string LocalJob::StoppedClient() {
+  std::string found;
+  for (size_t s = 0; s < reports_.size(); ++s) {
+    auto& [fd, partial] = reports_[s];
+    for (char buffer[4096]; fd >= 0;) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 0) <= 0) break;
+      const ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n <= 0) {
+        close(std::exchange(fd, -1));
+        break;
+      }
+      partial.append(buffer, static_cast<size_t>(n));
+    }
+    for (size_t end; (end = partial.find('\n')) != std::string::npos; partial.erase(0, end + 1)) {
+      auto words = SplitString(partial.substr(0, end), ' ');
+      int64_t client = -1, talking = 0;
+      if (words.size() != 3 || words[0] != "lost" || !ParseInt64(words[1], &client) ||
+          !ParseInt64(words[2], &talking) || client < 0 ||
+          client >= static_cast<int64_t>(clients_.size())) {
+        continue;
+      }
+      Process& c = clients_[static_cast<size_t>(client)];
+      if (c.Poll() || !found.empty()) continue;  // It ended: the others go on.
+      if (talking == 0) {
+        spdlog::warn(
+            "job {}: server {} lost client {} ({}, pid {}), still running, while no "
+            "other client talks",
+            env_.job_id, s, client, c.name(), c.pid());
+        continue;
+      }
+      found = fmt::format(
+          "client {} ({}, pid {}) is running but server {} has not heard from it for its "
+          "heartbeat timeout while {} other client(s) still work: it is stopped, frozen or cut "
+          "off from the network",
+          client, c.name(), c.pid(), s, talking);
+    }
+  }
+  return found;
 }
 
 StatusOr<JobResult> LocalJob::Wait(Deadline deadline, const std::atomic<bool>* cancel,
@@ -220,6 +264,7 @@ StatusOr<JobResult> LocalJob::Wait(Deadline deadline, const std::atomic<bool>* c
                               std::abs(p.exit_code()));
       }
     }
+    if (failure.empty()) failure = StoppedClient();
     if (!failure.empty()) {
       spdlog::error("job {}: {}; stopping the other processes", env_.job_id, failure);
       StopAll();
@@ -264,6 +309,9 @@ void LocalJob::StopAll() {
 
 LocalJob::~LocalJob() {
   StopAll();
+  for (auto& [fd, unused] : reports_) {
+    if (fd >= 0) close(fd);
+  }
   StatusOr<int> removed = shm::RemoveJobSegments(env_.job_id);
   if (removed.ok() && *removed > 0) {
     spdlog::warn("job {}: removed {} shared-memory segments left by killed servers", env_.job_id,

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/base/process.h"
@@ -74,6 +75,10 @@ class LocalJob {
                            double server_grace_s = 60);
   // Stops everything now.
   void StopAll();
+  // A client the servers reported lost (silent for their heartbeat timeout)
+  // that still runs while other clients talk: stopped, frozen or cut off,
+  // and its peers would wait for it. Its description, or "".
+  std::string StoppedClient();
 
  private:
   explicit LocalJob(LocalJobOptions options) : options_(std::move(options)) {}
@@ -84,6 +89,9 @@ class LocalJob {
   IpConfig ip_config_;
   std::vector<Process> servers_;
   std::vector<Process> clients_;
+  // Per server, after its "ready": the pipe of its "lost <client> <others
+  // talking>" reports, and a line not ended yet.
+  std::vector<std::pair<int, std::string>> reports_;
   Stopwatch watch_;
 };
 

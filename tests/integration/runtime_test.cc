@@ -132,6 +132,28 @@ TEST_F(RuntimeTest, KilledClientDoesNotStopTheOthers) {
   EXPECT_THAT(log, HasSubstr("client 1 not heard from")) << log;
 }
 
+// A client alive but silent (SIGSTOP) is not a killed one: its peers would
+// wait for it, so the job stops once a server reports it lost while client
+// 0 still works, naming it (as `tessera launch` does).
+TEST_F(RuntimeTest, StoppedClientStopsTheJobNamingIt) {
+  LocalJobOptions o = Options({"pull-loop", "60"}, 1, 1);
+  o.server_args = {"--heartbeat-timeout", "3"};
+  auto job = LocalJob::Start(o);
+  ASSERT_TRUE(job.ok()) << job.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  (*job)->clients()[1].Signal(SIGSTOP);
+  Stopwatch watch;
+  auto result = (*job)->Wait(Deadline::InSeconds(90));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(
+      result->first_failure,
+      ::testing::MatchesRegex("client 1 .* is running but server [01] has not heard from it "
+                              "for its heartbeat timeout while 1 other client\\(s\\) still "
+                              "work: it is stopped, frozen or cut off from the network"));
+  EXPECT_LT(watch.Seconds(), 30);  // 3 s, the report's 3 s, the stop: not the 60 s pulls.
+  EXPECT_FALSE(result->ok());
+}
+
 TEST_F(RuntimeTest, SigtermUnlinksSharedMemoryAndTwoJobsDoNotCollide) {
   auto a = LocalJob::Start(Options({}));
   auto b = LocalJob::Start(Options({}));  // Same graph name, same host.
