@@ -159,7 +159,7 @@ Status LocalJob::StartServers() {
       }
       if (p.received.rfind("ready", 0) == 0) {
         // Its "lost" reports follow on the same pipe.
-        reports_.push_back({p.read_fd, p.received.substr(p.received.find('\n') + 1)});
+        reports_.push_back({p.server_id, p.read_fd, p.received.substr(p.received.find('\n') + 1)});
         p.read_fd = -1;
         ++ready;
         continue;
@@ -199,8 +199,7 @@ Status LocalJob::StartClients(const std::vector<std::string>& argv) {
 
 std::string LocalJob::StoppedClient() {
   std::string found;
-  for (size_t s = 0; s < reports_.size(); ++s) {
-    auto& [fd, partial] = reports_[s];
+  for (auto& [s, fd, partial] : reports_) {
     for (char buffer[4096]; fd >= 0;) {
       pollfd p{fd, POLLIN, 0};
       if (poll(&p, 1, 0) <= 0) break;
@@ -309,8 +308,8 @@ void LocalJob::StopAll() {
 
 LocalJob::~LocalJob() {
   StopAll();
-  for (auto& [fd, unused] : reports_) {
-    if (fd >= 0) close(fd);
+  for (const Reports& r : reports_) {
+    if (r.fd >= 0) close(r.fd);
   }
   StatusOr<int> removed = shm::RemoveJobSegments(env_.job_id);
   if (removed.ok() && *removed > 0) {

@@ -16,7 +16,6 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "src/base/process.h"
@@ -89,9 +88,14 @@ class LocalJob {
   IpConfig ip_config_;
   std::vector<Process> servers_;
   std::vector<Process> clients_;
-  // Per server, after its "ready": the pipe of its "lost <client> <others
+  // After a server's "ready": the pipe of its "lost <client> <others
   // talking>" reports, and a line not ended yet.
-  std::vector<std::pair<int, std::string>> reports_;
+  struct Reports {
+    int server_id;
+    int fd;
+    std::string partial;
+  };
+  std::vector<Reports> reports_;
   Stopwatch watch_;
 };
 
