@@ -212,5 +212,13 @@ for bad_state, error, words in (
         assert torch.equal(v, before["emb_states"]["cc_emb"]["states"][k]), k
 ok("sparse_local_state_dict")
 
+# DGL's own examples end with g._client.barrier() (its KVClient's barrier).
+client = g._client
+assert (client.client_id, client.machine_id) == (rank, info["machine_id"])
+tmp[torch.tensor([rank])] = torch.full((1, 2), rank + 1.0)
+client.barrier()  # Every trainer's row is written.
+assert torch.equal(tmp[torch.arange(world)][:, 0], torch.arange(1.0, world + 1))
+ok("kvclient_barrier")
+
 g.barrier()
 print("ALL CHECKS PASSED", flush=True)

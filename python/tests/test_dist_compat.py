@@ -4,7 +4,8 @@ DGL attributes scripts use (compat_checks.py holds the checks): standalone
 from conftest import launch_checks, run_checks
 
 CHECKS = ["graph_data_view", "local_partition", "partition_policy", "dist_tensor_ops",
-          "local_partition_view", "embedding_part_policy", "sparse_local_state_dict"]
+          "local_partition_view", "embedding_part_policy", "sparse_local_state_dict",
+          "kvclient_barrier"]
 
 
 def test_standalone(cora_parts):

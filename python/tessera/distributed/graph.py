@@ -180,6 +180,26 @@ def _frontier(g, per_relation, typed):
     return out
 
 
+class _KVClient:
+    """What DGL's scripts reach of its KVClient through ``g._client`` (DGL's
+    own examples call ``g._client.barrier()``): the job's barrier and this
+    client's ids. The rest of DGL's KVClient is internal to it."""
+
+    def __init__(self, graph):
+        self._graph = graph
+
+    def barrier(self):
+        self._graph.barrier()
+
+    @property
+    def client_id(self):
+        return self._graph.rank()
+
+    @property
+    def machine_id(self):
+        return context.info()["machine_id"]
+
+
 class DistGraph:
     """The partitioned graph: structure and data served by the job's servers
     (or, standalone, a one-part partition loaded in process).
@@ -373,6 +393,10 @@ class DistGraph:
 
     def barrier(self):
         self._g.barrier()
+
+    @property
+    def _client(self):
+        return _KVClient(self)
 
     def find_edges(self, edges, etype=None):
         """Endpoints of edges. With ``etype``, per-relation edge ids in and the
