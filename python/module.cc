@@ -640,6 +640,7 @@ PYBIND11_MODULE(_C, m) {
           })
       .def_readwrite("num_hops", &tessera::PartitionOptions::num_hops)
       .def_readwrite("balance_ntypes", &tessera::PartitionOptions::balance_ntypes)
+      .def_readwrite("write_balance_array", &tessera::PartitionOptions::write_balance_array)
       .def_readwrite("balance_edges", &tessera::PartitionOptions::balance_edges)
       .def_readwrite("return_mapping", &tessera::PartitionOptions::return_mapping)
       .def_readwrite("num_trainers_per_machine",

@@ -13,9 +13,40 @@ from tessera._utils import INT32_MAX, INT64_MAX, as_int, as_seed, check_text
 from tessera.heterograph import Graph, _Relation
 
 
-def _write_typed_folder(g, folder):
+# The name balance_ntypes given as tensors go under: they only balance and
+# are not written (PartitionOptions.write_balance_array).
+_BALANCE = "__balance_ntypes__"
+
+
+def _balance_values(value, count, what):
+    """A balance_ntypes tensor: one integer (or bool) per node."""
+    t = torch.as_tensor(value)
+    if t.dim() != 1 or t.numel() != count or t.is_floating_point() or t.is_complex():
+        raise _C.TesseraError(f"partition_graph: balance_ntypes{what} must be a 1-D integer or "
+                              f"bool tensor of {count} entries, got {t.dtype} of shape "
+                              f"{tuple(t.shape)}")
+    return t
+
+
+def _typed_balance(g, balance_ntypes):
+    """DGL's ``{ntype: tensor}`` on a heterograph: those types' nodes are
+    balanced by their values, every other type as one class."""
+    if not isinstance(balance_ntypes, dict):
+        raise _C.TesseraError("partition_graph: with a typed graph, balance_ntypes is the name "
+                              "of a node array or DGL's {ntype: tensor}")
+    out = {}
+    for t, value in balance_ntypes.items():
+        if t not in g.ntypes:
+            raise _C.TesseraError(f"partition_graph: balance_ntypes names node type {t!r}; the "
+                                  f"graph has {g.ntypes}")
+        out[t] = _balance_values(value, g.num_nodes(t), f"[{t!r}]")
+    return out
+
+
+def _write_typed_folder(g, folder, balance=None):
     """``g`` (a typed tessera graph) as a typed npy folder
-    (docs/hetero-input.md), which the partitioner reads."""
+    (docs/hetero-input.md), which the partitioner reads; ``balance``
+    ({ntype: tensor}) as node arrays named _BALANCE."""
     for t in g.ntypes:
         if "/" in t or ":" in t or t in (".", ".."):
             raise _C.TesseraError(f"partition_graph: node type {t!r} is not a safe name")
@@ -32,7 +63,8 @@ def _write_typed_folder(g, folder):
         np.save(os.path.join(sub, f"{name}.npy"), torch.as_tensor(value).numpy())
 
     for t in g.ntypes:
-        for name, value in g.nodes[t].data.items():
+        arrays = dict(g.nodes[t].data, **({_BALANCE: balance[t]} if t in (balance or {}) else {}))
+        for name, value in arrays.items():
             if name != NID:
                 save(os.path.join(folder, "nodes", t), name, value)
     for c in g.canonical_etypes:
@@ -92,8 +124,9 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     with its ``ndata`` / ``nodes[ntype].data`` / ``edges[etype].data``, another
     DGLGraph-like object (``edges()``, ``num_nodes()``, ``ndata``, ``edata``) or ``{"edges": (src, dst), "num_nodes": n,
     "ndata": {...}, "edata": {...}}``. ``balance_ntypes`` is the name of an
-    integer node array, or that array itself (it must then be one of the
-    graph's ndata). With ``return_mapping`` it returns ``(orig_nids,
+    integer node array, or DGL's tensor of one integer per node (``{ntype:
+    tensor}`` on a heterograph); a tensor that is not one of the graph's
+    arrays is not written. With ``return_mapping`` it returns ``(orig_nids,
     orig_eids)``: the original id of each new id.
 
     ``coarsening`` and ``coarsen_min_arcs`` are tessera's (``tessera
@@ -116,56 +149,58 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
                 coarsening=float(coarsening),
                 coarsen_min_arcs=as_int(coarsen_min_arcs, "partition_graph: coarsen_min_arcs",
                                         0, INT64_MAX))
-    if isinstance(g, Graph) and (not g.is_homogeneous or g.ntypes != ["_N"]
-                                 or g.canonical_etypes != [("_N", "_E", "_N")]):
+    typed = isinstance(g, Graph) and (not g.is_homogeneous or g.ntypes != ["_N"]
+                                      or g.canonical_etypes != [("_N", "_E", "_N")])
+    if isinstance(balance_ntypes, dict) and not typed:
+        if len(balance_ntypes) != 1:  # DGL: one type, one entry.
+            raise _C.TesseraError("partition_graph: balance_ntypes as a dict on a graph of one "
+                                  "node type has one entry")
+        (balance_ntypes,) = balance_ntypes.values()
+    options = _options(args, balance_ntypes if isinstance(balance_ntypes, str) else "")
+    if typed:
         # A typed in-memory graph (tessera.heterograph, also of one named
         # type): through a typed npy folder beside the output, removed after.
+        balance = None
         if balance_ntypes is not None and not isinstance(balance_ntypes, str):
-            raise _C.TesseraError("partition_graph: with a typed graph, balance_ntypes is the "
-                                  "name of a node array (parts are balanced per node type)")
+            balance = _typed_balance(g, balance_ntypes)
+            options.balance_ntypes, options.write_balance_array = _BALANCE, False
         os.makedirs(out_path, exist_ok=True)
         folder = tempfile.mkdtemp(prefix=".input-", dir=out_path)
         try:
-            _write_typed_folder(g, folder)
-            mapping = partition_graph(folder, graph_name, num_parts, out_path, num_hops,
-                                      part_method, balance_ntypes, balance_edges,
-                                      return_mapping, num_trainers_per_machine, objtype,
-                                      graph_formats, seed, coarsening, coarsen_min_arcs)
+            _write_typed_folder(g, folder, balance)
+            _C.partition_graph_path(folder, graph_name, num_parts, out_path, options)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        if not return_mapping or g.is_homogeneous:  # One type: DGL's tensors.
-            return mapping
-        return _typed_mapping(g, os.path.join(out_path, f"{graph_name}.json"), *mapping)
-    if isinstance(g, (str, os.PathLike)):
+    elif isinstance(g, (str, os.PathLike)):
         check_text(str(g), "partition_graph: g (a graph folder)")
         if balance_ntypes is not None and not isinstance(balance_ntypes, str):
             raise TypeError("partition_graph: with a graph folder, balance_ntypes is the name "
                             "of a node array")
-        _C.partition_graph_path(str(g), graph_name, num_parts, out_path,
-                                _options(args, balance_ntypes or ""))
+        _C.partition_graph_path(str(g), graph_name, num_parts, out_path, options)
     else:
         num_nodes, src, dst, ndata, edata = _graph_arrays(g)
         ndata = {k: torch.as_tensor(v) for k, v in ndata.items() if k not in (NID,)}
         edata = {k: torch.as_tensor(v) for k, v in edata.items() if k not in (EID,)}
-        balance = ""
-        if isinstance(balance_ntypes, str):
-            balance = balance_ntypes
-        elif balance_ntypes is not None:
-            bt = torch.as_tensor(balance_ntypes)
+        if balance_ntypes is not None and not isinstance(balance_ntypes, str):
+            # DGL's tensor (g.ndata['train_mask'], say): balanced by, and
+            # written only if it is one of the graph's arrays.
+            bt = _balance_values(balance_ntypes, num_nodes, "")
             for name, arr in ndata.items():
                 if arr is balance_ntypes or (arr.shape == bt.shape and torch.equal(arr, bt)):
-                    balance = name
+                    options.balance_ntypes = name
                     break
             else:
-                raise _C.TesseraError("partition_graph: balance_ntypes must be one of the "
-                                      "graph's node arrays (or its name)")
+                ndata[_BALANCE] = bt
+                options.balance_ntypes, options.write_balance_array = _BALANCE, False
         _C.partition_graph_arrays(num_nodes, src, dst, ndata, edata, graph_name,
-                                  num_parts, out_path, _options(args, balance))
-    if return_mapping:
-        nids = torch.from_numpy(np.load(os.path.join(out_path, "orig_nids.npy")))
-        eids = torch.from_numpy(np.load(os.path.join(out_path, "orig_eids.npy")))
+                                  num_parts, out_path, options)
+    if not return_mapping:
+        return None
+    nids = torch.from_numpy(np.load(os.path.join(out_path, "orig_nids.npy")))
+    eids = torch.from_numpy(np.load(os.path.join(out_path, "orig_eids.npy")))
+    if not typed or g.is_homogeneous:  # One type: DGL's tensors.
         return nids, eids
-    return None
+    return _typed_mapping(g, os.path.join(out_path, f"{graph_name}.json"), nids, eids)
 
 
 def _typed_mapping(g, config, orig_nids, orig_eids):

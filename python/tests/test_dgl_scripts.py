@@ -140,8 +140,54 @@ def test_partition_graph_takes_an_in_memory_heterograph(tmp_path):
                                   f"{PYTHON} {script} {config} {tmp_path}", trainers=1)
             r = subprocess.CompletedProcess([], code, out)
         assert r.returncode == 0 and "CHECK typed_in_memory ok" in r.stdout, r.stdout
-    with pytest.raises(tessera.TesseraError, match="balance_ntypes is the name"):
+    with pytest.raises(tessera.TesseraError, match=r"balance_ntypes\['user'\] must be a 1-D "
+                       r"integer or bool tensor of 60 entries"):
         tessera.partition_graph(g, "toy", 2, str(tmp_path / "bad"), balance_ntypes={"user": 0})
+    with pytest.raises(tessera.TesseraError, match="balance_ntypes names node type 'shop'"):
+        tessera.partition_graph(g, "toy", 2, str(tmp_path / "bad"),
+                                balance_ntypes={"shop": torch.zeros(60, dtype=torch.int64)})
+
+
+def test_partition_graph_balances_by_dgl_s_tensors(tmp_path):
+    """DGL's R-GCN partition script passes balance_ntypes={"paper":
+    train_mask} (a heterograph), its GraphSAGE one a tensor: METIS balances
+    those values across parts, and the tensors are not written."""
+    import json
+    import torch
+    import tessera
+    gen = torch.Generator().manual_seed(0)
+    rels = {("user", "follows", "user"): (600, 600, 3000), ("user", "buys", "item"): (600, 400, 2000),
+            ("item", "bought-by", "user"): (400, 600, 2000)}
+    g = tessera.heterograph({c: (torch.randint(0, ns, (e,), generator=gen),
+                                 torch.randint(0, nd, (e,), generator=gen))
+                             for c, (ns, nd, e) in rels.items()},
+                            num_nodes_dict={"user": 600, "item": 400})
+    g.nodes["user"].data["feat"] = torch.randn(600, 4, generator=gen)
+    mask = torch.rand(600, generator=gen) < 0.2
+
+    def per_part(out, nids, ntype, values):
+        """Sum of `values` over each part's nodes of `ntype`."""
+        config = json.loads((out / "toy.json").read_text())
+        assert "__balance" not in json.dumps(config), config  # Neither listed nor written:
+        assert not list(out.rglob("*balance*")), list(out.rglob("*balance*"))
+        ranges = config["node_map"][ntype] if isinstance(config["node_map"], dict) else \
+            config["node_map"]
+        sums, at = [], 0
+        for lo, hi in ranges:
+            sums.append(int(values[nids[at:at + hi - lo]].sum()))
+            at += hi - lo
+        return sums
+
+    nids, _ = tessera.partition_graph(g, "toy", 2, str(tmp_path / "typed"), return_mapping=True,
+                                      balance_ntypes={"user": mask}, balance_edges=True)
+    a, b = per_part(tmp_path / "typed", nids["user"], "user", mask)
+    assert a + b == int(mask.sum()) and abs(a - b) <= 4, (a, b)  # 52 / 66 unbalanced.
+    # A graph of one type and a tensor that is not one of its arrays.
+    h = tessera.graph(g.edges(etype="follows"), num_nodes=600)
+    nids, _ = tessera.partition_graph(h, "toy", 2, str(tmp_path / "homo"), return_mapping=True,
+                                      balance_ntypes={"_N": mask})
+    a, b = per_part(tmp_path / "homo", nids, "_N", mask)
+    assert a + b == int(mask.sum()) and abs(a - b) <= 4, (a, b)
 
 
 LINK = os.path.join(SOURCE, "examples", "python", "graphsage", "link_prediction.py")

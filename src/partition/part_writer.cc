@@ -18,13 +18,16 @@ std::string PartName(int p) { return StrCat("part", p); }
 
 bool TypedLayout(const Graph& graph) { return graph.num_ntypes() > 1 || graph.num_etypes() > 1; }
 
-std::vector<std::pair<std::string, const Array*>> TypeArrays(const Graph& graph, bool node, int t) {
+std::vector<std::pair<std::string, const Array*>> TypeArrays(const Graph& graph, bool node, int t,
+                                                             std::string_view skip) {
   std::vector<std::pair<std::string, const Array*>> out;
   const auto& arrays = !graph.is_hetero() ? (node ? graph.node_data : graph.edge_data)
                                           : (node ? graph.ntype_data[t] : graph.etype_data[t]);
   const std::string prefix =
       !TypedLayout(graph) ? "" : (node ? graph.ntypes[t] : graph.etypes[t].Canonical()) + "/";
-  for (const auto& [name, array] : arrays) out.emplace_back(prefix + name, &array);
+  for (const auto& [name, array] : arrays) {
+    if (name != skip) out.emplace_back(prefix + name, &array);
+  }
   return out;
 }
 
@@ -370,7 +373,7 @@ Status PartBuilder<Id>::WriteNodeArrays(const std::string& node_dir) {
   for (int t = 0; t < num_ntypes; ++t) {
     const int64_t end = start + r_.node_counts[p_ * num_ntypes + t];
     const int64_t base = graph_.is_hetero() ? graph_.ntype_offsets[t] : 0;
-    for (const auto& [name, array] : TypeArrays(graph_, true, t)) {
+    for (const auto& [name, array] : TypeArrays(graph_, true, t, o_.skip_node_array)) {
       RETURN_IF_ERROR(WriteGatheredRows(StrCat(node_dir, "/", name, ".npy"), *array, end - start,
                                         [&](int64_t i) { return r_.orig_nids[start + i] - base; }));
     }

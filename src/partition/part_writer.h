@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct WritePartsOptions {
   // 32-bit ids where the graph's counts allow (false: 64-bit always, the
   // same output; tests compare the two).
   bool narrow_ids = true;
+  std::string skip_node_array;  // A node array not written (it only balanced).
 };
 
 // The global layout the partition config records, and what was written.
@@ -66,8 +68,9 @@ std::string PartName(int p);
 bool TypedLayout(const Graph& graph);
 
 // The arrays of node type t (relation t when !node), named as the partition
-// names them.
-std::vector<std::pair<std::string, const Array*>> TypeArrays(const Graph& graph, bool node, int t);
+// names them, but for one named `skip`.
+std::vector<std::pair<std::string, const Array*>> TypeArrays(const Graph& graph, bool node, int t,
+                                                             std::string_view skip = {});
 
 }  // namespace tessera
 

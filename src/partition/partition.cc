@@ -204,6 +204,7 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
   write.return_mapping = o.return_mapping;
   write.trainer = trainer;
   write.narrow_ids = narrow_ids;
+  if (!o.write_balance_array) write.skip_node_array = o.balance_ntypes;
   auto written = WriteParts(graph, part, out_path, write);
   if (!written.ok()) return cleanup(written.status());
   if (consumed != nullptr) {  // A heap edge list (a heterograph's) is freed here.
@@ -227,8 +228,9 @@ StatusOr<PartitionResult> Partition(const Graph& graph, Graph* consumed,
   }
   config.layout.node_counts = written->node_counts;
   config.layout.edge_counts = written->edge_counts;
+  if (!o.write_balance_array) config.balance_ntypes.clear();  // Not in the output.
   for (int t = 0; t < graph.num_ntypes(); ++t) {
-    for (const auto& [name, array] : TypeArrays(graph, true, t)) {
+    for (const auto& [name, array] : TypeArrays(graph, true, t, write.skip_node_array)) {
       config.node_feat_names.push_back(name);
     }
     if (trainers > 1) {

@@ -48,6 +48,9 @@ struct PartitionOptions {
   // Name of an integer/bool node array (e.g. "train_mask"): METIS balances the
   // count of every distinct value across parts. Empty = no such constraint.
   std::string balance_ntypes;
+  // False: that array only balances and is not written (DGL's balance_ntypes
+  // given as tensors, which Python passes under a name of its own).
+  bool write_balance_array = true;
   // Also balance in-degree (edges per part).
   bool balance_edges = false;
   // Write orig_nids.npy / orig_eids.npy (new id -> original id).
