@@ -52,6 +52,8 @@ struct MpiPartitionFlags {
   // With --ranks: a rank not heard from for this long stops the run. Each
   // rank prints kAliveLine every --alive-every seconds (the wrapper sets it).
   double heartbeat_timeout_s = 60, alive_every_s = 0;
+  // With --ranks: seconds mpirun has to start a rank (its first alive line).
+  double startup_timeout_s = 120;
   // Tests: "<step>:<rank>[:kill|:stop]" makes that rank fail (die, stop) as
   // the step starts.
   std::string fail_at;
@@ -188,12 +190,15 @@ StatusOr<std::vector<std::string>> PlacementArgs(const MpiPartitionFlags& f) {
 // kAliveLine lines: once the first arrives (the ranks are up), a rank not
 // heard from for `timeout_s` is stopped, frozen or cut off, and its peers
 // would wait for it in a collective forever; before, mpirun has
-// max(timeout_s, kStartupSeconds) to start one. Then it says so and closes
-// `stop_fd`, which makes WaitInForeground stop mpirun.
+// `startup_s` to start one. Then it says so and closes `stop_fd`, which
+// makes WaitInForeground stop mpirun.
 class RankWatch {
  public:
-  RankWatch(int ranks, double timeout_s, int output_fd, int stop_fd)
-      : heard_(static_cast<size_t>(ranks)), timeout_s_(timeout_s), stop_fd_(stop_fd) {
+  RankWatch(int ranks, double timeout_s, double startup_s, int output_fd, int stop_fd)
+      : heard_(static_cast<size_t>(ranks)),
+        timeout_s_(timeout_s),
+        startup_s_(startup_s),
+        stop_fd_(stop_fd) {
     thread_ = std::thread([this, output_fd] { Run(output_fd); });
   }
   ~RankWatch() { Finish(); }
@@ -238,6 +243,7 @@ class RankWatch {
           }
           if (up) *up += blocked;
           started_ += blocked;
+          last_line_ += blocked;
         }
       }
       if (drain && (rc == 0 || drain->Expired())) break;  // Nothing more to read now.
@@ -248,12 +254,13 @@ class RankWatch {
                std::chrono::duration<double>(now - since).count() >= limit;
       };
       if (!up) {
-        // A rank prints its first line as it starts, before MPI_Init.
-        if (silent(started_, std::max(timeout_s_, kStartupSeconds))) {
+        // A rank prints its first line as it starts (under Open MPI or a
+        // PMI launcher, before MPI_Init).
+        if (silent(started_, startup_s_)) {
           Stall(
-              fmt::format("no rank started within {} s: mpirun cannot start them (or is "
-                          "stopped)",
-                          std::max(timeout_s_, kStartupSeconds)));
+              fmt::format("no rank started within {} s (--startup-timeout): mpirun cannot "
+                          "start them, or is stopped",
+                          startup_s_));
         }
         continue;
       }
@@ -265,8 +272,10 @@ class RankWatch {
         if (silent(heard, timeout_s_)) quiet.push_back(r);
       }
       if (quiet.empty()) continue;
-      // Every rank silent at once: more likely mpirun, which passes their lines on.
-      Stall(quiet.size() == running && running > 1
+      // No line from any rank for a third of the timeout (two alive lines'
+      // time) while one is silent: more likely mpirun, which passes their
+      // lines on, than every rank at once.
+      Stall(running > 1 && silent(last_line_, timeout_s_ / 3)
                 ? fmt::format("no rank has been heard from for {} s (--heartbeat-timeout): "
                               "mpirun, which passes their output on, or every rank is "
                               "stopped, frozen or cut off from the network; stopping the run",
@@ -298,6 +307,7 @@ class RankWatch {
       int64_t rank = -1;
       if (ParseInt64(rest, &rank) && rank >= 0 && rank < static_cast<int64_t>(heard_.size())) {
         heard_[static_cast<size_t>(rank)] = done ? Clock::time_point::max() : Clock::now();
+        last_line_ = Clock::now();
         if (!up) up = Clock::now();
       } else if (forward_) {
         // A reader that went away (`| head`) must not end the run: the
@@ -310,11 +320,10 @@ class RankWatch {
     partial.erase(0, start);
   }
 
-  // The least time mpirun gets to start the first rank.
-  static constexpr double kStartupSeconds = 20;
   std::vector<std::optional<Clock::time_point>> heard_;
   Clock::time_point started_ = Clock::now();
-  const double timeout_s_;
+  Clock::time_point last_line_ = Clock::now();  // The last alive line of any rank.
+  const double timeout_s_, startup_s_;
   int stop_fd_;
   std::string stalled_;
   bool forward_ = true;
@@ -398,7 +407,7 @@ int RunMpirun(MpiPartitionFlags f) {
   std::string stalled;
   if (mpirun.ok()) {
     BlockStopSignals();  // In the watch's thread too: WaitInForeground consumes them.
-    RankWatch watch(f.ranks, f.heartbeat_timeout_s, output[0], stop[1]);
+    RankWatch watch(f.ranks, f.heartbeat_timeout_s, f.startup_timeout_s, output[0], stop[1]);
     int by_signal = 0;
     code = WaitInForeground(*mpirun, stop[0], nullptr, &by_signal);
     stalled = watch.Finish();                    // Once it has passed on the ranks' last lines.
@@ -474,12 +483,15 @@ int RunRank(const MpiPartitionFlags& f) {
   // variable to trade that for speed).
   ::setenv("SCOTCH_PTHREAD_NUMBER", "1", /*overwrite=*/0);
   // Alive lines until MPI_Finalize has returned; from before MPI_Init,
-  // which waits for every rank, when mpirun says the rank: a rank stopped
-  // there is then silent beside the others.
+  // which waits for every rank, when the launcher says the rank (Open MPI,
+  // or a PMI one's): a rank stopped there is then silent beside the others.
   std::optional<AliveLines> alive;
-  const char* env_rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (int64_t rank = -1; env_rank != nullptr && ParseInt64(env_rank, &rank)) {
-    alive.emplace(static_cast<int>(rank), f.alive_every_s);
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* env_rank = std::getenv(name);
+    if (int64_t rank = -1; env_rank != nullptr && ParseInt64(env_rank, &rank)) {
+      alive.emplace(static_cast<int>(rank), f.alive_every_s);
+      break;
+    }
   }
   auto session = dist_partition::MpiSession::Init(nullptr, nullptr, f.piece_mb << 20);
   if (!session.ok()) return ReportError(session.status());
@@ -561,6 +573,10 @@ Command RegisterMpiPartition(CLI::App& app) {
                   "before the run is stopped; each prints an alive line 6 times as often")
       ->capture_default_str()
       ->check(Seconds(3, 86400));
+  sub->add_option("--startup-timeout", f->startup_timeout_s,
+                  "With --ranks: seconds mpirun has to start the first rank")
+      ->capture_default_str()
+      ->check(Seconds(1, 86400));
   sub->add_option("--alive-every", f->alive_every_s, "Set by --ranks: seconds between alive lines")
       ->group("")
       ->check(Seconds(0, 86400));
