@@ -175,16 +175,6 @@ struct MetisAnswer {
   idx_t objval;
 };
 
-// METIS k-way on one graph (METIS's own arrays; it only reads them), with
-// the log of its share of memory. METIS runs in a forked child: GKlib traps
-// SIGTERM and SIGABRT while METIS runs and longjmps out of the handler, which
-// in a process with other threads (or inside malloc) corrupts the heap or
-// lands on another thread's stack. In a child of its own, the partitioner
-// dies by a SIGTERM sent to it as any program does (and METIS with it), a
-// crash or kill of METIS is an error naming the signal instead of the end of
-// the process (a SIGTERM or abort sent to METIS's own process is still
-// trapped by GKlib: METIS_ERROR, which names the process), and the memory METIS used returns to
-// the system when the child exits.
 // How METIS's process ended, unless it returned.
 Status MetisProcessStatus(const Process& child) {
   if (const int code = child.exit_code(); code < 0) {
@@ -198,6 +188,18 @@ Status MetisProcessStatus(const Process& child) {
   return absl::OkStatus();
 }
 
+// METIS k-way on one graph (METIS's own arrays; it only reads them), with
+// the log of its share of memory. METIS runs in a forked child: GKlib traps
+// SIGTERM and SIGABRT while METIS runs and longjmps out of the handler, which
+// in a process with other threads (or inside malloc) corrupts the heap or
+// lands on another thread's stack. In a child of its own, the partitioner
+// dies by a SIGTERM sent to it as any program does (and METIS with it), a
+// crash or kill of METIS is an error naming the signal instead of the end of
+// the process (a SIGTERM or abort sent to METIS's own process is still
+// trapped by GKlib: METIS_ERROR, which names the process), and the memory
+// METIS used returns to the system when the child exits. Where fork has no
+// memory for the copy (strict overcommit), METIS runs in this process after
+// all, with those hazards, and a warning says so.
 StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t* adjncy,
                                       idx_t* adjwgt, int64_t num_entries, idx_t* vwgt, int ncon,
                                       const MetisOptions& options) {
@@ -242,8 +244,9 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
     // second copy of this process's memory. METIS then runs here, as it
     // did before it had a process of its own.
     spdlog::warn(
-        "METIS: cannot {}; running it in this process (a SIGTERM is then trapped by "
-        "METIS and ends the run as its failure)",
+        "METIS: cannot {}; running it in this process: Ctrl-C then waits for METIS to "
+        "return, a SIGTERM is trapped by METIS (risking memory corruption in a "
+        "multi-threaded process) and a crash in METIS ends the partitioner",
         std::string(forked.status().message()));
     metis();
   } else if (!forked.ok()) {
