@@ -30,7 +30,16 @@ def _balance_values(value, count, what):
 
 def _typed_balance(g, balance_ntypes):
     """DGL's ``{ntype: tensor}`` on a heterograph: those types' nodes are
-    balanced by their values, every other type as one class."""
+    balanced by their values, every other type as one class. A graph of one
+    (named) type takes a tensor or a one-entry dict, whatever its key, as
+    DGL's."""
+    if g.is_homogeneous:
+        if isinstance(balance_ntypes, dict):
+            if len(balance_ntypes) != 1:
+                raise _C.TesseraError("partition_graph: balance_ntypes as a dict on a graph of "
+                                      "one node type has one entry")
+            (balance_ntypes,) = balance_ntypes.values()
+        balance_ntypes = {g.ntypes[0]: balance_ntypes}
     if not isinstance(balance_ntypes, dict):
         raise _C.TesseraError("partition_graph: with a typed graph, balance_ntypes is the name "
                               "of a node array or DGL's {ntype: tensor}")

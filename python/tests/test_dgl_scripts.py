@@ -156,7 +156,8 @@ def test_partition_graph_balances_by_dgl_s_tensors(tmp_path):
     import torch
     import tessera
     gen = torch.Generator().manual_seed(0)
-    rels = {("user", "follows", "user"): (600, 600, 3000), ("user", "buys", "item"): (600, 400, 2000),
+    rels = {("user", "follows", "user"): (600, 600, 3000),
+            ("user", "buys", "item"): (600, 400, 2000),
             ("item", "bought-by", "user"): (400, 600, 2000)}
     g = tessera.heterograph({c: (torch.randint(0, ns, (e,), generator=gen),
                                  torch.randint(0, nd, (e,), generator=gen))
@@ -188,6 +189,19 @@ def test_partition_graph_balances_by_dgl_s_tensors(tmp_path):
                                       balance_ntypes={"_N": mask})
     a, b = per_part(tmp_path / "homo", nids, "_N", mask)
     assert a + b == int(mask.sum()) and abs(a - b) <= 4, (a, b)
+    # One named type (DGL: a tensor, or a one-entry dict whatever its key).
+    one = tessera.heterograph({("user", "follows", "user"): g.edges(etype="follows")},
+                              num_nodes_dict={"user": 600})
+    for bal in (mask, {"anything": mask}):
+        out = tmp_path / f"one{len(str(type(bal)))}"
+        nids, _ = tessera.partition_graph(one, "toy", 2, str(out), return_mapping=True,
+                                          balance_ntypes=bal)
+        a, b = per_part(out, nids, "user", mask)
+        assert a + b == int(mask.sum()) and abs(a - b) <= 4, (a, b)
+    # Several types and a plain tensor: which type's? (DGL ignores it.)
+    with pytest.raises(tessera.TesseraError, match=r"balance_ntypes is the name of a node "
+                       r"array or DGL's \{ntype: tensor\}"):
+        tessera.partition_graph(g, "toy", 2, str(tmp_path / "bad"), balance_ntypes=mask)
 
 
 LINK = os.path.join(SOURCE, "examples", "python", "graphsage", "link_prediction.py")
