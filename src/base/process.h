@@ -33,15 +33,17 @@ struct SpawnOptions {
   // unless it contains a slash.
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // Added to this process's.
-  std::string log_path;             // Where stdout and stderr go; empty: inherited.
-  int inherit_fd = -1;              // One extra descriptor the child keeps open.
-  int stdin_fd = -1;                // The child's stdin (default: inherited).
-  bool stdin_null = false;          // stdin is /dev/null (overrides stdin_fd).
-  int output_fd = -1;               // The child's stdout and stderr (overrides log_path).
-  bool output_stdout_only = false;  // output_fd is its stdout only; stderr is inherited,
-  int error_fd = -1;                // or error_fd if given.
-  std::string cwd;                  // Directory to run in; empty: this one.
-  double grace_seconds = 5;         // SIGTERM -> SIGKILL delay when stopping.
+  std::string log_path;     // Where stdout and stderr go; empty: inherited.
+  int inherit_fd = -1;      // One extra descriptor the child keeps open.
+  int stdin_fd = -1;        // The child's stdin (default: inherited).
+  bool stdin_null = false;  // stdin is /dev/null (overrides stdin_fd).
+  int output_fd = -1;       // The child's stdout and stderr (overrides log_path).
+  // output_fd is its stdout only, and its stderr is error_fd (if given;
+  // else inherited). error_fd is used only with output_stdout_only.
+  bool output_stdout_only = false;
+  int error_fd = -1;
+  std::string cwd;           // Directory to run in; empty: this one.
+  double grace_seconds = 5;  // SIGTERM -> SIGKILL delay when stopping.
 };
 
 class Process {

@@ -356,6 +356,24 @@ void CheckTypedSampling(const MagFixture& f) {
     std::sort(got.begin(), got.end());
     EXPECT_EQ(got, want) << ntype;
   }
+  // Without shuffle, batches take the ids in the order given (DGL's dict
+  // order; here not the types' name order): one batch ends the papers and
+  // starts the authors.
+  DistNodeDataLoader ordered(g, {{"paper", torch::arange(0, 5)}, {"author", torch::arange(10, 14)}},
+                             sampler, {.batch_size = 3, .num_workers = 0});
+  std::vector<std::map<std::string, std::vector<int64_t>>> order;
+  for (const MiniBatch& mb : ordered) {
+    auto& batch = order.emplace_back();
+    for (const std::string ntype : {"paper", "author"}) {
+      const torch::Tensor& ids = mb.seeds[g.get_ntype_id(ntype)];
+      if (ids.numel() == 0) continue;
+      batch[ntype].assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    }
+  }
+  using Batch = std::map<std::string, std::vector<int64_t>>;
+  EXPECT_EQ(order, (std::vector<Batch>{{{"paper", {0, 1, 2}}},
+                                       {{"author", {10}}, {"paper", {3, 4}}},
+                                       {{"author", {11, 12, 13}}}}));
   NeighborSampler partial_sampler;
   partial_sampler.etype_fanouts = {partial};
   EXPECT_THROW(DistNodeDataLoader(g, train, partial_sampler), Error);

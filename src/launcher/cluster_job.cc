@@ -366,13 +366,9 @@ void ClusterJob::Report(Member& m, const std::string& line) {
     m.ready = true;
     return;
   }
-  if (m.ready && line.rfind("lost ", 0) == 0) {
-    auto words = SplitString(line, ' ');
-    int64_t client = 0, talking = 0;
-    if (words.size() == 3 && ParseInt64(words[1], &client) && ParseInt64(words[2], &talking)) {
-      lost_.push_back({&m, static_cast<int>(client), static_cast<int>(talking)});
-      return;  // The server logs it too, in words.
-    }
+  if (const std::optional<LostReport> lost = ParseLostReport(line); m.ready && lost) {
+    lost_.push_back({&m, lost->client, lost->others_talking});
+    return;  // The server logs it too, in words.
   }
   Print(m, line);  // Not a report (a server without --ready-fd, say): shown.
 }

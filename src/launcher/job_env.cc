@@ -1,6 +1,7 @@
 // File: src/launcher/job_env.cc
 #include "src/launcher/job_env.h"
 
+#include <climits>
 #include <random>
 
 #include "fmt/format.h"
@@ -8,6 +9,17 @@
 #include "tessera/base/strings.h"
 
 namespace tessera::launcher {
+
+std::optional<LostReport> ParseLostReport(std::string_view line) {
+  auto words = SplitString(std::string(line), ' ');
+  int64_t client = -1, talking = -1;
+  if (words.size() != 3 || words[0] != "lost" || !ParseInt64(words[1], &client) ||
+      !ParseInt64(words[2], &talking) || client < 0 || client > INT32_MAX || talking < 0 ||
+      talking > INT32_MAX) {
+    return std::nullopt;
+  }
+  return LostReport{static_cast<int>(client), static_cast<int>(talking)};
+}
 
 std::string RandomToken() {
   std::random_device rd;

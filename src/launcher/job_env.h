@@ -23,6 +23,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,15 @@ Status ParseCredentials(const GetEnvFn& getenv, std::string* token, std::string*
 // nullopt when TESSERA_JOB_ID is unset (standalone); an error naming the
 // variable when one is present but malformed or inconsistent.
 StatusOr<std::optional<JobEnv>> ParseJobEnv(const GetEnvFn& getenv);
+
+// A server's report "lost <client id> <others talking>" (tools/cmd_server.cc,
+// after its "ready <port>", on --ready-fd): a client silent for its
+// heartbeat timeout, and how many others were heard from meanwhile.
+struct LostReport {
+  int client = 0;
+  int others_talking = 0;
+};
+std::optional<LostReport> ParseLostReport(std::string_view line);
 
 }  // namespace tessera::launcher
 

@@ -157,9 +157,11 @@ Status LocalJob::StartServers() {
         p.received.append(buf, static_cast<size_t>(n));
         if (p.received.find('\n') == std::string::npos) continue;
       }
-      if (p.received.rfind("ready", 0) == 0) {
+      // A whole "ready" line (not one cut short by the server's end).
+      if (const size_t end = p.received.find('\n');
+          end != std::string::npos && p.received.rfind("ready", 0) == 0) {
         // Its "lost" reports follow on the same pipe.
-        reports_.push_back({p.server_id, p.read_fd, p.received.substr(p.received.find('\n') + 1)});
+        reports_.push_back({p.server_id, p.read_fd, p.received.substr(end + 1)});
         p.read_fd = -1;
         ++ready;
         continue;
@@ -211,13 +213,9 @@ std::string LocalJob::StoppedClient() {
       partial.append(buffer, static_cast<size_t>(n));
     }
     for (size_t end; (end = partial.find('\n')) != std::string::npos; partial.erase(0, end + 1)) {
-      auto words = SplitString(partial.substr(0, end), ' ');
-      int64_t client = -1, talking = 0;
-      if (words.size() != 3 || words[0] != "lost" || !ParseInt64(words[1], &client) ||
-          !ParseInt64(words[2], &talking) || client < 0 ||
-          client >= static_cast<int64_t>(clients_.size())) {
-        continue;
-      }
+      const std::optional<LostReport> lost = ParseLostReport(partial.substr(0, end));
+      if (!lost || lost->client >= static_cast<int>(clients_.size())) continue;
+      const int client = lost->client, talking = lost->others_talking;
       Process& c = clients_[static_cast<size_t>(client)];
       if (c.Poll() || !found.empty()) continue;  // It ended: the others go on.
       if (talking == 0) {

@@ -4,7 +4,9 @@
 // test_client processes started by LocalJob on loopback, over Cora
 // partitioned into two machines. Failure behaviour: killed servers and
 // clients, SIGTERM, hostile traffic, two jobs side by side.
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <random>
@@ -168,6 +170,47 @@ TEST_F(RuntimeTest, SigtermUnlinksSharedMemoryAndTwoJobsDoNotCollide) {
   }
   EXPECT_TRUE(shm::ListJobSegments((*a)->job_id()).empty());
   EXPECT_FALSE(shm::ListJobSegments((*b)->job_id()).empty());  // b is untouched.
+}
+
+// With --ready-fd 1 a server's stdout carries its reports only: anything
+// else the process prints there (a library's line, here a preloaded one's
+// "lost 0 1" once the server is ready) goes to stderr, where no launcher
+// reads it as a report.
+TEST_F(RuntimeTest, ServerStdoutCarriesOnlyItsReports) {
+  auto port = launcher::ProbeFreePortRange("127.0.0.1", 2);
+  ASSERT_TRUE(port.ok());
+  testing::WriteAll(work_ / "ip2.txt", "127.0.0.1 " + std::to_string(*port) + "\n127.0.0.1 " +
+                                           std::to_string(*port + 1) + "\n");
+  const std::string out = work_ / "stdout", err = work_ / "stderr", go = work_ / "go";
+  const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_TRUE(out_fd >= 0 && err_fd >= 0);
+  auto server =
+      Process::Spawn({.argv = {testing::TesseraBinary(), "server", "--ip-config", work_ / "ip2.txt",
+                               "--part-config", *config_, "--server-id", "0", "--num-clients", "1",
+                               "--job-id", shm::RandomJobId(), "--ready-fd", "1"},
+                      .env = {{"TESSERA_JOB_TOKEN", "t"},
+                              {"TESSERA_JOB_ENCRYPTION", "off"},
+                              {"LD_PRELOAD", TESSERA_STDOUT_WRITER},
+                              {"STDOUT_WRITER_AFTER", go}},
+                      .output_fd = out_fd,
+                      .output_stdout_only = true,
+                      .error_fd = err_fd});
+  ::close(out_fd);
+  ::close(err_fd);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto wait_for = [](const std::string& path, const std::string& text) {
+    for (Deadline d = Deadline::InSeconds(60); !d.Expired(); usleep(10000)) {
+      if (testing::ReadAll(path).find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for(out, "\n")) << testing::ReadAll(err);
+  testing::WriteAll(go, "");
+  EXPECT_TRUE(wait_for(err, "lost 0 1\n")) << testing::ReadAll(err);
+  EXPECT_THAT(testing::ReadAll(out), ::testing::MatchesRegex("ready [0-9]+\n"));
+  server->Signal(SIGTERM);
+  EXPECT_TRUE(server->Wait(Deadline::InSeconds(30)).ok());
 }
 
 // A server that cannot start says why, exits non-zero and leaves nothing.

@@ -186,14 +186,14 @@ class _KVClient:
     client's ids. The rest of DGL's KVClient is internal to it."""
 
     def __init__(self, graph):
-        self._graph = graph
+        self._graph = weakref.ref(graph)  # No cycle: the graph keeps this one.
 
     def barrier(self):
-        self._graph.barrier()
+        self._graph().barrier()
 
     @property
     def client_id(self):
-        return self._graph.rank()
+        return self._graph().rank()
 
     @property
     def machine_id(self):
@@ -396,7 +396,9 @@ class DistGraph:
 
     @property
     def _client(self):
-        return _KVClient(self)
+        if "_kvclient" not in self.__dict__:
+            self._kvclient = _KVClient(self)
+        return self._kvclient
 
     def find_edges(self, edges, etype=None):
         """Endpoints of edges. With ``etype``, per-relation edge ids in and the
