@@ -276,10 +276,12 @@ class RankWatch {
       // time) while one is silent: more likely mpirun, which passes their
       // lines on, than every rank at once.
       Stall(running > 1 && silent(last_line_, timeout_s_ / 3)
-                ? fmt::format("no rank has been heard from for {} s (--heartbeat-timeout): "
-                              "mpirun, which passes their output on, or every rank is "
-                              "stopped, frozen or cut off from the network; stopping the run",
-                              timeout_s_)
+                ? fmt::format("no rank has been heard from for {:.1f} s, rank {} not for {} s "
+                              "(--heartbeat-timeout): mpirun, which passes their output on, "
+                              "or every rank is stopped, frozen or cut off from the network; "
+                              "stopping the run",
+                              std::chrono::duration<double>(now - last_line_).count(),
+                              quiet.front(), timeout_s_)
                 : fmt::format("rank {} has not been heard from for {} s (--heartbeat-timeout): "
                               "it is stopped, frozen or cut off from the network; stopping the "
                               "run",
