@@ -238,12 +238,16 @@ class RankWatch {
         const Clock::time_point before = Clock::now();
         Lines(partial, up);
         if (const auto blocked = Clock::now() - before; blocked > std::chrono::milliseconds(50)) {
+          // (Only times before it: a line read meanwhile is not older.)
+          auto shift = [&](Clock::time_point& t) {
+            if (t < before) t += blocked;
+          };
           for (auto& heard : heard_) {
-            if (heard && *heard != Clock::time_point::max()) *heard += blocked;
+            if (heard) shift(*heard);  // A rank that ended (max) stays ended.
           }
-          if (up) *up += blocked;
-          started_ += blocked;
-          last_line_ += blocked;
+          if (up) shift(*up);
+          shift(started_);
+          shift(last_line_);
         }
       }
       if (drain && (rc == 0 || drain->Expired())) break;  // Nothing more to read now.
@@ -267,16 +271,27 @@ class RankWatch {
       std::vector<size_t> quiet;  // Running ranks silent for the timeout.
       size_t running = 0;
       for (size_t r = 0; r < heard_.size(); ++r) {
-        const Clock::time_point heard = heard_[r].value_or(*up);
-        running += heard != Clock::time_point::max();
-        if (silent(heard, timeout_s_)) quiet.push_back(r);
+        if (!heard_[r]) {  // Not started yet: it has --startup-timeout.
+          ++running;
+          if (silent(started_, startup_s_)) {
+            Stall(
+                fmt::format("rank {} did not start within {} s (--startup-timeout): mpirun "
+                            "cannot start it, or it is stopped",
+                            r, startup_s_));
+            break;
+          }
+          continue;
+        }
+        running += *heard_[r] != Clock::time_point::max();
+        if (silent(*heard_[r], timeout_s_)) quiet.push_back(r);
       }
+      if (stop_fd_ < 0) continue;
       if (quiet.empty()) continue;
       // No line from any rank for a third of the timeout (two alive lines'
       // time) while one is silent: more likely mpirun, which passes their
       // lines on, than every rank at once.
       Stall(running > 1 && silent(last_line_, timeout_s_ / 3)
-                ? fmt::format("no rank has been heard from for {:.1f} s, rank {} not for {} s "
+                ? fmt::format("no rank has been heard from for {:.1f} s, rank {} for {} s "
                               "(--heartbeat-timeout): mpirun, which passes their output on, "
                               "or every rank is stopped, frozen or cut off from the network; "
                               "stopping the run",
@@ -386,6 +401,9 @@ int RunMpirun(MpiPartitionFlags f) {
   for (const std::string& arg : RankCommand(f)) argv.push_back(arg);
   // Open MPI's single-copy shared memory needs ptrace rights containers lack.
   ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", /*overwrite=*/0);
+  // A rank's rank comes from its launcher's variables, never from ones this
+  // process inherited (an srun step around it, say).
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) ::unsetenv(name);
   spdlog::info("starting {} ranks: {}", f.ranks, StrJoin(argv, " "));
   int output[2], stop[2];
   if (pipe2(output, O_CLOEXEC) != 0) return ReportError(ErrnoError("pipe", errno));

@@ -28,18 +28,23 @@ def _balance_values(value, count, what):
     return t
 
 
+def _only_entry(balance_ntypes):
+    """DGL on a graph of one type: a dict's one value, whatever its key."""
+    if not isinstance(balance_ntypes, dict):
+        return balance_ntypes
+    if len(balance_ntypes) != 1:
+        raise _C.TesseraError("partition_graph: balance_ntypes as a dict on a graph of one node "
+                              "type has one entry")
+    return next(iter(balance_ntypes.values()))
+
+
 def _typed_balance(g, balance_ntypes):
     """DGL's ``{ntype: tensor}`` on a heterograph: those types' nodes are
     balanced by their values, every other type as one class. A graph of one
     (named) type takes a tensor or a one-entry dict, whatever its key, as
     DGL's."""
     if g.is_homogeneous:
-        if isinstance(balance_ntypes, dict):
-            if len(balance_ntypes) != 1:
-                raise _C.TesseraError("partition_graph: balance_ntypes as a dict on a graph of "
-                                      "one node type has one entry")
-            (balance_ntypes,) = balance_ntypes.values()
-        balance_ntypes = {g.ntypes[0]: balance_ntypes}
+        balance_ntypes = {g.ntypes[0]: _only_entry(balance_ntypes)}
     if not isinstance(balance_ntypes, dict):
         raise _C.TesseraError("partition_graph: with a typed graph, balance_ntypes is the name "
                               "of a node array or DGL's {ntype: tensor}")
@@ -160,11 +165,8 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
                                         0, INT64_MAX))
     typed = isinstance(g, Graph) and (not g.is_homogeneous or g.ntypes != ["_N"]
                                       or g.canonical_etypes != [("_N", "_E", "_N")])
-    if isinstance(balance_ntypes, dict) and not typed:
-        if len(balance_ntypes) != 1:  # DGL: one type, one entry.
-            raise _C.TesseraError("partition_graph: balance_ntypes as a dict on a graph of one "
-                                  "node type has one entry")
-        (balance_ntypes,) = balance_ntypes.values()
+    if not typed:
+        balance_ntypes = _only_entry(balance_ntypes)
     options = _options(args, balance_ntypes if isinstance(balance_ntypes, str) else "")
     if typed:
         # A typed in-memory graph (tessera.heterograph, also of one named

@@ -364,7 +364,7 @@ void CheckTypedSampling(const MagFixture& f) {
   std::vector<std::map<std::string, std::vector<int64_t>>> order;
   for (const MiniBatch& mb : ordered) {
     auto& batch = order.emplace_back();
-    for (const std::string ntype : {"paper", "author"}) {
+    for (const char* ntype : {"paper", "author"}) {
       const torch::Tensor& ids = mb.seeds[g.get_ntype_id(ntype)];
       if (ids.numel() == 0) continue;
       batch[ntype].assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());

@@ -366,9 +366,11 @@ void ClusterJob::Report(Member& m, const std::string& line) {
     m.ready = true;
     return;
   }
-  if (const std::optional<LostReport> lost = ParseLostReport(line); m.ready && lost) {
-    lost_.push_back({&m, lost->client, lost->others_talking});
-    return;  // The server logs it too, in words.
+  if (m.ready) {
+    if (const std::optional<LostReport> lost = ParseLostReport(line)) {
+      lost_.push_back({&m, lost->client, lost->others_talking});
+      return;  // The server logs it too, in words.
+    }
   }
   Print(m, line);  // Not a report (a server without --ready-fd, say): shown.
 }

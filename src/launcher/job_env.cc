@@ -1,7 +1,7 @@
 // File: src/launcher/job_env.cc
 #include "src/launcher/job_env.h"
 
-#include <climits>
+#include <cstdint>
 #include <random>
 
 #include "fmt/format.h"

@@ -153,6 +153,7 @@ Status LocalJob::StartServers() {
       Pending& p = pending[which[k]];
       char buf[64];
       ssize_t n = read(p.read_fd, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
       if (n > 0) {
         p.received.append(buf, static_cast<size_t>(n));
         if (p.received.find('\n') == std::string::npos) continue;

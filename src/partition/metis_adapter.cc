@@ -244,9 +244,9 @@ StatusOr<std::vector<idx_t>> RunMetis(int64_t n, std::vector<idx_t>& xadj, idx_t
     // second copy of this process's memory. METIS then runs here, as it
     // did before it had a process of its own.
     spdlog::warn(
-        "METIS: cannot {}; running it in this process: Ctrl-C then waits for METIS to "
-        "return, a SIGTERM is trapped by METIS (risking memory corruption in a "
-        "multi-threaded process) and a crash in METIS ends the partitioner",
+        "METIS: cannot {}; running it in this process: a SIGTERM is then trapped by METIS "
+        "(risking memory corruption in a multi-threaded process), a crash in METIS ends the "
+        "partitioner, and Python's partition_graph waits for METIS to return on Ctrl-C",
         std::string(forked.status().message()));
     metis();
   } else if (!forked.ok()) {

@@ -302,7 +302,7 @@ TEST_F(MpiPartitionTest, TheWrapperNamesASilentMpirun) {
                           dir / "mpirun" + " --input x --num-parts 2 --out " + dir / "o");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, ::testing::ContainsRegex(
-                              "error: no rank has been heard from for [0-9.]+ s, rank 0 not for "
+                              "error: no rank has been heard from for [0-9.]+ s, rank 0 for "
                               "3 s \\(--heartbeat-timeout\\): mpirun, which passes their output "
                               "on, or every rank is stopped"))
       << run.output;

@@ -192,6 +192,7 @@ TEST_F(RuntimeTest, ServerStdoutCarriesOnlyItsReports) {
                       .env = {{"TESSERA_JOB_TOKEN", "t"},
                               {"TESSERA_JOB_ENCRYPTION", "off"},
                               {"LD_PRELOAD", TESSERA_STDOUT_WRITER},
+                              {"ASAN_OPTIONS", "verify_asan_link_order=0"},  // SANITIZE=1 builds.
                               {"STDOUT_WRITER_AFTER", go}},
                       .output_fd = out_fd,
                       .output_stdout_only = true,
