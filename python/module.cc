@@ -127,27 +127,6 @@ tessera::Graph GraphFrom(int64_t num_nodes, const torch::Tensor& src, const torc
   return g;
 }
 
-py::dict PartitionResultDict(const tessera::PartitionResult& r) {
-  py::dict d;
-  d["config_path"] = r.config_path;
-  d["edge_cut"] = r.edge_cut;
-  d["assign_seconds"] = r.assign_seconds;
-  d["reshuffle_seconds"] = r.reshuffle_seconds;
-  d["write_seconds"] = r.write_seconds;
-  py::list parts;
-  for (const auto& p : r.parts) {
-    py::dict pd;
-    pd["inner_nodes"] = p.inner_nodes;
-    pd["halo_nodes"] = p.halo_nodes;
-    pd["inner_edges"] = p.inner_edges;
-    pd["local_edges"] = p.local_edges;
-    pd["cut_edges"] = p.cut_edges;
-    parts.append(pd);
-  }
-  d["parts"] = parts;
-  return d;
-}
-
 py::dict ArraysDict(const std::map<std::string, tessera::Array>& arrays) {
   py::dict d;
   for (const auto& [name, a] : arrays) d[py::str(name)] = ToTensor(a);
@@ -415,13 +394,8 @@ PYBIND11_MODULE(_C, m) {
            [schemes](const dist::DistGraph& g) {
              return schemes(Wait([&] { return g.node_attr_schemes(); }));
            })
-      .def("edge_attr_schemes",
-           [schemes](const dist::DistGraph& g) {
-             return schemes(Wait([&] { return g.edge_attr_schemes(); }));
-           })
       .def("partition_book", &dist::DistGraph::partition_book)
       .def("ntypes", &dist::DistGraph::ntypes)
-      .def("etypes", &dist::DistGraph::etypes)
       .def("canonical_etypes",
            [](const dist::DistGraph& g) {
              py::list l;
@@ -454,18 +428,6 @@ PYBIND11_MODULE(_C, m) {
              return Wait(
                  [&] { return node ? g.nodes(type).type_name() : g.edges(type).type_name(); });
            })
-      .def("map_to_per_ntype",
-           [](const dist::DistGraph& g, const torch::Tensor& ids) {
-             auto [t, i] = Wait([&] { return g.map_to_per_ntype(ids); });
-             return py::make_tuple(t, i);
-           })
-      .def("map_to_per_etype",
-           [](const dist::DistGraph& g, const torch::Tensor& ids) {
-             auto [t, i] = Wait([&] { return g.map_to_per_etype(ids); });
-             return py::make_tuple(t, i);
-           })
-      .def("map_to_homo_nid", Waiting(&dist::DistGraph::map_to_homo_nid))
-      .def("map_to_homo_eid", Waiting(&dist::DistGraph::map_to_homo_eid))
       .def("rank", &dist::DistGraph::rank)
       .def("barrier", [](const dist::DistGraph& g) { Wait([&] { g.barrier(); }); });
   DefGraphOperations(m, graph);
@@ -649,30 +611,27 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("seed", &tessera::PartitionOptions::seed)
       .def_readwrite("coarsening", &tessera::PartitionOptions::coarsening)
       .def_readwrite("coarsen_min_arcs", &tessera::PartitionOptions::coarsen_min_arcs);
-  m.def("partition_graph_path",
-        [](const std::string& input, const std::string& graph_name, int num_parts,
-           const std::string& out_path, const tessera::PartitionOptions& o) {
-          auto r = Wait([&] {
-            auto graph = tessera::read_graph(input);
-            ThrowIfError(graph.status(), "partition_graph: reading " + input);
-            auto result = tessera::partition_graph(*graph, graph_name, num_parts, out_path, o);
-            ThrowIfError(result.status(), "partition_graph");
-            return *std::move(result);
-          });
-          return PartitionResultDict(r);
-        });
+  m.def("partition_graph_path", [](const std::string& input, const std::string& graph_name,
+                                   int num_parts, const std::string& out_path,
+                                   const tessera::PartitionOptions& o) {
+    Wait([&] {
+      auto graph = tessera::read_graph(input);
+      ThrowIfError(graph.status(), "partition_graph: reading " + input);
+      ThrowIfError(tessera::partition_graph(*graph, graph_name, num_parts, out_path, o).status(),
+                   "partition_graph");
+    });
+  });
   m.def("partition_graph_arrays",
         [](int64_t num_nodes, const torch::Tensor& src, const torch::Tensor& dst,
            const std::map<std::string, torch::Tensor>& ndata,
            const std::map<std::string, torch::Tensor>& edata, const std::string& graph_name,
            int num_parts, const std::string& out_path, const tessera::PartitionOptions& o) {
           tessera::Graph graph = GraphFrom(num_nodes, src, dst, ndata, edata);
-          auto r = Wait([&] {
-            auto result = tessera::partition_graph(graph, graph_name, num_parts, out_path, o);
-            ThrowIfError(result.status(), "partition_graph");
-            return *std::move(result);
+          Wait([&] {
+            ThrowIfError(
+                tessera::partition_graph(graph, graph_name, num_parts, out_path, o).status(),
+                "partition_graph");
           });
-          return PartitionResultDict(r);
         });
   m.def("load_partition", [](const std::string& config, int part_id, bool load_node_feats,
                              bool load_edge_feats, bool load_graph) {

@@ -28,7 +28,7 @@ import torch
 
 from tessera import _C
 from tessera._utils import as_ids, flat_rows, missing_name as _missing_name
-from tessera.heterograph import ALL, _nodes_of, _Relation
+from tessera.heterograph import ALL, Graph, _nodes_of, _Relation
 
 _SIDES = {"u": "source", "v": "destination", "e": "edge"}
 
@@ -671,6 +671,12 @@ def push(g, u, message_func, reduce_func, apply_node_func=None, etype=None):
     c = g.to_canonical_etype(etype)
     send_and_recv(g, g.out_edges(u, form="eid", etype=c), message_func, reduce_func,
                   apply_node_func, c)
+
+
+# DGL's graphs have these as methods too.
+for _f in (apply_edges, update_all, multi_update_all, apply_nodes, send_and_recv, pull, push):
+    setattr(Graph, _f.__name__, _f)
+del _f
 
 
 def __getattr__(name):

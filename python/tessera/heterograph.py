@@ -441,44 +441,27 @@ class Graph:
     def _relation(self, etype):
         return self._rel[self.to_canonical_etype(etype)]
 
-    def num_nodes(self, ntype=None):
+    def _count(self, frames, ntype, side, types):
         if ntype is None:
-            return sum(f.num_rows for f in self._all_node_frames())
-        frames = self._node_frames_of(ntype)
-        return sum(f.num_rows for f in frames)
+            return sum(f.num_rows for f in frames.values())
+        if ntype not in frames:
+            raise _C.TesseraError(f"unknown {side}node type {ntype!r}; the {self._what} has "
+                                  f"{types}")
+        return frames[ntype].num_rows
 
-    def _all_node_frames(self):
-        return list(self._srcf.values()) + (
-            [] if self._dstf is self._srcf else list(self._dstf.values()))
-
-    def _node_frames_of(self, ntype):
-        frames = [d[ntype] for d in ((self._srcf,) if self._dstf is self._srcf
-                                     else (self._srcf, self._dstf)) if ntype in d]
-        if not frames:
-            raise _C.TesseraError(f"unknown node type {ntype!r}; the {self._what} has "
-                                  f"{self.ntypes}")
-        return frames
+    def num_nodes(self, ntype=None):
+        # A graph's source and destination frames are one dict, or hold
+        # disjoint types (a Block counts its own).
+        return self._count({**self._srcf, **self._dstf}, ntype, "", self.ntypes)
 
     def num_src_nodes(self, ntype=None):
         """Source nodes of ``ntype``; without a type, of every source type (DGL)."""
-        if ntype is None:
-            return sum(f.num_rows for f in self._srcf.values())
-        t = ntype
-        if t not in self._srcf:
-            raise _C.TesseraError(f"unknown source node type {t!r}; the {self._what} has "
-                                  f"{self.srctypes}")
-        return self._srcf[t].num_rows
+        return self._count(self._srcf, ntype, "source ", self.srctypes)
 
     def num_dst_nodes(self, ntype=None):
         """Destination nodes of ``ntype``; without a type, of every destination
         type (DGL)."""
-        if ntype is None:
-            return sum(f.num_rows for f in self._dstf.values())
-        t = ntype
-        if t not in self._dstf:
-            raise _C.TesseraError(f"unknown destination node type {t!r}; the {self._what} "
-                                  f"has {self.dsttypes}")
-        return self._dstf[t].num_rows
+        return self._count(self._dstf, ntype, "destination ", self.dsttypes)
 
     def num_edges(self, etype=None):
         if etype is None:
@@ -580,22 +563,18 @@ class Graph:
         return {"uv": (src, dst), "eid": eid, "all": (src, dst, eid)}[form]
 
     def in_degrees(self, v=ALL, etype=None):
-        r = self._relation(etype)
-        indptr = r.indptr
-        deg = indptr[1:] - indptr[:-1]
-        if isinstance(v, str) and v == ALL:
-            return deg
-        c = self.to_canonical_etype(etype)
-        ids, scalar = _nodes_of(v, r.num_dst, c[2], "in_degrees v")  # No negative ids (DGL).
-        return int(deg[ids][0]) if scalar else deg[ids]
+        return self._degrees(v, etype, False)
 
     def out_degrees(self, u=ALL, etype=None):
-        r = self._relation(etype)
-        deg = torch.bincount(r.src, minlength=r.num_src)
-        if isinstance(u, str) and u == ALL:
+        return self._degrees(u, etype, True)
+
+    def _degrees(self, ids, etype, out):
+        r, c = self._relation(etype), self.to_canonical_etype(etype)
+        deg = torch.bincount(r.src, minlength=r.num_src) if out else r.indptr[1:] - r.indptr[:-1]
+        if isinstance(ids, str) and ids == ALL:
             return deg
-        c = self.to_canonical_etype(etype)
-        ids, scalar = _nodes_of(u, r.num_src, c[0], "out_degrees u")  # No negative ids (DGL).
+        ids, scalar = _nodes_of(ids, deg.numel(), c[0] if out else c[2],  # No negative ids (DGL).
+                                "out_degrees u" if out else "in_degrees v")
         return int(deg[ids][0]) if scalar else deg[ids]
 
     # The only relation's CSR and edges, what tessera.nn's layers read (on
@@ -687,37 +666,6 @@ class Graph:
         g.canonical_etypes = [c]
         g._rel, g._ef = {c: self._rel[c]}, {c: self._ef[c]}
         return g
-
-    # ------------------------------------------------------------ message passing
-
-    def apply_edges(self, func, edges=ALL, etype=None):
-        from tessera import function
-        function.apply_edges(self, func, edges, etype)
-
-    def update_all(self, message_func, reduce_func, apply_node_func=None, etype=None):
-        from tessera import function
-        function.update_all(self, message_func, reduce_func, apply_node_func, etype)
-
-    def multi_update_all(self, etype_dict, cross_reducer, apply_node_func=None):
-        from tessera import function
-        function.multi_update_all(self, etype_dict, cross_reducer, apply_node_func)
-
-    def apply_nodes(self, func, v=ALL, ntype=None):
-        from tessera import function
-        function.apply_nodes(self, func, v, ntype)
-
-    def send_and_recv(self, edges, message_func, reduce_func, apply_node_func=None,
-                      etype=None):
-        from tessera import function
-        function.send_and_recv(self, edges, message_func, reduce_func, apply_node_func, etype)
-
-    def pull(self, v, message_func, reduce_func, apply_node_func=None, etype=None):
-        from tessera import function
-        function.pull(self, v, message_func, reduce_func, apply_node_func, etype)
-
-    def push(self, u, message_func, reduce_func, apply_node_func=None, etype=None):
-        from tessera import function
-        function.push(self, u, message_func, reduce_func, apply_node_func, etype)
 
     def __repr__(self):
         if self.is_homogeneous and not self.is_block:
