@@ -15,6 +15,7 @@
 #include "src/kvstore/kv_client.h"
 #include "src/launcher/local_job.h"
 #include "tessera/base/status.h"
+#include "tools/subprocess.h"
 
 namespace tessera::tools {
 
@@ -44,11 +45,23 @@ StatusOr<BenchPartitions> EnsureBenchPartitions(const std::string& graph,
 // The upper median (0 for none).
 double Median(std::vector<double> v);
 
+// The training seeds, sorted: on a typed book the nodes of type `ntype` with
+// train_mask (as homogeneous ids); on a homogeneous one the nodes with
+// train_mask, or every node if there is no node/train_mask.
+StatusOr<std::vector<int64_t>> TrainSeeds(kvstore::Services& store,
+                                          const std::string& ntype = "paper");
+
 // The runner of a `bench` subcommand: runs `bench` in the scratch folder
 // `workdir` (a temporary "<prefix>-*" folder if empty, removed after) and
 // returns the exit code, reporting a failure.
 std::function<int()> BenchRunner(const std::string* workdir, const std::string& prefix,
                                  std::function<Status(const std::string& workdir)> bench);
+
+// Runs this program as a child, `tessera --log-level warn <args>`, allowed
+// `timeout_s` seconds; InternalError "<what> exited with <code>" unless it
+// exits 0.
+StatusOr<ChildResult> RunSelf(std::vector<std::string> args, double timeout_s,
+                              const std::string& what);
 
 }  // namespace tessera::tools
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 #include "nlohmann/json.hpp"
@@ -47,32 +48,18 @@ StatusOr<nlohmann::json> BenchOne(const BenchFlags& f, const std::string& graph,
                                   const std::string& method, int parts, double coarsening,
                                   const std::string& workdir) {
   const std::string out = StrCat(workdir, "/", method, "-", parts);
-  std::vector<std::string> argv = {SelfExecutable(),
-                                   "--log-level",
-                                   "warn",
-                                   "partition",
-                                   "--input",
-                                   graph,
-                                   "--graph-name",
-                                   "bench",
-                                   "--num-parts",
-                                   StrCat(parts),
-                                   "--part-method",
-                                   method,
-                                   "--balance-edges",
-                                   "--return-mapping",
-                                   "--out",
-                                   out};
+  std::vector<std::string> args = {"partition",    "--input",       graph,
+                                   "--graph-name", "bench",         "--num-parts",
+                                   StrCat(parts),  "--part-method", method};
+  args.insert(args.end(), {"--balance-edges", "--return-mapping", "--out", out});
   if (PathExists(graph + "/train_mask.npy")) {
-    argv.insert(argv.end(), {"--balance-ntypes", "train_mask"});
+    args.insert(args.end(), {"--balance-ntypes", "train_mask"});
   }
-  if (coarsening != 1) argv.insert(argv.end(), {"--coarsening", StrCat(coarsening)});
+  if (coarsening != 1) args.insert(args.end(), {"--coarsening", StrCat(coarsening)});
   spdlog::info("bench: {} {} parts of {}{}", method, parts, graph,
                coarsening != 1 ? StrCat(", coarsening ", coarsening) : "");
-  ASSIGN_OR_RETURN(ChildResult child, RunChild(argv, Deadline::InSeconds(f.timeout_s)));
-  if (child.exit_code != 0) {
-    return absl::InternalError(StrCat("partition of ", graph, " exited with ", child.exit_code));
-  }
+  ASSIGN_OR_RETURN(ChildResult child,
+                   RunSelf(std::move(args), f.timeout_s, StrCat("partition of ", graph)));
   ASSIGN_OR_RETURN(Inspection in, InspectPartitions(out + "/bench.json"));
   nlohmann::json run = {
       {"graph", graph},
@@ -131,6 +118,36 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+StatusOr<std::vector<int64_t>> TrainSeeds(kvstore::Services& store, const std::string& ntype) {
+  const PartitionBook& book = store.book();
+  int type = 0;
+  std::string key = "node/train_mask";
+  if (!book.is_homogeneous()) {
+    auto it = std::find(book.ntypes().begin(), book.ntypes().end(), ntype);
+    if (it == book.ntypes().end()) return absl::NotFoundError(StrCat("no node type '", ntype, "'"));
+    type = static_cast<int>(it - book.ntypes().begin());
+    key = StrCat("node/", ntype, "/train_mask");
+  }
+  StatusOr<kvstore::TensorMeta> meta = store.features().Meta(key);
+  const bool every_node = book.is_homogeneous() && absl::IsNotFound(meta.status());
+  if (!meta.ok() && !every_node) return meta.status();
+  const int64_t n = every_node ? book.num_nodes() : meta->shape[0];
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  if (every_node) return all;
+  const size_t elem = meta->row_bytes();
+  std::vector<uint8_t> raw(static_cast<size_t>(n) * elem);
+  RETURN_IF_ERROR(store.features().PullInto(key, all, LayoutOf(*meta), raw.data()));
+  std::vector<int64_t> seeds;
+  for (int64_t v = 0; v < n; ++v) {
+    bool set = false;
+    for (size_t b = 0; b < elem; ++b) set |= raw[v * elem + b] != 0;
+    if (set) seeds.push_back(book.is_homogeneous() ? v : book.MapToHomoNid(type, v));
+  }
+  std::sort(seeds.begin(), seeds.end());
+  return seeds;
+}
+
 std::function<int()> BenchRunner(const std::string* workdir, const std::string& prefix,
                                  std::function<Status(const std::string& workdir)> bench) {
   return [=] {
@@ -139,6 +156,16 @@ std::function<int()> BenchRunner(const std::string* workdir, const std::string& 
     Status st = bench(dir->path());
     return st.ok() ? 0 : ReportError(st);
   };
+}
+
+StatusOr<ChildResult> RunSelf(std::vector<std::string> args, double timeout_s,
+                              const std::string& what) {
+  args.insert(args.begin(), {SelfExecutable(), "--log-level", "warn"});
+  ASSIGN_OR_RETURN(ChildResult child, RunChild(args, Deadline::InSeconds(timeout_s)));
+  if (child.exit_code != 0) {
+    return absl::InternalError(StrCat(what, " exited with ", child.exit_code));
+  }
+  return child;
 }
 
 StatusOr<BenchJob> StartBenchJob(const std::string& part_config, const std::string& workdir,
@@ -214,27 +241,16 @@ Command RegisterBench(CLI::App& app) {
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per configuration")
       ->capture_default_str()
       ->check(Seconds(1, 1e6));
-  auto run_pull = std::make_shared<std::function<int()>>();
-  auto run_sample = std::make_shared<std::function<int()>>();
-  auto run_train = std::make_shared<std::function<int()>>();
-  auto run_hetero = std::make_shared<std::function<int()>>();
-  CLI::App* pull = RegisterBenchPull(bench, run_pull.get());
-  CLI::App* sample = RegisterBenchSample(bench, run_sample.get());
-  CLI::App* train = RegisterBenchTrain(bench, run_train.get());
-  CLI::App* hetero = RegisterBenchHetero(bench, run_hetero.get());
-  auto run_mpi = std::make_shared<std::function<int()>>();
-  CLI::App* mpi = RegisterBenchMpiPartition(bench, run_mpi.get());
-  return {bench, [f, sub, pull, sample, train, hetero, mpi, run_pull, run_sample, run_train,
-                  run_hetero, run_mpi] {
-            if (mpi->parsed()) return (*run_mpi)();
-            if (pull->parsed()) return (*run_pull)();
-            if (sample->parsed()) return (*run_sample)();
-            if (train->parsed()) return (*run_train)();
-            if (hetero->parsed()) return (*run_hetero)();
-            auto workdir = OpenScratchDir(f->workdir, "tessera-bench");
-            if (!workdir.ok()) return ReportError(workdir.status());
-            Status st = RunBench(*f, workdir->path());
-            return st.ok() ? 0 : ReportError(st);
+  const std::vector<Command> subs = {RegisterBenchPull(bench), RegisterBenchSample(bench),
+                                     RegisterBenchTrain(bench), RegisterBenchHetero(bench),
+                                     RegisterBenchMpiPartition(bench)};
+  std::function<int()> run_partition = BenchRunner(
+      &f->workdir, "tessera-bench", [f](const std::string& dir) { return RunBench(*f, dir); });
+  return {bench, [subs, run_partition] {
+            for (const Command& c : subs) {
+              if (c.subcommand->parsed()) return c.run();
+            }
+            return run_partition();  // `bench partition`.
           }};
 }
 

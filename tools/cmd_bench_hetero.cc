@@ -178,29 +178,15 @@ StatusOr<std::vector<BenchGraph>> MakeGraphs(const HeteroFlags& f, const std::st
   return graphs;
 }
 
-int64_t FolderBytes(const std::string& dir) {
-  int64_t total = 0;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir, ec)) {
-    if (entry.is_regular_file(ec)) total += static_cast<int64_t>(entry.file_size(ec));
-  }
-  return total;
-}
-
 // `tessera partition` of `g` into `parts` parts in a child process.
 StatusOr<ChildResult> PartitionChild(const HeteroFlags& f, const BenchGraph& g, int parts,
                                      const std::string& out) {
-  std::vector<std::string> argv = {SelfExecutable(), "--log-level", "warn",         "partition",
-                                   "--input",        g.input,       "--graph-name", "bench",
-                                   "--num-parts",    StrCat(parts), "--out",        out};
-  if (parts == 1) argv.insert(argv.end(), {"--part-method", "random"});
-  argv.insert(argv.end(), g.partition_flags.begin(), g.partition_flags.end());
-  ASSIGN_OR_RETURN(ChildResult child, RunChild(argv, Deadline::InSeconds(f.timeout_s)));
-  if (child.exit_code != 0) {
-    return absl::InternalError(
-        StrCat("partition of ", g.input, " into ", parts, " exited with ", child.exit_code));
-  }
-  return child;
+  std::vector<std::string> args = {"partition",    "--input", g.input,
+                                   "--graph-name", "bench",   "--num-parts",
+                                   StrCat(parts),  "--out",   out};
+  if (parts == 1) args.insert(args.end(), {"--part-method", "random"});
+  args.insert(args.end(), g.partition_flags.begin(), g.partition_flags.end());
+  return RunSelf(std::move(args), f.timeout_s, StrCat("partition of ", g.input, " into ", parts));
 }
 
 // Partitions every graph (2 parts measured, 1 part for the standalone runs).
@@ -214,7 +200,7 @@ StatusOr<nlohmann::json> RunPartitions(const HeteroFlags& f, const std::string& 
     g.two = two + "/bench.json";
     ASSIGN_OR_RETURN(Inspection in, InspectPartitions(g.two));
     nlohmann::json part_bytes = nlohmann::json::array();
-    for (int p = 0; p < 2; ++p) part_bytes.push_back(FolderBytes(StrCat(two, "/part", p)));
+    for (int p = 0; p < 2; ++p) part_bytes.push_back(DirectorySize(StrCat(two, "/part", p)));
     runs[g.name] = {{"flags", g.partition_flags},
                     {"wall_s", child.seconds},
                     {"peak_rss_bytes", child.peak_rss_bytes},
@@ -246,35 +232,6 @@ StatusOr<nlohmann::json> RunPartitions(const HeteroFlags& f, const std::string& 
         {"wall", ratio("typed", "same_structure", "wall_s")}}},
       {"target_peak_rss_per_edge_ratio_at_most", 1.0}};
   return report;
-}
-
-// The training seeds: papers with train_mask on a typed book (as homogeneous
-// ids), else the nodes with train_mask. Sorted.
-StatusOr<std::vector<int64_t>> TrainSeeds(kvstore::Services& store) {
-  const PartitionBook& book = store.book();
-  int type = 0;
-  std::string key = "node/train_mask";
-  if (!book.is_homogeneous()) {
-    auto it = std::find(book.ntypes().begin(), book.ntypes().end(), kPredictNtype);
-    if (it == book.ntypes().end()) return absl::NotFoundError("no node type 'paper'");
-    type = static_cast<int>(it - book.ntypes().begin());
-    key = StrCat("node/", kPredictNtype, "/train_mask");
-  }
-  ASSIGN_OR_RETURN(kvstore::TensorMeta meta, store.features().Meta(key));
-  const int64_t n = meta.shape[0];
-  std::vector<int64_t> all(static_cast<size_t>(n));
-  std::iota(all.begin(), all.end(), 0);
-  const size_t elem = meta.row_bytes();
-  std::vector<uint8_t> raw(static_cast<size_t>(n) * elem);
-  RETURN_IF_ERROR(store.features().PullInto(key, all, LayoutOf(meta), raw.data()));
-  std::vector<int64_t> seeds;
-  for (int64_t v = 0; v < n; ++v) {
-    bool set = false;
-    for (size_t b = 0; b < elem; ++b) set |= raw[v * elem + b] != 0;
-    if (set) seeds.push_back(book.is_homogeneous() ? v : book.MapToHomoNid(type, v));
-  }
-  std::sort(seeds.begin(), seeds.end());
-  return seeds;
 }
 
 // A store to sample from and the shuffled seeds of its batches.
@@ -422,7 +379,7 @@ StatusOr<nlohmann::json> RunSampling(const HeteroFlags& f, const std::string& di
                        kvstore::LocalKvStore::Open(graphs[i].one));
       samplers[i].graph = &graphs[i];
       samplers[i].store = store.get();
-      ASSIGN_OR_RETURN(std::vector<int64_t> seeds, TrainSeeds(*store));
+      ASSIGN_OR_RETURN(std::vector<int64_t> seeds, TrainSeeds(*store, kPredictNtype));
       RETURN_IF_ERROR(PrepareSampler(f, samplers[i], std::move(seeds)));
       stores.push_back(std::move(store));
     }
@@ -444,7 +401,7 @@ StatusOr<nlohmann::json> RunSampling(const HeteroFlags& f, const std::string& di
     ASSIGN_OR_RETURN(BenchJob job, StartBenchJob(graphs[i].two, StrCat(dir, "/", graphs[i].name)));
     samplers[i].graph = &graphs[i];
     samplers[i].store = job.client.get();
-    ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainSeeds(*job.client));
+    ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainSeeds(*job.client, kPredictNtype));
     ASSIGN_OR_RETURN(std::vector<int64_t> mine,
                      SplitWork(train, job.client->book().node_offsets(), 2, 0));
     RETURN_IF_ERROR(PrepareSampler(f, samplers[i], std::move(mine)));
@@ -539,7 +496,7 @@ Status RunBenchHetero(const HeteroFlags& f, const std::string& dir) {
 
 }  // namespace
 
-CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run) {
+Command RegisterBenchHetero(CLI::App* bench) {
   auto f = std::make_shared<HeteroFlags>();
   CLI::App* sub = bench->add_subcommand(
       "hetero",
@@ -574,9 +531,8 @@ CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run) {
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per child process or job")
       ->capture_default_str()
       ->check(Seconds(1, 1e6));
-  *run = BenchRunner(&f->workdir, "tessera-bench-hetero",
-                     [f](const std::string& workdir) { return RunBenchHetero(*f, workdir); });
-  return sub;
+  return {sub, BenchRunner(&f->workdir, "tessera-bench-hetero",
+                           [f](const std::string& dir) { return RunBenchHetero(*f, dir); })};
 }
 
 }  // namespace tessera::tools

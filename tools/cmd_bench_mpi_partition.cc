@@ -12,8 +12,8 @@
 #include "src/partition/inspect.h"
 #include "tessera/base/file.h"
 #include "tessera/base/strings.h"
+#include "tools/bench_job.h"
 #include "tools/commands.h"
-#include "tools/subprocess.h"
 
 namespace tessera::tools {
 namespace {
@@ -30,14 +30,10 @@ struct MpiBenchFlags {
   std::vector<double> coarsening = {8};  // metis runs: one per value.
 };
 
-StatusOr<ChildResult> Run(const MpiBenchFlags& f, std::vector<std::string> argv,
+StatusOr<ChildResult> Run(const MpiBenchFlags& f, std::vector<std::string> args,
                           const std::string& what) {
   spdlog::info("bench: {}", what);
-  ASSIGN_OR_RETURN(ChildResult child, RunChild(argv, Deadline::InSeconds(f.timeout_s)));
-  if (child.exit_code != 0) {
-    return absl::InternalError(StrCat(what, " exited with ", child.exit_code));
-  }
-  return child;
+  return RunSelf(std::move(args), f.timeout_s, what);
 }
 
 // The partition's figures: `tessera inspect --json`'s, without the parts.
@@ -60,14 +56,13 @@ std::vector<std::pair<int, double>> Cross(const std::vector<int>& ranks,
 
 StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& graph,
                                     const std::string& workdir) {
-  const std::string self = SelfExecutable();
   const std::string chunked = workdir + "/chunked";
   RETURN_IF_ERROR(RemoveAll(chunked));
-  ASSIGN_OR_RETURN(ChildResult chunk, Run(f,
-                                          {self, "--log-level", "warn", "chunk", "--input", graph,
-                                           "--out", chunked, "--num-chunks", StrCat(f.num_chunks),
-                                           "--edge-format", "numpy", "--graph-name", "bench"},
-                                          StrCat("chunk ", graph)));
+  ASSIGN_OR_RETURN(ChildResult chunk,
+                   Run(f,
+                       {"chunk", "--input", graph, "--out", chunked, "--num-chunks",
+                        StrCat(f.num_chunks), "--edge-format", "numpy", "--graph-name", "bench"},
+                       StrCat("chunk ", graph)));
   const bool balance = PathExists(graph + "/train_mask.npy");
   nlohmann::json runs = nlohmann::json::array();
   for (const std::string& method : f.methods) {
@@ -76,11 +71,10 @@ StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& g
       options.insert(options.end(), {"--balance-ntypes", "train_mask"});
     }
     const std::string serial_out = StrCat(workdir, "/serial-", method);
-    std::vector<std::string> serial_argv = {self,      "--log-level", "warn",         "partition",
-                                            "--input", graph,         "--graph-name", "bench",
-                                            "--out",   serial_out};
-    serial_argv.insert(serial_argv.end(), options.begin(), options.end());
-    ASSIGN_OR_RETURN(ChildResult serial, Run(f, serial_argv, StrCat("partition ", method)));
+    std::vector<std::string> serial_args = {"partition", "--input", graph,     "--graph-name",
+                                            "bench",     "--out",   serial_out};
+    serial_args.insert(serial_args.end(), options.begin(), options.end());
+    ASSIGN_OR_RETURN(ChildResult serial, Run(f, serial_args, StrCat("partition ", method)));
     ASSIGN_OR_RETURN(nlohmann::json serial_figures, Figures(serial_out + "/bench.json"));
     RETURN_IF_ERROR(RemoveAll(serial_out));
     serial_figures["wall_s"] = serial.seconds;
@@ -91,14 +85,14 @@ StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& g
       if (f.parts % ranks != 0) continue;
       const std::string out = StrCat(workdir, "/mpi-", method, "-", ranks);
       const std::string stats_path = out + ".stats.json";
-      std::vector<std::string> argv = {
-          self,     "--log-level", "warn",  "mpi-partition", "--ranks", StrCat(ranks),  "--mpirun",
-          f.mpirun, "--input",     chunked, "--out",         out,       "--stats-json", stats_path};
-      for (const std::string& arg : f.mpirun_args) argv.push_back("--mpirun-arg=" + arg);
-      argv.insert(argv.end(), options.begin(), options.end());
-      if (method == "metis") argv.insert(argv.end(), {"--coarsening", StrCat(factor)});
+      std::vector<std::string> args = {
+          "mpi-partition", "--ranks", StrCat(ranks), "--mpirun",     f.mpirun,  "--input",
+          chunked,         "--out",   out,           "--stats-json", stats_path};
+      for (const std::string& arg : f.mpirun_args) args.push_back("--mpirun-arg=" + arg);
+      args.insert(args.end(), options.begin(), options.end());
+      if (method == "metis") args.insert(args.end(), {"--coarsening", StrCat(factor)});
       ASSIGN_OR_RETURN(ChildResult child,
-                       Run(f, argv,
+                       Run(f, args,
                            StrCat("mpi-partition ", method, ", ", ranks, " ranks",
                                   method == "metis" ? StrCat(", coarsening ", factor) : "")));
       ASSIGN_OR_RETURN(std::string text, ReadFileToString(stats_path));
@@ -141,7 +135,7 @@ StatusOr<nlohmann::json> BenchGraph(const MpiBenchFlags& f, const std::string& g
 
 }  // namespace
 
-CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run) {
+Command RegisterBenchMpiPartition(CLI::App* bench) {
   auto f = std::make_shared<MpiBenchFlags>();
   CLI::App* sub = bench->add_subcommand(
       "mpi-partition",
@@ -174,22 +168,18 @@ CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run) 
   sub->add_option("--timeout", f->timeout_s, "Seconds allowed per run")
       ->capture_default_str()
       ->check(Seconds(1, 1e6));
-  *run = [f] {
-    auto workdir = OpenScratchDir(f->workdir, "tessera-bench-mpi");
-    if (!workdir.ok()) return ReportError(workdir.status());
-    nlohmann::json graphs = nlohmann::json::array();
-    for (const std::string& graph : f->graphs) {
-      auto result = BenchGraph(*f, graph, workdir->path());
-      if (!result.ok()) return ReportError(result.status());
-      graphs.push_back(std::move(*result));
-    }
-    nlohmann::json report = {{"benchmark", "mpi-partition"},
-                             {"hardware_threads", std::thread::hardware_concurrency()},
-                             {"graphs", graphs}};
-    std::fputs((report.dump(1) + "\n").c_str(), stdout);
-    return 0;
-  };
-  return sub;
+  return {sub, BenchRunner(&f->workdir, "tessera-bench-mpi", [f](const std::string& dir) {
+            nlohmann::json graphs = nlohmann::json::array();
+            for (const std::string& graph : f->graphs) {
+              ASSIGN_OR_RETURN(nlohmann::json result, BenchGraph(*f, graph, dir));
+              graphs.push_back(std::move(result));
+            }
+            nlohmann::json report = {{"benchmark", "mpi-partition"},
+                                     {"hardware_threads", std::thread::hardware_concurrency()},
+                                     {"graphs", graphs}};
+            std::fputs((report.dump(1) + "\n").c_str(), stdout);
+            return absl::OkStatus();
+          })};
 }
 
 }  // namespace tessera::tools

@@ -8,8 +8,6 @@
 // 0, 1 and 2 sampler threads. Also the cost per sampled edge of sampling
 // remote seeds against local ones, measured back to back. Prints JSON.
 #include <algorithm>
-#include <filesystem>
-#include <numeric>
 
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -44,61 +42,47 @@ struct SampleFlags {
   int rounds = 5;
 };
 
-// The training nodes (train_mask), or every node if there is no mask.
-StatusOr<std::vector<int64_t>> TrainIds(kvstore::Services& store) {
-  int64_t n = store.book().num_nodes();
-  StatusOr<kvstore::TensorMeta> meta = store.features().Meta("node/train_mask");
-  std::vector<int64_t> all(static_cast<size_t>(n));
-  std::iota(all.begin(), all.end(), 0);
-  if (!meta.ok()) return all;
-  size_t elem = DTypeSize(meta->dtype);
-  std::vector<uint8_t> raw(static_cast<size_t>(n) * elem);
-  RETURN_IF_ERROR(
-      store.features().PullInto("node/train_mask", all, {meta->dtype, elem}, raw.data()));
-  std::vector<int64_t> ids;
-  for (int64_t v = 0; v < n; ++v) {
-    bool set = false;
-    for (size_t b = 0; b < elem; ++b) set |= raw[v * elem + b] != 0;
-    if (set) ids.push_back(v);
-  }
-  return ids;
-}
-
-// Samples `batches` batches of the seeds with `threads` sampler threads.
+// Samples `batches` batches of the seeds with each of f.threads sampler
+// thread counts; `what` names the setup in the log.
 StatusOr<nlohmann::json> RunLoader(kvstore::Services& store, const std::vector<int64_t>& seeds,
-                                   const SampleFlags& f, int threads) {
+                                   const SampleFlags& f, const std::string& what) {
   loader::BatchOptions options{.batch_size = f.batch_size, .shuffle = true, .seed = 7};
   int64_t own = loader::EpochPlan::OwnBatches(static_cast<int64_t>(seeds.size()), options);
   ASSIGN_OR_RETURN(loader::EpochPlan plan, loader::EpochPlan::Create(seeds, options, own));
   int64_t batches = std::min<int64_t>(f.batches, own);  // The first batches of an epoch.
   loader::NeighborSpec spec{.fanouts = f.fanouts};
   std::vector<int64_t> order = plan.Order(0);
-  Stopwatch watch;
-  loader::Pipeline<loader::MiniBatch> pipeline(
-      batches,
-      [&](int64_t b) {
-        return loader::SampleBlocks(store.graph(), plan.Batch(order, b), spec,
-                                    plan.BatchSeed(0, b));
-      },
-      threads, std::max(1, 2 * threads), std::chrono::seconds(600));
-  int64_t edges = 0, input_nodes = 0, seed_count = 0;
-  while (true) {
-    ASSIGN_OR_RETURN(std::optional<loader::MiniBatch> batch, pipeline.Next());
-    if (!batch) break;
-    edges += batch->num_sampled_edges();
-    for (int t = 0; t < batch->blocks.front().num_ntypes(); ++t) {
-      input_nodes += batch->blocks.front().num_src(t);
+  nlohmann::json runs = nlohmann::json::array();
+  for (int threads : f.threads) {
+    Stopwatch watch;
+    loader::Pipeline<loader::MiniBatch> pipeline(
+        batches,
+        [&](int64_t b) {
+          return loader::SampleBlocks(store.graph(), plan.Batch(order, b), spec,
+                                      plan.BatchSeed(0, b));
+        },
+        threads, std::max(1, 2 * threads), std::chrono::seconds(600));
+    int64_t edges = 0, input_nodes = 0, seed_count = 0;
+    while (true) {
+      ASSIGN_OR_RETURN(std::optional<loader::MiniBatch> batch, pipeline.Next());
+      if (!batch) break;
+      edges += batch->num_sampled_edges();
+      for (int t = 0; t < batch->blocks.front().num_ntypes(); ++t) {
+        input_nodes += batch->blocks.front().num_src(t);
+      }
+      seed_count += static_cast<int64_t>(batch->seeds.size());
     }
-    seed_count += static_cast<int64_t>(batch->seeds.size());
+    double s = watch.Seconds();
+    spdlog::info("{}, {} sampler threads: {:.0f} sampled edges/s", what, threads, edges / s);
+    runs.push_back({{"sampler_threads", threads},
+                    {"batches", batches},
+                    {"seeds_per_s", seed_count / s},
+                    {"sampled_edges_per_s", edges / s},
+                    {"ms_per_batch", 1e3 * s / batches},
+                    {"sampled_edges_per_batch", edges / batches},
+                    {"input_nodes_per_batch", input_nodes / batches}});
   }
-  double s = watch.Seconds();
-  return nlohmann::json{{"sampler_threads", threads},
-                        {"batches", batches},
-                        {"seeds_per_s", seed_count / s},
-                        {"sampled_edges_per_s", edges / s},
-                        {"ms_per_batch", 1e3 * s / batches},
-                        {"sampled_edges_per_batch", edges / batches},
-                        {"input_nodes_per_batch", input_nodes / batches}};
+  return runs;
 }
 
 // Where one thread's batch time goes: sample_neighbors vs to_block.
@@ -167,50 +151,33 @@ StatusOr<nlohmann::json> RemoteVsLocal(kvstore::KvClient& client, const SampleFl
 Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
   RetainFreedMemory();  // As a trainer does (dist::initialize) and servers do.
   ASSIGN_OR_RETURN(BenchPartitions parts, EnsureBenchPartitions(f.graph, dir));
-  const std::string& one_config = parts.one;
-  const std::string& two_config = parts.two;
   nlohmann::json report = {
       {"benchmark", "sample"}, {"batch_size", f.batch_size}, {"fanouts", f.fanouts}};
 
   // Standalone: the one-part partition in this process.
   {
     ASSIGN_OR_RETURN(std::unique_ptr<kvstore::LocalKvStore> store,
-                     kvstore::LocalKvStore::Open(one_config));
-    ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainIds(*store));
+                     kvstore::LocalKvStore::Open(parts.one));
+    ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainSeeds(*store));
     report["graph"] = {{"nodes", store->book().num_nodes()},
                        {"edges", store->book().num_edges()},
                        {"train_nodes", train.size()}};
-    nlohmann::json runs = nlohmann::json::array();
-    for (int threads : f.threads) {
-      ASSIGN_OR_RETURN(nlohmann::json run, RunLoader(*store, train, f, threads));
-      spdlog::info("standalone, {} sampler threads: {:.0f} sampled edges/s", threads,
-                   run["sampled_edges_per_s"].get<double>());
-      runs.push_back(std::move(run));
-    }
-    report["standalone"] = runs;
+    ASSIGN_OR_RETURN(report["standalone"], RunLoader(*store, train, f, "standalone"));
     ASSIGN_OR_RETURN(report["standalone_breakdown_1thread"], Breakdown(*store, train, f));
   }
 
   // Distributed: two servers on loopback, this process trainer 0 of machine 0.
-  ASSIGN_OR_RETURN(BenchJob bench, StartBenchJob(two_config, dir));
-  std::unique_ptr<launcher::LocalJob>& job = bench.job;
-  std::unique_ptr<kvstore::KvClient>& client = bench.client;
+  ASSIGN_OR_RETURN(BenchJob bench, StartBenchJob(parts.two, dir));
+  kvstore::KvClient& client = *bench.client;
   {
-    ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainIds(*client));
+    ASSIGN_OR_RETURN(std::vector<int64_t> train, TrainSeeds(client));
     ASSIGN_OR_RETURN(std::vector<int64_t> mine,
-                     SplitWork(train, client->book().node_offsets(), 2, 0));
-    nlohmann::json runs = nlohmann::json::array();
-    for (int threads : f.threads) {
-      ASSIGN_OR_RETURN(nlohmann::json run, RunLoader(*client, mine, f, threads));
-      spdlog::info("2 machines, {} sampler threads: {:.0f} sampled edges/s", threads,
-                   run["sampled_edges_per_s"].get<double>());
-      runs.push_back(std::move(run));
-    }
-    report["two_machines_trainer0"] = runs;
-    ASSIGN_OR_RETURN(report["remote_vs_local_one_layer"], RemoteVsLocal(*client, f));
+                     SplitWork(train, client.book().node_offsets(), 2, 0));
+    ASSIGN_OR_RETURN(report["two_machines_trainer0"], RunLoader(client, mine, f, "2 machines"));
+    ASSIGN_OR_RETURN(report["remote_vs_local_one_layer"], RemoteVsLocal(client, f));
   }
-  RETURN_IF_ERROR(client->job().Close());
-  RETURN_IF_ERROR(job->Wait(Deadline::InSeconds(60), nullptr, 30).status());
+  RETURN_IF_ERROR(client.job().Close());
+  RETURN_IF_ERROR(bench.job->Wait(Deadline::InSeconds(60), nullptr, 30).status());
 
   double standalone_1 = 0;
   for (const auto& run : report["standalone"]) {
@@ -226,7 +193,7 @@ Status RunBenchSample(const SampleFlags& f, const std::string& dir) {
 
 }  // namespace
 
-CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run) {
+Command RegisterBenchSample(CLI::App* bench) {
   auto f = std::make_shared<SampleFlags>();
   CLI::App* sub = bench->add_subcommand(
       "sample", "Mini-batch sampling throughput, standalone and with 2 machines on loopback");
@@ -249,9 +216,8 @@ CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run) {
   sub->add_option("--rounds", f->rounds, "rounds of the remote/local comparison")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  *run = BenchRunner(&f->workdir, "tessera-bench-sample",
-                     [f](const std::string& workdir) { return RunBenchSample(*f, workdir); });
-  return sub;
+  return {sub, BenchRunner(&f->workdir, "tessera-bench-sample",
+                           [f](const std::string& dir) { return RunBenchSample(*f, dir); })};
 }
 
 }  // namespace tessera::tools

@@ -133,7 +133,7 @@ Status RunBenchTrain(const TrainFlags& f, const std::string& dir) {
 
 }  // namespace
 
-CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run) {
+Command RegisterBenchTrain(CLI::App* bench) {
   auto f = std::make_shared<TrainFlags>();
   CLI::App* sub = bench->add_subcommand(
       "train", "GraphSAGE epochs, inference and accuracy, standalone and on 2 loopback machines");
@@ -158,9 +158,8 @@ CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run) {
       ->check(Seconds(1, 1e6));
   sub->add_flag("--no-encryption", f->no_encryption,
                 "Distributed runs without encryption (`tessera launch --no-encryption`)");
-  *run = BenchRunner(&f->workdir, "tessera-bench-train",
-                     [f](const std::string& workdir) { return RunBenchTrain(*f, workdir); });
-  return sub;
+  return {sub, BenchRunner(&f->workdir, "tessera-bench-train",
+                           [f](const std::string& dir) { return RunBenchTrain(*f, dir); })};
 }
 
 }  // namespace tessera::tools

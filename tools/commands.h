@@ -34,14 +34,13 @@ Command RegisterCopyFiles(CLI::App& app);
 Command RegisterChunk(CLI::App& app);
 Command RegisterMpiPartition(CLI::App& app);
 Command RegisterExportEmbeddings(CLI::App& app);
-// Add `bench pull` / `bench sample` / `bench train` / `bench hetero` /
-// `bench mpi-partition` under
-// `bench`; *run runs it.
-CLI::App* RegisterBenchPull(CLI::App* bench, std::function<int()>* run);
-CLI::App* RegisterBenchSample(CLI::App* bench, std::function<int()>* run);
-CLI::App* RegisterBenchTrain(CLI::App* bench, std::function<int()>* run);
-CLI::App* RegisterBenchHetero(CLI::App* bench, std::function<int()>* run);
-CLI::App* RegisterBenchMpiPartition(CLI::App* bench, std::function<int()>* run);
+// `bench pull` / `bench sample` / `bench train` / `bench hetero` /
+// `bench mpi-partition`, added under `bench`.
+Command RegisterBenchPull(CLI::App* bench);
+Command RegisterBenchSample(CLI::App* bench);
+Command RegisterBenchTrain(CLI::App* bench);
+Command RegisterBenchHetero(CLI::App* bench);
+Command RegisterBenchMpiPartition(CLI::App* bench);
 
 // A flag's check: a finite number of seconds in [lo, hi] (CLI11's own
 // ranges let "nan" through).

@@ -325,16 +325,10 @@ Status MetaParser::Parse(const Json& meta) {
   return ParseArrays(meta, /*node=*/false);
 }
 
-int TypeIndex(const std::vector<int64_t>& offsets, int64_t id) {
-  return static_cast<int>(std::upper_bound(offsets.begin() + 1, offsets.end() - 1, id) -
-                          offsets.begin()) -
-         1;
-}
-
 }  // namespace
 
-int ChunkedGraph::NodeTypeOf(int64_t id) const { return TypeIndex(ntype_offsets, id); }
-int ChunkedGraph::RelationOf(int64_t position) const { return TypeIndex(etype_offsets, position); }
+int ChunkedGraph::NodeTypeOf(int64_t id) const { return Bucket(ntype_offsets, id); }
+int ChunkedGraph::RelationOf(int64_t position) const { return Bucket(etype_offsets, position); }
 
 StatusOr<ChunkedGraph> ReadChunkedGraph(const std::string& path) {
   ChunkedGraph g;

@@ -17,6 +17,7 @@
 #include "src/dist_partition/comm.h"
 #include "src/dist_partition/packing.h"
 #include "src/partition/partition.h"
+#include "src/partition/partition_util.h"
 #include "tessera/base/status.h"
 #include "tessera/base/strings.h"
 
@@ -24,13 +25,6 @@ namespace tessera::dist_partition::internal {
 
 // `total` items over `n` ranks as evenly as possible: the n + 1 bounds.
 std::vector<int64_t> EvenBounds(int64_t total, int n);
-
-// The index i with bounds[i] <= x < bounds[i + 1] (bounds ascending).
-inline int Bucket(const std::vector<int64_t>& bounds, int64_t x) {
-  return static_cast<int>(std::upper_bound(bounds.begin() + 1, bounds.end() - 1, x) -
-                          bounds.begin()) -
-         1;
-}
 
 // Which rank holds what, before and after the reshuffle.
 struct Layout {
@@ -59,11 +53,19 @@ struct IdLayout {
   int PartOfNode(int64_t id) const { return Bucket(node_offsets, id); }
   int PartOfEdge(int64_t eid) const { return Bucket(edge_offsets, eid); }
   // First new id of type t's block of part p (relation t's for edges).
-  int64_t NodeBlock(int p, int t) const;
-  int64_t EdgeBlock(int p, int t) const;
+  int64_t NodeBlock(int p, int t) const {
+    return TypeBlockStart(node_offsets, node_counts, num_ntypes, p, t);
+  }
+  int64_t EdgeBlock(int p, int t) const {
+    return TypeBlockStart(edge_offsets, edge_counts, num_etypes, p, t);
+  }
   // The type of a new node id / relation of a new edge id.
-  int NodeTypeOf(int64_t id) const;
-  int RelationOf(int64_t eid) const;
+  int NodeTypeOf(int64_t id) const {
+    return BlockTypeOf(node_offsets, node_counts, num_ntypes, id);
+  }
+  int RelationOf(int64_t eid) const {
+    return BlockTypeOf(edge_offsets, edge_counts, num_etypes, eid);
+  }
 };
 
 // This rank's nodes after the reshuffle (its parts' new ids, contiguous).

@@ -16,38 +16,6 @@ std::vector<int64_t> EvenBounds(int64_t total, int n) {
   return bounds;
 }
 
-int64_t IdLayout::NodeBlock(int p, int t) const {
-  int64_t start = node_offsets[p];
-  for (int u = 0; u < t; ++u) start += node_counts[p * num_ntypes + u];
-  return start;
-}
-
-int64_t IdLayout::EdgeBlock(int p, int t) const {
-  int64_t start = edge_offsets[p];
-  for (int u = 0; u < t; ++u) start += edge_counts[p * num_etypes + u];
-  return start;
-}
-
-int IdLayout::NodeTypeOf(int64_t id) const {
-  const int p = PartOfNode(id);
-  int64_t at = node_offsets[p];
-  int t = 0;
-  while (t + 1 < num_ntypes && id >= at + node_counts[p * num_ntypes + t]) {
-    at += node_counts[p * num_ntypes + t++];
-  }
-  return t;
-}
-
-int IdLayout::RelationOf(int64_t eid) const {
-  const int p = PartOfEdge(eid);
-  int64_t at = edge_offsets[p];
-  int t = 0;
-  while (t + 1 < num_etypes && eid >= at + edge_counts[p * num_etypes + t]) {
-    at += edge_counts[p * num_etypes + t++];
-  }
-  return t;
-}
-
 namespace {
 
 struct IdPair {

@@ -8,6 +8,7 @@
 #include "spdlog/spdlog.h"
 #include "src/base/logging.h"
 #include "src/graph/npy.h"
+#include "src/partition/partition_util.h"
 #include "tessera/base/file.h"
 #include "tessera/base/resource.h"
 #include "tessera/base/strings.h"
@@ -148,23 +149,11 @@ struct Reshuffled {
 
   // The first new eid of relation t's block in part p.
   int64_t BlockStart(int p, int t) const {
-    int64_t start = edge_offsets[p];
-    for (int u = 0; u < t; ++u) start += edge_counts[p * num_etypes + u];
-    return start;
+    return TypeBlockStart(edge_offsets, edge_counts, num_etypes, p, t);
   }
-  // The relation of new edge id `eid`: which block of its part holds it.
+  // The relation of new edge id `eid`.
   int RelationOfNewEid(int64_t eid) const {
-    if (num_etypes == 1) return 0;
-    const int owner =
-        static_cast<int>(std::upper_bound(edge_offsets.begin() + 1, edge_offsets.end(), eid) -
-                         edge_offsets.begin()) -
-        1;
-    int64_t at = edge_offsets[owner];
-    int t = 0;
-    while (t + 1 < num_etypes && eid >= at + edge_counts[owner * num_etypes + t]) {
-      at += edge_counts[owner * num_etypes + t++];
-    }
-    return t;
+    return BlockTypeOf(edge_offsets, edge_counts, num_etypes, eid);
   }
 };
 

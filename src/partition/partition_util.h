@@ -6,7 +6,9 @@
 #ifndef TESSERA_SRC_PARTITION_PARTITION_UTIL_H_
 #define TESSERA_SRC_PARTITION_PARTITION_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +75,37 @@ std::vector<PartitionConfig::PartFiles> PartFolders(int num_parts);
 // so that ranges of nodes assigned apart (by different processes) get the
 // parts a single pass gives. All zeros, without draws, for one part.
 std::vector<int32_t> RandomParts(uint64_t seed, int64_t begin, int64_t end, int num_parts);
+
+// The index i with bounds[i] <= x < bounds[i + 1] (bounds ascending, at
+// least two; x below bounds[1] gives 0, x at or past the last bound the last
+// index).
+inline int Bucket(std::span<const int64_t> bounds, int64_t x) {
+  return static_cast<int>(std::upper_bound(bounds.begin() + 1, bounds.end() - 1, x) -
+                          bounds.begin()) -
+         1;
+}
+
+// Ids after the reshuffle, by part and within a part by type: part p holds
+// [offsets[p], offsets[p + 1]), type 0's block first, and counts (K x T)
+// holds each block's size. The first id of type t's block in part p.
+inline int64_t TypeBlockStart(std::span<const int64_t> offsets, std::span<const int64_t> counts,
+                              int num_types, int p, int t) {
+  int64_t start = offsets[p];
+  for (int u = 0; u < t; ++u) start += counts[p * num_types + u];
+  return start;
+}
+// The type of `id` (below offsets.back()): which block of its part holds it.
+inline int BlockTypeOf(std::span<const int64_t> offsets, std::span<const int64_t> counts,
+                       int num_types, int64_t id) {
+  if (num_types == 1) return 0;
+  const int p = Bucket(offsets, id);
+  int64_t at = offsets[p];
+  int t = 0;
+  while (t + 1 < num_types && id >= at + counts[p * num_types + t]) {
+    at += counts[p * num_types + t++];
+  }
+  return t;
+}
 
 }  // namespace tessera
 
