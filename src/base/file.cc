@@ -18,47 +18,41 @@
 namespace tessera {
 namespace fs = std::filesystem;
 
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
 namespace {
 
 // `path` opened for reading, with its size. O_NONBLOCK: opening a FIFO (or
 // a device) never waits for a writer; such files are refused, and a regular
 // file is read as usual (the flag changes nothing for it).
-StatusOr<std::pair<int, uint64_t>> OpenRegularFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ErrnoError(StrCat("cannot open ", path), errno);
+StatusOr<std::pair<UniqueFd, uint64_t>> OpenRegularFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return ErrnoError(StrCat("cannot open ", path), errno);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return ErrnoError(StrCat("cannot stat ", path), err);
-  }
+  if (::fstat(fd.get(), &st) != 0) return ErrnoError(StrCat("cannot stat ", path), errno);
   if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
     return absl::InvalidArgumentError(StrCat(path, " is not a regular file"));
   }
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // Reads block as usual.
-  return std::make_pair(fd, static_cast<uint64_t>(st.st_size));
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);  // Reads block as usual.
+  return std::make_pair(std::move(fd), static_cast<uint64_t>(st.st_size));
 }
 
 }  // namespace
 
 StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
   ASSIGN_OR_RETURN(auto opened, OpenRegularFile(path));
-  const int fd = opened.first;
   MappedFile file;
   file.path_ = path;
   file.size_ = static_cast<size_t>(opened.second);
   if (file.size_ > 0) {
-    void* addr = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (addr == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return ErrnoError(StrCat("cannot map ", path), err);
-    }
+    void* addr = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, opened.first.get(), 0);
+    if (addr == MAP_FAILED) return ErrnoError(StrCat("cannot map ", path), errno);
     file.data_ = static_cast<const uint8_t*>(addr);
   }
-  ::close(fd);
   return file;
 }
 
@@ -96,36 +90,17 @@ void MappedFile::DontNeed(size_t offset, size_t length) const {
 StatusOr<InputFile> InputFile::Open(const std::string& path) {
   ASSIGN_OR_RETURN(auto opened, OpenRegularFile(path));
   InputFile file;
-  file.fd_ = opened.first;
+  file.fd_ = std::move(opened.first);
   file.size_ = opened.second;
   file.path_ = path;
   return file;
-}
-
-InputFile::InputFile(InputFile&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)),
-      size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)) {}
-
-InputFile& InputFile::operator=(InputFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-    size_ = std::exchange(other.size_, 0);
-    path_ = std::move(other.path_);
-  }
-  return *this;
-}
-
-InputFile::~InputFile() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 Status InputFile::ReadAt(uint64_t offset, void* out, size_t size) const {
   auto* p = static_cast<uint8_t*>(out);
   size_t done = 0;
   while (done < size) {
-    ssize_t n = ::pread(fd_, p + done, size - done, static_cast<off_t>(offset + done));
+    ssize_t n = ::pread(fd_.get(), p + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoError(StrCat("cannot read ", path_), errno);
@@ -140,34 +115,18 @@ Status InputFile::ReadAt(uint64_t offset, void* out, size_t size) const {
 }
 
 StatusOr<OutputFile> OutputFile::Create(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(StrCat("cannot create ", path), errno);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return ErrnoError(StrCat("cannot create ", path), errno);
   OutputFile file;
-  file.fd_ = fd;
+  file.fd_ = std::move(fd);
   file.path_ = path;
   return file;
-}
-
-OutputFile::OutputFile(OutputFile&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
-
-OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-    path_ = std::move(other.path_);
-  }
-  return *this;
-}
-
-OutputFile::~OutputFile() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 Status OutputFile::Append(const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    ssize_t n = ::write(fd_, p, size);
+    ssize_t n = ::write(fd_.get(), p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoError(StrCat("cannot write ", path_), errno);
@@ -179,21 +138,21 @@ Status OutputFile::Append(const void* data, size_t size) {
 }
 
 Status OutputFile::Resize(uint64_t size) {
-  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+  if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) {
     return ErrnoError(StrCat("cannot resize ", path_), errno);
   }
   return absl::OkStatus();
 }
 
 Status OutputFile::Sync() const {
-  if (::fsync(fd_) != 0) return ErrnoError(StrCat("cannot flush ", path_, " to disk"), errno);
+  if (::fsync(fd_.get()) != 0) return ErrnoError(StrCat("cannot flush ", path_, " to disk"), errno);
   return absl::OkStatus();
 }
 
 Status OutputFile::WriteAt(uint64_t offset, const void* data, size_t size) const {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    ssize_t n = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
+    ssize_t n = ::pwrite(fd_.get(), p, size, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoError(StrCat("cannot write ", path_), errno);
@@ -206,8 +165,8 @@ Status OutputFile::WriteAt(uint64_t offset, const void* data, size_t size) const
 }
 
 Status OutputFile::Close() {
-  if (fd_ < 0) return absl::OkStatus();
-  int rc = ::close(std::exchange(fd_, -1));
+  if (fd_.get() < 0) return absl::OkStatus();
+  int rc = ::close(fd_.release());
   if (rc != 0) return ErrnoError(StrCat("cannot close ", path_), errno);
   return absl::OkStatus();
 }
@@ -288,12 +247,9 @@ Status WriteFileDurably(const std::string& path, std::string_view contents) {
 Status SyncPath(const std::string& path) {
   const std::string name = path.empty() ? "." : path;
   // O_NONBLOCK: a FIFO at `name` must not block the open (fsync then fails).
-  int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ErrnoError(StrCat("cannot open ", name), errno);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoError(StrCat("cannot flush ", name, " to disk"), err);
+  UniqueFd fd(::open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return ErrnoError(StrCat("cannot open ", name), errno);
+  if (::fsync(fd.get()) != 0) return ErrnoError(StrCat("cannot flush ", name, " to disk"), errno);
   return absl::OkStatus();
 }
 

@@ -44,19 +44,32 @@ class MappedFile {
   std::string path_;
 };
 
+// Owns a file descriptor: closes it when destroyed or replaced; move-only.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    reset(other.release());
+    return *this;
+  }
+  ~UniqueFd() { reset(); }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+  // Closes the descriptor held, if any, and holds `fd`.
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
 // A file opened for writing (created or truncated). Writes are unbuffered
 // system calls; callers batch their data. Close() reports deferred errors
 // (e.g. ENOSPC); the destructor closes silently.
 class OutputFile {
  public:
   static StatusOr<OutputFile> Create(const std::string& path);
-
-  OutputFile() = default;
-  OutputFile(OutputFile&& other) noexcept;
-  OutputFile& operator=(OutputFile&& other) noexcept;
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-  ~OutputFile();
 
   // Appends `size` bytes at the current end.
   Status Append(const void* data, size_t size);
@@ -71,7 +84,7 @@ class OutputFile {
   const std::string& path() const { return path_; }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   std::string path_;
 };
 
@@ -114,13 +127,6 @@ class InputFile {
  public:
   static StatusOr<InputFile> Open(const std::string& path);
 
-  InputFile() = default;
-  InputFile(InputFile&& other) noexcept;
-  InputFile& operator=(InputFile&& other) noexcept;
-  InputFile(const InputFile&) = delete;
-  InputFile& operator=(const InputFile&) = delete;
-  ~InputFile();
-
   // The size when it was opened.
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
@@ -129,10 +135,10 @@ class InputFile {
   Status ReadAt(uint64_t offset, void* out, size_t size) const;
   // Gives the descriptor up to the caller, who closes it (to read it
   // another way, as zlib's gzdopen does).
-  int Release() { return std::exchange(fd_, -1); }
+  int Release() { return fd_.release(); }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t size_ = 0;
   std::string path_;
 };
