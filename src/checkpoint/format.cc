@@ -385,6 +385,29 @@ void Prune(const std::string& dir, int keep, const std::string& current) {
   }
 }
 
+namespace {
+
+Status CannotRead(const std::string& folder, const std::string& name, const Status& st) {
+  return absl::DataLossError(fmt::format("checkpoint {}: file {} cannot be read: {}", folder, name,
+                                         std::string(st.message())));
+}
+
+Status Altered(const std::string& folder, const std::string& name, const std::string& size,
+               uint64_t listed) {
+  return absl::DataLossError(fmt::format(
+      "checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or altered)", folder,
+      name, size, listed));
+}
+
+Status Corrupt(const std::string& folder, const std::string& name, const std::string& crc,
+               const std::string& listed) {
+  return absl::DataLossError(
+      fmt::format("checkpoint {}: file {} is corrupt: CRC-32C {}, its manifest says {}", folder,
+                  name, crc, listed));
+}
+
+}  // namespace
+
 Status CheckShardFiles(const std::string& folder, const Json& tensor,
                        const std::map<std::string, Json>& files, bool orig) {
   for (const Json& shard : tensor["shards"]) {
@@ -400,24 +423,12 @@ Status CheckShardFiles(const std::string& folder, const Json& tensor,
                         found ? "it is not a regular file" : std::strerror(errno)));
       }
       if (static_cast<uint64_t>(st.st_size) != bytes) {
-        return absl::DataLossError(
-            fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or "
-                        "altered)",
-                        folder, name, st.st_size, bytes));
+        return Altered(folder, name, fmt::to_string(st.st_size), bytes);
       }
     }
   }
   return absl::OkStatus();
 }
-
-namespace {
-
-Status CannotRead(const std::string& folder, const std::string& name, const Status& st) {
-  return absl::DataLossError(fmt::format("checkpoint {}: file {} cannot be read: {}", folder, name,
-                                         std::string(st.message())));
-}
-
-}  // namespace
 
 StatusOr<std::string> VerifiedFile(const std::string& folder, const std::string& name,
                                    const std::map<std::string, Json>& files) {
@@ -432,23 +443,15 @@ StatusOr<std::string> VerifiedFile(const std::string& folder, const std::string&
   StatusOr<std::string> file = ReadFileToString(folder + "/" + name, bytes);
   if (!file.ok() && file.status().code() == absl::StatusCode::kFailedPrecondition) {
     StatusOr<int64_t> size = FileSize(folder + "/" + name);
-    return absl::DataLossError(
-        fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or "
-                    "altered)",
-                    folder, name, size.ok() ? fmt::to_string(*size) : "more", bytes));
+    return Altered(folder, name, size.ok() ? fmt::to_string(*size) : "more", bytes);
   }
   if (!file.ok()) return CannotRead(folder, name, file.status());
   if (file->size() != bytes) {
-    return absl::DataLossError(
-        fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or "
-                    "altered)",
-                    folder, name, file->size(), bytes));
+    return Altered(folder, name, fmt::to_string(file->size()), bytes);
   }
   const std::string crc = Hex(Crc32c(file->data(), file->size()));
   if (crc != it->second["crc32c"].get<std::string>()) {
-    return absl::DataLossError(
-        fmt::format("checkpoint {}: file {} is corrupt: CRC-32C {}, its manifest says {}", folder,
-                    name, crc, it->second["crc32c"].get<std::string>()));
+    return Corrupt(folder, name, crc, it->second["crc32c"].get<std::string>());
   }
   return file;
 }
@@ -486,10 +489,7 @@ StatusOr<ShardFile> VerifyShardFile(const std::string& folder, const std::string
   ShardFile f{
       .name = name, .file = std::move(*opened), .listed_crc = entry["crc32c"].get<std::string>()};
   if (f.file.size() != bytes) {
-    return absl::DataLossError(
-        fmt::format("checkpoint {}: file {} has {} bytes, its manifest says {} (truncated or "
-                    "altered)",
-                    folder, name, f.file.size(), bytes));
+    return Altered(folder, name, fmt::to_string(f.file.size()), bytes);
   }
   f.row_bytes = DTypeSize(dtype);
   for (size_t i = 1; i < shape.size(); ++i) f.row_bytes *= static_cast<size_t>(shape[i]);
@@ -534,9 +534,7 @@ StatusOr<ShardFile> VerifyShardFile(const std::string& folder, const std::string
     offset += n;
   }
   if (Hex(crc) != f.listed_crc) {
-    return absl::DataLossError(
-        fmt::format("checkpoint {}: file {} is corrupt: CRC-32C {}, its manifest says {}", folder,
-                    name, Hex(crc), f.listed_crc));
+    return Corrupt(folder, name, Hex(crc), f.listed_crc);
   }
   RETURN_IF_ERROR(problem);
   if (!header_read) {

@@ -147,11 +147,7 @@ TensorInfo Describe(const Job& job, const kvstore::TensorMeta& meta) {
   info.type =
       ValueOrThrow(kvstore::TensorType(book, meta.policy, std::string_view(meta.key).substr(5)),
                    fmt::format("checkpoint: tensor '{}'", meta.key));
-  if (meta.policy == shm::Policy::kNode) {
-    info.type_name = book.ntypes()[info.type];
-  } else {
-    info.type_name = book.etypes()[info.type].Canonical();
-  }
+  info.type_name = book.TypeName(meta.policy == shm::Policy::kNode, info.type);
   return info;
 }
 

@@ -390,10 +390,6 @@ struct DistTensor::State {
 
 namespace {
 
-std::string TypeName(const PartitionBook& book, bool node, int type) {
-  return node ? book.ntypes()[type] : book.etypes()[type].Canonical();
-}
-
 // The policy and type of a new tensor (DGL's choice of partition policy).
 std::pair<PartPolicy, int> ChoosePolicy(const PartitionBook& book, const std::string& name,
                                         int64_t rows, PartPolicy policy, const std::string& type) {
@@ -424,7 +420,7 @@ std::pair<PartPolicy, int> ChoosePolicy(const PartitionBook& book, const std::st
     for (int t = 0; t < num_types; ++t) {
       const int64_t count = node ? book.NumNodesOfType(t) : book.NumEdgesOfType(t);
       sizes.push_back(
-          fmt::format("{} '{}': {}", node ? "nodes" : "edges", TypeName(book, node, t), count));
+          fmt::format("{} '{}': {}", node ? "nodes" : "edges", book.TypeName(node, t), count));
       if (count == rows) fits.push_back({p, t});
     }
   }
@@ -458,7 +454,7 @@ DistTensor::DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::stri
   const int64_t rows = node ? book.NumNodesOfType(type_id) : book.NumEdgesOfType(type_id);
   if (shape[0] != rows) {
     throw Error(fmt::format("DistTensor '{}': shape[0] = {} but {} '{}' has {} {}", name, shape[0],
-                            node ? "node type" : "relation", TypeName(book, node, type_id), rows,
+                            node ? "node type" : "relation", book.TypeName(node, type_id), rows,
                             node ? "nodes" : "edges"));
   }
   if (name.empty()) {
@@ -466,7 +462,7 @@ DistTensor::DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::stri
     name = fmt::format("anonymous-{}", g_anonymous.fetch_add(1));
   }
   const std::string stored =
-      book.is_homogeneous() ? name : TypeName(book, node, type_id) + "/" + name;
+      book.is_homogeneous() ? name : book.TypeName(node, type_id) + "/" + name;
   kvstore::InitSpec spec{
       .name = stored,
       .dtype = ToDType(dtype),
@@ -482,7 +478,7 @@ DistTensor::DistTensor(std::vector<int64_t> shape, torch::Dtype dtype, std::stri
   state->key = fmt::format("{}/{}", shm::PolicyName(spec.policy), stored);
   state->name = name;
   state->type = type_id;
-  state->type_name = TypeName(book, node, type_id);
+  state->type_name = book.TypeName(node, type_id);
   state->shape = std::move(shape);
   state->dtype = spec.dtype;
   state->policy = policy;
@@ -614,11 +610,10 @@ DistTensor DistGraph::Data(const std::string& prefix, const std::string& name) c
   if (!book.is_homogeneous()) {
     const int count = node ? book.num_ntypes() : book.num_etypes();
     if (count != 1) {
-      std::vector<std::string> types;
-      for (int t = 0; t < count; ++t) types.push_back(TypeName(book, node, t));
       throw Error(fmt::format("{}data: the graph has {} {} ({}); use {}(type).data(\"{}\")",
                               node ? "n" : "e", count, node ? "node types" : "relations",
-                              fmt::join(types, ", "), node ? "nodes" : "edges", name));
+                              fmt::join(book.TypeNames(node), ", "), node ? "nodes" : "edges",
+                              name));
     }
   }
   return TypeData(node, 0, name);
@@ -626,7 +621,7 @@ DistTensor DistGraph::Data(const std::string& prefix, const std::string& name) c
 
 DistTensor DistGraph::TypeData(bool node, int type, const std::string& name) const {
   const PartitionBook& book = partition_book();
-  const std::string type_name = TypeName(book, node, type);
+  const std::string type_name = book.TypeName(node, type);
   const std::string stored = book.is_homogeneous() ? name : type_name + "/" + name;
   std::string key = fmt::format("{}/{}", node ? "node" : "edge", stored);
   kvstore::TensorMeta meta = ValueOrThrow(
@@ -676,7 +671,7 @@ std::map<std::string, AttrScheme> DistGraph::TypeSchemes(bool node, int type) co
   const PartitionBook& book = partition_book();
   const std::string prefix =
       fmt::format("{}/{}", node ? "node" : "edge",
-                  book.is_homogeneous() ? "" : TypeName(book, node, type) + "/");
+                  book.is_homogeneous() ? "" : book.TypeName(node, type) + "/");
   return SchemesUnder(context_->store_->features(), prefix);
 }
 
@@ -874,10 +869,9 @@ int SplitType(const PartitionBook& book, bool node, const std::string& type, con
   }
   const int count = node ? book.num_ntypes() : book.num_etypes();
   if (count == 1) return 0;
-  std::vector<std::string> types;
-  for (int t = 0; t < count; ++t) types.push_back(TypeName(book, node, t));
   throw Error(fmt::format("{}: the graph has {} {} ({}); say which in SplitOptions::type", what,
-                          count, node ? "node types" : "relations", fmt::join(types, ", ")));
+                          count, node ? "node types" : "relations",
+                          fmt::join(book.TypeNames(node), ", ")));
 }
 
 torch::Tensor SplitTyped(const torch::Tensor* ids, const DistTensor* mask,

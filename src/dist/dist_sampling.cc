@@ -162,12 +162,6 @@ Subgraph ToSubgraph(sampling::SampledEdges&& edges) {
   return {Owned(std::move(edges.src)), Owned(std::move(edges.dst)), Owned(std::move(edges.eid))};
 }
 
-// The relation id of a name (plain or "src:rel:dst"); Error naming it if
-// it is unknown or ambiguous.
-int RelationId(const PartitionBook& book, const std::string& etype, const std::string& what) {
-  return ValueOrThrow(book.EdgeTypeId(etype), what);
-}
-
 // {type: per-type ids} -> homogeneous ids, types in the order given: node
 // types (`node`) or relations. Errors name the type.
 torch::Tensor HomoIds(const DistGraph& g, const TypedIds& ids, bool node, const std::string& what) {
@@ -175,10 +169,11 @@ torch::Tensor HomoIds(const DistGraph& g, const TypedIds& ids, bool node, const 
   std::set<int> given;
   std::vector<torch::Tensor> parts;
   for (const auto& [type, per] : ids.items()) {
-    int t = node ? ValueOrThrow(book.NodeTypeId(type), what) : RelationId(book, type, what);
+    int t = node ? ValueOrThrow(book.NodeTypeId(type), what)
+                 : ValueOrThrow(book.EdgeTypeId(type), what);
     if (!given.insert(t).second) {
       throw Error(fmt::format("{}: {} {} is given twice", what, node ? "node type" : "relation",
-                              node ? book.ntypes()[t] : book.etypes()[t].Canonical()));
+                              book.TypeName(node, t)));
     }
     try {
       parts.push_back(node ? g.map_to_homo_nid(AsIds(per, what), type)
@@ -638,7 +633,7 @@ std::vector<int64_t> TypedReverseEids(const PartitionBook& book,
   for (int64_t e = 0; e < book.num_edges(); ++e) out[e] = e;
   std::set<int> given;
   for (const auto& [etype, ids] : typed) {
-    const int r = RelationId(book, etype, what + " reverse_eids");
+    const int r = ValueOrThrow(book.EdgeTypeId(etype), what + " reverse_eids");
     const std::string name = book.etypes()[r].Canonical();
     if (!given.insert(r).second) {
       throw Error(fmt::format("{} reverse_eids: relation {} is given twice", what, name));
@@ -694,12 +689,12 @@ loader::EdgeSpec EdgeSpecOf(const DistGraph& g, const NeighborSampler& sampler,
   if (!options.reverse_etypes.empty()) {
     spec.reverse_etypes.assign(book.num_etypes(), -1);
     for (const auto& [etype, reverse] : options.reverse_etypes) {
-      const int r = RelationId(book, etype, what + " reverse_etypes");
+      const int r = ValueOrThrow(book.EdgeTypeId(etype), what + " reverse_etypes");
       if (spec.reverse_etypes[r] != -1) {
         throw Error(fmt::format("{} reverse_etypes: relation {} is given twice", what,
                                 book.etypes()[r].Canonical()));
       }
-      spec.reverse_etypes[r] = RelationId(book, reverse, what + " reverse_etypes");
+      spec.reverse_etypes[r] = ValueOrThrow(book.EdgeTypeId(reverse), what + " reverse_etypes");
     }
   }
   ThrowIfError(loader::ValidateEdgeSpec(spec, book), what);
@@ -761,7 +756,7 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const torch::Tensor& 
     const PartitionBook& book = g.partition_book();
     std::vector<bool> reversed(book.num_etypes(), false);
     for (const auto& [etype, unused] : edge_options.typed_reverse_eids) {
-      reversed[RelationId(book, etype, what)] = true;
+      reversed[ValueOrThrow(book.EdgeTypeId(etype), what)] = true;
     }
     for (int64_t e : ids) {
       if (e < 0 || e >= book.num_edges()) continue;  // Refused by the batches.
@@ -796,10 +791,10 @@ DistEdgeDataLoader::DistEdgeDataLoader(const DistGraph& g, const TypedIds& eids,
   // Every relation of the batches needs its reverse.
   std::set<int> reversed;
   for (const auto& [etype, ids] : edge_options.typed_reverse_eids) {
-    reversed.insert(RelationId(book, etype, what));
+    reversed.insert(ValueOrThrow(book.EdgeTypeId(etype), what));
   }
   for (const auto& [etype, ids] : eids.items()) {
-    const int r = RelationId(book, etype, what + " eids");
+    const int r = ValueOrThrow(book.EdgeTypeId(etype), what + " eids");
     const std::string name = book.etypes()[r].Canonical();
     if (spec.exclude == loader::Exclude::kReverseTypes && spec.reverse_etypes[r] < 0) {
       throw Error(

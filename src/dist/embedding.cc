@@ -13,10 +13,6 @@
 namespace tessera::dist {
 namespace {
 
-void Check(const Status& status, const std::string& what) {
-  if (!status.ok()) throw Error(fmt::format("{}: {}", what, std::string(status.message())));
-}
-
 // Collective: the checkpoint folder `path` holds exactly `tensors` (replaced
 // if it held a checkpoint).
 void SaveTensors(const std::vector<DistTensor>& tensors, const std::string& path) {
@@ -120,12 +116,12 @@ void SparseOptimizer::step() {
                              .div_(counts.unsqueeze(1).to(torch::kFloat32))
                              .contiguous();
     const DistTensor& w = emb.weight();
-    Check(w.store().features().SparseUpdate(
-              w.key(),
-              std::span<const int64_t>(unique.data_ptr<int64_t>(),
-                                       static_cast<size_t>(unique.size(0))),
-              emb.embedding_dim(), mean.data_ptr<float>(), spec_),
-          fmt::format("sparse optimizer step on '{}'", emb.name()));
+    internal::ThrowIfError(w.store().features().SparseUpdate(
+                               w.key(),
+                               std::span<const int64_t>(unique.data_ptr<int64_t>(),
+                                                        static_cast<size_t>(unique.size(0))),
+                               emb.embedding_dim(), mean.data_ptr<float>(), spec_),
+                           fmt::format("sparse optimizer step on '{}'", emb.name()));
   }
 }
 

@@ -15,8 +15,8 @@ namespace tessera::kvstore {
 class Coordinator {
  public:
   virtual ~Coordinator() = default;
-  // Waits until every trainer of the job called Barrier.
-  virtual Status Barrier() = 0;
+  // Waits until every trainer of the job called Barrier (or BarrierMax).
+  Status Barrier() { return BarrierMax(0).status(); }
   // A barrier that also returns the largest `value` any participant passed.
   virtual StatusOr<int64_t> BarrierMax(int64_t value) = 0;
   // Leaves the job. Idempotent; never masks the program's result.

@@ -95,10 +95,9 @@ Status ValidateInitSpec(const InitSpec& spec, const PartitionBook& book) {
     return absl::InvalidArgumentError(fmt::format(
         "tensor '{}': shape[0] must be the number of {}s{} ({}), with 1 to {} dimensions",
         spec.name, shm::PolicyName(spec.policy),
-        book.is_homogeneous() ? ""
-                              : fmt::format(" of type '{}'", spec.policy == shm::Policy::kNode
-                                                                 ? book.ntypes()[type]
-                                                                 : book.etypes()[type].Canonical()),
+        book.is_homogeneous()
+            ? ""
+            : fmt::format(" of type '{}'", book.TypeName(spec.policy == shm::Policy::kNode, type)),
         rows, int{shm::Catalog::kMaxDims}));
   }
   // The size in bytes, checked: a wrapped product would pass every later
@@ -138,12 +137,7 @@ StatusOr<int> TensorType(const PartitionBook& book, shm::Policy policy, std::str
       }
     }
   }
-  std::vector<std::string> types;
-  if (policy == shm::Policy::kNode) {
-    types = book.ntypes();
-  } else {
-    for (const EdgeType& e : book.etypes()) types.push_back(e.Canonical());
-  }
+  const std::vector<std::string> types = book.TypeNames(policy == shm::Policy::kNode);
   return absl::InvalidArgumentError(fmt::format(
       "{} tensor '{}' of a heterogeneous graph must be named '<type>/<name>' with one of its {} "
       "({})",

@@ -148,13 +148,6 @@ Status JobClient::Health() const {
   return absl::OkStatus();
 }
 
-Status JobClient::Barrier() {
-  RETURN_IF_ERROR(Health());
-  Message request = rpc::MakeRequest(wire::BARRIER);
-  request.header.mutable_barrier()->set_num_clients(options_.num_clients);
-  return rpc_->CallOne(0, std::move(request), Deadline::In(options_.barrier_timeout)).status();
-}
-
 StatusOr<int64_t> JobClient::BarrierMax(int64_t value) {
   RETURN_IF_ERROR(Health());
   Message request = rpc::MakeRequest(wire::BARRIER);

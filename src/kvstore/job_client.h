@@ -66,8 +66,7 @@ class JobClient : public Coordinator {
   Status CheckFrameFits(size_t bytes, const std::string& what) const;
   Deadline CallDeadline() const { return Deadline::In(options_.call_timeout); }
 
-  // Waits until all options.num_clients clients called Barrier.
-  Status Barrier() override;
+  // Waits until all options.num_clients clients called a barrier.
   StatusOr<int64_t> BarrierMax(int64_t value) override;
   // Says goodbye to every server. Idempotent. A goodbye that times out or
   // fails is logged as a warning naming the servers, and Close() still

@@ -230,22 +230,21 @@ std::optional<Message> KvServer::Barrier(const rpc::Peer& peer, const Message& r
                             options_.num_clients > 0 ? " (the clients of this job)" : "")));
   }
   // A client retrying after its own timeout replaces its earlier entry.
-  std::erase_if(barrier_.waiting,
-                [&](const auto& w) { return w.first.client_id == peer.client_id; });
+  std::erase_if(barrier_, [&](const auto& w) { return w.first.client_id == peer.client_id; });
   // Every participant of a round must agree on its size, so the table never
   // holds more than that many entries (one per client).
-  if (!barrier_.waiting.empty()) {
-    int current = barrier_.waiting.front().second.barrier().num_clients();
+  if (!barrier_.empty()) {
+    int current = barrier_.front().second.barrier().num_clients();
     if (expected != current) {
       return rpc::MakeResponse(
           request.header,
           absl::InvalidArgumentError(fmt::format(
               "barrier of {} clients from client {} while a barrier of {} clients is in "
               "progress ({} waiting): every client must pass the same num_clients",
-              expected, peer.client_id, current, barrier_.waiting.size())));
+              expected, peer.client_id, current, barrier_.size())));
     }
   }
-  barrier_.waiting.emplace_back(peer, request.header);
+  barrier_.emplace_back(peer, request.header);
   // Fail once it cannot complete: everyone has shown up at some point, but
   // fewer than `expected` are still here.
   if (static_cast<int>(active_clients_.size()) < expected &&
@@ -254,31 +253,30 @@ std::optional<Message> KvServer::Barrier(const rpc::Peer& peer, const Message& r
                             expected, active_clients_.size(), last_departure_));
     return std::nullopt;
   }
-  if (static_cast<int>(barrier_.waiting.size()) < expected) return std::nullopt;
-  int64_t max = barrier_.waiting.front().second.barrier().value();
-  for (auto& [p, header] : barrier_.waiting) max = std::max(max, header.barrier().value());
-  for (auto& [p, header] : barrier_.waiting) {
+  if (static_cast<int>(barrier_.size()) < expected) return std::nullopt;
+  int64_t max = barrier_.front().second.barrier().value();
+  for (auto& [p, header] : barrier_) max = std::max(max, header.barrier().value());
+  for (auto& [p, header] : barrier_) {
     Message response = rpc::MakeResponse(header, absl::OkStatus());
     response.header.mutable_barrier()->set_value(max);
     rpc_->Reply(p, std::move(response));
   }
-  barrier_.waiting.clear();
-  ++barrier_.generation;
+  barrier_.clear();
   return std::nullopt;
 }
 
 void KvServer::FailBarrier(const std::string& why) {
   Status status = absl::AbortedError(why);
-  for (auto& [p, header] : barrier_.waiting) rpc_->Reply(p, rpc::MakeResponse(header, status));
-  barrier_.waiting.clear();
+  for (auto& [p, header] : barrier_) rpc_->Reply(p, rpc::MakeResponse(header, status));
+  barrier_.clear();
 }
 
 void KvServer::OnClientGone(int client_id, bool lost) {
   active_clients_.erase(client_id);
   last_departure_ =
       fmt::format("client {} {}", client_id, lost ? "died (no heartbeat)" : "has left");
-  if (barrier_.waiting.empty() || rpc_ == nullptr) return;
-  int expected = barrier_.waiting.front().second.barrier().num_clients();
+  if (barrier_.empty() || rpc_ == nullptr) return;
+  int expected = barrier_.front().second.barrier().num_clients();
   if (static_cast<int>(active_clients_.size()) < expected &&
       static_cast<int>(seen_clients_.size()) >= expected) {
     FailBarrier(

@@ -134,13 +134,10 @@ class KvServer : public rpc::Service {
   std::map<int, Handler> handlers_;  // By wire::Method.
   std::vector<uint64_t> seed_bits_;  // Over the owned nodes, clear between requests.
 
-  struct BarrierState {
-    uint64_t generation = 0;
-    std::vector<std::pair<rpc::Peer, wire::Header>> waiting;
-  } barrier_;
-  std::set<int> active_clients_;  // Said hello, not gone.
-  std::set<int> seen_clients_;    // Ever said hello.
-  std::string last_departure_;    // "client 3 has left", for barrier errors.
+  std::vector<std::pair<rpc::Peer, wire::Header>> barrier_;  // Waiting, in arrival order.
+  std::set<int> active_clients_;                             // Said hello, not gone.
+  std::set<int> seen_clients_;                               // Ever said hello.
+  std::string last_departure_;  // "client 3 has left", for barrier errors.
   LostClient on_lost_client_;
 };
 

@@ -23,7 +23,8 @@ StatusOr<std::unique_ptr<LocalKvStore>> LocalKvStore::Open(const std::string& pa
   auto partition = std::make_shared<LocalPartition>(std::move(part));
   auto features = std::make_shared<LocalFeatureStore>(partition);
   auto graph = std::make_shared<LocalGraphService>(partition, features);
-  return std::unique_ptr<LocalKvStore>(new LocalKvStore(partition, features, graph));
+  return std::unique_ptr<LocalKvStore>(
+      new LocalKvStore(features, graph, std::make_shared<LocalCoordinator>()));
 }
 
 LocalFeatureStore::LocalFeatureStore(std::shared_ptr<LocalPartition> partition)

@@ -85,7 +85,6 @@ class LocalGraphService : public GraphService {
 // A job of one trainer: barriers return at once.
 class LocalCoordinator : public Coordinator {
  public:
-  Status Barrier() override { return absl::OkStatus(); }
   StatusOr<int64_t> BarrierMax(int64_t value) override { return value; }
   Status Close() override { return absl::OkStatus(); }
 };
@@ -94,16 +93,9 @@ class LocalKvStore : public Services {
  public:
   // FailedPrecondition unless the config has exactly one part.
   static StatusOr<std::unique_ptr<LocalKvStore>> Open(const std::string& part_config);
-  // The loaded partition.
-  const LocalPartition& partition() const { return *partition_; }
 
  private:
-  LocalKvStore(std::shared_ptr<LocalPartition> partition,
-               std::shared_ptr<LocalFeatureStore> features,
-               std::shared_ptr<LocalGraphService> graph)
-      : Services(std::move(features), std::move(graph), std::make_shared<LocalCoordinator>()),
-        partition_(std::move(partition)) {}
-  std::shared_ptr<LocalPartition> partition_;
+  using Services::Services;
 };
 
 }  // namespace tessera::kvstore

@@ -8,13 +8,9 @@
 #include <torch/types.h>
 
 #include <functional>
-#include <map>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace tessera {
 namespace kvstore {

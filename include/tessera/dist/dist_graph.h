@@ -7,11 +7,8 @@
 
 #include <torch/types.h>
 
-#include <functional>
 #include <map>
 #include <memory>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,10 +17,6 @@
 #include "tessera/partition/partition_book.h"
 
 namespace tessera {
-namespace kvstore {
-class Services;
-}  // namespace kvstore
-
 namespace dist {
 
 struct AttrScheme {

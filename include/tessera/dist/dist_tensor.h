@@ -7,11 +7,7 @@
 
 #include <torch/types.h>
 
-#include <functional>
-#include <map>
 #include <memory>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,10 +15,6 @@
 #include "tessera/dist/context.h"
 
 namespace tessera {
-namespace kvstore {
-class Services;
-}  // namespace kvstore
-
 namespace dist {
 
 enum class PartPolicy { kAuto, kNode, kEdge };

@@ -7,13 +7,9 @@
 
 #include <torch/types.h>
 
-#include <functional>
 #include <map>
-#include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "tessera/dist/dist_graph.h"

@@ -77,6 +77,17 @@ class PartitionBook {
   int num_etypes() const { return static_cast<int>(layout_.etypes.size()); }
   const std::vector<std::string>& ntypes() const { return layout_.ntypes; }
   const std::vector<EdgeType>& etypes() const { return layout_.etypes; }
+  // Node type t's name, or relation t's canonical name "src:rel:dst".
+  std::string TypeName(bool node, int t) const {
+    return node ? layout_.ntypes[t] : layout_.etypes[t].Canonical();
+  }
+  // Every node type's name, or every relation's canonical name.
+  std::vector<std::string> TypeNames(bool node) const {
+    std::vector<std::string> names;
+    for (int t = 0; t < (node ? num_ntypes() : num_etypes()); ++t)
+      names.push_back(TypeName(node, t));
+    return names;
+  }
   // One node type and one relation (the homogeneous layout).
   bool is_homogeneous() const { return num_ntypes() == 1 && num_etypes() == 1; }
   StatusOr<int> NodeTypeId(const std::string& ntype) const {
