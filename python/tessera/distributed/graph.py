@@ -459,6 +459,7 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
     edges are never sampled and the fanout is still filled (DGL 1.1.3's
     ``DistGraph.sample_neighbors`` ignores ``exclude_edges``, and its
     ``dgl.distributed.sample_neighbors`` has no such argument)."""
+    from tessera.distributed.loader import _fanout_arg
     seeds = _seed_ids(g, nodes, "sample_neighbors")
     fanout, fanouts = _fanout_arg(g, fanout, "sample_neighbors")
     if isinstance(exclude_edges, dict):
@@ -475,24 +476,6 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
                                     exclude, bool(replace), seed)
     typed = isinstance(seeds, dict)
     return _frontier(g, out if typed else [out], typed)
-
-
-def _fanout_arg(g, fanout, what):
-    """(int fanout, None) or (-1, {relation: fanout}) for C++. On a graph with
-    several relations an int fanout is per relation (DGL); a dict must name
-    every relation (a name or canonical tuple)."""
-    from tessera.distributed.loader import _fanout_value, check_relation
-    if isinstance(fanout, dict):
-        if g.is_homogeneous:
-            if len(fanout) != 1:
-                raise _C.TesseraError(f"{what}: this graph has one relation; got fanouts for "
-                                      f"{list(fanout)}")
-            (key, value), = fanout.items()
-            check_relation(g, key, f"{what} fanout")
-            return _fanout_value(value, f"{what}: fanout"), None
-        return -1, {_etype_str(k): _fanout_value(v, f"{what}: fanout of {k!r}")
-                    for k, v in fanout.items()}
-    return _fanout_value(fanout, f"{what}: fanout"), None
 
 
 def in_subgraph(g, nodes):

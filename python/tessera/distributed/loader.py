@@ -115,26 +115,11 @@ class NeighborSampler:
         """(int fanouts, []) or ([], per-layer {relation: fanout}) for C++: on a
         graph with several relations an int fanout is per relation (DGL), and
         a dict must name every relation."""
-        if not any(isinstance(f, dict) for f in self.fanouts):
-            return [int(f) for f in self.fanouts], []
-        if g.is_homogeneous:
-            fl = []
-            for f in self.fanouts:
-                if isinstance(f, dict):
-                    if len(f) != 1:
-                        raise _C.TesseraError(f"NeighborSampler: this graph has one relation; "
-                                              f"got fanouts for {list(f)}")
-                    check_relation(g, next(iter(f)), "NeighborSampler fanouts")
-                    f = next(iter(f.values()))
-                fl.append(int(f))
-            return fl, []
-        layers = []
-        for f in self.fanouts:
-            if isinstance(f, dict):
-                layers.append({_etype_str(k): int(v) for k, v in f.items()})
-            else:
-                layers.append({":".join(c): int(f) for c in g.canonical_etypes})
-        return [], layers
+        per = [_fanout_arg(g, f, "NeighborSampler") for f in self.fanouts]
+        if all(m is None for _, m in per):
+            return [f for f, _ in per], []
+        return [], [{":".join(c): f for c in g.canonical_etypes} if m is None else m
+                    for f, m in per]
 
 
 MultiLayerNeighborSampler = NeighborSampler
@@ -149,6 +134,23 @@ def _fanout_value(v, what):
     if f < -1:
         raise ValueError(f"{what} {f}: a fanout is -1 (all neighbours), 0 (none) or positive")
     return f
+
+
+def _fanout_arg(g, fanout, what):
+    """(int fanout, None) or (-1, {relation: fanout}) for C++. On a graph with
+    several relations an int fanout is per relation (DGL); a dict must name
+    every relation (a name or canonical tuple)."""
+    if isinstance(fanout, dict):
+        if g.is_homogeneous:
+            if len(fanout) != 1:
+                raise _C.TesseraError(f"{what}: this graph has one relation; got fanouts for "
+                                      f"{list(fanout)}")
+            (key, value), = fanout.items()
+            check_relation(g, key, f"{what} fanout")
+            return _fanout_value(value, f"{what}: fanout"), None
+        return -1, {_etype_str(k): _fanout_value(v, f"{what}: fanout of {k!r}")
+                    for k, v in fanout.items()}
+    return _fanout_value(fanout, f"{what}: fanout"), None
 
 
 def check_relation(g, key, what):
@@ -576,26 +578,14 @@ class DistEdgeDataLoader(_Resumable):
         return len(self._loader)
 
     def __iter__(self):
-        if self._typed:
-            ntypes = self._g.ntypes
-            for b in self._each():
-                input_nodes = dict(zip(ntypes, b.input_nodes))
-                pos = PairGraph._native(b.positive, True, True)
-                blocks = _blocks(b.blocks, True)
-                if self._negatives:
-                    neg = PairGraph._native(b.negative, True, False)
-                    yield input_nodes, pos, neg, blocks
-                else:
-                    yield input_nodes, pos, blocks
-            return
+        typed = self._typed
         for b in self._each():
-            pos = PairGraph._native(b.positive, False, True)
-            blocks = _blocks(b.blocks, False)
+            input_nodes = dict(zip(self._g.ntypes, b.input_nodes)) if typed else b.input_nodes[0]
+            pos, blocks = PairGraph._native(b.positive, typed, True), _blocks(b.blocks, typed)
             if self._negatives:
-                neg = PairGraph._native(b.negative, False, False)
-                yield b.input_nodes[0], pos, neg, blocks
+                yield input_nodes, pos, PairGraph._native(b.negative, typed, False), blocks
             else:
-                yield b.input_nodes[0], pos, blocks
+                yield input_nodes, pos, blocks
 
 
 def _default_collate(items):
