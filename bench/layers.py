@@ -33,8 +33,8 @@ def parse():
     p.add_argument("--threads", type=int, default=os.cpu_count(),
                    help="torch threads, the same for both systems")
     p.add_argument("--rounds", type=int, default=20)
-    p.add_argument("--layers", default="sage0,sage1,gcn0,gat1,rgcn0",
-                   help="comma-separated: sage0 sage1 gcn0 gat1 rgcn0")
+    p.add_argument("--layers", default="sage0,sage1,gcn0,gat0,gat1,rgcn0",
+                   help="comma-separated: sage0 sage1 gcn0 gat0 gat1 rgcn0")
     p.add_argument("--dgl", help="DGL's python folder (../shared/reference/dgl), to compare")
     return p.parse_args()
 
@@ -72,6 +72,7 @@ SPECS = {
     "sage0": (24000, 200000, 10, 100, 16, "sage"),
     "sage1": (1000, 24000, 25, 16, 47, "sage"),
     "gcn0": (24000, 200000, 10, 100, 16, "gcn"),
+    "gat0": (24000, 200000, 10, 100, 16, "gat"),
     "gat1": (1000, 24000, 25, 16, 16, "gat"),
     "rgcn0": (25000, 200000, 25, 64, 64, "rgcn"),
 }

@@ -82,25 +82,45 @@ def test_zero_in_degree_is_an_error():
         tnn.GATConv(2, 3, num_heads=2)(block(), torch.randn(5, 2))
 
 
-def test_gatconv_attention_is_a_softmax_per_destination():
+@pytest.mark.parametrize("in_feats,out_feats", [(2, 3), (8, 1)])
+def test_gatconv_attention_is_a_softmax_per_destination(in_feats, out_feats):
+    """DGL's formula, with the sources' logits from the folded weights (an
+    input no wider than heads * out) and from the projected rows (wider)."""
     torch.manual_seed(0)
-    conv = tnn.GATConv(2, 3, num_heads=2, allow_zero_in_degree=True)
-    h = torch.randn(5, 2, requires_grad=True)
+    conv = tnn.GATConv(in_feats, out_feats, num_heads=2, allow_zero_in_degree=True)
+    h = torch.randn(5, in_feats, requires_grad=True)
     out, att = conv(block(), h, get_attention=True)
-    assert out.shape == (3, 2, 3) and att.shape == (5, 2, 1)  # DGL's [E, heads, 1]
+    assert out.shape == (3, 2, out_feats) and att.shape == (5, 2, 1)  # DGL's [E, heads, 1]
     att = att.squeeze(-1)
     assert torch.allclose(att[:3].sum(0), torch.ones(2)) and torch.allclose(att[3:].sum(0),
                                                                             torch.ones(2))
     # Destination 1 by hand: softmax over its edges from sources 0 and 4.
-    f = conv.fc(h).view(5, 2, 3)
+    f = conv.fc(h).view(5, 2, out_feats)
     el = (f * conv.attn_l).sum(-1)
     er = (f[:3] * conv.attn_r).sum(-1)
     e = torch.nn.functional.leaky_relu(torch.stack([el[0] + er[1], el[4] + er[1]]), 0.2)
     a = torch.softmax(e, 0)
-    want = a[0].unsqueeze(-1) * f[0] + a[1].unsqueeze(-1) * f[4] + conv.bias.view(2, 3)
+    want = a[0].unsqueeze(-1) * f[0] + a[1].unsqueeze(-1) * f[4] + conv.bias.view(2, out_feats)
     assert torch.allclose(out[1], want, atol=1e-5)
-    out.sum().backward()
-    assert conv.attn_l.grad.abs().sum() > 0
+    # The gradients too: of every output against the formula's on every
+    # destination (one without in-edges gets 0 + bias, as DGL's).
+    params = [h, conv.fc.weight, conv.attn_l, conv.attn_r]
+    got = torch.autograd.grad((out * out).sum(), params)
+    src, dst = block().edges()
+    rows = []
+    for d in range(3):
+        srcs = src[dst == d].tolist()
+        if not srcs:
+            rows.append(torch.zeros(2, out_feats))
+            continue
+        w = torch.softmax(torch.nn.functional.leaky_relu(
+            torch.stack([el[s] + er[d] for s in srcs]), 0.2), 0)
+        rows.append(sum(w[i].unsqueeze(-1) * f[s] for i, s in enumerate(srcs)))
+    ref = torch.stack(rows) + conv.bias.view(2, out_feats)
+    assert torch.allclose(out, ref, atol=1e-5)
+    want_grads = torch.autograd.grad((ref * ref).sum(), params)
+    for g, w in zip(got, want_grads):
+        assert torch.allclose(g, w, atol=1e-5), (g, w)
 
 
 def test_feat_drop_is_one_mask_for_sources_and_destinations():
@@ -183,13 +203,14 @@ def test_middle_feature_dimensions_are_independent():
     torch.manual_seed(0)
     h = torch.randn(5, 2, 3, 4)
     for conv in (tnn.GATConv(4, 3, num_heads=2, allow_zero_in_degree=True),
+                 tnn.GATConv(4, 1, num_heads=2, allow_zero_in_degree=True),  # Wider input.
                  tnn.GATConv(4, 3, num_heads=2, residual=True, allow_zero_in_degree=True),
                  tnn.GATConv((4, 4), 3, num_heads=2, residual=True,
                              allow_zero_in_degree=True)):
         pair = isinstance(conv._in_feats, tuple)
         feat = (h, h[1:4]) if pair else h
         out, att = conv(block(), feat, get_attention=True)
-        assert out.shape == (3, 2, 3, 2, 3) and att.shape == (5, 2, 3, 2, 1)
+        assert out.shape == (3, 2, 3, 2, conv._out_feats) and att.shape == (5, 2, 3, 2, 1)
         for i in range(2):
             for j in range(3):
                 one = (h[:, i, j], h[1:4, i, j]) if pair else h[:, i, j]

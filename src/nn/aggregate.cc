@@ -561,6 +561,88 @@ class EdgeSoftmaxOp : public torch::autograd::Function<EdgeSoftmaxOp> {
   }
 };
 
+// Per edge in CSR order, the sum of its source's and its destination's row
+// ([E, K] from [num_src, K] and [num_dst, K]): DGL's u_add_v.
+class UAddVOp : public torch::autograd::Function<UAddVOp> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor u, torch::Tensor v,
+                               torch::Tensor indptr, torch::Tensor indices) {
+    const int64_t num_dst = indptr.size(0) - 1, E = indices.size(0), K = u.size(1);
+    torch::Tensor out = torch::empty({E, K}, u.options());
+    std::atomic<bool> ok{true};
+    AT_DISPATCH_FLOATING_TYPES(u.scalar_type(), "tessera::nn::u_add_v", [&] {
+      const int64_t *p = indptr.data_ptr<int64_t>(), *src = indices.data_ptr<int64_t>();
+      const scalar_t *uu = u.data_ptr<scalar_t>(), *vv = v.data_ptr<scalar_t>();
+      scalar_t* o = out.data_ptr<scalar_t>();
+      const int64_t num_src = u.size(0);
+      at::parallel_for(0, num_dst, Grain(num_dst, E, K), [&](int64_t d0, int64_t d1) {
+        for (int64_t d = d0; d < d1; ++d) {
+          for (int64_t k = p[d]; k < p[d + 1]; ++k) {
+            if (src[k] < 0 || src[k] >= num_src) {
+              ok.store(false);
+              return;
+            }
+            for (int64_t c = 0; c < K; ++c) o[k * K + c] = uu[src[k] * K + c] + vv[d * K + c];
+          }
+        }
+      });
+    });
+    if (!ok.load()) {
+      throw dist::Error(
+          fmt::format("u_add_v: a source index is outside [0, {}) (the rows of u)", u.size(0)));
+    }
+    ctx->save_for_backward({indptr, indices});
+    ctx->saved_data["num_src"] = u.size(0);
+    return out;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const torch::Tensor indptr = ctx->get_saved_variables()[0];
+    const torch::Tensor indices = ctx->get_saved_variables()[1];
+    const int64_t num_src = ctx->saved_data["num_src"].toInt();
+    CheckIndptr(indptr, indices.size(0));  // Written through an untracked view since?
+    torch::Tensor g = grads[0].contiguous();
+    const int64_t num_dst = indptr.size(0) - 1, E = g.size(0), K = g.size(1);
+    if (torch::GradMode::is_enabled()) {  // create_graph: differentiable operations.
+      return {torch::zeros({num_src, K}, g.options()).index_add(0, indices, g),
+              torch::zeros({num_dst, K}, g.options()).index_add(0, EdgeDestinations(indptr), g),
+              {},
+              {}};
+    }
+    torch::Tensor grad_u = torch::zeros({num_src, K}, g.options());
+    torch::Tensor grad_v = torch::empty({num_dst, K}, g.options());
+    bool ok = true;
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "tessera::nn::u_add_v_backward", [&] {
+      const int64_t *p = indptr.data_ptr<int64_t>(), *src = indices.data_ptr<int64_t>();
+      const scalar_t* gg = g.data_ptr<scalar_t>();
+      scalar_t *gu = grad_u.data_ptr<scalar_t>(), *gv = grad_v.data_ptr<scalar_t>();
+      at::parallel_for(0, num_dst, Grain(num_dst, E, K), [&](int64_t d0, int64_t d1) {
+        for (int64_t d = d0; d < d1; ++d) {
+          for (int64_t c = 0; c < K; ++c) gv[d * K + c] = 0;
+          for (int64_t k = p[d]; k < p[d + 1]; ++k) {
+            for (int64_t c = 0; c < K; ++c) gv[d * K + c] += gg[k * K + c];
+          }
+        }
+      });
+      // The sources' sums: one pass in edge order (E * K additions, with
+      // no atomics; the rows are narrow, K heads).
+      for (int64_t k = 0; k < E && ok; ++k) {
+        if (src[k] < 0 || src[k] >= num_src) {
+          ok = false;
+          break;
+        }
+        for (int64_t c = 0; c < K; ++c) gu[src[k] * K + c] += gg[k * K + c];
+      }
+    });
+    if (!ok) {
+      throw dist::Error(
+          "u_add_v (backward): a source index is out of range; was the graph changed since the "
+          "forward?");
+    }
+    return {grad_u, grad_v, {}, {}};
+  }
+};
+
 }  // namespace
 
 Reduce ParseReduce(const std::string& name) {
@@ -674,6 +756,32 @@ torch::Tensor edge_softmax(const torch::Tensor& indptr, const torch::Tensor& sco
   const int64_t E = scores.size(0);
   torch::Tensor flat = scores.reshape({E, E == 0 ? 1 : scores.numel() / E}).contiguous();
   return EdgeSoftmaxOp::apply(flat, indptr).view(scores.sizes());
+}
+
+torch::Tensor u_add_v(const torch::Tensor& indptr, const torch::Tensor& indices,
+                      const torch::Tensor& u, const torch::Tensor& v) {
+  CheckIndex(indices, "indices");
+  CheckIndptr(indptr, indices.size(0));
+  CheckCpu(u, "u_add_v", "u");
+  CheckCpu(v, "u_add_v", "v");
+  const int64_t num_dst = indptr.size(0) - 1;
+  if (u.dim() < 1 || v.dim() < 1 || !u.is_floating_point() || u.scalar_type() != v.scalar_type() ||
+      v.size(0) != num_dst || u.sizes().slice(1) != v.sizes().slice(1)) {
+    throw dist::Error(fmt::format(
+        "u_add_v: u [num_src, ...] and v [{} destinations, ...] must be floating, of one dtype "
+        "and one trailing shape; got {} [{}] and {} [{}]",
+        num_dst, c10::toString(u.scalar_type()), fmt::join(u.sizes(), ", "),
+        c10::toString(v.scalar_type()), fmt::join(v.sizes(), ", ")));
+  }
+  int64_t K = 1;
+  std::vector<int64_t> shape = {indices.size(0)};
+  for (int64_t d : u.sizes().slice(1)) {
+    K *= d;
+    shape.push_back(d);
+  }
+  torch::Tensor out = UAddVOp::apply(u.reshape({u.size(0), K}).contiguous(),
+                                     v.reshape({num_dst, K}).contiguous(), indptr, indices);
+  return out.view(shape);
 }
 
 RelationGroups GroupByRelation(const torch::Tensor& src, const torch::Tensor& dst,

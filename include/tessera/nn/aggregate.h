@@ -75,6 +75,13 @@ torch::Tensor aggregate(const torch::Tensor& indptr, const torch::Tensor& indice
 // in-edges (DGL's edge_softmax on a block). Differentiable in scores.
 torch::Tensor edge_softmax(const torch::Tensor& indptr, const torch::Tensor& scores);
 
+// Per edge of the CSR (in CSR order), u's row of its source plus v's row of
+// its destination: u [num_src, ...], v [num_dst, ...] of one trailing shape
+// give [num_edges, ...] (DGL's u_add_v, GAT's attention logits).
+// Differentiable in u and v.
+torch::Tensor u_add_v(const torch::Tensor& indptr, const torch::Tensor& indices,
+                      const torch::Tensor& u, const torch::Tensor& v);
+
 // The edges of a relational layer grouped for R-GCN: the messages of one
 // (relation, destination) pair are summed first, then each relation's pairs
 // go through that relation's weight in one GEMM, and the pairs are summed

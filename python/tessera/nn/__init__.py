@@ -325,22 +325,26 @@ class GATConv(nn.Module):
         K = math.prod(mid) * H
         if isinstance(feat, (tuple, list)):
             shared = hasattr(self, "fc")
-            feat_src = _linear(h_src, self.fc if shared else self.fc_src).view(-1, K, Fo)
-            feat_dst = (self.fc if shared else self.fc_dst)(h_dst).view(-1, K, Fo)
+            fc_src, fc_dst = (self.fc, self.fc) if shared else (self.fc_src, self.fc_dst)
         elif not hasattr(self, "fc"):
             raise _C.TesseraError("GATConv: a layer with (source, destination) in_feats "
                                   "takes a (src, dst) feature pair")
         else:
-            feat_src = _linear(h_src, self.fc).view(-1, K, Fo)
-            feat_dst = feat_src[:graph.num_dst_nodes()]
-        el = (feat_src.view(-1, *mid, H, Fo) * self.attn_l).sum(-1).view(-1, K)  # [src, K]
-        er = (feat_dst.view(-1, *mid, H, Fo) * self.attn_r).sum(-1).view(-1, K)  # [dst, K]
-        # Per edge in CSR order (destinations in order): softmax and the
-        # weighted sum run in the CSR kernels.
+            fc_src = fc_dst = self.fc
+        feat_src = _linear(h_src, fc_src).view(-1, K, Fo)
+        # The logits (DGL's (fc(h) * attn).sum(-1), [rows, K]) from the
+        # input through fc's weight folded with attn: the destinations'
+        # always (a few rows, and no gradient through a slice of feat_src),
+        # the sources' when their input is no wider than feat_src.
+        er = _attention_logits(h_dst, fc_dst, self.attn_r).view(-1, K)
+        if h_src.shape[-1] <= H * Fo:
+            el = _attention_logits(h_src, fc_src, self.attn_l).view(-1, K)
+        else:
+            el = (feat_src.view(-1, *mid, H, Fo) * self.attn_l).sum(-1).view(-1, K)
+        # Per edge in CSR order (destinations in order): the logits, softmax
+        # and the weighted sum run in the CSR kernels.
         indptr, indices, _ = _csr(graph)
-        edge_dst = torch.repeat_interleave(
-            torch.arange(graph.num_dst_nodes(), dtype=torch.int64), indptr[1:] - indptr[:-1])
-        e = self.leaky_relu(el.index_select(0, indices) + er.index_select(0, edge_dst))
+        e = self.leaky_relu(_C.u_add_v(indptr, indices, el, er))
         a = self.attn_drop(_C.edge_softmax(indptr, e))  # [E, K], CSR order
         edge_weight = _edge_weight(graph, edge_weight, a.dtype, "GATConv", gat=True)
         if edge_weight is not None:  # DGL: the attention times each edge's weight.
@@ -355,6 +359,15 @@ class GATConv(nn.Module):
         if get_attention:
             return rst, _to_edge_order(graph, a).view(-1, *mid, H, 1)
         return rst
+
+
+def _attention_logits(h, fc, attn):
+    """``(fc(h).view(-1, H, F) * attn).sum(-1)`` for ``h`` [N, *, in] as
+    [N * prod(*), H]: one narrow GEMM with fc's weight [H * F, in] folded
+    with ``attn`` [1, H, F] into [H, in]."""
+    H, F = attn.shape[1], attn.shape[2]
+    w = (fc.weight.view(H, F, -1) * attn.view(H, F, 1)).sum(1)
+    return _C.narrow_linear(h.reshape(-1, h.shape[-1]), w)
 
 
 def _edge_types(types, n, num_types, what, presorted=False):
