@@ -461,10 +461,13 @@ PYBIND11_MODULE(_C, m) {
         return tessera::nn::narrow_linear(x, weight, bias.value_or(torch::Tensor()));
       },
       py::arg("x"), py::arg("weight"), py::arg("bias") = py::none());
-  m.def("u_add_v", [ids](const torch::Tensor& indptr, const torch::Tensor& indices,
-                         const torch::Tensor& u, const torch::Tensor& v) {
-    return tessera::nn::u_add_v(ids(indptr), ids(indices), u, v);
-  });
+  m.def(
+      "u_add_v",
+      [ids](const torch::Tensor& indptr, const torch::Tensor& indices, const torch::Tensor& u,
+            const torch::Tensor& v) {
+        return tessera::nn::u_add_v(ids(indptr), ids(indices), u, v);
+      },
+      py::arg("indptr"), py::arg("indices"), py::arg("u"), py::arg("v"));
   m.def("edge_softmax", [ids](const torch::Tensor& indptr, const torch::Tensor& scores) {
     return tessera::nn::edge_softmax(ids(indptr), scores);
   });

@@ -82,30 +82,33 @@ def test_zero_in_degree_is_an_error():
         tnn.GATConv(2, 3, num_heads=2)(block(), torch.randn(5, 2))
 
 
-@pytest.mark.parametrize("in_feats,out_feats", [(2, 3), (8, 1)])
-def test_gatconv_attention_is_a_softmax_per_destination(in_feats, out_feats):
-    """DGL's formula, with the sources' logits from the folded weights (an
-    input no wider than heads * out) and from the projected rows (wider)."""
+@pytest.mark.parametrize("in_feats,out_feats,pair,fc_bias", [
+    (2, 3, False, False), (8, 1, False, False), (2, 3, True, False), (8, 1, True, False),
+    (2, 3, False, True), (8, 1, False, True)])
+def test_gatconv_attention_is_a_softmax_per_destination(in_feats, out_feats, pair, fc_bias):
+    """DGL's formula, outputs and gradients, with the sources' logits from the
+    folded weights (an input at most twice heads * out wide) and from the
+    projected rows (wider); (src, dst) layers with fc_src / fc_dst; and a
+    projection of the user's own with a bias, which reaches the logits."""
     torch.manual_seed(0)
-    conv = tnn.GATConv(in_feats, out_feats, num_heads=2, allow_zero_in_degree=True)
+    conv = tnn.GATConv((in_feats, in_feats) if pair else in_feats, out_feats, num_heads=2,
+                       allow_zero_in_degree=True)
+    if fc_bias:
+        conv.fc = torch.nn.Linear(in_feats, 2 * out_feats, bias=True)
+        torch.nn.init.normal_(conv.fc.bias)
     h = torch.randn(5, in_feats, requires_grad=True)
-    out, att = conv(block(), h, get_attention=True)
+    h_dst = torch.randn(3, in_feats, requires_grad=True)
+    out, att = conv(block(), (h, h_dst) if pair else h, get_attention=True)
     assert out.shape == (3, 2, out_feats) and att.shape == (5, 2, 1)  # DGL's [E, heads, 1]
     att = att.squeeze(-1)
     assert torch.allclose(att[:3].sum(0), torch.ones(2)) and torch.allclose(att[3:].sum(0),
                                                                             torch.ones(2))
-    # Destination 1 by hand: softmax over its edges from sources 0 and 4.
-    f = conv.fc(h).view(5, 2, out_feats)
+    fc_src, fc_dst = (conv.fc_src, conv.fc_dst) if pair else (conv.fc, conv.fc)
+    f = fc_src(h).view(5, 2, out_feats)
     el = (f * conv.attn_l).sum(-1)
-    er = (f[:3] * conv.attn_r).sum(-1)
-    e = torch.nn.functional.leaky_relu(torch.stack([el[0] + er[1], el[4] + er[1]]), 0.2)
-    a = torch.softmax(e, 0)
-    want = a[0].unsqueeze(-1) * f[0] + a[1].unsqueeze(-1) * f[4] + conv.bias.view(2, out_feats)
-    assert torch.allclose(out[1], want, atol=1e-5)
-    # The gradients too: of every output against the formula's on every
-    # destination (one without in-edges gets 0 + bias, as DGL's).
-    params = [h, conv.fc.weight, conv.attn_l, conv.attn_r]
-    got = torch.autograd.grad((out * out).sum(), params)
+    er = (fc_dst(h_dst if pair else h[:3]).view(3, 2, out_feats) * conv.attn_r).sum(-1)
+    # Every destination by hand: a softmax over its in-edges (one without
+    # in-edges gets 0 + bias, as DGL's).
     src, dst = block().edges()
     rows = []
     for d in range(3):
@@ -118,8 +121,10 @@ def test_gatconv_attention_is_a_softmax_per_destination(in_feats, out_feats):
         rows.append(sum(w[i].unsqueeze(-1) * f[s] for i, s in enumerate(srcs)))
     ref = torch.stack(rows) + conv.bias.view(2, out_feats)
     assert torch.allclose(out, ref, atol=1e-5)
-    want_grads = torch.autograd.grad((ref * ref).sum(), params)
-    for g, w in zip(got, want_grads):
+    params = [h, h_dst] + list(conv.parameters()) if pair else [h] + list(conv.parameters())
+    got = torch.autograd.grad((out * out).sum(), params)
+    want = torch.autograd.grad((ref * ref).sum(), params)
+    for g, w in zip(got, want):
         assert torch.allclose(g, w, atol=1e-5), (g, w)
 
 

@@ -95,7 +95,9 @@ class LocalKvStore : public Services {
   static StatusOr<std::unique_ptr<LocalKvStore>> Open(const std::string& part_config);
 
  private:
-  using Services::Services;
+  LocalKvStore(std::shared_ptr<FeatureStore> features, std::shared_ptr<GraphService> graph,
+               std::shared_ptr<Coordinator> coordinator)
+      : Services(std::move(features), std::move(graph), std::move(coordinator)) {}
 };
 
 }  // namespace tessera::kvstore

@@ -765,11 +765,12 @@ torch::Tensor u_add_v(const torch::Tensor& indptr, const torch::Tensor& indices,
   CheckCpu(u, "u_add_v", "u");
   CheckCpu(v, "u_add_v", "v");
   const int64_t num_dst = indptr.size(0) - 1;
-  if (u.dim() < 1 || v.dim() < 1 || !u.is_floating_point() || u.scalar_type() != v.scalar_type() ||
+  const bool real = u.scalar_type() == torch::kFloat32 || u.scalar_type() == torch::kFloat64;
+  if (u.dim() < 1 || v.dim() < 1 || !real || u.scalar_type() != v.scalar_type() ||
       v.size(0) != num_dst || u.sizes().slice(1) != v.sizes().slice(1)) {
     throw dist::Error(fmt::format(
-        "u_add_v: u [num_src, ...] and v [{} destinations, ...] must be floating, of one dtype "
-        "and one trailing shape; got {} [{}] and {} [{}]",
+        "u_add_v: u [num_src, ...] and v [{} destinations, ...] must be float32 or float64, of "
+        "one dtype and one trailing shape; got {} [{}] and {} [{}]",
         num_dst, c10::toString(u.scalar_type()), fmt::join(u.sizes(), ", "),
         c10::toString(v.scalar_type()), fmt::join(v.sizes(), ", ")));
   }

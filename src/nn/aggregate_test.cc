@@ -285,6 +285,7 @@ TEST(AggregateTest, UAddVRefusesWhatDoesNotFit) {
   EXPECT_THROW(u_add_v(indptr, indices, u, torch::randn({10, 3})), dist::Error);
   EXPECT_THROW(u_add_v(indptr, indices, u, v.to(torch::kFloat64)), dist::Error);
   EXPECT_THROW(u_add_v(indptr, indices, u.to(torch::kInt64), v.to(torch::kInt64)), dist::Error);
+  EXPECT_THROW(u_add_v(indptr, indices, u.to(torch::kHalf), v.to(torch::kHalf)), dist::Error);
   // No edges: an empty [0, 4].
   torch::Tensor none = torch::zeros({11}, torch::kInt64);
   EXPECT_EQ(u_add_v(none, torch::zeros({0}, torch::kInt64), u, v).sizes(),

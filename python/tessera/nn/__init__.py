@@ -335,12 +335,11 @@ class GATConv(nn.Module):
         # The logits (DGL's (fc(h) * attn).sum(-1), [rows, K]) from the
         # input through fc's weight folded with attn: the destinations'
         # always (a few rows, and no gradient through a slice of feat_src),
-        # the sources' when their input is no wider than feat_src.
+        # the sources' unless their input is more than twice as wide as
+        # feat_src (reading it again then costs more than the products).
         er = _attention_logits(h_dst, fc_dst, self.attn_r).view(-1, K)
-        if h_src.shape[-1] <= H * Fo:
-            el = _attention_logits(h_src, fc_src, self.attn_l).view(-1, K)
-        else:
-            el = (feat_src.view(-1, *mid, H, Fo) * self.attn_l).sum(-1).view(-1, K)
+        wide = h_src.shape[-1] > 2 * H * Fo
+        el = _attention_logits(h_src, fc_src, self.attn_l, feat_src if wide else None).view(-1, K)
         # Per edge in CSR order (destinations in order): the logits, softmax
         # and the weighted sum run in the CSR kernels.
         indptr, indices, _ = _csr(graph)
@@ -361,13 +360,19 @@ class GATConv(nn.Module):
         return rst
 
 
-def _attention_logits(h, fc, attn):
+def _attention_logits(h, fc, attn, projected=None):
     """``(fc(h).view(-1, H, F) * attn).sum(-1)`` for ``h`` [N, *, in] as
-    [N * prod(*), H]: one narrow GEMM with fc's weight [H * F, in] folded
-    with ``attn`` [1, H, F] into [H, in]."""
+    [N * prod(*), H]: from ``projected`` (``fc(h)``) when given (or fc is
+    not an ``nn.Linear``), else in one narrow GEMM with fc's weight [H * F,
+    in] folded with ``attn`` [1, H, F] into [H, in] (and its bias into [H])."""
     H, F = attn.shape[1], attn.shape[2]
+    if projected is None and not isinstance(fc, nn.Linear):
+        projected = fc(h)
+    if projected is not None:
+        return (projected.reshape(-1, H, F) * attn.view(1, H, F)).sum(-1)
     w = (fc.weight.view(H, F, -1) * attn.view(H, F, 1)).sum(1)
-    return _C.narrow_linear(h.reshape(-1, h.shape[-1]), w)
+    b = None if fc.bias is None else (fc.bias.view(H, F) * attn.view(H, F)).sum(-1)
+    return _C.narrow_linear(h.reshape(-1, h.shape[-1]), w, b)
 
 
 def _edge_types(types, n, num_types, what, presorted=False):
